@@ -1,0 +1,79 @@
+# Foresight — build, test and tooling. `make help` lists the targets.
+
+SHELL := /bin/bash
+GO    ?= go
+TOOLS := $(CURDIR)/.tools
+BUF   := $(TOOLS)/npm/node_modules/.bin/buf
+
+# Pinned tool versions (see ../shared/DESIGN.md §8 for why these).
+BUF_VERSION                := 1.75.0
+PROTOC_GEN_GO_VERSION      := v1.36.12
+PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
+
+STAGES  := affinity headroom scorer admitter picker
+PLUGINS := $(addprefix bin/plugins/,$(STAGES))
+HOST_VERSION := $(shell cat VERSION)
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
+
+.PHONY: build
+build: bin/foresight $(PLUGINS) ## build bin/foresight and every plugin into bin/plugins/<stage>
+
+.PHONY: bin/foresight
+bin/foresight:
+	$(GO) build -trimpath -ldflags "-X main.version=$(HOST_VERSION)" -o $@ ./host/cmd/foresight
+
+.PHONY: $(PLUGINS)
+$(PLUGINS): bin/plugins/%:
+	$(GO) build -trimpath -ldflags "-X main.version=$$(cat plugins/$*/VERSION)" -o $@ ./plugins/$*
+
+.PHONY: test
+test: ## run the whole test suite (unit, shim, end-to-end with real plugin binaries)
+	$(GO) test -race -count=1 ./...
+
+.PHONY: lint
+lint: tools ## go vet, gofmt check and buf lint
+	$(GO) vet ./...
+	@unformatted=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go' | grep -v '\.pb\.go$$')); \
+	  if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
+	$(BUF) lint
+
+.PHONY: generate
+generate: tools ## regenerate the Go code beside proto/ (committed; reproducible byte for byte)
+	$(BUF) generate
+
+.PHONY: generate-check
+generate-check: generate ## fail when the committed generated code differs from what `make generate` writes
+	@git diff --exit-code -- proto || { echo "generated code is stale: run make generate and commit"; exit 1; }
+
+.PHONY: breaking
+breaking: tools ## check the contracts for breaking changes against main
+	$(BUF) breaking --against '.git#branch=main'
+
+.PHONY: bench
+bench: build ## benchmark the pipeline over real plugin processes (JSON on stdout)
+	bin/foresight bench pipeline --config examples/pipeline.yaml --endpoints 100 --cycles 20000 --concurrency 8 --json
+
+.PHONY: run
+run: build ## build everything and run the demo
+	bin/foresight demo --config examples/pipeline.yaml
+
+.PHONY: tools
+tools: $(TOOLS)/bin/protoc-gen-go $(TOOLS)/bin/protoc-gen-go-grpc $(BUF) ## install the pinned code generators into .tools
+
+$(TOOLS)/bin/protoc-gen-go:
+	GOBIN=$(TOOLS)/bin $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+
+$(TOOLS)/bin/protoc-gen-go-grpc:
+	GOBIN=$(TOOLS)/bin $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+
+$(BUF):
+	npm install --silent --no-audit --no-fund --prefix $(TOOLS)/npm @bufbuild/buf@$(BUF_VERSION)
+
+.PHONY: clean
+clean: ## remove build outputs (keeps .tools)
+	rm -rf bin

@@ -1,0 +1,108 @@
+package sdk
+
+import (
+	"context"
+	"fmt"
+)
+
+// The host sees every stage through a batch interface: one call answers several cycles, so cycles
+// waiting for the same plugin can share a round trip. The returned error means the call as a whole
+// failed (transport, crash); a single cycle's failure travels in its Result.
+
+// Result is one cycle's answer within a batch: a value, or the stage's error for that cycle.
+type Result[T any] struct {
+	Value T
+	Err   error
+}
+
+// BatchProducer is a producer as the host calls it.
+type BatchProducer interface {
+	ProduceBatch(ctx context.Context, cycles []*Cycle) ([]Result[[]Prediction], error)
+	Observe(ctx context.Context, samples []Sample) (int, error)
+}
+
+// BatchFilter is a filter as the host calls it.
+type BatchFilter interface {
+	FilterBatch(ctx context.Context, cycles []*Cycle) ([]Result[FilterVerdict], error)
+}
+
+// BatchScorer is a scorer as the host calls it.
+type BatchScorer interface {
+	ScoreBatch(ctx context.Context, cycles []*Cycle) ([]Result[[]float64], error)
+}
+
+// BatchAdmitter is an admitter as the host calls it.
+type BatchAdmitter interface {
+	AdmitBatch(ctx context.Context, cycles []*Cycle) ([]Result[AdmitVerdict], error)
+}
+
+// BatchPicker is a picker as the host calls it; scores[i] belongs to cycles[i].
+type BatchPicker interface {
+	PickBatch(ctx context.Context, cycles []*Cycle, scores [][]float64) ([]Result[[]int], error)
+}
+
+// Local adapts an in-process stage implementation to the host's batch interfaces by answering the
+// cycles one by one. It implements every Batch interface whose stage p implements.
+type Local struct{ P Plugin }
+
+// ProduceBatch calls Produce per cycle.
+func (l Local) ProduceBatch(ctx context.Context, cycles []*Cycle) ([]Result[[]Prediction], error) {
+	p := l.P.(Producer)
+	return each(cycles, func(c *Cycle) ([]Prediction, error) { return p.Produce(ctx, c) }), nil
+}
+
+// Observe forwards to the producer.
+func (l Local) Observe(ctx context.Context, samples []Sample) (int, error) {
+	return l.P.(Producer).Observe(ctx, samples)
+}
+
+// FilterBatch calls Filter per cycle.
+func (l Local) FilterBatch(ctx context.Context, cycles []*Cycle) ([]Result[FilterVerdict], error) {
+	f := l.P.(Filter)
+	return each(cycles, func(c *Cycle) (FilterVerdict, error) { return f.Filter(ctx, c) }), nil
+}
+
+// ScoreBatch calls Score per cycle.
+func (l Local) ScoreBatch(ctx context.Context, cycles []*Cycle) ([]Result[[]float64], error) {
+	s := l.P.(Scorer)
+	return each(cycles, func(c *Cycle) ([]float64, error) { return s.Score(ctx, c) }), nil
+}
+
+// AdmitBatch calls Admit per cycle.
+func (l Local) AdmitBatch(ctx context.Context, cycles []*Cycle) ([]Result[AdmitVerdict], error) {
+	a := l.P.(Admitter)
+	return each(cycles, func(c *Cycle) (AdmitVerdict, error) { return a.Admit(ctx, c) }), nil
+}
+
+// PickBatch calls Pick per cycle.
+func (l Local) PickBatch(ctx context.Context, cycles []*Cycle, scores [][]float64) ([]Result[[]int], error) {
+	if len(scores) != len(cycles) {
+		return nil, fmt.Errorf("pick batch has %d score sets for %d cycles", len(scores), len(cycles))
+	}
+	p := l.P.(Picker)
+	out := make([]Result[[]int], len(cycles))
+	for i, c := range cycles {
+		out[i] = guard(func() ([]int, error) { return p.Pick(ctx, c, scores[i]) })
+	}
+	return out, nil
+}
+
+func each[T any](cycles []*Cycle, call func(*Cycle) (T, error)) []Result[T] {
+	out := make([]Result[T], len(cycles))
+	for i, c := range cycles {
+		out[i] = guard(func() (T, error) { return call(c) })
+	}
+	return out
+}
+
+// guard runs call, turning a panic into that cycle's error so one bad cycle cannot take down the
+// plugin process or the host.
+func guard[T any](call func() (T, error)) (r Result[T]) {
+	defer func() {
+		if p := recover(); p != nil {
+			r = Result[T]{Err: &StatusError{Code: CodeError, Message: fmt.Sprintf("stage panicked: %v", p)}}
+		}
+	}()
+	v, err := call()
+	return Result[T]{Value: v, Err: err}
+}

@@ -1,0 +1,193 @@
+package sdk
+
+import (
+	"context"
+	"fmt"
+
+	pb "github.com/foresight-router/foresight/proto/foresight/v1"
+	"google.golang.org/grpc"
+)
+
+// Client shims: they translate sdk calls into wire requests and answers back, and check that a
+// plugin's answer fits the batch it was asked about (the host never trusts a plugin's indices).
+
+// PluginClient is the part of every plugin client that speaks PluginService.
+type PluginClient struct {
+	plugin pb.PluginServiceClient
+}
+
+// Info asks the plugin what it is.
+func (c *PluginClient) Info(ctx context.Context) (Info, error) {
+	resp, err := c.plugin.GetInfo(ctx, &pb.GetInfoRequest{})
+	if err != nil {
+		return Info{}, err
+	}
+	return InfoFromProto(resp), nil
+}
+
+// Configure sends the parameters (a JSON object); a rejection is a *StatusError naming the problem.
+func (c *PluginClient) Configure(ctx context.Context, params []byte) error {
+	resp, err := c.plugin.Configure(ctx, &pb.ConfigureRequest{Parameters: params})
+	if err != nil {
+		return err
+	}
+	return statusFromProto(resp.GetStatus())
+}
+
+// Configurer is what every stage client offers besides its stage calls.
+type Configurer interface {
+	Info(ctx context.Context) (Info, error)
+	Configure(ctx context.Context, params []byte) error
+}
+
+// NewClient returns the client for stage over conn, which implements Configurer and the stage's
+// Batch interface (e.g. *FilterClient for StageFilter).
+func NewClient(stage Stage, conn grpc.ClientConnInterface) (Configurer, error) {
+	pc := PluginClient{plugin: pb.NewPluginServiceClient(conn)}
+	switch stage {
+	case StageProducer:
+		return &ProducerClient{pc, pb.NewProducerServiceClient(conn)}, nil
+	case StageFilter:
+		return &FilterClient{pc, pb.NewFilterServiceClient(conn)}, nil
+	case StageScorer:
+		return &ScorerClient{pc, pb.NewScorerServiceClient(conn)}, nil
+	case StageAdmitter:
+		return &AdmitterClient{pc, pb.NewAdmitterServiceClient(conn)}, nil
+	case StagePicker:
+		return &PickerClient{pc, pb.NewPickerServiceClient(conn)}, nil
+	}
+	return nil, fmt.Errorf("no client for stage %v", stage)
+}
+
+func cyclesToProto(cycles []*Cycle) []*pb.Cycle {
+	out := make([]*pb.Cycle, len(cycles))
+	for i, c := range cycles {
+		out[i] = CycleToProto(c)
+	}
+	return out
+}
+
+// collect converts a batch answer, checking it has one result per cycle; conv may reject one result.
+func collect[R interface{ GetStatus() *pb.Status }, T any](cycles []*Cycle, results []R, conv func(c *Cycle, r R) (T, error)) ([]Result[T], error) {
+	if len(results) != len(cycles) {
+		return nil, fmt.Errorf("plugin answered %d results for %d cycles", len(results), len(cycles))
+	}
+	out := make([]Result[T], len(results))
+	for i, r := range results {
+		if err := statusFromProto(r.GetStatus()); err != nil {
+			out[i].Err = err
+			continue
+		}
+		out[i].Value, out[i].Err = conv(cycles[i], r)
+	}
+	return out, nil
+}
+
+// ProducerClient calls a producer plugin.
+type ProducerClient struct {
+	PluginClient
+	stage pb.ProducerServiceClient
+}
+
+// ProduceBatch asks for predictions for every cycle.
+func (c *ProducerClient) ProduceBatch(ctx context.Context, cycles []*Cycle) ([]Result[[]Prediction], error) {
+	resp, err := c.stage.Produce(ctx, &pb.ProduceRequest{Cycles: cyclesToProto(cycles)})
+	if err != nil {
+		return nil, err
+	}
+	return collect(cycles, resp.GetResults(), func(cy *Cycle, r *pb.ProduceResult) ([]Prediction, error) {
+		return PredictionsFromProto(r.GetPredictions(), len(cy.Endpoints))
+	})
+}
+
+// Observe sends finished-request samples and returns how many the producer accepted.
+func (c *ProducerClient) Observe(ctx context.Context, samples []Sample) (int, error) {
+	req := &pb.ObserveRequest{Samples: make([]*pb.Sample, len(samples))}
+	for i := range samples {
+		req.Samples[i] = SampleToProto(&samples[i])
+	}
+	resp, err := c.stage.Observe(ctx, req)
+	if err != nil {
+		return 0, err
+	}
+	return int(resp.GetAccepted()), statusFromProto(resp.GetStatus())
+}
+
+// FilterClient calls a filter plugin.
+type FilterClient struct {
+	PluginClient
+	stage pb.FilterServiceClient
+}
+
+// FilterBatch asks which endpoints to keep for every cycle.
+func (c *FilterClient) FilterBatch(ctx context.Context, cycles []*Cycle) ([]Result[FilterVerdict], error) {
+	resp, err := c.stage.Filter(ctx, &pb.FilterRequest{Cycles: cyclesToProto(cycles)})
+	if err != nil {
+		return nil, err
+	}
+	return collect(cycles, resp.GetResults(), func(cy *Cycle, r *pb.FilterResult) (FilterVerdict, error) {
+		kept, err := indicesFromProto(r.GetKept(), len(cy.Endpoints))
+		return FilterVerdict{Kept: kept, Reason: r.GetReason()}, err
+	})
+}
+
+// ScorerClient calls a scorer plugin.
+type ScorerClient struct {
+	PluginClient
+	stage pb.ScorerServiceClient
+}
+
+// ScoreBatch asks for scores for every cycle.
+func (c *ScorerClient) ScoreBatch(ctx context.Context, cycles []*Cycle) ([]Result[[]float64], error) {
+	resp, err := c.stage.Score(ctx, &pb.ScoreRequest{Cycles: cyclesToProto(cycles)})
+	if err != nil {
+		return nil, err
+	}
+	return collect(cycles, resp.GetResults(), func(cy *Cycle, r *pb.ScoreResult) ([]float64, error) {
+		if len(r.GetScores()) != len(cy.Endpoints) {
+			return nil, fmt.Errorf("scorer returned %d scores for %d endpoints", len(r.GetScores()), len(cy.Endpoints))
+		}
+		return r.GetScores(), nil
+	})
+}
+
+// AdmitterClient calls an admitter plugin.
+type AdmitterClient struct {
+	PluginClient
+	stage pb.AdmitterServiceClient
+}
+
+// AdmitBatch asks for a verdict for every cycle.
+func (c *AdmitterClient) AdmitBatch(ctx context.Context, cycles []*Cycle) ([]Result[AdmitVerdict], error) {
+	resp, err := c.stage.Admit(ctx, &pb.AdmitRequest{Cycles: cyclesToProto(cycles)})
+	if err != nil {
+		return nil, err
+	}
+	return collect(cycles, resp.GetResults(), func(_ *Cycle, r *pb.AdmitResult) (AdmitVerdict, error) {
+		return AdmitVerdict{Admitted: r.GetAdmitted(), Reason: r.GetReason()}, nil
+	})
+}
+
+// PickerClient calls a picker plugin.
+type PickerClient struct {
+	PluginClient
+	stage pb.PickerServiceClient
+}
+
+// PickBatch asks for a preference order for every cycle; scores[i] belongs to cycles[i].
+func (c *PickerClient) PickBatch(ctx context.Context, cycles []*Cycle, scores [][]float64) ([]Result[[]int], error) {
+	if len(scores) != len(cycles) {
+		return nil, fmt.Errorf("pick batch has %d score sets for %d cycles", len(scores), len(cycles))
+	}
+	req := &pb.PickRequest{Cycles: cyclesToProto(cycles), Scores: make([]*pb.Scores, len(scores))}
+	for i, s := range scores {
+		req.Scores[i] = &pb.Scores{Values: s}
+	}
+	resp, err := c.stage.Pick(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return collect(cycles, resp.GetResults(), func(cy *Cycle, r *pb.PickResult) ([]int, error) {
+		return indicesFromProto(r.GetOrder(), len(cy.Endpoints))
+	})
+}

@@ -1,0 +1,128 @@
+package sdk
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	pb "github.com/foresight-router/foresight/proto/foresight/v1"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+)
+
+// ProtocolVersion is the plugin protocol this SDK speaks. It changes only when the contracts in
+// proto/foresight/v1 change incompatibly; hosts and plugins negotiate it in the go-plugin handshake.
+const ProtocolVersion = 1
+
+// Handshake is the go-plugin handshake shared by the host and every plugin. The magic cookie only
+// keeps a plugin binary from being run by hand by mistake; it is not a security measure.
+var Handshake = plugin.HandshakeConfig{
+	ProtocolVersion:  ProtocolVersion,
+	MagicCookieKey:   "FORESIGHT_PLUGIN",
+	MagicCookieValue: "6d1b3c2f-foresight-stage-plugin",
+}
+
+// GRPCPlugin is the go-plugin glue for one stage: on the plugin side it registers PluginService and
+// the stage's service for Impl; on the host side it returns the stage's client (see NewClient).
+type GRPCPlugin struct {
+	plugin.NetRPCUnsupportedPlugin
+	Stage   Stage
+	Impl    Plugin // plugin side only
+	Version string // plugin side only: the binary's semver
+}
+
+var _ plugin.GRPCPlugin = (*GRPCPlugin)(nil)
+
+// GRPCServer registers PluginService and the stage's service for Impl on s.
+func (p *GRPCPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
+	register, err := p.stageService()
+	if err != nil {
+		return err
+	}
+	pb.RegisterPluginServiceServer(s, &pluginServer{impl: p.Impl, stage: p.Stage, ver: p.Version})
+	register(s)
+	return nil
+}
+
+// stageService returns the registration of Impl's service for Stage, or an error when Impl does
+// not implement that stage.
+func (p *GRPCPlugin) stageService() (func(*grpc.Server), error) {
+	var register func(*grpc.Server)
+	switch p.Stage {
+	case StageProducer:
+		if pr, ok := p.Impl.(Producer); ok {
+			register = func(s *grpc.Server) { pb.RegisterProducerServiceServer(s, &producerServer{impl: pr}) }
+		}
+	case StageFilter:
+		if f, ok := p.Impl.(Filter); ok {
+			register = func(s *grpc.Server) { pb.RegisterFilterServiceServer(s, &filterServer{impl: f}) }
+		}
+	case StageScorer:
+		if sc, ok := p.Impl.(Scorer); ok {
+			register = func(s *grpc.Server) { pb.RegisterScorerServiceServer(s, &scorerServer{impl: sc}) }
+		}
+	case StageAdmitter:
+		if a, ok := p.Impl.(Admitter); ok {
+			register = func(s *grpc.Server) { pb.RegisterAdmitterServiceServer(s, &admitterServer{impl: a}) }
+		}
+	case StagePicker:
+		if pk, ok := p.Impl.(Picker); ok {
+			register = func(s *grpc.Server) { pb.RegisterPickerServiceServer(s, &pickerServer{impl: pk}) }
+		}
+	}
+	if register == nil {
+		return nil, fmt.Errorf("plugin %q does not implement stage %v", p.Impl.Type(), p.Stage)
+	}
+	return register, nil
+}
+
+// GRPCClient returns the stage client over c.
+func (p *GRPCPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
+	return NewClient(p.Stage, c)
+}
+
+// HostPlugins is the plugin set a host offers for ProtocolVersion: one entry per stage, keyed by the
+// stage name, so the host dispenses the stage its config slot expects and then checks GetInfo.
+func HostPlugins() map[int]plugin.PluginSet {
+	set := plugin.PluginSet{}
+	for s := StageProducer; s <= StagePicker; s++ {
+		set[s.String()] = &GRPCPlugin{Stage: s}
+	}
+	return map[int]plugin.PluginSet{ProtocolVersion: set}
+}
+
+// ServeProducer serves p as a producer plugin process; it returns only when the host stops the plugin.
+func ServeProducer(p Producer, version string) {
+	ServeProtocol(ProtocolVersion, StageProducer, p, version)
+}
+
+// ServeFilter serves f as a filter plugin process.
+func ServeFilter(f Filter, version string) { ServeProtocol(ProtocolVersion, StageFilter, f, version) }
+
+// ServeScorer serves s as a scorer plugin process.
+func ServeScorer(s Scorer, version string) { ServeProtocol(ProtocolVersion, StageScorer, s, version) }
+
+// ServeAdmitter serves a as an admitter plugin process.
+func ServeAdmitter(a Admitter, version string) {
+	ServeProtocol(ProtocolVersion, StageAdmitter, a, version)
+}
+
+// ServePicker serves p as a picker plugin process.
+func ServePicker(p Picker, version string) { ServeProtocol(ProtocolVersion, StagePicker, p, version) }
+
+// ServeProtocol serves impl for stage under an explicit protocol version. Plugins use the Serve…
+// helpers; this exists to stage a protocol migration and to test hosts against versions they lack.
+func ServeProtocol(protocol int, stage Stage, impl Plugin, version string) {
+	setupLogging()
+	plugin.Serve(&plugin.ServeConfig{
+		HandshakeConfig: Handshake,
+		VersionedPlugins: map[int]plugin.PluginSet{
+			protocol: {stage.String(): &GRPCPlugin{Stage: stage, Impl: impl, Version: version}},
+		},
+		GRPCServer: plugin.DefaultGRPCServer,
+		Logger: hclog.New(&hclog.LoggerOptions{
+			Name: impl.Type(), Level: hclog.Info, Output: os.Stderr, JSONFormat: true,
+		}),
+	})
+}

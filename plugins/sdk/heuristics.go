@@ -1,0 +1,112 @@
+package sdk
+
+import "errors"
+
+// Load heuristics shared by the built-in baseline scorers and the latency scorer's fallback.
+// Each returns one score in [0, 1] per endpoint of the cycle, higher is better.
+
+// QueueScores scores endpoints by queue depth: (maxQ − q) / (maxQ − minQ), min–max normalised over
+// the cycle; every endpoint scores 1 when all queues are equal. queue returns an endpoint's depth.
+func QueueScores(c *Cycle, queue func(*EndpointState) int64) []float64 {
+	scores := make([]float64, len(c.Endpoints))
+	if len(c.Endpoints) == 0 {
+		return scores
+	}
+	lo, hi := queue(&c.Endpoints[0].State), queue(&c.Endpoints[0].State)
+	for i := range c.Endpoints {
+		q := queue(&c.Endpoints[i].State)
+		lo, hi = min(lo, q), max(hi, q)
+	}
+	for i := range c.Endpoints {
+		if hi == lo {
+			scores[i] = 1
+			continue
+		}
+		scores[i] = float64(hi-queue(&c.Endpoints[i].State)) / float64(hi-lo)
+	}
+	return scores
+}
+
+// Waiting returns the engine's waiting-queue gauge (llm-d's queue-scorer signal).
+func Waiting(s *EndpointState) int64 { return s.Waiting }
+
+// Inflight returns the router's own in-flight request count (fresh, unlike the scraped gauges).
+func Inflight(s *EndpointState) int64 { return s.InflightRequests }
+
+// KVCacheScores scores 1 − KV-cache usage, clamped to [0, 1].
+func KVCacheScores(c *Cycle) []float64 {
+	scores := make([]float64, len(c.Endpoints))
+	for i := range c.Endpoints {
+		scores[i] = clamp01(1 - c.Endpoints[i].State.KVCacheUsage)
+	}
+	return scores
+}
+
+// PrefixScores scores the endpoint's prefix match, clamped to [0, 1].
+func PrefixScores(c *Cycle) []float64 {
+	scores := make([]float64, len(c.Endpoints))
+	for i := range c.Endpoints {
+		scores[i] = clamp01(c.Endpoints[i].State.PrefixMatch)
+	}
+	return scores
+}
+
+// CompositeWeights weighs the three load signals of CompositeScores.
+type CompositeWeights struct {
+	KVCache float64 `json:"kvCacheWeight"`
+	Queue   float64 `json:"queueWeight"`
+	Prefix  float64 `json:"prefixWeight"`
+}
+
+// DefaultCompositeWeights are llm-d's latency-scorer fallback weights (1, 1, 1).
+var DefaultCompositeWeights = CompositeWeights{KVCache: 1, Queue: 1, Prefix: 1}
+
+// Validate checks that every weight is in [0, 100] and at least one is positive.
+func (w *CompositeWeights) Validate() error {
+	for _, p := range []struct {
+		name string
+		v    float64
+	}{{"kvCacheWeight", w.KVCache}, {"queueWeight", w.Queue}, {"prefixWeight", w.Prefix}} {
+		if err := CheckRange(p.name, p.v, 0, 100); err != nil {
+			return err
+		}
+	}
+	if w.KVCache+w.Queue+w.Prefix == 0 {
+		return errors.New("at least one of kvCacheWeight, queueWeight, prefixWeight must be positive")
+	}
+	return nil
+}
+
+// CompositeScores is llm-d's fallback score wkv·(1 − kv) + wq·(maxQ − q)/maxQ + wp·prefix over the
+// engine waiting queue, divided by the weights' sum so it stays in [0, 1]. Queues all zero score 1.
+func CompositeScores(c *Cycle, w CompositeWeights) []float64 {
+	scores := make([]float64, len(c.Endpoints))
+	var maxQ int64
+	for i := range c.Endpoints {
+		maxQ = max(maxQ, c.Endpoints[i].State.Waiting)
+	}
+	total := w.KVCache + w.Queue + w.Prefix
+	if total <= 0 {
+		return scores
+	}
+	for i := range c.Endpoints {
+		s := &c.Endpoints[i].State
+		q := 1.0
+		if maxQ > 0 {
+			q = float64(maxQ-s.Waiting) / float64(maxQ)
+		}
+		scores[i] = (w.KVCache*clamp01(1-s.KVCacheUsage) + w.Queue*q + w.Prefix*clamp01(s.PrefixMatch)) / total
+	}
+	return scores
+}
+
+func clamp01(v float64) float64 {
+	switch {
+	case v < 0 || v != v:
+		return 0
+	case v > 1:
+		return 1
+	default:
+		return v
+	}
+}

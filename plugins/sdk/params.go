@@ -1,0 +1,67 @@
+package sdk
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+)
+
+// Validator is implemented by parameter structs that range-check themselves.
+type Validator interface {
+	// Validate returns an error naming the first out-of-range parameter and the accepted range.
+	Validate() error
+}
+
+// DecodeParams decodes params, a JSON object, over defaults and returns the merged parameters:
+// fields absent from params keep their default. Unknown fields and trailing data are errors; empty
+// params or "null" yield the defaults. When T (or *T) implements Validator, the result is validated.
+func DecodeParams[T any](params []byte, defaults T) (T, error) {
+	out := defaults
+	trimmed := bytes.TrimSpace(params)
+	if len(trimmed) != 0 && !bytes.Equal(trimmed, []byte("null")) {
+		dec := json.NewDecoder(bytes.NewReader(trimmed))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&out); err != nil {
+			return defaults, fmt.Errorf("decoding parameters: %w", describeJSONError(err))
+		}
+		if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+			return defaults, errors.New("decoding parameters: trailing data after the JSON object")
+		}
+	}
+	var v any = &out
+	if val, ok := v.(Validator); ok {
+		if err := val.Validate(); err != nil {
+			return defaults, err
+		}
+	}
+	return out, nil
+}
+
+func describeJSONError(err error) error {
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) && typeErr.Field != "" {
+		return fmt.Errorf("parameter %q: got JSON %s, want %s", typeErr.Field, typeErr.Value, typeErr.Type)
+	}
+	return err
+}
+
+// CheckRange returns an error unless lo <= v <= hi (and v is a number), naming the parameter.
+func CheckRange(name string, v, lo, hi float64) error {
+	if math.IsNaN(v) || v < lo || v > hi {
+		return fmt.Errorf("parameter %q must be in [%g, %g], got %g", name, lo, hi, v)
+	}
+	return nil
+}
+
+// CheckOneOf returns an error unless v is one of allowed, naming the parameter.
+func CheckOneOf(name, v string, allowed ...string) error {
+	for _, a := range allowed {
+		if v == a {
+			return nil
+		}
+	}
+	return fmt.Errorf("parameter %q must be one of %q, got %q", name, allowed, v)
+}

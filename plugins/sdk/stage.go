@@ -1,0 +1,70 @@
+package sdk
+
+import "context"
+
+// Plugin is what every stage implementation is: a typed, configurable component.
+//
+// Configure is called before the first stage call and may be called again later with new
+// parameters; implementations must make the swap safe against concurrent stage calls.
+// Stage methods may be called concurrently.
+type Plugin interface {
+	// Type returns the kebab-case plugin type, e.g. "latency-scorer".
+	Type() string
+	// Description returns one line saying what the plugin does.
+	Description() string
+	// Configure merges params (a JSON object, possibly empty) over the plugin's defaults and
+	// validates the result; an invalid parameter is an error naming it and the accepted range.
+	Configure(params []byte) error
+}
+
+// Producer adds latency predictions to every endpoint of a cycle and learns from finished requests.
+type Producer interface {
+	Plugin
+	// Produce returns one prediction per endpoint of c, in c.Endpoints order.
+	Produce(ctx context.Context, c *Cycle) ([]Prediction, error)
+	// Observe takes finished-request samples and returns how many it accepted.
+	Observe(ctx context.Context, samples []Sample) (int, error)
+}
+
+// Filter narrows the candidate endpoints.
+type Filter interface {
+	Plugin
+	// Filter returns the indices into c.Endpoints it keeps, in ascending order, and why.
+	Filter(ctx context.Context, c *Cycle) (FilterVerdict, error)
+}
+
+// FilterVerdict is a filter's answer for one cycle.
+type FilterVerdict struct {
+	// Kept holds indices into the cycle's endpoints.
+	Kept []int `json:"kept"`
+	// Reason says in a few words why these were kept, e.g. "sticky: 2 endpoints with prefix >= 0.80".
+	Reason string `json:"reason,omitempty"`
+}
+
+// Scorer rates the candidate endpoints.
+type Scorer interface {
+	Plugin
+	// Score returns one score in [0, 1] per endpoint of c, in c.Endpoints order; higher is better.
+	Score(ctx context.Context, c *Cycle) ([]float64, error)
+}
+
+// Admitter decides whether a request is served at all.
+type Admitter interface {
+	Plugin
+	// Admit returns the verdict for c's request.
+	Admit(ctx context.Context, c *Cycle) (AdmitVerdict, error)
+}
+
+// AdmitVerdict is an admitter's answer for one cycle.
+type AdmitVerdict struct {
+	Admitted bool   `json:"admitted"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// Picker orders the candidate endpoints by preference.
+type Picker interface {
+	Plugin
+	// Pick returns indices into c.Endpoints, best first; scores[i] is the weighted score of
+	// c.Endpoints[i]. Returning every index lets the proxy fail over down the list.
+	Pick(ctx context.Context, c *Cycle, scores []float64) ([]int, error)
+}

@@ -1,0 +1,154 @@
+package sdk
+
+import (
+	"fmt"
+	"time"
+)
+
+// Stage is one extension point of the scheduling pipeline.
+type Stage int
+
+// The stages, in the order a cycle meets them (the admitter runs beside filters and scorers).
+const (
+	StageUnspecified Stage = iota
+	StageProducer
+	StageFilter
+	StageScorer
+	StageAdmitter
+	StagePicker
+)
+
+var stageNames = [...]string{"unspecified", "producer", "filter", "scorer", "admitter", "picker"}
+
+// String returns the stage's lower-case name, e.g. "scorer".
+func (s Stage) String() string {
+	if s < 0 || int(s) >= len(stageNames) {
+		return fmt.Sprintf("stage(%d)", int(s))
+	}
+	return stageNames[s]
+}
+
+// ParseStage returns the stage named name ("producer", "filter", "scorer", "admitter", "picker").
+func ParseStage(name string) (Stage, error) {
+	for i, n := range stageNames[1:] {
+		if n == name {
+			return Stage(i + 1), nil
+		}
+	}
+	return StageUnspecified, fmt.Errorf("unknown stage %q (want producer, filter, scorer, admitter or picker)", name)
+}
+
+// Info describes a plugin binary: what it is and which version of it runs.
+type Info struct {
+	// Type is the kebab-case plugin type, e.g. "latency-scorer"; it must equal the type declared in the config.
+	Type string `json:"type"`
+	// Stage is the extension point the plugin serves.
+	Stage Stage `json:"stage"`
+	// Version is the semantic version of the plugin binary, stamped at build time.
+	Version string `json:"version"`
+	// Description is one line saying what the plugin does.
+	Description string `json:"description"`
+}
+
+// Cycle is the input of one scheduling decision: the request, every candidate endpoint, the decision
+// time and a seed. A stage is a function of (cycle, parameters, learned state): it reads the time from
+// Now and draws random numbers only from Seed (see Rand), never from the wall clock or a global source.
+type Cycle struct {
+	Request   Request    `json:"request"`
+	Endpoints []Endpoint `json:"endpoints"`
+	Now       time.Time  `json:"now"`
+	Seed      uint64     `json:"seed"`
+}
+
+// Request is what the router knows about the request being scheduled.
+type Request struct {
+	ID    string `json:"id,omitempty"`
+	Model string `json:"model,omitempty"`
+	// InputTokens is the estimated prompt length in tokens.
+	InputTokens int64 `json:"input_tokens,omitempty"`
+	// MaxOutputTokens is the request's max_tokens; 0 when the client set none.
+	MaxOutputTokens int64 `json:"max_output_tokens,omitempty"`
+	Streaming       bool  `json:"streaming,omitempty"`
+	SLO             SLO   `json:"slo,omitempty"`
+	// Priority below zero marks the request sheddable; zero and above must be served.
+	Priority  int32  `json:"priority,omitempty"`
+	SessionID string `json:"session_id,omitempty"`
+	// PrefixBlockHashes are chained hashes of the prompt's prefix blocks, first block first.
+	PrefixBlockHashes []uint64          `json:"prefix_block_hashes,omitempty"`
+	Labels            map[string]string `json:"labels,omitempty"`
+}
+
+// SLO holds a request's latency objectives in milliseconds; zero means no objective.
+type SLO struct {
+	TTFTMs float64 `json:"ttft_ms,omitempty"`
+	TPOTMs float64 `json:"tpot_ms,omitempty"`
+}
+
+// Any reports whether the request has a TTFT or a TPOT objective.
+func (s SLO) Any() bool { return s.TTFTMs > 0 || s.TPOTMs > 0 }
+
+// Endpoint is one candidate model server with its state and, once a producer ran, its prediction.
+type Endpoint struct {
+	// ID names the endpoint uniquely within the fleet (usually host:port).
+	ID         string            `json:"id"`
+	Labels     map[string]string `json:"labels,omitempty"`
+	State      EndpointState     `json:"state"`
+	Prediction Prediction        `json:"prediction"`
+}
+
+// EndpointState is what the router knows of one endpoint at decision time: engine gauges from the
+// last scrape (MetricsAgeMs old) and the router's own fresh in-flight accounting.
+type EndpointState struct {
+	// KVCacheUsage is the engine's KV-cache utilisation in [0, 1].
+	KVCacheUsage float64 `json:"kv_cache_usage"`
+	// Waiting and Running are the engine's queue and batch gauges from the last scrape.
+	Waiting int64 `json:"waiting"`
+	Running int64 `json:"running"`
+	// InflightRequests counts requests the router dispatched there that have not finished.
+	InflightRequests int64 `json:"inflight_requests"`
+	// PrefillTokensInFlight sums the uncached prompt tokens dispatched and not yet at first token.
+	PrefillTokensInFlight int64 `json:"prefill_tokens_in_flight"`
+	// DecodeTokensInFlight sums the output tokens still to generate for requests past first token.
+	DecodeTokensInFlight int64 `json:"decode_tokens_in_flight"`
+	// PrefixMatch is the fraction of this request's prefix blocks the endpoint is believed to cache, in [0, 1].
+	PrefixMatch float64 `json:"prefix_match"`
+	// MinRunningTPOTSLOMs is the tightest TPOT objective among requests running there; 0 when none has one.
+	MinRunningTPOTSLOMs float64 `json:"min_running_tpot_slo_ms,omitempty"`
+	// MetricsAgeMs is how old the scraped gauges are.
+	MetricsAgeMs float64 `json:"metrics_age_ms,omitempty"`
+}
+
+// Idle reports whether the router has nothing in flight on the endpoint.
+func (s EndpointState) Idle() bool { return s.InflightRequests == 0 }
+
+// Prediction is a producer's estimate of the latency the request would see on one endpoint.
+// Stages must treat Valid == false as "no prediction" and ignore the numbers.
+type Prediction struct {
+	Valid  bool    `json:"valid"`
+	TTFTMs float64 `json:"ttft_ms,omitempty"`
+	TPOTMs float64 `json:"tpot_ms,omitempty"`
+}
+
+// Sample is one finished request as the producer learns from it: the request and the chosen
+// endpoint's state as they were at dispatch, the prediction made then, and the latencies observed.
+type Sample struct {
+	Request      Request       `json:"request"`
+	EndpointID   string        `json:"endpoint_id"`
+	State        EndpointState `json:"state"`
+	Predicted    Prediction    `json:"predicted"`
+	ActualTTFTMs float64       `json:"actual_ttft_ms"`
+	// ActualTPOTMs is (last token − first token) / (output tokens − 1); 0 when fewer than two tokens.
+	ActualTPOTMs float64   `json:"actual_tpot_ms"`
+	OutputTokens int64     `json:"output_tokens"`
+	DispatchedAt time.Time `json:"dispatched_at"`
+}
+
+// AnyPrediction reports whether at least one endpoint of the cycle carries a valid prediction.
+func (c *Cycle) AnyPrediction() bool {
+	for i := range c.Endpoints {
+		if c.Endpoints[i].Prediction.Valid {
+			return true
+		}
+	}
+	return false
+}
