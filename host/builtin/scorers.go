@@ -1,0 +1,182 @@
+package builtin
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/foresight-router/foresight/plugins/sdk"
+)
+
+// The built-in scorer types.
+const (
+	// QueueScorerType is the type of QueueScorer.
+	QueueScorerType = "queue-scorer"
+	// KVCacheScorerType is the type of KVCacheScorer.
+	KVCacheScorerType = "kv-cache-utilization-scorer"
+	// PrefixScorerType is the type of PrefixScorer.
+	PrefixScorerType = "prefix-cache-scorer"
+	// CompositeScorerType is the type of CompositeScorer, also the scorer fallback.
+	CompositeScorerType = "composite-scorer"
+)
+
+var (
+	_ sdk.Scorer = (*QueueScorer)(nil)
+	_ sdk.Scorer = (*KVCacheScorer)(nil)
+	_ sdk.Scorer = (*PrefixScorer)(nil)
+	_ sdk.Scorer = (*CompositeScorer)(nil)
+)
+
+// The queue signals QueueScorer can read.
+const (
+	// QueueSourceWaiting is the engine's scraped waiting-queue gauge, as llm-d's queue-scorer reads.
+	QueueSourceWaiting = "waiting"
+	// QueueSourceInflight is the router's own in-flight request count, fresh at every decision.
+	QueueSourceInflight = "inflight"
+)
+
+// QueueParams are QueueScorer's parameters.
+type QueueParams struct {
+	// Source is the queue signal: QueueSourceWaiting (default) or QueueSourceInflight.
+	Source string `json:"source"`
+}
+
+// Validate returns an error unless Source is a known signal.
+func (p *QueueParams) Validate() error {
+	return sdk.CheckOneOf("source", p.Source, QueueSourceWaiting, QueueSourceInflight)
+}
+
+// QueueScorer scores (maxQ − q)/(maxQ − minQ) over the cycle (sdk.QueueScores); every endpoint
+// scores 1 when all queues are equal. Configure is safe against concurrent Score calls.
+type QueueScorer struct {
+	params atomic.Pointer[QueueParams]
+}
+
+// NewQueueScorer returns a queue scorer reading the engine waiting queue.
+func NewQueueScorer() *QueueScorer {
+	s := &QueueScorer{}
+	s.params.Store(&QueueParams{Source: QueueSourceWaiting})
+	return s
+}
+
+// Type returns "queue-scorer".
+func (s *QueueScorer) Type() string { return QueueScorerType }
+
+// Description returns one line saying what the scorer does.
+func (s *QueueScorer) Description() string {
+	return "scores shorter queues higher, min-max normalised over the candidates"
+}
+
+// Configure merges params over the defaults (source "waiting"); on error the previous parameters
+// stay in force.
+func (s *QueueScorer) Configure(params []byte) error {
+	p, err := sdk.DecodeParams(params, QueueParams{Source: QueueSourceWaiting})
+	if err != nil {
+		return err
+	}
+	s.params.Store(&p)
+	return nil
+}
+
+// Score returns one queue score per endpoint of c.
+func (s *QueueScorer) Score(_ context.Context, c *sdk.Cycle) ([]float64, error) {
+	if err := checkCycle("scoring", c); err != nil {
+		return nil, err
+	}
+	queue := sdk.Waiting
+	if s.params.Load().Source == QueueSourceInflight {
+		queue = sdk.Inflight
+	}
+	return sdk.QueueScores(c, queue), nil
+}
+
+// KVCacheScorer scores 1 − KV-cache usage, clamped to [0, 1] (sdk.KVCacheScores). No parameters.
+type KVCacheScorer struct{}
+
+// NewKVCacheScorer returns a KV-cache utilisation scorer.
+func NewKVCacheScorer() *KVCacheScorer { return &KVCacheScorer{} }
+
+// Type returns "kv-cache-utilization-scorer".
+func (s *KVCacheScorer) Type() string { return KVCacheScorerType }
+
+// Description returns one line saying what the scorer does.
+func (s *KVCacheScorer) Description() string {
+	return "scores endpoints by free KV cache, 1 - utilisation"
+}
+
+// Configure accepts only empty parameters.
+func (s *KVCacheScorer) Configure(params []byte) error { return configureNone(params) }
+
+// Score returns one KV-cache score per endpoint of c.
+func (s *KVCacheScorer) Score(_ context.Context, c *sdk.Cycle) ([]float64, error) {
+	if err := checkCycle("scoring", c); err != nil {
+		return nil, err
+	}
+	return sdk.KVCacheScores(c), nil
+}
+
+// PrefixScorer scores the endpoint's prefix match, clamped to [0, 1] (sdk.PrefixScores). No parameters.
+type PrefixScorer struct{}
+
+// NewPrefixScorer returns a prefix-cache scorer.
+func NewPrefixScorer() *PrefixScorer { return &PrefixScorer{} }
+
+// Type returns "prefix-cache-scorer".
+func (s *PrefixScorer) Type() string { return PrefixScorerType }
+
+// Description returns one line saying what the scorer does.
+func (s *PrefixScorer) Description() string {
+	return "scores endpoints by the fraction of the prompt's prefix blocks they cache"
+}
+
+// Configure accepts only empty parameters.
+func (s *PrefixScorer) Configure(params []byte) error { return configureNone(params) }
+
+// Score returns one prefix score per endpoint of c.
+func (s *PrefixScorer) Score(_ context.Context, c *sdk.Cycle) ([]float64, error) {
+	if err := checkCycle("scoring", c); err != nil {
+		return nil, err
+	}
+	return sdk.PrefixScores(c), nil
+}
+
+// CompositeScorer is llm-d's load fallback, wkv·(1 − kv) + wq·(maxQ − q)/maxQ + wp·prefix divided
+// by the weights' sum (sdk.CompositeScores); parameters are sdk.CompositeWeights, default 1/1/1.
+// Configure is safe against concurrent Score calls.
+type CompositeScorer struct {
+	weights atomic.Pointer[sdk.CompositeWeights]
+}
+
+// NewCompositeScorer returns a composite scorer with sdk.DefaultCompositeWeights.
+func NewCompositeScorer() *CompositeScorer {
+	s := &CompositeScorer{}
+	w := sdk.DefaultCompositeWeights
+	s.weights.Store(&w)
+	return s
+}
+
+// Type returns "composite-scorer".
+func (s *CompositeScorer) Type() string { return CompositeScorerType }
+
+// Description returns one line saying what the scorer does.
+func (s *CompositeScorer) Description() string {
+	return "scores a weighted mix of free KV cache, short waiting queue and prefix match"
+}
+
+// Configure merges params (kvCacheWeight, queueWeight, prefixWeight) over 1/1/1; on error the
+// previous weights stay in force.
+func (s *CompositeScorer) Configure(params []byte) error {
+	w, err := sdk.DecodeParams(params, sdk.DefaultCompositeWeights)
+	if err != nil {
+		return err
+	}
+	s.weights.Store(&w)
+	return nil
+}
+
+// Score returns one composite score per endpoint of c.
+func (s *CompositeScorer) Score(_ context.Context, c *sdk.Cycle) ([]float64, error) {
+	if err := checkCycle("scoring", c); err != nil {
+		return nil, err
+	}
+	return sdk.CompositeScores(c, *s.weights.Load()), nil
+}

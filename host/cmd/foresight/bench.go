@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/foresight-router/foresight/host/config"
+	"github.com/foresight-router/foresight/host/pipeline"
+	"github.com/foresight-router/foresight/host/pluginhost"
+	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/spf13/cobra"
+)
+
+func newBench() *cobra.Command {
+	cmd := &cobra.Command{Use: "bench", Short: "Benchmarks (pipeline)"}
+	cmd.AddCommand(newBenchPipeline())
+	return cmd
+}
+
+// pipelineResult is the JSON bench pipeline prints.
+type pipelineResult struct {
+	Endpoints     int     `json:"endpoints"`
+	Cycles        int     `json:"cycles"`
+	Concurrency   int     `json:"concurrency"`
+	Stages        int     `json:"stages"`
+	P50Us         float64 `json:"p50_us"`
+	P99Us         float64 `json:"p99_us"`
+	DecisionsPerS float64 `json:"decisions_per_s"`
+	FloorP50Us    float64 `json:"floor_p50_us"`
+	FloorP99Us    float64 `json:"floor_p99_us"`
+	FloorPerS     float64 `json:"floor_round_trips_per_s"`
+	Fallbacks     int64   `json:"fallbacks"`
+	PayloadBytes  int     `json:"payload_bytes"`
+	WallSeconds   float64 `json:"wall_s"`
+}
+
+func newBenchPipeline() *cobra.Command {
+	var (
+		file                    string
+		endpoints, cycles, conc int
+		seed                    uint64
+		asJSON                  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "pipeline --config FILE",
+		Short: "Measure decision latency and throughput of a pipeline against the transport floor",
+		Long: "bench pipeline runs synthetic cycles (with predictions when the config has no producer)\n" +
+			"through the configured pipeline at the given concurrency, then, in the same run and at the same\n" +
+			"concurrency, the same number of cycles as sequential bare round trips to a no-op plugin\n" +
+			"carrying the same payload, one per stage: the transport floor.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if endpoints < 1 || cycles < 1 || conc < 1 {
+				return fmt.Errorf("--endpoints, --cycles and --concurrency must be positive")
+			}
+			ctx := context.Background()
+			cfg, err := config.Load(file)
+			if err != nil {
+				return err
+			}
+			p, err := pipeline.Build(ctx, cfg, logger())
+			if err != nil {
+				return err
+			}
+			defer p.Close()
+			pool := synthCycles(64, endpoints, seed, cfg.Pipeline.Producer == nil)
+			res := pipelineResult{Endpoints: endpoints, Cycles: cycles, Concurrency: conc, Stages: processStages(p)}
+			res.PayloadBytes = payloadSize(pool[0])
+
+			run := func(i int) { c := *pool[i%len(pool)]; c.Seed = uint64(i); p.Run(ctx, &c) }
+			measure(min(cycles, 500), conc, run) // warm up connections, caches and the scheduler
+			lat, wall := measure(cycles, conc, run)
+			res.P50Us, res.P99Us = pct(lat, 0.50), pct(lat, 0.99)
+			res.DecisionsPerS = float64(cycles) / wall.Seconds()
+			res.WallSeconds = wall.Seconds()
+			for _, s := range p.Stats() {
+				res.Fallbacks += s.Fallbacks
+			}
+
+			floor, err := newFloor(ctx)
+			if err != nil {
+				return err
+			}
+			defer floor.Stop()
+			trips := max(res.Stages, 1)
+			client := floor.Client().(sdk.BatchFilter)
+			roundTrips := func(i int) {
+				batch := []*sdk.Cycle{pool[i%len(pool)]}
+				for range trips {
+					if _, err := client.FilterBatch(ctx, batch); err != nil {
+						panic(fmt.Sprintf("floor round trip failed: %v", err))
+					}
+				}
+			}
+			measure(min(cycles, 500), conc, roundTrips)
+			flat, fwall := measure(cycles, conc, roundTrips)
+			res.FloorP50Us, res.FloorP99Us = pct(flat, 0.50), pct(flat, 0.99)
+			res.FloorPerS = float64(cycles) / fwall.Seconds()
+			return printBench(cmd, res, asJSON)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&file, "config", "", "pipeline config (YAML)")
+	f.IntVar(&endpoints, "endpoints", 100, "endpoints per cycle")
+	f.IntVar(&cycles, "cycles", 20000, "cycles to run")
+	f.IntVar(&conc, "concurrency", 8, "cycles in flight at once")
+	f.Uint64Var(&seed, "seed", 1, "seed of the synthetic fleet")
+	f.BoolVar(&asJSON, "json", false, "print one JSON object")
+	_ = cmd.MarkFlagRequired("config")
+	return cmd
+}
+
+// measure runs n calls of fn over conc workers and returns each call's latency and the wall time.
+func measure(n, conc int, fn func(i int)) ([]time.Duration, time.Duration) {
+	lat := make([]time.Duration, n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	began := time.Now()
+	for range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				t := time.Now()
+				fn(i)
+				lat[i] = time.Since(t)
+			}
+		}()
+	}
+	wg.Wait()
+	return lat, time.Since(began)
+}
+
+// pct returns the q-quantile of lat in microseconds (nearest rank).
+func pct(lat []time.Duration, q float64) float64 {
+	s := slices.Clone(lat)
+	slices.Sort(s)
+	i := min(len(s)-1, max(0, int(q*float64(len(s))+0.5)-1))
+	return float64(s[i].Nanoseconds()) / 1000
+}
+
+// processStages counts the pipeline's stages served by plugin processes (each a round trip).
+func processStages(p *pipeline.Pipeline) int {
+	n := 0
+	for _, s := range p.Stats() {
+		for _, pl := range p.Plugins() {
+			if pl.Name() == s.Plugin && !pl.Status().Builtin {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
+// newFloor launches this binary as the no-op filter plugin.
+func newFloor(ctx context.Context) (*pluginhost.Plugin, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding this binary for the floor plugin: %w", err)
+	}
+	return pluginhost.Launch(ctx, pluginhost.Spec{Name: "floor", Type: noopType, Stage: sdk.StageFilter,
+		Path: self, Args: []string{"noop-plugin"}}, logger())
+}
+
+func printBench(cmd *cobra.Command, r pipelineResult, asJSON bool) error {
+	out := cmd.OutOrStdout()
+	if asJSON {
+		b, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(out, string(b))
+		return err
+	}
+	fmt.Fprintf(out, "pipeline: %d cycles × %d endpoints, %d plugin stages, concurrency %d, payload %d B\n",
+		r.Cycles, r.Endpoints, r.Stages, r.Concurrency, r.PayloadBytes)
+	fmt.Fprintf(out, "  decision  p50 %8.0f µs  p99 %8.0f µs  %8.0f decisions/s  fallbacks %d\n", r.P50Us, r.P99Us, r.DecisionsPerS, r.Fallbacks)
+	fmt.Fprintf(out, "  floor     p50 %8.0f µs  p99 %8.0f µs  (%d sequential no-op round trips per cycle)\n", r.FloorP50Us, r.FloorP99Us, max(r.Stages, 1))
+	return nil
+}

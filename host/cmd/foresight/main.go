@@ -1,0 +1,49 @@
+// Command foresight is the Foresight router host: it runs scheduling pipelines made of plugin
+// processes, checks configurations, replays cycles and benchmarks the pipeline.
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+)
+
+// version is stamped at build time from the VERSION file at the repository root.
+var version = "0.0.0-dev"
+
+func main() {
+	if err := newRoot().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "foresight: "+strings.Join(strings.Fields(err.Error()), " "))
+		os.Exit(1)
+	}
+}
+
+func newRoot() *cobra.Command {
+	var level string
+	root := &cobra.Command{
+		Use:           "foresight",
+		Short:         "Predicted-latency router for LLM inference fleets",
+		Version:       version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			l, err := zerolog.ParseLevel(level)
+			if err != nil {
+				return fmt.Errorf("--log-level: %w", err)
+			}
+			zerolog.SetGlobalLevel(l)
+			return nil
+		},
+	}
+	root.PersistentFlags().StringVar(&level, "log-level", "warn", "log level: trace, debug, info, warn, error")
+	root.AddCommand(newCheck(), newSchedule(), newBench(), newDemo(), newNoopPlugin())
+	return root
+}
+
+// logger returns the host's structured logger (JSON on stderr).
+func logger() zerolog.Logger {
+	return zerolog.New(os.Stderr).With().Timestamp().Logger()
+}

@@ -1,0 +1,153 @@
+// Package config reads the host's YAML configuration: the plugins to run and the pipeline that
+// wires them, shaped like llm-d's EndpointPickerConfig. Decoding is strict and every error names
+// the file, the line and the field.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the whole host configuration.
+type Config struct {
+	// Plugins declares every stage implementation the pipeline may use.
+	Plugins []PluginSpec `yaml:"plugins"`
+	// Pipeline wires the declared plugins into stages.
+	Pipeline Pipeline `yaml:"pipeline"`
+
+	file string     // the file it was read from, for error messages
+	root *yaml.Node // the parsed document, for line numbers
+}
+
+// PluginSpec declares one plugin: a binary to launch, or a built-in type when Path is empty.
+type PluginSpec struct {
+	// Name is how the pipeline refers to this plugin; unique, lower-case letters, digits and dashes.
+	Name string `yaml:"name"`
+	// Type is the kebab-case plugin type; a binary's GetInfo must report exactly this type.
+	Type string `yaml:"type"`
+	// Path is the plugin binary, relative to the config file's directory unless absolute; empty
+	// selects the built-in implementation of Type.
+	Path string `yaml:"path"`
+	// Args are passed to the binary (e.g. a script for an interpreter given as Path).
+	Args []string `yaml:"args"`
+	// SHA256, when set, is the binary's expected checksum (64 hex digits), verified at every start.
+	SHA256 string `yaml:"sha256"`
+	// Version, when set, is a semver constraint the binary's version must satisfy, e.g. ">=1.2.0, <2.0.0".
+	Version string `yaml:"version"`
+	// Timeout overrides the pipeline's stage timeout for calls to this plugin.
+	Timeout time.Duration `yaml:"timeout"`
+	// Parameters are sent to the plugin's Configure as a JSON object.
+	Parameters map[string]any `yaml:"parameters"`
+}
+
+// Builtin reports whether the spec selects an in-process implementation.
+func (p *PluginSpec) Builtin() bool { return p.Path == "" }
+
+// Pipeline wires plugins into the stages of a scheduling cycle.
+type Pipeline struct {
+	// Producer, optional, adds latency predictions before the filters run.
+	Producer *StageRef `yaml:"producer"`
+	// Filters run in order, each narrowing the candidates.
+	Filters []StageRef `yaml:"filters"`
+	// Scorers run concurrently; their clamped scores are multiplied by Weight and summed.
+	Scorers []StageRef `yaml:"scorers"`
+	// Admitter, optional, runs beside filters and scorers; a rejection wins over the pick.
+	Admitter *StageRef `yaml:"admitter"`
+	// Picker orders the candidates; the built-in max-score-picker when absent.
+	Picker *StageRef `yaml:"picker"`
+	// StageTimeout is the deadline of one stage call (default 25ms); past it the stage's fallback applies.
+	StageTimeout time.Duration `yaml:"stageTimeout"`
+	// MaxBatch caps how many waiting cycles one stage call may carry (default 16).
+	MaxBatch int `yaml:"maxBatch"`
+}
+
+// StageRef points a pipeline slot at a declared plugin.
+type StageRef struct {
+	// PluginRef is the Name of a plugin in Config.Plugins.
+	PluginRef string `yaml:"pluginRef"`
+	// Weight multiplies a scorer's scores (scorers only; default 1).
+	Weight *float64 `yaml:"weight"`
+}
+
+// Defaults for optional pipeline settings.
+const (
+	DefaultStageTimeout = 25 * time.Millisecond
+	DefaultMaxBatch     = 16
+)
+
+// Load reads, decodes and validates the configuration file at path.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading config: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse decodes and validates data as if read from file (used in messages and to resolve
+// relative plugin paths).
+func Parse(file string, data []byte) (*Config, error) {
+	c := &Config{file: file, root: &yaml.Node{}}
+	if err := yaml.Unmarshal(data, c.root); err != nil {
+		return nil, c.yamlError(err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(c); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%s: the file is empty", file)
+		}
+		return nil, c.yamlError(err)
+	}
+	c.applyDefaults()
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Config) applyDefaults() {
+	if c.Pipeline.StageTimeout == 0 {
+		c.Pipeline.StageTimeout = DefaultStageTimeout
+	}
+	if c.Pipeline.MaxBatch == 0 {
+		c.Pipeline.MaxBatch = DefaultMaxBatch
+	}
+}
+
+// File returns the file the configuration was read from.
+func (c *Config) File() string { return c.file }
+
+// Plugin returns the declared plugin called name, or nil.
+func (c *Config) Plugin(name string) *PluginSpec {
+	for i := range c.Plugins {
+		if c.Plugins[i].Name == name {
+			return &c.Plugins[i]
+		}
+	}
+	return nil
+}
+
+// ResolvePath returns the binary path of p: absolute paths as they are, relative ones against the
+// config file's directory.
+func (c *Config) ResolvePath(p *PluginSpec) string {
+	if p.Path == "" || filepath.IsAbs(p.Path) {
+		return p.Path
+	}
+	return filepath.Join(filepath.Dir(c.file), p.Path)
+}
+
+// WeightOr1 returns the scorer weight of r (1 when unset).
+func (r StageRef) WeightOr1() float64 {
+	if r.Weight == nil {
+		return 1
+	}
+	return *r.Weight
+}

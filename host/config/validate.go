@@ -1,0 +1,263 @@
+package config
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/Masterminds/semver/v3"
+	"github.com/foresight-router/foresight/plugins/sdk"
+	"gopkg.in/yaml.v3"
+)
+
+var (
+	nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
+	typeRE = nameRE
+	lineRE = regexp.MustCompile(`^line (\d+): (.*)$`)
+	// yaml.v3 says "field X not found in type config.T".
+	unknownFieldRE = regexp.MustCompile(`^field (\S+) not found in type (\S+)$`)
+)
+
+// friendly names and field lists of the config types, for unknown-field messages.
+var configTypes = map[string]reflect.Type{
+	"config.Config":     reflect.TypeOf(Config{}),
+	"config.PluginSpec": reflect.TypeOf(PluginSpec{}),
+	"config.Pipeline":   reflect.TypeOf(Pipeline{}),
+	"config.StageRef":   reflect.TypeOf(StageRef{}),
+}
+
+var friendlyNames = map[string]string{
+	"config.Config": "the top level", "config.PluginSpec": "a plugin entry",
+	"config.Pipeline": "pipeline", "config.StageRef": "a stage reference",
+}
+
+// yamlError rewrites a yaml.v3 error as "file:line: message" lines.
+func (c *Config) yamlError(err error) error {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		msg := strings.TrimPrefix(err.Error(), "yaml: ")
+		if m := lineRE.FindStringSubmatch(msg); m != nil {
+			return fmt.Errorf("%s:%s: %s", c.file, m[1], m[2])
+		}
+		return fmt.Errorf("%s: %s", c.file, msg)
+	}
+	lines := make([]string, 0, len(te.Errors))
+	for _, e := range te.Errors {
+		m := lineRE.FindStringSubmatch(e)
+		if m == nil {
+			lines = append(lines, fmt.Sprintf("%s: %s", c.file, e))
+			continue
+		}
+		msg := m[2]
+		if f := unknownFieldRE.FindStringSubmatch(msg); f != nil {
+			msg = fmt.Sprintf("unknown field %q in %s (known: %s)", f[1], friendlyNames[f[2]], knownFields(configTypes[f[2]]))
+		}
+		lines = append(lines, fmt.Sprintf("%s:%s: %s", c.file, m[1], msg))
+	}
+	return errors.New(strings.Join(lines, "\n"))
+}
+
+func knownFields(t reflect.Type) string {
+	if t == nil {
+		return "?"
+	}
+	var names []string
+	for i := 0; i < t.NumField(); i++ {
+		if tag := t.Field(i).Tag.Get("yaml"); tag != "" && tag != "-" {
+			names = append(names, strings.Split(tag, ",")[0])
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// errorAt returns "file:line: field: message" for the node at path (keys and sequence indices),
+// using the closest existing ancestor's line when the field itself is absent.
+func (c *Config) errorAt(path []any, format string, args ...any) error {
+	return fmt.Errorf("%s:%d: %s: %s", c.file, c.line(path), fieldPath(path), fmt.Sprintf(format, args...))
+}
+
+func fieldPath(path []any) string {
+	var b strings.Builder
+	for _, p := range path {
+		switch v := p.(type) {
+		case int:
+			b.WriteString("[" + strconv.Itoa(v) + "]")
+		case string:
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(v)
+		}
+	}
+	return b.String()
+}
+
+func (c *Config) line(path []any) int {
+	n := c.root
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	line := n.Line
+	for _, p := range path {
+		var next *yaml.Node
+		switch v := p.(type) {
+		case string:
+			if n.Kind == yaml.MappingNode {
+				for i := 0; i+1 < len(n.Content); i += 2 {
+					if n.Content[i].Value == v {
+						next = n.Content[i+1]
+						line = n.Content[i].Line
+					}
+				}
+			}
+		case int:
+			if n.Kind == yaml.SequenceNode && v < len(n.Content) {
+				next = n.Content[v]
+				line = next.Line
+			}
+		}
+		if next == nil {
+			return line
+		}
+		n = next
+	}
+	return line
+}
+
+func (c *Config) validate() error {
+	seen := map[string]int{}
+	for i := range c.Plugins {
+		if err := c.validatePlugin(i, seen); err != nil {
+			return err
+		}
+	}
+	return c.validatePipeline()
+}
+
+func (c *Config) validatePlugin(i int, seen map[string]int) error {
+	p := &c.Plugins[i]
+	at := func(field string) []any { return []any{"plugins", i, field} }
+	switch {
+	case p.Name == "":
+		return c.errorAt(at("name"), "missing; every plugin needs a name the pipeline can refer to")
+	case !nameRE.MatchString(p.Name):
+		return c.errorAt(at("name"), "%q must be lower-case letters, digits and dashes", p.Name)
+	case p.Type == "":
+		return c.errorAt(at("type"), "plugin %q: missing type", p.Name)
+	case !typeRE.MatchString(p.Type):
+		return c.errorAt(at("type"), "plugin %q: type %q must be kebab-case", p.Name, p.Type)
+	}
+	if j, dup := seen[p.Name]; dup {
+		return c.errorAt(at("name"), "plugin %q is declared twice (first as plugins[%d])", p.Name, j)
+	}
+	seen[p.Name] = i
+	if p.Builtin() {
+		if p.SHA256 != "" || p.Version != "" || len(p.Args) > 0 {
+			return c.errorAt(at("path"), "plugin %q: sha256, version and args need a path to a binary", p.Name)
+		}
+	} else if st, err := os.Stat(c.ResolvePath(p)); err != nil {
+		return c.errorAt(at("path"), "plugin %q: binary %s: %v", p.Name, c.ResolvePath(p), errors.Unwrap(err))
+	} else if st.IsDir() || st.Mode()&0o111 == 0 {
+		return c.errorAt(at("path"), "plugin %q: %s is not an executable file", p.Name, c.ResolvePath(p))
+	}
+	if p.SHA256 != "" {
+		if b, err := hex.DecodeString(p.SHA256); err != nil || len(b) != 32 {
+			return c.errorAt(at("sha256"), "plugin %q: want 64 hex digits, got %q", p.Name, p.SHA256)
+		}
+	}
+	if p.Version != "" {
+		if _, err := semver.NewConstraint(p.Version); err != nil {
+			return c.errorAt(at("version"), "plugin %q: invalid version constraint %q: %v", p.Name, p.Version, err)
+		}
+	}
+	if p.Timeout < 0 {
+		return c.errorAt(at("timeout"), "plugin %q: must not be negative, got %v", p.Name, p.Timeout)
+	}
+	return nil
+}
+
+func (c *Config) validatePipeline() error {
+	pl := &c.Pipeline
+	if pl.StageTimeout < 0 {
+		return c.errorAt([]any{"pipeline", "stageTimeout"}, "must be positive, got %v", pl.StageTimeout)
+	}
+	if pl.MaxBatch < 1 || pl.MaxBatch > 1024 {
+		return c.errorAt([]any{"pipeline", "maxBatch"}, "must be in [1, 1024], got %d", pl.MaxBatch)
+	}
+	used := map[string]sdk.Stage{} // plugin name -> the stage it serves
+	check := func(ref *StageRef, kind sdk.Stage, path []any) error {
+		if ref.PluginRef == "" {
+			return c.errorAt(append(path, "pluginRef"), "missing")
+		}
+		if c.Plugin(ref.PluginRef) == nil {
+			return c.errorAt(append(path, "pluginRef"), "no plugin named %q is declared under plugins", ref.PluginRef)
+		}
+		if ref.Weight != nil && kind != sdk.StageScorer {
+			return c.errorAt(append(path, "weight"), "only scorers take a weight")
+		}
+		if ref.Weight != nil && (*ref.Weight < 0 || *ref.Weight > 1e6 || *ref.Weight != *ref.Weight) {
+			return c.errorAt(append(path, "weight"), "must be in [0, 1e6], got %v", *ref.Weight)
+		}
+		if prev, ok := used[ref.PluginRef]; ok && prev != kind {
+			return c.errorAt(append(path, "pluginRef"), "plugin %q already serves as %s; a plugin serves one stage", ref.PluginRef, prev)
+		}
+		used[ref.PluginRef] = kind
+		return nil
+	}
+	for _, s := range c.slots() {
+		if err := check(s.ref, s.kind, s.path); err != nil {
+			return err
+		}
+	}
+	for i := range c.Plugins {
+		if _, ok := used[c.Plugins[i].Name]; !ok {
+			return c.errorAt([]any{"plugins", i, "name"}, "plugin %q is declared but the pipeline does not use it", c.Plugins[i].Name)
+		}
+	}
+	return nil
+}
+
+// slot is one place in the pipeline that refers to a plugin.
+type slot struct {
+	ref  *StageRef
+	kind sdk.Stage
+	path []any // where it sits in the YAML
+}
+
+// slots lists the pipeline's references in stage order.
+func (c *Config) slots() []slot {
+	pl := &c.Pipeline
+	var out []slot
+	if pl.Producer != nil {
+		out = append(out, slot{pl.Producer, sdk.StageProducer, []any{"pipeline", "producer"}})
+	}
+	for i := range pl.Filters {
+		out = append(out, slot{&pl.Filters[i], sdk.StageFilter, []any{"pipeline", "filters", i}})
+	}
+	for i := range pl.Scorers {
+		out = append(out, slot{&pl.Scorers[i], sdk.StageScorer, []any{"pipeline", "scorers", i}})
+	}
+	if pl.Admitter != nil {
+		out = append(out, slot{pl.Admitter, sdk.StageAdmitter, []any{"pipeline", "admitter"}})
+	}
+	if pl.Picker != nil {
+		out = append(out, slot{pl.Picker, sdk.StagePicker, []any{"pipeline", "picker"}})
+	}
+	return out
+}
+
+// StageOf returns the stage the named plugin serves in the pipeline, or sdk.StageUnspecified when
+// the pipeline does not use it.
+func (c *Config) StageOf(name string) sdk.Stage {
+	for _, s := range c.slots() {
+		if s.ref.PluginRef == name {
+			return s.kind
+		}
+	}
+	return sdk.StageUnspecified
+}

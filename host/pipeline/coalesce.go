@@ -1,0 +1,113 @@
+package pipeline
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/foresight-router/foresight/plugins/sdk"
+)
+
+// coalescer shares round trips to one stage: while a call is in flight, the cycles that arrive
+// queue up and go out together in the next call (at most maxBatch of them). There is no timer, so
+// at low load every cycle is sent at once, alone.
+type coalescer[Req, Res any] struct {
+	call     func(ctx context.Context, reqs []Req) ([]sdk.Result[Res], error)
+	maxBatch int
+
+	mu    sync.Mutex
+	busy  bool
+	queue []*pending[Req, Res]
+}
+
+type pending[Req, Res any] struct {
+	req      Req
+	deadline time.Time
+	done     chan struct{}
+	res      sdk.Result[Res]
+}
+
+func newCoalescer[Req, Res any](maxBatch int, call func(context.Context, []Req) ([]sdk.Result[Res], error)) *coalescer[Req, Res] {
+	return &coalescer[Req, Res]{call: call, maxBatch: maxBatch}
+}
+
+// do sends req in the next call to the stage and waits for its answer or for ctx to end. A
+// transport failure of the shared call is every member's error.
+func (c *coalescer[Req, Res]) do(ctx context.Context, req Req) (Res, error) {
+	p := &pending[Req, Res]{req: req, done: make(chan struct{})}
+	p.deadline, _ = ctx.Deadline()
+	c.mu.Lock()
+	c.queue = append(c.queue, p)
+	if !c.busy {
+		c.busy = true
+		go c.run(c.take())
+	}
+	c.mu.Unlock()
+	select {
+	case <-p.done:
+		return p.res.Value, p.res.Err
+	case <-ctx.Done():
+		var zero Res
+		return zero, ctx.Err()
+	}
+}
+
+// take removes up to maxBatch live requests from the queue; the caller holds mu.
+func (c *coalescer[Req, Res]) take() []*pending[Req, Res] {
+	now := time.Now()
+	var batch []*pending[Req, Res]
+	n := 0
+	for n < len(c.queue) && len(batch) < c.maxBatch {
+		p := c.queue[n]
+		n++
+		if !p.deadline.IsZero() && now.After(p.deadline) {
+			continue // its caller has given up already
+		}
+		batch = append(batch, p)
+	}
+	c.queue = append(c.queue[:0], c.queue[n:]...)
+	return batch
+}
+
+// run sends batches until the queue is empty.
+func (c *coalescer[Req, Res]) run(batch []*pending[Req, Res]) {
+	for {
+		if len(batch) > 0 {
+			c.send(batch)
+		}
+		c.mu.Lock()
+		if len(c.queue) == 0 {
+			c.busy = false
+			c.mu.Unlock()
+			return
+		}
+		batch = c.take()
+		c.mu.Unlock()
+	}
+}
+
+func (c *coalescer[Req, Res]) send(batch []*pending[Req, Res]) {
+	reqs := make([]Req, len(batch))
+	var deadline time.Time
+	for i, p := range batch {
+		reqs[i] = p.req
+		if p.deadline.After(deadline) {
+			deadline = p.deadline
+		}
+	}
+	ctx, cancel := context.Background(), context.CancelFunc(func() {})
+	if !deadline.IsZero() {
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+	}
+	results, err := c.call(ctx, reqs)
+	cancel()
+	for i, p := range batch {
+		switch {
+		case err != nil:
+			p.res.Err = err
+		case i < len(results):
+			p.res = results[i]
+		}
+		close(p.done)
+	}
+}

@@ -1,0 +1,114 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/foresight-router/foresight/host/pluginhost"
+	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/rs/zerolog"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// errDown is the error of a call to a plugin whose process is being restarted.
+var errDown = errors.New("plugin is down (restarting)")
+
+// slot is one place in the pipeline served by a plugin: it knows the plugin, the deadline of a
+// call, the coalescer that batches calls, and counts the fallbacks it applied.
+type slot struct {
+	plugin  *pluginhost.Plugin
+	name    string
+	typ     string
+	stage   sdk.Stage
+	weight  float64 // scorers only
+	timeout time.Duration
+	log     zerolog.Logger // sampled: a crashed plugin must not flood the log
+
+	calls       atomic.Int64
+	fallbacks   atomic.Int64
+	rangeWarned atomic.Bool
+}
+
+func newSlot(p *pluginhost.Plugin, stage sdk.Stage, weight float64, timeout time.Duration, log zerolog.Logger) *slot {
+	spec := p.Spec()
+	return &slot{
+		plugin: p, name: spec.Name, typ: spec.Type, stage: stage, weight: weight, timeout: timeout,
+		log: log.With().Str("plugin", spec.Name).Str("stage", stage.String()).Logger().
+			Sample(&zerolog.BurstSampler{Burst: 5, Period: time.Second}),
+	}
+}
+
+// client returns the plugin's current stage client as T, or errDown.
+func client[T any](s *slot) (T, error) {
+	c, ok := s.plugin.Client().(T)
+	if !ok {
+		var zero T
+		return zero, errDown
+	}
+	return c, nil
+}
+
+// failed records a stage failure for one cycle and returns the reason that goes in the trace.
+func (s *slot) failed(err error) string {
+	s.fallbacks.Add(1)
+	if isTransport(err) {
+		s.plugin.CallFailed()
+	}
+	reason := fallbackReason(err)
+	s.log.Warn().Err(err).Str("fallback", reason).Msg("stage failed; applying its fallback")
+	return reason
+}
+
+// fallbackReason classifies a failure for traces and metrics.
+func fallbackReason(err error) string {
+	var se *sdk.StatusError
+	switch {
+	case errors.Is(err, errDown):
+		return "plugin down"
+	case errors.Is(err, context.DeadlineExceeded), status.Code(err) == codes.DeadlineExceeded:
+		return "deadline exceeded"
+	case errors.As(err, &se):
+		return "stage error: " + se.Message
+	case isTransport(err):
+		return "transport: " + status.Convert(err).Message()
+	default:
+		return "invalid answer: " + err.Error()
+	}
+}
+
+func isTransport(err error) bool {
+	_, ok := status.FromError(err)
+	return ok && status.Code(err) != codes.OK && status.Code(err) != codes.DeadlineExceeded
+}
+
+// Stats is what a slot has seen since the pipeline was built.
+type Stats struct {
+	Plugin    string    `json:"plugin"`
+	Stage     sdk.Stage `json:"stage"`
+	Calls     int64     `json:"calls"`
+	Fallbacks int64     `json:"fallbacks"`
+}
+
+func (s *slot) stats() Stats {
+	return Stats{Plugin: s.name, Stage: s.stage, Calls: s.calls.Load(), Fallbacks: s.fallbacks.Load()}
+}
+
+// clampScores clamps scores into [0, 1] in place (NaN → 0), warning once per slot when it had to.
+func (s *slot) clampScores(scores []float64) {
+	out := false
+	for i, v := range scores {
+		switch {
+		case v >= 0 && v <= 1:
+		case v > 1:
+			scores[i], out = 1, true
+		default: // negative or NaN
+			scores[i], out = 0, true
+		}
+	}
+	if out && s.rangeWarned.CompareAndSwap(false, true) {
+		s.log.Warn().Msg("scores outside [0, 1] clamped (warned once per plugin)")
+	}
+}

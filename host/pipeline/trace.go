@@ -1,0 +1,148 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/foresight-router/foresight/plugins/sdk"
+)
+
+// Trace records one cycle's decision: every candidate with its state and prediction, each stage's
+// verdict, the weighted scores and the pick order. Indices point into Candidates; the JSON form
+// names endpoints by id.
+type Trace struct {
+	RequestID string
+	Seed      uint64
+	Now       time.Time
+	// Candidates are the cycle's endpoints as the stages after the producer saw them.
+	Candidates []sdk.Endpoint
+
+	Producer *StageTrace
+	Filters  []StageTrace
+	// Scored are the candidates that reached the scorers; Scorers[i].Scores and Scores align with it.
+	Scored  []int
+	Scorers []StageTrace
+	// Scores are the weighted sums of the clamped scores.
+	Scores   []float64
+	Admitter *StageTrace
+	Picker   *StageTrace
+
+	// Admitted is the admitter's verdict (true without an admitter); Reason explains a rejection
+	// or an empty pick.
+	Admitted bool
+	Reason   string
+	// Order holds the picked candidates, best first; the proxy fails over down the list.
+	Order    []int
+	Duration time.Duration
+}
+
+// StageTrace is one stage call within a cycle.
+type StageTrace struct {
+	Stage    sdk.Stage
+	Plugin   string
+	Type     string
+	Duration time.Duration
+	// Fallback names why the stage's fallback replaced its answer; empty when the plugin answered.
+	Fallback string
+	Reason   string
+	Kept     []int     // filters: the candidates kept
+	Weight   float64   // scorers
+	Scores   []float64 // scorers: clamped, unweighted, aligned with Trace.Scored
+	Admitted bool      // admitter
+	Order    []int     // picker
+}
+
+// Outcome summarises the decision: "picked", "rejected" or "no candidates".
+func (t *Trace) Outcome() string {
+	switch {
+	case !t.Admitted:
+		return "rejected"
+	case len(t.Order) == 0:
+		return "no candidates"
+	default:
+		return "picked"
+	}
+}
+
+// OrderIDs returns the picked endpoint ids, best first.
+func (t *Trace) OrderIDs() []string { return t.ids(t.Order) }
+
+func (t *Trace) ids(idx []int) []string {
+	out := make([]string, len(idx))
+	for i, j := range idx {
+		out[i] = t.Candidates[j].ID
+	}
+	return out
+}
+
+func (t *Trace) scoreMap(scores []float64) map[string]float64 {
+	if scores == nil {
+		return nil
+	}
+	m := make(map[string]float64, len(scores))
+	for i, v := range scores {
+		m[t.Candidates[t.Scored[i]].ID] = v
+	}
+	return m
+}
+
+type stageJSON struct {
+	Stage      sdk.Stage          `json:"stage"`
+	Plugin     string             `json:"plugin"`
+	Type       string             `json:"type"`
+	DurationUs int64              `json:"duration_us"`
+	Fallback   string             `json:"fallback,omitempty"`
+	Reason     string             `json:"reason,omitempty"`
+	Kept       []string           `json:"kept,omitempty"`
+	Weight     float64            `json:"weight,omitempty"`
+	Scores     map[string]float64 `json:"scores,omitempty"`
+	Admitted   *bool              `json:"admitted,omitempty"`
+	Order      []string           `json:"order,omitempty"`
+}
+
+func (t *Trace) stageView(s *StageTrace) stageJSON {
+	v := stageJSON{Stage: s.Stage, Plugin: s.Plugin, Type: s.Type, DurationUs: s.Duration.Microseconds(),
+		Fallback: s.Fallback, Reason: s.Reason}
+	switch s.Stage {
+	case sdk.StageFilter:
+		v.Kept = t.ids(s.Kept)
+	case sdk.StageScorer:
+		v.Weight, v.Scores = s.Weight, t.scoreMap(s.Scores)
+	case sdk.StageAdmitter:
+		v.Admitted = &s.Admitted
+	case sdk.StagePicker:
+		v.Order = t.ids(s.Order)
+	}
+	return v
+}
+
+// MarshalJSON writes the trace with endpoints named by id and stages in the order they ran.
+func (t *Trace) MarshalJSON() ([]byte, error) {
+	var stages []stageJSON
+	add := func(s *StageTrace) {
+		if s != nil {
+			stages = append(stages, t.stageView(s))
+		}
+	}
+	add(t.Producer)
+	for i := range t.Filters {
+		add(&t.Filters[i])
+	}
+	for i := range t.Scorers {
+		add(&t.Scorers[i])
+	}
+	add(t.Admitter)
+	add(t.Picker)
+	return json.Marshal(struct {
+		RequestID  string             `json:"request_id,omitempty"`
+		Seed       uint64             `json:"seed"`
+		Now        time.Time          `json:"now"`
+		Outcome    string             `json:"outcome"`
+		Reason     string             `json:"reason,omitempty"`
+		Order      []string           `json:"order"`
+		Scores     map[string]float64 `json:"scores,omitempty"`
+		Stages     []stageJSON        `json:"stages"`
+		Candidates []sdk.Endpoint     `json:"candidates"`
+		DurationUs int64              `json:"duration_us"`
+	}{t.RequestID, t.Seed, t.Now, t.Outcome(), t.Reason, t.OrderIDs(), t.scoreMap(t.Scores), stages, t.Candidates, t.Duration.Microseconds()})
+}

@@ -1,0 +1,316 @@
+// Package pluginhost launches and supervises the plugin processes of a pipeline (and provides the
+// built-in stages through the same handle): handshake, type and version checks, configuration,
+// restart with backoff after a crash, and stop.
+package pluginhost
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/Masterminds/semver/v3"
+	"github.com/foresight-router/foresight/host/builtin"
+	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+	"github.com/rs/zerolog"
+)
+
+// Spec says what to run for one plugin.
+type Spec struct {
+	// Name is the plugin's name in the config; Type the kebab-case type it must report.
+	Name, Type string
+	// Stage is the stage the pipeline uses the plugin for.
+	Stage sdk.Stage
+	// Path is the binary (already resolved); empty selects the built-in implementation of Type.
+	Path string
+	Args []string
+	// SHA256 is the expected checksum of the binary in hex; empty skips the check.
+	SHA256 string
+	// Version is a semver constraint on the binary's reported version; empty accepts any.
+	Version string
+	// Params is the JSON object sent to Configure.
+	Params []byte
+	// StartTimeout bounds launch, handshake, GetInfo and Configure (default 10s).
+	StartTimeout time.Duration
+}
+
+// Supervision timing.
+const (
+	exitPoll       = 20 * time.Millisecond // how often a quiet plugin is checked for having exited
+	maxBackoff     = 10 * time.Second      // the longest wait between restart attempts
+	firstBackoff   = 100 * time.Millisecond
+	healthyRunTime = time.Minute // a plugin that ran this long restarts without delay after a crash
+)
+
+// Plugin is one stage implementation in service: a supervised plugin process or a built-in.
+// Client returns the stage's client, or nil while a crashed process is being restarted.
+type Plugin struct {
+	spec Spec
+	log  zerolog.Logger
+
+	cur      atomic.Pointer[instance]
+	restarts atomic.Int64
+	stopOnce sync.Once
+	stop     chan struct{}
+	done     chan struct{}
+	nudge    chan struct{}
+}
+
+// instance is one running incarnation of a plugin.
+type instance struct {
+	client   *plugin.Client // nil for built-ins
+	stage    any            // the sdk Batch… interface of the stage
+	info     sdk.Info
+	pid      int
+	protocol int
+	startup  time.Duration
+	started  time.Time
+}
+
+// Launch starts the plugin described by spec and, for a process, supervises it until Stop. Any
+// problem (missing binary, checksum, handshake, type, stage, version, rejected parameters) is an
+// error naming the plugin and the cause.
+func Launch(ctx context.Context, spec Spec, log zerolog.Logger) (*Plugin, error) {
+	if spec.StartTimeout == 0 {
+		spec.StartTimeout = 10 * time.Second
+	}
+	p := &Plugin{
+		spec:  spec,
+		log:   log.With().Str("plugin", spec.Name).Str("stage", spec.Stage.String()).Logger(),
+		stop:  make(chan struct{}),
+		done:  make(chan struct{}),
+		nudge: make(chan struct{}, 1),
+	}
+	inst, err := p.start(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("plugin %q: %w", spec.Name, err)
+	}
+	p.cur.Store(inst)
+	if inst.client == nil {
+		close(p.done)
+	} else {
+		go p.supervise()
+	}
+	return p, nil
+}
+
+// Name returns the plugin's configured name.
+func (p *Plugin) Name() string { return p.spec.Name }
+
+// Spec returns what the plugin was launched from.
+func (p *Plugin) Spec() Spec { return p.spec }
+
+// Client returns the stage client (sdk.BatchFilter for a filter, and so on), or nil while the
+// process is down.
+func (p *Plugin) Client() any {
+	if inst := p.cur.Load(); inst != nil {
+		return inst.stage
+	}
+	return nil
+}
+
+// Status describes the plugin as it runs now.
+type Status struct {
+	Name     string   `json:"name"`
+	Info     sdk.Info `json:"info"`
+	Builtin  bool     `json:"builtin"`
+	Up       bool     `json:"up"`
+	PID      int      `json:"pid,omitempty"`
+	Protocol int      `json:"protocol,omitempty"`
+	// StartMs is how long launch, handshake, GetInfo and Configure took for the current instance.
+	StartMs  float64 `json:"start_ms"`
+	Restarts int64   `json:"restarts"`
+}
+
+// Status returns the plugin's current state.
+func (p *Plugin) Status() Status {
+	s := Status{Name: p.spec.Name, Builtin: p.spec.Path == "", Restarts: p.restarts.Load()}
+	if inst := p.cur.Load(); inst != nil {
+		s.Up, s.Info, s.PID, s.Protocol = true, inst.info, inst.pid, inst.protocol
+		s.StartMs = float64(inst.startup.Microseconds()) / 1000
+	}
+	return s
+}
+
+// CallFailed tells the supervisor that a call failed at the transport level, so a dead process is
+// noticed at once rather than at the next poll.
+func (p *Plugin) CallFailed() {
+	select {
+	case p.nudge <- struct{}{}:
+	default:
+	}
+}
+
+// Stop stops supervision and the process; it is safe to call more than once.
+func (p *Plugin) Stop() {
+	p.stopOnce.Do(func() {
+		close(p.stop)
+		<-p.done
+		if inst := p.cur.Swap(nil); inst != nil && inst.client != nil {
+			inst.client.Kill()
+		}
+	})
+}
+
+func (p *Plugin) start(ctx context.Context) (*instance, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.spec.StartTimeout)
+	defer cancel()
+	began := time.Now()
+	if p.spec.Path == "" {
+		return p.startBuiltin(began)
+	}
+	client, err := p.newClient()
+	if err != nil {
+		return nil, err
+	}
+	inst, err := p.connect(ctx, client)
+	if err != nil {
+		client.Kill()
+		return nil, err
+	}
+	inst.startup, inst.started = time.Since(began), time.Now()
+	return inst, nil
+}
+
+func (p *Plugin) newClient() (*plugin.Client, error) {
+	cfg := &plugin.ClientConfig{
+		HandshakeConfig:  sdk.Handshake,
+		VersionedPlugins: sdk.HostPlugins(),
+		// Run the binary directly, never through a shell, or its exit would go unseen.
+		Cmd:              exec.Command(p.spec.Path, p.spec.Args...),
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		AutoMTLS:         true,
+		StartTimeout:     p.spec.StartTimeout,
+		Logger:           newZlog(p.log, hclog.Info),
+	}
+	if p.spec.SHA256 != "" {
+		sum, err := hex.DecodeString(p.spec.SHA256)
+		if err != nil {
+			return nil, fmt.Errorf("sha256 %q is not hex: %w", p.spec.SHA256, err)
+		}
+		cfg.SecureConfig = &plugin.SecureConfig{Checksum: sum, Hash: sha256.New()}
+	}
+	return plugin.NewClient(cfg), nil
+}
+
+func (p *Plugin) connect(ctx context.Context, client *plugin.Client) (*instance, error) {
+	rpc, err := client.Client()
+	if err != nil {
+		return nil, fmt.Errorf("starting %s: %s", p.spec.Path, oneLine(err))
+	}
+	raw, err := rpc.Dispense(p.spec.Stage.String())
+	if err != nil {
+		return nil, fmt.Errorf("dispensing the %v stage: %s", p.spec.Stage, oneLine(err))
+	}
+	conf, ok := raw.(sdk.Configurer)
+	if !ok {
+		return nil, fmt.Errorf("the %v client does not speak PluginService", p.spec.Stage)
+	}
+	inst := &instance{client: client, stage: conf, protocol: client.NegotiatedVersion()}
+	if rc := client.ReattachConfig(); rc != nil {
+		inst.pid = rc.Pid
+	}
+	if inst.info, err = conf.Info(ctx); err != nil {
+		return nil, fmt.Errorf("asking for its info: %s", oneLine(err))
+	}
+	if err := p.checkInfo(inst.info); err != nil {
+		return nil, err
+	}
+	if err := conf.Configure(ctx, p.spec.Params); err != nil {
+		return nil, fmt.Errorf("configuring: %s", oneLine(err))
+	}
+	return inst, nil
+}
+
+func (p *Plugin) startBuiltin(began time.Time) (*instance, error) {
+	impl, stage, err := builtin.New(p.spec.Type)
+	if err != nil {
+		return nil, err
+	}
+	info := sdk.Info{Type: impl.Type(), Stage: stage, Version: "builtin", Description: impl.Description()}
+	if err := p.checkInfo(info); err != nil {
+		return nil, err
+	}
+	if err := impl.Configure(p.spec.Params); err != nil {
+		return nil, fmt.Errorf("configuring: %s", oneLine(err))
+	}
+	return &instance{stage: sdk.Local{P: impl}, info: info, startup: time.Since(began), started: time.Now()}, nil
+}
+
+// checkInfo verifies that what the binary says it is matches the config.
+func (p *Plugin) checkInfo(info sdk.Info) error {
+	if info.Type != p.spec.Type {
+		return fmt.Errorf("the binary reports type %q but the config declares %q", info.Type, p.spec.Type)
+	}
+	if info.Stage != p.spec.Stage {
+		return fmt.Errorf("type %q serves the %v stage but the pipeline uses it as a %v", info.Type, info.Stage, p.spec.Stage)
+	}
+	if p.spec.Version == "" || p.spec.Path == "" {
+		return nil
+	}
+	constraint, err := semver.NewConstraint(p.spec.Version)
+	if err != nil {
+		return fmt.Errorf("invalid version constraint %q: %w", p.spec.Version, err)
+	}
+	v, err := semver.StrictNewVersion(info.Version)
+	if err != nil {
+		return fmt.Errorf("the binary reports version %q, which is not semver, so %q cannot be checked", info.Version, p.spec.Version)
+	}
+	if !constraint.Check(v) {
+		return fmt.Errorf("the binary's version %s does not satisfy %q", info.Version, p.spec.Version)
+	}
+	return nil
+}
+
+// supervise waits for the process to exit and restarts it with backoff until Stop.
+func (p *Plugin) supervise() {
+	defer close(p.done)
+	tick := time.NewTicker(exitPoll)
+	defer tick.Stop()
+	for {
+		inst := p.cur.Load()
+		for !inst.client.Exited() {
+			select {
+			case <-p.stop:
+				return
+			case <-tick.C:
+			case <-p.nudge:
+			}
+		}
+		p.cur.Store(nil)
+		inst.client.Kill() // reap and release the connection
+		p.log.Error().Dur("ran", time.Since(inst.started)).Int("pid", inst.pid).Msg("plugin process exited; restarting")
+		var backoff time.Duration
+		if time.Since(inst.started) < healthyRunTime {
+			backoff = firstBackoff
+		}
+		for {
+			select {
+			case <-p.stop:
+				return
+			case <-time.After(backoff):
+			}
+			next, err := p.start(context.Background())
+			if err == nil {
+				p.cur.Store(next)
+				p.restarts.Add(1)
+				p.log.Info().Int("pid", next.pid).Float64("start_ms", float64(next.startup.Microseconds())/1000).Msg("plugin restarted")
+				break
+			}
+			backoff = min(max(2*backoff, firstBackoff), maxBackoff)
+			p.log.Error().Err(err).Dur("retry_in", backoff).Msg("restarting plugin failed")
+		}
+	}
+}
+
+// oneLine flattens multi-line errors (go-plugin's include the plugin's stderr) into one line.
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(err.Error()), " ")
+}

@@ -1,0 +1,121 @@
+package admitter
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/foresight-router/foresight/plugins/sdk"
+)
+
+// admit is the whole decision for one cycle; every step is explained in README.md.
+func admit(c *sdk.Cycle, cfg *config) sdk.AdmitVerdict {
+	r := &c.Request
+	if r.Priority >= 0 {
+		return yes(fmt.Sprintf("priority %d is not sheddable", r.Priority))
+	}
+	if cfg.Mode == ModeBudget {
+		return admitByBudget(c, cfg)
+	}
+	return admitByHeadroom(c, cfg)
+}
+
+// admitByHeadroom is llm-d's rule: admit when the request has no SLO, no endpoint has a
+// prediction (fail open), or some endpoint meets the SLO, is idle or is cold; reject otherwise.
+func admitByHeadroom(c *sdk.Cycle, cfg *config) sdk.AdmitVerdict {
+	r := &c.Request
+	if !r.SLO.Any() {
+		return yes("no SLO")
+	}
+	if !anyUsable(c) {
+		return yes("no predictions: fail open")
+	}
+	bestTTFT, bestTPOT := math.Inf(-1), math.Inf(-1)
+	for i := range c.Endpoints {
+		e := &c.Endpoints[i]
+		if !usable(&e.Prediction) {
+			continue
+		}
+		h, _ := sdk.HeadroomOf(r, e, cfg.SLOBufferFactor)
+		if h.Meets() {
+			return yes(fmt.Sprintf("endpoint %s meets the SLO", e.ID))
+		}
+		bestTTFT, bestTPOT = max(bestTTFT, h.TTFTMs), max(bestTPOT, h.TPOTMs)
+	}
+	for i := range c.Endpoints {
+		if e := &c.Endpoints[i]; e.State.Idle() {
+			return yes(fmt.Sprintf("endpoint %s is idle", e.ID))
+		}
+	}
+	for i := range c.Endpoints {
+		if e := &c.Endpoints[i]; e.State.KVCacheUsage < cfg.ColdKVThreshold {
+			return yes(fmt.Sprintf("endpoint %s is cold (KV cache %s%% < %s%%)",
+				e.ID, num(100*e.State.KVCacheUsage), num(100*cfg.ColdKVThreshold)))
+		}
+	}
+	var best []string
+	if !math.IsInf(bestTTFT, 0) {
+		best = append(best, "best TTFT headroom "+ms(bestTTFT))
+	}
+	if !math.IsInf(bestTPOT, 0) {
+		best = append(best, "best TPOT headroom "+ms(bestTPOT))
+	}
+	return sdk.AdmitVerdict{Reason: fmt.Sprintf("rejected: no endpoint meets the SLO (%s), none idle or cold",
+		strings.Join(best, ", "))}
+}
+
+// admitByBudget is the predictive admission of seed 004: admit when the best predicted TTFT
+// across endpoints is within the request's TTFT budget × headroomMultiplier. The budget is the
+// request's TTFT SLO when it has one, else its priority class's; no prediction fails open.
+func admitByBudget(c *sdk.Cycle, cfg *config) sdk.AdmitVerdict {
+	r := &c.Request
+	best, at := math.Inf(1), -1
+	for i := range c.Endpoints {
+		if pr := &c.Endpoints[i].Prediction; usable(pr) && pr.TTFTMs < best {
+			best, at = pr.TTFTMs, i
+		}
+	}
+	if at < 0 {
+		return yes("no predictions: fail open")
+	}
+	var budget float64
+	var source string
+	if r.SLO.TTFTMs > 0 {
+		budget, source = r.SLO.TTFTMs, "the request's TTFT SLO"
+	} else if cl, ok := budgetFor(cfg.classes, r.Priority); ok {
+		budget, source = cl.budgetMs, fmt.Sprintf("the priority %d budget", cl.priority)
+	} else {
+		return yes(fmt.Sprintf("no TTFT budget for priority %d", r.Priority))
+	}
+	verdict := fmt.Sprintf("best predicted TTFT %s on %s", ms(best), c.Endpoints[at].ID)
+	limit := fmt.Sprintf("%s %s × %g", source, ms(budget), cfg.HeadroomMultiplier)
+	if best <= budget*cfg.HeadroomMultiplier {
+		return yes(verdict + " is within " + limit)
+	}
+	return sdk.AdmitVerdict{Reason: "rejected: " + verdict + " exceeds " + limit}
+}
+
+func yes(reason string) sdk.AdmitVerdict { return sdk.AdmitVerdict{Admitted: true, Reason: reason} }
+
+// usable reports whether a prediction is valid and its numbers are finite.
+func usable(pr *sdk.Prediction) bool {
+	return pr.Valid && !math.IsNaN(pr.TTFTMs) && !math.IsInf(pr.TTFTMs, 0) &&
+		!math.IsNaN(pr.TPOTMs) && !math.IsInf(pr.TPOTMs, 0)
+}
+
+// anyUsable reports whether some endpoint of c has a usable prediction.
+func anyUsable(c *sdk.Cycle) bool {
+	for i := range c.Endpoints {
+		if usable(&c.Endpoints[i].Prediction) {
+			return true
+		}
+	}
+	return false
+}
+
+// num formats v rounded to one decimal, without a trailing ".0".
+func num(v float64) string { return strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64) }
+
+// ms formats a duration in milliseconds, e.g. "-120ms".
+func ms(v float64) string { return num(v) + "ms" }

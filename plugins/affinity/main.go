@@ -1,0 +1,12 @@
+// Command affinity serves the prefix-cache-affinity-filter plugin to a Foresight host.
+package main
+
+import (
+	"github.com/foresight-router/foresight/plugins/affinity/internal/affinity"
+	"github.com/foresight-router/foresight/plugins/sdk"
+)
+
+// version is stamped at build time from the VERSION file beside this one.
+var version = "0.0.0-dev"
+
+func main() { sdk.ServeFilter(affinity.New(), version) }

@@ -1,0 +1,119 @@
+// Package headroom implements the slo-headroom-tier-filter: it splits the candidates into endpoints
+// predicted to meet the request's SLOs (positive tier) and the rest (negative tier), and keeps the
+// positive tier except on a small share of cycles that explore the negative one.
+package headroom
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/foresight-router/foresight/plugins/sdk"
+)
+
+// Type is the plugin type declared in the host configuration.
+const Type = "slo-headroom-tier-filter"
+
+// Params are the filter's parameters, decoded from JSON over Defaults.
+type Params struct {
+	// SLOBufferFactor scales the effective TPOT objective before it is compared with the predicted
+	// TPOT, in (0, 10]; below 1 it demands margin, above 1 it tolerates a small overshoot.
+	SLOBufferFactor float64 `json:"sloBufferFactor"`
+	// EpsilonExploreNeg is the chance, in [0, 1], of keeping the negative tier when both tiers are
+	// non-empty, so endpoints predicted to miss still get traffic and can show they recovered.
+	EpsilonExploreNeg float64 `json:"epsilonExploreNeg"`
+}
+
+// Defaults returns llm-d's defaults: buffer factor 1.0, negative-tier exploration 0.01.
+func Defaults() Params {
+	return Params{SLOBufferFactor: 1.0, EpsilonExploreNeg: 0.01}
+}
+
+// Validate returns an error naming the first parameter outside its range.
+func (p *Params) Validate() error {
+	if !(p.SLOBufferFactor > 0 && p.SLOBufferFactor <= 10) { // also rejects NaN
+		return fmt.Errorf("parameter %q must be in (0, 10], got %g", "sloBufferFactor", p.SLOBufferFactor)
+	}
+	return sdk.CheckRange("epsilonExploreNeg", p.EpsilonExploreNeg, 0, 1)
+}
+
+// Filter is the slo-headroom-tier-filter. Its parameters are swapped atomically, so Configure is
+// safe against concurrent Filter calls. The zero value is not usable; call New.
+type Filter struct {
+	params atomic.Pointer[Params]
+}
+
+var _ sdk.Filter = (*Filter)(nil)
+
+// New returns a filter configured with Defaults.
+func New() *Filter {
+	f := &Filter{}
+	p := Defaults()
+	f.params.Store(&p)
+	return f
+}
+
+// Type returns "slo-headroom-tier-filter".
+func (f *Filter) Type() string { return Type }
+
+// Description returns one line saying what the filter does.
+func (f *Filter) Description() string {
+	return "keeps endpoints predicted to meet the request's TTFT/TPOT SLOs; explores the others with a small probability"
+}
+
+// Configure merges params over Defaults, validates them and swaps them in; on error the previous
+// parameters stay in force.
+func (f *Filter) Configure(params []byte) error {
+	p, err := sdk.DecodeParams(params, Defaults())
+	if err != nil {
+		return err
+	}
+	f.params.Store(&p)
+	return nil
+}
+
+// Filter keeps every endpoint when the request has no SLO or no endpoint has a valid prediction.
+// Otherwise an endpoint is in the positive tier when it has a prediction and both its headrooms
+// (sdk.HeadroomOf with SLOBufferFactor) are non-negative, in the negative tier otherwise. When only
+// one tier is non-empty it is kept; when both are, the negative tier is kept with probability
+// EpsilonExploreNeg (drawn from the cycle's seed) and the positive tier otherwise.
+func (f *Filter) Filter(_ context.Context, c *sdk.Cycle) (sdk.FilterVerdict, error) {
+	if c == nil {
+		return sdk.FilterVerdict{}, errors.New("filtering: nil cycle")
+	}
+	n := len(c.Endpoints)
+	if !c.Request.SLO.Any() {
+		return sdk.FilterVerdict{Kept: all(n), Reason: "no SLO"}, nil
+	}
+	if !c.AnyPrediction() {
+		return sdk.FilterVerdict{Kept: all(n), Reason: "no predictions"}, nil
+	}
+	p := f.params.Load()
+	var pos, neg []int
+	for i := range c.Endpoints {
+		if h, ok := sdk.HeadroomOf(&c.Request, &c.Endpoints[i], p.SLOBufferFactor); ok && h.Meets() {
+			pos = append(pos, i)
+		} else {
+			neg = append(neg, i)
+		}
+	}
+	switch {
+	case len(neg) == 0:
+		return sdk.FilterVerdict{Kept: pos, Reason: fmt.Sprintf("positive tier only: all %d meet the SLO", n)}, nil
+	case len(pos) == 0:
+		return sdk.FilterVerdict{Kept: neg, Reason: fmt.Sprintf("negative tier only: none of %d meets the SLO", n)}, nil
+	case p.EpsilonExploreNeg > 0 && sdk.Rand(c, Type).Float64() < p.EpsilonExploreNeg:
+		return sdk.FilterVerdict{Kept: neg, Reason: fmt.Sprintf("explore negative tier: %d of %d miss the SLO", len(neg), n)}, nil
+	}
+	return sdk.FilterVerdict{Kept: pos, Reason: fmt.Sprintf("positive tier: %d of %d meet the SLO", len(pos), n)}, nil
+}
+
+// all returns the indices 0..n-1.
+func all(n int) []int {
+	kept := make([]int, n)
+	for i := range kept {
+		kept[i] = i
+	}
+	return kept
+}

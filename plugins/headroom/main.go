@@ -1,0 +1,12 @@
+// Command headroom serves the slo-headroom-tier-filter plugin to a Foresight host.
+package main
+
+import (
+	"github.com/foresight-router/foresight/plugins/headroom/internal/headroom"
+	"github.com/foresight-router/foresight/plugins/sdk"
+)
+
+// version is stamped at build time from the VERSION file beside this one.
+var version = "0.0.0-dev"
+
+func main() { sdk.ServeFilter(headroom.New(), version) }

@@ -1,0 +1,12 @@
+// Command picker serves the weighted-random-picker plugin to a Foresight host.
+package main
+
+import (
+	"github.com/foresight-router/foresight/plugins/picker/internal/picker"
+	"github.com/foresight-router/foresight/plugins/sdk"
+)
+
+// version is stamped at build time from the VERSION file beside this one.
+var version = "0.0.0-dev"
+
+func main() { sdk.ServePicker(picker.New(), version) }

@@ -1,0 +1,63 @@
+package scorer
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/foresight-router/foresight/plugins/sdk"
+)
+
+// The values of the headroomSelectionStrategy parameter.
+const (
+	// StrategyLeast prefers the endpoint closest to the SLO boundary (bin-packing).
+	StrategyLeast = "least"
+	// StrategyMost prefers the endpoint with the most headroom (spreading).
+	StrategyMost = "most"
+)
+
+// Params are the latency scorer's parameters, decoded from JSON over DefaultParams.
+type Params struct {
+	// TTFTWeight weighs the TTFT dimension when headrooms or latencies are combined.
+	TTFTWeight float64 `json:"ttftWeight"`
+	// TPOTWeight weighs the TPOT dimension when headrooms or latencies are combined.
+	TPOTWeight float64 `json:"tpotWeight"`
+	// HeadroomSelectionStrategy is StrategyLeast or StrategyMost; it applies to endpoints that
+	// meet the SLO only, a group that misses it is always ranked with StrategyLeast.
+	HeadroomSelectionStrategy string `json:"headroomSelectionStrategy"`
+	// SLOBufferFactor scales the TPOT objective before the predicted TPOT is subtracted.
+	SLOBufferFactor float64 `json:"sloBufferFactor"`
+	// CompositeWeights weigh the load heuristics used when no endpoint has a prediction.
+	sdk.CompositeWeights
+}
+
+// DefaultParams returns llm-d's latency-scorer defaults: TTFT 0.8, TPOT 0.2, strategy least,
+// buffer factor 1 and composite fallback weights 1/1/1.
+func DefaultParams() Params {
+	return Params{
+		TTFTWeight:                0.8,
+		TPOTWeight:                0.2,
+		HeadroomSelectionStrategy: StrategyLeast,
+		SLOBufferFactor:           1.0,
+		CompositeWeights:          sdk.DefaultCompositeWeights,
+	}
+}
+
+// Validate checks every parameter against its accepted range.
+func (p *Params) Validate() error {
+	if err := sdk.CheckRange("ttftWeight", p.TTFTWeight, 0, 1e3); err != nil {
+		return err
+	}
+	if err := sdk.CheckRange("tpotWeight", p.TPOTWeight, 0, 1e3); err != nil {
+		return err
+	}
+	if p.TTFTWeight+p.TPOTWeight <= 0 {
+		return errors.New("at least one of ttftWeight, tpotWeight must be positive")
+	}
+	if err := sdk.CheckOneOf("headroomSelectionStrategy", p.HeadroomSelectionStrategy, StrategyLeast, StrategyMost); err != nil {
+		return err
+	}
+	if err := sdk.CheckRange("sloBufferFactor", p.SLOBufferFactor, 0, 10); err != nil || p.SLOBufferFactor == 0 {
+		return fmt.Errorf("parameter %q must be in (0, 10], got %g", "sloBufferFactor", p.SLOBufferFactor)
+	}
+	return p.CompositeWeights.Validate()
+}

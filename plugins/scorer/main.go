@@ -1,0 +1,12 @@
+// Command scorer serves the latency-scorer plugin to a Foresight host.
+package main
+
+import (
+	"github.com/foresight-router/foresight/plugins/scorer/internal/scorer"
+	"github.com/foresight-router/foresight/plugins/sdk"
+)
+
+// version is stamped at build time from the VERSION file beside this one.
+var version = "0.0.0-dev"
+
+func main() { sdk.ServeScorer(scorer.New(), version) }
