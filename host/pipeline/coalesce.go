@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
@@ -18,6 +19,8 @@ type coalescer[Req, Res any] struct {
 	mu    sync.Mutex
 	busy  bool
 	queue []*pending[Req, Res]
+
+	batches atomic.Int64 // calls sent
 }
 
 type pending[Req, Res any] struct {
@@ -87,6 +90,7 @@ func (c *coalescer[Req, Res]) run(batch []*pending[Req, Res]) {
 }
 
 func (c *coalescer[Req, Res]) send(batch []*pending[Req, Res]) {
+	c.batches.Add(1)
 	reqs := make([]Req, len(batch))
 	var deadline time.Time
 	for i, p := range batch {

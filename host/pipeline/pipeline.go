@@ -35,11 +35,16 @@ type Pipeline struct {
 // Build launches every plugin of cfg (concurrently), checks and configures each, and wires the
 // pipeline. On any failure it stops what it started and returns the first error in config order.
 func Build(ctx context.Context, cfg *config.Config, log zerolog.Logger) (*Pipeline, error) {
-	p := &Pipeline{log: log, fallbackScorer: builtin.NewCompositeScorer(), fallbackPicker: builtin.NewMaxScorePicker()}
-	var err error
-	if p.plugins, err = launchAll(ctx, cfg, log); err != nil {
+	plugins, err := launchAll(ctx, cfg, log)
+	if err != nil {
 		return nil, err
 	}
+	return Assemble(cfg, plugins, log), nil
+}
+
+// Assemble wires already running plugins (one per cfg.Plugins entry, in that order) into a pipeline.
+func Assemble(cfg *config.Config, plugins []*pluginhost.Plugin, log zerolog.Logger) *Pipeline {
+	p := &Pipeline{log: log, plugins: plugins, fallbackScorer: builtin.NewCompositeScorer(), fallbackPicker: builtin.NewMaxScorePicker()}
 	byName := make(map[string]*pluginhost.Plugin, len(p.plugins))
 	for _, pl := range p.plugins {
 		byName[pl.Name()] = pl
@@ -74,7 +79,7 @@ func Build(ctx context.Context, cfg *config.Config, log zerolog.Logger) (*Pipeli
 		s := newS(*pc.Picker, sdk.StagePicker)
 		p.picker = &pickerSlot{s, stageCoalescer(s, mb, pickBatch)}
 	}
-	return p, nil
+	return p
 }
 
 // launchAll starts every declared plugin concurrently.
@@ -125,19 +130,19 @@ func (p *Pipeline) Plugins() []*pluginhost.Plugin { return p.plugins }
 func (p *Pipeline) Stats() []Stats {
 	var out []Stats
 	if p.producer != nil {
-		out = append(out, p.producer.stats())
+		out = append(out, p.producer.stats(p.producer.co.batches.Load()))
 	}
 	for _, f := range p.filters {
-		out = append(out, f.stats())
+		out = append(out, f.stats(f.co.batches.Load()))
 	}
 	for _, s := range p.scorers {
-		out = append(out, s.stats())
+		out = append(out, s.stats(s.co.batches.Load()))
 	}
 	if p.admitter != nil {
-		out = append(out, p.admitter.stats())
+		out = append(out, p.admitter.stats(p.admitter.co.batches.Load()))
 	}
 	if p.picker != nil {
-		out = append(out, p.picker.stats())
+		out = append(out, p.picker.stats(p.picker.co.batches.Load()))
 	}
 	return out
 }

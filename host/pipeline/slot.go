@@ -90,10 +90,12 @@ type Stats struct {
 	Stage     sdk.Stage `json:"stage"`
 	Calls     int64     `json:"calls"`
 	Fallbacks int64     `json:"fallbacks"`
+	// Batches counts the round trips that carried the calls (Calls / Batches is the mean batch).
+	Batches int64 `json:"batches"`
 }
 
-func (s *slot) stats() Stats {
-	return Stats{Plugin: s.name, Stage: s.stage, Calls: s.calls.Load(), Fallbacks: s.fallbacks.Load()}
+func (s *slot) stats(batches int64) Stats {
+	return Stats{Plugin: s.name, Stage: s.stage, Calls: s.calls.Load(), Fallbacks: s.fallbacks.Load(), Batches: batches}
 }
 
 // clampScores clamps scores into [0, 1] in place (NaN → 0), warning once per slot when it had to.

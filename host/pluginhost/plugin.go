@@ -39,6 +39,9 @@ type Spec struct {
 	Params []byte
 	// StartTimeout bounds launch, handshake, GetInfo and Configure (default 10s).
 	StartTimeout time.Duration
+	// Local, when set, is an in-process implementation used instead of Path or a built-in (for
+	// embedding the host and for tests).
+	Local sdk.Plugin
 }
 
 // Supervision timing.
@@ -164,7 +167,7 @@ func (p *Plugin) start(ctx context.Context) (*instance, error) {
 	defer cancel()
 	began := time.Now()
 	if p.spec.Path == "" {
-		return p.startBuiltin(began)
+		return p.startLocal(began)
 	}
 	client, err := p.newClient()
 	if err != nil {
@@ -229,10 +232,14 @@ func (p *Plugin) connect(ctx context.Context, client *plugin.Client) (*instance,
 	return inst, nil
 }
 
-func (p *Plugin) startBuiltin(began time.Time) (*instance, error) {
-	impl, stage, err := builtin.New(p.spec.Type)
-	if err != nil {
-		return nil, err
+// startLocal configures an in-process implementation: spec.Local, else the built-in of spec.Type.
+func (p *Plugin) startLocal(began time.Time) (*instance, error) {
+	impl, stage := p.spec.Local, p.spec.Stage
+	if impl == nil {
+		var err error
+		if impl, stage, err = builtin.New(p.spec.Type); err != nil {
+			return nil, err
+		}
 	}
 	info := sdk.Info{Type: impl.Type(), Stage: stage, Version: "builtin", Description: impl.Description()}
 	if err := p.checkInfo(info); err != nil {

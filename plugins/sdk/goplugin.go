@@ -115,6 +115,9 @@ func ServePicker(p Picker, version string) { ServeProtocol(ProtocolVersion, Stag
 // helpers; this exists to stage a protocol migration and to test hosts against versions they lack.
 func ServeProtocol(protocol int, stage Stage, impl Plugin, version string) {
 	setupLogging()
+	if prefix := os.Getenv(ProfileEnv); prefix != "" {
+		defer profileCPU(fmt.Sprintf("%s.%s.%d", prefix, impl.Type(), os.Getpid()))()
+	}
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: Handshake,
 		VersionedPlugins: map[int]plugin.PluginSet{

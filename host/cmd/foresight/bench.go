@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -36,6 +37,7 @@ type pipelineResult struct {
 	FloorP99Us    float64 `json:"floor_p99_us"`
 	FloorPerS     float64 `json:"floor_round_trips_per_s"`
 	Fallbacks     int64   `json:"fallbacks"`
+	MeanBatch     float64 `json:"mean_batch"`
 	PayloadBytes  int     `json:"payload_bytes"`
 	WallSeconds   float64 `json:"wall_s"`
 }
@@ -46,6 +48,7 @@ func newBenchPipeline() *cobra.Command {
 		endpoints, cycles, conc int
 		seed                    uint64
 		asJSON                  bool
+		cpuProfile              string
 	)
 	cmd := &cobra.Command{
 		Use:   "pipeline --config FILE",
@@ -60,6 +63,13 @@ func newBenchPipeline() *cobra.Command {
 				return fmt.Errorf("--endpoints, --cycles and --concurrency must be positive")
 			}
 			ctx := context.Background()
+			if cpuProfile != "" {
+				stop, err := startCPUProfile(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
 			cfg, err := config.Load(file)
 			if err != nil {
 				return err
@@ -79,8 +89,13 @@ func newBenchPipeline() *cobra.Command {
 			res.P50Us, res.P99Us = pct(lat, 0.50), pct(lat, 0.99)
 			res.DecisionsPerS = float64(cycles) / wall.Seconds()
 			res.WallSeconds = wall.Seconds()
+			var calls, batches int64
 			for _, s := range p.Stats() {
 				res.Fallbacks += s.Fallbacks
+				calls, batches = calls+s.Calls, batches+s.Batches
+			}
+			if batches > 0 {
+				res.MeanBatch = float64(calls) / float64(batches)
 			}
 
 			floor, err := newFloor(ctx)
@@ -112,6 +127,7 @@ func newBenchPipeline() *cobra.Command {
 	f.IntVar(&conc, "concurrency", 8, "cycles in flight at once")
 	f.Uint64Var(&seed, "seed", 1, "seed of the synthetic fleet")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write the host's CPU profile to this file (go tool pprof)")
 	_ = cmd.MarkFlagRequired("config")
 	return cmd
 }
@@ -181,7 +197,20 @@ func printBench(cmd *cobra.Command, r pipelineResult, asJSON bool) error {
 	}
 	fmt.Fprintf(out, "pipeline: %d cycles × %d endpoints, %d plugin stages, concurrency %d, payload %d B\n",
 		r.Cycles, r.Endpoints, r.Stages, r.Concurrency, r.PayloadBytes)
-	fmt.Fprintf(out, "  decision  p50 %8.0f µs  p99 %8.0f µs  %8.0f decisions/s  fallbacks %d\n", r.P50Us, r.P99Us, r.DecisionsPerS, r.Fallbacks)
+	fmt.Fprintf(out, "  decision  p50 %8.0f µs  p99 %8.0f µs  %8.0f decisions/s  fallbacks %d  mean batch %.2f\n", r.P50Us, r.P99Us, r.DecisionsPerS, r.Fallbacks, r.MeanBatch)
 	fmt.Fprintf(out, "  floor     p50 %8.0f µs  p99 %8.0f µs  (%d sequential no-op round trips per cycle)\n", r.FloorP50Us, r.FloorP99Us, max(r.Stages, 1))
 	return nil
+}
+
+// startCPUProfile starts profiling this process into file and returns the function that stops it.
+func startCPUProfile(file string) (func(), error) {
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, fmt.Errorf("creating the CPU profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("starting the CPU profile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
