@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -37,6 +38,8 @@ type PluginSpec struct {
 	Path string `yaml:"path"`
 	// Args are passed to the binary (e.g. a script for an interpreter given as Path).
 	Args []string `yaml:"args"`
+	// Env adds environment variables for the binary (e.g. GOMAXPROCS), over the host's own.
+	Env map[string]string `yaml:"env"`
 	// SHA256, when set, is the binary's expected checksum (64 hex digits), verified at every start.
 	SHA256 string `yaml:"sha256"`
 	// Version, when set, is a semver constraint the binary's version must satisfy, e.g. ">=1.2.0, <2.0.0".
@@ -45,6 +48,16 @@ type PluginSpec struct {
 	Timeout time.Duration `yaml:"timeout"`
 	// Parameters are sent to the plugin's Configure as a JSON object.
 	Parameters map[string]any `yaml:"parameters"`
+}
+
+// Environ returns Env as sorted "KEY=value" entries.
+func (p *PluginSpec) Environ() []string {
+	out := make([]string, 0, len(p.Env))
+	for k, v := range p.Env {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // Builtin reports whether the spec selects an in-process implementation.

@@ -157,8 +157,8 @@ func (c *Config) validatePlugin(i int, seen map[string]int) error {
 	}
 	seen[p.Name] = i
 	if p.Builtin() {
-		if p.SHA256 != "" || p.Version != "" || len(p.Args) > 0 {
-			return c.errorAt(at("path"), "plugin %q: sha256, version and args need a path to a binary", p.Name)
+		if p.SHA256 != "" || p.Version != "" || len(p.Args) > 0 || len(p.Env) > 0 {
+			return c.errorAt(at("path"), "plugin %q: sha256, version, args and env need a path to a binary", p.Name)
 		}
 	} else if st, err := os.Stat(c.ResolvePath(p)); err != nil {
 		return c.errorAt(at("path"), "plugin %q: binary %s: %v", p.Name, c.ResolvePath(p), errors.Unwrap(err))
@@ -173,6 +173,11 @@ func (c *Config) validatePlugin(i int, seen map[string]int) error {
 	if p.Version != "" {
 		if _, err := semver.NewConstraint(p.Version); err != nil {
 			return c.errorAt(at("version"), "plugin %q: invalid version constraint %q: %v", p.Name, p.Version, err)
+		}
+	}
+	for k := range p.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return c.errorAt(at("env"), "plugin %q: invalid variable name %q", p.Name, k)
 		}
 	}
 	if p.Timeout < 0 {

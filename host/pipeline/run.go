@@ -17,14 +17,17 @@ func (p *Pipeline) Run(ctx context.Context, c *sdk.Cycle) *Trace {
 	t := &Trace{RequestID: c.Request.ID, Seed: c.Seed, Now: c.Now, Admitted: true}
 	cur := &sdk.Cycle{Request: c.Request, Endpoints: slices.Clone(c.Endpoints), Now: c.Now, Seed: c.Seed}
 	if p.producer != nil {
+		cur.Seal()
 		t.Producer = p.produce(ctx, cur)
 	}
+	cur.Seal()
 	t.Candidates = cur.Endpoints
 
 	var admitted sync.WaitGroup
 	if p.admitter != nil {
 		admitted.Add(1)
-		go func() { defer admitted.Done(); t.Admitter = p.admit(ctx, cur) }()
+		produced := cur // the filters below move cur on; the admitter sees every candidate
+		go func() { defer admitted.Done(); t.Admitter = p.admit(ctx, produced) }()
 	}
 
 	idx := sdk.AllIndices(len(cur.Endpoints)) // positions in t.Candidates
@@ -38,6 +41,7 @@ func (p *Pipeline) Run(ctx context.Context, c *sdk.Cycle) *Trace {
 		t.Filters = append(t.Filters, st)
 		if len(keep) != len(cur.Endpoints) {
 			cur = subset(cur, keep)
+			cur.Seal()
 		}
 		if len(idx) == 0 {
 			t.Reason = "filter " + f.name + " kept no endpoint"

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/rs/zerolog"
@@ -15,15 +16,19 @@ type zlog struct {
 	z     zerolog.Logger
 	name  string
 	args  []any
-	level hclog.Level
+	level *atomic.Int32 // shared with the loggers derived by With and Named
 }
 
 var _ hclog.Logger = (*zlog)(nil)
 
-func newZlog(z zerolog.Logger, level hclog.Level) *zlog { return &zlog{z: z, level: level} }
+func newZlog(z zerolog.Logger, level hclog.Level) *zlog {
+	l := &zlog{z: z, level: new(atomic.Int32)}
+	l.level.Store(int32(level))
+	return l
+}
 
 func (l *zlog) Log(level hclog.Level, msg string, args ...any) {
-	if level == hclog.Off || level < l.level {
+	if level == hclog.Off || level < l.GetLevel() {
 		return
 	}
 	var ev *zerolog.Event
@@ -64,11 +69,11 @@ func (l *zlog) Info(msg string, args ...any)  { l.Log(hclog.Info, msg, args...) 
 func (l *zlog) Warn(msg string, args ...any)  { l.Log(hclog.Warn, msg, args...) }
 func (l *zlog) Error(msg string, args ...any) { l.Log(hclog.Error, msg, args...) }
 
-func (l *zlog) IsTrace() bool { return l.level <= hclog.Trace }
-func (l *zlog) IsDebug() bool { return l.level <= hclog.Debug }
-func (l *zlog) IsInfo() bool  { return l.level <= hclog.Info }
-func (l *zlog) IsWarn() bool  { return l.level <= hclog.Warn }
-func (l *zlog) IsError() bool { return l.level <= hclog.Error }
+func (l *zlog) IsTrace() bool { return l.GetLevel() <= hclog.Trace }
+func (l *zlog) IsDebug() bool { return l.GetLevel() <= hclog.Debug }
+func (l *zlog) IsInfo() bool  { return l.GetLevel() <= hclog.Info }
+func (l *zlog) IsWarn() bool  { return l.GetLevel() <= hclog.Warn }
+func (l *zlog) IsError() bool { return l.GetLevel() <= hclog.Error }
 
 func (l *zlog) ImpliedArgs() []any { return l.args }
 
@@ -95,8 +100,8 @@ func (l *zlog) ResetNamed(name string) hclog.Logger {
 	return &c
 }
 
-func (l *zlog) SetLevel(level hclog.Level) { l.level = level }
-func (l *zlog) GetLevel() hclog.Level      { return l.level }
+func (l *zlog) SetLevel(level hclog.Level) { l.level.Store(int32(level)) }
+func (l *zlog) GetLevel() hclog.Level      { return hclog.Level(l.level.Load()) }
 
 func (l *zlog) StandardLogger(opts *hclog.StandardLoggerOptions) *log.Logger {
 	return log.New(l.StandardWriter(opts), "", 0)

@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -31,6 +32,8 @@ type Spec struct {
 	// Path is the binary (already resolved); empty selects the built-in implementation of Type.
 	Path string
 	Args []string
+	// Env holds "KEY=value" entries added to the host's environment for the process.
+	Env []string
 	// SHA256 is the expected checksum of the binary in hex; empty skips the check.
 	SHA256 string
 	// Version is a semver constraint on the binary's reported version; empty accepts any.
@@ -169,12 +172,14 @@ func (p *Plugin) start(ctx context.Context) (*instance, error) {
 	if p.spec.Path == "" {
 		return p.startLocal(began)
 	}
-	client, err := p.newClient()
+	log := newZlog(p.log, hclog.Info)
+	client, err := p.newClient(log)
 	if err != nil {
 		return nil, err
 	}
 	inst, err := p.connect(ctx, client)
 	if err != nil {
+		log.SetLevel(hclog.Off) // the error says it all; go-plugin's cleanup messages are noise
 		client.Kill()
 		return nil, err
 	}
@@ -182,16 +187,19 @@ func (p *Plugin) start(ctx context.Context) (*instance, error) {
 	return inst, nil
 }
 
-func (p *Plugin) newClient() (*plugin.Client, error) {
+func (p *Plugin) newClient(log hclog.Logger) (*plugin.Client, error) {
+	// Run the binary directly, never through a shell, or its exit would go unseen.
+	cmd := exec.Command(p.spec.Path, p.spec.Args...)
+	cmd.Env = append(os.Environ(), p.spec.Env...)
 	cfg := &plugin.ClientConfig{
 		HandshakeConfig:  sdk.Handshake,
 		VersionedPlugins: sdk.HostPlugins(),
-		// Run the binary directly, never through a shell, or its exit would go unseen.
-		Cmd:              exec.Command(p.spec.Path, p.spec.Args...),
+		Cmd:              cmd,
+		SkipHostEnv:      true, // cmd.Env already holds it, before Env so that Env wins
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
 		StartTimeout:     p.spec.StartTimeout,
-		Logger:           newZlog(p.log, hclog.Info),
+		Logger:           log,
 	}
 	if p.spec.SHA256 != "" {
 		sum, err := hex.DecodeString(p.spec.SHA256)

@@ -62,7 +62,7 @@ func NewClient(stage Stage, conn grpc.ClientConnInterface) (Configurer, error) {
 func cyclesToProto(cycles []*Cycle) []*pb.Cycle {
 	out := make([]*pb.Cycle, len(cycles))
 	for i, c := range cycles {
-		out[i] = CycleToProto(c)
+		out[i] = wireOf(c)
 	}
 	return out
 }

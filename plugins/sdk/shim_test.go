@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/hashicorp/go-plugin"
 )
 
@@ -213,7 +214,7 @@ func TestCycleConversion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(c, got); diff != "" {
+	if diff := cmp.Diff(c, got, cmpopts.IgnoreUnexported(Cycle{})); diff != "" {
 		t.Errorf("cycle round trip (-want +got):\n%s", diff)
 	}
 	p := CycleToProto(c)
@@ -242,3 +243,16 @@ type echoStageNoStages struct{}
 func (echoStageNoStages) Type() string           { return "nothing" }
 func (echoStageNoStages) Description() string    { return "" }
 func (echoStageNoStages) Configure([]byte) error { return nil }
+
+func TestSealedCycleIsReusedUntilCopied(t *testing.T) {
+	c := testCycle("r")
+	c.Seal()
+	if wireOf(c) != c.wire.msg {
+		t.Fatal("a sealed cycle should send its cached encoding")
+	}
+	cp := *c
+	cp.Seed = 99
+	if got := wireOf(&cp); got == c.wire.msg || got.GetSeed() != 99 {
+		t.Errorf("a copy of a sealed cycle must be encoded afresh, got seed %d", got.GetSeed())
+	}
+}

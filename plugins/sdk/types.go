@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	pb "github.com/foresight-router/foresight/proto/foresight/v1"
 )
 
 // Stage is one extension point of the scheduling pipeline.
@@ -59,6 +61,27 @@ type Cycle struct {
 	Endpoints []Endpoint `json:"endpoints"`
 	Now       time.Time  `json:"now"`
 	Seed      uint64     `json:"seed"`
+
+	wire *wireCache // see Seal
+}
+
+// wireCache is a cycle's encoded form, valid only for the cycle at address of.
+type wireCache struct {
+	of  *Cycle
+	msg *pb.Cycle
+}
+
+// Seal encodes the cycle once so that every stage call sending it reuses the encoding. Call it when
+// the cycle will no longer change (and again after changing it); a copy of a sealed cycle is not
+// sealed. Seal must not run concurrently with calls that send the cycle.
+func (c *Cycle) Seal() { c.wire = &wireCache{of: c, msg: CycleToProto(c)} }
+
+// wireOf returns the cycle's sealed encoding, or encodes it now.
+func wireOf(c *Cycle) *pb.Cycle {
+	if w := c.wire; w != nil && w.of == c {
+		return w.msg
+	}
+	return CycleToProto(c)
 }
 
 // Request is what the router knows about the request being scheduled.

@@ -1,0 +1,123 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/foresight-router/foresight/host/config"
+	"github.com/foresight-router/foresight/host/pipeline"
+	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/rs/zerolog"
+)
+
+// testCycle is an SLO request over four endpoints with predictions, so every stage has work.
+func testCycle(seed uint64) *sdk.Cycle {
+	c := &sdk.Cycle{
+		Request: sdk.Request{ID: fmt.Sprint("r", seed), InputTokens: 1200, Streaming: true, SLO: sdk.SLO{TTFTMs: 800, TPOTMs: 40}},
+		Now:     time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC),
+		Seed:    seed,
+	}
+	for i := range 4 {
+		c.Endpoints = append(c.Endpoints, sdk.Endpoint{
+			ID:         fmt.Sprintf("vllm-%d:8000", i),
+			State:      sdk.EndpointState{KVCacheUsage: 0.2 * float64(i), Waiting: int64(i), InflightRequests: int64(i + 1), PrefixMatch: 0.25 * float64(i)},
+			Prediction: sdk.Prediction{Valid: true, TTFTMs: 200 + 150*float64(i), TPOTMs: 12 + 6*float64(i)},
+		})
+	}
+	return c
+}
+
+func buildExample(t *testing.T) *pipeline.Pipeline {
+	t.Helper()
+	cfg, err := config.Load(filepath.Join(root, "examples", "pipeline.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := pipeline.Build(context.Background(), cfg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+func noFallbacks(t *testing.T, tr *pipeline.Trace) {
+	t.Helper()
+	all := append(append([]pipeline.StageTrace{}, tr.Filters...), tr.Scorers...)
+	all = append(all, *tr.Admitter, *tr.Picker)
+	for _, s := range all {
+		if s.Fallback != "" {
+			t.Errorf("stage %v (%s) fell back: %s", s.Stage, s.Plugin, s.Fallback)
+		}
+	}
+}
+
+func TestCyclesThroughAllPlugins(t *testing.T) {
+	p := buildExample(t)
+	for seed := range uint64(20) {
+		tr := p.Run(context.Background(), testCycle(seed))
+		noFallbacks(t, tr)
+		if tr.Outcome() != "picked" || len(tr.Filters) != 3 || len(tr.Scorers) != 1 {
+			t.Fatalf("seed %d: outcome %s, %d filters, %d scorers", seed, tr.Outcome(), len(tr.Filters), len(tr.Scorers))
+		}
+		// Headroom: TTFT SLO 800 − (200 + 150·i) ≥ 0 for i ≤ 4, TPOT 40 − (12 + 6·i) ≥ 0 for i ≤ 4:
+		// every endpoint meets the SLO, so the positive tier is the whole fleet.
+		if got := len(tr.Filters[1].Kept); got != 4 {
+			t.Errorf("seed %d: headroom kept %d endpoints, want 4", seed, got)
+		}
+	}
+}
+
+func TestKilledPluginFallsBackThenRestarts(t *testing.T) {
+	p := buildExample(t)
+	var scorer = p.Plugins()[3]
+	if scorer.Name() != "latency-scorer" {
+		t.Fatalf("plugin 3 is %q, want latency-scorer", scorer.Name())
+	}
+	before := scorer.Status()
+	if !before.Up || before.PID == 0 {
+		t.Fatalf("scorer not up: %+v", before)
+	}
+	noFallbacks(t, p.Run(context.Background(), testCycle(1)))
+
+	// Kill the scorer while cycles are running: cycles meanwhile use the composite fallback.
+	if err := syscall.Kill(before.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	sawFallback := false
+	deadline := time.Now().Add(20 * time.Second)
+	seed := uint64(100)
+	for {
+		seed++
+		tr := p.Run(context.Background(), testCycle(seed))
+		if fb := tr.Scorers[0].Fallback; fb != "" {
+			sawFallback = true
+			if tr.Outcome() != "picked" {
+				t.Fatalf("a cycle during the outage was not served: %s (%s)", tr.Outcome(), tr.Reason)
+			}
+		}
+		st := scorer.Status()
+		if st.Up && st.Restarts == 1 && st.PID != before.PID && sawFallback {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no restart within 20s: %+v, saw fallback %v", st, sawFallback)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	// Later cycles reach the restarted plugin again.
+	for i := range 5 {
+		tr := p.Run(context.Background(), testCycle(seed+uint64(i)+1))
+		noFallbacks(t, tr)
+	}
+	stats := p.Stats()
+	for _, s := range stats {
+		if s.Plugin == "latency-scorer" && s.Fallbacks == 0 {
+			t.Errorf("latency-scorer stats count no fallback: %+v", s)
+		}
+	}
+}
