@@ -56,6 +56,8 @@ func (c *Config) yamlError(err error) error {
 		msg := m[2]
 		if f := unknownFieldRE.FindStringSubmatch(msg); f != nil {
 			msg = fmt.Sprintf("unknown field %q in %s (known: %s)", f[1], friendlyNames[f[2]], knownFields(configTypes[f[2]]))
+		} else if line, _ := strconv.Atoi(m[1]); c.fieldAt(line) != "" {
+			msg = c.fieldAt(line) + ": " + msg
 		}
 		lines = append(lines, fmt.Sprintf("%s:%s: %s", c.file, m[1], msg))
 	}
@@ -127,6 +129,35 @@ func (c *Config) line(path []any) int {
 		n = next
 	}
 	return line
+}
+
+// fieldAt returns the path (e.g. "pipeline.maxBatch") of the last mapping value that starts on
+// line, or "" when none does.
+func (c *Config) fieldAt(line int) string {
+	var found []any
+	var walk func(n *yaml.Node, path []any)
+	walk = func(n *yaml.Node, path []any) {
+		switch n.Kind {
+		case yaml.DocumentNode:
+			for _, ch := range n.Content {
+				walk(ch, path)
+			}
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				p := append(append([]any{}, path...), n.Content[i].Value)
+				if n.Content[i+1].Line == line {
+					found = p
+				}
+				walk(n.Content[i+1], p)
+			}
+		case yaml.SequenceNode:
+			for i, ch := range n.Content {
+				walk(ch, append(append([]any{}, path...), i))
+			}
+		}
+	}
+	walk(c.root, nil)
+	return fieldPath(found)
 }
 
 func (c *Config) validate() error {

@@ -111,6 +111,8 @@ func (c *coalescer[Req, Res]) send(batch []*pending[Req, Res]) {
 			p.res.Err = err
 		case i < len(results):
 			p.res = results[i]
+		default:
+			p.res.Err = errShortBatch
 		}
 		close(p.done)
 	}

@@ -117,6 +117,9 @@ func (p *Pipeline) filter(ctx context.Context, f *filterSlot, c *sdk.Cycle) (Sta
 	began := time.Now()
 	v, err := call(ctx, f.slot, f.co, c)
 	st := stageTrace(f.slot, began)
+	if err == nil && !inRange(v.Kept, len(c.Endpoints)) {
+		err = errIndex
+	}
 	if err != nil {
 		st.Fallback = f.failed(err)
 		return st, sdk.AllIndices(len(c.Endpoints))
@@ -180,11 +183,24 @@ func (p *Pipeline) pickOrder(ctx context.Context, c *sdk.Cycle, scores []float64
 	if err == nil && len(order) == 0 {
 		err = errEmptyOrder
 	}
+	if err == nil && !inRange(order, len(c.Endpoints)) {
+		err = errIndex
+	}
 	if err != nil {
 		st.Fallback = p.picker.failed(err)
 		order, _ = p.fallbackPicker.Pick(ctx, c, scores)
 	}
 	return &st, dedupe(order, len(c.Endpoints))
+}
+
+// inRange reports whether every index is in [0, n).
+func inRange(idx []int, n int) bool {
+	for _, k := range idx {
+		if k < 0 || k >= n {
+			return false
+		}
+	}
+	return true
 }
 
 // dedupe keeps the first occurrence of every position.

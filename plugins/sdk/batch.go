@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -96,7 +97,7 @@ func each[T any](cycles []*Cycle, call func(*Cycle) (T, error)) []Result[T] {
 }
 
 // guard runs call, turning a panic into that cycle's error so one bad cycle cannot take down the
-// plugin process or the host.
+// plugin process or the host, and giving a plain error the stage-error status it has on the wire.
 func guard[T any](call func() (T, error)) (r Result[T]) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -104,5 +105,9 @@ func guard[T any](call func() (T, error)) (r Result[T]) {
 		}
 	}()
 	v, err := call()
+	var se *StatusError
+	if err != nil && !errors.As(err, &se) {
+		err = &StatusError{Code: CodeError, Message: err.Error(), cause: err}
+	}
 	return Result[T]{Value: v, Err: err}
 }

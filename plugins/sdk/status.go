@@ -22,10 +22,14 @@ const (
 type StatusError struct {
 	Code    Code
 	Message string
+	cause   error // the in-process error it stands for, if any
 }
 
 // Error returns the message.
 func (e *StatusError) Error() string { return e.Message }
+
+// Unwrap returns the in-process error the status was made from (nil after a trip over the wire).
+func (e *StatusError) Unwrap() error { return e.cause }
 
 // InvalidArgument returns a StatusError with CodeInvalidArgument.
 func InvalidArgument(err error) error {

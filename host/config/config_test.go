@@ -1,0 +1,367 @@
+package config_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/foresight-router/foresight/host/config"
+	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+// y joins YAML lines; line n of the document is argument n, which keeps expected line numbers
+// easy to check.
+func y(lines ...string) string { return strings.Join(lines, "\n") + "\n" }
+
+// binDir returns a directory holding an executable "plugin", a non-executable "plain" and a
+// directory "dir".
+func binDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "plugin"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "plain"), []byte("data\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+const hex64 = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+func ptr(v float64) *float64 { return &v }
+
+func TestParseValid(t *testing.T) {
+	dir := binDir(t)
+	data := y(
+		"plugins:",
+		"  - name: queue",
+		"    type: queue-scorer",
+		"    parameters:",
+		"      source: inflight",
+		"  - name: composite",
+		"    type: composite-scorer",
+		"  - name: admit",
+		"    type: always-admit",
+		"  - name: rr",
+		"    type: round-robin-picker",
+		"  - name: sticky",
+		"    type: prefix-affinity-filter",
+		"    path: "+dir+"/plugin",
+		"    args: [--strict]",
+		"    sha256: "+hex64,
+		`    version: ">=1.2.0, <2.0.0"`,
+		"    timeout: 5ms",
+		"    env: {GOMAXPROCS: \"2\", A_FLAG: \"\"}",
+		"  - name: predictor",
+		"    type: latency-producer",
+		"    path: "+dir+"/plugin",
+		"pipeline:",
+		"  producer: {pluginRef: predictor}",
+		"  filters:",
+		"    - pluginRef: sticky",
+		"  scorers:",
+		"    - pluginRef: queue",
+		"      weight: 2.5",
+		"    - pluginRef: composite",
+		"  admitter: {pluginRef: admit}",
+		"  picker: {pluginRef: rr}",
+		"  stageTimeout: 40ms",
+		"  maxBatch: 8",
+	)
+	c, err := config.Parse("test.yaml", []byte(data))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	want := &config.Config{
+		Plugins: []config.PluginSpec{
+			{Name: "queue", Type: "queue-scorer", Parameters: map[string]any{"source": "inflight"}},
+			{Name: "composite", Type: "composite-scorer"},
+			{Name: "admit", Type: "always-admit"},
+			{Name: "rr", Type: "round-robin-picker"},
+			{Name: "sticky", Type: "prefix-affinity-filter", Path: dir + "/plugin", Args: []string{"--strict"},
+				Env:    map[string]string{"GOMAXPROCS": "2", "A_FLAG": ""},
+				SHA256: hex64, Version: ">=1.2.0, <2.0.0", Timeout: 5 * time.Millisecond},
+			{Name: "predictor", Type: "latency-producer", Path: dir + "/plugin"},
+		},
+		Pipeline: config.Pipeline{
+			Producer:     &config.StageRef{PluginRef: "predictor"},
+			Filters:      []config.StageRef{{PluginRef: "sticky"}},
+			Scorers:      []config.StageRef{{PluginRef: "queue", Weight: ptr(2.5)}, {PluginRef: "composite"}},
+			Admitter:     &config.StageRef{PluginRef: "admit"},
+			Picker:       &config.StageRef{PluginRef: "rr"},
+			StageTimeout: 40 * time.Millisecond,
+			MaxBatch:     8,
+		},
+	}
+	if diff := cmp.Diff(want, c, cmpopts.IgnoreUnexported(config.Config{})); diff != "" {
+		t.Errorf("Parse (-want +got):\n%s", diff)
+	}
+	if c.File() != "test.yaml" {
+		t.Errorf("File() = %q, want test.yaml", c.File())
+	}
+	if p := c.Plugin("rr"); p == nil || p.Type != "round-robin-picker" || !p.Builtin() {
+		t.Errorf("Plugin(rr) = %+v, want the built-in round-robin-picker", p)
+	}
+	if p := c.Plugin("sticky"); p == nil || p.Builtin() {
+		t.Errorf("Plugin(sticky) = %+v, want a binary plugin", p)
+	}
+	if env := c.Plugin("sticky").Environ(); !cmp.Equal(env, []string{"A_FLAG=", "GOMAXPROCS=2"}) {
+		t.Errorf("Environ() = %q, want sorted KEY=value entries", env)
+	}
+	if env := c.Plugin("rr").Environ(); len(env) != 0 {
+		t.Errorf("Environ() of a plugin without env = %q, want none", env)
+	}
+	if p := c.Plugin("nope"); p != nil {
+		t.Errorf("Plugin(nope) = %+v, want nil", p)
+	}
+
+	stages := map[string]sdk.Stage{
+		"predictor": sdk.StageProducer, "sticky": sdk.StageFilter, "queue": sdk.StageScorer,
+		"composite": sdk.StageScorer, "admit": sdk.StageAdmitter, "rr": sdk.StagePicker,
+		"nope": sdk.StageUnspecified,
+	}
+	for name, want := range stages {
+		if got := c.StageOf(name); got != want {
+			t.Errorf("StageOf(%q) = %v, want %v", name, got, want)
+		}
+	}
+	weights := []float64{2.5, 1} // queue says 2.5; composite says nothing, so 1
+	for i, want := range weights {
+		if got := c.Pipeline.Scorers[i].WeightOr1(); got != want {
+			t.Errorf("Scorers[%d].WeightOr1() = %v, want %v", i, got, want)
+		}
+	}
+}
+
+func TestParseDefaults(t *testing.T) {
+	data := y(
+		"plugins:",
+		"  - name: q",
+		"    type: queue-scorer",
+		"pipeline:",
+		"  scorers:",
+		"    - pluginRef: q",
+		"  maxBatch: 0", // zero means unset
+	)
+	c, err := config.Parse("test.yaml", []byte(data))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if c.Pipeline.StageTimeout != 25*time.Millisecond {
+		t.Errorf("StageTimeout = %v, want 25ms", c.Pipeline.StageTimeout)
+	}
+	if c.Pipeline.MaxBatch != 16 {
+		t.Errorf("MaxBatch = %d, want 16", c.Pipeline.MaxBatch)
+	}
+	if w := c.Pipeline.Scorers[0].WeightOr1(); w != 1 {
+		t.Errorf("WeightOr1() = %v, want 1", w)
+	}
+	if c.Pipeline.Producer != nil || c.Pipeline.Admitter != nil || c.Pipeline.Picker != nil {
+		t.Errorf("optional stages = %+v, want nil", c.Pipeline)
+	}
+	if w := (config.StageRef{Weight: ptr(0)}).WeightOr1(); w != 0 {
+		t.Errorf("an explicit weight 0: WeightOr1() = %v, want 0", w)
+	}
+}
+
+func TestLoadResolvesPathsAgainstConfigDir(t *testing.T) {
+	dir := binDir(t)
+	cfgDir := filepath.Join(dir, "conf")
+	if err := os.MkdirAll(filepath.Join(cfgDir, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cfgDir, "bin", "scorer"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(cfgDir, "foresight.yaml")
+	data := y(
+		"plugins:",
+		"  - name: rel",
+		"    type: latency-scorer",
+		"    path: bin/scorer",
+		"  - name: abs",
+		"    type: latency-scorer",
+		"    path: "+dir+"/plugin",
+		"  - name: q",
+		"    type: queue-scorer",
+		"pipeline:",
+		"  scorers: [{pluginRef: rel}, {pluginRef: abs}, {pluginRef: q}]",
+	)
+	if err := os.WriteFile(file, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Load(file)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	tests := []struct{ name, want string }{
+		{"rel", filepath.Join(cfgDir, "bin", "scorer")}, // relative to conf/, not to the test's cwd
+		{"abs", dir + "/plugin"},
+		{"q", ""}, // a built-in has no binary
+	}
+	for _, tt := range tests {
+		if got := c.ResolvePath(c.Plugin(tt.name)); got != tt.want {
+			t.Errorf("ResolvePath(%s) = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+
+	// The same file parsed as if it lived elsewhere: the relative binary is not found there.
+	_, err = config.Parse("elsewhere/test.yaml", []byte(data))
+	want := "elsewhere/test.yaml:4: plugins[0].path: plugin \"rel\": binary elsewhere/bin/scorer: no such file or directory"
+	if err == nil || err.Error() != want {
+		t.Errorf("Parse elsewhere: got %v, want %s", err, want)
+	}
+
+	if _, err := config.Load(filepath.Join(dir, "missing.yaml")); err == nil || !strings.HasPrefix(err.Error(), "reading config: ") {
+		t.Errorf("Load(missing) = %v, want a reading config error", err)
+	}
+}
+
+// scorerQ is a minimal valid tail: a plugin q used as a scorer.
+var scorerQ = []string{"  - name: q", "    type: queue-scorer"}
+
+func TestParseErrors(t *testing.T) {
+	dir := binDir(t)
+	plugins := func(entries ...string) []string { return append(append([]string{"plugins:"}, scorerQ...), entries...) }
+	withPipeline := func(lines []string, pipeline ...string) string {
+		return y(append(append(lines, "pipeline:", "  scorers: [{pluginRef: q}]"), pipeline...)...)
+	}
+	tests := []struct {
+		name string
+		yaml string
+		want string // exact message, with $DIR for the binaries' directory
+		// prefix accepts any message starting with want (for messages quoting a library's error).
+		prefix bool
+	}{
+		{"empty file", "", "test.yaml: the file is empty", false},
+		{"only a comment", "# nothing yet\n", "test.yaml: the file is empty", false},
+		{"syntax error", y("plugins:", "  - name: q", "    type: a: b"),
+			"test.yaml:3: mapping values are not allowed in this context", false},
+		{"unknown top-level field", withPipeline(plugins(), "server: {}"),
+			`test.yaml:6: unknown field "server" in the top level (known: plugins, pipeline)`, false},
+		{"unknown field in a plugin entry", withPipeline(plugins("    params: {}")),
+			`test.yaml:4: unknown field "params" in a plugin entry (known: name, type, path, args, env, sha256, version, timeout, parameters)`, false},
+		{"unknown field in pipeline", withPipeline(plugins(), "  scorer: []"),
+			`test.yaml:6: unknown field "scorer" in pipeline (known: producer, filters, scorers, admitter, picker, stageTimeout, maxBatch)`, false},
+		{"unknown field in a stage reference", y("plugins:", scorerQ[0], scorerQ[1], "pipeline:", "  scorers:", "    - pluginRef: q", "      wieght: 2"),
+			`test.yaml:7: unknown field "wieght" in a stage reference (known: pluginRef, weight)`, false},
+		{"wrong type", withPipeline(plugins(), "  maxBatch: many"),
+			"test.yaml:6: pipeline.maxBatch: cannot unmarshal !!str `many` into int", false},
+		{"two wrong types, one line each", withPipeline(plugins("    args: oops"), "  maxBatch: many"),
+			"test.yaml:4: plugins[0].args: cannot unmarshal !!str `oops` into []string\ntest.yaml:7: pipeline.maxBatch: cannot unmarshal !!str `many` into int", false},
+		{"bad duration", withPipeline(plugins(), "  stageTimeout: soon"),
+			"test.yaml:6: pipeline.stageTimeout: cannot unmarshal !!str `soon` into time.Duration", false},
+		{"missing name", withPipeline([]string{"plugins:", "  - type: queue-scorer"}),
+			"test.yaml:2: plugins[0].name: missing; every plugin needs a name the pipeline can refer to", false},
+		{"upper case and underscore in name", withPipeline([]string{"plugins:", "  - name: Queue_1", "    type: queue-scorer"}),
+			`test.yaml:2: plugins[0].name: "Queue_1" must be lower-case letters, digits and dashes`, false},
+		{"name ending in a dash", withPipeline([]string{"plugins:", "  - name: q-", "    type: queue-scorer"}),
+			`test.yaml:2: plugins[0].name: "q-" must be lower-case letters, digits and dashes`, false},
+		{"duplicate name: line of the second", withPipeline(plugins("  - name: q", "    type: prefix-cache-scorer")),
+			`test.yaml:4: plugins[1].name: plugin "q" is declared twice (first as plugins[0])`, false},
+		{"missing type: line of the entry", withPipeline([]string{"plugins:", "  - name: q"}),
+			`test.yaml:2: plugins[0].type: plugin "q": missing type`, false},
+		{"type not kebab-case", withPipeline([]string{"plugins:", "  - name: q", "    type: QueueScorer"}),
+			`test.yaml:3: plugins[0].type: plugin "q": type "QueueScorer" must be kebab-case`, false},
+		{"sha256 too short", withPipeline(plugins("  - name: b", "    type: t", "    path: $DIR/plugin", "    sha256: abc123"), "  filters: [{pluginRef: b}]"),
+			`test.yaml:7: plugins[1].sha256: plugin "b": want 64 hex digits, got "abc123"`, false},
+		{"sha256 not hex", withPipeline(plugins("  - name: b", "    type: t", "    path: $DIR/plugin", "    sha256: "+strings.Repeat("z", 64)), "  filters: [{pluginRef: b}]"),
+			`test.yaml:7: plugins[1].sha256: plugin "b": want 64 hex digits, got "` + strings.Repeat("z", 64) + `"`, false},
+		{"invalid version constraint", withPipeline(plugins("  - name: b", "    type: t", "    path: $DIR/plugin", "    version: one-ish"), "  filters: [{pluginRef: b}]"),
+			`test.yaml:7: plugins[1].version: plugin "b": invalid version constraint "one-ish": `, true},
+		{"sha256 on a built-in", withPipeline(plugins("    sha256: " + hex64)),
+			`test.yaml:2: plugins[0].path: plugin "q": sha256, version, args and env need a path to a binary`, false},
+		{"version on a built-in", withPipeline(plugins(`    version: ">=1.0.0"`)),
+			`test.yaml:2: plugins[0].path: plugin "q": sha256, version, args and env need a path to a binary`, false},
+		{"args on a built-in", withPipeline(plugins("    args: [-v]")),
+			`test.yaml:2: plugins[0].path: plugin "q": sha256, version, args and env need a path to a binary`, false},
+		{"env on a built-in", withPipeline(plugins("    env: {GOMAXPROCS: \"2\"}")),
+			`test.yaml:2: plugins[0].path: plugin "q": sha256, version, args and env need a path to a binary`, false},
+		{"env name with =", withPipeline(plugins("  - name: b", "    type: t", "    path: $DIR/plugin", "    env:", `      "A=B": x`), "  filters: [{pluginRef: b}]"),
+			`test.yaml:7: plugins[1].env: plugin "b": invalid variable name "A=B"`, false},
+		{"missing binary", withPipeline(plugins("  - name: b", "    type: t", "    path: $DIR/nope"), "  filters: [{pluginRef: b}]"),
+			`test.yaml:6: plugins[1].path: plugin "b": binary $DIR/nope: no such file or directory`, false},
+		{"non-executable file", withPipeline(plugins("  - name: b", "    type: t", "    path: $DIR/plain"), "  filters: [{pluginRef: b}]"),
+			`test.yaml:6: plugins[1].path: plugin "b": $DIR/plain is not an executable file`, false},
+		{"directory as binary", withPipeline(plugins("  - name: b", "    type: t", "    path: $DIR/dir"), "  filters: [{pluginRef: b}]"),
+			`test.yaml:6: plugins[1].path: plugin "b": $DIR/dir is not an executable file`, false},
+		{"negative plugin timeout", withPipeline(plugins("    timeout: -1ms")),
+			`test.yaml:4: plugins[0].timeout: plugin "q": must not be negative, got -1ms`, false},
+		{"pluginRef to an undeclared plugin", withPipeline(plugins(), "  picker:", "    pluginRef: nope"),
+			`test.yaml:7: pipeline.picker.pluginRef: no plugin named "nope" is declared under plugins`, false},
+		{"missing pluginRef", withPipeline(plugins(), "  picker:", "    weight: 1"),
+			`test.yaml:6: pipeline.picker.pluginRef: missing`, false},
+		{"weight on a non-scorer", withPipeline(plugins("  - name: rr", "    type: round-robin-picker"), "  picker:", "    pluginRef: rr", "    weight: 2"),
+			`test.yaml:10: pipeline.picker.weight: only scorers take a weight`, false},
+		{"negative weight", y("plugins:", scorerQ[0], scorerQ[1], "pipeline:", "  scorers:", "    - pluginRef: q", "      weight: -0.5"),
+			`test.yaml:7: pipeline.scorers[0].weight: must be in [0, 1e6], got -0.5`, false},
+		{"NaN weight", y("plugins:", scorerQ[0], scorerQ[1], "pipeline:", "  scorers:", "    - pluginRef: q", "      weight: .nan"),
+			`test.yaml:7: pipeline.scorers[0].weight: must be in [0, 1e6], got NaN`, false},
+		{"huge weight", y("plugins:", scorerQ[0], scorerQ[1], "pipeline:", "  scorers:", "    - pluginRef: q", "      weight: 2e6"),
+			`test.yaml:7: pipeline.scorers[0].weight: must be in [0, 1e6], got 2e+06`, false},
+		{"plugin in two stages", withPipeline(plugins(), "  picker: {pluginRef: q}"),
+			`test.yaml:6: pipeline.picker.pluginRef: plugin "q" already serves as scorer; a plugin serves one stage`, false},
+		{"declared but unused", withPipeline(plugins("  - name: idle", "    type: kv-cache-utilization-scorer")),
+			`test.yaml:4: plugins[1].name: plugin "idle" is declared but the pipeline does not use it`, false},
+		{"maxBatch below 1", withPipeline(plugins(), "  maxBatch: -1"),
+			`test.yaml:6: pipeline.maxBatch: must be in [1, 1024], got -1`, false},
+		{"maxBatch above 1024", withPipeline(plugins(), "  maxBatch: 1025"),
+			`test.yaml:6: pipeline.maxBatch: must be in [1, 1024], got 1025`, false},
+		{"negative stageTimeout", withPipeline(plugins(), "  stageTimeout: -5ms"),
+			`test.yaml:6: pipeline.stageTimeout: must be positive, got -5ms`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := config.Parse("test.yaml", []byte(strings.ReplaceAll(tt.yaml, "$DIR", dir)))
+			if err == nil {
+				t.Fatalf("Parse succeeded with %+v; want error %q", c, tt.want)
+			}
+			want := strings.ReplaceAll(tt.want, "$DIR", dir)
+			if got := err.Error(); got != want && !(tt.prefix && strings.HasPrefix(got, want)) {
+				t.Errorf("Parse error:\n got: %s\nwant: %s", got, want)
+			}
+		})
+	}
+}
+
+func TestParseBoundaries(t *testing.T) {
+	tests := []struct {
+		name     string
+		pipeline string
+	}{
+		{"maxBatch 1", "  maxBatch: 1"},
+		{"maxBatch 1024", "  maxBatch: 1024"},
+		{"weight 0", "  scorers: [{pluginRef: q, weight: 0}]"},
+		{"weight 1e6", "  scorers: [{pluginRef: q, weight: 1e6}]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			data := y("plugins:", scorerQ[0], scorerQ[1], "pipeline:", "  scorers: [{pluginRef: q}]")
+			if strings.Contains(tt.pipeline, "scorers") {
+				data = y("plugins:", scorerQ[0], scorerQ[1], "pipeline:", tt.pipeline)
+			} else {
+				data += tt.pipeline + "\n"
+			}
+			if _, err := config.Parse("test.yaml", []byte(data)); err != nil {
+				t.Errorf("Parse: %v", err)
+			}
+		})
+	}
+}
+
+// A wrong YAML type is reported with the file, the line and the field (yaml.v3 names only the Go type).
+func TestParseWrongTypeNamesField(t *testing.T) {
+	data := y("plugins:", scorerQ[0], scorerQ[1], "pipeline:", "  scorers: [{pluginRef: q}]", "  maxBatch: many")
+	_, err := config.Parse("test.yaml", []byte(data))
+	if err == nil || !strings.Contains(err.Error(), "maxBatch") {
+		t.Errorf("Parse error = %v, want it to name maxBatch", err)
+	}
+}
