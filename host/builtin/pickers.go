@@ -1,11 +1,8 @@
 package builtin
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"math"
-	"slices"
 	"sync/atomic"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
@@ -64,7 +61,8 @@ func (p *RoundRobinPicker) Pick(_ context.Context, c *sdk.Cycle, scores []float6
 
 // MaxScorePicker orders endpoints by score, best first; equal scores are ordered at random from
 // sdk.Rand(c, MaxScorePickerType), so tied endpoints share the load and the same cycle gives the
-// same order. A NaN score ranks last. It has no parameters.
+// same order (sdk.RankByScore). A NaN score counts as −Inf and ranks last; +Inf ranks first. It
+// has no parameters.
 type MaxScorePicker struct{}
 
 // NewMaxScorePicker returns a max-score picker.
@@ -86,30 +84,7 @@ func (p *MaxScorePicker) Pick(_ context.Context, c *sdk.Cycle, scores []float64)
 	if err := checkScores(c, scores); err != nil {
 		return nil, err
 	}
-	type ranked struct {
-		index int
-		score float64
-		tie   uint64
-	}
-	r := sdk.Rand(c, MaxScorePickerType)
-	rs := make([]ranked, len(scores))
-	for i, s := range scores {
-		if math.IsNaN(s) {
-			s = math.Inf(-1)
-		}
-		rs[i] = ranked{index: i, score: s, tie: r.Uint64()}
-	}
-	slices.SortFunc(rs, func(a, b ranked) int {
-		if a.score != b.score {
-			return cmp.Compare(b.score, a.score)
-		}
-		return cmp.Or(cmp.Compare(a.tie, b.tie), cmp.Compare(a.index, b.index))
-	})
-	order := make([]int, len(rs))
-	for i, x := range rs {
-		order[i] = x.index
-	}
-	return order, nil
+	return sdk.RankByScore(scores, sdk.Rand(c, MaxScorePickerType)), nil
 }
 
 // checkScores returns an error unless c is set and has exactly one score per endpoint.

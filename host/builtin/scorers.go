@@ -2,7 +2,6 @@ package builtin
 
 import (
 	"context"
-	"sync/atomic"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
 )
@@ -45,16 +44,21 @@ func (p *QueueParams) Validate() error {
 	return sdk.CheckOneOf("source", p.Source, QueueSourceWaiting, QueueSourceInflight)
 }
 
+// defaultQueueParams returns QueueScorer's defaults: the engine waiting queue, as llm-d reads.
+func defaultQueueParams() QueueParams { return QueueParams{Source: QueueSourceWaiting} }
+
 // QueueScorer scores (maxQ − q)/(maxQ − minQ) over the cycle (sdk.QueueScores); every endpoint
-// scores 1 when all queues are equal. Configure is safe against concurrent Score calls.
+// scores 1 when all queues are equal. Its Configure (from sdk.Params) merges params over the
+// defaults (source "waiting") and is safe against concurrent Score calls; on error the previous
+// parameters stay in force.
 type QueueScorer struct {
-	params atomic.Pointer[QueueParams]
+	sdk.Params[QueueParams]
 }
 
 // NewQueueScorer returns a queue scorer reading the engine waiting queue.
 func NewQueueScorer() *QueueScorer {
 	s := &QueueScorer{}
-	s.params.Store(&QueueParams{Source: QueueSourceWaiting})
+	s.Init(defaultQueueParams)
 	return s
 }
 
@@ -66,24 +70,13 @@ func (s *QueueScorer) Description() string {
 	return "scores shorter queues higher, min-max normalised over the candidates"
 }
 
-// Configure merges params over the defaults (source "waiting"); on error the previous parameters
-// stay in force.
-func (s *QueueScorer) Configure(params []byte) error {
-	p, err := sdk.DecodeParams(params, QueueParams{Source: QueueSourceWaiting})
-	if err != nil {
-		return err
-	}
-	s.params.Store(&p)
-	return nil
-}
-
 // Score returns one queue score per endpoint of c.
 func (s *QueueScorer) Score(_ context.Context, c *sdk.Cycle) ([]float64, error) {
 	if err := checkCycle("scoring", c); err != nil {
 		return nil, err
 	}
 	queue := sdk.Waiting
-	if s.params.Load().Source == QueueSourceInflight {
+	if s.Get().Source == QueueSourceInflight {
 		queue = sdk.Inflight
 	}
 	return sdk.QueueScores(c, queue), nil
@@ -141,16 +134,16 @@ func (s *PrefixScorer) Score(_ context.Context, c *sdk.Cycle) ([]float64, error)
 
 // CompositeScorer is llm-d's load fallback, wkv·(1 − kv) + wq·(maxQ − q)/maxQ + wp·prefix divided
 // by the weights' sum (sdk.CompositeScores); parameters are sdk.CompositeWeights, default 1/1/1.
-// Configure is safe against concurrent Score calls.
+// Its Configure (from sdk.Params) merges params (kvCacheWeight, queueWeight, prefixWeight) over
+// 1/1/1 and is safe against concurrent Score calls; on error the previous weights stay in force.
 type CompositeScorer struct {
-	weights atomic.Pointer[sdk.CompositeWeights]
+	sdk.Params[sdk.CompositeWeights]
 }
 
 // NewCompositeScorer returns a composite scorer with sdk.DefaultCompositeWeights.
 func NewCompositeScorer() *CompositeScorer {
 	s := &CompositeScorer{}
-	w := sdk.DefaultCompositeWeights
-	s.weights.Store(&w)
+	s.Init(func() sdk.CompositeWeights { return sdk.DefaultCompositeWeights })
 	return s
 }
 
@@ -162,21 +155,10 @@ func (s *CompositeScorer) Description() string {
 	return "scores a weighted mix of free KV cache, short waiting queue and prefix match"
 }
 
-// Configure merges params (kvCacheWeight, queueWeight, prefixWeight) over 1/1/1; on error the
-// previous weights stay in force.
-func (s *CompositeScorer) Configure(params []byte) error {
-	w, err := sdk.DecodeParams(params, sdk.DefaultCompositeWeights)
-	if err != nil {
-		return err
-	}
-	s.weights.Store(&w)
-	return nil
-}
-
 // Score returns one composite score per endpoint of c.
 func (s *CompositeScorer) Score(_ context.Context, c *sdk.Cycle) ([]float64, error) {
 	if err := checkCycle("scoring", c); err != nil {
 		return nil, err
 	}
-	return sdk.CompositeScores(c, *s.weights.Load()), nil
+	return sdk.CompositeScores(c, *s.Get()), nil
 }

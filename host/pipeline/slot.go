@@ -13,8 +13,8 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// errDown is the error of a call to a plugin whose process is being restarted.
-var errDown = errors.New("plugin is down (restarting)")
+// errDown is the error of a call to a plugin whose process is not running.
+var errDown = errors.New("plugin is not running (crashed and restarting, or stopped)")
 
 // slot is one place in the pipeline served by a plugin: it knows the plugin, the deadline of a
 // call, the coalescer that batches calls, and counts the fallbacks it applied.

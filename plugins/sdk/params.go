@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sync/atomic"
 )
 
 // Validator is implemented by parameter structs that range-check themselves.
@@ -64,4 +65,41 @@ func CheckOneOf(name, v string, allowed ...string) error {
 		}
 	}
 	return fmt.Errorf("parameter %q must be one of %q, got %q", name, allowed, v)
+}
+
+// Params holds a plugin's parameters of type T: Configure decodes JSON over the defaults (see
+// DecodeParams), validates and swaps them in atomically, so stage calls may run concurrently with
+// a reconfiguration; on error the previous parameters stay in force. Embed it in a plugin to give
+// the plugin its Configure method.
+type Params[T any] struct {
+	cur      atomic.Pointer[T]
+	defaults func() T
+}
+
+// Init sets the defaults and makes them the parameters in force; call it in the plugin constructor.
+func (p *Params[T]) Init(defaults func() T) {
+	p.defaults = defaults
+	d := defaults()
+	p.cur.Store(&d)
+}
+
+// Configure merges params over the defaults, validates and swaps them in.
+func (p *Params[T]) Configure(params []byte) error {
+	v, err := DecodeParams(params, p.defaults())
+	if err != nil {
+		return err
+	}
+	p.cur.Store(&v)
+	return nil
+}
+
+// Get returns the parameters in force; callers must not modify them.
+func (p *Params[T]) Get() *T { return p.cur.Load() }
+
+// CheckRangeOpenLow returns an error unless lo < v <= hi, naming the parameter.
+func CheckRangeOpenLow(name string, v, lo, hi float64) error {
+	if math.IsNaN(v) || v <= lo || v > hi {
+		return fmt.Errorf("parameter %q must be in (%g, %g], got %g", name, lo, hi, v)
+	}
+	return nil
 }

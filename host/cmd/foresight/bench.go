@@ -38,8 +38,11 @@ type pipelineResult struct {
 	FloorPerS     float64 `json:"floor_round_trips_per_s"`
 	Fallbacks     int64   `json:"fallbacks"`
 	MeanBatch     float64 `json:"mean_batch"`
-	PayloadBytes  int     `json:"payload_bytes"`
-	WallSeconds   float64 `json:"wall_s"`
+	// CPU time per decision in the host and in the pipeline's plugin processes (Linux only).
+	HostCPUUs    float64 `json:"host_cpu_us_per_decision,omitempty"`
+	PluginsCPUUs float64 `json:"plugins_cpu_us_per_decision,omitempty"`
+	PayloadBytes int     `json:"payload_bytes"`
+	WallSeconds  float64 `json:"wall_s"`
 }
 
 func newBenchPipeline() *cobra.Command {
@@ -78,14 +81,21 @@ func newBenchPipeline() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer p.Close()
+			atExit(p.Close)
 			pool := synthCycles(64, endpoints, seed, cfg.Pipeline.Producer == nil)
 			res := pipelineResult{Endpoints: endpoints, Cycles: cycles, Concurrency: conc, Stages: processStages(p)}
 			res.PayloadBytes = payloadSize(pool[0])
 
 			run := func(i int) { c := *pool[i%len(pool)]; c.Seed = uint64(i); p.Run(ctx, &c) }
 			measure(min(cycles, 500), conc, run) // warm up connections, caches and the scheduler
+			host, plugins := newCPUMeter(os.Getpid()), newCPUMeter(pluginPIDs(p)...)
 			lat, wall := measure(cycles, conc, run)
+			if used, ok := host.used(); ok {
+				res.HostCPUUs = float64(used.Microseconds()) / float64(cycles)
+			}
+			if used, ok := plugins.used(); ok && len(plugins.pids) > 0 {
+				res.PluginsCPUUs = float64(used.Microseconds()) / float64(cycles)
+			}
 			res.P50Us, res.P99Us = pct(lat, 0.50), pct(lat, 0.99)
 			res.DecisionsPerS = float64(cycles) / wall.Seconds()
 			res.WallSeconds = wall.Seconds()
@@ -102,7 +112,10 @@ func newBenchPipeline() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer floor.Stop()
+			atExit(floor.Stop)
+			for _, c := range pool {
+				c.Seal() // the floor sends pre-encoded cycles: bare round trips
+			}
 			trips := max(res.Stages, 1)
 			client := floor.Client().(sdk.BatchFilter)
 			roundTrips := func(i int) {
@@ -175,6 +188,17 @@ func processStages(p *pipeline.Pipeline) int {
 	return n
 }
 
+// pluginPIDs returns the pids of the pipeline's plugin processes.
+func pluginPIDs(p *pipeline.Pipeline) []int {
+	var pids []int
+	for _, pl := range p.Plugins() {
+		if st := pl.Status(); st.PID != 0 {
+			pids = append(pids, st.PID)
+		}
+	}
+	return pids
+}
+
 // newFloor launches this binary as the no-op filter plugin.
 func newFloor(ctx context.Context) (*pluginhost.Plugin, error) {
 	self, err := os.Executable()
@@ -198,6 +222,9 @@ func printBench(cmd *cobra.Command, r pipelineResult, asJSON bool) error {
 	fmt.Fprintf(out, "pipeline: %d cycles × %d endpoints, %d plugin stages, concurrency %d, payload %d B\n",
 		r.Cycles, r.Endpoints, r.Stages, r.Concurrency, r.PayloadBytes)
 	fmt.Fprintf(out, "  decision  p50 %8.0f µs  p99 %8.0f µs  %8.0f decisions/s  fallbacks %d  mean batch %.2f\n", r.P50Us, r.P99Us, r.DecisionsPerS, r.Fallbacks, r.MeanBatch)
+	if r.HostCPUUs > 0 {
+		fmt.Fprintf(out, "  cpu       host %6.0f µs + plugins %6.0f µs per decision\n", r.HostCPUUs, r.PluginsCPUUs)
+	}
 	fmt.Fprintf(out, "  floor     p50 %8.0f µs  p99 %8.0f µs  (%d sequential no-op round trips per cycle)\n", r.FloorP50Us, r.FloorP99Us, max(r.Stages, 1))
 	return nil
 }

@@ -25,7 +25,6 @@ func newCheck() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer p.Close()
 			return printPlugins(cmd.OutOrStdout(), p)
 		},
 	}
@@ -42,7 +41,12 @@ func buildPipeline(ctx context.Context, file string) (*pipeline.Pipeline, error)
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	return pipeline.Build(ctx, cfg, logger())
+	p, err := pipeline.Build(ctx, cfg, logger())
+	if err != nil {
+		return nil, err
+	}
+	atExit(p.Close)
+	return p, nil
 }
 
 func printPlugins(out io.Writer, p *pipeline.Pipeline) error {

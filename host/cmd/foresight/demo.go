@@ -23,7 +23,6 @@ func newDemo() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer p.Close()
 			fmt.Fprintf(out, "pipeline %s — plugins running:\n\n", file)
 			if err := printPlugins(out, p); err != nil {
 				return err

@@ -5,7 +5,10 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/signal"
 	"strings"
+	"sync"
+	"syscall"
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
@@ -15,10 +18,45 @@ import (
 var version = "0.0.0-dev"
 
 func main() {
-	if err := newRoot().Execute(); err != nil {
+	go stopOnSignal()
+	err := newRoot().Execute()
+	runCleanups()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "foresight: "+strings.Join(strings.Fields(err.Error()), " "))
 		os.Exit(1)
 	}
+}
+
+var (
+	cleanupMu sync.Mutex
+	cleanups  []func()
+)
+
+// atExit registers f to run when the command ends, normally or on SIGINT/SIGTERM, so plugin
+// processes never outlive the host.
+func atExit(f func()) {
+	cleanupMu.Lock()
+	defer cleanupMu.Unlock()
+	cleanups = append(cleanups, f)
+}
+
+func runCleanups() {
+	cleanupMu.Lock()
+	fs := cleanups
+	cleanups = nil
+	cleanupMu.Unlock()
+	for i := len(fs) - 1; i >= 0; i-- {
+		fs[i]()
+	}
+}
+
+func stopOnSignal() {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	s := <-sig
+	fmt.Fprintf(os.Stderr, "foresight: %v: stopping plugins\n", s)
+	runCleanups()
+	os.Exit(130)
 }
 
 func newRoot() *cobra.Command {

@@ -30,7 +30,6 @@ func newSchedule() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer p.Close()
 			out, err := json.MarshalIndent(p.Run(cmd.Context(), c), "", "  ")
 			if err != nil {
 				return err

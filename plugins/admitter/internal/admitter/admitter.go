@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"maps"
-	"sync/atomic"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
 )
@@ -14,29 +13,23 @@ import (
 // Type is the plugin type, as declared in a pipeline config.
 const Type = "latency-slo-admitter"
 
-// Admitter is the latency SLO admitter. The zero value is not usable; call New.
+// Admitter is the latency SLO admitter. Its Configure (from sdk.Params) replaces the parameters
+// with params merged over DefaultParams; on error the previous parameters stay in force. It is
+// safe to call while Admit runs. The zero value is not usable; call New.
 type Admitter struct {
-	cfg atomic.Pointer[config]
+	params
 }
 
-// config is a validated Params with its budgets parsed once.
-type config struct {
-	Params
-	classes []class
-}
-
-// newConfig parses p's budgets; p must have passed Validate, which checks them.
-func newConfig(p Params) *config {
-	classes, _ := p.BudgetsMs.classes()
-	return &config{Params: p, classes: classes}
-}
+// params is the embedded parameter holder, named by an alias so that its field does not clash
+// with the Params method.
+type params = sdk.Params[Params]
 
 var _ sdk.Admitter = (*Admitter)(nil)
 
 // New returns an admitter configured with DefaultParams.
 func New() *Admitter {
 	a := &Admitter{}
-	a.cfg.Store(newConfig(DefaultParams()))
+	a.Init(DefaultParams)
 	return a
 }
 
@@ -48,20 +41,9 @@ func (a *Admitter) Description() string {
 	return "sheds sheddable requests that no endpoint is predicted to serve within their SLO or TTFT budget"
 }
 
-// Configure replaces the parameters with params merged over DefaultParams; on error the
-// previous parameters stay in force. It is safe to call while Admit runs.
-func (a *Admitter) Configure(params []byte) error {
-	p, err := sdk.DecodeParams(params, DefaultParams())
-	if err != nil {
-		return err
-	}
-	a.cfg.Store(newConfig(p))
-	return nil
-}
-
 // Params returns a copy of the parameters in force.
 func (a *Admitter) Params() Params {
-	p := a.cfg.Load().Params
+	p := *a.Get()
 	p.BudgetsMs = maps.Clone(p.BudgetsMs)
 	return p
 }
@@ -72,5 +54,5 @@ func (a *Admitter) Admit(_ context.Context, c *sdk.Cycle) (sdk.AdmitVerdict, err
 	if c == nil {
 		return sdk.AdmitVerdict{}, errors.New("admitting: nil cycle")
 	}
-	return admit(c, a.cfg.Load()), nil
+	return admit(c, a.Get()), nil
 }

@@ -75,8 +75,8 @@ func (p *Params) Validate() error {
 	if err := sdk.CheckOneOf("mode", p.Mode, ModeHeadroom, ModeBudget); err != nil {
 		return err
 	}
-	if err := sdk.CheckRange("sloBufferFactor", p.SLOBufferFactor, 0, 10); err != nil || p.SLOBufferFactor == 0 {
-		return fmt.Errorf("parameter %q must be in (0, 10], got %g", "sloBufferFactor", p.SLOBufferFactor)
+	if err := sdk.CheckRangeOpenLow("sloBufferFactor", p.SLOBufferFactor, 0, 10); err != nil {
+		return err
 	}
 	if err := sdk.CheckRange("coldKVThreshold", p.ColdKVThreshold, 0, 1); err != nil {
 		return err
@@ -119,8 +119,10 @@ func (b Budgets) classes() ([]class, error) {
 }
 
 // budgetFor returns the class whose budget applies to priority: its own entry, else the nearest
-// listed priority, the lower one on a tie. ok is false when classes is empty.
-func budgetFor(classes []class, priority int32) (c class, ok bool) {
+// listed priority, the lower one on a tie. ok is false when b is empty. b must have passed
+// Validate (Configure checks it), so every entry parses.
+func (b Budgets) budgetFor(priority int32) (c class, ok bool) {
+	classes, _ := b.classes()
 	best := int64(math.MaxInt64)
 	for _, cl := range classes { // most important first, so a later equal distance is the lower priority
 		d := int64(cl.priority) - int64(priority)

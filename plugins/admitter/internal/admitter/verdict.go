@@ -10,20 +10,20 @@ import (
 )
 
 // admit is the whole decision for one cycle; every step is explained in README.md.
-func admit(c *sdk.Cycle, cfg *config) sdk.AdmitVerdict {
+func admit(c *sdk.Cycle, p *Params) sdk.AdmitVerdict {
 	r := &c.Request
 	if r.Priority >= 0 {
 		return yes(fmt.Sprintf("priority %d is not sheddable", r.Priority))
 	}
-	if cfg.Mode == ModeBudget {
-		return admitByBudget(c, cfg)
+	if p.Mode == ModeBudget {
+		return admitByBudget(c, p)
 	}
-	return admitByHeadroom(c, cfg)
+	return admitByHeadroom(c, p)
 }
 
 // admitByHeadroom is llm-d's rule: admit when the request has no SLO, no endpoint has a
 // prediction (fail open), or some endpoint meets the SLO, is idle or is cold; reject otherwise.
-func admitByHeadroom(c *sdk.Cycle, cfg *config) sdk.AdmitVerdict {
+func admitByHeadroom(c *sdk.Cycle, p *Params) sdk.AdmitVerdict {
 	r := &c.Request
 	if !r.SLO.Any() {
 		return yes("no SLO")
@@ -37,7 +37,7 @@ func admitByHeadroom(c *sdk.Cycle, cfg *config) sdk.AdmitVerdict {
 		if !usable(&e.Prediction) {
 			continue
 		}
-		h, _ := sdk.HeadroomOf(r, e, cfg.SLOBufferFactor)
+		h, _ := sdk.HeadroomOf(r, e, p.SLOBufferFactor)
 		if h.Meets() {
 			return yes(fmt.Sprintf("endpoint %s meets the SLO", e.ID))
 		}
@@ -49,9 +49,9 @@ func admitByHeadroom(c *sdk.Cycle, cfg *config) sdk.AdmitVerdict {
 		}
 	}
 	for i := range c.Endpoints {
-		if e := &c.Endpoints[i]; e.State.KVCacheUsage < cfg.ColdKVThreshold {
+		if e := &c.Endpoints[i]; e.State.KVCacheUsage < p.ColdKVThreshold {
 			return yes(fmt.Sprintf("endpoint %s is cold (KV cache %s%% < %s%%)",
-				e.ID, num(100*e.State.KVCacheUsage), num(100*cfg.ColdKVThreshold)))
+				e.ID, num(100*e.State.KVCacheUsage), num(100*p.ColdKVThreshold)))
 		}
 	}
 	var best []string
@@ -68,7 +68,7 @@ func admitByHeadroom(c *sdk.Cycle, cfg *config) sdk.AdmitVerdict {
 // admitByBudget is the predictive admission of seed 004: admit when the best predicted TTFT
 // across endpoints is within the request's TTFT budget × headroomMultiplier. The budget is the
 // request's TTFT SLO when it has one, else its priority class's; no prediction fails open.
-func admitByBudget(c *sdk.Cycle, cfg *config) sdk.AdmitVerdict {
+func admitByBudget(c *sdk.Cycle, p *Params) sdk.AdmitVerdict {
 	r := &c.Request
 	best, at := math.Inf(1), -1
 	for i := range c.Endpoints {
@@ -83,14 +83,14 @@ func admitByBudget(c *sdk.Cycle, cfg *config) sdk.AdmitVerdict {
 	var source string
 	if r.SLO.TTFTMs > 0 {
 		budget, source = r.SLO.TTFTMs, "the request's TTFT SLO"
-	} else if cl, ok := budgetFor(cfg.classes, r.Priority); ok {
+	} else if cl, ok := p.BudgetsMs.budgetFor(r.Priority); ok {
 		budget, source = cl.budgetMs, fmt.Sprintf("the priority %d budget", cl.priority)
 	} else {
 		return yes(fmt.Sprintf("no TTFT budget for priority %d", r.Priority))
 	}
 	verdict := fmt.Sprintf("best predicted TTFT %s on %s", ms(best), c.Endpoints[at].ID)
-	limit := fmt.Sprintf("%s %s × %g", source, ms(budget), cfg.HeadroomMultiplier)
-	if best <= budget*cfg.HeadroomMultiplier {
+	limit := fmt.Sprintf("%s %s × %g", source, ms(budget), p.HeadroomMultiplier)
+	if best <= budget*p.HeadroomMultiplier {
 		return yes(verdict + " is within " + limit)
 	}
 	return sdk.AdmitVerdict{Reason: "rejected: " + verdict + " exceeds " + limit}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sync/atomic"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
 )
@@ -42,10 +41,11 @@ func (p *Params) Validate() error {
 	return sdk.CheckRange("maxTTFTPenaltyMs", p.MaxTTFTPenaltyMs, 0, 1e7)
 }
 
-// Filter is the prefix-cache-affinity-filter. Its parameters are swapped atomically, so Configure
-// is safe against concurrent Filter calls. The zero value is not usable; call New.
+// Filter is the prefix-cache-affinity-filter. Its Configure (from sdk.Params) merges params over
+// Defaults, validates them and swaps them in atomically, so it is safe against concurrent Filter
+// calls; on error the previous parameters stay in force. The zero value is not usable; call New.
 type Filter struct {
-	params atomic.Pointer[Params]
+	sdk.Params[Params]
 }
 
 var _ sdk.Filter = (*Filter)(nil)
@@ -53,8 +53,7 @@ var _ sdk.Filter = (*Filter)(nil)
 // New returns a filter configured with Defaults.
 func New() *Filter {
 	f := &Filter{}
-	p := Defaults()
-	f.params.Store(&p)
+	f.Init(Defaults)
 	return f
 }
 
@@ -64,17 +63,6 @@ func (f *Filter) Type() string { return Type }
 // Description returns one line saying what the filter does.
 func (f *Filter) Description() string {
 	return "keeps cache-warm endpoints (prefix match >= threshold) unless their predicted TTFT is too much worse; explores with a small probability"
-}
-
-// Configure merges params over Defaults, validates them and swaps them in; on error the previous
-// parameters stay in force.
-func (f *Filter) Configure(params []byte) error {
-	p, err := sdk.DecodeParams(params, Defaults())
-	if err != nil {
-		return err
-	}
-	f.params.Store(&p)
-	return nil
 }
 
 // Filter keeps every endpoint when there is at most one, when the cycle explores, when none is
@@ -88,11 +76,11 @@ func (f *Filter) Filter(_ context.Context, c *sdk.Cycle) (sdk.FilterVerdict, err
 	}
 	n := len(c.Endpoints)
 	if n <= 1 {
-		return sdk.FilterVerdict{Kept: all(n), Reason: fmt.Sprintf("%d endpoint(s), nothing to narrow", n)}, nil
+		return sdk.FilterVerdict{Kept: sdk.AllIndices(n), Reason: fmt.Sprintf("%d endpoint(s), nothing to narrow", n)}, nil
 	}
-	p := f.params.Load()
+	p := f.Get()
 	if p.ExplorationProbability > 0 && sdk.Rand(c, Type).Float64() < p.ExplorationProbability {
-		return sdk.FilterVerdict{Kept: all(n), Reason: "explore"}, nil
+		return sdk.FilterVerdict{Kept: sdk.AllIndices(n), Reason: "explore"}, nil
 	}
 	var sticky []int
 	bestSticky, bestOther := math.Inf(1), math.Inf(1)
@@ -107,12 +95,12 @@ func (f *Filter) Filter(_ context.Context, c *sdk.Cycle) (sdk.FilterVerdict, err
 	}
 	switch {
 	case len(sticky) == 0:
-		return sdk.FilterVerdict{Kept: all(n), Reason: "no sticky endpoint with prefix >= " + ratio(p.AffinityThreshold)}, nil
+		return sdk.FilterVerdict{Kept: sdk.AllIndices(n), Reason: "no sticky endpoint with prefix >= " + ratio(p.AffinityThreshold)}, nil
 	case len(sticky) == n:
-		return sdk.FilterVerdict{Kept: all(n), Reason: fmt.Sprintf("all %d endpoints sticky", n)}, nil
+		return sdk.FilterVerdict{Kept: sdk.AllIndices(n), Reason: fmt.Sprintf("all %d endpoints sticky", n)}, nil
 	case bestSticky > bestOther+p.MaxTTFTPenaltyMs:
 		// +Inf > +Inf is false: with no prediction on either side the sticky endpoints stay.
-		return sdk.FilterVerdict{Kept: all(n), Reason: fmt.Sprintf("ttft penalty: sticky best %s vs %s",
+		return sdk.FilterVerdict{Kept: sdk.AllIndices(n), Reason: fmt.Sprintf("ttft penalty: sticky best %s vs %s",
 			millis(bestSticky), millis(bestOther))}, nil
 	}
 	return sdk.FilterVerdict{Kept: sticky, Reason: fmt.Sprintf("sticky: %d of %d with prefix >= %s",
@@ -125,15 +113,6 @@ func ttft(e *sdk.Endpoint) float64 {
 		return math.Inf(1)
 	}
 	return e.Prediction.TTFTMs
-}
-
-// all returns the indices 0..n-1.
-func all(n int) []int {
-	kept := make([]int, n)
-	for i := range kept {
-		kept[i] = i
-	}
-	return kept
 }
 
 // millis formats a TTFT for a reason, "no prediction" for +Inf.

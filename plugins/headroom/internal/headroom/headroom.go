@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
 )
@@ -32,16 +31,17 @@ func Defaults() Params {
 
 // Validate returns an error naming the first parameter outside its range.
 func (p *Params) Validate() error {
-	if !(p.SLOBufferFactor > 0 && p.SLOBufferFactor <= 10) { // also rejects NaN
-		return fmt.Errorf("parameter %q must be in (0, 10], got %g", "sloBufferFactor", p.SLOBufferFactor)
+	if err := sdk.CheckRangeOpenLow("sloBufferFactor", p.SLOBufferFactor, 0, 10); err != nil {
+		return err
 	}
 	return sdk.CheckRange("epsilonExploreNeg", p.EpsilonExploreNeg, 0, 1)
 }
 
-// Filter is the slo-headroom-tier-filter. Its parameters are swapped atomically, so Configure is
-// safe against concurrent Filter calls. The zero value is not usable; call New.
+// Filter is the slo-headroom-tier-filter. Its Configure (from sdk.Params) merges params over
+// Defaults, validates them and swaps them in atomically, so it is safe against concurrent Filter
+// calls; on error the previous parameters stay in force. The zero value is not usable; call New.
 type Filter struct {
-	params atomic.Pointer[Params]
+	sdk.Params[Params]
 }
 
 var _ sdk.Filter = (*Filter)(nil)
@@ -49,8 +49,7 @@ var _ sdk.Filter = (*Filter)(nil)
 // New returns a filter configured with Defaults.
 func New() *Filter {
 	f := &Filter{}
-	p := Defaults()
-	f.params.Store(&p)
+	f.Init(Defaults)
 	return f
 }
 
@@ -60,17 +59,6 @@ func (f *Filter) Type() string { return Type }
 // Description returns one line saying what the filter does.
 func (f *Filter) Description() string {
 	return "keeps endpoints predicted to meet the request's TTFT/TPOT SLOs; explores the others with a small probability"
-}
-
-// Configure merges params over Defaults, validates them and swaps them in; on error the previous
-// parameters stay in force.
-func (f *Filter) Configure(params []byte) error {
-	p, err := sdk.DecodeParams(params, Defaults())
-	if err != nil {
-		return err
-	}
-	f.params.Store(&p)
-	return nil
 }
 
 // Filter keeps every endpoint when the request has no SLO or no endpoint has a valid prediction.
@@ -84,12 +72,12 @@ func (f *Filter) Filter(_ context.Context, c *sdk.Cycle) (sdk.FilterVerdict, err
 	}
 	n := len(c.Endpoints)
 	if !c.Request.SLO.Any() {
-		return sdk.FilterVerdict{Kept: all(n), Reason: "no SLO"}, nil
+		return sdk.FilterVerdict{Kept: sdk.AllIndices(n), Reason: "no SLO"}, nil
 	}
 	if !c.AnyPrediction() {
-		return sdk.FilterVerdict{Kept: all(n), Reason: "no predictions"}, nil
+		return sdk.FilterVerdict{Kept: sdk.AllIndices(n), Reason: "no predictions"}, nil
 	}
-	p := f.params.Load()
+	p := f.Get()
 	var pos, neg []int
 	for i := range c.Endpoints {
 		if h, ok := sdk.HeadroomOf(&c.Request, &c.Endpoints[i], p.SLOBufferFactor); ok && h.Meets() {
@@ -107,13 +95,4 @@ func (f *Filter) Filter(_ context.Context, c *sdk.Cycle) (sdk.FilterVerdict, err
 		return sdk.FilterVerdict{Kept: neg, Reason: fmt.Sprintf("explore negative tier: %d of %d miss the SLO", len(neg), n)}, nil
 	}
 	return sdk.FilterVerdict{Kept: pos, Reason: fmt.Sprintf("positive tier: %d of %d meet the SLO", len(pos), n)}, nil
-}
-
-// all returns the indices 0..n-1.
-func all(n int) []int {
-	kept := make([]int, n)
-	for i := range kept {
-		kept[i] = i
-	}
-	return kept
 }

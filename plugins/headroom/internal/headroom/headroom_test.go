@@ -310,13 +310,15 @@ func TestConfigure(t *testing.T) {
 			f := New()
 			// A known non-default state, to see that an error leaves it and a success replaces it.
 			before := Params{SLOBufferFactor: 2, EpsilonExploreNeg: 0.3}
-			f.params.Store(&before)
+			if err := f.Configure([]byte(`{"sloBufferFactor": 2, "epsilonExploreNeg": 0.3}`)); err != nil {
+				t.Fatal(err)
+			}
 			err := f.Configure([]byte(tt.params))
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("Configure(%s) error %v, want one naming %s", tt.params, err, tt.wantErr)
 				}
-				if got := *f.params.Load(); got != before {
+				if got := *f.Get(); got != before {
 					t.Errorf("after a failed Configure params are %+v, want the previous %+v", got, before)
 				}
 				return
@@ -324,7 +326,7 @@ func TestConfigure(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Configure(%s): %v", tt.params, err)
 			}
-			if got := *f.params.Load(); got != tt.want {
+			if got := *f.Get(); got != tt.want {
 				t.Errorf("params %+v, want %+v", got, tt.want)
 			}
 		})

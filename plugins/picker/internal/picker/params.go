@@ -1,11 +1,6 @@
 package picker
 
-import (
-	"fmt"
-	"math"
-
-	"github.com/foresight-router/foresight/plugins/sdk"
-)
+import "github.com/foresight-router/foresight/plugins/sdk"
 
 // The strategies a picker can use to turn scores into an order.
 const (
@@ -36,8 +31,5 @@ func (p *Params) Validate() error {
 	if err := sdk.CheckOneOf("strategy", p.Strategy, StrategyProportional, StrategySoftmax, StrategyArgmax); err != nil {
 		return err
 	}
-	if math.IsNaN(p.Temperature) || p.Temperature <= 0 || p.Temperature > 100 {
-		return fmt.Errorf("parameter %q must be in (0, 100], got %g", "temperature", p.Temperature)
-	}
-	return nil
+	return sdk.CheckRangeOpenLow("temperature", p.Temperature, 0, 100)
 }

@@ -36,7 +36,7 @@ func TestConfigure(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("Configure(%s) error = %v, want one naming %s", tt.params, err, tt.wantErr)
 				}
-				if got := *p.params.Load(); got != Defaults() {
+				if got := *p.Get(); got != Defaults() {
 					t.Errorf("after a failed Configure, params = %+v, want the previous %+v", got, Defaults())
 				}
 				return
@@ -44,7 +44,7 @@ func TestConfigure(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Configure(%s): %v", tt.params, err)
 			}
-			if got := *p.params.Load(); got != tt.want {
+			if got := *p.Get(); got != tt.want {
 				t.Errorf("params = %+v, want %+v", got, tt.want)
 			}
 		})

@@ -11,7 +11,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"sync/atomic"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
 )
@@ -19,10 +18,11 @@ import (
 // Type is the plugin type declared in the host configuration.
 const Type = "weighted-random-picker"
 
-// Picker is the weighted-random-picker. Its parameters are swapped atomically, so Configure is
-// safe against concurrent Pick calls. The zero value is not usable; call New.
+// Picker is the weighted-random-picker. Its Configure (from sdk.Params) merges params over
+// Defaults, validates them and swaps them in atomically, so it is safe against concurrent Pick
+// calls; on error the previous parameters stay in force. The zero value is not usable; call New.
 type Picker struct {
-	params atomic.Pointer[Params]
+	sdk.Params[Params]
 }
 
 var _ sdk.Picker = (*Picker)(nil)
@@ -30,8 +30,7 @@ var _ sdk.Picker = (*Picker)(nil)
 // New returns a picker configured with Defaults.
 func New() *Picker {
 	p := &Picker{}
-	d := Defaults()
-	p.params.Store(&d)
+	p.Init(Defaults)
 	return p
 }
 
@@ -41,17 +40,6 @@ func (p *Picker) Type() string { return Type }
 // Description returns one line saying what the picker does.
 func (p *Picker) Description() string {
 	return "orders endpoints by weighted random sampling over their scores (proportional, softmax or argmax), best first"
-}
-
-// Configure merges params over Defaults, validates them and swaps them in; on error the previous
-// parameters stay in force.
-func (p *Picker) Configure(params []byte) error {
-	next, err := sdk.DecodeParams(params, Defaults())
-	if err != nil {
-		return err
-	}
-	p.params.Store(&next)
-	return nil
 }
 
 // Pick returns every index of c.Endpoints, best first, drawn from sdk.Rand(c, Type) so the same
@@ -70,26 +58,30 @@ func (p *Picker) Pick(_ context.Context, c *sdk.Cycle, scores []float64) ([]int,
 	if len(scores) != len(c.Endpoints) {
 		return nil, fmt.Errorf("picking: got %d scores for %d endpoints, want one per endpoint", len(scores), len(c.Endpoints))
 	}
-	return order(p.params.Load(), sdk.Rand(c, Type), scores), nil
+	return order(p.Get(), sdk.Rand(c, Type), scores), nil
 }
 
 // candidate is one endpoint being ordered; candidates sort by tier ascending, then key descending,
 // then tie and index ascending.
 type candidate struct {
 	index int
-	// tier is 0 for endpoints with weight (argmax: a finite score), 1 for those ranked last.
+	// tier is 0 for endpoints with weight, 1 for those ranked last.
 	tier int
 	key  float64
 	// tie is the endpoint's random draw; it orders equal keys and the whole of tier 1 at random.
 	tie uint64
 }
 
-// order ranks scores under p, drawing one random number per endpoint from r.
+// order ranks scores under p, drawing one random number per endpoint from r; argmax is
+// sdk.RankByScore with the non-finite scores last (see argmax).
 //
 // The A-Res key u^(1/w) is computed as log w − log(−log u), the same order for the same u (the map
 // from one to the other is strictly increasing) without underflow for small weights; for softmax it
 // is (s − max)/temperature − log(−log u), so no exponential is taken at all.
 func order(p *Params, r *rand.Rand, scores []float64) []int {
+	if p.Strategy == StrategyArgmax {
+		return argmax(scores, r)
+	}
 	top := math.Inf(-1)
 	for _, s := range scores {
 		if finite(s) {
@@ -102,8 +94,6 @@ func order(p *Params, r *rand.Rand, scores []float64) []int {
 		c := candidate{index: i, tier: 1, tie: tie}
 		switch {
 		case !finite(s):
-		case p.Strategy == StrategyArgmax:
-			c.tier, c.key = 0, s
 		case p.Strategy == StrategySoftmax:
 			c.tier, c.key = 0, (s-top)/p.Temperature+gumbel(tie)
 		case s > 0: // proportional
@@ -128,6 +118,21 @@ func order(p *Params, r *rand.Rand, scores []float64) []int {
 		out[i] = c.index
 	}
 	return out
+}
+
+// argmax sorts scores descending, ties in random order from r, every non-finite score last, in
+// random order. sdk.RankByScore ranks NaN last but +Inf first, so ±Inf are passed to it as NaN;
+// the copy that takes is made only when there is an infinity to replace.
+func argmax(scores []float64, r *rand.Rand) []int {
+	if slices.ContainsFunc(scores, func(s float64) bool { return math.IsInf(s, 0) }) {
+		scores = slices.Clone(scores)
+		for i, s := range scores {
+			if math.IsInf(s, 0) {
+				scores[i] = math.NaN()
+			}
+		}
+	}
+	return sdk.RankByScore(scores, r)
 }
 
 // gumbel maps 53 bits of x to a uniform u strictly inside (0, 1) and returns −log(−log u), a

@@ -2,7 +2,6 @@ package scorer
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
 )
@@ -56,8 +55,8 @@ func (p *Params) Validate() error {
 	if err := sdk.CheckOneOf("headroomSelectionStrategy", p.HeadroomSelectionStrategy, StrategyLeast, StrategyMost); err != nil {
 		return err
 	}
-	if err := sdk.CheckRange("sloBufferFactor", p.SLOBufferFactor, 0, 10); err != nil || p.SLOBufferFactor == 0 {
-		return fmt.Errorf("parameter %q must be in (0, 10], got %g", "sloBufferFactor", p.SLOBufferFactor)
+	if err := sdk.CheckRangeOpenLow("sloBufferFactor", p.SLOBufferFactor, 0, 10); err != nil {
+		return err
 	}
 	return p.CompositeWeights.Validate()
 }

@@ -5,7 +5,6 @@ package scorer
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
 )
@@ -13,18 +12,23 @@ import (
 // Type is the plugin type, as declared in a pipeline config.
 const Type = "latency-scorer"
 
-// Scorer is the latency scorer. The zero value is not usable; call New.
+// Scorer is the latency scorer. Its Configure (from sdk.Params) replaces the parameters with params
+// merged over DefaultParams; on error the previous parameters stay in force. It is safe to call
+// while Score runs. The zero value is not usable; call New.
 type Scorer struct {
-	params atomic.Pointer[Params]
+	params
 }
+
+// params is the embedded parameter holder, named by an alias so that its field does not clash
+// with the Params method.
+type params = sdk.Params[Params]
 
 var _ sdk.Scorer = (*Scorer)(nil)
 
 // New returns a scorer configured with DefaultParams.
 func New() *Scorer {
 	s := &Scorer{}
-	p := DefaultParams()
-	s.params.Store(&p)
+	s.Init(DefaultParams)
 	return s
 }
 
@@ -36,19 +40,8 @@ func (s *Scorer) Description() string {
 	return "scores endpoints by predicted TTFT/TPOT headroom against the request SLO, or by predicted latency without one"
 }
 
-// Configure replaces the parameters with params merged over DefaultParams; on error the
-// previous parameters stay in force. It is safe to call while Score runs.
-func (s *Scorer) Configure(params []byte) error {
-	p, err := sdk.DecodeParams(params, DefaultParams())
-	if err != nil {
-		return err
-	}
-	s.params.Store(&p)
-	return nil
-}
-
 // Params returns a copy of the parameters in force.
-func (s *Scorer) Params() Params { return *s.params.Load() }
+func (s *Scorer) Params() Params { return *s.Get() }
 
 // Score returns one score in [0, 1] per endpoint of c, in order; see the package README for the
 // algorithm. It reads nothing but c and the parameters, so the same cycle gives the same scores.
@@ -56,5 +49,5 @@ func (s *Scorer) Score(_ context.Context, c *sdk.Cycle) ([]float64, error) {
 	if c == nil {
 		return nil, errors.New("scoring: nil cycle")
 	}
-	return score(c, s.params.Load()), nil
+	return score(c, s.Get()), nil
 }
