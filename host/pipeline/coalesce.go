@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,7 +44,7 @@ func (c *coalescer[Req, Res]) do(ctx context.Context, req Req) (Res, error) {
 	c.queue = append(c.queue, p)
 	if !c.busy {
 		c.busy = true
-		go c.run(c.take())
+		go c.gather()
 	}
 	c.mu.Unlock()
 	select {
@@ -70,6 +71,17 @@ func (c *coalescer[Req, Res]) take() []*pending[Req, Res] {
 	}
 	c.queue = append(c.queue[:0], c.queue[n:]...)
 	return batch
+}
+
+// gather lets the goroutines that are already runnable (typically the other cycles of the batch that
+// just left the previous stage) reach the queue before it is taken, so a cohort stays together from
+// stage to stage instead of splitting into a leader and followers. It yields once; no timer.
+func (c *coalescer[Req, Res]) gather() {
+	runtime.Gosched()
+	c.mu.Lock()
+	batch := c.take()
+	c.mu.Unlock()
+	c.run(batch)
 }
 
 // run sends batches until the queue is empty.
