@@ -35,7 +35,7 @@ type pipelineResult struct {
 	DecisionsPerS float64 `json:"decisions_per_s"`
 	FloorP50Us    float64 `json:"floor_p50_us"`
 	FloorP99Us    float64 `json:"floor_p99_us"`
-	FloorPerS     float64 `json:"floor_round_trips_per_s"`
+	FloorPerS     float64 `json:"floor_cycles_per_s"`
 	Fallbacks     int64   `json:"fallbacks"`
 	MeanBatch     float64 `json:"mean_batch"`
 	// CPU time per decision in the host and in the pipeline's plugin processes (Linux only).

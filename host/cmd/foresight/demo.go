@@ -39,7 +39,7 @@ func newDemo() *cobra.Command {
 				}
 				t := p.Run(cmd.Context(), c)
 				line := fmt.Sprintf("  %-34s %-13s", filepath.Base(f), t.Outcome())
-				if ids := t.OrderIDs(); len(ids) > 0 {
+				if ids := t.OrderIDs(); t.Outcome() == "picked" {
 					line += " → " + strings.Join(ids, " > ")
 				}
 				if t.Reason != "" {
