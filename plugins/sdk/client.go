@@ -46,15 +46,16 @@ func NewClient(stage Stage, conn grpc.ClientConnInterface) (Configurer, error) {
 	pc := PluginClient{plugin: pb.NewPluginServiceClient(conn)}
 	switch stage {
 	case StageProducer:
-		return &ProducerClient{pc, pb.NewProducerServiceClient(conn)}, nil
+		c := pb.NewProducerServiceClient(conn)
+		return &ProducerClient{pc, c, streamPool[pb.ProduceRequest, pb.ProduceResponse]{open: c.Produce}}, nil
 	case StageFilter:
-		return &FilterClient{pc, pb.NewFilterServiceClient(conn)}, nil
+		return &FilterClient{pc, streamPool[pb.FilterRequest, pb.FilterResponse]{open: pb.NewFilterServiceClient(conn).Filter}}, nil
 	case StageScorer:
-		return &ScorerClient{pc, pb.NewScorerServiceClient(conn)}, nil
+		return &ScorerClient{pc, streamPool[pb.ScoreRequest, pb.ScoreResponse]{open: pb.NewScorerServiceClient(conn).Score}}, nil
 	case StageAdmitter:
-		return &AdmitterClient{pc, pb.NewAdmitterServiceClient(conn)}, nil
+		return &AdmitterClient{pc, streamPool[pb.AdmitRequest, pb.AdmitResponse]{open: pb.NewAdmitterServiceClient(conn).Admit}}, nil
 	case StagePicker:
-		return &PickerClient{pc, pb.NewPickerServiceClient(conn)}, nil
+		return &PickerClient{pc, streamPool[pb.PickRequest, pb.PickResponse]{open: pb.NewPickerServiceClient(conn).Pick}}, nil
 	}
 	return nil, fmt.Errorf("no client for stage %v", stage)
 }
@@ -86,12 +87,13 @@ func collect[R interface{ GetStatus() *pb.Status }, T any](cycles []*Cycle, resu
 // ProducerClient calls a producer plugin.
 type ProducerClient struct {
 	PluginClient
-	stage pb.ProducerServiceClient
+	stage   pb.ProducerServiceClient
+	produce streamPool[pb.ProduceRequest, pb.ProduceResponse]
 }
 
 // ProduceBatch asks for predictions for every cycle.
 func (c *ProducerClient) ProduceBatch(ctx context.Context, cycles []*Cycle) ([]Result[[]Prediction], error) {
-	resp, err := c.stage.Produce(ctx, &pb.ProduceRequest{Cycles: cyclesToProto(cycles)})
+	resp, err := c.produce.call(ctx, &pb.ProduceRequest{Cycles: cyclesToProto(cycles)})
 	if err != nil {
 		return nil, err
 	}
@@ -116,12 +118,12 @@ func (c *ProducerClient) Observe(ctx context.Context, samples []Sample) (int, er
 // FilterClient calls a filter plugin.
 type FilterClient struct {
 	PluginClient
-	stage pb.FilterServiceClient
+	filter streamPool[pb.FilterRequest, pb.FilterResponse]
 }
 
 // FilterBatch asks which endpoints to keep for every cycle.
 func (c *FilterClient) FilterBatch(ctx context.Context, cycles []*Cycle) ([]Result[FilterVerdict], error) {
-	resp, err := c.stage.Filter(ctx, &pb.FilterRequest{Cycles: cyclesToProto(cycles)})
+	resp, err := c.filter.call(ctx, &pb.FilterRequest{Cycles: cyclesToProto(cycles)})
 	if err != nil {
 		return nil, err
 	}
@@ -134,12 +136,12 @@ func (c *FilterClient) FilterBatch(ctx context.Context, cycles []*Cycle) ([]Resu
 // ScorerClient calls a scorer plugin.
 type ScorerClient struct {
 	PluginClient
-	stage pb.ScorerServiceClient
+	score streamPool[pb.ScoreRequest, pb.ScoreResponse]
 }
 
 // ScoreBatch asks for scores for every cycle.
 func (c *ScorerClient) ScoreBatch(ctx context.Context, cycles []*Cycle) ([]Result[[]float64], error) {
-	resp, err := c.stage.Score(ctx, &pb.ScoreRequest{Cycles: cyclesToProto(cycles)})
+	resp, err := c.score.call(ctx, &pb.ScoreRequest{Cycles: cyclesToProto(cycles)})
 	if err != nil {
 		return nil, err
 	}
@@ -154,12 +156,12 @@ func (c *ScorerClient) ScoreBatch(ctx context.Context, cycles []*Cycle) ([]Resul
 // AdmitterClient calls an admitter plugin.
 type AdmitterClient struct {
 	PluginClient
-	stage pb.AdmitterServiceClient
+	admit streamPool[pb.AdmitRequest, pb.AdmitResponse]
 }
 
 // AdmitBatch asks for a verdict for every cycle.
 func (c *AdmitterClient) AdmitBatch(ctx context.Context, cycles []*Cycle) ([]Result[AdmitVerdict], error) {
-	resp, err := c.stage.Admit(ctx, &pb.AdmitRequest{Cycles: cyclesToProto(cycles)})
+	resp, err := c.admit.call(ctx, &pb.AdmitRequest{Cycles: cyclesToProto(cycles)})
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +173,7 @@ func (c *AdmitterClient) AdmitBatch(ctx context.Context, cycles []*Cycle) ([]Res
 // PickerClient calls a picker plugin.
 type PickerClient struct {
 	PluginClient
-	stage pb.PickerServiceClient
+	pick streamPool[pb.PickRequest, pb.PickResponse]
 }
 
 // PickBatch asks for a preference order for every cycle; scores[i] belongs to cycles[i].
@@ -183,7 +185,7 @@ func (c *PickerClient) PickBatch(ctx context.Context, cycles []*Cycle, scores []
 	for i, s := range scores {
 		req.Scores[i] = &pb.Scores{Values: s}
 	}
-	resp, err := c.stage.Pick(ctx, req)
+	resp, err := c.pick.call(ctx, req)
 	if err != nil {
 		return nil, err
 	}

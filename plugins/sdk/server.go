@@ -3,6 +3,8 @@ package sdk
 import (
 	"context"
 
+	"google.golang.org/grpc"
+
 	pb "github.com/foresight-router/foresight/proto/foresight/v1"
 )
 
@@ -54,7 +56,11 @@ type producerServer struct {
 	impl Producer
 }
 
-func (s *producerServer) Produce(ctx context.Context, req *pb.ProduceRequest) (*pb.ProduceResponse, error) {
+func (s *producerServer) Produce(stream grpc.BidiStreamingServer[pb.ProduceRequest, pb.ProduceResponse]) error {
+	return serveStream(stream, s.produce)
+}
+
+func (s *producerServer) produce(ctx context.Context, req *pb.ProduceRequest) *pb.ProduceResponse {
 	results := serveEach(req.GetCycles(), func(_ int, c *Cycle) ([]Prediction, error) { return s.impl.Produce(ctx, c) })
 	out := &pb.ProduceResponse{Results: make([]*pb.ProduceResult, len(results))}
 	for i, r := range results {
@@ -63,7 +69,7 @@ func (s *producerServer) Produce(ctx context.Context, req *pb.ProduceRequest) (*
 			out.Results[i].Predictions = PredictionsToProto(r.Value, func(p *Prediction) Prediction { return *p })
 		}
 	}
-	return out, nil
+	return out
 }
 
 func (s *producerServer) Observe(ctx context.Context, req *pb.ObserveRequest) (*pb.ObserveResponse, error) {
@@ -80,13 +86,17 @@ type filterServer struct {
 	impl Filter
 }
 
-func (s *filterServer) Filter(ctx context.Context, req *pb.FilterRequest) (*pb.FilterResponse, error) {
+func (s *filterServer) Filter(stream grpc.BidiStreamingServer[pb.FilterRequest, pb.FilterResponse]) error {
+	return serveStream(stream, s.filter)
+}
+
+func (s *filterServer) filter(ctx context.Context, req *pb.FilterRequest) *pb.FilterResponse {
 	results := serveEach(req.GetCycles(), func(_ int, c *Cycle) (FilterVerdict, error) { return s.impl.Filter(ctx, c) })
 	out := &pb.FilterResponse{Results: make([]*pb.FilterResult, len(results))}
 	for i, r := range results {
 		out.Results[i] = &pb.FilterResult{Status: statusToProto(r.Err), Kept: indicesToProto(r.Value.Kept), Reason: r.Value.Reason}
 	}
-	return out, nil
+	return out
 }
 
 type scorerServer struct {
@@ -94,13 +104,17 @@ type scorerServer struct {
 	impl Scorer
 }
 
-func (s *scorerServer) Score(ctx context.Context, req *pb.ScoreRequest) (*pb.ScoreResponse, error) {
+func (s *scorerServer) Score(stream grpc.BidiStreamingServer[pb.ScoreRequest, pb.ScoreResponse]) error {
+	return serveStream(stream, s.score)
+}
+
+func (s *scorerServer) score(ctx context.Context, req *pb.ScoreRequest) *pb.ScoreResponse {
 	results := serveEach(req.GetCycles(), func(_ int, c *Cycle) ([]float64, error) { return s.impl.Score(ctx, c) })
 	out := &pb.ScoreResponse{Results: make([]*pb.ScoreResult, len(results))}
 	for i, r := range results {
 		out.Results[i] = &pb.ScoreResult{Status: statusToProto(r.Err), Scores: r.Value}
 	}
-	return out, nil
+	return out
 }
 
 type admitterServer struct {
@@ -108,13 +122,17 @@ type admitterServer struct {
 	impl Admitter
 }
 
-func (s *admitterServer) Admit(ctx context.Context, req *pb.AdmitRequest) (*pb.AdmitResponse, error) {
+func (s *admitterServer) Admit(stream grpc.BidiStreamingServer[pb.AdmitRequest, pb.AdmitResponse]) error {
+	return serveStream(stream, s.admit)
+}
+
+func (s *admitterServer) admit(ctx context.Context, req *pb.AdmitRequest) *pb.AdmitResponse {
 	results := serveEach(req.GetCycles(), func(_ int, c *Cycle) (AdmitVerdict, error) { return s.impl.Admit(ctx, c) })
 	out := &pb.AdmitResponse{Results: make([]*pb.AdmitResult, len(results))}
 	for i, r := range results {
 		out.Results[i] = &pb.AdmitResult{Status: statusToProto(r.Err), Admitted: r.Value.Admitted, Reason: r.Value.Reason}
 	}
-	return out, nil
+	return out
 }
 
 type pickerServer struct {
@@ -122,7 +140,11 @@ type pickerServer struct {
 	impl Picker
 }
 
-func (s *pickerServer) Pick(ctx context.Context, req *pb.PickRequest) (*pb.PickResponse, error) {
+func (s *pickerServer) Pick(stream grpc.BidiStreamingServer[pb.PickRequest, pb.PickResponse]) error {
+	return serveStream(stream, s.pick)
+}
+
+func (s *pickerServer) pick(ctx context.Context, req *pb.PickRequest) *pb.PickResponse {
 	scores := req.GetScores()
 	results := serveEach(req.GetCycles(), func(i int, c *Cycle) ([]int, error) {
 		if i >= len(scores) {
@@ -134,5 +156,5 @@ func (s *pickerServer) Pick(ctx context.Context, req *pb.PickRequest) (*pb.PickR
 	for i, r := range results {
 		out.Results[i] = &pb.PickResult{Status: statusToProto(r.Err), Order: indicesToProto(r.Value)}
 	}
-	return out, nil
+	return out
 }

@@ -189,9 +189,9 @@ const file_foresight_v1_admitter_proto_rawDesc = "" +
 	"\vAdmitResult\x12,\n" +
 	"\x06status\x18\x01 \x01(\v2\x14.foresight.v1.StatusR\x06status\x12\x1a\n" +
 	"\badmitted\x18\x02 \x01(\bR\badmitted\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason2S\n" +
-	"\x0fAdmitterService\x12@\n" +
-	"\x05Admit\x12\x1a.foresight.v1.AdmitRequest\x1a\x1b.foresight.v1.AdmitResponseBFZDgithub.com/foresight-router/foresight/proto/foresight/v1;foresightv1b\x06proto3"
+	"\x06reason\x18\x03 \x01(\tR\x06reason2W\n" +
+	"\x0fAdmitterService\x12D\n" +
+	"\x05Admit\x12\x1a.foresight.v1.AdmitRequest\x1a\x1b.foresight.v1.AdmitResponse(\x010\x01BFZDgithub.com/foresight-router/foresight/proto/foresight/v1;foresightv1b\x06proto3"
 
 var (
 	file_foresight_v1_admitter_proto_rawDescOnce sync.Once

@@ -28,8 +28,9 @@ const (
 //
 // AdmitterService decides whether a request is served at all.
 type AdmitterServiceClient interface {
-	// Admit returns a verdict for each cycle of the batch.
-	Admit(ctx context.Context, in *AdmitRequest, opts ...grpc.CallOption) (*AdmitResponse, error)
+	// Admit answers a stream of batches with a verdict for each cycle, one response per request, in
+	// order. The host keeps the stream open across calls.
+	Admit(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[AdmitRequest, AdmitResponse], error)
 }
 
 type admitterServiceClient struct {
@@ -40,15 +41,18 @@ func NewAdmitterServiceClient(cc grpc.ClientConnInterface) AdmitterServiceClient
 	return &admitterServiceClient{cc}
 }
 
-func (c *admitterServiceClient) Admit(ctx context.Context, in *AdmitRequest, opts ...grpc.CallOption) (*AdmitResponse, error) {
+func (c *admitterServiceClient) Admit(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[AdmitRequest, AdmitResponse], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(AdmitResponse)
-	err := c.cc.Invoke(ctx, AdmitterService_Admit_FullMethodName, in, out, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &AdmitterService_ServiceDesc.Streams[0], AdmitterService_Admit_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	x := &grpc.GenericClientStream[AdmitRequest, AdmitResponse]{ClientStream: stream}
+	return x, nil
 }
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type AdmitterService_AdmitClient = grpc.BidiStreamingClient[AdmitRequest, AdmitResponse]
 
 // AdmitterServiceServer is the server API for AdmitterService service.
 // All implementations must embed UnimplementedAdmitterServiceServer
@@ -56,8 +60,9 @@ func (c *admitterServiceClient) Admit(ctx context.Context, in *AdmitRequest, opt
 //
 // AdmitterService decides whether a request is served at all.
 type AdmitterServiceServer interface {
-	// Admit returns a verdict for each cycle of the batch.
-	Admit(context.Context, *AdmitRequest) (*AdmitResponse, error)
+	// Admit answers a stream of batches with a verdict for each cycle, one response per request, in
+	// order. The host keeps the stream open across calls.
+	Admit(grpc.BidiStreamingServer[AdmitRequest, AdmitResponse]) error
 	mustEmbedUnimplementedAdmitterServiceServer()
 }
 
@@ -68,8 +73,8 @@ type AdmitterServiceServer interface {
 // pointer dereference when methods are called.
 type UnimplementedAdmitterServiceServer struct{}
 
-func (UnimplementedAdmitterServiceServer) Admit(context.Context, *AdmitRequest) (*AdmitResponse, error) {
-	return nil, status.Error(codes.Unimplemented, "method Admit not implemented")
+func (UnimplementedAdmitterServiceServer) Admit(grpc.BidiStreamingServer[AdmitRequest, AdmitResponse]) error {
+	return status.Error(codes.Unimplemented, "method Admit not implemented")
 }
 func (UnimplementedAdmitterServiceServer) mustEmbedUnimplementedAdmitterServiceServer() {}
 func (UnimplementedAdmitterServiceServer) testEmbeddedByValue()                         {}
@@ -92,23 +97,12 @@ func RegisterAdmitterServiceServer(s grpc.ServiceRegistrar, srv AdmitterServiceS
 	s.RegisterService(&AdmitterService_ServiceDesc, srv)
 }
 
-func _AdmitterService_Admit_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(AdmitRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(AdmitterServiceServer).Admit(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: AdmitterService_Admit_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(AdmitterServiceServer).Admit(ctx, req.(*AdmitRequest))
-	}
-	return interceptor(ctx, in, info, handler)
+func _AdmitterService_Admit_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(AdmitterServiceServer).Admit(&grpc.GenericServerStream[AdmitRequest, AdmitResponse]{ServerStream: stream})
 }
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type AdmitterService_AdmitServer = grpc.BidiStreamingServer[AdmitRequest, AdmitResponse]
 
 // AdmitterService_ServiceDesc is the grpc.ServiceDesc for AdmitterService service.
 // It's only intended for direct use with grpc.RegisterService,
@@ -116,12 +110,14 @@ func _AdmitterService_Admit_Handler(srv interface{}, ctx context.Context, dec fu
 var AdmitterService_ServiceDesc = grpc.ServiceDesc{
 	ServiceName: "foresight.v1.AdmitterService",
 	HandlerType: (*AdmitterServiceServer)(nil),
-	Methods: []grpc.MethodDesc{
+	Methods:     []grpc.MethodDesc{},
+	Streams: []grpc.StreamDesc{
 		{
-			MethodName: "Admit",
-			Handler:    _AdmitterService_Admit_Handler,
+			StreamName:    "Admit",
+			Handler:       _AdmitterService_Admit_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
 	Metadata: "foresight/v1/admitter.proto",
 }

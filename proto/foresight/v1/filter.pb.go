@@ -189,9 +189,9 @@ const file_foresight_v1_filter_proto_rawDesc = "" +
 	"\fFilterResult\x12,\n" +
 	"\x06status\x18\x01 \x01(\v2\x14.foresight.v1.StatusR\x06status\x12\x12\n" +
 	"\x04kept\x18\x02 \x03(\rR\x04kept\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason2T\n" +
-	"\rFilterService\x12C\n" +
-	"\x06Filter\x12\x1b.foresight.v1.FilterRequest\x1a\x1c.foresight.v1.FilterResponseBFZDgithub.com/foresight-router/foresight/proto/foresight/v1;foresightv1b\x06proto3"
+	"\x06reason\x18\x03 \x01(\tR\x06reason2X\n" +
+	"\rFilterService\x12G\n" +
+	"\x06Filter\x12\x1b.foresight.v1.FilterRequest\x1a\x1c.foresight.v1.FilterResponse(\x010\x01BFZDgithub.com/foresight-router/foresight/proto/foresight/v1;foresightv1b\x06proto3"
 
 var (
 	file_foresight_v1_filter_proto_rawDescOnce sync.Once

@@ -28,8 +28,9 @@ const (
 //
 // FilterService narrows the candidate endpoints.
 type FilterServiceClient interface {
-	// Filter returns the endpoints kept for each cycle of the batch.
-	Filter(ctx context.Context, in *FilterRequest, opts ...grpc.CallOption) (*FilterResponse, error)
+	// Filter answers a stream of batches with the endpoints kept for each cycle, one response per
+	// request, in order. The host keeps the stream open across calls (no per-call setup on the hot path).
+	Filter(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[FilterRequest, FilterResponse], error)
 }
 
 type filterServiceClient struct {
@@ -40,15 +41,18 @@ func NewFilterServiceClient(cc grpc.ClientConnInterface) FilterServiceClient {
 	return &filterServiceClient{cc}
 }
 
-func (c *filterServiceClient) Filter(ctx context.Context, in *FilterRequest, opts ...grpc.CallOption) (*FilterResponse, error) {
+func (c *filterServiceClient) Filter(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[FilterRequest, FilterResponse], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(FilterResponse)
-	err := c.cc.Invoke(ctx, FilterService_Filter_FullMethodName, in, out, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &FilterService_ServiceDesc.Streams[0], FilterService_Filter_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	x := &grpc.GenericClientStream[FilterRequest, FilterResponse]{ClientStream: stream}
+	return x, nil
 }
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type FilterService_FilterClient = grpc.BidiStreamingClient[FilterRequest, FilterResponse]
 
 // FilterServiceServer is the server API for FilterService service.
 // All implementations must embed UnimplementedFilterServiceServer
@@ -56,8 +60,9 @@ func (c *filterServiceClient) Filter(ctx context.Context, in *FilterRequest, opt
 //
 // FilterService narrows the candidate endpoints.
 type FilterServiceServer interface {
-	// Filter returns the endpoints kept for each cycle of the batch.
-	Filter(context.Context, *FilterRequest) (*FilterResponse, error)
+	// Filter answers a stream of batches with the endpoints kept for each cycle, one response per
+	// request, in order. The host keeps the stream open across calls (no per-call setup on the hot path).
+	Filter(grpc.BidiStreamingServer[FilterRequest, FilterResponse]) error
 	mustEmbedUnimplementedFilterServiceServer()
 }
 
@@ -68,8 +73,8 @@ type FilterServiceServer interface {
 // pointer dereference when methods are called.
 type UnimplementedFilterServiceServer struct{}
 
-func (UnimplementedFilterServiceServer) Filter(context.Context, *FilterRequest) (*FilterResponse, error) {
-	return nil, status.Error(codes.Unimplemented, "method Filter not implemented")
+func (UnimplementedFilterServiceServer) Filter(grpc.BidiStreamingServer[FilterRequest, FilterResponse]) error {
+	return status.Error(codes.Unimplemented, "method Filter not implemented")
 }
 func (UnimplementedFilterServiceServer) mustEmbedUnimplementedFilterServiceServer() {}
 func (UnimplementedFilterServiceServer) testEmbeddedByValue()                       {}
@@ -92,23 +97,12 @@ func RegisterFilterServiceServer(s grpc.ServiceRegistrar, srv FilterServiceServe
 	s.RegisterService(&FilterService_ServiceDesc, srv)
 }
 
-func _FilterService_Filter_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(FilterRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(FilterServiceServer).Filter(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: FilterService_Filter_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(FilterServiceServer).Filter(ctx, req.(*FilterRequest))
-	}
-	return interceptor(ctx, in, info, handler)
+func _FilterService_Filter_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(FilterServiceServer).Filter(&grpc.GenericServerStream[FilterRequest, FilterResponse]{ServerStream: stream})
 }
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type FilterService_FilterServer = grpc.BidiStreamingServer[FilterRequest, FilterResponse]
 
 // FilterService_ServiceDesc is the grpc.ServiceDesc for FilterService service.
 // It's only intended for direct use with grpc.RegisterService,
@@ -116,12 +110,14 @@ func _FilterService_Filter_Handler(srv interface{}, ctx context.Context, dec fun
 var FilterService_ServiceDesc = grpc.ServiceDesc{
 	ServiceName: "foresight.v1.FilterService",
 	HandlerType: (*FilterServiceServer)(nil),
-	Methods: []grpc.MethodDesc{
+	Methods:     []grpc.MethodDesc{},
+	Streams: []grpc.StreamDesc{
 		{
-			MethodName: "Filter",
-			Handler:    _FilterService_Filter_Handler,
+			StreamName:    "Filter",
+			Handler:       _FilterService_Filter_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
 	Metadata: "foresight/v1/filter.proto",
 }

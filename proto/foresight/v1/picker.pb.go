@@ -238,9 +238,9 @@ const file_foresight_v1_picker_proto_rawDesc = "" +
 	"\n" +
 	"PickResult\x12,\n" +
 	"\x06status\x18\x01 \x01(\v2\x14.foresight.v1.StatusR\x06status\x12\x14\n" +
-	"\x05order\x18\x02 \x03(\rR\x05order2N\n" +
-	"\rPickerService\x12=\n" +
-	"\x04Pick\x12\x19.foresight.v1.PickRequest\x1a\x1a.foresight.v1.PickResponseBFZDgithub.com/foresight-router/foresight/proto/foresight/v1;foresightv1b\x06proto3"
+	"\x05order\x18\x02 \x03(\rR\x05order2R\n" +
+	"\rPickerService\x12A\n" +
+	"\x04Pick\x12\x19.foresight.v1.PickRequest\x1a\x1a.foresight.v1.PickResponse(\x010\x01BFZDgithub.com/foresight-router/foresight/proto/foresight/v1;foresightv1b\x06proto3"
 
 var (
 	file_foresight_v1_picker_proto_rawDescOnce sync.Once

@@ -28,8 +28,9 @@ const (
 //
 // PickerService orders the candidate endpoints by preference.
 type PickerServiceClient interface {
-	// Pick returns a preference order for each cycle of the batch.
-	Pick(ctx context.Context, in *PickRequest, opts ...grpc.CallOption) (*PickResponse, error)
+	// Pick answers a stream of batches with a preference order for each cycle, one response per
+	// request, in order. The host keeps the stream open across calls.
+	Pick(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[PickRequest, PickResponse], error)
 }
 
 type pickerServiceClient struct {
@@ -40,15 +41,18 @@ func NewPickerServiceClient(cc grpc.ClientConnInterface) PickerServiceClient {
 	return &pickerServiceClient{cc}
 }
 
-func (c *pickerServiceClient) Pick(ctx context.Context, in *PickRequest, opts ...grpc.CallOption) (*PickResponse, error) {
+func (c *pickerServiceClient) Pick(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[PickRequest, PickResponse], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(PickResponse)
-	err := c.cc.Invoke(ctx, PickerService_Pick_FullMethodName, in, out, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &PickerService_ServiceDesc.Streams[0], PickerService_Pick_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	x := &grpc.GenericClientStream[PickRequest, PickResponse]{ClientStream: stream}
+	return x, nil
 }
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type PickerService_PickClient = grpc.BidiStreamingClient[PickRequest, PickResponse]
 
 // PickerServiceServer is the server API for PickerService service.
 // All implementations must embed UnimplementedPickerServiceServer
@@ -56,8 +60,9 @@ func (c *pickerServiceClient) Pick(ctx context.Context, in *PickRequest, opts ..
 //
 // PickerService orders the candidate endpoints by preference.
 type PickerServiceServer interface {
-	// Pick returns a preference order for each cycle of the batch.
-	Pick(context.Context, *PickRequest) (*PickResponse, error)
+	// Pick answers a stream of batches with a preference order for each cycle, one response per
+	// request, in order. The host keeps the stream open across calls.
+	Pick(grpc.BidiStreamingServer[PickRequest, PickResponse]) error
 	mustEmbedUnimplementedPickerServiceServer()
 }
 
@@ -68,8 +73,8 @@ type PickerServiceServer interface {
 // pointer dereference when methods are called.
 type UnimplementedPickerServiceServer struct{}
 
-func (UnimplementedPickerServiceServer) Pick(context.Context, *PickRequest) (*PickResponse, error) {
-	return nil, status.Error(codes.Unimplemented, "method Pick not implemented")
+func (UnimplementedPickerServiceServer) Pick(grpc.BidiStreamingServer[PickRequest, PickResponse]) error {
+	return status.Error(codes.Unimplemented, "method Pick not implemented")
 }
 func (UnimplementedPickerServiceServer) mustEmbedUnimplementedPickerServiceServer() {}
 func (UnimplementedPickerServiceServer) testEmbeddedByValue()                       {}
@@ -92,23 +97,12 @@ func RegisterPickerServiceServer(s grpc.ServiceRegistrar, srv PickerServiceServe
 	s.RegisterService(&PickerService_ServiceDesc, srv)
 }
 
-func _PickerService_Pick_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(PickRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(PickerServiceServer).Pick(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: PickerService_Pick_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(PickerServiceServer).Pick(ctx, req.(*PickRequest))
-	}
-	return interceptor(ctx, in, info, handler)
+func _PickerService_Pick_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(PickerServiceServer).Pick(&grpc.GenericServerStream[PickRequest, PickResponse]{ServerStream: stream})
 }
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type PickerService_PickServer = grpc.BidiStreamingServer[PickRequest, PickResponse]
 
 // PickerService_ServiceDesc is the grpc.ServiceDesc for PickerService service.
 // It's only intended for direct use with grpc.RegisterService,
@@ -116,12 +110,14 @@ func _PickerService_Pick_Handler(srv interface{}, ctx context.Context, dec func(
 var PickerService_ServiceDesc = grpc.ServiceDesc{
 	ServiceName: "foresight.v1.PickerService",
 	HandlerType: (*PickerServiceServer)(nil),
-	Methods: []grpc.MethodDesc{
+	Methods:     []grpc.MethodDesc{},
+	Streams: []grpc.StreamDesc{
 		{
-			MethodName: "Pick",
-			Handler:    _PickerService_Pick_Handler,
+			StreamName:    "Pick",
+			Handler:       _PickerService_Pick_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
 	Metadata: "foresight/v1/picker.proto",
 }

@@ -406,9 +406,9 @@ const file_foresight_v1_producer_proto_rawDesc = "" +
 	"\x0eactual_ttft_ms\x18\x05 \x01(\x01R\factualTtftMs\x12$\n" +
 	"\x0eactual_tpot_ms\x18\x06 \x01(\x01R\factualTpotMs\x12#\n" +
 	"\routput_tokens\x18\a \x01(\x03R\foutputTokens\x12?\n" +
-	"\rdispatched_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\fdispatchedAt2\xa1\x01\n" +
-	"\x0fProducerService\x12F\n" +
-	"\aProduce\x12\x1c.foresight.v1.ProduceRequest\x1a\x1d.foresight.v1.ProduceResponse\x12F\n" +
+	"\rdispatched_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\fdispatchedAt2\xa5\x01\n" +
+	"\x0fProducerService\x12J\n" +
+	"\aProduce\x12\x1c.foresight.v1.ProduceRequest\x1a\x1d.foresight.v1.ProduceResponse(\x010\x01\x12F\n" +
 	"\aObserve\x12\x1c.foresight.v1.ObserveRequest\x1a\x1d.foresight.v1.ObserveResponseBFZDgithub.com/foresight-router/foresight/proto/foresight/v1;foresightv1b\x06proto3"
 
 var (

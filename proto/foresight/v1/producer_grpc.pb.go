@@ -30,8 +30,9 @@ const (
 // ProducerService predicts the latency a request would see on each endpoint and learns from the
 // latencies the router observes.
 type ProducerServiceClient interface {
-	// Produce returns a prediction per endpoint for each cycle of the batch.
-	Produce(ctx context.Context, in *ProduceRequest, opts ...grpc.CallOption) (*ProduceResponse, error)
+	// Produce answers a stream of batches with a prediction per endpoint for each cycle, one response
+	// per request, in order. The host keeps the stream open across calls.
+	Produce(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ProduceRequest, ProduceResponse], error)
 	// Observe feeds finished-request samples to the producer's learner.
 	Observe(ctx context.Context, in *ObserveRequest, opts ...grpc.CallOption) (*ObserveResponse, error)
 }
@@ -44,15 +45,18 @@ func NewProducerServiceClient(cc grpc.ClientConnInterface) ProducerServiceClient
 	return &producerServiceClient{cc}
 }
 
-func (c *producerServiceClient) Produce(ctx context.Context, in *ProduceRequest, opts ...grpc.CallOption) (*ProduceResponse, error) {
+func (c *producerServiceClient) Produce(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ProduceRequest, ProduceResponse], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(ProduceResponse)
-	err := c.cc.Invoke(ctx, ProducerService_Produce_FullMethodName, in, out, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &ProducerService_ServiceDesc.Streams[0], ProducerService_Produce_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	x := &grpc.GenericClientStream[ProduceRequest, ProduceResponse]{ClientStream: stream}
+	return x, nil
 }
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ProducerService_ProduceClient = grpc.BidiStreamingClient[ProduceRequest, ProduceResponse]
 
 func (c *producerServiceClient) Observe(ctx context.Context, in *ObserveRequest, opts ...grpc.CallOption) (*ObserveResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
@@ -71,8 +75,9 @@ func (c *producerServiceClient) Observe(ctx context.Context, in *ObserveRequest,
 // ProducerService predicts the latency a request would see on each endpoint and learns from the
 // latencies the router observes.
 type ProducerServiceServer interface {
-	// Produce returns a prediction per endpoint for each cycle of the batch.
-	Produce(context.Context, *ProduceRequest) (*ProduceResponse, error)
+	// Produce answers a stream of batches with a prediction per endpoint for each cycle, one response
+	// per request, in order. The host keeps the stream open across calls.
+	Produce(grpc.BidiStreamingServer[ProduceRequest, ProduceResponse]) error
 	// Observe feeds finished-request samples to the producer's learner.
 	Observe(context.Context, *ObserveRequest) (*ObserveResponse, error)
 	mustEmbedUnimplementedProducerServiceServer()
@@ -85,8 +90,8 @@ type ProducerServiceServer interface {
 // pointer dereference when methods are called.
 type UnimplementedProducerServiceServer struct{}
 
-func (UnimplementedProducerServiceServer) Produce(context.Context, *ProduceRequest) (*ProduceResponse, error) {
-	return nil, status.Error(codes.Unimplemented, "method Produce not implemented")
+func (UnimplementedProducerServiceServer) Produce(grpc.BidiStreamingServer[ProduceRequest, ProduceResponse]) error {
+	return status.Error(codes.Unimplemented, "method Produce not implemented")
 }
 func (UnimplementedProducerServiceServer) Observe(context.Context, *ObserveRequest) (*ObserveResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Observe not implemented")
@@ -112,23 +117,12 @@ func RegisterProducerServiceServer(s grpc.ServiceRegistrar, srv ProducerServiceS
 	s.RegisterService(&ProducerService_ServiceDesc, srv)
 }
 
-func _ProducerService_Produce_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(ProduceRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(ProducerServiceServer).Produce(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: ProducerService_Produce_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(ProducerServiceServer).Produce(ctx, req.(*ProduceRequest))
-	}
-	return interceptor(ctx, in, info, handler)
+func _ProducerService_Produce_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(ProducerServiceServer).Produce(&grpc.GenericServerStream[ProduceRequest, ProduceResponse]{ServerStream: stream})
 }
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ProducerService_ProduceServer = grpc.BidiStreamingServer[ProduceRequest, ProduceResponse]
 
 func _ProducerService_Observe_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ObserveRequest)
@@ -156,14 +150,17 @@ var ProducerService_ServiceDesc = grpc.ServiceDesc{
 	HandlerType: (*ProducerServiceServer)(nil),
 	Methods: []grpc.MethodDesc{
 		{
-			MethodName: "Produce",
-			Handler:    _ProducerService_Produce_Handler,
-		},
-		{
 			MethodName: "Observe",
 			Handler:    _ProducerService_Observe_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Produce",
+			Handler:       _ProducerService_Produce_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+	},
 	Metadata: "foresight/v1/producer.proto",
 }

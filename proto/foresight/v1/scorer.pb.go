@@ -180,9 +180,9 @@ const file_foresight_v1_scorer_proto_rawDesc = "" +
 	"\aresults\x18\x01 \x03(\v2\x19.foresight.v1.ScoreResultR\aresults\"S\n" +
 	"\vScoreResult\x12,\n" +
 	"\x06status\x18\x01 \x01(\v2\x14.foresight.v1.StatusR\x06status\x12\x16\n" +
-	"\x06scores\x18\x02 \x03(\x01R\x06scores2Q\n" +
-	"\rScorerService\x12@\n" +
-	"\x05Score\x12\x1a.foresight.v1.ScoreRequest\x1a\x1b.foresight.v1.ScoreResponseBFZDgithub.com/foresight-router/foresight/proto/foresight/v1;foresightv1b\x06proto3"
+	"\x06scores\x18\x02 \x03(\x01R\x06scores2U\n" +
+	"\rScorerService\x12D\n" +
+	"\x05Score\x12\x1a.foresight.v1.ScoreRequest\x1a\x1b.foresight.v1.ScoreResponse(\x010\x01BFZDgithub.com/foresight-router/foresight/proto/foresight/v1;foresightv1b\x06proto3"
 
 var (
 	file_foresight_v1_scorer_proto_rawDescOnce sync.Once

@@ -28,8 +28,9 @@ const (
 //
 // ScorerService rates the candidate endpoints.
 type ScorerServiceClient interface {
-	// Score returns a score per endpoint for each cycle of the batch.
-	Score(ctx context.Context, in *ScoreRequest, opts ...grpc.CallOption) (*ScoreResponse, error)
+	// Score answers a stream of batches with a score per endpoint for each cycle, one response per
+	// request, in order. The host keeps the stream open across calls.
+	Score(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ScoreRequest, ScoreResponse], error)
 }
 
 type scorerServiceClient struct {
@@ -40,15 +41,18 @@ func NewScorerServiceClient(cc grpc.ClientConnInterface) ScorerServiceClient {
 	return &scorerServiceClient{cc}
 }
 
-func (c *scorerServiceClient) Score(ctx context.Context, in *ScoreRequest, opts ...grpc.CallOption) (*ScoreResponse, error) {
+func (c *scorerServiceClient) Score(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ScoreRequest, ScoreResponse], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(ScoreResponse)
-	err := c.cc.Invoke(ctx, ScorerService_Score_FullMethodName, in, out, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &ScorerService_ServiceDesc.Streams[0], ScorerService_Score_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	x := &grpc.GenericClientStream[ScoreRequest, ScoreResponse]{ClientStream: stream}
+	return x, nil
 }
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ScorerService_ScoreClient = grpc.BidiStreamingClient[ScoreRequest, ScoreResponse]
 
 // ScorerServiceServer is the server API for ScorerService service.
 // All implementations must embed UnimplementedScorerServiceServer
@@ -56,8 +60,9 @@ func (c *scorerServiceClient) Score(ctx context.Context, in *ScoreRequest, opts 
 //
 // ScorerService rates the candidate endpoints.
 type ScorerServiceServer interface {
-	// Score returns a score per endpoint for each cycle of the batch.
-	Score(context.Context, *ScoreRequest) (*ScoreResponse, error)
+	// Score answers a stream of batches with a score per endpoint for each cycle, one response per
+	// request, in order. The host keeps the stream open across calls.
+	Score(grpc.BidiStreamingServer[ScoreRequest, ScoreResponse]) error
 	mustEmbedUnimplementedScorerServiceServer()
 }
 
@@ -68,8 +73,8 @@ type ScorerServiceServer interface {
 // pointer dereference when methods are called.
 type UnimplementedScorerServiceServer struct{}
 
-func (UnimplementedScorerServiceServer) Score(context.Context, *ScoreRequest) (*ScoreResponse, error) {
-	return nil, status.Error(codes.Unimplemented, "method Score not implemented")
+func (UnimplementedScorerServiceServer) Score(grpc.BidiStreamingServer[ScoreRequest, ScoreResponse]) error {
+	return status.Error(codes.Unimplemented, "method Score not implemented")
 }
 func (UnimplementedScorerServiceServer) mustEmbedUnimplementedScorerServiceServer() {}
 func (UnimplementedScorerServiceServer) testEmbeddedByValue()                       {}
@@ -92,23 +97,12 @@ func RegisterScorerServiceServer(s grpc.ServiceRegistrar, srv ScorerServiceServe
 	s.RegisterService(&ScorerService_ServiceDesc, srv)
 }
 
-func _ScorerService_Score_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(ScoreRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(ScorerServiceServer).Score(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: ScorerService_Score_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(ScorerServiceServer).Score(ctx, req.(*ScoreRequest))
-	}
-	return interceptor(ctx, in, info, handler)
+func _ScorerService_Score_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(ScorerServiceServer).Score(&grpc.GenericServerStream[ScoreRequest, ScoreResponse]{ServerStream: stream})
 }
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ScorerService_ScoreServer = grpc.BidiStreamingServer[ScoreRequest, ScoreResponse]
 
 // ScorerService_ServiceDesc is the grpc.ServiceDesc for ScorerService service.
 // It's only intended for direct use with grpc.RegisterService,
@@ -116,12 +110,14 @@ func _ScorerService_Score_Handler(srv interface{}, ctx context.Context, dec func
 var ScorerService_ServiceDesc = grpc.ServiceDesc{
 	ServiceName: "foresight.v1.ScorerService",
 	HandlerType: (*ScorerServiceServer)(nil),
-	Methods: []grpc.MethodDesc{
+	Methods:     []grpc.MethodDesc{},
+	Streams: []grpc.StreamDesc{
 		{
-			MethodName: "Score",
-			Handler:    _ScorerService_Score_Handler,
+			StreamName:    "Score",
+			Handler:       _ScorerService_Score_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
 	Metadata: "foresight/v1/scorer.proto",
 }
