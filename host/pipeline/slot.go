@@ -26,6 +26,8 @@ type slot struct {
 	weight  float64 // scorers only
 	timeout time.Duration
 	log     zerolog.Logger // sampled: a crashed plugin must not flood the log
+	// inProcess marks a built-in or Spec.Local stage, called directly rather than through the coalescer.
+	inProcess bool
 
 	calls       atomic.Int64
 	fallbacks   atomic.Int64
@@ -36,6 +38,7 @@ func newSlot(p *pluginhost.Plugin, stage sdk.Stage, weight float64, timeout time
 	spec := p.Spec()
 	return &slot{
 		plugin: p, name: spec.Name, typ: spec.Type, stage: stage, weight: weight, timeout: timeout,
+		inProcess: p.Status().Builtin,
 		log: log.With().Str("plugin", spec.Name).Str("stage", stage.String()).Logger().
 			Sample(&zerolog.BurstSampler{Burst: 5, Period: time.Second}),
 	}

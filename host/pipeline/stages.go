@@ -56,10 +56,23 @@ func stageCoalescer[C, Req, Res any](s *slot, maxBatch int, invoke func(C, conte
 	})
 }
 
-// call runs one coalesced call with the slot's deadline.
+// call runs one call with the slot's deadline: coalesced for a plugin process, direct for an
+// in-process stage (nothing to share; it must honour ctx, as the built-ins do).
 func call[Req, Res any](ctx context.Context, s *slot, co *coalescer[Req, Res], req Req) (Res, error) {
 	s.calls.Add(1)
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	return co.do(ctx, req)
+	if !s.inProcess {
+		return co.do(ctx, req)
+	}
+	co.batches.Add(1)
+	results, err := co.call(ctx, []Req{req})
+	if err == nil && len(results) != 1 {
+		err = errShortBatch
+	}
+	if err != nil {
+		var zero Res
+		return zero, err
+	}
+	return results[0].Value, results[0].Err
 }

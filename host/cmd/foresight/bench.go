@@ -77,59 +77,10 @@ func newBenchPipeline() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			p, err := pipeline.Build(ctx, cfg, logger())
+			res, err := benchPipeline(ctx, cfg, endpoints, cycles, conc, seed)
 			if err != nil {
 				return err
 			}
-			atExit(p.Close)
-			pool := synthCycles(64, endpoints, seed, cfg.Pipeline.Producer == nil)
-			res := pipelineResult{Endpoints: endpoints, Cycles: cycles, Concurrency: conc, Stages: processStages(p)}
-			res.PayloadBytes = payloadSize(pool[0])
-
-			run := func(i int) { c := *pool[i%len(pool)]; c.Seed = uint64(i); p.Run(ctx, &c) }
-			measure(min(cycles, 500), conc, run) // warm up connections, caches and the scheduler
-			host, plugins := newCPUMeter(os.Getpid()), newCPUMeter(pluginPIDs(p)...)
-			lat, wall := measure(cycles, conc, run)
-			if used, ok := host.used(); ok {
-				res.HostCPUUs = float64(used.Microseconds()) / float64(cycles)
-			}
-			if used, ok := plugins.used(); ok && len(plugins.pids) > 0 {
-				res.PluginsCPUUs = float64(used.Microseconds()) / float64(cycles)
-			}
-			res.P50Us, res.P99Us = pct(lat, 0.50), pct(lat, 0.99)
-			res.DecisionsPerS = float64(cycles) / wall.Seconds()
-			res.WallSeconds = wall.Seconds()
-			var calls, batches int64
-			for _, s := range p.Stats() {
-				res.Fallbacks += s.Fallbacks
-				calls, batches = calls+s.Calls, batches+s.Batches
-			}
-			if batches > 0 {
-				res.MeanBatch = float64(calls) / float64(batches)
-			}
-
-			floor, err := newFloor(ctx)
-			if err != nil {
-				return err
-			}
-			atExit(floor.Stop)
-			for _, c := range pool {
-				c.Seal() // the floor sends pre-encoded cycles: bare round trips
-			}
-			trips := max(res.Stages, 1)
-			client := floor.Client().(sdk.BatchFilter)
-			roundTrips := func(i int) {
-				batch := []*sdk.Cycle{pool[i%len(pool)]}
-				for range trips {
-					if _, err := client.FilterBatch(ctx, batch); err != nil {
-						panic(fmt.Sprintf("floor round trip failed: %v", err))
-					}
-				}
-			}
-			measure(min(cycles, 500), conc, roundTrips)
-			flat, fwall := measure(cycles, conc, roundTrips)
-			res.FloorP50Us, res.FloorP99Us = pct(flat, 0.50), pct(flat, 0.99)
-			res.FloorPerS = float64(cycles) / fwall.Seconds()
 			return printBench(cmd, res, asJSON)
 		},
 	}
@@ -143,6 +94,84 @@ func newBenchPipeline() *cobra.Command {
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write the host's CPU profile to this file (go tool pprof)")
 	_ = cmd.MarkFlagRequired("config")
 	return cmd
+}
+
+// benchPipeline measures the pipeline of cfg on synthetic cycles, then the transport floor.
+func benchPipeline(ctx context.Context, cfg *config.Config, endpoints, cycles, conc int, seed uint64) (pipelineResult, error) {
+	p, err := pipeline.Build(ctx, cfg, logger())
+	if err != nil {
+		return pipelineResult{}, err
+	}
+	atExit(p.Close)
+	pool := synthCycles(64, endpoints, seed, cfg.Pipeline.Producer == nil)
+	res := pipelineResult{Endpoints: endpoints, Cycles: cycles, Concurrency: conc, Stages: processStages(p),
+		PayloadBytes: payloadSize(pool[0])}
+
+	run := func(i int) { c := *pool[i%len(pool)]; c.Seed = uint64(i); p.Run(ctx, &c) }
+	measure(min(cycles, 500), conc, run) // warm up connections, caches and the scheduler
+	before := totals(p.Stats())
+	host, plugins := newCPUMeter(os.Getpid()), newCPUMeter(pluginPIDs(p)...)
+	lat, wall := measure(cycles, conc, run)
+	if used, ok := host.used(); ok {
+		res.HostCPUUs = float64(used.Microseconds()) / float64(cycles)
+	}
+	if used, ok := plugins.used(); ok && len(plugins.pids) > 0 {
+		res.PluginsCPUUs = float64(used.Microseconds()) / float64(cycles)
+	}
+	res.P50Us, res.P99Us = pct(lat, 0.50), pct(lat, 0.99)
+	res.DecisionsPerS = float64(cycles) / wall.Seconds()
+	res.WallSeconds = wall.Seconds()
+	after := totals(p.Stats())
+	res.Fallbacks = after.Fallbacks - before.Fallbacks
+	if b := after.Batches - before.Batches; b > 0 {
+		res.MeanBatch = float64(after.Calls-before.Calls) / float64(b)
+	}
+
+	for _, c := range pool {
+		c.Seal() // the floor sends pre-encoded cycles: bare round trips
+	}
+	flat, fwall, err := measureFloor(ctx, pool, cycles, conc, max(res.Stages, 1))
+	if err != nil {
+		return res, err
+	}
+	res.FloorP50Us, res.FloorP99Us = pct(flat, 0.50), pct(flat, 0.99)
+	res.FloorPerS = float64(cycles) / fwall.Seconds()
+	return res, nil
+}
+
+// measureFloor times, per cycle, trips sequential round trips of the cycle to a no-op plugin.
+func measureFloor(ctx context.Context, pool []*sdk.Cycle, cycles, conc, trips int) ([]time.Duration, time.Duration, error) {
+	floor, err := newFloor(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	atExit(floor.Stop)
+	client := floor.Client().(sdk.BatchFilter)
+	var failed atomic.Pointer[error]
+	roundTrips := func(i int) {
+		batch := []*sdk.Cycle{pool[i%len(pool)]}
+		for range trips {
+			if _, err := client.FilterBatch(ctx, batch); err != nil {
+				failed.CompareAndSwap(nil, &err)
+				return
+			}
+		}
+	}
+	measure(min(cycles, 500), conc, roundTrips)
+	lat, wall := measure(cycles, conc, roundTrips)
+	if err := failed.Load(); err != nil {
+		return nil, 0, fmt.Errorf("floor round trip failed: %w", *err)
+	}
+	return lat, wall, nil
+}
+
+// totals sums the stats of every slot.
+func totals(stats []pipeline.Stats) pipeline.Stats {
+	var t pipeline.Stats
+	for _, s := range stats {
+		t.Calls, t.Fallbacks, t.Batches = t.Calls+s.Calls, t.Fallbacks+s.Fallbacks, t.Batches+s.Batches
+	}
+	return t
 }
 
 // measure runs n calls of fn over conc workers and returns each call's latency and the wall time.
