@@ -93,3 +93,19 @@ func TestCheckRejectsBadConfigsWithOneLine(t *testing.T) {
 		}
 	})
 }
+
+// TestPluginLogsReachTheHostLog checks the whole logging path: a plugin's zerolog line in
+// go-plugin's stderr format is parsed by the host and re-logged with the plugin's fields.
+func TestPluginLogsReachTheHostLog(t *testing.T) {
+	_, stderr, code := foresight(t, "check", "--log-level", "info", "--config", filepath.Join(root, "examples", "pipeline.yaml"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, line := range strings.Split(stderr, "\n") {
+		if strings.Contains(line, `"message":"plugin serving"`) && strings.Contains(line, `"plugin":"latency-scorer"`) &&
+			strings.Contains(line, `"type":"latency-scorer"`) && strings.Contains(line, `"version":"1.0.0"`) {
+			return
+		}
+	}
+	t.Errorf("no host log line relays the latency-scorer's \"plugin serving\" line; stderr:\n%s", stderr)
+}

@@ -124,6 +124,8 @@ func ServeProtocol(protocol int, stage Stage, impl Plugin, version string) {
 		runtime.GOMAXPROCS(1)
 	}
 	setupLogging()
+	Log().Info().Str("type", impl.Type()).Str("version", version).Int("protocol", protocol).
+		Int("gomaxprocs", runtime.GOMAXPROCS(0)).Msg("plugin serving")
 	if prefix := os.Getenv(ProfileEnv); prefix != "" {
 		defer profileCPU(fmt.Sprintf("%s.%s.%d", prefix, impl.Type(), os.Getpid()))()
 	}
