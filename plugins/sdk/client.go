@@ -3,6 +3,7 @@ package sdk
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 
 	pb "github.com/foresight-router/foresight/proto/foresight/v1"
 	"google.golang.org/grpc"
@@ -14,15 +15,23 @@ import (
 // PluginClient is the part of every plugin client that speaks PluginService.
 type PluginClient struct {
 	plugin pb.PluginServiceClient
+	reads  atomic.Pointer[projection] // from GetInfo: what the stage's cycles carry
 }
 
-// Info asks the plugin what it is.
+// Info asks the plugin what it is. From then on the client sends only the cycle fields the plugin
+// declared it reads; an invalid declaration is an error.
 func (c *PluginClient) Info(ctx context.Context) (Info, error) {
 	resp, err := c.plugin.GetInfo(ctx, &pb.GetInfoRequest{})
 	if err != nil {
 		return Info{}, err
 	}
-	return InfoFromProto(resp), nil
+	info := InfoFromProto(resp)
+	p, err := compileReads(info.Reads)
+	if err != nil {
+		return info, fmt.Errorf("the plugin declares %w", err)
+	}
+	c.reads.Store(p)
+	return info, nil
 }
 
 // Configure sends the parameters (a JSON object); a rejection is a *StatusError naming the problem.
@@ -43,7 +52,7 @@ type Configurer interface {
 // NewClient returns the client for stage over conn, which implements Configurer and the stage's
 // Batch interface (e.g. *FilterClient for StageFilter).
 func NewClient(stage Stage, conn grpc.ClientConnInterface) (Configurer, error) {
-	pc := PluginClient{plugin: pb.NewPluginServiceClient(conn)}
+	pc := &PluginClient{plugin: pb.NewPluginServiceClient(conn)}
 	switch stage {
 	case StageProducer:
 		c := pb.NewProducerServiceClient(conn)
@@ -60,10 +69,12 @@ func NewClient(stage Stage, conn grpc.ClientConnInterface) (Configurer, error) {
 	return nil, fmt.Errorf("no client for stage %v", stage)
 }
 
-func cyclesToProto(cycles []*Cycle) []*pb.Cycle {
+// cycles returns the wire form of cycles as this plugin receives them (see Reader).
+func (c *PluginClient) cycles(cycles []*Cycle) []*pb.Cycle {
+	p := c.reads.Load()
 	out := make([]*pb.Cycle, len(cycles))
-	for i, c := range cycles {
-		out[i] = wireOf(c)
+	for i, cy := range cycles {
+		out[i] = p.apply(wireOf(cy))
 	}
 	return out
 }
@@ -86,14 +97,14 @@ func collect[R interface{ GetStatus() *pb.Status }, T any](cycles []*Cycle, resu
 
 // ProducerClient calls a producer plugin.
 type ProducerClient struct {
-	PluginClient
+	*PluginClient
 	stage   pb.ProducerServiceClient
 	produce streamPool[pb.ProduceRequest, pb.ProduceResponse]
 }
 
 // ProduceBatch asks for predictions for every cycle.
 func (c *ProducerClient) ProduceBatch(ctx context.Context, cycles []*Cycle) ([]Result[[]Prediction], error) {
-	resp, err := c.produce.call(ctx, &pb.ProduceRequest{Cycles: cyclesToProto(cycles)})
+	resp, err := c.produce.call(ctx, &pb.ProduceRequest{Cycles: c.cycles(cycles)})
 	if err != nil {
 		return nil, err
 	}
@@ -117,13 +128,13 @@ func (c *ProducerClient) Observe(ctx context.Context, samples []Sample) (int, er
 
 // FilterClient calls a filter plugin.
 type FilterClient struct {
-	PluginClient
+	*PluginClient
 	filter streamPool[pb.FilterRequest, pb.FilterResponse]
 }
 
 // FilterBatch asks which endpoints to keep for every cycle.
 func (c *FilterClient) FilterBatch(ctx context.Context, cycles []*Cycle) ([]Result[FilterVerdict], error) {
-	resp, err := c.filter.call(ctx, &pb.FilterRequest{Cycles: cyclesToProto(cycles)})
+	resp, err := c.filter.call(ctx, &pb.FilterRequest{Cycles: c.cycles(cycles)})
 	if err != nil {
 		return nil, err
 	}
@@ -135,13 +146,13 @@ func (c *FilterClient) FilterBatch(ctx context.Context, cycles []*Cycle) ([]Resu
 
 // ScorerClient calls a scorer plugin.
 type ScorerClient struct {
-	PluginClient
+	*PluginClient
 	score streamPool[pb.ScoreRequest, pb.ScoreResponse]
 }
 
 // ScoreBatch asks for scores for every cycle.
 func (c *ScorerClient) ScoreBatch(ctx context.Context, cycles []*Cycle) ([]Result[[]float64], error) {
-	resp, err := c.score.call(ctx, &pb.ScoreRequest{Cycles: cyclesToProto(cycles)})
+	resp, err := c.score.call(ctx, &pb.ScoreRequest{Cycles: c.cycles(cycles)})
 	if err != nil {
 		return nil, err
 	}
@@ -155,13 +166,13 @@ func (c *ScorerClient) ScoreBatch(ctx context.Context, cycles []*Cycle) ([]Resul
 
 // AdmitterClient calls an admitter plugin.
 type AdmitterClient struct {
-	PluginClient
+	*PluginClient
 	admit streamPool[pb.AdmitRequest, pb.AdmitResponse]
 }
 
 // AdmitBatch asks for a verdict for every cycle.
 func (c *AdmitterClient) AdmitBatch(ctx context.Context, cycles []*Cycle) ([]Result[AdmitVerdict], error) {
-	resp, err := c.admit.call(ctx, &pb.AdmitRequest{Cycles: cyclesToProto(cycles)})
+	resp, err := c.admit.call(ctx, &pb.AdmitRequest{Cycles: c.cycles(cycles)})
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +183,7 @@ func (c *AdmitterClient) AdmitBatch(ctx context.Context, cycles []*Cycle) ([]Res
 
 // PickerClient calls a picker plugin.
 type PickerClient struct {
-	PluginClient
+	*PluginClient
 	pick streamPool[pb.PickRequest, pb.PickResponse]
 }
 
@@ -181,7 +192,7 @@ func (c *PickerClient) PickBatch(ctx context.Context, cycles []*Cycle, scores []
 	if len(scores) != len(cycles) {
 		return nil, fmt.Errorf("pick batch has %d score sets for %d cycles", len(scores), len(cycles))
 	}
-	req := &pb.PickRequest{Cycles: cyclesToProto(cycles), Scores: make([]*pb.Scores, len(scores))}
+	req := &pb.PickRequest{Cycles: c.cycles(cycles), Scores: make([]*pb.Scores, len(scores))}
 	for i, s := range scores {
 		req.Scores[i] = &pb.Scores{Values: s}
 	}

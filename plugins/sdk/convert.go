@@ -14,7 +14,8 @@ import (
 func CycleToProto(c *Cycle) *pb.Cycle {
 	n := len(c.Endpoints)
 	eps := &pb.Endpoints{
-		Ids: make([]string, n),
+		Count: uint32(n),
+		Ids:   make([]string, n),
 		States: &pb.EndpointStates{
 			KvCacheUsage:          make([]float64, n),
 			Waiting:               make([]int64, n),
@@ -68,9 +69,13 @@ func CycleFromProto(p *pb.Cycle) (*Cycle, error) {
 		c.Now = p.GetNow().AsTime()
 	}
 	eps := p.GetEndpoints()
-	n := len(eps.GetIds())
+	n := int(eps.GetCount())
+	if n == 0 {
+		n = len(eps.GetIds())
+	}
 	s := eps.GetStates()
 	cols := columnCheck{n: n}
+	ids := columnOf(&cols, "ids", eps.GetIds())
 	kv := cols.f64("kv_cache_usage", s.GetKvCacheUsage())
 	waiting := cols.i64("waiting", s.GetWaiting())
 	running := cols.i64("running", s.GetRunning())
@@ -91,7 +96,7 @@ func CycleFromProto(p *pb.Cycle) (*Cycle, error) {
 	c.Endpoints = make([]Endpoint, n)
 	for i := range c.Endpoints {
 		c.Endpoints[i] = Endpoint{
-			ID: eps.GetIds()[i],
+			ID: ids(i),
 			State: EndpointState{
 				KVCacheUsage:          kv(i),
 				Waiting:               waiting(i),
@@ -256,12 +261,12 @@ func SampleFromProto(p *pb.Sample) Sample {
 
 // InfoToProto returns the wire form of i.
 func InfoToProto(i Info) *pb.GetInfoResponse {
-	return &pb.GetInfoResponse{Type: i.Type, Stage: pb.Stage(i.Stage), Version: i.Version, Description: i.Description}
+	return &pb.GetInfoResponse{Type: i.Type, Stage: pb.Stage(i.Stage), Version: i.Version, Description: i.Description, Reads: i.Reads}
 }
 
 // InfoFromProto returns the sdk form of p.
 func InfoFromProto(p *pb.GetInfoResponse) Info {
-	return Info{Type: p.GetType(), Stage: Stage(p.GetStage()), Version: p.GetVersion(), Description: p.GetDescription()}
+	return Info{Type: p.GetType(), Stage: Stage(p.GetStage()), Version: p.GetVersion(), Description: p.GetDescription(), Reads: p.GetReads()}
 }
 
 func indicesToProto(idx []int) []uint32 {

@@ -18,7 +18,11 @@ type pluginServer struct {
 }
 
 func (s *pluginServer) GetInfo(context.Context, *pb.GetInfoRequest) (*pb.GetInfoResponse, error) {
-	return InfoToProto(Info{Type: s.impl.Type(), Stage: s.stage, Version: s.ver, Description: s.impl.Description()}), nil
+	info := Info{Type: s.impl.Type(), Stage: s.stage, Version: s.ver, Description: s.impl.Description()}
+	if r, ok := s.impl.(Reader); ok {
+		info.Reads = r.Reads()
+	}
+	return InfoToProto(info), nil
 }
 
 func (s *pluginServer) Configure(_ context.Context, req *pb.ConfigureRequest) (*pb.ConfigureResponse, error) {

@@ -51,6 +51,8 @@ type Info struct {
 	Version string `json:"version"`
 	// Description is one line saying what the plugin does.
 	Description string `json:"description"`
+	// Reads lists the cycle fields the stage reads (see Reader); empty means everything.
+	Reads []string `json:"reads,omitempty"`
 }
 
 // Cycle is the input of one scheduling decision: the request, every candidate endpoint, the decision

@@ -133,7 +133,13 @@ type GetInfoResponse struct {
 	// Semantic version of the plugin binary.
 	Version string `protobuf:"bytes,3,opt,name=version,proto3" json:"version,omitempty"`
 	// One line saying what the plugin does.
-	Description   string `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
+	Description string `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
+	// The cycle fields the stage reads, as paths: "request", "endpoints.ids", "endpoints.labels",
+	// "endpoints.states" (every state column) or "endpoints.states.<column>" (e.g.
+	// "endpoints.states.prefix_match"), "endpoints.predictions". The host may leave every other field
+	// out of the cycles it sends (`now`, `seed` and `endpoints.count` are always sent). Empty: the
+	// stage reads everything.
+	Reads         []string `protobuf:"bytes,5,rep,name=reads,proto3" json:"reads,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -194,6 +200,13 @@ func (x *GetInfoResponse) GetDescription() string {
 		return x.Description
 	}
 	return ""
+}
+
+func (x *GetInfoResponse) GetReads() []string {
+	if x != nil {
+		return x.Reads
+	}
+	return nil
 }
 
 // ConfigureRequest carries the plugin's parameters.
@@ -293,12 +306,13 @@ var File_foresight_v1_plugin_proto protoreflect.FileDescriptor
 const file_foresight_v1_plugin_proto_rawDesc = "" +
 	"\n" +
 	"\x19foresight/v1/plugin.proto\x12\fforesight.v1\x1a\x18foresight/v1/types.proto\"\x10\n" +
-	"\x0eGetInfoRequest\"\x8c\x01\n" +
+	"\x0eGetInfoRequest\"\xa2\x01\n" +
 	"\x0fGetInfoResponse\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12)\n" +
 	"\x05stage\x18\x02 \x01(\x0e2\x13.foresight.v1.StageR\x05stage\x12\x18\n" +
 	"\aversion\x18\x03 \x01(\tR\aversion\x12 \n" +
-	"\vdescription\x18\x04 \x01(\tR\vdescription\"2\n" +
+	"\vdescription\x18\x04 \x01(\tR\vdescription\x12\x14\n" +
+	"\x05reads\x18\x05 \x03(\tR\x05reads\"2\n" +
 	"\x10ConfigureRequest\x12\x1e\n" +
 	"\n" +
 	"parameters\x18\x01 \x01(\fR\n" +

@@ -337,19 +337,22 @@ func (x *Slo) GetTpotMs() float64 {
 }
 
 // Endpoints is the candidate set in columnar form, kept lean for the hot path: entry i of every
-// column describes the endpoint `ids[i]`. A column is either empty (not provided by this host: read
-// every entry as zero) or holds exactly one entry per id; any other length is an invalid cycle.
-// New columns may be added; a stage must not assume a column it does not know is present.
+// column describes endpoint i. A column is either empty (not sent: read every entry as zero) or
+// holds exactly `count` entries; any other length is an invalid cycle. The host omits the columns a
+// stage did not declare in GetInfoResponse.reads. New columns may be added; a stage must not assume
+// a column it does not know is present.
 type Endpoints struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Endpoint ids, unique within the cycle (usually host:port).
+	// Endpoint ids, unique within the cycle (usually host:port); a column like the others.
 	Ids []string `protobuf:"bytes,1,rep,name=ids,proto3" json:"ids,omitempty"`
 	// Per-endpoint labels (e.g. accelerator, role); empty when no endpoint has labels.
 	Labels []*Labels `protobuf:"bytes,2,rep,name=labels,proto3" json:"labels,omitempty"`
 	// The endpoints' state at decision time.
 	States *EndpointStates `protobuf:"bytes,3,opt,name=states,proto3" json:"states,omitempty"`
 	// Latency predictions, filled in once a producer ran.
-	Predictions   *Predictions `protobuf:"bytes,4,opt,name=predictions,proto3" json:"predictions,omitempty"`
+	Predictions *Predictions `protobuf:"bytes,4,opt,name=predictions,proto3" json:"predictions,omitempty"`
+	// The number of endpoints. When zero (a host that predates this field), len(ids) is the count.
+	Count         uint32 `protobuf:"varint,5,opt,name=count,proto3" json:"count,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -410,6 +413,13 @@ func (x *Endpoints) GetPredictions() *Predictions {
 		return x.Predictions
 	}
 	return nil
+}
+
+func (x *Endpoints) GetCount() uint32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
 }
 
 // Labels is one endpoint's label set.
@@ -905,12 +915,13 @@ const file_foresight_v1_types_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"7\n" +
 	"\x03Slo\x12\x17\n" +
 	"\attft_ms\x18\x01 \x01(\x01R\x06ttftMs\x12\x17\n" +
-	"\atpot_ms\x18\x02 \x01(\x01R\x06tpotMs\"\xbe\x01\n" +
+	"\atpot_ms\x18\x02 \x01(\x01R\x06tpotMs\"\xd4\x01\n" +
 	"\tEndpoints\x12\x10\n" +
 	"\x03ids\x18\x01 \x03(\tR\x03ids\x12,\n" +
 	"\x06labels\x18\x02 \x03(\v2\x14.foresight.v1.LabelsR\x06labels\x124\n" +
 	"\x06states\x18\x03 \x01(\v2\x1c.foresight.v1.EndpointStatesR\x06states\x12;\n" +
-	"\vpredictions\x18\x04 \x01(\v2\x19.foresight.v1.PredictionsR\vpredictions\"}\n" +
+	"\vpredictions\x18\x04 \x01(\v2\x19.foresight.v1.PredictionsR\vpredictions\x12\x14\n" +
+	"\x05count\x18\x05 \x01(\rR\x05count\"}\n" +
 	"\x06Labels\x128\n" +
 	"\x06values\x18\x01 \x03(\v2 .foresight.v1.Labels.ValuesEntryR\x06values\x1a9\n" +
 	"\vValuesEntry\x12\x10\n" +

@@ -56,3 +56,8 @@ func (a *Admitter) Admit(_ context.Context, c *sdk.Cycle) (sdk.AdmitVerdict, err
 	}
 	return admit(c, a.Get()), nil
 }
+
+// Reads declares the cycle fields the admitter reads (sdk.Reader), so the host sends only those.
+func (a *Admitter) Reads() []string {
+	return []string{"request", "endpoints.ids", "endpoints.states.kv_cache_usage", "endpoints.states.inflight_requests", "endpoints.states.min_running_tpot_slo_ms", "endpoints.predictions"}
+}

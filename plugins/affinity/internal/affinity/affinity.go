@@ -130,3 +130,8 @@ func ratio(v float64) string {
 	}
 	return fmt.Sprintf("%g", v)
 }
+
+// Reads declares the cycle fields the filter reads (sdk.Reader), so the host sends only those.
+func (f *Filter) Reads() []string {
+	return []string{"endpoints.states.prefix_match", "endpoints.predictions"}
+}

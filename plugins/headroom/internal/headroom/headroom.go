@@ -96,3 +96,8 @@ func (f *Filter) Filter(_ context.Context, c *sdk.Cycle) (sdk.FilterVerdict, err
 	}
 	return sdk.FilterVerdict{Kept: pos, Reason: fmt.Sprintf("positive tier: %d of %d meet the SLO", len(pos), n)}, nil
 }
+
+// Reads declares the cycle fields the filter reads (sdk.Reader), so the host sends only those.
+func (f *Filter) Reads() []string {
+	return []string{"request", "endpoints.states.min_running_tpot_slo_ms", "endpoints.predictions"}
+}

@@ -144,3 +144,8 @@ func gumbel(x uint64) float64 {
 
 // finite reports whether v is neither NaN nor infinite.
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// Reads declares the cycle fields the picker reads (sdk.Reader), so the host sends only those. It orders by the scores alone, so it needs nothing of the cycle but its size and seed.
+func (p *Picker) Reads() []string {
+	return []string{"endpoints.count"}
+}

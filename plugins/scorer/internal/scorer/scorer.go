@@ -51,3 +51,8 @@ func (s *Scorer) Score(_ context.Context, c *sdk.Cycle) ([]float64, error) {
 	}
 	return score(c, s.Get()), nil
 }
+
+// Reads declares the cycle fields the scorer reads (sdk.Reader), so the host sends only those.
+func (s *Scorer) Reads() []string {
+	return []string{"request", "endpoints.states.kv_cache_usage", "endpoints.states.waiting", "endpoints.states.prefix_match", "endpoints.states.inflight_requests", "endpoints.states.min_running_tpot_slo_ms", "endpoints.predictions"}
+}

@@ -1,0 +1,119 @@
+package sdk
+
+import (
+	"fmt"
+	"strings"
+
+	pb "github.com/foresight-router/foresight/proto/foresight/v1"
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
+
+// Reader is implemented by a stage that reads only part of the cycle. Reads returns the paths of
+// the fields it reads (see ReadPaths); the host then leaves every other field out of the cycles it
+// sends, which makes the stage's calls cheaper to encode and decode. A stage without Reads
+// receives everything. Declaring too little makes the stage see zeros: check a stage's decisions
+// on ProjectCycle(c, reads) against its decisions on c in its tests.
+type Reader interface {
+	Reads() []string
+}
+
+// ReadPaths lists the valid read paths: "request", "endpoints.count" (nothing but the number of
+// endpoints), "endpoints.ids", "endpoints.labels", "endpoints.states" (every state column),
+// "endpoints.states.<column>" for each column of EndpointStates, and "endpoints.predictions".
+// The cycle's now and seed and the endpoint count are always sent.
+func ReadPaths() []string {
+	paths := []string{"request", "endpoints.count", "endpoints.ids", "endpoints.labels", "endpoints.states"}
+	fields := stateFields()
+	for i := 0; i < fields.Len(); i++ {
+		paths = append(paths, "endpoints.states."+string(fields.Get(i).Name()))
+	}
+	return append(paths, "endpoints.predictions")
+}
+
+func stateFields() protoreflect.FieldDescriptors {
+	return (&pb.EndpointStates{}).ProtoReflect().Descriptor().Fields()
+}
+
+// projection is a compiled set of read paths; the zero value sends everything.
+type projection struct {
+	partial                             bool
+	request, ids, labels, preds, states bool
+	stateCols                           []protoreflect.FieldDescriptor // when !states
+}
+
+// compileReads checks paths and compiles them; no paths means everything.
+func compileReads(paths []string) (*projection, error) {
+	p := &projection{partial: len(paths) > 0}
+	fields := stateFields()
+	for _, path := range paths {
+		switch path {
+		case "request":
+			p.request = true
+		case "endpoints.count":
+		case "endpoints.ids":
+			p.ids = true
+		case "endpoints.labels":
+			p.labels = true
+		case "endpoints.states":
+			p.states = true
+		case "endpoints.predictions":
+			p.preds = true
+		default:
+			col, ok := strings.CutPrefix(path, "endpoints.states.")
+			fd := fields.ByName(protoreflect.Name(col))
+			if !ok || fd == nil {
+				return nil, fmt.Errorf("unknown read path %q (valid: %s)", path, strings.Join(ReadPaths(), ", "))
+			}
+			p.stateCols = append(p.stateCols, fd)
+		}
+	}
+	return p, nil
+}
+
+// apply returns c with only the declared fields; the columns it keeps are shared, not copied.
+func (p *projection) apply(c *pb.Cycle) *pb.Cycle {
+	if p == nil || !p.partial {
+		return c
+	}
+	src := c.GetEndpoints()
+	eps := &pb.Endpoints{Count: uint32(len(src.GetIds()))}
+	if src.GetCount() != 0 {
+		eps.Count = src.GetCount()
+	}
+	if p.ids {
+		eps.Ids = src.GetIds()
+	}
+	if p.labels {
+		eps.Labels = src.GetLabels()
+	}
+	if p.preds {
+		eps.Predictions = src.GetPredictions()
+	}
+	switch {
+	case p.states:
+		eps.States = src.GetStates()
+	case len(p.stateCols) > 0 && src.GetStates() != nil:
+		from, to := src.GetStates().ProtoReflect(), (&pb.EndpointStates{}).ProtoReflect()
+		for _, fd := range p.stateCols {
+			if from.Has(fd) {
+				to.Set(fd, from.Get(fd))
+			}
+		}
+		eps.States = to.Interface().(*pb.EndpointStates)
+	}
+	out := &pb.Cycle{Endpoints: eps, Now: c.GetNow(), Seed: c.GetSeed()}
+	if p.request {
+		out.Request = c.GetRequest()
+	}
+	return out
+}
+
+// ProjectCycle returns c as a stage declaring reads receives it over the wire: every field it did
+// not declare reads as zero. Use it in a stage's tests to check its declaration.
+func ProjectCycle(c *Cycle, reads []string) (*Cycle, error) {
+	p, err := compileReads(reads)
+	if err != nil {
+		return nil, err
+	}
+	return CycleFromProto(p.apply(CycleToProto(c)))
+}

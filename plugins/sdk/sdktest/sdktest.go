@@ -1,0 +1,75 @@
+// Package sdktest helps test stage plugins: random cycles that exercise every field, and a check
+// that a stage's Reads declaration covers everything it reads.
+package sdktest
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/foresight-router/foresight/plugins/sdk"
+)
+
+// RandomCycle returns a cycle whose every field is set from rng: 1–8 endpoints with random state,
+// mostly valid predictions, a request with or without SLOs, streaming or not, sometimes sheddable.
+func RandomCycle(rng *rand.Rand) *sdk.Cycle {
+	c := &sdk.Cycle{
+		Request: sdk.Request{
+			ID: fmt.Sprint("r", rng.IntN(1000)), Model: "m", InputTokens: rng.Int64N(8000),
+			MaxOutputTokens: rng.Int64N(1000), Streaming: rng.IntN(2) == 0,
+			Priority: int32(rng.IntN(3)) - 1, SessionID: "s", PrefixBlockHashes: []uint64{rng.Uint64()},
+			Labels: map[string]string{"tenant": "t"},
+		},
+		Now:  time.Unix(1_700_000_000+rng.Int64N(1000), 0).UTC(),
+		Seed: rng.Uint64(),
+	}
+	if rng.IntN(4) > 0 {
+		c.Request.SLO.TTFTMs = 100 + 1900*rng.Float64()
+	}
+	if rng.IntN(3) > 0 {
+		c.Request.SLO.TPOTMs = 10 + 60*rng.Float64()
+	}
+	for i := range 1 + rng.IntN(8) {
+		e := sdk.Endpoint{
+			ID:     fmt.Sprintf("vllm-%d:8000", i),
+			Labels: map[string]string{"role": "decode"},
+			State: sdk.EndpointState{
+				KVCacheUsage: rng.Float64(), Waiting: rng.Int64N(20), Running: rng.Int64N(64),
+				InflightRequests: rng.Int64N(3) * rng.Int64N(30), PrefillTokensInFlight: rng.Int64N(9000),
+				DecodeTokensInFlight: rng.Int64N(30000), PrefixMatch: float64(rng.IntN(5)) / 4,
+				MetricsAgeMs: rng.Float64() * 60,
+			},
+		}
+		if rng.IntN(3) == 0 {
+			e.State.MinRunningTPOTSLOMs = 20 + 40*rng.Float64()
+		}
+		if rng.IntN(8) > 0 {
+			e.Prediction = sdk.Prediction{Valid: true, TTFTMs: 20 + 3000*rng.Float64(), TPOTMs: 5 + 80*rng.Float64()}
+		}
+		c.Endpoints = append(c.Endpoints, e)
+	}
+	return c
+}
+
+// CheckReads runs decide on n random cycles, each in full and as a stage declaring reads would
+// receive it (sdk.ProjectCycle), and fails the test where the two answers differ: the declaration
+// misses a field the stage reads.
+func CheckReads[T any](t *testing.T, reads []string, n int, decide func(*sdk.Cycle) (T, error)) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range n {
+		c := RandomCycle(rng)
+		projected, err := sdk.ProjectCycle(c, reads)
+		if err != nil {
+			t.Fatalf("reads %q: %v", reads, err)
+		}
+		full, errFull := decide(c)
+		part, errPart := decide(projected)
+		if !reflect.DeepEqual(full, part) || (errFull == nil) != (errPart == nil) {
+			t.Fatalf("cycle %d: the stage decides differently on the fields it declares (reads %q):\nfull:      %+v, %v\nprojected: %+v, %v",
+				i, reads, full, errFull, part, errPart)
+		}
+	}
+}
