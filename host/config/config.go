@@ -77,8 +77,11 @@ type Pipeline struct {
 	Picker *StageRef `yaml:"picker"`
 	// StageTimeout is the deadline of one stage call (default 25ms); past it the stage's fallback applies.
 	StageTimeout time.Duration `yaml:"stageTimeout"`
-	// MaxBatch caps how many waiting cycles one stage call may carry (default 16).
+	// MaxBatch caps how many cycles one stage call, and one cohort, may carry (default 16).
 	MaxBatch int `yaml:"maxBatch"`
+	// MaxCohorts caps the cohorts of cycles travelling the pipeline at once (default 2); a further
+	// cohort starts only while a full batch is waiting.
+	MaxCohorts int `yaml:"maxCohorts"`
 }
 
 // StageRef points a pipeline slot at a declared plugin.
@@ -93,6 +96,7 @@ type StageRef struct {
 const (
 	DefaultStageTimeout = 25 * time.Millisecond
 	DefaultMaxBatch     = 16
+	DefaultMaxCohorts   = 2
 )
 
 // Load reads, decodes and validates the configuration file at path.
@@ -132,6 +136,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Pipeline.MaxBatch == 0 {
 		c.Pipeline.MaxBatch = DefaultMaxBatch
+	}
+	if c.Pipeline.MaxCohorts == 0 {
+		c.Pipeline.MaxCohorts = DefaultMaxCohorts
 	}
 }
 

@@ -99,6 +99,7 @@ func TestParseValid(t *testing.T) {
 			Picker:       &config.StageRef{PluginRef: "rr"},
 			StageTimeout: 40 * time.Millisecond,
 			MaxBatch:     8,
+			MaxCohorts:   2,
 		},
 	}
 	if diff := cmp.Diff(want, c, cmpopts.IgnoreUnexported(config.Config{})); diff != "" {
@@ -160,6 +161,9 @@ func TestParseDefaults(t *testing.T) {
 	}
 	if c.Pipeline.MaxBatch != 16 {
 		t.Errorf("MaxBatch = %d, want 16", c.Pipeline.MaxBatch)
+	}
+	if c.Pipeline.MaxCohorts != 2 {
+		t.Errorf("MaxCohorts = %d, want 2", c.Pipeline.MaxCohorts)
 	}
 	if w := c.Pipeline.Scorers[0].WeightOr1(); w != 1 {
 		t.Errorf("WeightOr1() = %v, want 1", w)
@@ -250,7 +254,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown field in a plugin entry", withPipeline(plugins("    params: {}")),
 			`test.yaml:4: unknown field "params" in a plugin entry (known: name, type, path, args, env, sha256, version, timeout, parameters)`, false},
 		{"unknown field in pipeline", withPipeline(plugins(), "  scorer: []"),
-			`test.yaml:6: unknown field "scorer" in pipeline (known: producer, filters, scorers, admitter, picker, stageTimeout, maxBatch)`, false},
+			`test.yaml:6: unknown field "scorer" in pipeline (known: producer, filters, scorers, admitter, picker, stageTimeout, maxBatch, maxCohorts)`, false},
 		{"unknown field in a stage reference", y("plugins:", scorerQ[0], scorerQ[1], "pipeline:", "  scorers:", "    - pluginRef: q", "      wieght: 2"),
 			`test.yaml:7: unknown field "wieght" in a stage reference (known: pluginRef, weight)`, false},
 		{"wrong type", withPipeline(plugins(), "  maxBatch: many"),
@@ -315,6 +319,10 @@ func TestParseErrors(t *testing.T) {
 			`test.yaml:6: pipeline.maxBatch: must be in [1, 1024], got -1`, false},
 		{"maxBatch above 1024", withPipeline(plugins(), "  maxBatch: 1025"),
 			`test.yaml:6: pipeline.maxBatch: must be in [1, 1024], got 1025`, false},
+		{"maxCohorts below 1", withPipeline(plugins(), "  maxCohorts: -1"),
+			`test.yaml:6: pipeline.maxCohorts: must be in [1, 64], got -1`, false},
+		{"maxCohorts above 64", withPipeline(plugins(), "  maxCohorts: 65"),
+			`test.yaml:6: pipeline.maxCohorts: must be in [1, 64], got 65`, false},
 		{"negative stageTimeout", withPipeline(plugins(), "  stageTimeout: -5ms"),
 			`test.yaml:6: pipeline.stageTimeout: must be positive, got -5ms`, false},
 	}
@@ -339,6 +347,8 @@ func TestParseBoundaries(t *testing.T) {
 	}{
 		{"maxBatch 1", "  maxBatch: 1"},
 		{"maxBatch 1024", "  maxBatch: 1024"},
+		{"maxCohorts 1", "  maxCohorts: 1"},
+		{"maxCohorts 64", "  maxCohorts: 64"},
 		{"weight 0", "  scorers: [{pluginRef: q, weight: 0}]"},
 		{"weight 1e6", "  scorers: [{pluginRef: q, weight: 1e6}]"},
 	}

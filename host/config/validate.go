@@ -225,6 +225,9 @@ func (c *Config) validatePipeline() error {
 	if pl.MaxBatch < 1 || pl.MaxBatch > 1024 {
 		return c.errorAt([]any{"pipeline", "maxBatch"}, "must be in [1, 1024], got %d", pl.MaxBatch)
 	}
+	if pl.MaxCohorts < 1 || pl.MaxCohorts > 64 {
+		return c.errorAt([]any{"pipeline", "maxCohorts"}, "must be in [1, 64], got %d", pl.MaxCohorts)
+	}
 	used := map[string]sdk.Stage{} // plugin name -> the stage it serves
 	check := func(ref *StageRef, kind sdk.Stage, path []any) error {
 		if ref.PluginRef == "" {

@@ -38,22 +38,35 @@ func newCoalescer[Req, Res any](maxBatch int, call func(context.Context, []Req) 
 // do sends req in the next call to the stage and waits for its answer or for ctx to end. A
 // transport failure of the shared call is every member's error.
 func (c *coalescer[Req, Res]) do(ctx context.Context, req Req) (Res, error) {
-	p := &pending[Req, Res]{req: req, done: make(chan struct{})}
-	p.deadline, _ = ctx.Deadline()
+	r := c.doMany([]context.Context{ctx}, []Req{req})[0]
+	return r.Value, r.Err
+}
+
+// doMany queues reqs together, so they travel in the same call unless maxBatch splits them, and
+// waits for each answer or for that request's ctx to end.
+func (c *coalescer[Req, Res]) doMany(ctxs []context.Context, reqs []Req) []sdk.Result[Res] {
+	ps := make([]*pending[Req, Res], len(reqs))
+	for i, req := range reqs {
+		ps[i] = &pending[Req, Res]{req: req, done: make(chan struct{})}
+		ps[i].deadline, _ = ctxs[i].Deadline()
+	}
 	c.mu.Lock()
-	c.queue = append(c.queue, p)
+	c.queue = append(c.queue, ps...)
 	if !c.busy {
 		c.busy = true
 		go c.gather()
 	}
 	c.mu.Unlock()
-	select {
-	case <-p.done:
-		return p.res.Value, p.res.Err
-	case <-ctx.Done():
-		var zero Res
-		return zero, ctx.Err()
+	out := make([]sdk.Result[Res], len(ps))
+	for i, p := range ps {
+		select {
+		case <-p.done:
+			out[i] = p.res
+		case <-ctxs[i].Done():
+			out[i].Err = ctxs[i].Err()
+		}
 	}
+	return out
 }
 
 // take removes up to maxBatch live requests from the queue; the caller holds mu.

@@ -28,8 +28,14 @@ type Pipeline struct {
 	fallbackScorer sdk.Scorer // composite-scorer
 	fallbackPicker sdk.Picker // max-score-picker
 
-	plugins []*pluginhost.Plugin // in config order
-	log     zerolog.Logger
+	plugins    []*pluginhost.Plugin // in config order
+	log        zerolog.Logger
+	maxBatch   int
+	maxCohorts int
+
+	mu      sync.Mutex
+	waiting []*member // cycles waiting to leave as the next cohort
+	cohorts int       // cohorts travelling the pipeline now
 }
 
 // Build launches every plugin of cfg (concurrently), checks and configures each, and wires the
@@ -44,7 +50,8 @@ func Build(ctx context.Context, cfg *config.Config, log zerolog.Logger) (*Pipeli
 
 // Assemble wires already running plugins (one per cfg.Plugins entry, in that order) into a pipeline.
 func Assemble(cfg *config.Config, plugins []*pluginhost.Plugin, log zerolog.Logger) *Pipeline {
-	p := &Pipeline{log: log, plugins: plugins, fallbackScorer: builtin.NewCompositeScorer(), fallbackPicker: builtin.NewMaxScorePicker()}
+	p := &Pipeline{log: log, plugins: plugins, fallbackScorer: builtin.NewCompositeScorer(), fallbackPicker: builtin.NewMaxScorePicker(),
+		maxBatch: cfg.Pipeline.MaxBatch, maxCohorts: cfg.Pipeline.MaxCohorts}
 	byName := make(map[string]*pluginhost.Plugin, len(p.plugins))
 	for _, pl := range p.plugins {
 		byName[pl.Name()] = pl

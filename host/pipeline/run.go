@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -9,62 +10,114 @@ import (
 	"github.com/foresight-router/foresight/plugins/sdk"
 )
 
+// member is one cycle travelling the pipeline within a cohort.
+type member struct {
+	ctx   context.Context
+	in    *sdk.Cycle
+	began time.Time
+	t     *Trace
+	cur   *sdk.Cycle // the cycle as the next stage sees it
+	idx   []int      // positions of cur's endpoints in t.Candidates
+	done  chan struct{}
+}
+
+// Cycles travel the pipeline in cohorts: a cycle that arrives while a cohort is under way waits and
+// leaves with the others that arrived meanwhile, and the cohort calls every stage in one batch.
+// That gives fewer, larger round trips when the host is busy and no wait at all when it is idle.
+// A further cohort starts only when a full batch (maxBatch) is waiting, up to maxCohorts at once.
+
 // Run schedules one cycle and returns its trace. It never fails: a stage that errs, times out or
 // is down is replaced by its fallback (producer → no predictions, filter → keep all, scorer →
 // composite, admitter → admit, picker → max-score), which the trace records. c is not modified.
 func (p *Pipeline) Run(ctx context.Context, c *sdk.Cycle) *Trace {
-	began := time.Now()
-	t := &Trace{RequestID: c.Request.ID, Seed: c.Seed, Now: c.Now, Admitted: true}
-	cur := &sdk.Cycle{Request: c.Request, Endpoints: slices.Clone(c.Endpoints), Now: c.Now, Seed: c.Seed}
-	if p.producer != nil {
-		cur.Seal()
-		t.Producer = p.produce(ctx, cur)
+	m := &member{ctx: ctx, in: c, began: time.Now(), done: make(chan struct{})}
+	p.mu.Lock()
+	p.waiting = append(p.waiting, m)
+	if p.cohorts == 0 || (p.cohorts < p.maxCohorts && len(p.waiting) >= p.maxBatch) {
+		p.cohorts++
+		go p.runCohorts()
 	}
-	cur.Seal()
-	t.Candidates = cur.Endpoints
+	p.mu.Unlock()
+	<-m.done
+	return m.t
+}
+
+// runCohorts takes the waiting cycles as cohorts and runs them until none waits.
+func (p *Pipeline) runCohorts() {
+	for {
+		runtime.Gosched() // let cycles that are about to arrive join this cohort
+		p.mu.Lock()
+		if len(p.waiting) == 0 {
+			p.cohorts--
+			p.mu.Unlock()
+			return
+		}
+		n := min(len(p.waiting), p.maxBatch)
+		cohort := slices.Clone(p.waiting[:n])
+		p.waiting = append(p.waiting[:0], p.waiting[n:]...)
+		p.mu.Unlock()
+		p.runCohort(cohort)
+	}
+}
+
+// runCohort runs the members through every stage, one batch call per stage.
+func (p *Pipeline) runCohort(ms []*member) {
+	for _, m := range ms {
+		c := m.in
+		m.t = &Trace{RequestID: c.Request.ID, Seed: c.Seed, Now: c.Now, Admitted: true}
+		m.cur = &sdk.Cycle{Request: c.Request, Endpoints: slices.Clone(c.Endpoints), Now: c.Now, Seed: c.Seed}
+	}
+	if p.producer != nil {
+		p.produce(ms)
+	}
+	produced := make([]*sdk.Cycle, len(ms))
+	for i, m := range ms {
+		m.cur.Seal()
+		m.t.Candidates = m.cur.Endpoints
+		m.idx = sdk.AllIndices(len(m.cur.Endpoints))
+		if len(m.in.Endpoints) == 0 {
+			m.t.Reason = "no endpoints"
+		}
+		produced[i] = m.cur
+	}
 
 	var admitted sync.WaitGroup
 	if p.admitter != nil {
 		admitted.Add(1)
-		produced := cur // the filters below move cur on; the admitter sees every candidate
-		go func() { defer admitted.Done(); t.Admitter = p.admit(ctx, produced) }()
+		go func() { defer admitted.Done(); p.admit(ms, produced) }()
 	}
-
-	idx := sdk.AllIndices(len(cur.Endpoints)) // positions in t.Candidates
 	for _, f := range p.filters {
-		if len(idx) == 0 {
+		active := withCandidates(ms)
+		if len(active) == 0 {
 			break
 		}
-		st, keep := p.filter(ctx, f, cur)
-		idx = pick(idx, keep)
-		st.Kept = idx
-		t.Filters = append(t.Filters, st)
-		if len(keep) != len(cur.Endpoints) {
-			cur = subset(cur, keep)
-			cur.Seal()
-		}
-		if len(idx) == 0 {
-			t.Reason = "filter " + f.name + " kept no endpoint"
-		}
+		p.filter(f, active)
 	}
-	if len(c.Endpoints) == 0 {
-		t.Reason = "no endpoints"
-	}
-	if len(idx) > 0 {
-		t.Scored = idx
-		t.Scorers, t.Scores = p.score(ctx, cur)
-		var order []int
-		t.Picker, order = p.pickOrder(ctx, cur, t.Scores)
-		t.Order = pick(idx, order)
-		t.Picker.Order = t.Order
+	if active := withCandidates(ms); len(active) > 0 {
+		p.score(active)
+		p.pickOrder(active)
 	}
 	admitted.Wait()
-	if t.Admitter != nil && !t.Admitter.Admitted {
-		t.Admitted, t.Reason = false, t.Admitter.Reason
+	for _, m := range ms {
+		if m.t.Admitter != nil && !m.t.Admitter.Admitted {
+			m.t.Admitted, m.t.Reason = false, m.t.Admitter.Reason
+		}
+		m.t.Duration = time.Since(m.began)
+		close(m.done)
 	}
-	t.Duration = time.Since(began)
-	return t
 }
+
+func withCandidates(ms []*member) []*member {
+	var out []*member
+	for _, m := range ms {
+		if len(m.idx) > 0 {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func cur(m *member) *sdk.Cycle { return m.cur }
 
 // pick maps positions in the current cycle back to candidate positions.
 func pick(idx, positions []int) []int {
@@ -79,63 +132,91 @@ func stageTrace(s *slot, began time.Time) StageTrace {
 	return StageTrace{Stage: s.stage, Plugin: s.name, Type: s.typ, Weight: s.weight, Duration: time.Since(began)}
 }
 
-func (p *Pipeline) produce(ctx context.Context, c *sdk.Cycle) *StageTrace {
-	began := time.Now()
-	preds, err := call(ctx, p.producer.slot, p.producer.co, c)
-	st := stageTrace(p.producer.slot, began)
-	if err == nil && len(preds) != len(c.Endpoints) {
-		err = errAnswerSize
+// produce sets every member's predictions, or clears them where the producer failed.
+func (p *Pipeline) produce(ms []*member) {
+	for _, m := range ms {
+		m.cur.Seal()
 	}
-	if err != nil {
-		st.Fallback = p.producer.failed(err)
-		for i := range c.Endpoints {
-			c.Endpoints[i].Prediction = sdk.Prediction{}
+	began := time.Now()
+	res := callAll(p.producer.slot, p.producer.co, ms, cur)
+	for i, m := range ms {
+		st := stageTrace(p.producer.slot, began)
+		preds, err := res[i].Value, res[i].Err
+		if err == nil && len(preds) != len(m.cur.Endpoints) {
+			err = errAnswerSize
 		}
-		return &st
+		if err != nil {
+			st.Fallback = p.producer.failed(err)
+			preds = make([]sdk.Prediction, len(m.cur.Endpoints))
+		}
+		for j := range m.cur.Endpoints {
+			m.cur.Endpoints[j].Prediction = preds[j]
+		}
+		m.t.Producer = &st
 	}
-	for i := range c.Endpoints {
-		c.Endpoints[i].Prediction = preds[i]
-	}
-	return &st
 }
 
-func (p *Pipeline) admit(ctx context.Context, c *sdk.Cycle) *StageTrace {
+// admit records the admitter's verdict on every member's produced cycle (admit where it failed).
+func (p *Pipeline) admit(ms []*member, produced []*sdk.Cycle) {
 	began := time.Now()
-	v, err := call(ctx, p.admitter.slot, p.admitter.co, c)
-	st := stageTrace(p.admitter.slot, began)
-	if err != nil {
-		st.Fallback = p.admitter.failed(err)
-		v = sdk.AdmitVerdict{Admitted: true, Reason: "admitted by fallback"}
+	byMember := make(map[*member]*sdk.Cycle, len(ms))
+	for i, m := range ms {
+		byMember[m] = produced[i]
 	}
-	st.Admitted, st.Reason = v.Admitted, v.Reason
-	return &st
+	res := callAll(p.admitter.slot, p.admitter.co, ms, func(m *member) *sdk.Cycle { return byMember[m] })
+	for i, m := range ms {
+		st := stageTrace(p.admitter.slot, began)
+		v, err := res[i].Value, res[i].Err
+		if err != nil {
+			st.Fallback = p.admitter.failed(err)
+			v = sdk.AdmitVerdict{Admitted: true, Reason: "admitted by fallback"}
+		}
+		st.Admitted, st.Reason = v.Admitted, v.Reason
+		m.t.Admitter = &st
+	}
 }
 
-// filter returns the stage trace (without Kept) and the kept positions in c, deduplicated and
-// ascending; a failed filter keeps everything.
-func (p *Pipeline) filter(ctx context.Context, f *filterSlot, c *sdk.Cycle) (StageTrace, []int) {
+// filter narrows every member's candidates; a failed filter keeps them all. Kept positions are
+// deduplicated and ascending.
+func (p *Pipeline) filter(f *filterSlot, ms []*member) {
 	began := time.Now()
-	v, err := call(ctx, f.slot, f.co, c)
-	st := stageTrace(f.slot, began)
-	if err == nil && !inRange(v.Kept, len(c.Endpoints)) {
-		err = errIndex
+	res := callAll(f.slot, f.co, ms, cur)
+	for i, m := range ms {
+		st := stageTrace(f.slot, began)
+		v, err := res[i].Value, res[i].Err
+		if err == nil && !inRange(v.Kept, len(m.cur.Endpoints)) {
+			err = errIndex
+		}
+		var keep []int
+		if err != nil {
+			st.Fallback = f.failed(err)
+			keep = sdk.AllIndices(len(m.cur.Endpoints))
+		} else {
+			st.Reason = v.Reason
+			keep = slices.Compact(slices.Sorted(slices.Values(v.Kept)))
+		}
+		m.idx = pick(m.idx, keep)
+		st.Kept = m.idx
+		m.t.Filters = append(m.t.Filters, st)
+		if len(keep) != len(m.cur.Endpoints) {
+			m.cur = subset(m.cur, keep)
+			m.cur.Seal()
+		}
+		if len(m.idx) == 0 {
+			m.t.Reason = "filter " + f.name + " kept no endpoint"
+		}
 	}
-	if err != nil {
-		st.Fallback = f.failed(err)
-		return st, sdk.AllIndices(len(c.Endpoints))
-	}
-	st.Reason = v.Reason
-	keep := slices.Clone(v.Kept)
-	slices.Sort(keep)
-	return st, slices.Compact(keep)
 }
 
-// score runs the scorers concurrently and returns their traces and the weighted sums.
-func (p *Pipeline) score(ctx context.Context, c *sdk.Cycle) ([]StageTrace, []float64) {
-	traces := make([]StageTrace, len(p.scorers))
+// score runs the scorers concurrently over the members and sums each member's weighted scores.
+func (p *Pipeline) score(ms []*member) {
+	for _, m := range ms {
+		m.t.Scored = m.idx
+		m.t.Scorers = make([]StageTrace, len(p.scorers))
+	}
 	var wg sync.WaitGroup
-	for i, s := range p.scorers {
-		run := func() { traces[i] = p.scoreOne(ctx, s, c) }
+	for j, s := range p.scorers {
+		run := func() { p.scoreWith(j, s, ms) }
 		if len(p.scorers) == 1 {
 			run()
 			continue
@@ -144,53 +225,68 @@ func (p *Pipeline) score(ctx context.Context, c *sdk.Cycle) ([]StageTrace, []flo
 		go func() { defer wg.Done(); run() }()
 	}
 	wg.Wait()
-	total := make([]float64, len(c.Endpoints))
-	for _, st := range traces {
-		for i, v := range st.Scores {
-			total[i] += st.Weight * v
+	for _, m := range ms {
+		total := make([]float64, len(m.cur.Endpoints))
+		for _, st := range m.t.Scorers {
+			for i, v := range st.Scores {
+				total[i] += st.Weight * v
+			}
 		}
+		m.t.Scores = total
 	}
-	return traces, total
 }
 
-func (p *Pipeline) scoreOne(ctx context.Context, s *scorerSlot, c *sdk.Cycle) StageTrace {
+// scoreWith records scorer j's clamped scores for every member (composite where it failed).
+func (p *Pipeline) scoreWith(j int, s *scorerSlot, ms []*member) {
 	began := time.Now()
-	scores, err := call(ctx, s.slot, s.co, c)
-	st := stageTrace(s.slot, began)
-	if err == nil && len(scores) != len(c.Endpoints) {
-		err = errAnswerSize
+	res := callAll(s.slot, s.co, ms, cur)
+	for i, m := range ms {
+		st := stageTrace(s.slot, began)
+		scores, err := res[i].Value, res[i].Err
+		if err == nil && len(scores) != len(m.cur.Endpoints) {
+			err = errAnswerSize
+		}
+		if err != nil {
+			st.Fallback = s.failed(err)
+			scores, _ = p.fallbackScorer.Score(m.ctx, m.cur)
+		}
+		scores = slices.Clone(scores)
+		s.clampScores(scores)
+		st.Scores = scores
+		m.t.Scorers[j] = st
 	}
-	if err != nil {
-		st.Fallback = s.failed(err)
-		scores, _ = p.fallbackScorer.Score(ctx, c)
-	}
-	scores = slices.Clone(scores)
-	s.clampScores(scores)
-	st.Scores = scores
-	return st
 }
 
-// pickOrder returns the picker's trace (without Order) and its preference order over c, every
-// position at most once.
-func (p *Pipeline) pickOrder(ctx context.Context, c *sdk.Cycle, scores []float64) (*StageTrace, []int) {
+// pickOrder records every member's preference order, each position at most once (max-score where
+// the picker failed or none is configured).
+func (p *Pipeline) pickOrder(ms []*member) {
 	began := time.Now()
 	if p.picker == nil {
-		order, _ := p.fallbackPicker.Pick(ctx, c, scores)
-		return &StageTrace{Stage: sdk.StagePicker, Plugin: "default", Type: "max-score-picker", Duration: time.Since(began)}, order
+		for _, m := range ms {
+			order, _ := p.fallbackPicker.Pick(m.ctx, m.cur, m.t.Scores)
+			m.t.Order = pick(m.idx, order)
+			m.t.Picker = &StageTrace{Stage: sdk.StagePicker, Plugin: "default", Type: "max-score-picker", Duration: time.Since(began), Order: m.t.Order}
+		}
+		return
 	}
-	order, err := call(ctx, p.picker.slot, p.picker.co, pickReq{c, scores})
-	st := stageTrace(p.picker.slot, began)
-	if err == nil && len(order) == 0 {
-		err = errEmptyOrder
+	res := callAll(p.picker.slot, p.picker.co, ms, func(m *member) pickReq { return pickReq{m.cur, m.t.Scores} })
+	for i, m := range ms {
+		st := stageTrace(p.picker.slot, began)
+		order, err := res[i].Value, res[i].Err
+		if err == nil && len(order) == 0 {
+			err = errEmptyOrder
+		}
+		if err == nil && !inRange(order, len(m.cur.Endpoints)) {
+			err = errIndex
+		}
+		if err != nil {
+			st.Fallback = p.picker.failed(err)
+			order, _ = p.fallbackPicker.Pick(m.ctx, m.cur, m.t.Scores)
+		}
+		m.t.Order = pick(m.idx, dedupe(order, len(m.cur.Endpoints)))
+		st.Order = m.t.Order
+		m.t.Picker = &st
 	}
-	if err == nil && !inRange(order, len(c.Endpoints)) {
-		err = errIndex
-	}
-	if err != nil {
-		st.Fallback = p.picker.failed(err)
-		order, _ = p.fallbackPicker.Pick(ctx, c, scores)
-	}
-	return &st, dedupe(order, len(c.Endpoints))
 }
 
 // inRange reports whether every index is in [0, n).

@@ -56,23 +56,33 @@ func stageCoalescer[C, Req, Res any](s *slot, maxBatch int, invoke func(C, conte
 	})
 }
 
-// call runs one call with the slot's deadline: coalesced for a plugin process, direct for an
-// in-process stage (nothing to share; it must honour ctx, as the built-ins do).
-func call[Req, Res any](ctx context.Context, s *slot, co *coalescer[Req, Res], req Req) (Res, error) {
-	s.calls.Add(1)
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
+// callAll makes the slot's stage call for every member, each with the slot's deadline under its
+// own context: one coalesced batch for a plugin process, direct calls for an in-process stage
+// (nothing to share; it must honour ctx, as the built-ins do). req builds a member's request.
+func callAll[Req, Res any](s *slot, co *coalescer[Req, Res], ms []*member, req func(*member) Req) []sdk.Result[Res] {
+	s.calls.Add(int64(len(ms)))
+	ctxs, reqs := make([]context.Context, len(ms)), make([]Req, len(ms))
+	for i, m := range ms {
+		var cancel context.CancelFunc
+		ctxs[i], cancel = context.WithTimeout(m.ctx, s.timeout)
+		defer cancel()
+		reqs[i] = req(m)
+	}
 	if !s.inProcess {
-		return co.do(ctx, req)
+		return co.doMany(ctxs, reqs)
 	}
-	co.batches.Add(1)
-	results, err := co.call(ctx, []Req{req})
-	if err == nil && len(results) != 1 {
-		err = errShortBatch
+	out := make([]sdk.Result[Res], len(ms))
+	for i := range ms {
+		co.batches.Add(1)
+		results, err := co.call(ctxs[i], reqs[i:i+1])
+		switch {
+		case err != nil:
+			out[i].Err = err
+		case len(results) != 1:
+			out[i].Err = errShortBatch
+		default:
+			out[i] = results[0]
+		}
 	}
-	if err != nil {
-		var zero Res
-		return zero, err
-	}
-	return results[0].Value, results[0].Err
+	return out
 }
