@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -119,5 +120,34 @@ func TestKilledPluginFallsBackThenRestarts(t *testing.T) {
 		if s.Plugin == "latency-scorer" && s.Fallbacks == 0 {
 			t.Errorf("latency-scorer stats count no fallback: %+v", s)
 		}
+	}
+}
+
+// TestConcurrentCyclesShareRoundTrips runs cycles from many goroutines at once: every one is
+// served without a fallback, and cohorts make stage calls carry more than one cycle on average.
+func TestConcurrentCyclesShareRoundTrips(t *testing.T) {
+	p := buildExample(t)
+	const workers, each = 16, 10
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				tr := p.Run(context.Background(), testCycle(uint64(w*each+i)))
+				noFallbacks(t, tr)
+				if tr.Outcome() != "picked" {
+					t.Errorf("cycle %d: outcome %s (%s)", w*each+i, tr.Outcome(), tr.Reason)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	var calls, batches int64
+	for _, s := range p.Stats() {
+		calls, batches = calls+s.Calls, batches+s.Batches
+	}
+	if calls != workers*each*6 || batches >= calls {
+		t.Errorf("%d stage calls in %d round trips; want %d calls sharing fewer round trips", calls, batches, workers*each*6)
 	}
 }
