@@ -35,13 +35,6 @@ func newCoalescer[Req, Res any](maxBatch int, call func(context.Context, []Req) 
 	return &coalescer[Req, Res]{call: call, maxBatch: maxBatch}
 }
 
-// do sends req in the next call to the stage and waits for its answer or for ctx to end. A
-// transport failure of the shared call is every member's error.
-func (c *coalescer[Req, Res]) do(ctx context.Context, req Req) (Res, error) {
-	r := c.doMany([]context.Context{ctx}, []Req{req})[0]
-	return r.Value, r.Err
-}
-
 // doMany queues reqs together, so they travel in the same call unless maxBatch splits them, and
 // waits for each answer or for that request's ctx to end.
 func (c *coalescer[Req, Res]) doMany(ctxs []context.Context, reqs []Req) []sdk.Result[Res] {
@@ -86,9 +79,8 @@ func (c *coalescer[Req, Res]) take() []*pending[Req, Res] {
 	return batch
 }
 
-// gather lets the goroutines that are already runnable (typically the other cycles of the batch that
-// just left the previous stage) reach the queue before it is taken, so a cohort stays together from
-// stage to stage instead of splitting into a leader and followers. It yields once; no timer.
+// gather lets goroutines that are already runnable (typically another cohort reaching the same
+// stage) join the queue before it is taken. It yields once; no timer.
 func (c *coalescer[Req, Res]) gather() {
 	runtime.Gosched()
 	c.mu.Lock()

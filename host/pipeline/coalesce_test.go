@@ -315,3 +315,10 @@ func TestCoalescerShortAnswerIsAnError(t *testing.T) {
 		t.Errorf("do(1) = %d, nil; want an error for the missing result", res)
 	}
 }
+
+// do sends one req through doMany (the single-request form the tests use) and waits for its answer or for ctx to end. A
+// transport failure of the shared call is every member's error.
+func (c *coalescer[Req, Res]) do(ctx context.Context, req Req) (Res, error) {
+	r := c.doMany([]context.Context{ctx}, []Req{req})[0]
+	return r.Value, r.Err
+}

@@ -18,7 +18,9 @@ type member struct {
 	t     *Trace
 	cur   *sdk.Cycle // the cycle as the next stage sees it
 	idx   []int      // positions of cur's endpoints in t.Candidates
-	done  chan struct{}
+	// produced is the cycle after the producer: what the admitter sees while the filters narrow cur.
+	produced *sdk.Cycle
+	done     chan struct{}
 }
 
 // Cycles travel the pipeline in cohorts: a cycle that arrives while a cohort is under way waits and
@@ -70,21 +72,20 @@ func (p *Pipeline) runCohort(ms []*member) {
 	if p.producer != nil {
 		p.produce(ms)
 	}
-	produced := make([]*sdk.Cycle, len(ms))
-	for i, m := range ms {
+	for _, m := range ms {
 		m.cur.Seal()
+		m.produced = m.cur
 		m.t.Candidates = m.cur.Endpoints
 		m.idx = sdk.AllIndices(len(m.cur.Endpoints))
 		if len(m.in.Endpoints) == 0 {
 			m.t.Reason = "no endpoints"
 		}
-		produced[i] = m.cur
 	}
 
 	var admitted sync.WaitGroup
 	if p.admitter != nil {
 		admitted.Add(1)
-		go func() { defer admitted.Done(); p.admit(ms, produced) }()
+		go func() { defer admitted.Done(); p.admit(ms) }()
 	}
 	for _, f := range p.filters {
 		active := withCandidates(ms)
@@ -157,13 +158,9 @@ func (p *Pipeline) produce(ms []*member) {
 }
 
 // admit records the admitter's verdict on every member's produced cycle (admit where it failed).
-func (p *Pipeline) admit(ms []*member, produced []*sdk.Cycle) {
+func (p *Pipeline) admit(ms []*member) {
 	began := time.Now()
-	byMember := make(map[*member]*sdk.Cycle, len(ms))
-	for i, m := range ms {
-		byMember[m] = produced[i]
-	}
-	res := callAll(p.admitter.slot, p.admitter.co, ms, func(m *member) *sdk.Cycle { return byMember[m] })
+	res := callAll(p.admitter.slot, p.admitter.co, ms, func(m *member) *sdk.Cycle { return m.produced })
 	for i, m := range ms {
 		st := stageTrace(p.admitter.slot, began)
 		v, err := res[i].Value, res[i].Err

@@ -43,7 +43,8 @@ type Spec struct {
 	// StartTimeout bounds launch, handshake, GetInfo and Configure (default 10s).
 	StartTimeout time.Duration
 	// Local, when set, is an in-process implementation used instead of Path or a built-in (for
-	// embedding the host and for tests).
+	// embedding the host and for tests). Its stage methods are called directly on the pipeline's
+	// path and must return when their ctx ends, as the built-ins do.
 	Local sdk.Plugin
 }
 
