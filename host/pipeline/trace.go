@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"encoding/json"
 	"time"
 
@@ -133,7 +134,10 @@ func (t *Trace) MarshalJSON() ([]byte, error) {
 	}
 	add(t.Admitter)
 	add(t.Picker)
-	return json.Marshal(struct {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // reasons hold ">=" and "<"; keep them readable
+	err := enc.Encode(struct {
 		RequestID  string             `json:"request_id,omitempty"`
 		Seed       uint64             `json:"seed"`
 		Now        time.Time          `json:"now"`
@@ -145,4 +149,5 @@ func (t *Trace) MarshalJSON() ([]byte, error) {
 		Candidates []sdk.Endpoint     `json:"candidates"`
 		DurationUs int64              `json:"duration_us"`
 	}{t.RequestID, t.Seed, t.Now, t.Outcome(), t.Reason, t.OrderIDs(), t.scoreMap(t.Scores), stages, t.Candidates, t.Duration.Microseconds()})
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), err
 }

@@ -30,12 +30,10 @@ func newSchedule() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			out, err := json.MarshalIndent(p.Run(cmd.Context(), c), "", "  ")
-			if err != nil {
-				return err
-			}
-			_, err = fmt.Fprintln(cmd.OutOrStdout(), string(out))
-			return err
+			enc := json.NewEncoder(cmd.OutOrStdout())
+			enc.SetEscapeHTML(false)
+			enc.SetIndent("", "  ")
+			return enc.Encode(p.Run(cmd.Context(), c))
 		},
 	}
 	cmd.Flags().StringVar(&file, "config", "", "pipeline config (YAML)")
