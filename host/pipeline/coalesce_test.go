@@ -233,7 +233,9 @@ func TestCoalescerDeadlineWhileInFlight(t *testing.T) {
 		<-ctx.Done() // a stage that honours its context
 		return nil, ctx.Err()
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	// Long enough that the request is still live when the coalescer takes it, even on a loaded
+	// machine (an expired request is never sent); the call then outlives it.
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	want, _ := ctx.Deadline()
 	if res, err := co.do(ctx, 0); !errors.Is(err, context.DeadlineExceeded) || res != 0 {
@@ -256,7 +258,9 @@ func TestCoalescerDeadlineWhileInFlightStageIgnoresContext(t *testing.T) {
 		}
 	})
 	co := newCoalescer(16, s.call)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	// Long enough that the request is still live when the coalescer takes it, even on a loaded
+	// machine (an expired request is never sent); the call then outlives it.
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	ch := startDo(ctx, co, 0)
 	recvOrFail(t, s.calls)
