@@ -16,7 +16,7 @@ import (
 
 // maxIdleStreams caps the open streams a client keeps for reuse; more concurrent callers open
 // streams of their own and close them afterwards.
-const maxIdleStreams = 8
+const maxIdleStreams = 64
 
 // streamPool hands out open streams to one stage RPC, one caller at a time per stream.
 type streamPool[Req, Resp any] struct {

@@ -41,7 +41,7 @@ func TestStreamCallPastDeadlineDropsTheStream(t *testing.T) {
 
 func TestStreamPoolServesConcurrentCallers(t *testing.T) {
 	c := dispense(t, StageFilter, &slowFilter{}).(*FilterClient)
-	const callers = 12 // more than maxIdleStreams: the extra streams are closed after use
+	const callers = maxIdleStreams + 4 // the streams beyond maxIdleStreams are closed after use
 	var wg sync.WaitGroup
 	errs := make(chan error, callers)
 	for i := range callers {
