@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 
 	pb "github.com/foresight-router/foresight/proto/foresight/v1"
 	"github.com/hashicorp/go-hclog"
@@ -112,16 +113,24 @@ func ServeAdmitter(a Admitter, version string) {
 // ServePicker serves p as a picker plugin process.
 func ServePicker(p Picker, version string) { ServeProtocol(ProtocolVersion, StagePicker, p, version) }
 
+// DefaultGCPercent is the GOGC that plugins (and the host) run with unless GOGC is set.
+const DefaultGCPercent = 400
+
 // ServeProtocol serves impl for stage under an explicit protocol version. Plugins use the Serve…
 // helpers; this exists to stage a protocol migration and to test hosts against versions they lack.
 //
-// Unless the environment sets GOMAXPROCS, the plugin runs with GOMAXPROCS=1: a stage call is short
-// and sequential, and a pipeline's plugin processes each holding one P per core thrash the cores
-// they share with the host (measured on 2 cores: decision p50 2.7 ms instead of 4.4 ms at
-// concurrency 1). A plugin that trains or computes in parallel sets GOMAXPROCS in its config env.
+// Unless the environment says otherwise, the plugin runs with GOMAXPROCS=1 and GOGC=400. A stage
+// call is short and sequential, and a pipeline's plugin processes each holding one P per core
+// thrash the cores they share with the host (measured on 2 cores: decision p50 2.7 ms instead of
+// 4.4 ms at concurrency 1); a plugin's heap is small, so collecting a quarter as often costs little
+// memory and saves CPU (with the host at 400 too: +12–25% decisions/s at concurrency 8). A plugin
+// that trains or computes in parallel sets GOMAXPROCS in its config env.
 func ServeProtocol(protocol int, stage Stage, impl Plugin, version string) {
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(1)
+	}
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(DefaultGCPercent)
 	}
 	setupLogging()
 	Log().Info().Str("type", impl.Type()).Str("version", version).Int("protocol", protocol).

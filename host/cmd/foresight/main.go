@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
 
+	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 )
@@ -18,6 +20,9 @@ import (
 var version = "0.0.0-dev"
 
 func main() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(sdk.DefaultGCPercent) // see sdk.ServeProtocol for the measurement
+	}
 	go stopOnSignal()
 	err := newRoot().Execute()
 	runCleanups()
