@@ -1,0 +1,174 @@
+// Package stats summarises the outcomes of a simulated run the way the routing bench reports
+// them: latency percentiles, throughput, SLO attainment, goodput, shed rate and prediction error.
+package stats
+
+import (
+	"math"
+	"slices"
+	"time"
+
+	"github.com/foresight-router/foresight/plugins/sdk"
+)
+
+// Outcome is what happened to one request.
+type Outcome struct {
+	Arrival time.Duration
+	// Shed marks a request the admitter rejected; the latency fields are then unused.
+	Shed bool
+	// TTFT is arrival to first token, E2E arrival to last token.
+	TTFT, E2E time.Duration
+	// TPOTMs is (last − first token) / (output tokens − 1) in ms; 0 with fewer than two tokens.
+	TPOTMs       float64
+	OutputTokens int
+	SLO          sdk.SLO
+	// Predicted is the prediction made at dispatch for the chosen endpoint.
+	Predicted sdk.Prediction
+}
+
+// MetSLO reports whether a served request met every objective it had (true without objectives).
+func (o *Outcome) MetSLO() bool {
+	if o.Shed {
+		return false
+	}
+	if o.SLO.TTFTMs > 0 && ms(o.TTFT) > o.SLO.TTFTMs {
+		return false
+	}
+	return o.SLO.TPOTMs <= 0 || o.OutputTokens < 2 || o.TPOTMs <= o.SLO.TPOTMs
+}
+
+// Summary is one strategy's line in the routing bench (its JSON is the bench's per-strategy object).
+type Summary struct {
+	TTFTMs         Percentiles3 `json:"ttft_ms"`
+	TPOTMs         Percentiles2 `json:"tpot_ms"`
+	E2EMs          PercentilesE `json:"e2e_ms"`
+	ThroughputTokS float64      `json:"throughput_tok_s"`
+	// SLOAttainment is the share of requests with an objective that met all of theirs (shed ones
+	// count as misses); nil when no request had an objective.
+	SLOAttainment *float64 `json:"slo_attainment"`
+	// GoodputRPS is served requests per second that met their objectives (all served requests
+	// when they had none), over the run's span.
+	GoodputRPS float64 `json:"goodput_rps"`
+	ShedRate   float64 `json:"shed_rate"`
+	// PredictionMAPE is the mean absolute percentage error of the dispatch-time predictions, per
+	// target, over served requests that had a valid prediction; nil where none had.
+	PredictionMAPE MAPE `json:"prediction_mape"`
+	Requests       int  `json:"requests"`
+}
+
+// Percentiles3 holds p50, p95 and p99.
+type Percentiles3 struct {
+	P50 float64 `json:"p50"`
+	P95 float64 `json:"p95"`
+	P99 float64 `json:"p99"`
+}
+
+// Percentiles2 holds p50 and p99.
+type Percentiles2 struct {
+	P50 float64 `json:"p50"`
+	P99 float64 `json:"p99"`
+}
+
+// PercentilesE holds p50 and p95.
+type PercentilesE struct {
+	P50 float64 `json:"p50"`
+	P95 float64 `json:"p95"`
+}
+
+// MAPE holds the prediction error per target as a fraction (0.05 = 5%).
+type MAPE struct {
+	TTFT *float64 `json:"ttft"`
+	TPOT *float64 `json:"tpot"`
+}
+
+// Summarize computes the summary of outcomes. The span runs from the first arrival to the last
+// completion.
+func Summarize(outcomes []Outcome) Summary {
+	s := Summary{Requests: len(outcomes)}
+	var ttft, tpot, e2e []float64
+	var tokens, shed, withSLO, met, good int
+	var first, last time.Duration = math.MaxInt64, 0
+	var ttftErr, tpotErr errSum
+	for i := range outcomes {
+		o := &outcomes[i]
+		first = min(first, o.Arrival)
+		if o.SLO.Any() {
+			withSLO++
+			if o.MetSLO() {
+				met++
+			}
+		}
+		if o.Shed {
+			shed++
+			last = max(last, o.Arrival)
+			continue
+		}
+		last = max(last, o.Arrival+o.E2E)
+		ttft, e2e = append(ttft, ms(o.TTFT)), append(e2e, ms(o.E2E))
+		if o.OutputTokens >= 2 {
+			tpot = append(tpot, o.TPOTMs)
+		}
+		tokens += o.OutputTokens
+		if o.MetSLO() {
+			good++
+		}
+		if o.Predicted.Valid {
+			ttftErr.add(o.Predicted.TTFTMs, ms(o.TTFT))
+			if o.OutputTokens >= 2 {
+				tpotErr.add(o.Predicted.TPOTMs, o.TPOTMs)
+			}
+		}
+	}
+	s.TTFTMs = Percentiles3{Percentile(ttft, 50), Percentile(ttft, 95), Percentile(ttft, 99)}
+	s.TPOTMs = Percentiles2{Percentile(tpot, 50), Percentile(tpot, 99)}
+	s.E2EMs = PercentilesE{Percentile(e2e, 50), Percentile(e2e, 95)}
+	if span := (last - first).Seconds(); len(outcomes) > 0 && span > 0 {
+		s.ThroughputTokS = float64(tokens) / span
+		s.GoodputRPS = float64(good) / span
+	}
+	if len(outcomes) > 0 {
+		s.ShedRate = float64(shed) / float64(len(outcomes))
+	}
+	if withSLO > 0 {
+		a := float64(met) / float64(withSLO)
+		s.SLOAttainment = &a
+	}
+	s.PredictionMAPE = MAPE{TTFT: ttftErr.mean(), TPOT: tpotErr.mean()}
+	return s
+}
+
+// Percentile returns the p-th percentile of values by linear interpolation between closest ranks
+// (numpy's default); 0 for no values. values is not modified.
+func Percentile(values []float64, p float64) float64 {
+	if len(values) == 0 {
+		return 0
+	}
+	v := slices.Clone(values)
+	slices.Sort(v)
+	pos := p / 100 * float64(len(v)-1)
+	lo := int(math.Floor(pos))
+	hi := min(lo+1, len(v)-1)
+	return v[lo] + (v[hi]-v[lo])*(pos-float64(lo))
+}
+
+type errSum struct {
+	sum float64
+	n   int
+}
+
+func (e *errSum) add(predicted, actual float64) {
+	if actual <= 0 {
+		return
+	}
+	e.sum += math.Abs(predicted-actual) / actual
+	e.n++
+}
+
+func (e *errSum) mean() *float64 {
+	if e.n == 0 {
+		return nil
+	}
+	m := e.sum / float64(e.n)
+	return &m
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
