@@ -1,0 +1,297 @@
+// Package cluster simulates a fleet of vLLM-like servers (sim/engine) in virtual time behind a
+// router: at each arrival it builds the cycle the live router would build — engine gauges as of
+// the last scrape, the router's own fresh in-flight accounting, prefix matches from the router's
+// prefix index — asks a Router where to send the request, dispatches it and records what the
+// request then experiences. Runs are deterministic: the same inputs give the same outcomes.
+package cluster
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/foresight-router/foresight/host/prefix"
+	"github.com/foresight-router/foresight/host/tracker"
+	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/foresight-router/foresight/sim/engine"
+	"github.com/foresight-router/foresight/sim/stats"
+	"github.com/foresight-router/foresight/sim/workload"
+)
+
+// Epoch is virtual time zero as the cycles' Now shows it.
+var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// DefaultScrapeInterval is how often the simulated router reads the engines' metrics, so the
+// gauges it sees are up to this old (the host's scrape interval, DESIGN §5).
+const DefaultScrapeInterval = 50 * time.Millisecond
+
+// Config describes the fleet.
+type Config struct {
+	// Engines configures each server; their count is the fleet size.
+	Engines []engine.Config
+	// ScrapeInterval is the router's metrics scrape period (DefaultScrapeInterval when 0).
+	ScrapeInterval time.Duration
+	// Seed derives each cycle's seed.
+	Seed uint64
+}
+
+// Decision is a router's answer for one request.
+type Decision struct {
+	// Endpoint is the index of the chosen server; Shed marks a rejected request.
+	Endpoint int
+	Shed     bool
+	// Predicted is the prediction the router made for the chosen server, if any.
+	Predicted sdk.Prediction
+}
+
+// Router chooses a server for each request. The cluster is its only caller, one request at a time.
+type Router interface {
+	Route(c *sdk.Cycle, fleet *Fleet) (Decision, error)
+}
+
+// Fleet is the simulated servers as a router may inspect them (the oracle simulates them forward).
+type Fleet struct {
+	Engines []*engine.Engine
+	// Arrival is the request being routed, as the engines would receive it.
+	Arrival engine.Request
+	// Now is the arrival time.
+	Now time.Duration
+}
+
+// Observer receives every finished request's sample, as the host sends them to a producer.
+type Observer func(sdk.Sample)
+
+// Result is what a run produced.
+type Result struct {
+	// Outcomes holds one entry per request, in the order of the requests.
+	Outcomes []stats.Outcome
+	// Engines holds each server's metrics at the end of the run (prefix cache counters,
+	// preemptions).
+	Engines []engine.Metrics
+}
+
+// PrefixHitRate is the fleet's prefix-cache hit rate: prompt tokens served from cache over
+// prompt tokens looked up (0 without lookups).
+func (r *Result) PrefixHitRate() float64 {
+	var q, h int64
+	for _, m := range r.Engines {
+		q, h = q+m.PrefixCacheQueries, h+m.PrefixCacheHits
+	}
+	if q == 0 {
+		return 0
+	}
+	return float64(h) / float64(q)
+}
+
+// Run simulates reqs (in arrival order) through the fleet with router. observe, when not nil,
+// gets a sample per served request.
+func Run(cfg Config, reqs []workload.Request, router Router, observe Observer) (*Result, error) {
+	s, err := newSim(cfg, reqs, router, observe)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.loop(); err != nil {
+		return nil, err
+	}
+	res := &Result{Outcomes: s.outcomes}
+	for _, e := range s.engines {
+		res.Engines = append(res.Engines, e.Metrics())
+	}
+	return res, nil
+}
+
+type flight struct {
+	idx      int // into reqs/outcomes
+	endpoint int
+	sample   sdk.Sample
+	first    time.Duration
+}
+
+type sim struct {
+	cfg      Config
+	reqs     []workload.Request
+	router   Router
+	observe  Observer
+	engines  []*engine.Engine
+	ids      []string
+	scraped  []engine.Metrics
+	scrapeAt time.Duration
+	prefix   *prefix.Index
+	tracker  *tracker.Tracker
+	flights  map[uint64]*flight
+	outcomes []stats.Outcome
+}
+
+func newSim(cfg Config, reqs []workload.Request, router Router, observe Observer) (*sim, error) {
+	if len(cfg.Engines) == 0 {
+		return nil, fmt.Errorf("the fleet needs at least one engine")
+	}
+	if cfg.ScrapeInterval <= 0 {
+		cfg.ScrapeInterval = DefaultScrapeInterval
+	}
+	s := &sim{cfg: cfg, reqs: reqs, router: router, observe: observe, tracker: tracker.New(),
+		flights: map[uint64]*flight{}, outcomes: make([]stats.Outcome, len(reqs))}
+	blocks := 0
+	for i, ec := range cfg.Engines {
+		e, err := engine.New(ec)
+		if err != nil {
+			return nil, fmt.Errorf("engine %d: %w", i, err)
+		}
+		s.engines = append(s.engines, e)
+		s.ids = append(s.ids, "sim-"+strconv.Itoa(i))
+		blocks = max(blocks, ec.NumGPUBlocks)
+	}
+	s.prefix = prefix.New(blocks)
+	for i, ec := range cfg.Engines {
+		s.prefix.SetCapacity(s.ids[i], ec.NumGPUBlocks)
+	}
+	s.scrape(0)
+	return s, nil
+}
+
+func (s *sim) scrape(t time.Duration) {
+	s.scraped = s.scraped[:0]
+	for _, e := range s.engines {
+		s.scraped = append(s.scraped, e.Metrics())
+	}
+	s.scrapeAt = t
+}
+
+// loop processes, in time order, engine steps, scrapes and arrivals until every request is done.
+// At equal times engine steps come first (by server index), then the scrape, then the arrival.
+func (s *sim) loop() error {
+	next := 0
+	nextScrape := s.cfg.ScrapeInterval
+	for {
+		stepAt, who := time.Duration(math.MaxInt64), -1
+		for i, e := range s.engines {
+			if t := e.NextStep(); t >= 0 && t < stepAt {
+				stepAt, who = t, i
+			}
+		}
+		arriveAt := time.Duration(math.MaxInt64)
+		if next < len(s.reqs) {
+			arriveAt = s.reqs[next].Arrival
+		}
+		if who < 0 && next == len(s.reqs) {
+			return nil
+		}
+		switch {
+		case who >= 0 && stepAt <= arriveAt && stepAt <= nextScrape:
+			s.step(who, stepAt)
+		case nextScrape <= arriveAt:
+			s.scrape(nextScrape)
+			nextScrape += s.cfg.ScrapeInterval
+		default:
+			if err := s.arrive(next); err != nil {
+				return err
+			}
+			next++
+		}
+	}
+}
+
+func (s *sim) step(i int, at time.Duration) {
+	res := s.engines[i].Step(at)
+	id := s.ids[i]
+	for _, ev := range res.Events {
+		f := s.flights[ev.ID]
+		if f == nil {
+			continue
+		}
+		key := strconv.FormatUint(ev.ID, 10)
+		switch ev.Kind {
+		case engine.FirstToken:
+			f.first = ev.Time
+			s.tracker.FirstToken(id, key)
+		case engine.Token:
+			s.tracker.Tokens(id, key, int64(ev.Tokens))
+		case engine.Finish:
+			s.finish(f, ev)
+			s.tracker.Finish(id, key)
+			delete(s.flights, ev.ID)
+		}
+	}
+}
+
+func (s *sim) finish(f *flight, ev engine.Event) {
+	r := &s.reqs[f.idx]
+	o := &s.outcomes[f.idx]
+	o.TTFT = f.first - r.Arrival
+	o.E2E = ev.Time - r.Arrival
+	o.OutputTokens = ev.Tokens
+	if ev.Tokens >= 2 {
+		o.TPOTMs = float64(ev.Time-f.first) / float64(time.Millisecond) / float64(ev.Tokens-1)
+	}
+	if s.observe != nil {
+		smp := f.sample
+		smp.ActualTTFTMs = float64(o.TTFT) / float64(time.Millisecond)
+		smp.ActualTPOTMs = o.TPOTMs
+		smp.OutputTokens = int64(ev.Tokens)
+		s.observe(smp)
+	}
+}
+
+// arrive builds the request's cycle, routes it and dispatches it.
+func (s *sim) arrive(n int) error {
+	r := &s.reqs[n]
+	now := r.Arrival
+	c := s.cycle(r, now)
+	er := engine.Request{ID: r.ID, InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, Blocks: r.Blocks, OutputBlocks: r.OutputBlocks}
+	d, err := s.router.Route(c, &Fleet{Engines: s.engines, Arrival: er, Now: now})
+	if err != nil {
+		return fmt.Errorf("routing request %d: %w", r.ID, err)
+	}
+	o := &s.outcomes[n]
+	*o = stats.Outcome{Arrival: now, SLO: sdk.SLO{TTFTMs: r.SLO.TTFTMs, TPOTMs: r.SLO.TPOTMs}, Shed: d.Shed, Predicted: d.Predicted}
+	if d.Shed {
+		return nil
+	}
+	if d.Endpoint < 0 || d.Endpoint >= len(s.engines) {
+		return fmt.Errorf("routing request %d: endpoint %d out of range", r.ID, d.Endpoint)
+	}
+	if err := s.engines[d.Endpoint].Add(er, now); err != nil {
+		return fmt.Errorf("dispatching request %d: %w", r.ID, err)
+	}
+	id, state := s.ids[d.Endpoint], c.Endpoints[d.Endpoint].State
+	uncached := int64(float64(r.InputTokens) * (1 - state.PrefixMatch))
+	s.tracker.Dispatch(id, tracker.Request{ID: strconv.FormatUint(r.ID, 10), PrefillTokens: uncached,
+		OutputTokens: int64(r.OutputTokens), TPOTSLOMs: r.SLO.TPOTMs})
+	s.prefix.Record(id, r.Blocks)
+	s.flights[r.ID] = &flight{idx: n, endpoint: d.Endpoint, sample: sdk.Sample{
+		Request: c.Request, EndpointID: id, State: state, Predicted: d.Predicted, DispatchedAt: c.Now}}
+	return nil
+}
+
+// cycle is what the live router would know at now: scraped gauges, its own in-flight accounting
+// and its prefix index. The request's max_tokens is its actual output length (a client that sets
+// max_tokens to what it gets).
+func (s *sim) cycle(r *workload.Request, now time.Duration) *sdk.Cycle {
+	c := &sdk.Cycle{
+		Request: sdk.Request{
+			ID: strconv.FormatUint(r.ID, 10), InputTokens: int64(r.InputTokens), MaxOutputTokens: int64(r.OutputTokens),
+			Streaming: r.Streaming, SLO: sdk.SLO{TTFTMs: r.SLO.TTFTMs, TPOTMs: r.SLO.TPOTMs}, Priority: r.Priority,
+			SessionID: r.SessionID, PrefixBlockHashes: r.Blocks,
+		},
+		Endpoints: make([]sdk.Endpoint, len(s.engines)),
+		Now:       Epoch.Add(now),
+		Seed:      mix(s.cfg.Seed ^ mix(r.ID+1)),
+	}
+	age := float64(now-s.scrapeAt) / float64(time.Millisecond)
+	for i, m := range s.scraped {
+		st := sdk.EndpointState{KVCacheUsage: m.KVCacheUsage, Waiting: int64(m.Waiting), Running: int64(m.Running),
+			PrefixMatch: s.prefix.Fraction(s.ids[i], r.Blocks), MetricsAgeMs: age}
+		s.tracker.Fill(s.ids[i], &st)
+		c.Endpoints[i] = sdk.Endpoint{ID: s.ids[i], State: st}
+	}
+	return c
+}
+
+// mix is splitmix64's finaliser: a well-spread 64-bit hash.
+func mix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}

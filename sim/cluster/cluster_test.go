@@ -1,0 +1,145 @@
+package cluster
+
+import (
+	"context"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/foresight-router/foresight/host/config"
+	"github.com/foresight-router/foresight/host/pipeline"
+	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/foresight-router/foresight/sim/engine"
+	"github.com/foresight-router/foresight/sim/stats"
+	"github.com/foresight-router/foresight/sim/workload"
+	"github.com/rs/zerolog"
+)
+
+func fleet(t *testing.T, n int) Config {
+	t.Helper()
+	ec, err := engine.Preset("llama-3.1-8b-h100-tp2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Seed: 1}
+	for i := range n {
+		c := ec
+		c.Seed = uint64(i + 1)
+		cfg.Engines = append(cfg.Engines, c)
+	}
+	return cfg
+}
+
+// examplePipeline builds one of the repository's example configs (built-in stages only).
+func examplePipeline(t *testing.T, name string) Router {
+	t.Helper()
+	cfg, err := config.Load(filepath.Join("..", "..", "examples", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := pipeline.Build(context.Background(), cfg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return PipelineRouter{Pipeline: p}
+}
+
+func scenarioC(t *testing.T, servers, n int) []workload.Request {
+	t.Helper()
+	w, err := workload.Scenario("C", workload.Params{Servers: servers, Requests: n, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w.Requests
+}
+
+func TestEveryRequestIsServedAndAccounted(t *testing.T) {
+	reqs := scenarioC(t, 2, 200)
+	res, err := Run(fleet(t, 2), reqs, examplePipeline(t, "round-robin.yaml"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, o := range res.Outcomes {
+		r := reqs[i]
+		if o.Shed || o.TTFT <= 0 || o.E2E < o.TTFT || o.OutputTokens != r.OutputTokens || o.Arrival != r.Arrival {
+			t.Fatalf("request %d: outcome %+v for %d output tokens arriving at %v", i, o, r.OutputTokens, r.Arrival)
+		}
+	}
+}
+
+func TestSameInputsSameOutcomes(t *testing.T) {
+	reqs := scenarioC(t, 2, 150)
+	a, err := Run(fleet(t, 2), reqs, examplePipeline(t, "load-prefix-322.yaml"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Run(fleet(t, 2), reqs, examplePipeline(t, "load-prefix-322.yaml"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(a, b) {
+		t.Error("two runs with the same inputs gave different outcomes")
+	}
+}
+
+// The oracle sends each request where it truly gets its first token soonest (given the state
+// at arrival), so on the same arrivals it must beat round robin's median TTFT. (Against
+// load-prefix-322 the greedy oracle is within a few percent either way on scenario C: see the
+// issue notes; this test does not claim it wins there.)
+func TestOracleBeatsRoundRobinOnMedianTTFT(t *testing.T) {
+	reqs := scenarioC(t, 3, 300)
+	oracle, err := Run(fleet(t, 3), reqs, Oracle{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	best := stats.Summarize(oracle.Outcomes).TTFTMs.P50
+	for _, name := range []string{"round-robin.yaml"} {
+		out, err := Run(fleet(t, 3), reqs, examplePipeline(t, name), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p50 := stats.Summarize(out.Outcomes).TTFTMs.P50; p50 < best {
+			t.Errorf("%s: TTFT p50 %.1f ms beats the oracle's %.1f ms", name, p50, best)
+		}
+	}
+}
+
+// recorder routes to server 0 and keeps the cycles it saw.
+type recorder struct{ cycles []*sdk.Cycle }
+
+func (r *recorder) Route(c *sdk.Cycle, _ *Fleet) (Decision, error) {
+	r.cycles = append(r.cycles, c)
+	return Decision{Endpoint: 0}, nil
+}
+
+func TestCyclesShowWhatTheRouterWouldKnow(t *testing.T) {
+	reqs := scenarioC(t, 2, 60)
+	rec := &recorder{}
+	samples := 0
+	if _, err := Run(fleet(t, 2), reqs, rec, func(sdk.Sample) { samples++ }); err != nil {
+		t.Fatal(err)
+	}
+	if samples != len(reqs) {
+		t.Errorf("observer got %d samples for %d requests", samples, len(reqs))
+	}
+	for i, c := range rec.cycles {
+		if c.Now != Epoch.Add(reqs[i].Arrival) || len(c.Endpoints) != 2 {
+			t.Fatalf("cycle %d: now %v, %d endpoints", i, c.Now, len(c.Endpoints))
+		}
+		for _, e := range c.Endpoints {
+			if e.State.MetricsAgeMs < 0 || e.State.MetricsAgeMs > float64(DefaultScrapeInterval/time.Millisecond) {
+				t.Fatalf("cycle %d: metrics age %v ms outside [0, 50]", i, e.State.MetricsAgeMs)
+			}
+		}
+		// Everything went to server 0: server 1's router-side state stays empty.
+		if s := c.Endpoints[1].State; s.InflightRequests != 0 || s.PrefixMatch != 0 {
+			t.Fatalf("cycle %d: idle server shows %+v", i, s)
+		}
+	}
+	// The router's in-flight count is fresh: the second request sees the first one in flight.
+	if n := rec.cycles[1].Endpoints[0].State.InflightRequests; n < 1 && reqs[1].Arrival-reqs[0].Arrival < time.Second {
+		t.Errorf("second cycle sees %d requests in flight on server 0, want the first one", n)
+	}
+}

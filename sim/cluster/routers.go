@@ -1,0 +1,66 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/foresight-router/foresight/host/pipeline"
+	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/foresight-router/foresight/sim/engine"
+)
+
+// PipelineRouter routes with the host's real pipeline — the same plugin processes and built-in
+// stages an operator deploys — and sends each request to the first endpoint of the pick order.
+type PipelineRouter struct {
+	Pipeline *pipeline.Pipeline
+}
+
+// Route runs c through the pipeline. A rejected request, or one left without candidates, is shed.
+func (r PipelineRouter) Route(c *sdk.Cycle, _ *Fleet) (Decision, error) {
+	t := r.Pipeline.Run(context.Background(), c)
+	if !t.Admitted || len(t.Order) == 0 {
+		return Decision{Shed: true}, nil
+	}
+	first := t.Order[0]
+	return Decision{Endpoint: first, Predicted: t.Candidates[first].Prediction}, nil
+}
+
+// Oracle routes each request to the server where, simulated forward from the current state
+// without later arrivals, it gets its first token soonest: the bound for any greedy router. Among
+// servers that tie, it takes the one with the fewest requests (so idle servers share the load),
+// then the lower index.
+type Oracle struct{}
+
+// Route simulates the arrival on a copy of every engine.
+func (Oracle) Route(_ *sdk.Cycle, f *Fleet) (Decision, error) {
+	best, bestTTFT, bestLoad := -1, time.Duration(0), 0
+	for i, e := range f.Engines {
+		ttft, err := firstToken(e.Clone(), f.Arrival, f.Now)
+		if err != nil {
+			return Decision{}, fmt.Errorf("oracle on server %d: %w", i, err)
+		}
+		m := e.Metrics()
+		load := m.Waiting + m.Running + m.Pending
+		if best < 0 || ttft < bestTTFT || (ttft == bestTTFT && load < bestLoad) {
+			best, bestTTFT, bestLoad = i, ttft, load
+		}
+	}
+	return Decision{Endpoint: best}, nil
+}
+
+// firstToken adds r to e at now and steps e until r's first token; it returns the TTFT.
+func firstToken(e *engine.Engine, r engine.Request, now time.Duration) (time.Duration, error) {
+	if err := e.Add(r, now); err != nil {
+		return 0, err
+	}
+	for e.Busy() {
+		res := e.Step(e.NextStep())
+		for _, ev := range res.Events {
+			if ev.ID == r.ID && ev.Kind == engine.FirstToken {
+				return ev.Time - now, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("request %d finished without a first token", r.ID)
+}

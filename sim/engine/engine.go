@@ -1,0 +1,537 @@
+// Package engine models one vLLM server (V1 engine) step by step: continuous batching under
+// max_num_seqs and a per-step token budget with chunked prefill, a paged KV cache of fixed-size
+// blocks with prefix caching and LRU eviction, preemption by recompute when blocks run out, and
+// step times from the BLIS "blackbox" α/β latency model with optional noise and a per-server
+// speed factor.
+//
+// Time is a time.Duration since the start of the simulation, so the same Engine runs in virtual
+// time (a discrete-event cluster calls Step at NextStep) and in real time (an emulator sleeps
+// until NextStep, calls Step, and replays the events at their times). The model is deterministic:
+// the same Config, requests and call times give the same events. README.md gives the source of
+// every rule and constant and lists what is simplified.
+package engine
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// Request is one completion request as the engine sees it.
+type Request struct {
+	// ID identifies the request in events. IDs must be unique among the requests an engine
+	// holds; generated blocks without OutputBlocks are hashed from it.
+	ID uint64
+	// InputTokens is the prompt length (≥ 1).
+	InputTokens int
+	// OutputTokens is the number of tokens the request generates before it finishes (≥ 1).
+	OutputTokens int
+	// Blocks are the chained hashes of the prompt's full BlockSize-token blocks, in order: block
+	// i's hash identifies tokens [0, (i+1)·BlockSize). A partial last block has no hash. Shorter
+	// than InputTokens/BlockSize (or nil) means the remaining full blocks are unique to this
+	// request. The engine keeps the slice; do not modify it afterwards.
+	Blocks []uint64
+	// OutputBlocks optionally continues Blocks: the hashes of the full blocks that prompt plus
+	// output complete beyond the prompt's full blocks (so a follow-up turn whose prompt contains
+	// this answer hits them). Without it, generated blocks are unique to the request.
+	OutputBlocks []uint64
+}
+
+// EventKind says what happened to a request.
+type EventKind uint8
+
+// The events a step reports.
+const (
+	// FirstToken is the first output token; Time − arrival is the TTFT.
+	FirstToken EventKind = iota + 1
+	// Token is each later output token.
+	Token
+	// Finish follows the event of the last output token, at the same time.
+	Finish
+	// Preempted means the request lost its KV blocks and went back to the head of the waiting
+	// queue; it will recompute its prompt and output so far (with whatever prefix hits remain).
+	Preempted
+)
+
+// String returns the kind's name.
+func (k EventKind) String() string {
+	switch k {
+	case FirstToken:
+		return "first-token"
+	case Token:
+		return "token"
+	case Finish:
+		return "finish"
+	case Preempted:
+		return "preempted"
+	}
+	return fmt.Sprintf("EventKind(%d)", uint8(k))
+}
+
+// Event is something that happened to one request during a step.
+type Event struct {
+	Kind EventKind
+	ID   uint64
+	// Time is when the client sees the event. For the k-th output token it is the end of the
+	// step that produced it plus k·α2 (BLIS's non-blocking per-token output overhead); Finish
+	// carries the time of the last token; Preempted carries the step's start.
+	Time time.Duration
+	// Tokens is the number of output tokens generated so far.
+	Tokens int
+	// CachedTokens is the number of prompt tokens the prefix cache served when the request was
+	// first scheduled (usage.prompt_tokens_details.cached_tokens). Recomputes after a
+	// preemption do not change it.
+	CachedTokens int
+}
+
+// StepResult is what one engine step did.
+type StepResult struct {
+	// Start and End bound the step; End is when the engine can run the next one.
+	Start, End time.Duration
+	// PrefillTokens and DecodeTokens are the uncached prompt (or recompute) tokens and the
+	// decode tokens the step computed, the inputs of the step-time formula.
+	PrefillTokens, DecodeTokens int
+	// Events are in scheduling order. The slice is reused: it is valid until the next Step.
+	Events []Event
+}
+
+// Metrics is a snapshot of the gauges and counters vLLM exports, as of the end of the last step
+// (vLLM updates them once per engine step too).
+type Metrics struct {
+	// Waiting is vllm:num_requests_waiting: requests in the scheduler's waiting queue,
+	// including preempted ones.
+	Waiting int
+	// Running is vllm:num_requests_running.
+	Running int
+	// Pending counts requests added but still in their α0+α1·input pre-processing delay, not
+	// yet in the waiting queue (vLLM does not count these either).
+	Pending int
+	// KVCacheUsage is vllm:kv_cache_usage_perc in [0, 1]: the share of usable blocks (all
+	// but the null block) referenced by requests. Cached but unreferenced blocks count as free.
+	KVCacheUsage float64
+	// NumGPUBlocks and BlockSize are vllm:cache_config_info's labels.
+	NumGPUBlocks int
+	BlockSize    int
+	// PrefixCacheQueries and PrefixCacheHits are vllm:prefix_cache_queries and
+	// vllm:prefix_cache_hits: prompt tokens looked up and found, counted when a request is
+	// first scheduled (resumed preempted requests are not counted, as in vLLM).
+	PrefixCacheQueries int64
+	PrefixCacheHits    int64
+	// Preemptions is vllm:num_preemptions.
+	Preemptions int64
+}
+
+// reqState is a request inside the engine, in vLLM's terms: numTokens = prompt + generated
+// tokens, computed = tokens whose KV is computed (or scheduled this step).
+type reqState struct {
+	id          uint64
+	ready       time.Duration // when it reaches the waiting queue
+	input       int
+	output      int
+	prompt      []uint64
+	outBlocks   []uint64
+	numTokens   int
+	computed    int
+	generated   int
+	cached      int // prefix-hit tokens at first admission; −1 before
+	preemptions int
+	blocks      []int32 // block table; append-only while held, dropped (never reused) on free
+	numCached   int     // leading blocks registered in the hash table
+}
+
+// Engine is one simulated vLLM server. Its methods are not safe for concurrent use, except that
+// several goroutines may Clone the same Engine at once while nothing else uses it.
+type Engine struct {
+	cfg        Config
+	tokenDelay time.Duration // α2
+	kv         kvCache
+	noise      noise
+	clock      time.Duration // end of the last step
+
+	pending []reqState // ordered by ready time, then arrival
+	waiting []reqState // FCFS; preempted requests go to the front
+	running []reqState // in admission order
+
+	queries, hits, preemptions int64
+
+	// Scratch reused across steps.
+	sched  []int // tokens scheduled this step, parallel to running
+	hitBuf []int32
+	events []Event
+}
+
+// New returns an idle engine, or an error naming every invalid Config field.
+func New(cfg Config) (*Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid engine config: %w", err)
+	}
+	e := &Engine{
+		cfg:        cfg,
+		tokenDelay: micros(cfg.Coefficients.Alpha[2]),
+		noise:      newNoise(cfg.Noise, cfg.Seed),
+	}
+	e.kv.init(cfg.NumGPUBlocks)
+	return e, nil
+}
+
+// Config returns the engine's configuration.
+func (e *Engine) Config() Config { return e.cfg }
+
+// Clock returns the end of the last step (0 before the first).
+func (e *Engine) Clock() time.Duration { return e.clock }
+
+// Add accepts a request arriving at now. It becomes schedulable α0 + α1·InputTokens later (BLIS's
+// queueing delay). Add rejects, with the reason, a request vLLM would reject: empty prompt or
+// output, more hashes than full blocks, longer than MaxModelLen, or larger than the whole KV cache.
+func (e *Engine) Add(r Request, now time.Duration) error {
+	if err := e.check(r); err != nil {
+		return fmt.Errorf("adding request %d: %w", r.ID, err)
+	}
+	a := e.cfg.Coefficients.Alpha
+	q := reqState{
+		id:        r.ID,
+		ready:     now + micros(a[0]+a[1]*float64(r.InputTokens)),
+		input:     r.InputTokens,
+		output:    r.OutputTokens,
+		prompt:    r.Blocks,
+		outBlocks: r.OutputBlocks,
+		numTokens: r.InputTokens,
+		cached:    -1,
+	}
+	i := len(e.pending)
+	for i > 0 && e.pending[i-1].ready > q.ready {
+		i--
+	}
+	e.pending = slices.Insert(e.pending, i, q)
+	return nil
+}
+
+func (e *Engine) check(r Request) error {
+	bs := e.cfg.BlockSize
+	total := r.InputTokens + r.OutputTokens
+	switch {
+	case r.InputTokens < 1:
+		return fmt.Errorf("input tokens must be at least 1, got %d", r.InputTokens)
+	case r.OutputTokens < 1:
+		return fmt.Errorf("output tokens must be at least 1, got %d", r.OutputTokens)
+	case len(r.Blocks) > r.InputTokens/bs:
+		return fmt.Errorf("%d prompt block hashes, but %d input tokens fill only %d blocks of %d",
+			len(r.Blocks), r.InputTokens, r.InputTokens/bs, bs)
+	case len(r.OutputBlocks) > total/bs-r.InputTokens/bs:
+		return fmt.Errorf("%d output block hashes, but prompt and output complete only %d blocks beyond the prompt's",
+			len(r.OutputBlocks), total/bs-r.InputTokens/bs)
+	case e.cfg.MaxModelLen > 0 && total > e.cfg.MaxModelLen:
+		return fmt.Errorf("%d input + %d output tokens exceed max_model_len %d", r.InputTokens, r.OutputTokens, e.cfg.MaxModelLen)
+	}
+	// The last output token is never fed back, so a request holds at most total−1 tokens of KV.
+	if need := ceilDiv(total-1, bs); need > int(e.kv.usable()) {
+		return fmt.Errorf("%d tokens need %d KV blocks, but the cache has %d", total, need, e.kv.usable())
+	}
+	return nil
+}
+
+// Busy reports whether the engine holds any request (pending, waiting or running).
+func (e *Engine) Busy() bool {
+	return len(e.pending)+len(e.waiting)+len(e.running) > 0
+}
+
+// NextStep returns when the next step can start: the end of the last step while requests are
+// waiting or running, else when the first pending request becomes schedulable; −1 when idle.
+func (e *Engine) NextStep() time.Duration {
+	if len(e.waiting)+len(e.running) > 0 {
+		return e.clock
+	}
+	if len(e.pending) > 0 {
+		return max(e.clock, e.pending[0].ready)
+	}
+	return -1
+}
+
+// Step runs one engine step starting at max(now, NextStep()). It moves requests whose queueing
+// delay has passed into the waiting queue, schedules running requests first and then waiting
+// ones (vLLM V1's Scheduler.schedule), advances the clock by the step time and reports what the
+// step produced. On an idle engine it does nothing and returns Start = End = now.
+func (e *Engine) Step(now time.Duration) StepResult {
+	e.events = e.events[:0]
+	next := e.NextStep()
+	if next < 0 {
+		return StepResult{Start: now, End: now}
+	}
+	start := max(now, next)
+	for len(e.pending) > 0 && e.pending[0].ready <= start {
+		e.waiting = append(e.waiting, e.pending[0])
+		e.pending[0] = reqState{}
+		e.pending = e.pending[1:]
+	}
+	e.schedule(start)
+	prefill, decode := e.countTokens()
+	end := start
+	if prefill+decode > 0 {
+		end += e.stepTime(prefill, decode)
+	}
+	e.clock = end
+	e.complete(end)
+	return StepResult{Start: start, End: end, PrefillTokens: prefill, DecodeTokens: decode, Events: e.events}
+}
+
+// schedule fills e.sched. Running requests go first, in order, each asking for all its
+// uncomputed tokens (1 for a decode, the next chunk for a prefill) up to the remaining budget;
+// when the KV cache cannot hold them, the most recently admitted running request is preempted
+// until they fit or the request itself was the one preempted. Waiting requests are admitted FCFS
+// only if nothing was preempted, while there is budget and fewer than MaxNumSeqs run, each with
+// its longest cached prefix; the first that does not fit stops admission.
+func (e *Engine) schedule(start time.Duration) {
+	budget := e.cfg.MaxNumBatchedTokens
+	e.sched = e.sched[:0]
+	preempted := false
+running:
+	for i := 0; i < len(e.running) && budget > 0; i++ {
+		r := &e.running[i]
+		n := min(r.numTokens-r.computed, budget)
+		for !e.allocate(r, nil, n) {
+			victim := len(e.running) - 1
+			e.preempt(victim, start)
+			preempted = true
+			if victim == i {
+				break running
+			}
+		}
+		e.sched = append(e.sched, n)
+		budget -= n
+	}
+	for len(e.sched) < len(e.running) {
+		e.sched = append(e.sched, 0) // left over when the budget ran out
+	}
+	if preempted {
+		return
+	}
+	bs := e.cfg.BlockSize
+	for len(e.waiting) > 0 && budget > 0 && len(e.running) < e.cfg.MaxNumSeqs {
+		r := &e.waiting[0]
+		hits := e.findHits(r)
+		hitTokens := len(hits) * bs
+		n := min(r.numTokens-hitTokens, budget)
+		r.computed = hitTokens
+		if !e.allocate(r, hits, n) {
+			r.computed = 0
+			break
+		}
+		if r.preemptions == 0 {
+			e.queries += int64(r.numTokens)
+			e.hits += int64(hitTokens)
+		}
+		if r.cached < 0 {
+			r.cached = hitTokens
+		}
+		e.running = append(e.running, *r)
+		e.sched = append(e.sched, n)
+		budget -= n
+		e.waiting[0] = reqState{}
+		e.waiting = e.waiting[1:]
+	}
+}
+
+// findHits returns the cached blocks of r's longest cached prefix. Like vLLM it never hits the
+// last token (its logits must be computed), so at most ⌊(numTokens−1)/BlockSize⌋ blocks.
+func (e *Engine) findHits(r *reqState) []int32 {
+	bs := e.cfg.BlockSize
+	e.hitBuf = e.hitBuf[:0]
+	for j := range (r.numTokens - 1) / bs {
+		b := e.kv.lookup(r.hashAt(j, bs))
+		if b == nilBlock {
+			break
+		}
+		e.hitBuf = append(e.hitBuf, b)
+	}
+	return e.hitBuf
+}
+
+// allocate gives r the blocks to hold computed+n tokens, taking the prefix-hit blocks hits
+// first (vLLM's KVCacheManager.allocate_slots). It fails, changing nothing, when the free
+// queue cannot supply the new blocks plus the hit blocks it would lose. Blocks that the
+// scheduled tokens fill are registered for prefix caching right away, as vLLM does at
+// scheduling time, so a request admitted later in the same step can already hit them.
+func (e *Engine) allocate(r *reqState, hits []int32, n int) bool {
+	bs := e.cfg.BlockSize
+	tokens := r.computed + n
+	need := ceilDiv(tokens, bs) - len(r.blocks) - len(hits)
+	evictable := 0
+	for _, b := range hits {
+		if e.kv.get(b).free {
+			evictable++
+		}
+	}
+	if int32(need+evictable) > e.kv.numFree {
+		return false
+	}
+	for _, b := range hits {
+		e.kv.touch(b)
+		r.blocks = append(r.blocks, b)
+	}
+	r.numCached += len(hits)
+	for range need {
+		r.blocks = append(r.blocks, e.kv.allocate())
+	}
+	full := min(tokens, r.numTokens) / bs
+	for j := r.numCached; j < full; j++ {
+		e.kv.register(r.blocks[j], r.hashAt(j, bs))
+	}
+	r.numCached = max(r.numCached, full)
+	return true
+}
+
+// preempt frees the blocks of running[i], which must be the last running request, and puts it
+// at the front of the waiting queue to recompute later (vLLM's _preempt_request).
+func (e *Engine) preempt(i int, t time.Duration) {
+	r := &e.running[i]
+	e.free(r)
+	r.computed, r.numCached = 0, 0
+	r.preemptions++
+	e.preemptions++
+	e.events = append(e.events, Event{Kind: Preempted, ID: r.id, Time: t, Tokens: r.generated, CachedTokens: max(r.cached, 0)})
+	e.waiting = slices.Insert(e.waiting, 0, *r)
+	e.running[i] = reqState{}
+	e.running = e.running[:i]
+}
+
+// free releases r's blocks last to first, so that a request's tail blocks are evicted before its
+// head blocks, which other requests are likelier to share (vLLM frees in reverse order).
+func (e *Engine) free(r *reqState) {
+	for j := len(r.blocks) - 1; j >= 0; j-- {
+		e.kv.release(r.blocks[j])
+	}
+	r.blocks = nil
+}
+
+// countTokens splits the scheduled tokens into the step formula's two kinds. A decode is one
+// token of a request that has output and whose other tokens are all computed; everything else —
+// prompt chunks and the recompute of a preempted request — is prefill.
+func (e *Engine) countTokens() (prefill, decode int) {
+	for j, n := range e.sched {
+		r := &e.running[j]
+		switch {
+		case n == 0:
+		case n == 1 && r.generated > 0 && r.computed == r.numTokens-1:
+			decode++
+		default:
+			prefill += n
+		}
+	}
+	return prefill, decode
+}
+
+// stepTime is the BLIS step time scaled by the speed factor and the noise, at least 1 ns so that
+// time always advances.
+func (e *Engine) stepTime(prefill, decode int) time.Duration {
+	b := e.cfg.Coefficients.Beta
+	us := (b[0] + b[1]*float64(prefill) + b[2]*float64(decode)) * e.cfg.Speed * e.noise.factor()
+	return max(micros(us), 1)
+}
+
+// complete applies the step's results at its end: scheduled tokens become computed; a request
+// whose tokens are all computed samples its next token; one that reached its output length
+// finishes and frees its blocks.
+func (e *Engine) complete(end time.Duration) {
+	w := 0
+	for j := range e.running {
+		r := &e.running[j]
+		if n := e.sched[j]; n > 0 {
+			r.computed += n
+			if r.computed == r.numTokens {
+				r.generated++
+				r.numTokens++
+				ev := Event{Kind: Token, ID: r.id, Time: end + time.Duration(r.generated)*e.tokenDelay, Tokens: r.generated, CachedTokens: r.cached}
+				if r.generated == 1 {
+					ev.Kind = FirstToken
+				}
+				e.events = append(e.events, ev)
+				if r.generated == r.output {
+					ev.Kind = Finish
+					e.events = append(e.events, ev)
+					e.free(r)
+					continue
+				}
+			}
+		}
+		if w != j {
+			e.running[w] = *r
+		}
+		w++
+	}
+	clear(e.running[w:])
+	e.running = e.running[:w]
+}
+
+// Metrics returns the engine's vLLM metrics as of the end of the last step.
+func (e *Engine) Metrics() Metrics {
+	return Metrics{
+		Waiting:            len(e.waiting),
+		Running:            len(e.running),
+		Pending:            len(e.pending),
+		KVCacheUsage:       float64(e.kv.referenced()) / float64(e.kv.usable()),
+		NumGPUBlocks:       e.cfg.NumGPUBlocks,
+		BlockSize:          e.cfg.BlockSize,
+		PrefixCacheQueries: e.queries,
+		PrefixCacheHits:    e.hits,
+		Preemptions:        e.preemptions,
+	}
+}
+
+// Clone returns an independent copy of e: feeding both the same calls gives the same results
+// (including the noise), and nothing done to one affects the other. The KV cache is shared
+// page by page until either side writes, so a clone costs O(requests + pages), not O(blocks).
+func (e *Engine) Clone() *Engine {
+	c := &Engine{
+		cfg:         e.cfg,
+		tokenDelay:  e.tokenDelay,
+		noise:       e.noise,
+		clock:       e.clock,
+		pending:     cloneReqs(e.pending),
+		waiting:     cloneReqs(e.waiting),
+		running:     cloneReqs(e.running),
+		queries:     e.queries,
+		hits:        e.hits,
+		preemptions: e.preemptions,
+	}
+	c.kv.cloneFrom(&e.kv)
+	return c
+}
+
+// cloneReqs copies requests. Block tables are shared with their capacity clipped: both sides
+// only ever append to a table or drop it, so an append on either side cannot be seen by the other.
+func cloneReqs(src []reqState) []reqState {
+	if len(src) == 0 {
+		return nil
+	}
+	dst := slices.Clone(src)
+	for i := range dst {
+		dst[i].blocks = slices.Clip(dst[i].blocks)
+	}
+	return dst
+}
+
+// hashAt is the hash of r's block j: the caller's prompt hash, then its output hash, else a hash
+// unique to the request.
+func (r *reqState) hashAt(j, bs int) uint64 {
+	if j < len(r.prompt) {
+		return r.prompt[j]
+	}
+	if k := j - r.input/bs; k >= 0 && k < len(r.outBlocks) {
+		return r.outBlocks[k]
+	}
+	return mix64(mix64(r.id^0x5eed) + uint64(j))
+}
+
+// mix64 is the splitmix64 finaliser.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+func micros(us float64) time.Duration { return time.Duration(math.Round(us * 1e3)) }
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }

@@ -1,0 +1,233 @@
+package engine
+
+import (
+	"math/bits"
+	"sync/atomic"
+)
+
+// nilBlock marks "no block" in free-queue links, duplicate chains and empty table slots.
+const nilBlock int32 = -1
+
+// block is one KV cache block, as vLLM V1's KVCacheBlock: a reference count (requests using
+// it), its hash once it is full and registered for prefix caching, and its place in the free
+// queue while nobody references it.
+type block struct {
+	hash   uint64
+	prev   int32 // free-queue neighbours
+	next   int32
+	ref    int32 // requests holding the block
+	dup    int32 // next block registered under the same hash (vLLM never de-duplicates)
+	hashed bool  // registered in the hash table, so a prefix lookup can hit it
+	free   bool  // in the free queue (ref == 0), evictable if hashed
+}
+
+// slot is one entry of the open-addressing hash table from block hash to the first block
+// registered under it; val == nilBlock marks an empty slot.
+type slot struct {
+	key uint64
+	val int32
+}
+
+// kvCache is vLLM V1's block pool: numBlocks blocks, block 0 reserved as the null block (never
+// allocated, as vLLM does), a free queue in eviction order, and a map from block hash to cached
+// block. Free and cached-but-unreferenced blocks share the free queue: allocation pops the head
+// and evicts its hash if it had one, freeing appends at the tail, and a prefix hit on a queued
+// block takes it out of the queue ("touch"). That makes eviction least-recently-used.
+//
+// Blocks and table live in copy-on-write pages so that an engine clones in O(pages).
+type kvCache struct {
+	owner     atomic.Uint64
+	blocks    cowArray[block]
+	table     cowArray[slot]
+	tableBits uint
+	numBlocks int32
+	head      int32
+	tail      int32
+	numFree   int32
+}
+
+func (k *kvCache) init(numBlocks int) {
+	owner := newOwner()
+	k.owner.Store(owner)
+	k.numBlocks = int32(numBlocks)
+	k.blocks = newCowArray(numBlocks, owner, block{prev: nilBlock, next: nilBlock, dup: nilBlock})
+	// At most one table entry per block, so a table of at least twice the blocks keeps the load
+	// factor at or below one half.
+	k.tableBits = uint(bits.Len(uint(2*numBlocks - 1)))
+	k.table = newCowArray(1<<k.tableBits, owner, slot{val: nilBlock})
+	k.head, k.tail = nilBlock, nilBlock
+	for b := int32(1); b < k.numBlocks; b++ {
+		k.pushTail(b)
+	}
+}
+
+// cloneFrom makes k a copy of src sharing all pages. Both get fresh owner ids, so the next write
+// on either side to a shared page copies it. Concurrent cloneFrom calls on one src are safe.
+func (k *kvCache) cloneFrom(src *kvCache) {
+	src.owner.Store(newOwner())
+	k.owner.Store(newOwner())
+	k.blocks = src.blocks.clone()
+	k.table = src.table.clone()
+	k.tableBits = src.tableBits
+	k.numBlocks = src.numBlocks
+	k.head, k.tail, k.numFree = src.head, src.tail, src.numFree
+}
+
+// usable is the number of allocatable blocks: all but the null block.
+func (k *kvCache) usable() int32 { return k.numBlocks - 1 }
+
+// referenced is the number of blocks held by at least one request.
+func (k *kvCache) referenced() int32 { return k.usable() - k.numFree }
+
+func (k *kvCache) get(b int32) block { return k.blocks.get(b) }
+
+func (k *kvCache) mut(b int32) *block { return k.blocks.mut(b, k.owner.Load()) }
+
+// pushTail appends b to the free queue (most recently used end).
+func (k *kvCache) pushTail(b int32) {
+	x := k.mut(b)
+	x.prev, x.next, x.free = k.tail, nilBlock, true
+	if k.tail == nilBlock {
+		k.head = b
+	} else {
+		k.mut(k.tail).next = b
+	}
+	k.tail = b
+	k.numFree++
+}
+
+// unlink takes b out of the free queue.
+func (k *kvCache) unlink(b int32) {
+	x := k.mut(b)
+	prev, next := x.prev, x.next
+	x.prev, x.next, x.free = nilBlock, nilBlock, false
+	if prev == nilBlock {
+		k.head = next
+	} else {
+		k.mut(prev).next = next
+	}
+	if next == nilBlock {
+		k.tail = prev
+	} else {
+		k.mut(next).prev = prev
+	}
+	k.numFree--
+}
+
+// allocate pops the least recently used free block, evicts its hash if it had one and hands it
+// out with one reference. The caller has checked that a block is free.
+func (k *kvCache) allocate() int32 {
+	b := k.head
+	k.unlink(b)
+	if k.get(b).hashed {
+		k.unregister(b)
+	}
+	k.mut(b).ref = 1
+	return b
+}
+
+// touch adds a reference to a cached block found by a prefix lookup, taking it out of the free
+// queue if nobody held it.
+func (k *kvCache) touch(b int32) {
+	if k.get(b).free {
+		k.unlink(b)
+	}
+	k.mut(b).ref++
+}
+
+// release drops one reference; an unreferenced block joins the tail of the free queue, keeping
+// its hash (still a cache hit until it is evicted).
+func (k *kvCache) release(b int32) {
+	x := k.mut(b)
+	x.ref--
+	if x.ref == 0 {
+		k.pushTail(b)
+	}
+}
+
+// lookup returns the first block registered under hash h, or nilBlock.
+func (k *kvCache) lookup(h uint64) int32 {
+	mask := int32(1)<<k.tableBits - 1
+	for i := k.home(h); ; i = (i + 1) & mask {
+		s := k.table.get(i)
+		if s.val == nilBlock {
+			return nilBlock
+		}
+		if s.key == h {
+			return s.val
+		}
+	}
+}
+
+// register makes full block b findable under hash h. A block already registered under h stays
+// first in line (vLLM's get_cached_block returns the oldest); b is appended to its duplicates.
+func (k *kvCache) register(b int32, h uint64) {
+	x := k.mut(b)
+	x.hash, x.hashed, x.dup = h, true, nilBlock
+	owner := k.owner.Load()
+	mask := int32(1)<<k.tableBits - 1
+	for i := k.home(h); ; i = (i + 1) & mask {
+		s := k.table.get(i)
+		if s.val == nilBlock {
+			*k.table.mut(i, owner) = slot{key: h, val: b}
+			return
+		}
+		if s.key == h {
+			last := s.val
+			for d := k.get(last).dup; d != nilBlock; d = k.get(last).dup {
+				last = d
+			}
+			k.mut(last).dup = b
+			return
+		}
+	}
+}
+
+// unregister evicts b's hash: the next duplicate, if any, takes its place.
+func (k *kvCache) unregister(b int32) {
+	x := k.get(b)
+	owner := k.owner.Load()
+	mask := int32(1)<<k.tableBits - 1
+	i := k.home(x.hash)
+	for k.table.get(i).key != x.hash || k.table.get(i).val == nilBlock {
+		i = (i + 1) & mask
+	}
+	if first := k.table.get(i).val; first != b {
+		p := first
+		for k.get(p).dup != b {
+			p = k.get(p).dup
+		}
+		k.mut(p).dup = x.dup
+	} else if x.dup != nilBlock {
+		k.table.mut(i, owner).val = x.dup
+	} else {
+		k.deleteSlot(i)
+	}
+	y := k.mut(b)
+	y.hashed, y.dup, y.hash = false, nilBlock, 0
+}
+
+// deleteSlot empties slot i by backward-shift deletion, so linear probing needs no tombstones.
+func (k *kvCache) deleteSlot(i int32) {
+	owner := k.owner.Load()
+	mask := int32(1)<<k.tableBits - 1
+	for j := (i + 1) & mask; ; j = (j + 1) & mask {
+		s := k.table.get(j)
+		if s.val == nilBlock {
+			break
+		}
+		// s may move back to i only if its home position is not in the cyclic range (i, j].
+		h := k.home(s.key)
+		if (j > i && (h <= i || h > j)) || (j < i && h <= i && h > j) {
+			*k.table.mut(i, owner) = s
+			i = j
+		}
+	}
+	*k.table.mut(i, owner) = slot{val: nilBlock}
+}
+
+// home is the table position where probing for h starts (Fibonacci hashing, so that small or
+// sequential hashes spread too).
+func (k *kvCache) home(h uint64) int32 {
+	return int32((h * 0x9E3779B97F4A7C15) >> (64 - k.tableBits))
+}
