@@ -137,7 +137,7 @@ func Production(c ProductionConfig, p Params) (*Workload, error) {
 	for i := range reqs {
 		var c0 *conversation
 		if len(open) == 0 || cr.Float64()*c.TurnsPerConversation < 1 {
-			length := is.draw(lr)
+			length := min(is.draw(lr), maxModelLen-1) // leave room for at least one output token
 			shared := min(int(c.PrefixFraction*float64(length)), length-1)
 			ctx := newStream(root, shared/BlockSize)
 			ctx.appendSegment(segment(sl, tagContext, uint64(conversations), 0), shared)
@@ -151,7 +151,9 @@ func Production(c ProductionConfig, p Params) (*Workload, error) {
 			c0 = open[cr.IntN(len(open))]
 		}
 		c0.turns++
-		out := os.draw(lr)
+		// Prompt plus output must fit the model's context (Llama-3.1's 131,072 tokens, which is
+		// also the profile's input maximum): a prompt at the limit leaves room for less output.
+		out := max(min(os.draw(lr), maxModelLen-c0.length), 1)
 		r := &reqs[i]
 		r.Arrival, r.InputTokens, r.OutputTokens = arr[i], c0.length, out
 		r.SessionID, r.Turn = "s"+strconv.Itoa(c0.id), c0.turns
@@ -175,3 +177,6 @@ func Production(c ProductionConfig, p Params) (*Workload, error) {
 	}
 	return finish("production", reqs, reqsPerCycle/total.Seconds(), stages, p), nil
 }
+
+// maxModelLen is the context length requests must fit in (Llama-3.1-8B's 131,072 tokens).
+const maxModelLen = 131072

@@ -19,8 +19,8 @@ import (
 )
 
 func newBench() *cobra.Command {
-	cmd := &cobra.Command{Use: "bench", Short: "Benchmarks (pipeline)"}
-	cmd.AddCommand(newBenchPipeline())
+	cmd := &cobra.Command{Use: "bench", Short: "Benchmarks (pipeline, routing)"}
+	cmd.AddCommand(newBenchPipeline(), newBenchRouting())
 	return cmd
 }
 

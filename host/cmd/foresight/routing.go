@@ -1,0 +1,208 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/foresight-router/foresight/host/config"
+	"github.com/foresight-router/foresight/host/pipeline"
+	"github.com/foresight-router/foresight/sim/cluster"
+	"github.com/foresight-router/foresight/sim/engine"
+	"github.com/foresight-router/foresight/sim/stats"
+	"github.com/foresight-router/foresight/sim/workload"
+	"github.com/spf13/cobra"
+)
+
+// strategyConfigs maps the routing bench's strategies to the example pipelines an operator would
+// deploy; "oracle" is the simulator's own.
+var strategyConfigs = map[string]string{
+	"rr":                "round-robin.yaml",
+	"least-load":        "least-load.yaml",
+	"load-prefix-111":   "load-prefix-111.yaml",
+	"load-prefix-322":   "load-prefix-322.yaml",
+	"predicted-latency": "pipeline.yaml",
+}
+
+// routingResult is the JSON bench routing prints.
+type routingResult struct {
+	Scenario   string                   `json:"scenario"`
+	Seed       uint64                   `json:"seed"`
+	Servers    int                      `json:"servers"`
+	Requests   int                      `json:"requests"`
+	Preset     string                   `json:"preset"`
+	Strategies map[string]strategyStats `json:"strategies"`
+}
+
+type strategyStats struct {
+	*stats.Summary
+	PrefixHitRate float64 `json:"prefix_hit_rate"`
+	WallSeconds   float64 `json:"wall_s"`
+	// Unavailable says why a strategy could not run (then nothing else is set).
+	Unavailable string `json:"unavailable,omitempty"`
+}
+
+// unavailable is a strategy that cannot run yet, reported rather than faked.
+type unavailable struct{ reason string }
+
+func (u unavailable) Error() string { return u.reason }
+
+type routingOptions struct {
+	scenario, strategies, preset, examples, trace string
+	servers, requests                             int
+	rate, noise                                   float64
+	seed                                          uint64
+	asJSON                                        bool
+}
+
+func newBenchRouting() *cobra.Command {
+	var o routingOptions
+	cmd := &cobra.Command{
+		Use:   "routing --scenario NAME",
+		Short: "Compare routing strategies on the same simulated arrivals",
+		Long: "bench routing generates one workload, then runs it through a simulated vLLM fleet once per\n" +
+			"strategy: each strategy but the oracle is an example pipeline run through the real host pipeline;\n" +
+			"the oracle simulates every candidate forward and takes the true lowest TTFT. It prints a table on\n" +
+			"stderr and, with --json, one JSON object on stdout.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			res, err := benchRouting(cmd.Context(), o, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			printRoutingTable(cmd.ErrOrStderr(), res)
+			if o.asJSON {
+				b, err := json.Marshal(res)
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintln(cmd.OutOrStdout(), string(b))
+				return err
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.scenario, "scenario", "C", "workload: "+strings.Join(workload.Names(), ", "))
+	f.IntVar(&o.servers, "servers", 8, "simulated servers")
+	f.IntVar(&o.requests, "requests", 0, "requests to simulate (0: the scenario's default; traces: every row)")
+	f.StringVar(&o.strategies, "strategies", "rr,least-load,load-prefix-111,load-prefix-322,predicted-latency,oracle", "comma-separated strategies")
+	f.Uint64Var(&o.seed, "seed", 1, "seed of the workload, the engines' noise and the cycles")
+	f.StringVar(&o.preset, "preset", "llama-3.1-8b-h100-tp2", "engine preset: "+strings.Join(engine.Presets(), ", "))
+	f.Float64Var(&o.noise, "noise", 0.05, "relative standard deviation of engine step times")
+	f.Float64Var(&o.rate, "rate", 0, "arrival rate per server in requests/s (0: the scenario's default)")
+	f.StringVar(&o.trace, "trace", "", "trace file for azure-conv, azure-code and mooncake")
+	f.StringVar(&o.examples, "examples", "examples", "directory of the strategies' pipeline configs")
+	f.BoolVar(&o.asJSON, "json", false, "print one JSON object on stdout")
+	return cmd
+}
+
+func benchRouting(ctx context.Context, o routingOptions, progress io.Writer) (*routingResult, error) {
+	w, err := workload.Scenario(o.scenario, workload.Params{Servers: o.servers, RatePerServer: o.rate,
+		Requests: o.requests, Seed: o.seed, TracePath: o.trace})
+	if err != nil {
+		return nil, err
+	}
+	ec, err := engine.Preset(o.preset)
+	if err != nil {
+		return nil, err
+	}
+	fleet := cluster.Config{Seed: o.seed}
+	for i := range o.servers {
+		c := ec
+		c.Noise, c.Seed = o.noise, o.seed*1000+uint64(i)
+		fleet.Engines = append(fleet.Engines, c)
+	}
+	res := &routingResult{Scenario: o.scenario, Seed: o.seed, Servers: o.servers, Requests: len(w.Requests),
+		Preset: o.preset, Strategies: map[string]strategyStats{}}
+	for _, name := range strings.Split(o.strategies, ",") {
+		name = strings.TrimSpace(name)
+		router, closeRouter, err := strategyRouter(ctx, name, o.examples)
+		var u unavailable
+		if errors.As(err, &u) {
+			fmt.Fprintf(progress, "%-18s unavailable: %s\n", name, u.reason)
+			res.Strategies[name] = strategyStats{Unavailable: u.reason}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		began := time.Now()
+		fmt.Fprintf(progress, "%-18s running %d requests on %d servers…\n", name, len(w.Requests), o.servers)
+		run, err := cluster.Run(fleet, w.Requests, router, nil)
+		closeRouter()
+		if err != nil {
+			return nil, fmt.Errorf("strategy %q: %w", name, err)
+		}
+		sum := stats.Summarize(run.Outcomes)
+		res.Strategies[name] = strategyStats{Summary: &sum, PrefixHitRate: run.PrefixHitRate(),
+			WallSeconds: time.Since(began).Seconds()}
+	}
+	return res, nil
+}
+
+// strategyRouter returns the router of a strategy and the function that releases it.
+func strategyRouter(ctx context.Context, name, examples string) (cluster.Router, func(), error) {
+	if name == "oracle" {
+		return cluster.Oracle{}, func() {}, nil
+	}
+	file, ok := strategyConfigs[name]
+	if !ok {
+		return nil, nil, fmt.Errorf("unknown strategy %q (known: rr, least-load, load-prefix-111, load-prefix-322, predicted-latency, oracle)", name)
+	}
+	cfg, err := config.Load(filepath.Join(examples, file))
+	if err != nil {
+		return nil, nil, err
+	}
+	if name == "predicted-latency" && cfg.Pipeline.Producer == nil {
+		return nil, nil, unavailable{fmt.Sprintf("%s has no producer yet (the online predictor is not built)", file)}
+	}
+	p, err := pipeline.Build(ctx, cfg, logger())
+	if err != nil {
+		return nil, nil, fmt.Errorf("strategy %q: %w", name, err)
+	}
+	atExit(p.Close)
+	return cluster.PipelineRouter{Pipeline: p}, p.Close, nil
+}
+
+func printRoutingTable(out io.Writer, r *routingResult) {
+	fmt.Fprintf(out, "\nscenario %s, %d servers (%s), %d requests, seed %d\n", r.Scenario, r.Servers, r.Preset, r.Requests, r.Seed)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "strategy\tTTFT p50\tp95\tp99\tTPOT p50\tp99\tE2E p50\tp95\ttok/s\tSLO att.\tgoodput\tshed\thit rate\twall s\t")
+	var missing []string
+	for _, name := range sortedKeys(r.Strategies) {
+		s := r.Strategies[name]
+		if s.Unavailable != "" {
+			missing = append(missing, fmt.Sprintf("%s: unavailable: %s", name, s.Unavailable))
+			continue
+		}
+		att := "-"
+		if s.SLOAttainment != nil {
+			att = fmt.Sprintf("%.3f", *s.SLOAttainment)
+		}
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.2f\t%.2f\t%.0f\t%.0f\t%.0f\t%s\t%.2f\t%.3f\t%.3f\t%.1f\t\n", name,
+			s.TTFTMs.P50, s.TTFTMs.P95, s.TTFTMs.P99, s.TPOTMs.P50, s.TPOTMs.P99, s.E2EMs.P50, s.E2EMs.P95,
+			s.ThroughputTokS, att, s.GoodputRPS, s.ShedRate, s.PrefixHitRate, s.WallSeconds)
+	}
+	_ = tw.Flush()
+	fmt.Fprintln(out, "(latencies in ms)")
+	for _, m := range missing {
+		fmt.Fprintln(out, m)
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
