@@ -3,16 +3,19 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
 // TestBenchRoutingIsDeterministic runs a small routing bench twice: the same seed gives the same
-// figures (wall times aside), the JSON has the documented shape, and an unavailable strategy is
-// reported rather than faked.
+// figures (wall times aside) and the JSON has the documented shape.
 func TestBenchRoutingIsDeterministic(t *testing.T) {
 	o := routingOptions{scenario: "C", servers: 2, requests: 120, seed: 1, preset: "llama-3.1-8b-h100-tp2",
-		noise: 0.05, strategies: "rr,load-prefix-322,oracle,predicted-latency", examples: "../../../examples"}
+		noise: 0.05, strategies: "rr,load-prefix-322,oracle", examples: "../../../examples"}
 	run := func() map[string]any {
 		res, err := benchRouting(context.Background(), o, io.Discard)
 		if err != nil {
@@ -53,7 +56,35 @@ func TestBenchRoutingIsDeterministic(t *testing.T) {
 			t.Errorf("%s: TTFT p50 %v", name, p50)
 		}
 	}
-	if u, _ := strategies["predicted-latency"].(map[string]any)["unavailable"].(string); u == "" {
-		t.Errorf("predicted-latency should be reported unavailable until the producer exists: %v", strategies["predicted-latency"])
+}
+
+// A predicted-latency pipeline without a producer is reported unavailable, not run as if it had
+// predictions.
+func TestPredictedLatencyWithoutProducerIsUnavailable(t *testing.T) {
+	dir := t.TempDir()
+	yaml := "plugins:\n  - name: q\n    type: queue-scorer\npipeline:\n  scorers:\n    - pluginRef: q\n"
+	if err := os.WriteFile(filepath.Join(dir, "pipeline.yaml"), []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := routingOptions{scenario: "C", servers: 2, requests: 20, seed: 1, preset: "llama-3.1-8b-h100-tp2",
+		strategies: "predicted-latency,rr", examples: "../../../examples"}
+	_, _, err := strategyRouter(context.Background(), "predicted-latency", dir)
+	var u unavailable
+	if !errors.As(err, &u) || !strings.Contains(u.reason, "no producer") {
+		t.Fatalf("got %v, want the strategy reported unavailable for lack of a producer", err)
+	}
+	o.examples = dir
+	if err := os.WriteFile(filepath.Join(dir, "round-robin.yaml"), []byte("plugins:\n  - name: rr\n    type: round-robin-picker\npipeline:\n  picker:\n    pluginRef: rr\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := benchRouting(context.Background(), o, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := res.Strategies["predicted-latency"]; s.Unavailable == "" || s.Summary != nil {
+		t.Errorf("predicted-latency = %+v, want only an unavailability reason", s)
+	}
+	if s := res.Strategies["rr"]; s.Summary == nil || s.Requests != 20 {
+		t.Errorf("rr = %+v, want a summary of 20 requests", s)
 	}
 }
