@@ -51,9 +51,7 @@ func (x *Index) Record(endpoint string, blocks []uint64) {
 // Match returns how many leading blocks of the prompt endpoint is believed to hold. Blocks are
 // chained hashes, so a prefix matches block by block and the first miss ends it.
 func (x *Index) Match(endpoint string, blocks []uint64) int {
-	x.mu.RLock()
-	l := x.eps[endpoint]
-	x.mu.RUnlock()
+	l := x.existing(endpoint)
 	if l == nil {
 		return 0
 	}
@@ -86,9 +84,7 @@ func (x *Index) Remove(endpoint string) {
 
 // Len returns how many blocks are recorded for endpoint.
 func (x *Index) Len(endpoint string) int {
-	x.mu.RLock()
-	l := x.eps[endpoint]
-	x.mu.RUnlock()
+	l := x.existing(endpoint)
 	if l == nil {
 		return 0
 	}
@@ -97,16 +93,22 @@ func (x *Index) Len(endpoint string) int {
 	return len(l.nodes)
 }
 
-func (x *Index) endpoint(name string) *lru {
+// existing returns endpoint's record, or nil.
+func (x *Index) existing(name string) *lru {
 	x.mu.RLock()
-	l := x.eps[name]
-	x.mu.RUnlock()
-	if l != nil {
+	defer x.mu.RUnlock()
+	return x.eps[name]
+}
+
+// endpoint returns endpoint's record, creating it.
+func (x *Index) endpoint(name string) *lru {
+	if l := x.existing(name); l != nil {
 		return l
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if l = x.eps[name]; l == nil {
+	l := x.eps[name]
+	if l == nil {
 		l = newLRU(x.defaultCapacity)
 		x.eps[name] = l
 	}

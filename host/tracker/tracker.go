@@ -69,11 +69,7 @@ func (t *Tracker) Dispatch(endpoint string, r Request) {
 func (t *Tracker) FirstToken(endpoint, id string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	e := t.eps[endpoint]
-	if e == nil {
-		return
-	}
-	f := e.flights[id]
+	e, f := t.flight(endpoint, id)
 	if f == nil || f.decoding {
 		return
 	}
@@ -86,11 +82,7 @@ func (t *Tracker) FirstToken(endpoint, id string) {
 func (t *Tracker) Tokens(endpoint, id string, n int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	e := t.eps[endpoint]
-	if e == nil {
-		return
-	}
-	f := e.flights[id]
+	e, f := t.flight(endpoint, id)
 	if f == nil || !f.decoding || n <= f.generated {
 		return
 	}
@@ -103,11 +95,7 @@ func (t *Tracker) Tokens(endpoint, id string, n int64) {
 func (t *Tracker) Finish(endpoint, id string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	e := t.eps[endpoint]
-	if e == nil {
-		return
-	}
-	f := e.flights[id]
+	e, f := t.flight(endpoint, id)
 	if f == nil {
 		return
 	}
@@ -117,6 +105,15 @@ func (t *Tracker) Finish(endpoint, id string) {
 		e.prefill -= f.req.PrefillTokens
 	}
 	delete(e.flights, id)
+}
+
+// flight returns the request id in flight on endpoint, or nil; the caller holds mu.
+func (t *Tracker) flight(endpoint, id string) (*endpoint, *flight) {
+	e := t.eps[endpoint]
+	if e == nil {
+		return nil, nil
+	}
+	return e, e.flights[id]
 }
 
 func remaining(f *flight) int64 { return max(f.req.OutputTokens-f.generated, 0) }
