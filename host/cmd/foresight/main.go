@@ -59,7 +59,7 @@ func stopOnSignal() {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	s := <-sig
-	fmt.Fprintf(os.Stderr, "foresight: %v: stopping plugins\n", s)
+	fmt.Fprintf(os.Stderr, "foresight: %v: stopping\n", s)
 	runCleanups()
 	os.Exit(130)
 }
@@ -82,7 +82,7 @@ func newRoot() *cobra.Command {
 		},
 	}
 	root.PersistentFlags().StringVar(&level, "log-level", "warn", "log level: trace, debug, info, warn, error")
-	root.AddCommand(newCheck(), newSchedule(), newBench(), newDemo(), newNoopPlugin())
+	root.AddCommand(newCheck(), newSchedule(), newBench(), newDemo(), newEmulate(), newNoopPlugin())
 	return root
 }
 

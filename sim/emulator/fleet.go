@@ -1,0 +1,75 @@
+package emulator
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/foresight-router/foresight/sim/engine"
+)
+
+// Fleet is a set of emulated servers, each listening on its own 127.0.0.1 port.
+type Fleet struct {
+	servers []*Server
+	https   []*http.Server
+	addrs   []string
+}
+
+// Start starts n servers running the engine preset, listening on 127.0.0.1:basePort+i (basePort
+// 0 picks free ports; Addrs reports them). Server i's engine noise is seeded with seed+i. On
+// error, whatever was started is stopped.
+func Start(n, basePort int, preset string, seed uint64) (*Fleet, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("number of servers must be at least 1, got %d", n)
+	}
+	if basePort < 0 || (basePort > 0 && basePort+n-1 > 65535) {
+		return nil, fmt.Errorf("base port must be 0 (ephemeral) or leave room for %d ports below 65536, got %d", n, basePort)
+	}
+	cfg, err := engine.Preset(preset)
+	if err != nil {
+		return nil, err
+	}
+	f := &Fleet{}
+	for i := range n {
+		c := cfg
+		c.Seed = seed + uint64(i)
+		srv, err := NewServer(c, DefaultModel)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("starting server %d: %w", i, err)
+		}
+		port := 0
+		if basePort > 0 {
+			port = basePort + i
+		}
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			srv.Close()
+			f.Close()
+			return nil, fmt.Errorf("starting server %d: %w", i, err)
+		}
+		hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+		f.servers = append(f.servers, srv)
+		f.https = append(f.https, hs)
+		f.addrs = append(f.addrs, ln.Addr().String())
+		go func() { _ = hs.Serve(ln) }() // returns ErrServerClosed after Close
+	}
+	return f, nil
+}
+
+// Addrs returns the servers' host:port addresses, in order.
+func (f *Fleet) Addrs() []string { return append([]string(nil), f.addrs...) }
+
+// Servers returns the servers, in the order of Addrs.
+func (f *Fleet) Servers() []*Server { return append([]*Server(nil), f.servers...) }
+
+// Close stops every server, dropping open connections.
+func (f *Fleet) Close() {
+	for _, hs := range f.https {
+		_ = hs.Close()
+	}
+	for _, s := range f.servers {
+		s.Close()
+	}
+}

@@ -1,0 +1,212 @@
+package emulator
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// maxBodyBytes bounds a request body.
+const maxBodyBytes = 64 << 20
+
+// apiKind is the OpenAI endpoint a request came to.
+type apiKind int
+
+const (
+	completions apiKind = iota
+	chat
+)
+
+// call is one validated generation request.
+type call struct {
+	kind         apiKind
+	prompt       string
+	maxTokens    int
+	stream       bool
+	includeUsage bool
+}
+
+func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
+	var req completionRequest
+	if err := decode(w, r, &req); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	prompt, err := parsePrompt(req.Prompt)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	n, err := outputLength([]string{"max_tokens"}, req.MaxTokens)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	s.serve(w, r, call{kind: completions, prompt: prompt, maxTokens: n, stream: req.Stream,
+		includeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage})
+}
+
+func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
+	var req chatRequest
+	if err := decode(w, r, &req); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if len(req.Messages) == 0 {
+		writeError(w, http.StatusBadRequest, "messages is required and must not be empty")
+		return
+	}
+	// vLLM: max_completion_tokens supersedes the deprecated max_tokens.
+	n, err := outputLength([]string{"max_completion_tokens", "max_tokens"}, req.MaxCompletionTokens, req.MaxTokens)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	s.serve(w, r, call{kind: chat, prompt: renderChat(req.Messages), maxTokens: n, stream: req.Stream,
+		includeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage})
+}
+
+func (s *Server) handleModels(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{
+		"object": "list",
+		"data": []map[string]any{{
+			"id": s.model, "object": "model", "created": s.start.Unix(), "owned_by": "vllm", "root": s.model,
+		}},
+	})
+}
+
+// serve runs c on the engine and writes the response, streamed or whole.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, c call) {
+	created := time.Now().Unix()
+	ids := func(id uint64) (string, string) {
+		if c.kind == chat {
+			return fmt.Sprintf("chatcmpl-%d", id), "chat.completion"
+		}
+		return fmt.Sprintf("cmpl-%d", id), "text_completion"
+	}
+	tokens := Tokenize(c.prompt)
+	if !c.stream {
+		var text strings.Builder
+		gen, err := s.generate(r.Context(), tokens, c.maxTokens, func(id uint64, k int) error {
+			text.WriteString(fillerToken(id, k))
+			return nil
+		})
+		if err != nil {
+			s.fail(w, err)
+			return
+		}
+		id, object := ids(gen.id)
+		finish := "length"
+		var choices any = []completionChoice{{Text: text.String(), FinishReason: &finish}}
+		if c.kind == chat {
+			choices = []chatChoice{{Message: &chatMessageOut{Role: "assistant", Content: text.String()}, FinishReason: &finish}}
+		}
+		writeJSON(w, http.StatusOK, response{ID: id, Object: object, Created: created, Model: s.model, Choices: choices, Usage: gen.usage()})
+		return
+	}
+
+	flusher, _ := w.(http.Flusher)
+	started := false
+	var chunkID, object string
+	send := func(v any) error {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
+			return err
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return nil
+	}
+	chunk := func(choices any, u *usage) response {
+		return response{ID: chunkID, Object: object, Created: created, Model: s.model, Choices: choices, Usage: u}
+	}
+	gen, err := s.generate(r.Context(), tokens, c.maxTokens, func(id uint64, k int) error {
+		text := fillerToken(id, k)
+		if !started {
+			started = true
+			chunkID, object = ids(id)
+			object += ".chunk"
+			if c.kind == completions {
+				object = "text_completion"
+			}
+			h := w.Header()
+			h.Set("Content-Type", "text/event-stream")
+			h.Set("Cache-Control", "no-cache")
+			w.WriteHeader(http.StatusOK)
+			if c.kind == chat {
+				empty := ""
+				if err := send(chunk([]chatChoice{{Delta: &chatDelta{Role: "assistant", Content: &empty}}}, nil)); err != nil {
+					return err
+				}
+			}
+		}
+		if c.kind == chat {
+			return send(chunk([]chatChoice{{Delta: &chatDelta{Content: &text}}}, nil))
+		}
+		return send(chunk([]completionChoice{{Text: text}}, nil))
+	})
+	if err != nil {
+		if !started {
+			s.fail(w, err)
+		}
+		return // a client that went away gets nothing more; the engine finishes the request
+	}
+	finish := "length"
+	var final any = []completionChoice{{FinishReason: &finish}}
+	if c.kind == chat {
+		final = []chatChoice{{Delta: &chatDelta{}, FinishReason: &finish}}
+	}
+	if send(chunk(final, nil)) != nil {
+		return
+	}
+	if c.includeUsage && send(chunk([]struct{}{}, gen.usage())) != nil {
+		return
+	}
+	if _, err := fmt.Fprint(w, "data: [DONE]\n\n"); err == nil && flusher != nil {
+		flusher.Flush()
+	}
+}
+
+// fail writes the error of a generation that produced nothing.
+func (s *Server) fail(w http.ResponseWriter, err error) {
+	var re *requestError
+	switch {
+	case errors.As(err, &re):
+		writeError(w, http.StatusBadRequest, re.Error())
+	case errors.Is(err, errClosed):
+		writeError(w, http.StatusServiceUnavailable, err.Error())
+	default:
+		// The client is gone (context canceled); nobody reads this.
+		writeError(w, http.StatusServiceUnavailable, err.Error())
+	}
+}
+
+// decode reads a JSON body into v.
+func decode(w http.ResponseWriter, r *http.Request, v any) error {
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes)).Decode(v); err != nil {
+		return fmt.Errorf("invalid JSON body: %v", err)
+	}
+	return nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// writeError writes an OpenAI-style error.
+func writeError(w http.ResponseWriter, status int, msg string) {
+	typ := "invalid_request_error"
+	if status >= 500 {
+		typ = "server_error"
+	}
+	writeJSON(w, status, errorBody{Error: errorDetail{Message: msg, Type: typ, Code: status}})
+}

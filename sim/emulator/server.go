@@ -1,0 +1,255 @@
+// Package emulator serves simulated vLLM engines over HTTP in real time: each Server wraps one
+// sim/engine model behind vLLM's OpenAI-compatible endpoints and its Prometheus metrics, so that
+// a router can be tested against a fleet of fake servers on loopback. README.md lists the
+// endpoints, the tokenization heuristic, the metrics and what is simplified.
+package emulator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/foresight-router/foresight/sim/engine"
+)
+
+// DefaultModel is the model name the emulator serves and reports.
+const DefaultModel = "meta-llama/Llama-3.1-8B-Instruct"
+
+// idleRetry is how long the engine loop waits before retrying after a step that scheduled
+// nothing while requests were queued, so that it never spins.
+const idleRetry = time.Millisecond
+
+// errClosed is returned to requests arriving at, or waiting on, a closed server.
+var errClosed = errors.New("server closed")
+
+// Server runs one engine in real time. A single goroutine owns the engine: it adds arrivals at
+// the time since the server started, sleeps until NextStep, runs Step and hands each event to
+// its request, whose handler then waits until the event's Time before writing it. Server is safe
+// for concurrent use.
+type Server struct {
+	model    string
+	block    int // KV block size, for block hashes
+	start    time.Time
+	arrivals chan arrival
+	done     chan struct{}
+	stopped  chan struct{}
+	close    sync.Once
+	nextID   atomic.Uint64
+
+	mu      sync.Mutex
+	metrics engine.Metrics // snapshot after the last Add or Step
+
+	eng   *engine.Engine   // owned by run
+	sinks map[uint64]*sink // owned by run
+}
+
+type arrival struct {
+	req  engine.Request
+	sink *sink
+	err  chan error
+}
+
+// NewServer starts a server running an engine with cfg and serving the model name model
+// (DefaultModel when empty). Close stops it.
+func NewServer(cfg engine.Config, model string) (*Server, error) {
+	eng, err := engine.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating engine: %w", err)
+	}
+	if model == "" {
+		model = DefaultModel
+	}
+	s := &Server{
+		model:    model,
+		block:    cfg.BlockSize,
+		start:    time.Now(),
+		arrivals: make(chan arrival),
+		done:     make(chan struct{}),
+		stopped:  make(chan struct{}),
+		eng:      eng,
+		sinks:    make(map[uint64]*sink),
+		metrics:  eng.Metrics(),
+	}
+	go s.run()
+	return s, nil
+}
+
+// Close stops the engine loop; requests in flight end with an error. It is idempotent.
+func (s *Server) Close() {
+	s.close.Do(func() { close(s.done) })
+	<-s.stopped
+}
+
+// Model returns the served model name.
+func (s *Server) Model() string { return s.model }
+
+// Metrics returns the engine's metrics as of its last step or arrival.
+func (s *Server) Metrics() engine.Metrics {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.metrics
+}
+
+// Handler returns the HTTP handler serving the OpenAI-compatible API, /health and /metrics.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/completions", s.handleCompletions)
+	mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
+	mux.HandleFunc("GET /v1/models", s.handleModels)
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	mux.HandleFunc("GET /metrics", s.handleMetrics)
+	return mux
+}
+
+func (s *Server) elapsed() time.Duration { return time.Since(s.start) }
+
+// run is the engine's owner loop.
+func (s *Server) run() {
+	defer close(s.stopped)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	notBefore := time.Duration(0) // set after an empty step to avoid spinning
+	for {
+		var wake <-chan time.Time
+		if next := s.eng.NextStep(); next >= 0 {
+			timer.Reset(max(next, notBefore) - s.elapsed())
+			wake = timer.C
+		}
+		select {
+		case <-s.done:
+			timer.Stop()
+			return
+		case a := <-s.arrivals:
+			timer.Stop()
+			err := s.eng.Add(a.req, s.elapsed())
+			if err == nil {
+				s.sinks[a.req.ID] = a.sink
+			}
+			a.err <- err
+		case <-wake:
+			res := s.eng.Step(s.elapsed())
+			for _, ev := range res.Events {
+				k := s.sinks[ev.ID]
+				if k == nil {
+					continue
+				}
+				k.push(ev)
+				if ev.Kind == engine.Finish {
+					delete(s.sinks, ev.ID)
+				}
+			}
+			notBefore = 0
+			if res.End == res.Start {
+				notBefore = s.elapsed() + idleRetry
+			}
+		}
+		m := s.eng.Metrics()
+		s.mu.Lock()
+		s.metrics = m
+		s.mu.Unlock()
+	}
+}
+
+// sink is one request's unbounded event queue: the engine loop never blocks on a slow client.
+type sink struct {
+	mu     sync.Mutex
+	events []engine.Event
+	ready  chan struct{} // capacity 1: "events may be waiting"
+}
+
+func newSink() *sink { return &sink{ready: make(chan struct{}, 1)} }
+
+func (k *sink) push(ev engine.Event) {
+	k.mu.Lock()
+	k.events = append(k.events, ev)
+	k.mu.Unlock()
+	select {
+	case k.ready <- struct{}{}:
+	default:
+	}
+}
+
+func (k *sink) take() []engine.Event {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	evs := k.events
+	k.events = nil
+	return evs
+}
+
+// generation is what a finished request reports.
+type generation struct {
+	id                                           uint64
+	promptTokens, completionTokens, cachedTokens int
+}
+
+// generate submits a request of the given prompt tokens and output length and calls onToken for
+// each output token k (1-based) at the time the engine says the client sees it. It returns when
+// the request finishes, ctx ends, onToken fails or the server closes. An error from Add (a
+// request vLLM would reject) is returned as a *requestError.
+func (s *Server) generate(ctx context.Context, tokens []uint32, maxTokens int, onToken func(id uint64, k int) error) (generation, error) {
+	id := s.nextID.Add(1)
+	req := engine.Request{
+		ID:           id,
+		InputTokens:  len(tokens),
+		OutputTokens: maxTokens,
+		Blocks:       BlockHashes(tokens, s.block),
+	}
+	k := newSink()
+	a := arrival{req: req, sink: k, err: make(chan error, 1)}
+	select {
+	case s.arrivals <- a:
+	case <-s.done:
+		return generation{}, errClosed
+	case <-ctx.Done():
+		return generation{}, ctx.Err()
+	}
+	if err := <-a.err; err != nil {
+		return generation{}, &requestError{err: err}
+	}
+	gen := generation{id: id, promptTokens: len(tokens)}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		select {
+		case <-k.ready:
+		case <-s.done:
+			return gen, errClosed
+		case <-ctx.Done():
+			return gen, ctx.Err()
+		}
+		for _, ev := range k.take() {
+			if ev.Kind == engine.Preempted {
+				continue
+			}
+			if d := ev.Time - s.elapsed(); d > 0 {
+				timer.Reset(d)
+				select {
+				case <-timer.C:
+				case <-s.done:
+					return gen, errClosed
+				case <-ctx.Done():
+					return gen, ctx.Err()
+				}
+			}
+			gen.cachedTokens = ev.CachedTokens
+			if ev.Kind == engine.Finish {
+				return gen, nil
+			}
+			gen.completionTokens = ev.Tokens
+			if err := onToken(id, ev.Tokens); err != nil {
+				return gen, err
+			}
+		}
+	}
+}
+
+// requestError is a request the engine refused; it becomes a 400.
+type requestError struct{ err error }
+
+func (e *requestError) Error() string { return e.err.Error() }
+func (e *requestError) Unwrap() error { return e.err }
