@@ -34,6 +34,8 @@ type Config struct {
 	ScrapeInterval time.Duration
 	// Seed derives each cycle's seed.
 	Seed uint64
+	// Progress, when set, is called after each request is routed (for a progress bar).
+	Progress func()
 }
 
 // Decision is a router's answer for one request.
@@ -188,6 +190,9 @@ func (s *sim) loop() error {
 				return err
 			}
 			next++
+			if s.cfg.Progress != nil {
+				s.cfg.Progress()
+			}
 		}
 	}
 }

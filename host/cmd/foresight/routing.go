@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/foresight-router/foresight/sim/engine"
 	"github.com/foresight-router/foresight/sim/stats"
 	"github.com/foresight-router/foresight/sim/workload"
+	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 )
 
@@ -135,8 +137,10 @@ func benchRouting(ctx context.Context, o routingOptions, progress io.Writer) (*r
 			return nil, err
 		}
 		began := time.Now()
-		fmt.Fprintf(progress, "%-18s running %d requests on %d servers…\n", name, len(w.Requests), o.servers)
+		bar := newProgress(progress, len(w.Requests), name)
+		fleet.Progress = func() { _ = bar.Add(1) }
 		run, err := cluster.Run(fleet, w.Requests, router, nil)
+		_ = bar.Finish()
 		closeRouter()
 		if err != nil {
 			return nil, fmt.Errorf("strategy %q: %w", name, err)
@@ -146,6 +150,21 @@ func benchRouting(ctx context.Context, o routingOptions, progress io.Writer) (*r
 			WallSeconds: time.Since(began).Seconds()}
 	}
 	return res, nil
+}
+
+// newProgress returns a progress bar on w when w is a terminal, and a silent one otherwise (logs
+// and pipes get the table only).
+func newProgress(w io.Writer, total int, name string) *progressbar.ProgressBar {
+	if f, ok := w.(*os.File); !ok || !isTerminal(f) {
+		return progressbar.DefaultSilent(int64(total))
+	}
+	return progressbar.NewOptions(total, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(fmt.Sprintf("%-18s", name)),
+		progressbar.OptionShowCount(), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // strategyRouter returns the router of a strategy and the function that releases it.
