@@ -129,7 +129,6 @@ func benchRouting(ctx context.Context, o routingOptions, progress io.Writer) (*r
 		router, closeRouter, err := strategyRouter(ctx, name, o.examples)
 		var u unavailable
 		if errors.As(err, &u) {
-			fmt.Fprintf(progress, "%-18s unavailable: %s\n", name, u.reason)
 			res.Strategies[name] = strategyStats{Unavailable: u.reason}
 			continue
 		}
