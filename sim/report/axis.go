@@ -10,6 +10,8 @@ type axis struct {
 	log    bool
 	lo, hi float64 // the domain; positive when log
 	ticks  []float64
+	// minor are unlabelled grid values: 2× and 5× each power of ten on a log axis.
+	minor []float64
 }
 
 // useLog reports whether [lo, hi] spans more than two decades, which is when a latency axis
@@ -49,6 +51,9 @@ func logAxis(lo, hi float64) axis {
 	ax := axis{log: true, lo: math.Pow(10, a), hi: math.Pow(10, b)}
 	for k := a; k <= b; k++ {
 		ax.ticks = append(ax.ticks, math.Pow(10, k))
+		if k < b {
+			ax.minor = append(ax.minor, 2*math.Pow(10, k), 5*math.Pow(10, k))
+		}
 	}
 	return ax
 }

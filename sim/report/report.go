@@ -76,6 +76,7 @@ td.na{text-align:left;color:#777;font-style:italic}
 svg{display:block;font-size:12px;font-family:inherit}
 svg .plot{fill:#fff;stroke:#888}
 svg .grid{stroke:#e4e4e4}
+svg .minor{stroke:#f2f2f2}
 svg .label{font-size:13px;fill:#333}
 `
 

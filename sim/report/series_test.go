@@ -159,6 +159,17 @@ func TestAxis(t *testing.T) {
 	}
 	// On the log axis 1..1000, 10 sits a third of the way, 100 two thirds.
 	a := newAxis(5, 600, true)
+	// Minor grid at 2× and 5× each decade below the top one: 2, 5, 20, 50, 200, 500.
+	want := []float64{2, 5, 20, 50, 200, 500}
+	if len(a.minor) != len(want) {
+		t.Fatalf("log minor ticks = %v, want %v", a.minor, want)
+	}
+	for i := range want {
+		if !near(a.minor[i], want[i]) {
+			t.Errorf("log minor ticks = %v, want %v", a.minor, want)
+			break
+		}
+	}
 	if !near(a.pos(10), 1.0/3) || !near(a.pos(100), 2.0/3) || a.pos(0) != 0 {
 		t.Errorf("log pos(10), pos(100), pos(0) = %v, %v, %v", a.pos(10), a.pos(100), a.pos(0))
 	}

@@ -29,6 +29,12 @@ func newChart(label string, x, y axis, xLabel, yLabel string) *svgChart {
 	fmt.Fprintf(&c.b, `<svg width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s">`+"\n",
 		chartW, chartH, chartW, chartH, html.EscapeString(label))
 	fmt.Fprintf(&c.b, `<rect x="%d" y="%d" width="%d" height="%d" class="plot"/>`+"\n", marginL, marginT, plotW, plotH)
+	for _, t := range x.minor {
+		fmt.Fprintf(&c.b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" class="grid minor"/>`, c.px(t), marginT, c.px(t), marginT+plotH)
+	}
+	for _, t := range y.minor {
+		fmt.Fprintf(&c.b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" class="grid minor"/>`, marginL, c.py(t), marginL+plotW, c.py(t))
+	}
 	for _, t := range x.ticks {
 		px := c.px(t)
 		fmt.Fprintf(&c.b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" class="grid"/>`, px, marginT, px, marginT+plotH)

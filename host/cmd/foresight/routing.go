@@ -17,6 +17,7 @@ import (
 	"github.com/foresight-router/foresight/host/pipeline"
 	"github.com/foresight-router/foresight/sim/cluster"
 	"github.com/foresight-router/foresight/sim/engine"
+	"github.com/foresight-router/foresight/sim/report"
 	"github.com/foresight-router/foresight/sim/stats"
 	"github.com/foresight-router/foresight/sim/workload"
 	"github.com/schollz/progressbar/v3"
@@ -41,10 +42,13 @@ type routingResult struct {
 	Requests   int                      `json:"requests"`
 	Preset     string                   `json:"preset"`
 	Strategies map[string]strategyStats `json:"strategies"`
+	order      []string                 // strategies in the order they were asked for
 }
 
 type strategyStats struct {
 	*stats.Summary
+	// outcomes are kept for the report, not printed.
+	outcomes      []stats.Outcome
 	PrefixHitRate float64 `json:"prefix_hit_rate"`
 	WallSeconds   float64 `json:"wall_s"`
 	// Unavailable says why a strategy could not run (then nothing else is set).
@@ -57,11 +61,11 @@ type unavailable struct{ reason string }
 func (u unavailable) Error() string { return u.reason }
 
 type routingOptions struct {
-	scenario, strategies, preset, examples, trace string
-	servers, requests                             int
-	rate, noise                                   float64
-	seed                                          uint64
-	asJSON                                        bool
+	scenario, strategies, preset, examples, trace, report string
+	servers, requests                                     int
+	rate, noise                                           float64
+	seed                                                  uint64
+	asJSON                                                bool
 }
 
 func newBenchRouting() *cobra.Command {
@@ -78,6 +82,11 @@ func newBenchRouting() *cobra.Command {
 			res, err := benchRouting(cmd.Context(), o, cmd.ErrOrStderr())
 			if err != nil {
 				return err
+			}
+			if o.report != "" {
+				if err := writeReport(o.report, res); err != nil {
+					return err
+				}
 			}
 			printRoutingTable(cmd.ErrOrStderr(), res)
 			if o.asJSON {
@@ -103,6 +112,7 @@ func newBenchRouting() *cobra.Command {
 	f.StringVar(&o.trace, "trace", "", "trace file for azure-conv, azure-code and mooncake")
 	f.StringVar(&o.examples, "examples", "examples", "directory of the strategies' pipeline configs")
 	f.BoolVar(&o.asJSON, "json", false, "print one JSON object on stdout")
+	f.StringVar(&o.report, "report", "", "write a self-contained HTML report with charts to this file")
 	return cmd
 }
 
@@ -126,6 +136,7 @@ func benchRouting(ctx context.Context, o routingOptions, progress io.Writer) (*r
 		Preset: o.preset, Strategies: map[string]strategyStats{}}
 	for _, name := range strings.Split(o.strategies, ",") {
 		name = strings.TrimSpace(name)
+		res.order = append(res.order, name)
 		router, closeRouter, err := strategyRouter(ctx, name, o.examples)
 		var u unavailable
 		if errors.As(err, &u) {
@@ -145,10 +156,33 @@ func benchRouting(ctx context.Context, o routingOptions, progress io.Writer) (*r
 			return nil, fmt.Errorf("strategy %q: %w", name, err)
 		}
 		sum := stats.Summarize(run.Outcomes)
-		res.Strategies[name] = strategyStats{Summary: &sum, PrefixHitRate: run.PrefixHitRate(),
+		res.Strategies[name] = strategyStats{Summary: &sum, outcomes: run.Outcomes, PrefixHitRate: run.PrefixHitRate(),
 			WallSeconds: time.Since(began).Seconds()}
 	}
 	return res, nil
+}
+
+// writeReport writes the HTML report of r to file.
+func writeReport(file string, r *routingResult) error {
+	in := report.Input{Title: fmt.Sprintf("Routing bench: scenario %s, %d servers (%s), %d requests, seed %d",
+		r.Scenario, r.Servers, r.Preset, r.Requests, r.Seed)}
+	for _, name := range r.order {
+		s := r.Strategies[name]
+		st := report.Strategy{Name: name, Outcomes: s.outcomes, Unavailable: s.Unavailable}
+		if s.Summary != nil {
+			st.Summary = *s.Summary
+		}
+		in.Strategies = append(in.Strategies, st)
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return fmt.Errorf("creating the report: %w", err)
+	}
+	if err := report.Write(f, in); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // newProgress returns a progress bar on w when w is a terminal, and a silent one otherwise (logs

@@ -87,4 +87,12 @@ func TestPredictedLatencyWithoutProducerIsUnavailable(t *testing.T) {
 	if s := res.Strategies["rr"]; s.Summary == nil || s.Requests != 20 {
 		t.Errorf("rr = %+v, want a summary of 20 requests", s)
 	}
+	file := filepath.Join(dir, "report.html")
+	if err := writeReport(file, res); err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(file)
+	if err != nil || !strings.HasPrefix(string(page), "<!DOCTYPE html>") || !strings.Contains(string(page), "no producer") {
+		t.Errorf("report: %v, %.80q…", err, page)
+	}
 }
