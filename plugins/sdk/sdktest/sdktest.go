@@ -73,3 +73,23 @@ func CheckReads[T any](t *testing.T, reads []string, n int, decide func(*sdk.Cyc
 		}
 	}
 }
+
+// CheckRate runs hit for seeds 0 … n−1 and fails the test unless the share of hits is within tol
+// of want: a stage's random choice (exploration, say) drawn from the cycle seed happens as often
+// as its parameter says.
+func CheckRate(t *testing.T, n int, want, tol float64, hit func(seed uint64) (bool, error)) {
+	t.Helper()
+	hits := 0
+	for seed := range uint64(n) {
+		ok, err := hit(seed)
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		if ok {
+			hits++
+		}
+	}
+	if rate := float64(hits) / float64(n); rate < want-tol || rate > want+tol {
+		t.Errorf("%d of %d seeds (%.4f), want %.4f ± %.4f", hits, n, rate, want, tol)
+	}
+}

@@ -3,13 +3,13 @@ package affinity
 import (
 	"context"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/foresight-router/foresight/plugins/sdk/sdktest"
 )
 
 // ep returns an endpoint with the given prefix match and a valid TTFT prediction.
@@ -235,20 +235,11 @@ func TestExplorationRate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := configured(t, fmt.Sprintf(`{"explorationProbability": %g}`, tt.epsilon))
-			explored := 0
-			for seed := range uint64(n) {
+			sdktest.CheckRate(t, n, tt.epsilon, tt.tol, func(seed uint64) (bool, error) {
 				c := &sdk.Cycle{Endpoints: []sdk.Endpoint{ep(0.9, 100), ep(0.1, 100)}, Seed: seed}
 				v, err := f.Filter(context.Background(), c)
-				if err != nil {
-					t.Fatalf("Filter: %v", err)
-				}
-				if v.Reason == "explore" {
-					explored++
-				}
-			}
-			if rate := float64(explored) / n; math.Abs(rate-tt.epsilon) > tt.tol {
-				t.Errorf("explored %d of %d (%.4f), want %.4f ± %.4f", explored, n, rate, tt.epsilon, tt.tol)
-			}
+				return v.Reason == "explore", err
+			})
 		})
 	}
 }

@@ -3,13 +3,13 @@ package headroom
 import (
 	"context"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/foresight-router/foresight/plugins/sdk/sdktest"
 )
 
 // ep returns an endpoint with a valid prediction.
@@ -266,21 +266,12 @@ func TestExplorationRate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := configured(t, fmt.Sprintf(`{"epsilonExploreNeg": %g}`, tt.epsilon))
-			explored := 0
-			for seed := range uint64(n) {
+			sdktest.CheckRate(t, n, tt.epsilon, tt.tol, func(seed uint64) (bool, error) {
 				// 500−800 < 0 negative, 500−100 >= 0 positive.
 				c := &sdk.Cycle{Request: req(500, 0, false), Endpoints: []sdk.Endpoint{ep(800, 10), ep(100, 10)}, Seed: seed}
 				v, err := f.Filter(context.Background(), c)
-				if err != nil {
-					t.Fatalf("Filter: %v", err)
-				}
-				if slices.Equal(v.Kept, []int{0}) {
-					explored++
-				}
-			}
-			if rate := float64(explored) / n; math.Abs(rate-tt.epsilon) > tt.tol {
-				t.Errorf("explored %d of %d (%.4f), want %.4f ± %.4f", explored, n, rate, tt.epsilon, tt.tol)
-			}
+				return slices.Equal(v.Kept, []int{0}), err
+			})
 		})
 	}
 }
