@@ -16,7 +16,7 @@ import (
 	"github.com/rs/zerolog"
 )
 
-func fleet(t *testing.T, n int) Config {
+func fleet(t testing.TB, n int) Config {
 	t.Helper()
 	ec, err := engine.Preset("llama-3.1-8b-h100-tp2")
 	if err != nil {
@@ -46,7 +46,7 @@ func examplePipeline(t *testing.T, name string) Router {
 	return PipelineRouter{Pipeline: p}
 }
 
-func scenarioC(t *testing.T, servers, n int) []workload.Request {
+func scenarioC(t testing.TB, servers, n int) []workload.Request {
 	t.Helper()
 	w, err := workload.Scenario("C", workload.Params{Servers: servers, Requests: n, Seed: 1})
 	if err != nil {

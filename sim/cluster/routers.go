@@ -32,11 +32,14 @@ func (r PipelineRouter) Route(c *sdk.Cycle, _ *Fleet) (Decision, error) {
 // then the lower index.
 type Oracle struct{}
 
-// Route simulates the arrival on a copy of every engine.
+// Route simulates the arrival forward on every engine speculatively (Engine.Speculate restores
+// it afterwards, exactly as if the simulation had run on a clone).
 func (Oracle) Route(_ *sdk.Cycle, f *Fleet) (Decision, error) {
 	best, bestTTFT, bestLoad := -1, time.Duration(0), 0
 	for i, e := range f.Engines {
-		ttft, err := firstToken(e.Clone(), f.Arrival, f.Now)
+		var ttft time.Duration
+		var err error
+		e.Speculate(func(s *engine.Engine) { ttft, err = firstToken(s, f.Arrival, f.Now) })
 		if err != nil {
 			return Decision{}, fmt.Errorf("oracle on server %d: %w", i, err)
 		}

@@ -19,6 +19,7 @@ type block struct {
 	dup    int32 // next block registered under the same hash (vLLM never de-duplicates)
 	hashed bool  // registered in the hash table, so a prefix lookup can hit it
 	free   bool  // in the free queue (ref == 0), evictable if hashed
+	pend   bool  // registration deferred during Speculate (see kvCache.deferred)
 }
 
 // slot is one entry of the open-addressing hash table from block hash to the first block
@@ -44,6 +45,61 @@ type kvCache struct {
 	head      int32
 	tail      int32
 	numFree   int32
+
+	// Undo journal, on during Engine.Speculate: every write to a block or table slot first
+	// records the old value, so rollback can put them back in reverse order.
+	journal  bool
+	blockLog []blockUndo
+	slotLog  []slotUndo
+	saved    struct{ head, tail, numFree int32 }
+	// During Speculate, registrations are deferred until something could observe them: a
+	// lookup, or the allocation (eviction) of a block whose registration is pending. flush then
+	// applies them in order. Between a deferral and its flush only free-queue operations and
+	// unregistrations of other blocks happen, which commute with it (a block's own hash entry is
+	// touched only by its own register and unregister), so every lookup sees the same hash→block
+	// map as with eager registration. Registrations after the speculation's last lookup are
+	// never applied, which is the point.
+	deferred []pendingReg
+}
+
+type pendingReg struct {
+	b int32
+	h uint64
+}
+
+type blockUndo struct {
+	i   int32
+	old block
+}
+
+type slotUndo struct {
+	i   int32
+	old slot
+}
+
+// begin starts journaling writes so that rollback can undo them.
+func (k *kvCache) begin() {
+	k.journal = true
+	k.blockLog, k.slotLog, k.deferred = k.blockLog[:0], k.slotLog[:0], k.deferred[:0]
+	k.saved.head, k.saved.tail, k.saved.numFree = k.head, k.tail, k.numFree
+}
+
+// rollback undoes every write since begin and stops journaling. It writes through mut, so a
+// page shared with a clone taken meanwhile is copied rather than changed under the clone.
+func (k *kvCache) rollback() {
+	k.journal = false
+	k.deferred = k.deferred[:0]
+	owner := k.owner.Load()
+	for j := len(k.blockLog) - 1; j >= 0; j-- {
+		u := &k.blockLog[j]
+		*k.blocks.mut(u.i, owner) = u.old
+	}
+	for j := len(k.slotLog) - 1; j >= 0; j-- {
+		u := &k.slotLog[j]
+		*k.table.mut(u.i, owner) = u.old
+	}
+	k.blockLog, k.slotLog = k.blockLog[:0], k.slotLog[:0]
+	k.head, k.tail, k.numFree = k.saved.head, k.saved.tail, k.saved.numFree
 }
 
 func (k *kvCache) init(numBlocks int) {
@@ -81,7 +137,20 @@ func (k *kvCache) referenced() int32 { return k.usable() - k.numFree }
 
 func (k *kvCache) get(b int32) block { return k.blocks.get(b) }
 
-func (k *kvCache) mut(b int32) *block { return k.blocks.mut(b, k.owner.Load()) }
+func (k *kvCache) mut(b int32) *block {
+	if k.journal {
+		k.blockLog = append(k.blockLog, blockUndo{b, k.blocks.get(b)})
+	}
+	return k.blocks.mut(b, k.owner.Load())
+}
+
+// mutSlot returns a writable pointer to table slot i.
+func (k *kvCache) mutSlot(i int32, owner uint64) *slot {
+	if k.journal {
+		k.slotLog = append(k.slotLog, slotUndo{i, k.table.get(i)})
+	}
+	return k.table.mut(i, owner)
+}
 
 // pushTail appends b to the free queue (most recently used end).
 func (k *kvCache) pushTail(b int32) {
@@ -118,6 +187,9 @@ func (k *kvCache) unlink(b int32) {
 // out with one reference. The caller has checked that a block is free.
 func (k *kvCache) allocate() int32 {
 	b := k.head
+	if k.get(b).pend {
+		k.flush()
+	}
 	k.unlink(b)
 	if k.get(b).hashed {
 		k.unregister(b)
@@ -147,6 +219,9 @@ func (k *kvCache) release(b int32) {
 
 // lookup returns the first block registered under hash h, or nilBlock.
 func (k *kvCache) lookup(h uint64) int32 {
+	if len(k.deferred) > 0 {
+		k.flush()
+	}
 	mask := int32(1)<<k.tableBits - 1
 	for i := k.home(h); ; i = (i + 1) & mask {
 		s := k.table.get(i)
@@ -162,6 +237,25 @@ func (k *kvCache) lookup(h uint64) int32 {
 // register makes full block b findable under hash h. A block already registered under h stays
 // first in line (vLLM's get_cached_block returns the oldest); b is appended to its duplicates.
 func (k *kvCache) register(b int32, h uint64) {
+	if k.journal {
+		k.mut(b).pend = true
+		k.deferred = append(k.deferred, pendingReg{b, h})
+		return
+	}
+	k.apply(b, h)
+}
+
+// flush applies the deferred registrations in order.
+func (k *kvCache) flush() {
+	for _, p := range k.deferred {
+		k.mut(p.b).pend = false
+		k.apply(p.b, p.h)
+	}
+	k.deferred = k.deferred[:0]
+}
+
+// apply registers b under h.
+func (k *kvCache) apply(b int32, h uint64) {
 	x := k.mut(b)
 	x.hash, x.hashed, x.dup = h, true, nilBlock
 	owner := k.owner.Load()
@@ -169,7 +263,7 @@ func (k *kvCache) register(b int32, h uint64) {
 	for i := k.home(h); ; i = (i + 1) & mask {
 		s := k.table.get(i)
 		if s.val == nilBlock {
-			*k.table.mut(i, owner) = slot{key: h, val: b}
+			*k.mutSlot(i, owner) = slot{key: h, val: b}
 			return
 		}
 		if s.key == h {
@@ -199,7 +293,7 @@ func (k *kvCache) unregister(b int32) {
 		}
 		k.mut(p).dup = x.dup
 	} else if x.dup != nilBlock {
-		k.table.mut(i, owner).val = x.dup
+		k.mutSlot(i, owner).val = x.dup
 	} else {
 		k.deleteSlot(i)
 	}
@@ -219,11 +313,11 @@ func (k *kvCache) deleteSlot(i int32) {
 		// s may move back to i only if its home position is not in the cyclic range (i, j].
 		h := k.home(s.key)
 		if (j > i && (h <= i || h > j)) || (j < i && h <= i && h > j) {
-			*k.table.mut(i, owner) = s
+			*k.mutSlot(i, owner) = s
 			i = j
 		}
 	}
-	*k.table.mut(i, owner) = slot{val: nilBlock}
+	*k.mutSlot(i, owner) = slot{val: nilBlock}
 }
 
 // home is the table position where probing for h starts (Fibonacci hashing, so that small or

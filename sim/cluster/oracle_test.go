@@ -1,0 +1,137 @@
+package cluster
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/foresight-router/foresight/sim/engine"
+)
+
+// cloneFirstToken is the oracle's forward simulation as it was before Speculate: on a clone.
+func cloneFirstToken(e *engine.Engine, r engine.Request, now time.Duration) (time.Duration, error) {
+	return firstToken(e.Clone(), r, now)
+}
+
+// checkingOracle routes as Oracle, after checking that every candidate's speculative TTFT is
+// the TTFT of the same simulation on a clone.
+type checkingOracle struct {
+	t        testing.TB
+	arrivals int
+}
+
+func (o *checkingOracle) Route(c *sdk.Cycle, f *Fleet) (Decision, error) {
+	o.arrivals++
+	for i, e := range f.Engines {
+		want, werr := cloneFirstToken(e, f.Arrival, f.Now)
+		var got time.Duration
+		var gerr error
+		e.Speculate(func(s *engine.Engine) { got, gerr = firstToken(s, f.Arrival, f.Now) })
+		if got != want || (werr == nil) != (gerr == nil) {
+			o.t.Fatalf("request %d on server %d: speculative TTFT %v (%v), clone's %v (%v)", f.Arrival.ID, i, got, gerr, want, werr)
+		}
+	}
+	return Oracle{}.Route(c, f)
+}
+
+// TestOracleSpeculationIsExact runs scenario C with the oracle, checking every candidate's TTFT
+// against the clone-based simulation, and checks the outcomes are those of a clone-based oracle.
+func TestOracleSpeculationIsExact(t *testing.T) {
+	reqs := scenarioC(t, 4, 600)
+	co := &checkingOracle{t: t}
+	got, err := Run(fleet(t, 4), reqs, co, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Run(fleet(t, 4), reqs, cloneOracle{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if co.arrivals != len(reqs) {
+		t.Fatalf("checked %d arrivals, want %d", co.arrivals, len(reqs))
+	}
+	for i := range want.Outcomes {
+		if got.Outcomes[i] != want.Outcomes[i] {
+			t.Fatalf("request %d: outcome %+v, clone-based oracle %+v", i, got.Outcomes[i], want.Outcomes[i])
+		}
+	}
+}
+
+// cloneOracle is Oracle as it was before Speculate, simulating on clones.
+type cloneOracle struct{}
+
+func (cloneOracle) Route(_ *sdk.Cycle, f *Fleet) (Decision, error) {
+	best, bestTTFT, bestLoad := -1, time.Duration(0), 0
+	for i, e := range f.Engines {
+		ttft, err := cloneFirstToken(e, f.Arrival, f.Now)
+		if err != nil {
+			return Decision{}, fmt.Errorf("oracle on server %d: %w", i, err)
+		}
+		m := e.Metrics()
+		load := m.Waiting + m.Running + m.Pending
+		if best < 0 || ttft < bestTTFT || (ttft == bestTTFT && load < bestLoad) {
+			best, bestTTFT, bestLoad = i, ttft, load
+		}
+	}
+	return Decision{Endpoint: best}, nil
+}
+
+// snapshotter routes to the least loaded server and records clones of the fleet at arrivals
+// [from, from+n).
+type snapshotter struct {
+	from, n, seen int
+	fleets        []Fleet
+}
+
+func (s *snapshotter) Route(_ *sdk.Cycle, f *Fleet) (Decision, error) {
+	if s.seen >= s.from && s.seen < s.from+s.n {
+		snap := Fleet{Arrival: f.Arrival, Now: f.Now}
+		for _, e := range f.Engines {
+			snap.Engines = append(snap.Engines, e.Clone())
+		}
+		s.fleets = append(s.fleets, snap)
+	}
+	s.seen++
+	best, bestLoad := 0, int(^uint(0)>>1)
+	for i, e := range f.Engines {
+		m := e.Metrics()
+		if l := m.Waiting + m.Running + m.Pending; l < bestLoad {
+			best, bestLoad = i, l
+		}
+	}
+	return Decision{Endpoint: best}, nil
+}
+
+// BenchmarkOracleRoute measures the oracle's cost per arrival on 8 loaded servers (scenario C,
+// mid-run), with the speculative simulation and with the former clone-based one.
+func BenchmarkOracleRoute(b *testing.B) {
+	reqs := scenarioC(b, 8, 1500)
+	snap := &snapshotter{from: 1000, n: 64}
+	cfg := fleet(b, 8)
+	if _, err := Run(cfg, reqs, snap, nil); err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name   string
+		router Router
+	}{{"speculate", Oracle{}}, {"clone", cloneOracle{}}} {
+		b.Run(bc.name, func(b *testing.B) {
+			// One pass first, so that the snapshots own their pages as a live engine does.
+			for i := range snap.fleets {
+				if _, err := bc.router.Route(nil, &snap.fleets[i]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				f := &snap.fleets[i%len(snap.fleets)]
+				if _, err := bc.router.Route(nil, f); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+}
