@@ -61,9 +61,6 @@ func Start(n, basePort int, preset string, seed uint64) (*Fleet, error) {
 // Addrs returns the servers' host:port addresses, in order.
 func (f *Fleet) Addrs() []string { return append([]string(nil), f.addrs...) }
 
-// Servers returns the servers, in the order of Addrs.
-func (f *Fleet) Servers() []*Server { return append([]*Server(nil), f.servers...) }
-
 // Close stops every server, dropping open connections.
 func (f *Fleet) Close() {
 	for _, hs := range f.https {

@@ -84,9 +84,6 @@ func (s *Server) Close() {
 	<-s.stopped
 }
 
-// Model returns the served model name.
-func (s *Server) Model() string { return s.model }
-
 // Metrics returns the engine's metrics as of its last step or arrival.
 func (s *Server) Metrics() engine.Metrics {
 	s.mu.Lock()
