@@ -120,7 +120,7 @@ func TestProducerFallback(t *testing.T) {
 		{"panic", func(context.Context, *sdk.Cycle) ([]sdk.Prediction, error) { panic("kaboom") }, "stage error: stage panicked: kaboom"},
 		{"one prediction for three endpoints", func(context.Context, *sdk.Cycle) ([]sdk.Prediction, error) {
 			return []sdk.Prediction{{Valid: true, TTFTMs: 1}}, nil
-		}, "invalid answer: answer does not have one entry per endpoint"},
+		}, "invalid answer: producer returned 1 predictions for 3 endpoints"},
 		{"blocks past the deadline", func(ctx context.Context, _ *sdk.Cycle) ([]sdk.Prediction, error) {
 			return block[[]sdk.Prediction](ctx)
 		}, "deadline exceeded"},
@@ -231,7 +231,7 @@ func TestScorerAnswers(t *testing.T) {
 		{"infinities clamped", scores([]float64{math.Inf(1), math.Inf(-1), 0.5}, nil), []float64{1, 0, 0.5}, ""},
 		{"error: composite", scores(nil, boom), composite, "stage error: boom"},
 		{"two scores for three endpoints: composite", scores([]float64{1, 1}, nil), composite,
-			"invalid answer: answer does not have one entry per endpoint"},
+			"invalid answer: scorer returned 2 scores for 3 endpoints"},
 		{"panic: composite", func(context.Context, *sdk.Cycle) ([]float64, error) { panic("kaboom") }, composite,
 			"stage error: stage panicked: kaboom"},
 		{"deadline: composite", func(ctx context.Context, _ *sdk.Cycle) ([]float64, error) { return block[[]float64](ctx) },
@@ -521,9 +521,8 @@ func TestAdmitterSeesEveryCandidate(t *testing.T) {
 	}
 }
 
-// A remote plugin's out-of-range index is rejected by the sdk client ("endpoint index 5 out of
-// range") and becomes a fallback; an in-process (Spec.Local) stage's is not checked by sdk.Local
-// or by the pipeline, so pick (filter) and dedupe (picker) index out of range and Run panics.
+// An out-of-range index becomes a fallback whether the stage is remote (the sdk client rejects it)
+// or in-process (sdk.Local applies the same check), never a panic in Run.
 func TestOutOfRangeIndicesFallBack(t *testing.T) {
 	tests := []struct {
 		name  string

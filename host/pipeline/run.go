@@ -143,9 +143,6 @@ func (p *Pipeline) produce(ms []*member) {
 	for i, m := range ms {
 		st := stageTrace(p.producer.slot, began)
 		preds, err := res[i].Value, res[i].Err
-		if err == nil && len(preds) != len(m.cur.Endpoints) {
-			err = errAnswerSize
-		}
 		if err != nil {
 			st.Fallback = p.producer.failed(err)
 			preds = make([]sdk.Prediction, len(m.cur.Endpoints))
@@ -181,9 +178,6 @@ func (p *Pipeline) filter(f *filterSlot, ms []*member) {
 	for i, m := range ms {
 		st := stageTrace(f.slot, began)
 		v, err := res[i].Value, res[i].Err
-		if err == nil && !inRange(v.Kept, len(m.cur.Endpoints)) {
-			err = errIndex
-		}
 		var keep []int
 		if err != nil {
 			st.Fallback = f.failed(err)
@@ -240,9 +234,6 @@ func (p *Pipeline) scoreWith(j int, s *scorerSlot, ms []*member) {
 	for i, m := range ms {
 		st := stageTrace(s.slot, began)
 		scores, err := res[i].Value, res[i].Err
-		if err == nil && len(scores) != len(m.cur.Endpoints) {
-			err = errAnswerSize
-		}
 		if err != nil {
 			st.Fallback = s.failed(err)
 			scores, _ = p.fallbackScorer.Score(m.ctx, m.cur)
@@ -273,9 +264,6 @@ func (p *Pipeline) pickOrder(ms []*member) {
 		if err == nil && len(order) == 0 {
 			err = errEmptyOrder
 		}
-		if err == nil && !inRange(order, len(m.cur.Endpoints)) {
-			err = errIndex
-		}
 		if err != nil {
 			st.Fallback = p.picker.failed(err)
 			order, _ = p.fallbackPicker.Pick(m.ctx, m.cur, m.t.Scores)
@@ -284,16 +272,6 @@ func (p *Pipeline) pickOrder(ms []*member) {
 		st.Order = m.t.Order
 		m.t.Picker = &st
 	}
-}
-
-// inRange reports whether every index is in [0, n).
-func inRange(idx []int, n int) bool {
-	for _, k := range idx {
-		if k < 0 || k >= n {
-			return false
-		}
-	}
-	return true
 }
 
 // dedupe keeps the first occurrence of every position.

@@ -49,7 +49,8 @@ type Local struct{ P Plugin }
 // ProduceBatch calls Produce per cycle.
 func (l Local) ProduceBatch(ctx context.Context, cycles []*Cycle) ([]Result[[]Prediction], error) {
 	p := l.P.(Producer)
-	return each(cycles, func(c *Cycle) ([]Prediction, error) { return p.Produce(ctx, c) }), nil
+	return each(cycles, func(c *Cycle) ([]Prediction, error) { return p.Produce(ctx, c) },
+		func(c *Cycle, v []Prediction) error { return checkPredictions(v, len(c.Endpoints)) }), nil
 }
 
 // Observe forwards to the producer.
@@ -60,19 +61,21 @@ func (l Local) Observe(ctx context.Context, samples []Sample) (int, error) {
 // FilterBatch calls Filter per cycle.
 func (l Local) FilterBatch(ctx context.Context, cycles []*Cycle) ([]Result[FilterVerdict], error) {
 	f := l.P.(Filter)
-	return each(cycles, func(c *Cycle) (FilterVerdict, error) { return f.Filter(ctx, c) }), nil
+	return each(cycles, func(c *Cycle) (FilterVerdict, error) { return f.Filter(ctx, c) },
+		func(c *Cycle, v FilterVerdict) error { return checkIndices(v.Kept, len(c.Endpoints)) }), nil
 }
 
 // ScoreBatch calls Score per cycle.
 func (l Local) ScoreBatch(ctx context.Context, cycles []*Cycle) ([]Result[[]float64], error) {
 	s := l.P.(Scorer)
-	return each(cycles, func(c *Cycle) ([]float64, error) { return s.Score(ctx, c) }), nil
+	return each(cycles, func(c *Cycle) ([]float64, error) { return s.Score(ctx, c) },
+		func(c *Cycle, v []float64) error { return checkScores(v, len(c.Endpoints)) }), nil
 }
 
 // AdmitBatch calls Admit per cycle.
 func (l Local) AdmitBatch(ctx context.Context, cycles []*Cycle) ([]Result[AdmitVerdict], error) {
 	a := l.P.(Admitter)
-	return each(cycles, func(c *Cycle) (AdmitVerdict, error) { return a.Admit(ctx, c) }), nil
+	return each(cycles, func(c *Cycle) (AdmitVerdict, error) { return a.Admit(ctx, c) }, nil), nil
 }
 
 // PickBatch calls Pick per cycle.
@@ -84,14 +87,22 @@ func (l Local) PickBatch(ctx context.Context, cycles []*Cycle, scores [][]float6
 	out := make([]Result[[]int], len(cycles))
 	for i, c := range cycles {
 		out[i] = guard(func() ([]int, error) { return p.Pick(ctx, c, scores[i]) })
+		if out[i].Err == nil {
+			out[i].Err = checkIndices(out[i].Value, len(c.Endpoints))
+		}
 	}
 	return out, nil
 }
 
-func each[T any](cycles []*Cycle, call func(*Cycle) (T, error)) []Result[T] {
+// each answers every cycle with call; check, when set, holds each answer to the rules the wire
+// client applies (an answer that fails is that cycle's error, like a malformed wire answer).
+func each[T any](cycles []*Cycle, call func(*Cycle) (T, error), check func(*Cycle, T) error) []Result[T] {
 	out := make([]Result[T], len(cycles))
 	for i, c := range cycles {
 		out[i] = guard(func() (T, error) { return call(c) })
+		if out[i].Err == nil && check != nil {
+			out[i].Err = check(c, out[i].Value)
+		}
 	}
 	return out
 }

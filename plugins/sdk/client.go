@@ -157,10 +157,7 @@ func (c *ScorerClient) ScoreBatch(ctx context.Context, cycles []*Cycle) ([]Resul
 		return nil, err
 	}
 	return collect(cycles, resp.GetResults(), func(cy *Cycle, r *pb.ScoreResult) ([]float64, error) {
-		if len(r.GetScores()) != len(cy.Endpoints) {
-			return nil, fmt.Errorf("scorer returned %d scores for %d endpoints", len(r.GetScores()), len(cy.Endpoints))
-		}
-		return r.GetScores(), nil
+		return r.GetScores(), checkScores(r.GetScores(), len(cy.Endpoints))
 	})
 }
 

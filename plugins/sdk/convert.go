@@ -281,10 +281,7 @@ func indicesToProto(idx []int) []uint32 {
 func indicesFromProto(idx []uint32, n int) ([]int, error) {
 	out := make([]int, len(idx))
 	for i, v := range idx {
-		if int(v) >= n {
-			return nil, fmt.Errorf("endpoint index %d out of range: the cycle has %d endpoints", v, n)
-		}
 		out[i] = int(v)
 	}
-	return out, nil
+	return out, checkIndices(out, n)
 }

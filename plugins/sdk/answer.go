@@ -1,0 +1,29 @@
+package sdk
+
+import "fmt"
+
+// Checks every stage answer must pass, whether it came over the wire (the client shims) or from an
+// in-process stage (Local): the host never trusts a stage's sizes or indices.
+
+func checkPredictions(p []Prediction, n int) error {
+	if len(p) != n {
+		return fmt.Errorf("producer returned %d predictions for %d endpoints", len(p), n)
+	}
+	return nil
+}
+
+func checkScores(s []float64, n int) error {
+	if len(s) != n {
+		return fmt.Errorf("scorer returned %d scores for %d endpoints", len(s), n)
+	}
+	return nil
+}
+
+func checkIndices(idx []int, n int) error {
+	for _, k := range idx {
+		if k < 0 || k >= n {
+			return fmt.Errorf("endpoint index %d out of range: the cycle has %d endpoints", k, n)
+		}
+	}
+	return nil
+}
