@@ -11,7 +11,9 @@ import (
 
 // cloneFirstToken is the oracle's forward simulation as it was before Speculate: on a clone.
 func cloneFirstToken(e *engine.Engine, r engine.Request, now time.Duration) (time.Duration, error) {
-	return firstToken(e.Clone(), r, now)
+	c := e.Clone()
+	c.ExpectStepTimes()
+	return firstToken(c, r, now)
 }
 
 // checkingOracle routes as Oracle, after checking that every candidate's speculative TTFT is
@@ -27,7 +29,10 @@ func (o *checkingOracle) Route(c *sdk.Cycle, f *Fleet) (Decision, error) {
 		want, werr := cloneFirstToken(e, f.Arrival, f.Now)
 		var got time.Duration
 		var gerr error
-		e.Speculate(func(s *engine.Engine) { got, gerr = firstToken(s, f.Arrival, f.Now) })
+		e.Speculate(func(s *engine.Engine) {
+			s.ExpectStepTimes()
+			got, gerr = firstToken(s, f.Arrival, f.Now)
+		})
 		if got != want || (werr == nil) != (gerr == nil) {
 			o.t.Fatalf("request %d on server %d: speculative TTFT %v (%v), clone's %v (%v)", f.Arrival.ID, i, got, gerr, want, werr)
 		}
@@ -133,5 +138,36 @@ func BenchmarkOracleRoute(b *testing.B) {
 				i++
 			}
 		})
+	}
+}
+
+// TestOracleDoesNotForeseeNoise routes one request to two idle, identical servers whose next
+// step-time noise differs. The oracle must see a tie (and take the lower index) whatever the
+// draws: a router cannot know them, and an oracle that did would shun an idle server for as long
+// as its next draw was unlucky, since an idle engine draws nothing.
+func TestOracleDoesNotForeseeNoise(t *testing.T) {
+	ec, err := engine.Preset("llama-3.1-8b-h100-tp2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := engine.Request{ID: 1, InputTokens: 4000, OutputTokens: 10}
+	for seed := uint64(1); seed <= 16; seed++ {
+		f := &Fleet{Arrival: r, Now: time.Second}
+		for i := range 2 {
+			c := ec
+			c.Noise, c.Seed = 0.5, 2*seed+uint64(i)
+			e, err := engine.New(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Engines = append(f.Engines, e)
+		}
+		d, err := Oracle{}.Route(nil, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Endpoint != 0 {
+			t.Fatalf("noise seeds %d and %d: oracle picked server %d of two idle identical servers, want 0", 2*seed, 2*seed+1, d.Endpoint)
+		}
 	}
 }

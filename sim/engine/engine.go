@@ -600,3 +600,10 @@ func mix64(x uint64) uint64 {
 func micros(us float64) time.Duration { return time.Duration(math.Round(us * 1e3)) }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// ExpectStepTimes makes e's later steps take their expected time, the noise factor's mean of 1,
+// instead of drawing it. An oracle simulating forward inside Speculate calls it so as not to
+// foresee the noise, which no router can (on an idle engine the next draw never changes, so an
+// oracle that saw it would shun that engine for as long as the draw was unlucky). Speculate
+// restores the noise when f returns; on a clone or any other engine it lasts.
+func (e *Engine) ExpectStepTimes() { e.noise.sigma = 0 }
