@@ -35,6 +35,10 @@ func (x *Index) SetCapacity(endpoint string, blocks int) {
 }
 
 // Record notes that endpoint received a prompt with these chained block hashes, first block first.
+// The blocks become the most recently used with the first one last touched, so that when the
+// record is full a prompt's tail ages out before its head, which is what later prompts share and
+// without which nothing after it matches (vLLM frees a request's blocks tail first for the same
+// reason).
 func (x *Index) Record(endpoint string, blocks []uint64) {
 	if len(blocks) == 0 {
 		return
@@ -42,14 +46,19 @@ func (x *Index) Record(endpoint string, blocks []uint64) {
 	l := x.endpoint(endpoint)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, b := range blocks {
-		l.touch(b)
+	for i := len(blocks) - 1; i >= 0; i-- {
+		l.touch(blocks[i])
 	}
 	l.evict()
 }
 
-// Match returns how many leading blocks of the prompt endpoint is believed to hold. Blocks are
-// chained hashes, so a prefix matches block by block and the first miss ends it.
+// Match returns how many leading blocks of the prompt endpoint is believed to hold.
+//
+// Blocks are chained hashes: a block's hash covers everything before it, so a hash sits at one
+// position of any prompt, and every prompt holding block j+1 holds block j. Record touches a
+// prompt tail first, so block j is always more recent than block j+1 and eviction takes j+1
+// first: what the record holds of a prompt is always a prefix of it. Match therefore binary
+// searches for its end, in O(log n) lookups.
 func (x *Index) Match(endpoint string, blocks []uint64) int {
 	l := x.existing(endpoint)
 	if l == nil {
@@ -57,14 +66,16 @@ func (x *Index) Match(endpoint string, blocks []uint64) int {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	n := 0
-	for _, b := range blocks {
-		if _, ok := l.nodes[b]; !ok {
-			break
+	lo, hi := 0, len(blocks) // blocks[:lo] are held, blocks[hi:] are not
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if _, ok := l.index[blocks[mid]]; ok {
+			lo = mid + 1
+		} else {
+			hi = mid
 		}
-		n++
 	}
-	return n
+	return lo
 }
 
 // Fraction returns Match as a fraction of the prompt's blocks, in [0, 1] (0 for an empty prompt).
@@ -90,7 +101,7 @@ func (x *Index) Len(endpoint string) int {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(l.nodes)
+	return len(l.index)
 }
 
 // existing returns endpoint's record, or nil.

@@ -2,6 +2,7 @@ package prefix
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"testing"
 )
@@ -18,8 +19,8 @@ func TestMatchCountsLeadingBlocks(t *testing.T) {
 	}{
 		{"whole prompt recorded", "a", []uint64{1, 2, 3, 4}, 4, 1},
 		{"longer prompt, shared head", "a", []uint64{1, 2, 3, 4, 5, 6, 7, 8}, 4, 0.5}, // 4 of 8
-		{"first block differs: no match", "a", []uint64{9, 2, 3}, 0, 0},
-		{"a miss ends the prefix", "a", []uint64{1, 2, 7, 4}, 2, 0.5}, // 1, 2 then 7 misses: 2 of 4
+		{"first block differs: no match", "a", []uint64{9, 10, 11}, 0, 0},
+		{"a miss ends the prefix", "a", []uint64{1, 2, 7, 8}, 2, 0.5}, // 1, 2 then 7 misses: 2 of 4
 		{"unknown endpoint", "b", []uint64{1, 2}, 0, 0},
 		{"empty prompt", "a", nil, 0, 0},
 	}
@@ -37,13 +38,14 @@ func TestMatchCountsLeadingBlocks(t *testing.T) {
 
 func TestLeastRecentlyUsedBlocksAgeOut(t *testing.T) {
 	x := New(4)
-	x.Record("a", []uint64{1, 2, 3})
-	x.Record("a", []uint64{1})    // 1 is now the most recent: order (new→old) 1, 3, 2
-	x.Record("a", []uint64{7, 8}) // 8, 7, 1, 3, 2 is one over capacity 4: 2, the oldest, goes
+	x.Record("a", []uint64{1, 2, 3}) // order (new→old): 1, 2, 3 — a prompt's head is its newest
+	x.Record("a", []uint64{5})       // 5, 1, 2, 3
+	x.Record("a", []uint64{1})       // 1, 5, 2, 3
+	x.Record("a", []uint64{7})       // 7, 1, 5, 2, 3 is one over capacity 4: 3, the oldest, goes
 	for _, tt := range []struct {
 		hash uint64
 		kept bool
-	}{{1, true}, {2, false}, {3, true}, {7, true}, {8, true}} {
+	}{{1, true}, {2, true}, {3, false}, {5, true}, {7, true}} {
 		if got := x.Match("a", []uint64{tt.hash}) == 1; got != tt.kept {
 			t.Errorf("block %d kept = %v, want %v", tt.hash, got, tt.kept)
 		}
@@ -53,12 +55,67 @@ func TestLeastRecentlyUsedBlocksAgeOut(t *testing.T) {
 	}
 }
 
+// TestFullRecordKeepsPromptHeads checks that when prompts overflow the record, the older prompt
+// loses its tail, not its head: its shared prefix still matches.
+func TestFullRecordKeepsPromptHeads(t *testing.T) {
+	x := New(6)
+	x.Record("a", []uint64{1, 2, 3, 4})
+	x.Record("a", []uint64{10, 11, 12, 13}) // two over: 4 and 3 go
+	if got := x.Match("a", []uint64{1, 2, 3, 4}); got != 2 {
+		t.Errorf("older prompt matches %d blocks, want its first 2", got)
+	}
+	if got := x.Match("a", []uint64{10, 11, 12, 13}); got != 4 {
+		t.Errorf("newer prompt matches %d blocks, want 4", got)
+	}
+}
+
+// TestMatchIsTheLongestHeldPrefix records many chained prompts — conversations that share system
+// prompts and grow turn by turn — into a record far too small for them, and checks after each
+// that Match, a binary search, equals a block-by-block scan for every prompt seen.
+func TestMatchIsTheLongestHeldPrefix(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	chain := func(parent uint64, content uint64) uint64 { return (parent^content)*0x9E3779B97F4A7C15 + 1 }
+	x := New(300)
+	var prompts [][]uint64
+	for i := range 2000 {
+		var p []uint64
+		if len(prompts) > 0 && rng.IntN(3) > 0 { // a later turn or a sibling: extend a known prefix
+			base := prompts[rng.IntN(len(prompts))]
+			p = append(p, base[:rng.IntN(len(base)+1)]...)
+		}
+		for range 1 + rng.IntN(40) {
+			parent := uint64(0)
+			if len(p) > 0 {
+				parent = p[len(p)-1]
+			}
+			p = append(p, chain(parent, uint64(rng.IntN(4)))) // few contents: many shared chains
+		}
+		x.Record("a", p)
+		prompts = append(prompts, p)
+		if i%50 != 0 {
+			continue
+		}
+		for _, q := range prompts {
+			scan := 0
+			for _, b := range q {
+				if x.Match("a", []uint64{b}) != 1 {
+					break
+				}
+				scan++
+			}
+			if got := x.Match("a", q); got != scan {
+				t.Fatalf("after %d prompts: Match = %d, block-by-block scan = %d", i+1, got, scan)
+			}
+		}
+	}
+}
+
 func TestSetCapacityShrinksAndBounds(t *testing.T) {
 	x := New(10)
 	x.Record("a", []uint64{1, 2, 3, 4, 5})
-	x.SetCapacity("a", 2) // keeps the two most recent: 5, 4
-	if n := x.Len("a"); n != 2 || x.Match("a", []uint64{4}) != 1 || x.Match("a", []uint64{1}) != 0 {
-		t.Errorf("after SetCapacity(2): Len %d, has 4: %v, has 1: %v", n, x.Match("a", []uint64{4}) == 1, x.Match("a", []uint64{1}) == 1)
+	x.SetCapacity("a", 2) // keeps the two most recent: the prompt's head, 1 and 2
+	if n, m := x.Len("a"), x.Match("a", []uint64{1, 2, 3, 4, 5}); n != 2 || m != 2 {
+		t.Errorf("after SetCapacity(2): Len %d, match %d; want 2 and 2", n, m)
 	}
 	for i := range uint64(1000) { // memory stays flat whatever is recorded
 		x.Record("a", []uint64{100 + i})

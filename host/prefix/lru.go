@@ -3,62 +3,78 @@ package prefix
 import "sync"
 
 // lru is one endpoint's record: block hashes in recency order, most recent at the head of a
-// doubly linked list threaded through the map's nodes.
+// doubly linked list threaded through a slice of nodes by index, so that recording a prompt
+// allocates nothing once the record is full.
 type lru struct {
 	mu         sync.Mutex
 	capacity   int
-	nodes      map[uint64]*node
-	head, tail *node
+	index      map[uint64]int32 // hash → position in nodes
+	nodes      []node
+	spare      []int32 // positions in nodes of evicted entries, to reuse
+	head, tail int32
 }
 
 type node struct {
 	hash       uint64
-	prev, next *node
+	prev, next int32
 }
 
-func newLRU(capacity int) *lru { return &lru{capacity: capacity, nodes: map[uint64]*node{}} }
+const none = -1
+
+func newLRU(capacity int) *lru {
+	return &lru{capacity: capacity, index: map[uint64]int32{}, head: none, tail: none}
+}
 
 // touch makes hash the most recently used entry, inserting it if absent.
 func (l *lru) touch(hash uint64) {
-	n, ok := l.nodes[hash]
-	if ok {
-		if l.head == n {
-			return
+	i, ok := l.index[hash]
+	switch {
+	case ok && i == l.head:
+		return
+	case ok:
+		l.unlink(i)
+	default:
+		if n := len(l.spare); n > 0 {
+			i, l.spare = l.spare[n-1], l.spare[:n-1]
+			l.nodes[i] = node{hash: hash}
+		} else {
+			i = int32(len(l.nodes))
+			l.nodes = append(l.nodes, node{hash: hash})
 		}
-		l.unlink(n)
-	} else {
-		n = &node{hash: hash}
-		l.nodes[hash] = n
+		l.index[hash] = i
 	}
-	n.next = l.head
-	if l.head != nil {
-		l.head.prev = n
+	n := &l.nodes[i]
+	n.prev, n.next = none, l.head
+	if l.head != none {
+		l.nodes[l.head].prev = i
 	}
-	l.head = n
-	if l.tail == nil {
-		l.tail = n
+	l.head = i
+	if l.tail == none {
+		l.tail = i
 	}
 }
 
-func (l *lru) unlink(n *node) {
-	if n.prev != nil {
-		n.prev.next = n.next
+func (l *lru) unlink(i int32) {
+	n := &l.nodes[i]
+	if n.prev != none {
+		l.nodes[n.prev].next = n.next
 	} else {
 		l.head = n.next
 	}
-	if n.next != nil {
-		n.next.prev = n.prev
+	if n.next != none {
+		l.nodes[n.next].prev = n.prev
 	} else {
 		l.tail = n.prev
 	}
-	n.prev, n.next = nil, nil
+	n.prev, n.next = none, none
 }
 
 // evict drops least recently used entries beyond capacity.
 func (l *lru) evict() {
-	for len(l.nodes) > l.capacity {
-		n := l.tail
-		l.unlink(n)
-		delete(l.nodes, n.hash)
+	for len(l.index) > l.capacity {
+		i := l.tail
+		l.unlink(i)
+		delete(l.index, l.nodes[i].hash)
+		l.spare = append(l.spare, i)
 	}
 }
