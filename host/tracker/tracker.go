@@ -23,14 +23,19 @@ type Request struct {
 	TPOTSLOMs float64
 }
 
-type flight struct {
+// Flight is one dispatched request, as its dispatcher reports its progress. Its methods are safe
+// for concurrent use and do nothing on a nil Flight or after Finish.
+type Flight struct {
+	t         *Tracker
+	ep        *endpoint
 	req       Request
 	generated int64
 	decoding  bool // past its first token
+	done      bool
 }
 
 type endpoint struct {
-	flights map[string]*flight
+	flights map[string]*Flight
 	prefill int64 // sum of PrefillTokens of flights not yet decoding
 	decode  int64 // sum of remaining output tokens of decoding flights
 }
@@ -44,79 +49,76 @@ type Tracker struct {
 // New returns an empty tracker.
 func New() *Tracker { return &Tracker{eps: map[string]*endpoint{}} }
 
-func (t *Tracker) ep(name string) *endpoint {
+// Dispatch records that r was sent to endpoint and returns its flight. A second Dispatch of the
+// same id to the same endpoint, while the first is in flight, is ignored and returns nil.
+func (t *Tracker) Dispatch(name string, r Request) *Flight {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	e := t.eps[name]
 	if e == nil {
-		e = &endpoint{flights: map[string]*flight{}}
+		e = &endpoint{flights: map[string]*Flight{}}
 		t.eps[name] = e
 	}
-	return e
-}
-
-// Dispatch records that r was sent to endpoint. A second Dispatch of the same id there is ignored.
-func (t *Tracker) Dispatch(endpoint string, r Request) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	e := t.ep(endpoint)
 	if _, dup := e.flights[r.ID]; dup {
-		return
+		return nil
 	}
-	e.flights[r.ID] = &flight{req: r}
+	f := &Flight{t: t, ep: e, req: r}
+	e.flights[r.ID] = f
 	e.prefill += r.PrefillTokens
+	return f
 }
 
-// FirstToken records that request id on endpoint produced its first token: its prompt is done.
-func (t *Tracker) FirstToken(endpoint, id string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	e, f := t.flight(endpoint, id)
-	if f == nil || f.decoding {
-		return
-	}
-	f.decoding, f.generated = true, 1
-	e.prefill -= f.req.PrefillTokens
-	e.decode += remaining(f)
-}
-
-// Tokens records that request id on endpoint has generated n output tokens so far.
-func (t *Tracker) Tokens(endpoint, id string, n int64) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	e, f := t.flight(endpoint, id)
-	if f == nil || !f.decoding || n <= f.generated {
-		return
-	}
-	e.decode -= remaining(f)
-	f.generated = n
-	e.decode += remaining(f)
-}
-
-// Finish forgets request id on endpoint (completed, failed or cancelled).
-func (t *Tracker) Finish(endpoint, id string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	e, f := t.flight(endpoint, id)
+// FirstToken records that the request produced its first token: its prompt is done.
+func (f *Flight) FirstToken() {
 	if f == nil {
 		return
 	}
+	f.t.mu.Lock()
+	defer f.t.mu.Unlock()
+	if f.done || f.decoding {
+		return
+	}
+	f.decoding, f.generated = true, 1
+	f.ep.prefill -= f.req.PrefillTokens
+	f.ep.decode += f.remaining()
+}
+
+// Tokens records that the request has generated n output tokens so far (a count not above the
+// last one is ignored).
+func (f *Flight) Tokens(n int64) {
+	if f == nil {
+		return
+	}
+	f.t.mu.Lock()
+	defer f.t.mu.Unlock()
+	if f.done || !f.decoding || n <= f.generated {
+		return
+	}
+	f.ep.decode -= f.remaining()
+	f.generated = n
+	f.ep.decode += f.remaining()
+}
+
+// Finish forgets the request (completed, failed or cancelled).
+func (f *Flight) Finish() {
+	if f == nil {
+		return
+	}
+	f.t.mu.Lock()
+	defer f.t.mu.Unlock()
+	if f.done {
+		return
+	}
+	f.done = true
 	if f.decoding {
-		e.decode -= remaining(f)
+		f.ep.decode -= f.remaining()
 	} else {
-		e.prefill -= f.req.PrefillTokens
+		f.ep.prefill -= f.req.PrefillTokens
 	}
-	delete(e.flights, id)
+	delete(f.ep.flights, f.req.ID)
 }
 
-// flight returns the request id in flight on endpoint, or nil; the caller holds mu.
-func (t *Tracker) flight(endpoint, id string) (*endpoint, *flight) {
-	e := t.eps[endpoint]
-	if e == nil {
-		return nil, nil
-	}
-	return e, e.flights[id]
-}
-
-func remaining(f *flight) int64 { return max(f.req.OutputTokens-f.generated, 0) }
+func (f *Flight) remaining() int64 { return max(f.req.OutputTokens-f.generated, 0) }
 
 // Fill sets the router-side fields of s for endpoint: InflightRequests, PrefillTokensInFlight,
 // DecodeTokensInFlight and MinRunningTPOTSLOMs (0 when no request there has a TPOT objective).

@@ -14,29 +14,41 @@ func state(t *Tracker, ep string) sdk.EndpointState {
 
 func TestLifecycle(t *testing.T) {
 	tr := New()
-	tr.Dispatch("a", Request{ID: "r1", PrefillTokens: 1000, OutputTokens: 100, TPOTSLOMs: 50})
-	tr.Dispatch("a", Request{ID: "r2", PrefillTokens: 300, OutputTokens: 20}) // no SLO: masks nobody
-	tr.Dispatch("a", Request{ID: "r2", PrefillTokens: 999})                   // duplicate: ignored
+	r1 := tr.Dispatch("a", Request{ID: "r1", PrefillTokens: 1000, OutputTokens: 100, TPOTSLOMs: 50})
+	r2 := tr.Dispatch("a", Request{ID: "r2", PrefillTokens: 300, OutputTokens: 20}) // no SLO: masks nobody
+	if dup := tr.Dispatch("a", Request{ID: "r2", PrefillTokens: 999}); dup != nil {
+		t.Fatal("a duplicate dispatch returned a flight")
+	}
 	steps := []struct {
 		name string
 		do   func()
 		want sdk.EndpointState
 	}{
-		{"two dispatched", func() {},
+		{"two dispatched, the duplicate ignored", func() {},
 			sdk.EndpointState{InflightRequests: 2, PrefillTokensInFlight: 1300, MinRunningTPOTSLOMs: 50}},
-		{"r1 first token: its 1000 prompt tokens leave, 100 − 1 outputs remain", func() { tr.FirstToken("a", "r1") },
+		{"r1 first token: its 1000 prompt tokens leave, 100 − 1 outputs remain", r1.FirstToken,
 			sdk.EndpointState{InflightRequests: 2, PrefillTokensInFlight: 300, DecodeTokensInFlight: 99, MinRunningTPOTSLOMs: 50}},
-		{"r1 at 40 tokens: 60 remain", func() { tr.Tokens("a", "r1", 40) },
+		{"a second first token changes nothing", r1.FirstToken,
+			sdk.EndpointState{InflightRequests: 2, PrefillTokensInFlight: 300, DecodeTokensInFlight: 99, MinRunningTPOTSLOMs: 50}},
+		{"r1 at 40 tokens: 60 remain", func() { r1.Tokens(40) },
 			sdk.EndpointState{InflightRequests: 2, PrefillTokensInFlight: 300, DecodeTokensInFlight: 60, MinRunningTPOTSLOMs: 50}},
-		{"stale token count ignored", func() { tr.Tokens("a", "r1", 10) },
+		{"stale token count ignored", func() { r1.Tokens(10) },
 			sdk.EndpointState{InflightRequests: 2, PrefillTokensInFlight: 300, DecodeTokensInFlight: 60, MinRunningTPOTSLOMs: 50}},
-		{"r1 finishes: its SLO no longer applies", func() { tr.Finish("a", "r1") },
+		{"tokens before the first token are ignored", func() { r2.Tokens(5) },
+			sdk.EndpointState{InflightRequests: 2, PrefillTokensInFlight: 300, DecodeTokensInFlight: 60, MinRunningTPOTSLOMs: 50}},
+		{"r1 finishes: its SLO no longer applies", r1.Finish,
 			sdk.EndpointState{InflightRequests: 1, PrefillTokensInFlight: 300}},
-		{"r2 fails before its first token", func() { tr.Finish("a", "r2") }, sdk.EndpointState{}},
-		{"unknown ids and endpoints are ignored", func() {
-			tr.FirstToken("a", "nope")
-			tr.Tokens("b", "r1", 5)
-			tr.Finish("c", "r9")
+		{"a finished flight ignores everything", func() {
+			r1.Tokens(90)
+			r1.FirstToken()
+			r1.Finish()
+		}, sdk.EndpointState{InflightRequests: 1, PrefillTokensInFlight: 300}},
+		{"r2 fails before its first token", r2.Finish, sdk.EndpointState{}},
+		{"a nil flight ignores everything", func() {
+			var f *Flight
+			f.FirstToken()
+			f.Tokens(5)
+			f.Finish()
 		}, sdk.EndpointState{}},
 	}
 	for _, st := range steps {
@@ -44,6 +56,20 @@ func TestLifecycle(t *testing.T) {
 		if got := state(tr, "a"); got != st.want {
 			t.Fatalf("%s: state %+v, want %+v", st.name, got, st.want)
 		}
+	}
+	if got := state(tr, "unknown"); got != (sdk.EndpointState{}) {
+		t.Errorf("unknown endpoint: %+v", got)
+	}
+}
+
+func TestRedispatchAfterFinish(t *testing.T) {
+	tr := New()
+	tr.Dispatch("a", Request{ID: "r", PrefillTokens: 10, OutputTokens: 5}).Finish()
+	if f := tr.Dispatch("a", Request{ID: "r", PrefillTokens: 20, OutputTokens: 5}); f == nil {
+		t.Fatal("a finished id could not be dispatched again")
+	}
+	if got := state(tr, "a"); got.PrefillTokensInFlight != 20 || got.InflightRequests != 1 {
+		t.Errorf("state %+v, want 1 in flight with 20 prefill tokens", got)
 	}
 }
 

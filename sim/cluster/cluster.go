@@ -103,11 +103,12 @@ func Run(cfg Config, reqs []workload.Request, router Router, observe Observer) (
 	return res, nil
 }
 
+// flight is a dispatched request; the engines know it by its index in reqs as their request ID.
 type flight struct {
-	idx      int // into reqs/outcomes
-	endpoint int
-	sample   sdk.Sample
-	first    time.Duration
+	idx     int // into reqs/outcomes
+	tracked *tracker.Flight
+	sample  sdk.Sample
+	first   time.Duration
 }
 
 type sim struct {
@@ -121,7 +122,7 @@ type sim struct {
 	scrapeAt time.Duration
 	prefix   *prefix.Index
 	tracker  *tracker.Tracker
-	flights  map[uint64]*flight
+	flights  []*flight // by index in reqs; nil when not in flight
 	outcomes []stats.Outcome
 }
 
@@ -133,7 +134,7 @@ func newSim(cfg Config, reqs []workload.Request, router Router, observe Observer
 		cfg.ScrapeInterval = DefaultScrapeInterval
 	}
 	s := &sim{cfg: cfg, reqs: reqs, router: router, observe: observe, tracker: tracker.New(),
-		flights: map[uint64]*flight{}, outcomes: make([]stats.Outcome, len(reqs))}
+		flights: make([]*flight, len(reqs)), outcomes: make([]stats.Outcome, len(reqs))}
 	blocks := 0
 	for i, ec := range cfg.Engines {
 		e, err := engine.New(ec)
@@ -199,23 +200,21 @@ func (s *sim) loop() error {
 
 func (s *sim) step(i int, at time.Duration) {
 	res := s.engines[i].Step(at)
-	id := s.ids[i]
 	for _, ev := range res.Events {
 		f := s.flights[ev.ID]
 		if f == nil {
 			continue
 		}
-		key := strconv.FormatUint(ev.ID, 10)
 		switch ev.Kind {
 		case engine.FirstToken:
 			f.first = ev.Time
-			s.tracker.FirstToken(id, key)
+			f.tracked.FirstToken()
 		case engine.Token:
-			s.tracker.Tokens(id, key, int64(ev.Tokens))
+			f.tracked.Tokens(int64(ev.Tokens))
 		case engine.Finish:
 			s.finish(f, ev)
-			s.tracker.Finish(id, key)
-			delete(s.flights, ev.ID)
+			f.tracked.Finish()
+			s.flights[ev.ID] = nil
 		}
 	}
 }
@@ -243,7 +242,7 @@ func (s *sim) arrive(n int) error {
 	r := &s.reqs[n]
 	now := r.Arrival
 	c := s.cycle(r, now)
-	er := engine.Request{ID: r.ID, InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, Blocks: r.Blocks, OutputBlocks: r.OutputBlocks}
+	er := engine.Request{ID: uint64(n), InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, Blocks: r.Blocks, OutputBlocks: r.OutputBlocks}
 	d, err := s.router.Route(c, &Fleet{Engines: s.engines, Arrival: er, Now: now})
 	if err != nil {
 		return fmt.Errorf("routing request %d: %w", r.ID, err)
@@ -261,10 +260,10 @@ func (s *sim) arrive(n int) error {
 	}
 	id, state := s.ids[d.Endpoint], c.Endpoints[d.Endpoint].State
 	uncached := int64(float64(r.InputTokens) * (1 - state.PrefixMatch))
-	s.tracker.Dispatch(id, tracker.Request{ID: strconv.FormatUint(r.ID, 10), PrefillTokens: uncached,
+	tracked := s.tracker.Dispatch(id, tracker.Request{ID: c.Request.ID, PrefillTokens: uncached,
 		OutputTokens: int64(r.OutputTokens), TPOTSLOMs: r.SLO.TPOTMs})
 	s.prefix.Record(id, r.Blocks)
-	s.flights[r.ID] = &flight{idx: n, endpoint: d.Endpoint, sample: sdk.Sample{
+	s.flights[n] = &flight{idx: n, tracked: tracked, sample: sdk.Sample{
 		Request: c.Request, EndpointID: id, State: state, Predicted: d.Predicted, DispatchedAt: c.Now}}
 	return nil
 }
