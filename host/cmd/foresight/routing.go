@@ -62,6 +62,7 @@ func (u unavailable) Error() string { return u.reason }
 
 type routingOptions struct {
 	scenario, strategies, preset, examples, trace, report string
+	cpuProfile                                            string
 	servers, requests                                     int
 	rate, noise                                           float64
 	seed                                                  uint64
@@ -79,6 +80,13 @@ func newBenchRouting() *cobra.Command {
 			"stderr and, with --json, one JSON object on stdout.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.cpuProfile != "" {
+				stop, err := startCPUProfile(o.cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
 			res, err := benchRouting(cmd.Context(), o, cmd.ErrOrStderr())
 			if err != nil {
 				return err
@@ -113,6 +121,7 @@ func newBenchRouting() *cobra.Command {
 	f.StringVar(&o.examples, "examples", "examples", "directory of the strategies' pipeline configs")
 	f.BoolVar(&o.asJSON, "json", false, "print one JSON object on stdout")
 	f.StringVar(&o.report, "report", "", "write a self-contained HTML report with charts to this file")
+	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write the host's CPU profile (simulator included) to this file (go tool pprof)")
 	return cmd
 }
 
