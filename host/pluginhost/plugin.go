@@ -170,7 +170,7 @@ func (p *Plugin) start(ctx context.Context) (*instance, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.spec.StartTimeout)
 	defer cancel()
 	began := time.Now()
-	if p.spec.Path == "" {
+	if p.spec.Path == "" || p.spec.Local != nil {
 		return p.startLocal(began)
 	}
 	log := newZlog(p.log, hclog.Info)
