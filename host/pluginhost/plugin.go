@@ -199,6 +199,7 @@ func (p *Plugin) newClient(log hclog.Logger) (*plugin.Client, error) {
 		SkipHostEnv:      true, // cmd.Env already holds it, before Env so that Env wins
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
+		GRPCDialOptions:  sdk.DialWindows(),
 		StartTimeout:     p.spec.StartTimeout,
 		Logger:           log,
 	}

@@ -143,9 +143,31 @@ func ServeProtocol(protocol int, stage Stage, impl Plugin, version string) {
 		VersionedPlugins: map[int]plugin.PluginSet{
 			protocol: {stage.String(): &GRPCPlugin{Stage: stage, Impl: impl, Version: version}},
 		},
-		GRPCServer: plugin.DefaultGRPCServer,
+		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
+			return plugin.DefaultGRPCServer(append(opts, ServerWindows()...))
+		},
 		Logger: hclog.New(&hclog.LoggerOptions{
 			Name: impl.Type(), Level: hclog.Info, Output: os.Stderr, JSONFormat: true,
 		}),
 	})
+}
+
+// Flow-control windows of the host–plugin connections. gRPC starts with 64 KiB windows and
+// probes the bandwidth-delay product with PING frames, and returns WINDOW_UPDATE frames as it
+// reads: extra writes, reads and wake-ups on every few stage calls. Between two processes on one
+// machine there is nothing to probe, so both sides set fixed windows large enough for the largest
+// batch (which turns the probing off) and updates become rare.
+const (
+	streamWindow = 4 << 20
+	connWindow   = 16 << 20
+)
+
+// ServerWindows are the plugin side's gRPC options for the fixed windows.
+func ServerWindows() []grpc.ServerOption {
+	return []grpc.ServerOption{grpc.InitialWindowSize(streamWindow), grpc.InitialConnWindowSize(connWindow)}
+}
+
+// DialWindows are the host side's gRPC options for the fixed windows.
+func DialWindows() []grpc.DialOption {
+	return []grpc.DialOption{grpc.WithInitialWindowSize(streamWindow), grpc.WithInitialConnWindowSize(connWindow)}
 }
