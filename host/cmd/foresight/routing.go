@@ -63,6 +63,7 @@ func (u unavailable) Error() string { return u.reason }
 type routingOptions struct {
 	scenario, strategies, preset, examples, trace, report string
 	cpuProfile                                            string
+	classes                                               []string
 	servers, requests                                     int
 	rate, noise                                           float64
 	seed                                                  uint64
@@ -121,13 +122,22 @@ func newBenchRouting() *cobra.Command {
 	f.StringVar(&o.examples, "examples", "examples", "directory of the strategies' pipeline configs")
 	f.BoolVar(&o.asJSON, "json", false, "print one JSON object on stdout")
 	f.StringVar(&o.report, "report", "", "write a self-contained HTML report with charts to this file")
+	f.StringArrayVar(&o.classes, "class", nil, "request class NAME:WEIGHT[:ttft=MS][:tpot=MS][:priority=N][:nostream], repeatable; requests draw one each (default: no SLO, priority 0, streaming)")
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write the host's CPU profile (simulator included) to this file (go tool pprof)")
 	return cmd
 }
 
 func benchRouting(ctx context.Context, o routingOptions, progress io.Writer) (*routingResult, error) {
+	var classes []workload.Class
+	for _, s := range o.classes {
+		c, err := workload.ParseClass(s)
+		if err != nil {
+			return nil, fmt.Errorf("--class: %w", err)
+		}
+		classes = append(classes, c)
+	}
 	w, err := workload.Scenario(o.scenario, workload.Params{Servers: o.servers, RatePerServer: o.rate,
-		Requests: o.requests, Seed: o.seed, TracePath: o.trace})
+		Requests: o.requests, Seed: o.seed, TracePath: o.trace, Classes: classes})
 	if err != nil {
 		return nil, err
 	}
