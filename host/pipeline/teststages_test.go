@@ -62,7 +62,9 @@ func (testPicker) Type() string     { return "test-picker" }
 func (s testProducer) Produce(ctx context.Context, c *sdk.Cycle) ([]sdk.Prediction, error) {
 	return s.f(ctx, c)
 }
-func (testProducer) Observe(context.Context, []sdk.Sample) (int, error) { return 0, nil }
+func (testProducer) Observe(context.Context, []sdk.Sample) (sdk.ObserveResult, error) {
+	return sdk.ObserveResult{}, nil
+}
 func (s testFilter) Filter(ctx context.Context, c *sdk.Cycle) (sdk.FilterVerdict, error) {
 	return s.f(ctx, c)
 }

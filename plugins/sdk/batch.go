@@ -19,7 +19,7 @@ type Result[T any] struct {
 // BatchProducer is a producer as the host calls it.
 type BatchProducer interface {
 	ProduceBatch(ctx context.Context, cycles []*Cycle) ([]Result[[]Prediction], error)
-	Observe(ctx context.Context, samples []Sample) (int, error)
+	Observe(ctx context.Context, samples []Sample) (ObserveResult, error)
 }
 
 // BatchFilter is a filter as the host calls it.
@@ -54,7 +54,7 @@ func (l Local) ProduceBatch(ctx context.Context, cycles []*Cycle) ([]Result[[]Pr
 }
 
 // Observe forwards to the producer.
-func (l Local) Observe(ctx context.Context, samples []Sample) (int, error) {
+func (l Local) Observe(ctx context.Context, samples []Sample) (ObserveResult, error) {
 	return l.P.(Producer).Observe(ctx, samples)
 }
 

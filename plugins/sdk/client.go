@@ -113,17 +113,19 @@ func (c *ProducerClient) ProduceBatch(ctx context.Context, cycles []*Cycle) ([]R
 	})
 }
 
-// Observe sends finished-request samples and returns how many the producer accepted.
-func (c *ProducerClient) Observe(ctx context.Context, samples []Sample) (int, error) {
+// Observe sends finished-request samples and returns how many the producer accepted, with its
+// prediction quality if it reports one.
+func (c *ProducerClient) Observe(ctx context.Context, samples []Sample) (ObserveResult, error) {
 	req := &pb.ObserveRequest{Samples: make([]*pb.Sample, len(samples))}
 	for i := range samples {
 		req.Samples[i] = SampleToProto(&samples[i])
 	}
 	resp, err := c.stage.Observe(ctx, req)
 	if err != nil {
-		return 0, err
+		return ObserveResult{}, err
 	}
-	return int(resp.GetAccepted()), statusFromProto(resp.GetStatus())
+	return ObserveResult{Accepted: int(resp.GetAccepted()), Stats: PredictorStatsFromProto(resp.GetStats())},
+		statusFromProto(resp.GetStatus())
 }
 
 // FilterClient calls a filter plugin.

@@ -285,3 +285,27 @@ func indicesFromProto(idx []uint32, n int) ([]int, error) {
 	}
 	return out, checkIndices(out, n)
 }
+
+// PredictorStatsToProto converts stats (nil stays nil).
+func PredictorStatsToProto(s *PredictorStats) *pb.PredictorStats {
+	if s == nil {
+		return nil
+	}
+	target := func(t *TargetStats) *pb.TargetStats {
+		return &pb.TargetStats{Samples: t.Samples, Mape: t.MAPE, Mae: t.MAE, QuantileCoverage: t.QuantileCoverage}
+	}
+	return &pb.PredictorStats{ModelVersion: s.ModelVersion, TrainingRows: s.TrainingRows,
+		Ttft: target(&s.TTFT), Tpot: target(&s.TPOT), Drift: s.Drift}
+}
+
+// PredictorStatsFromProto converts stats (nil stays nil).
+func PredictorStatsFromProto(p *pb.PredictorStats) *PredictorStats {
+	if p == nil {
+		return nil
+	}
+	target := func(t *pb.TargetStats) TargetStats {
+		return TargetStats{Samples: t.GetSamples(), MAPE: t.GetMape(), MAE: t.GetMae(), QuantileCoverage: t.QuantileCoverage}
+	}
+	return &PredictorStats{ModelVersion: p.GetModelVersion(), TrainingRows: p.GetTrainingRows(),
+		TTFT: target(p.GetTtft()), TPOT: target(p.GetTpot()), Drift: p.GetDrift()}
+}

@@ -81,8 +81,9 @@ func (s *producerServer) Observe(ctx context.Context, req *pb.ObserveRequest) (*
 	for i, p := range req.GetSamples() {
 		samples[i] = SampleFromProto(p)
 	}
-	r := guard(func() (int, error) { return s.impl.Observe(ctx, samples) })
-	return &pb.ObserveResponse{Status: statusToProto(r.Err), Accepted: uint32(max(r.Value, 0))}, nil
+	r := guard(func() (ObserveResult, error) { return s.impl.Observe(ctx, samples) })
+	return &pb.ObserveResponse{Status: statusToProto(r.Err), Accepted: uint32(max(r.Value.Accepted, 0)),
+		Stats: PredictorStatsToProto(r.Value.Stats)}, nil
 }
 
 type filterServer struct {

@@ -34,11 +34,14 @@ func (e *echoStage) Produce(_ context.Context, c *Cycle) ([]Prediction, error) {
 	return out, nil
 }
 
-func (e *echoStage) Observe(_ context.Context, s []Sample) (int, error) {
+func (e *echoStage) Observe(_ context.Context, s []Sample) (ObserveResult, error) {
 	if len(s) > 0 && s[0].EndpointID == "reject" {
-		return 0, errors.New("rejected")
+		return ObserveResult{}, errors.New("rejected")
 	}
-	return len(s), nil
+	cov := 0.875
+	return ObserveResult{Accepted: len(s), Stats: &PredictorStats{ModelVersion: 3, TrainingRows: uint64(100 * len(s)),
+		TTFT: TargetStats{Samples: 7, MAPE: 0.04, MAE: 2.5, QuantileCoverage: &cov}, TPOT: TargetStats{Samples: 7, MAPE: 0.02, MAE: 0.1},
+		Drift: true}}, nil
 }
 
 func (e *echoStage) Filter(_ context.Context, c *Cycle) (FilterVerdict, error) {
@@ -142,8 +145,12 @@ func TestProducerRoundTrip(t *testing.T) {
 	}
 	s := Sample{Request: testCycle("r").Request, EndpointID: "a:1", State: testCycle("r").Endpoints[0].State,
 		ActualTTFTMs: 120, ActualTPOTMs: 8, OutputTokens: 64, DispatchedAt: time.Unix(100, 0).UTC()}
-	if n, err := c.Observe(context.Background(), []Sample{s, s}); n != 2 || err != nil {
-		t.Errorf("observe: got %d, %v; want 2, nil", n, err)
+	cov := 0.875
+	wantObs := ObserveResult{Accepted: 2, Stats: &PredictorStats{ModelVersion: 3, TrainingRows: 200,
+		TTFT: TargetStats{Samples: 7, MAPE: 0.04, MAE: 2.5, QuantileCoverage: &cov}, TPOT: TargetStats{Samples: 7, MAPE: 0.02, MAE: 0.1},
+		Drift: true}}
+	if r, err := c.Observe(context.Background(), []Sample{s, s}); err != nil || !cmp.Equal(r, wantObs) {
+		t.Errorf("observe: got %+v, %v; want %+v, nil", r, err, wantObs)
 	}
 	if _, err := c.Observe(context.Background(), []Sample{{EndpointID: "reject"}}); err == nil {
 		t.Error("observe: a rejected batch should return the producer's error")

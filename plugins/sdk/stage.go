@@ -22,8 +22,9 @@ type Producer interface {
 	Plugin
 	// Produce returns one prediction per endpoint of c, in c.Endpoints order.
 	Produce(ctx context.Context, c *Cycle) ([]Prediction, error)
-	// Observe takes finished-request samples and returns how many it accepted.
-	Observe(ctx context.Context, samples []Sample) (int, error)
+	// Observe takes finished-request samples and returns how many it accepted and, for a
+	// learning producer, its prediction quality.
+	Observe(ctx context.Context, samples []Sample) (ObserveResult, error)
 }
 
 // Filter narrows the candidate endpoints.

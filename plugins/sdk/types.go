@@ -202,3 +202,34 @@ func AllIndices(n int) []int {
 func (p Prediction) Usable() bool {
 	return p.Valid && p.TTFTMs >= 0 && p.TPOTMs >= 0 && !math.IsInf(p.TTFTMs, 0) && !math.IsInf(p.TPOTMs, 0)
 }
+
+// ObserveResult is a producer's answer to Observe.
+type ObserveResult struct {
+	// Accepted is how many of the samples the producer took.
+	Accepted int `json:"accepted"`
+	// Stats is the producer's prediction quality after taking them; nil if it keeps none.
+	Stats *PredictorStats `json:"stats,omitempty"`
+}
+
+// PredictorStats describes a learning producer's model and its recent prediction error.
+type PredictorStats struct {
+	// ModelVersion counts the models put in service (trained or loaded); 0 before the first.
+	ModelVersion uint64 `json:"model_version"`
+	// TrainingRows is how many rows the model in service was trained on.
+	TrainingRows uint64      `json:"training_rows"`
+	TTFT         TargetStats `json:"ttft"`
+	TPOT         TargetStats `json:"tpot"`
+	// Drift is true while the drift guard marks predictions invalid.
+	Drift bool `json:"drift"`
+}
+
+// TargetStats is the rolling error of one target over recent samples with a valid prediction.
+type TargetStats struct {
+	Samples uint64 `json:"samples"`
+	// MAPE is the mean absolute percentage error as a fraction; MAE the mean absolute error in ms.
+	MAPE float64 `json:"mape"`
+	MAE  float64 `json:"mae"`
+	// QuantileCoverage, for a quantile model, is the fraction of samples at or below the
+	// prediction; nil for a mean model.
+	QuantileCoverage *float64 `json:"quantile_coverage,omitempty"`
+}

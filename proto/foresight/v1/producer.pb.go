@@ -215,13 +215,15 @@ func (x *ObserveRequest) GetSamples() []*Sample {
 	return nil
 }
 
-// ObserveResponse says how many samples were taken.
+// ObserveResponse says how many samples were taken and how well the producer predicts.
 type ObserveResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Absent on success.
 	Status *Status `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
 	// How many of the samples the producer accepted.
-	Accepted      uint32 `protobuf:"varint,2,opt,name=accepted,proto3" json:"accepted,omitempty"`
+	Accepted uint32 `protobuf:"varint,2,opt,name=accepted,proto3" json:"accepted,omitempty"`
+	// The producer's prediction quality after taking the samples; absent if it keeps none.
+	Stats         *PredictorStats `protobuf:"bytes,3,opt,name=stats,proto3" json:"stats,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -270,6 +272,171 @@ func (x *ObserveResponse) GetAccepted() uint32 {
 	return 0
 }
 
+func (x *ObserveResponse) GetStats() *PredictorStats {
+	if x != nil {
+		return x.Stats
+	}
+	return nil
+}
+
+// PredictorStats describes a learning producer's model and how well it has predicted lately.
+type PredictorStats struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How many models the producer has put in service (trained or loaded); 0 before the first.
+	ModelVersion uint64 `protobuf:"varint,1,opt,name=model_version,json=modelVersion,proto3" json:"model_version,omitempty"`
+	// Rows the model in service was trained on (0 for a loaded model of unknown origin).
+	TrainingRows uint64 `protobuf:"varint,2,opt,name=training_rows,json=trainingRows,proto3" json:"training_rows,omitempty"`
+	// Quality of the time-to-first-token predictions.
+	Ttft *TargetStats `protobuf:"bytes,3,opt,name=ttft,proto3" json:"ttft,omitempty"`
+	// Quality of the time-per-output-token predictions.
+	Tpot *TargetStats `protobuf:"bytes,4,opt,name=tpot,proto3" json:"tpot,omitempty"`
+	// True while the drift guard holds predictions back (marked invalid) because the recent error
+	// is above its threshold.
+	Drift         bool `protobuf:"varint,5,opt,name=drift,proto3" json:"drift,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PredictorStats) Reset() {
+	*x = PredictorStats{}
+	mi := &file_foresight_v1_producer_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PredictorStats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PredictorStats) ProtoMessage() {}
+
+func (x *PredictorStats) ProtoReflect() protoreflect.Message {
+	mi := &file_foresight_v1_producer_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PredictorStats.ProtoReflect.Descriptor instead.
+func (*PredictorStats) Descriptor() ([]byte, []int) {
+	return file_foresight_v1_producer_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *PredictorStats) GetModelVersion() uint64 {
+	if x != nil {
+		return x.ModelVersion
+	}
+	return 0
+}
+
+func (x *PredictorStats) GetTrainingRows() uint64 {
+	if x != nil {
+		return x.TrainingRows
+	}
+	return 0
+}
+
+func (x *PredictorStats) GetTtft() *TargetStats {
+	if x != nil {
+		return x.Ttft
+	}
+	return nil
+}
+
+func (x *PredictorStats) GetTpot() *TargetStats {
+	if x != nil {
+		return x.Tpot
+	}
+	return nil
+}
+
+func (x *PredictorStats) GetDrift() bool {
+	if x != nil {
+		return x.Drift
+	}
+	return false
+}
+
+// TargetStats is the rolling error of one prediction target over the producer's recent samples
+// that carried a valid prediction.
+type TargetStats struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How many samples the figures cover.
+	Samples uint64 `protobuf:"varint,1,opt,name=samples,proto3" json:"samples,omitempty"`
+	// Mean absolute percentage error, as a fraction (0.05 = 5 %).
+	Mape float64 `protobuf:"fixed64,2,opt,name=mape,proto3" json:"mape,omitempty"`
+	// Mean absolute error in ms.
+	Mae float64 `protobuf:"fixed64,3,opt,name=mae,proto3" json:"mae,omitempty"`
+	// For a quantile model: the fraction of samples at or below the prediction (0.9 is perfect
+	// calibration for p90); absent for a mean model.
+	QuantileCoverage *float64 `protobuf:"fixed64,4,opt,name=quantile_coverage,json=quantileCoverage,proto3,oneof" json:"quantile_coverage,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *TargetStats) Reset() {
+	*x = TargetStats{}
+	mi := &file_foresight_v1_producer_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TargetStats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TargetStats) ProtoMessage() {}
+
+func (x *TargetStats) ProtoReflect() protoreflect.Message {
+	mi := &file_foresight_v1_producer_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TargetStats.ProtoReflect.Descriptor instead.
+func (*TargetStats) Descriptor() ([]byte, []int) {
+	return file_foresight_v1_producer_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *TargetStats) GetSamples() uint64 {
+	if x != nil {
+		return x.Samples
+	}
+	return 0
+}
+
+func (x *TargetStats) GetMape() float64 {
+	if x != nil {
+		return x.Mape
+	}
+	return 0
+}
+
+func (x *TargetStats) GetMae() float64 {
+	if x != nil {
+		return x.Mae
+	}
+	return 0
+}
+
+func (x *TargetStats) GetQuantileCoverage() float64 {
+	if x != nil && x.QuantileCoverage != nil {
+		return *x.QuantileCoverage
+	}
+	return 0
+}
+
 // Sample is one finished request: the request and the chosen endpoint's state as they were at
 // dispatch, the prediction made then, and the latencies the router observed.
 type Sample struct {
@@ -296,7 +463,7 @@ type Sample struct {
 
 func (x *Sample) Reset() {
 	*x = Sample{}
-	mi := &file_foresight_v1_producer_proto_msgTypes[5]
+	mi := &file_foresight_v1_producer_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -308,7 +475,7 @@ func (x *Sample) String() string {
 func (*Sample) ProtoMessage() {}
 
 func (x *Sample) ProtoReflect() protoreflect.Message {
-	mi := &file_foresight_v1_producer_proto_msgTypes[5]
+	mi := &file_foresight_v1_producer_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -321,7 +488,7 @@ func (x *Sample) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sample.ProtoReflect.Descriptor instead.
 func (*Sample) Descriptor() ([]byte, []int) {
-	return file_foresight_v1_producer_proto_rawDescGZIP(), []int{5}
+	return file_foresight_v1_producer_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Sample) GetRequest() *Request {
@@ -393,10 +560,23 @@ const file_foresight_v1_producer_proto_rawDesc = "" +
 	"\x06status\x18\x01 \x01(\v2\x14.foresight.v1.StatusR\x06status\x12;\n" +
 	"\vpredictions\x18\x02 \x01(\v2\x19.foresight.v1.PredictionsR\vpredictions\"@\n" +
 	"\x0eObserveRequest\x12.\n" +
-	"\asamples\x18\x01 \x03(\v2\x14.foresight.v1.SampleR\asamples\"[\n" +
+	"\asamples\x18\x01 \x03(\v2\x14.foresight.v1.SampleR\asamples\"\x8f\x01\n" +
 	"\x0fObserveResponse\x12,\n" +
 	"\x06status\x18\x01 \x01(\v2\x14.foresight.v1.StatusR\x06status\x12\x1a\n" +
-	"\baccepted\x18\x02 \x01(\rR\baccepted\"\xf7\x02\n" +
+	"\baccepted\x18\x02 \x01(\rR\baccepted\x122\n" +
+	"\x05stats\x18\x03 \x01(\v2\x1c.foresight.v1.PredictorStatsR\x05stats\"\xce\x01\n" +
+	"\x0ePredictorStats\x12#\n" +
+	"\rmodel_version\x18\x01 \x01(\x04R\fmodelVersion\x12#\n" +
+	"\rtraining_rows\x18\x02 \x01(\x04R\ftrainingRows\x12-\n" +
+	"\x04ttft\x18\x03 \x01(\v2\x19.foresight.v1.TargetStatsR\x04ttft\x12-\n" +
+	"\x04tpot\x18\x04 \x01(\v2\x19.foresight.v1.TargetStatsR\x04tpot\x12\x14\n" +
+	"\x05drift\x18\x05 \x01(\bR\x05drift\"\x95\x01\n" +
+	"\vTargetStats\x12\x18\n" +
+	"\asamples\x18\x01 \x01(\x04R\asamples\x12\x12\n" +
+	"\x04mape\x18\x02 \x01(\x01R\x04mape\x12\x10\n" +
+	"\x03mae\x18\x03 \x01(\x01R\x03mae\x120\n" +
+	"\x11quantile_coverage\x18\x04 \x01(\x01H\x00R\x10quantileCoverage\x88\x01\x01B\x14\n" +
+	"\x12_quantile_coverage\"\xf7\x02\n" +
 	"\x06Sample\x12/\n" +
 	"\arequest\x18\x01 \x01(\v2\x15.foresight.v1.RequestR\arequest\x12\x1f\n" +
 	"\vendpoint_id\x18\x02 \x01(\tR\n" +
@@ -423,42 +603,47 @@ func file_foresight_v1_producer_proto_rawDescGZIP() []byte {
 	return file_foresight_v1_producer_proto_rawDescData
 }
 
-var file_foresight_v1_producer_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_foresight_v1_producer_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_foresight_v1_producer_proto_goTypes = []any{
 	(*ProduceRequest)(nil),        // 0: foresight.v1.ProduceRequest
 	(*ProduceResponse)(nil),       // 1: foresight.v1.ProduceResponse
 	(*ProduceResult)(nil),         // 2: foresight.v1.ProduceResult
 	(*ObserveRequest)(nil),        // 3: foresight.v1.ObserveRequest
 	(*ObserveResponse)(nil),       // 4: foresight.v1.ObserveResponse
-	(*Sample)(nil),                // 5: foresight.v1.Sample
-	(*Cycle)(nil),                 // 6: foresight.v1.Cycle
-	(*Status)(nil),                // 7: foresight.v1.Status
-	(*Predictions)(nil),           // 8: foresight.v1.Predictions
-	(*Request)(nil),               // 9: foresight.v1.Request
-	(*EndpointState)(nil),         // 10: foresight.v1.EndpointState
-	(*Prediction)(nil),            // 11: foresight.v1.Prediction
-	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
+	(*PredictorStats)(nil),        // 5: foresight.v1.PredictorStats
+	(*TargetStats)(nil),           // 6: foresight.v1.TargetStats
+	(*Sample)(nil),                // 7: foresight.v1.Sample
+	(*Cycle)(nil),                 // 8: foresight.v1.Cycle
+	(*Status)(nil),                // 9: foresight.v1.Status
+	(*Predictions)(nil),           // 10: foresight.v1.Predictions
+	(*Request)(nil),               // 11: foresight.v1.Request
+	(*EndpointState)(nil),         // 12: foresight.v1.EndpointState
+	(*Prediction)(nil),            // 13: foresight.v1.Prediction
+	(*timestamppb.Timestamp)(nil), // 14: google.protobuf.Timestamp
 }
 var file_foresight_v1_producer_proto_depIdxs = []int32{
-	6,  // 0: foresight.v1.ProduceRequest.cycles:type_name -> foresight.v1.Cycle
+	8,  // 0: foresight.v1.ProduceRequest.cycles:type_name -> foresight.v1.Cycle
 	2,  // 1: foresight.v1.ProduceResponse.results:type_name -> foresight.v1.ProduceResult
-	7,  // 2: foresight.v1.ProduceResult.status:type_name -> foresight.v1.Status
-	8,  // 3: foresight.v1.ProduceResult.predictions:type_name -> foresight.v1.Predictions
-	5,  // 4: foresight.v1.ObserveRequest.samples:type_name -> foresight.v1.Sample
-	7,  // 5: foresight.v1.ObserveResponse.status:type_name -> foresight.v1.Status
-	9,  // 6: foresight.v1.Sample.request:type_name -> foresight.v1.Request
-	10, // 7: foresight.v1.Sample.state:type_name -> foresight.v1.EndpointState
-	11, // 8: foresight.v1.Sample.predicted:type_name -> foresight.v1.Prediction
-	12, // 9: foresight.v1.Sample.dispatched_at:type_name -> google.protobuf.Timestamp
-	0,  // 10: foresight.v1.ProducerService.Produce:input_type -> foresight.v1.ProduceRequest
-	3,  // 11: foresight.v1.ProducerService.Observe:input_type -> foresight.v1.ObserveRequest
-	1,  // 12: foresight.v1.ProducerService.Produce:output_type -> foresight.v1.ProduceResponse
-	4,  // 13: foresight.v1.ProducerService.Observe:output_type -> foresight.v1.ObserveResponse
-	12, // [12:14] is the sub-list for method output_type
-	10, // [10:12] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	9,  // 2: foresight.v1.ProduceResult.status:type_name -> foresight.v1.Status
+	10, // 3: foresight.v1.ProduceResult.predictions:type_name -> foresight.v1.Predictions
+	7,  // 4: foresight.v1.ObserveRequest.samples:type_name -> foresight.v1.Sample
+	9,  // 5: foresight.v1.ObserveResponse.status:type_name -> foresight.v1.Status
+	5,  // 6: foresight.v1.ObserveResponse.stats:type_name -> foresight.v1.PredictorStats
+	6,  // 7: foresight.v1.PredictorStats.ttft:type_name -> foresight.v1.TargetStats
+	6,  // 8: foresight.v1.PredictorStats.tpot:type_name -> foresight.v1.TargetStats
+	11, // 9: foresight.v1.Sample.request:type_name -> foresight.v1.Request
+	12, // 10: foresight.v1.Sample.state:type_name -> foresight.v1.EndpointState
+	13, // 11: foresight.v1.Sample.predicted:type_name -> foresight.v1.Prediction
+	14, // 12: foresight.v1.Sample.dispatched_at:type_name -> google.protobuf.Timestamp
+	0,  // 13: foresight.v1.ProducerService.Produce:input_type -> foresight.v1.ProduceRequest
+	3,  // 14: foresight.v1.ProducerService.Observe:input_type -> foresight.v1.ObserveRequest
+	1,  // 15: foresight.v1.ProducerService.Produce:output_type -> foresight.v1.ProduceResponse
+	4,  // 16: foresight.v1.ProducerService.Observe:output_type -> foresight.v1.ObserveResponse
+	15, // [15:17] is the sub-list for method output_type
+	13, // [13:15] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_foresight_v1_producer_proto_init() }
@@ -467,13 +652,14 @@ func file_foresight_v1_producer_proto_init() {
 		return
 	}
 	file_foresight_v1_types_proto_init()
+	file_foresight_v1_producer_proto_msgTypes[6].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_foresight_v1_producer_proto_rawDesc), len(file_foresight_v1_producer_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
