@@ -145,6 +145,15 @@ func (c *Config) applyDefaults() {
 // File returns the file the configuration was read from.
 func (c *Config) File() string { return c.file }
 
+// Dir returns the absolute directory of the config file, against which relative paths resolve.
+func (c *Config) Dir() string {
+	dir, err := filepath.Abs(filepath.Dir(c.file))
+	if err != nil {
+		return filepath.Dir(c.file)
+	}
+	return dir
+}
+
 // Plugin returns the declared plugin called name, or nil.
 func (c *Config) Plugin(name string) *PluginSpec {
 	for i := range c.Plugins {

@@ -109,7 +109,8 @@ func launchAll(ctx context.Context, cfg *config.Config, log zerolog.Logger) ([]*
 			defer wg.Done()
 			plugins[i], errs[i] = pluginhost.Launch(ctx, pluginhost.Spec{
 				Name: spec.Name, Type: spec.Type, Stage: cfg.StageOf(spec.Name),
-				Path: cfg.ResolvePath(spec), Args: spec.Args, Env: spec.Environ(), SHA256: spec.SHA256, Version: spec.Version,
+				Path: cfg.ResolvePath(spec), Args: spec.Args, Env: append([]string{sdk.ConfigDirEnv + "=" + cfg.Dir()}, spec.Environ()...),
+				SHA256: spec.SHA256, Version: spec.Version,
 				Params: params,
 			}, log)
 		}()

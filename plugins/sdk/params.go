@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 )
 
@@ -102,4 +104,21 @@ func CheckRangeOpenLow(name string, v, lo, hi float64) error {
 		return fmt.Errorf("parameter %q must be in (%g, %g], got %g", name, lo, hi, v)
 	}
 	return nil
+}
+
+// ConfigDirEnv names the environment variable in which the host tells a plugin process the
+// directory of the config file that declared it.
+const ConfigDirEnv = "FORESIGHT_CONFIG_DIR"
+
+// ResolvePath returns a path parameter as the plugin should use it: absolute paths and "" as
+// they are, relative ones against the config file's directory (ConfigDirEnv), as the host
+// resolves plugin binaries; without that variable, against the working directory.
+func ResolvePath(p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	if dir := os.Getenv(ConfigDirEnv); dir != "" {
+		return filepath.Join(dir, p)
+	}
+	return p
 }
