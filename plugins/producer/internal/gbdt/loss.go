@@ -1,0 +1,77 @@
+package gbdt
+
+import (
+	"math"
+	"slices"
+)
+
+// initScore is the constant that minimises the loss before any tree:
+// the mean for squared error, the Alpha-quantile for the pinball loss.
+func initScore(p *Params, label []float64) float64 {
+	if p.Loss == Quantile {
+		return quantileOf(slices.Clone(label), p.Alpha)
+	}
+	sum := 0.0
+	for _, y := range label {
+		sum += y
+	}
+	return sum / float64(len(label))
+}
+
+// gradients writes the first and second derivatives of the loss with respect
+// to each row's score.
+func gradients(p *Params, label, score, grad, hess []float64) {
+	switch p.Loss {
+	case Quantile:
+		// Pinball loss: slope 1-α above the label, -α below. Its second
+		// derivative is 0 almost everywhere; 1 (as in LightGBM) turns the
+		// Newton step into a plain gradient step, and the leaves are renewed
+		// to residual quantiles afterwards anyway.
+		for i, y := range label {
+			if score[i]-y >= 0 {
+				grad[i] = 1 - p.Alpha
+			} else {
+				grad[i] = -p.Alpha
+			}
+			hess[i] = 1
+		}
+	default:
+		for i, y := range label {
+			grad[i] = score[i] - y
+			hess[i] = 1
+		}
+	}
+}
+
+// renewQuantileLeaves replaces each leaf's Newton step by the Alpha-quantile
+// of the residuals y - score of its rows, times the learning rate: the exact
+// minimiser of the pinball loss over the leaf, which a gradient step of ±α
+// only approaches slowly (LightGBM's RenewTreeOutput does the same).
+func renewQuantileLeaves(t *tree, g *grower, p *Params, label, score []float64, buf []float64) []float64 {
+	for k, l := range g.leaves {
+		buf = buf[:0]
+		for _, r := range g.rows[l.begin:l.end] {
+			buf = append(buf, label[r]-score[r])
+		}
+		if len(buf) == 0 {
+			t.leafValue[k] = 0
+			continue
+		}
+		t.leafValue[k] = quantileOf(buf, p.Alpha) * p.LearningRate
+	}
+	return buf
+}
+
+// quantileOf returns the alpha-quantile of v by linear interpolation between
+// the order statistics at alpha*(n-1) (NumPy's default "linear" method). It
+// sorts v in place.
+func quantileOf(v []float64, alpha float64) float64 {
+	slices.Sort(v)
+	pos := alpha * float64(len(v)-1)
+	lo := int(math.Floor(pos))
+	if lo >= len(v)-1 {
+		return v[len(v)-1]
+	}
+	frac := pos - float64(lo)
+	return v[lo] + frac*(v[lo+1]-v[lo])
+}
