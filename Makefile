@@ -10,7 +10,7 @@ BUF_VERSION                := 1.75.0
 PROTOC_GEN_GO_VERSION      := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 
-STAGES  := affinity headroom scorer admitter picker
+STAGES  := producer affinity headroom scorer admitter picker
 PLUGINS := $(addprefix bin/plugins/,$(STAGES))
 HOST_VERSION := $(shell cat VERSION)
 

@@ -1,0 +1,57 @@
+// Package features turns a request and an endpoint's state into the TTFT and TPOT models' feature
+// vectors. The host fills the state at dispatch and sends it back with the observed latencies, so
+// training and serving read the very same numbers (no train/serve skew).
+package features
+
+import (
+	"math"
+
+	"github.com/foresight-router/foresight/plugins/sdk"
+)
+
+// TTFT are the TTFT model's features, in column order (../shared/DESIGN.md §4, after llm-d's
+// latency predictor, plus decode tokens in flight, which llm-d always sends as 0):
+//
+//	is_queued                 1 when the engine had requests waiting at the last scrape
+//	kv_cache_usage            the engine's KV-cache utilisation in [0, 1]
+//	input_tokens              the prompt's length
+//	waiting                   the engine's queue at the last scrape
+//	running                   the router's requests in flight there (fresh, unlike the gauge)
+//	prefill_tokens_in_flight  uncached prompt tokens dispatched there and not yet at first token
+//	decode_tokens_in_flight   output tokens still to generate there
+//	prefix_match              the fraction of the prompt believed cached there
+//	effective_input_tokens    (1 − prefix_match)·input_tokens: the prompt left to compute
+//	prefix_bucket             ⌊4·prefix_match⌋, the store's prefix stratum
+var TTFT = []string{"is_queued", "kv_cache_usage", "input_tokens", "waiting", "running",
+	"prefill_tokens_in_flight", "decode_tokens_in_flight", "prefix_match", "effective_input_tokens", "prefix_bucket"}
+
+// TPOT are the TPOT model's features, in column order: the load an output token is generated
+// under (the first seven TTFT features).
+var TPOT = TTFT[:7]
+
+// FillTTFT writes the TTFT features of r on an endpoint in state s into dst, which must have
+// len(TTFT) elements.
+func FillTTFT(dst []float64, r *sdk.Request, s *sdk.EndpointState) {
+	fillLoad(dst, r, s)
+	p := min(max(s.PrefixMatch, 0), 1)
+	dst[7] = p
+	dst[8] = (1 - p) * float64(r.InputTokens)
+	dst[9] = math.Floor(4 * p)
+}
+
+// FillTPOT writes the TPOT features into dst, which must have len(TPOT) elements.
+func FillTPOT(dst []float64, r *sdk.Request, s *sdk.EndpointState) { fillLoad(dst, r, s) }
+
+func fillLoad(dst []float64, r *sdk.Request, s *sdk.EndpointState) {
+	queued := 0.0
+	if s.Waiting > 0 {
+		queued = 1
+	}
+	dst[0] = queued
+	dst[1] = s.KVCacheUsage
+	dst[2] = float64(r.InputTokens)
+	dst[3] = float64(s.Waiting)
+	dst[4] = float64(s.InflightRequests)
+	dst[5] = float64(s.PrefillTokensInFlight)
+	dst[6] = float64(s.DecodeTokensInFlight)
+}

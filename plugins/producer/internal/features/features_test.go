@@ -1,0 +1,29 @@
+package features
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/foresight-router/foresight/plugins/sdk"
+)
+
+func TestFill(t *testing.T) {
+	r := sdk.Request{InputTokens: 1000}
+	s := sdk.EndpointState{KVCacheUsage: 0.3, Waiting: 2, Running: 9, InflightRequests: 5,
+		PrefillTokensInFlight: 700, DecodeTokensInFlight: 4000, PrefixMatch: 0.6}
+	ttft := make([]float64, len(TTFT))
+	FillTTFT(ttft, &r, &s)
+	if want := []float64{1, 0.3, 1000, 2, 5, 700, 4000, 0.6, 400, 2}; !slices.Equal(ttft, want) {
+		t.Errorf("TTFT features %v, want %v", ttft, want)
+	}
+	tpot := make([]float64, len(TPOT))
+	FillTPOT(tpot, &r, &s)
+	if !slices.Equal(tpot, ttft[:7]) {
+		t.Errorf("TPOT features %v, want the first seven TTFT ones %v", tpot, ttft[:7])
+	}
+	s.Waiting, s.PrefixMatch = 0, 1.5 // an out-of-range match is clamped
+	FillTTFT(ttft, &r, &s)
+	if ttft[0] != 0 || ttft[7] != 1 || ttft[8] != 0 || ttft[9] != 4 {
+		t.Errorf("no queue, full match: %v", ttft)
+	}
+}

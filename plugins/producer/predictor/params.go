@@ -1,0 +1,118 @@
+package predictor
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/foresight-router/foresight/plugins/producer/internal/gbdt"
+	"github.com/foresight-router/foresight/plugins/sdk"
+)
+
+// The values of the objective parameter.
+const (
+	// ObjectiveMean predicts the expected latency (squared error), llm-d's production setting.
+	ObjectiveMean = "mean"
+	// ObjectiveQuantile predicts the Quantile-th percentile (pinball loss), llm-d's option.
+	ObjectiveQuantile = "quantile"
+)
+
+// Params are the producer's parameters, decoded from JSON over DefaultParams.
+type Params struct {
+	// Objective is ObjectiveMean or ObjectiveQuantile; Quantile is the level of the latter.
+	Objective string  `json:"objective"`
+	Quantile  float64 `json:"quantile"`
+	// RetrainIntervalMs is the least time between two trainings, in cycle time (Now).
+	RetrainIntervalMs float64 `json:"retrainIntervalMs"`
+	// MinNewSamples is how many new training samples a training needs.
+	MinNewSamples int `json:"minNewSamples"`
+	// SamplesPerBucket caps each stratum of the training store (FIFO).
+	SamplesPerBucket int `json:"samplesPerBucket"`
+	// HoldoutEvery sends one sample in this many to the held-out set (0: none); HoldoutSamples
+	// caps that set (FIFO).
+	HoldoutEvery   int `json:"holdoutEvery"`
+	HoldoutSamples int `json:"holdoutSamples"`
+	// QualityWindow is how many recent predictions the rolling MAPE/MAE cover.
+	QualityWindow int `json:"qualityWindow"`
+	// DriftMAPE is the drift guard's threshold: above it (either target, over at least
+	// DriftMinSamples predictions) predictions are marked invalid until a retrained model's
+	// held-out MAPE is back under it. 0 disables the guard.
+	DriftMAPE       float64 `json:"driftMAPE"`
+	DriftMinSamples int     `json:"driftMinSamples"`
+	// ModelDir persists the models in service and loads them at start; "" keeps them in memory.
+	// A relative path is relative to the config file's directory (sdk.ResolvePath).
+	ModelDir string `json:"modelDir"`
+	// TrainInline trains inside the Observe call that triggers it instead of in the background,
+	// so that which model serves a cycle depends only on the samples and cycle times: what the
+	// simulator needs for reproducible runs. Produce never waits for training either way.
+	TrainInline bool `json:"trainInline"`
+	// Model configures the gradient-boosted trees of both targets.
+	Model ModelParams `json:"model"`
+}
+
+// ModelParams are the tree ensemble's hyperparameters (see the gbdt package).
+type ModelParams struct {
+	Trees          int     `json:"trees"`
+	MaxDepth       int     `json:"maxDepth"`
+	NumLeaves      int     `json:"numLeaves"`
+	LearningRate   float64 `json:"learningRate"`
+	Lambda         float64 `json:"lambda"`
+	MinChildWeight float64 `json:"minChildWeight"`
+	MinSamplesLeaf int     `json:"minSamplesLeaf"`
+	Subsample      float64 `json:"subsample"`
+	MaxBins        int     `json:"maxBins"`
+	Seed           uint64  `json:"seed"`
+}
+
+// DefaultParams returns the defaults: llm-d's store (strata capped at 500, ~10 % held out),
+// retraining every 10 s when 100 new samples arrived, the mean objective (p90 for quantile), and
+// trees sized for the hot path (gbdt.DefaultParams; README.md has the measurements).
+func DefaultParams() Params {
+	g := gbdt.DefaultParams()
+	return Params{
+		Objective:         ObjectiveMean,
+		Quantile:          0.9,
+		RetrainIntervalMs: 10_000,
+		MinNewSamples:     100,
+		SamplesPerBucket:  500,
+		HoldoutEvery:      10,
+		HoldoutSamples:    2000,
+		QualityWindow:     500,
+		DriftMAPE:         0.5,
+		DriftMinSamples:   100,
+		Model: ModelParams{Trees: g.Trees, MaxDepth: g.MaxDepth, NumLeaves: g.NumLeaves, LearningRate: g.LearningRate,
+			Lambda: g.Lambda, MinChildWeight: g.MinChildWeight, MinSamplesLeaf: g.MinSamplesLeaf,
+			Subsample: g.Subsample, MaxBins: g.MaxBins, Seed: g.Seed},
+	}
+}
+
+// Validate checks every parameter against its accepted range.
+func (p *Params) Validate() error {
+	errs := []error{
+		sdk.CheckOneOf("objective", p.Objective, ObjectiveMean, ObjectiveQuantile),
+		sdk.CheckRange("quantile", p.Quantile, 0.01, 0.99),
+		sdk.CheckRange("retrainIntervalMs", p.RetrainIntervalMs, 0, 24*3600e3),
+		sdk.CheckRange("minNewSamples", float64(p.MinNewSamples), 1, 1e7),
+		sdk.CheckRange("samplesPerBucket", float64(p.SamplesPerBucket), 1, 1e6),
+		sdk.CheckRange("holdoutEvery", float64(p.HoldoutEvery), 0, 1e6),
+		sdk.CheckRange("holdoutSamples", float64(p.HoldoutSamples), 0, 1e7),
+		sdk.CheckRange("qualityWindow", float64(p.QualityWindow), 1, 1e7),
+		sdk.CheckRange("driftMAPE", p.DriftMAPE, 0, 1e3),
+		sdk.CheckRange("driftMinSamples", float64(p.DriftMinSamples), 1, 1e7),
+	}
+	if err := p.gbdt(ObjectiveMean).Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("parameter \"model\": %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// gbdt returns the trainer's parameters for the objective.
+func (p *Params) gbdt(objective string) gbdt.Params {
+	m := p.Model
+	g := gbdt.Params{Trees: m.Trees, MaxDepth: m.MaxDepth, NumLeaves: m.NumLeaves, LearningRate: m.LearningRate,
+		Lambda: m.Lambda, MinChildWeight: m.MinChildWeight, MinSamplesLeaf: m.MinSamplesLeaf,
+		Subsample: m.Subsample, MaxBins: m.MaxBins, Seed: m.Seed, Loss: gbdt.SquaredError}
+	if objective == ObjectiveQuantile {
+		g.Loss, g.Alpha = gbdt.Quantile, p.Quantile
+	}
+	return g
+}

@@ -1,0 +1,279 @@
+// Package predictor implements the predicted-latency-producer: for every cycle it predicts the TTFT
+// and TPOT the request would see on each endpoint with gradient-boosted trees, and it learns those
+// trees online from the samples the host observes (see README.md).
+package predictor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/foresight-router/foresight/plugins/producer/internal/features"
+	"github.com/foresight-router/foresight/plugins/producer/internal/model"
+	"github.com/foresight-router/foresight/plugins/producer/internal/quality"
+	"github.com/foresight-router/foresight/plugins/producer/internal/store"
+	"github.com/foresight-router/foresight/plugins/sdk"
+)
+
+// Type is the plugin type, as declared in a pipeline config.
+const Type = "predicted-latency-producer"
+
+// minPredictionMs is the floor of a prediction: trees extrapolate flat, but a mean model can
+// still dip below zero at the edges of its data, and no latency is negative.
+const minPredictionMs = 0.001
+
+// Producer is the predicted-latency producer. Produce reads only an atomically swapped model
+// set and never waits for Observe or training; Observe and Configure are serialised.
+type Producer struct {
+	serving atomic.Pointer[serving] // what Produce uses
+	lastNow atomic.Int64            // the latest cycle time seen, in Unix ns
+
+	mu        sync.Mutex // guards everything below
+	params    Params
+	store     *store.Store
+	ttftQ     *quality.Window
+	tpotQ     *quality.Window
+	set       *model.Set // in service, nil before the first
+	drift     bool
+	training  bool
+	lastTrain time.Time
+	trainErr  error
+	last      Training
+	trained   sync.Cond // signalled when a background training ends (for Close and tests)
+}
+
+// serving is what Produce reads: the models in service and whether the drift guard holds
+// their predictions back.
+type serving struct {
+	set   *model.Set
+	drift bool
+}
+
+var _ sdk.Producer = (*Producer)(nil)
+
+// New returns a producer with DefaultParams and no model.
+func New() *Producer {
+	p := &Producer{}
+	p.trained.L = &p.mu
+	p.apply(DefaultParams())
+	return p
+}
+
+// Type returns "predicted-latency-producer".
+func (p *Producer) Type() string { return Type }
+
+// Description says in one line what the producer does.
+func (p *Producer) Description() string {
+	return "predicts TTFT and TPOT per endpoint with gradient-boosted trees learned online from observed latencies"
+}
+
+// Reads declares the cycle fields the producer reads: the request and every state column.
+func (p *Producer) Reads() []string { return []string{"request", "endpoints.states"} }
+
+// Params returns a copy of the parameters in force.
+func (p *Producer) Params() Params {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.params
+}
+
+// Configure decodes params over DefaultParams and applies them. With a model directory it loads
+// the model set found there, if any, and serves it at once; a model it cannot use is an error and
+// leaves the previous configuration in force.
+func (p *Producer) Configure(raw []byte) error {
+	params, err := sdk.DecodeParams(raw, DefaultParams())
+	if err != nil {
+		return err
+	}
+	params.ModelDir = sdk.ResolvePath(params.ModelDir)
+	var loaded *model.Set
+	if params.ModelDir != "" {
+		if loaded, err = model.Load(params.ModelDir, features.TTFT, features.TPOT); err != nil {
+			return fmt.Errorf("parameter \"modelDir\": %w", err)
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.apply(params)
+	if loaded != nil {
+		p.resetQuality()
+		p.putInService(loaded)
+		sdk.Log().Info().Str("dir", params.ModelDir).Uint64("model_version", loaded.Meta.Version).
+			Str("source", loaded.Meta.Source).Uint64("training_rows", loaded.Meta.TrainingRows).Msg("model loaded")
+	}
+	return nil
+}
+
+// apply installs params; the caller holds mu (or owns p). A change of store or window sizes
+// starts them afresh; the models in service stay.
+func (p *Producer) apply(params Params) {
+	old := p.params
+	p.params = params
+	if p.store == nil || old.SamplesPerBucket != params.SamplesPerBucket || old.HoldoutEvery != params.HoldoutEvery ||
+		old.HoldoutSamples != params.HoldoutSamples {
+		p.store = store.New(params.SamplesPerBucket, params.HoldoutEvery, params.HoldoutSamples)
+	}
+	if p.ttftQ == nil || old.QualityWindow != params.QualityWindow {
+		p.ttftQ, p.tpotQ = quality.NewWindow(params.QualityWindow), quality.NewWindow(params.QualityWindow)
+	}
+}
+
+// putInService makes s the model set Produce uses; the caller holds mu. The quality windows
+// keep rolling across retrainings (they describe the recent predictions, whichever model made
+// them); they start afresh only when the drift guard clears or a model is loaded from disk.
+func (p *Producer) putInService(s *model.Set) {
+	p.set = s
+	p.serving.Store(&serving{set: s, drift: p.drift})
+}
+
+// resetQuality empties the quality windows; the caller holds mu.
+func (p *Producer) resetQuality() {
+	p.ttftQ.Reset()
+	p.tpotQ.Reset()
+}
+
+// setDrift changes the drift guard's state; the caller holds mu.
+func (p *Producer) setDrift(on bool) {
+	if p.drift == on {
+		return
+	}
+	p.drift = on
+	p.serving.Store(&serving{set: p.set, drift: on})
+	ev := sdk.Log().Warn()
+	if !on {
+		ev = sdk.Log().Info()
+	}
+	ev.Bool("drift", on).Float64("ttft_mape", p.ttftQ.MAPE()).Float64("tpot_mape", p.tpotQ.MAPE()).
+		Msg("drift guard")
+}
+
+// Produce predicts every endpoint's TTFT and TPOT for c. Before the first model, and while the
+// drift guard is on, every prediction is invalid, which every stage handles.
+func (p *Producer) Produce(_ context.Context, c *sdk.Cycle) ([]sdk.Prediction, error) {
+	if c == nil {
+		return nil, errors.New("producing: nil cycle")
+	}
+	p.seen(c.Now)
+	out := make([]sdk.Prediction, len(c.Endpoints))
+	s := p.serving.Load()
+	if s == nil || s.set == nil || s.drift {
+		return out, nil
+	}
+	n, nt, np := len(c.Endpoints), len(features.TTFT), len(features.TPOT)
+	buf := make([]float64, n*(nt+np+2))
+	ttftRows, tpotRows, ttft, tpot := buf[:n*nt], buf[n*nt:n*(nt+np)], buf[n*(nt+np):n*(nt+np+1)], buf[n*(nt+np+1):]
+	for i := range c.Endpoints {
+		st := &c.Endpoints[i].State
+		features.FillTTFT(ttftRows[i*nt:(i+1)*nt], &c.Request, st)
+		features.FillTPOT(tpotRows[i*np:(i+1)*np], &c.Request, st)
+	}
+	if err := s.set.TTFT.PredictRows(ttftRows, n, ttft); err != nil {
+		return nil, fmt.Errorf("TTFT model: %w", err)
+	}
+	if err := s.set.TPOT.PredictRows(tpotRows, n, tpot); err != nil {
+		return nil, fmt.Errorf("TPOT model: %w", err)
+	}
+	for i := range out {
+		out[i] = sdk.Prediction{Valid: true, TTFTMs: floor(ttft[i]), TPOTMs: floor(tpot[i])}
+	}
+	return out, nil
+}
+
+func floor(ms float64) float64 {
+	if math.IsNaN(ms) {
+		return minPredictionMs
+	}
+	return max(ms, minPredictionMs)
+}
+
+// seen advances the producer's clock to t if t is later.
+func (p *Producer) seen(t time.Time) {
+	ns := t.UnixNano()
+	for {
+		cur := p.lastNow.Load()
+		if ns <= cur || p.lastNow.CompareAndSwap(cur, ns) {
+			return
+		}
+	}
+}
+
+// Observe takes finished-request samples: it scores the predictions they carry, files the
+// samples for training and, when the retrain interval has passed and enough new samples arrived,
+// trains new models (in the background unless TrainInline). A sample is accepted when it has a
+// target to learn: a TTFT from a streamed response, or a TPOT over at least two output tokens.
+func (p *Producer) Observe(_ context.Context, samples []sdk.Sample) (sdk.ObserveResult, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	accepted := 0
+	for i := range samples {
+		s := &samples[i]
+		p.seen(s.DispatchedAt)
+		hasTTFT, hasTPOT := ttftTarget(s) > 0, tpotTarget(s) > 0
+		if !hasTTFT && !hasTPOT {
+			continue
+		}
+		accepted++
+		if s.Predicted.Valid {
+			if hasTTFT {
+				p.ttftQ.Add(s.Predicted.TTFTMs, s.ActualTTFTMs)
+			}
+			if hasTPOT {
+				p.tpotQ.Add(s.Predicted.TPOTMs, s.ActualTPOTMs)
+			}
+		}
+		p.store.Add(*s)
+	}
+	p.checkDrift()
+	p.maybeTrain()
+	return sdk.ObserveResult{Accepted: accepted, Stats: p.stats()}, nil
+}
+
+// ttftTarget is the sample's TTFT to learn, 0 if it has none: a non-streamed response arrives
+// whole, so its first token's time is not observed.
+func ttftTarget(s *sdk.Sample) float64 {
+	if !s.Request.Streaming || !(s.ActualTTFTMs > 0) || math.IsInf(s.ActualTTFTMs, 0) {
+		return 0
+	}
+	return s.ActualTTFTMs
+}
+
+// tpotTarget is the sample's TPOT to learn, 0 if it has none (fewer than two output tokens).
+func tpotTarget(s *sdk.Sample) float64 {
+	if !s.Request.Streaming || s.OutputTokens < 2 || !(s.ActualTPOTMs > 0) || math.IsInf(s.ActualTPOTMs, 0) {
+		return 0
+	}
+	return s.ActualTPOTMs
+}
+
+// checkDrift turns the guard on when either target's rolling MAPE is above the threshold; the
+// caller holds mu. Only a retrained model turns it off (see train).
+func (p *Producer) checkDrift() {
+	t, n := p.params.DriftMAPE, p.params.DriftMinSamples
+	if t <= 0 || p.drift {
+		return
+	}
+	if p.ttftQ.Len() >= n && p.ttftQ.MAPE() > t || p.tpotQ.Len() >= n && p.tpotQ.MAPE() > t {
+		p.setDrift(true)
+	}
+}
+
+// stats reports the model in service and the rolling error; the caller holds mu.
+func (p *Producer) stats() *sdk.PredictorStats {
+	q := p.params.Objective == ObjectiveQuantile
+	s := &sdk.PredictorStats{TTFT: p.ttftQ.Stats(q), TPOT: p.tpotQ.Stats(q), Drift: p.drift}
+	if p.set != nil {
+		s.ModelVersion, s.TrainingRows = p.set.Meta.Version, p.set.Meta.TrainingRows
+	}
+	return s
+}
+
+// Stats returns the producer's current PredictorStats.
+func (p *Producer) Stats() sdk.PredictorStats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return *p.stats()
+}

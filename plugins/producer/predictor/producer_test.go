@@ -1,0 +1,318 @@
+package predictor
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/foresight-router/foresight/plugins/producer/internal/model"
+	"github.com/foresight-router/foresight/plugins/sdk"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// truth is the latency model the tests' samples follow: TTFT grows with the uncached prompt and
+// the queue, TPOT with the decode load.
+func truth(r *sdk.Request, s *sdk.EndpointState) (ttft, tpot float64) {
+	uncached := (1 - s.PrefixMatch) * float64(r.InputTokens)
+	ttft = 15 + 0.02*uncached + 30*float64(s.Waiting) + 0.004*float64(s.PrefillTokensInFlight)
+	tpot = 7 + 0.0005*float64(s.DecodeTokensInFlight) + 2*s.KVCacheUsage
+	return ttft, tpot
+}
+
+func randomState(rng *rand.Rand) (sdk.Request, sdk.EndpointState) {
+	r := sdk.Request{InputTokens: int64(100 + rng.IntN(8000)), MaxOutputTokens: 200, Streaming: true}
+	s := sdk.EndpointState{KVCacheUsage: rng.Float64(), Waiting: int64(rng.IntN(6)), Running: int64(rng.IntN(40)),
+		InflightRequests: int64(rng.IntN(40)), PrefillTokensInFlight: int64(rng.IntN(20000)),
+		DecodeTokensInFlight: int64(rng.IntN(30000)), PrefixMatch: float64(rng.IntN(5)) / 4}
+	return r, s
+}
+
+// samples returns n samples dispatched from at, one every 10 ms, with 2 % noise; pred, when set,
+// gives the prediction each carries.
+func samples(rng *rand.Rand, n int, at time.Time, pred func(*sdk.Request, *sdk.EndpointState) sdk.Prediction) []sdk.Sample {
+	out := make([]sdk.Sample, n)
+	for i := range out {
+		r, s := randomState(rng)
+		r.ID = strconv.FormatUint(rng.Uint64(), 36)
+		ttft, tpot := truth(&r, &s)
+		out[i] = sdk.Sample{Request: r, EndpointID: "e", State: s, OutputTokens: 200,
+			ActualTTFTMs: ttft * (1 + 0.02*rng.NormFloat64()), ActualTPOTMs: tpot * (1 + 0.02*rng.NormFloat64()),
+			DispatchedAt: at.Add(time.Duration(i) * 10 * time.Millisecond)}
+		if pred != nil {
+			out[i].Predicted = pred(&r, &s)
+		}
+	}
+	return out
+}
+
+func configure(t testing.TB, p *Producer, params map[string]any) {
+	t.Helper()
+	raw, err := json.Marshal(params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Configure(raw); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func cycle(rng *rand.Rand, n int, now time.Time) *sdk.Cycle {
+	c := &sdk.Cycle{Now: now, Endpoints: make([]sdk.Endpoint, n)}
+	c.Request, _ = randomState(rng)
+	for i := range c.Endpoints {
+		_, c.Endpoints[i].State = randomState(rng)
+	}
+	return c
+}
+
+// trainedProducer feeds 4,000 samples over 40 s to an inline-training producer.
+func trainedProducer(t *testing.T, extra map[string]any) (*Producer, *rand.Rand) {
+	t.Helper()
+	p := New()
+	params := map[string]any{"trainInline": true}
+	for k, v := range extra {
+		params[k] = v
+	}
+	configure(t, p, params)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for b := range 40 {
+		at := t0.Add(time.Duration(b) * time.Second)
+		if _, err := p.Observe(context.Background(), samples(rng, 100, at, nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return p, rng
+}
+
+func TestNoModelNoPredictions(t *testing.T) {
+	p := New()
+	preds, err := p.Produce(context.Background(), cycle(rand.New(rand.NewPCG(1, 1)), 5, t0))
+	if err != nil || len(preds) != 5 {
+		t.Fatalf("Produce: %v, %v", preds, err)
+	}
+	for i, pr := range preds {
+		if pr.Valid {
+			t.Errorf("endpoint %d has a prediction before any model: %+v", i, pr)
+		}
+	}
+	if _, err := p.Produce(context.Background(), nil); err == nil {
+		t.Error("a nil cycle was accepted")
+	}
+}
+
+func TestLearnsTheLatencyModel(t *testing.T) {
+	p, rng := trainedProducer(t, nil)
+	st := p.Stats()
+	if st.ModelVersion < 3 || st.TrainingRows == 0 {
+		t.Fatalf("after 40 s of samples: %+v", st)
+	}
+	var ttftErr, tpotErr float64
+	const n = 200
+	for range n / 10 {
+		c := cycle(rng, 10, t0.Add(41*time.Second))
+		preds, err := p.Produce(context.Background(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, pr := range preds {
+			ttft, tpot := truth(&c.Request, &c.Endpoints[i].State)
+			if !pr.Valid {
+				t.Fatalf("invalid prediction with a model in service: %+v", pr)
+			}
+			ttftErr += math.Abs(pr.TTFTMs-ttft) / ttft
+			tpotErr += math.Abs(pr.TPOTMs-tpot) / tpot
+		}
+	}
+	if ttftErr/n > 0.10 || tpotErr/n > 0.10 {
+		t.Errorf("MAPE on fresh states: TTFT %.3f, TPOT %.3f; want <= 0.10", ttftErr/n, tpotErr/n)
+	}
+}
+
+func TestRetrainsOnlyWhenDue(t *testing.T) {
+	p := New()
+	configure(t, p, map[string]any{"trainInline": true, "retrainIntervalMs": 5000, "minNewSamples": 200})
+	rng := rand.New(rand.NewPCG(3, 4))
+	observe := func(n int, at time.Time) uint64 {
+		res, err := p.Observe(context.Background(), samples(rng, n, at, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Stats.ModelVersion
+	}
+	if v := observe(150, t0); v != 0 {
+		t.Errorf("trained on fewer than minNewSamples: version %d", v)
+	}
+	if v := observe(150, t0.Add(time.Second)); v != 1 {
+		t.Errorf("enough samples, first training due: version %d", v)
+	}
+	if v := observe(300, t0.Add(2*time.Second)); v != 1 {
+		t.Errorf("retrained before the interval: version %d", v)
+	}
+	if v := observe(10, t0.Add(9*time.Second)); v != 2 {
+		t.Errorf("interval passed with new samples waiting: version %d", v)
+	}
+}
+
+func TestInlineTrainingIsReproducible(t *testing.T) {
+	a, rngA := trainedProducer(t, nil)
+	b, _ := trainedProducer(t, nil)
+	c := cycle(rngA, 20, t0.Add(time.Minute))
+	pa, _ := a.Produce(context.Background(), c)
+	pb, _ := b.Produce(context.Background(), c)
+	for i := range pa {
+		if pa[i] != pb[i] {
+			t.Fatalf("endpoint %d: %+v vs %+v", i, pa[i], pb[i])
+		}
+	}
+}
+
+func TestProduceNeverWaitsForObserveOrTraining(t *testing.T) {
+	p, rng := trainedProducer(t, nil)
+	p.mu.Lock() // what Observe and a training's hand-over hold
+	done := make(chan []sdk.Prediction)
+	go func() {
+		preds, _ := p.Produce(context.Background(), cycle(rng, 3, t0.Add(time.Minute)))
+		done <- preds
+	}()
+	select {
+	case preds := <-done:
+		if !preds[0].Valid {
+			t.Error("no prediction")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Produce waited for the producer's lock")
+	}
+	p.mu.Unlock()
+}
+
+func TestBackgroundTraining(t *testing.T) {
+	p := New()
+	configure(t, p, map[string]any{"minNewSamples": 100})
+	rng := rand.New(rand.NewPCG(5, 6))
+	if _, err := p.Observe(context.Background(), samples(rng, 500, t0, nil)); err != nil {
+		t.Fatal(err)
+	}
+	p.WaitIdle()
+	if v := p.Stats().ModelVersion; v != 1 {
+		t.Errorf("after a background training: version %d", v)
+	}
+}
+
+func TestAcceptsOnlyLearnableSamples(t *testing.T) {
+	p := New()
+	rng := rand.New(rand.NewPCG(7, 8))
+	s := samples(rng, 4, t0, nil)
+	s[1].Request.Streaming = false // whole response at once: no TTFT, no TPOT
+	s[2].OutputTokens, s[2].ActualTPOTMs = 1, 0
+	s[3].ActualTTFTMs, s[3].ActualTPOTMs = 0, 0
+	res, err := p.Observe(context.Background(), s)
+	if err != nil || res.Accepted != 2 {
+		t.Errorf("accepted %d (%v), want 2", res.Accepted, err)
+	}
+}
+
+func TestWarmStartFromModelDir(t *testing.T) {
+	dir := t.TempDir()
+	p, rng := trainedProducer(t, map[string]any{"modelDir": dir})
+	c := cycle(rng, 8, t0.Add(time.Minute))
+	want, _ := p.Produce(context.Background(), c)
+
+	restarted := New()
+	configure(t, restarted, map[string]any{"modelDir": dir})
+	got, _ := restarted.Produce(context.Background(), c)
+	for i := range want {
+		if !got[i].Valid || got[i] != want[i] {
+			t.Fatalf("endpoint %d after restart: %+v, before %+v", i, got[i], want[i])
+		}
+	}
+	if v := restarted.Stats().ModelVersion; v != p.Stats().ModelVersion {
+		t.Errorf("restarted at version %d, want %d", v, p.Stats().ModelVersion)
+	}
+}
+
+func TestRejectsAnUnusableModelDir(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{model.TTFTFile, model.TPOTFile} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("not a model"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := New()
+	raw, _ := json.Marshal(map[string]any{"modelDir": dir, "objective": "quantile"})
+	err := p.Configure(raw)
+	if err == nil || !strings.Contains(err.Error(), "modelDir") || !strings.Contains(err.Error(), "ttft.txt") {
+		t.Fatalf("Configure: %v", err)
+	}
+	if p.Params().Objective != ObjectiveMean {
+		t.Error("a failed Configure changed the parameters")
+	}
+}
+
+func TestDriftGuard(t *testing.T) {
+	p, rng := trainedProducer(t, map[string]any{"driftMAPE": 0.3, "driftMinSamples": 50, "retrainIntervalMs": 60000})
+	v := p.Stats().ModelVersion
+	way := func(r *sdk.Request, s *sdk.EndpointState) sdk.Prediction {
+		ttft, tpot := truth(r, s)
+		return sdk.Prediction{Valid: true, TTFTMs: ttft * 3, TPOTMs: tpot}
+	}
+	res, _ := p.Observe(context.Background(), samples(rng, 60, t0.Add(41*time.Second), way))
+	if !res.Stats.Drift || res.Stats.ModelVersion != v {
+		t.Fatalf("after 60 predictions 200 %% off: %+v", res.Stats)
+	}
+	preds, _ := p.Produce(context.Background(), cycle(rng, 4, t0.Add(42*time.Second)))
+	for _, pr := range preds {
+		if pr.Valid {
+			t.Fatal("a prediction under drift is marked valid")
+		}
+	}
+	// A minute later, retraining on the same (truthful) samples brings the held-out error down.
+	res, _ = p.Observe(context.Background(), samples(rng, 200, t0.Add(2*time.Minute), nil))
+	if res.Stats.Drift || res.Stats.ModelVersion != v+1 {
+		t.Fatalf("after retraining: %+v", res.Stats)
+	}
+	preds, _ = p.Produce(context.Background(), cycle(rng, 4, t0.Add(2*time.Minute)))
+	if !preds[0].Valid {
+		t.Error("predictions still invalid after the drift cleared")
+	}
+}
+
+func TestQuantileReportsCoverage(t *testing.T) {
+	p, rng := trainedProducer(t, map[string]any{"objective": "quantile"})
+	predict := func(r *sdk.Request, s *sdk.EndpointState) sdk.Prediction {
+		c := &sdk.Cycle{Request: *r, Endpoints: []sdk.Endpoint{{State: *s}}, Now: t0.Add(time.Minute)}
+		pr, _ := p.Produce(context.Background(), c)
+		return pr[0]
+	}
+	res, _ := p.Observe(context.Background(), samples(rng, 300, t0.Add(41*time.Second), predict))
+	cov := res.Stats.TTFT.QuantileCoverage
+	if cov == nil || *cov < 0.75 || *cov > 0.99 {
+		t.Errorf("p90 TTFT coverage %v, want about 0.9", cov)
+	}
+}
+
+// BenchmarkProduce100 times Produce for a cycle of 100 endpoints with the default model size.
+func BenchmarkProduce100(b *testing.B) {
+	p := New()
+	configure(b, p, map[string]any{"trainInline": true})
+	rng := rand.New(rand.NewPCG(1, 2))
+	for k := range 40 {
+		if _, err := p.Observe(context.Background(), samples(rng, 100, t0.Add(time.Duration(k)*time.Second), nil)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	c := cycle(rng, 100, t0.Add(time.Minute))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := p.Produce(context.Background(), c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

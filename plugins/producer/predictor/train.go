@@ -1,0 +1,212 @@
+package predictor
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/foresight-router/foresight/plugins/producer/internal/features"
+	"github.com/foresight-router/foresight/plugins/producer/internal/gbdt"
+	"github.com/foresight-router/foresight/plugins/producer/internal/model"
+	"github.com/foresight-router/foresight/plugins/sdk"
+)
+
+// job is one training run, prepared under the producer's lock and run without it.
+type job struct {
+	params   Params
+	version  uint64
+	at       time.Time
+	samples  []sdk.Sample
+	holdout  []sdk.Sample
+	previous *model.Set
+}
+
+// Training describes a finished training run.
+type Training struct {
+	// Rows are the TTFT rows trained on; Took is the wall time of both targets' training,
+	// evaluation and persistence.
+	Rows uint64
+	Took time.Duration
+	// TTFTMAPE and TPOTMAPE are the new models' errors on the held-out samples (NaN without any).
+	TTFTMAPE, TPOTMAPE float64
+}
+
+// LastTraining returns the last finished training run (zero before one).
+func (p *Producer) LastTraining() Training {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.last
+}
+
+// result is what a training run produced.
+type result struct {
+	set                *model.Set
+	ttftMAPE, tpotMAPE float64 // on the held-out samples; NaN without any
+	took               time.Duration
+	err                error
+}
+
+// maybeTrain starts a training run when none runs, MinNewSamples new samples arrived and
+// RetrainIntervalMs of cycle time passed since the last; the caller holds mu.
+func (p *Producer) maybeTrain() {
+	if p.training || p.store.Added() < uint64(p.params.MinNewSamples) {
+		return
+	}
+	now := time.Unix(0, p.lastNow.Load())
+	interval := time.Duration(p.params.RetrainIntervalMs * float64(time.Millisecond))
+	if !p.lastTrain.IsZero() && now.Sub(p.lastTrain) < interval {
+		return
+	}
+	j := &job{params: p.params, at: now, samples: p.store.Training(nil), holdout: p.store.Holdout(nil), previous: p.set}
+	j.version = 1
+	if p.set != nil {
+		j.version = p.set.Meta.Version + 1
+	}
+	p.store.MarkTrained()
+	p.lastTrain = now
+	if p.params.TrainInline {
+		p.finish(j.run())
+		return
+	}
+	p.training = true
+	go func() {
+		r := j.run()
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.training = false
+		p.finish(r)
+		p.trained.Broadcast()
+	}()
+}
+
+// WaitIdle returns once no training runs.
+func (p *Producer) WaitIdle() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for p.training {
+		p.trained.Wait()
+	}
+}
+
+// finish puts a training result in service; the caller holds mu. A drift guard that is on goes
+// off when the new models' held-out error is under the threshold (or there is no held-out data
+// to judge them by).
+func (p *Producer) finish(r result) {
+	log := sdk.Log()
+	if r.err != nil {
+		p.trainErr = r.err
+		log.Error().Err(r.err).Msg("training failed; the previous model stays in service")
+		return
+	}
+	if r.set == nil {
+		return
+	}
+	t := p.params.DriftMAPE
+	if p.drift && !(r.ttftMAPE > t) && !(r.tpotMAPE > t) {
+		p.drift = false
+		p.resetQuality() // the errors that tripped the guard are the old model's
+		log.Info().Bool("drift", false).Msg("drift guard")
+	}
+	p.putInService(r.set)
+	p.last = Training{Rows: r.set.Meta.TrainingRows, Took: r.took, TTFTMAPE: r.ttftMAPE, TPOTMAPE: r.tpotMAPE}
+	log.Info().Uint64("model_version", r.set.Meta.Version).Uint64("training_rows", r.set.Meta.TrainingRows).
+		Float64("holdout_ttft_mape", r.ttftMAPE).Float64("holdout_tpot_mape", r.tpotMAPE).
+		Dur("took", r.took).Msg("model trained")
+}
+
+// run trains both targets, evaluates them on the held-out samples and persists them. A target
+// with too few rows keeps its previous model; with no previous model either, nothing is put in
+// service yet.
+func (j *job) run() result {
+	began := time.Now()
+	minRows := max(2*j.params.Model.MinSamplesLeaf, 2)
+	ttftData := dataset(j.samples, features.TTFT, ttftTarget, features.FillTTFT)
+	tpotData := dataset(j.samples, features.TPOT, tpotTarget, features.FillTPOT)
+	set := &model.Set{Meta: model.Meta{Version: j.version, Source: "trained", TrainedAt: j.at,
+		Objective: j.params.Objective, TTFTFeatures: features.TTFT, TPOTFeatures: features.TPOT,
+		TrainingRows: uint64(len(ttftData.Label))}}
+	if j.params.Objective == ObjectiveQuantile {
+		set.Meta.Quantile = j.params.Quantile
+	}
+	var err error
+	if set.TTFT, err = j.fit(ttftData, minRows, len(features.TTFT), j.previous, func(s *model.Set) *model.Model { return s.TTFT }); err != nil {
+		return result{err: fmt.Errorf("TTFT model: %w", err)}
+	}
+	if set.TPOT, err = j.fit(tpotData, minRows, len(features.TPOT), j.previous, func(s *model.Set) *model.Model { return s.TPOT }); err != nil {
+		return result{err: fmt.Errorf("TPOT model: %w", err)}
+	}
+	if set.TTFT == nil || set.TPOT == nil {
+		return result{}
+	}
+	r := result{set: set,
+		ttftMAPE: heldOutMAPE(set.TTFT, j.holdout, ttftTarget, features.FillTTFT, len(features.TTFT)),
+		tpotMAPE: heldOutMAPE(set.TPOT, j.holdout, tpotTarget, features.FillTPOT, len(features.TPOT)),
+		took:     time.Since(began)}
+	if dir := j.params.ModelDir; dir != "" {
+		if err := model.Save(dir, set); err != nil {
+			sdk.Log().Error().Err(err).Str("dir", dir).Msg("persisting the model; it serves from memory only")
+		}
+	}
+	return r
+}
+
+// fit trains one target's model, or keeps the previous one when there are too few rows.
+func (j *job) fit(d gbdt.Dataset, minRows, nFeatures int, prev *model.Set, of func(*model.Set) *model.Model) (*model.Model, error) {
+	if len(d.Label) < minRows {
+		if prev != nil {
+			return of(prev), nil
+		}
+		return nil, nil
+	}
+	trained, err := gbdt.Train(d, j.params.gbdt(j.params.Objective))
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := trained.WriteText(&buf); err != nil {
+		return nil, err
+	}
+	return model.Parse(buf.Bytes(), nFeatures) // served by leaves, as any loaded model
+}
+
+// dataset builds the column-major training data of one target.
+func dataset(samples []sdk.Sample, names []string, target func(*sdk.Sample) float64,
+	fill func([]float64, *sdk.Request, *sdk.EndpointState)) gbdt.Dataset {
+	d := gbdt.Dataset{Names: names, Cols: make([][]float64, len(names))}
+	row := make([]float64, len(names))
+	for i := range samples {
+		s := &samples[i]
+		y := target(s)
+		if y <= 0 {
+			continue
+		}
+		fill(row, &s.Request, &s.State)
+		for f, v := range row {
+			d.Cols[f] = append(d.Cols[f], v)
+		}
+		d.Label = append(d.Label, y)
+	}
+	return d
+}
+
+// heldOutMAPE is m's mean absolute percentage error on the samples with a target; NaN without any.
+func heldOutMAPE(m *model.Model, samples []sdk.Sample, target func(*sdk.Sample) float64,
+	fill func([]float64, *sdk.Request, *sdk.EndpointState), nFeatures int) float64 {
+	row := make([]float64, nFeatures)
+	sum, n := 0.0, 0
+	for i := range samples {
+		s := &samples[i]
+		y := target(s)
+		if y <= 0 {
+			continue
+		}
+		fill(row, &s.Request, &s.State)
+		sum += math.Abs(floor(m.Predict(row))-y) / y
+		n++
+	}
+	if n == 0 {
+		return math.NaN()
+	}
+	return sum / float64(n)
+}
