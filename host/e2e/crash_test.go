@@ -11,6 +11,7 @@ import (
 
 	"github.com/foresight-router/foresight/host/config"
 	"github.com/foresight-router/foresight/host/pipeline"
+	"github.com/foresight-router/foresight/host/pluginhost"
 	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/rs/zerolog"
 )
@@ -46,6 +47,18 @@ func buildExample(t *testing.T) *pipeline.Pipeline {
 	return p
 }
 
+// plugin returns the pipeline's plugin called name.
+func plugin(t *testing.T, p *pipeline.Pipeline, name string) *pluginhost.Plugin {
+	t.Helper()
+	for _, pl := range p.Plugins() {
+		if pl.Name() == name {
+			return pl
+		}
+	}
+	t.Fatalf("the pipeline has no plugin %q", name)
+	return nil
+}
+
 func noFallbacks(t *testing.T, tr *pipeline.Trace) {
 	t.Helper()
 	all := append(append([]pipeline.StageTrace{}, tr.Filters...), tr.Scorers...)
@@ -75,10 +88,7 @@ func TestCyclesThroughAllPlugins(t *testing.T) {
 
 func TestKilledPluginFallsBackThenRestarts(t *testing.T) {
 	p := buildExample(t)
-	var scorer = p.Plugins()[3]
-	if scorer.Name() != "latency-scorer" {
-		t.Fatalf("plugin 3 is %q, want latency-scorer", scorer.Name())
-	}
+	scorer := plugin(t, p, "latency-scorer")
 	before := scorer.Status()
 	if !before.Up || before.PID == 0 {
 		t.Fatalf("scorer not up: %+v", before)

@@ -15,7 +15,7 @@ import (
 var (
 	root    string
 	repo    string
-	stages  = []string{"affinity", "headroom", "scorer", "admitter", "picker"}
+	stages  = []string{"producer", "affinity", "headroom", "scorer", "admitter", "picker"}
 	hostBin string
 )
 

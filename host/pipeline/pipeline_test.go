@@ -133,11 +133,7 @@ func TestProducerFallback(t *testing.T) {
 					j.note("look", c, nil)
 					return sdk.FilterVerdict{Kept: sdk.AllIndices(len(c.Endpoints))}, nil
 				}))
-			c := testCycle()
-			for i := range c.Endpoints { // the caller's stale predictions must not survive
-				c.Endpoints[i].Prediction = sdk.Prediction{Valid: true, TTFTMs: 7}
-			}
-			tr := p.Run(context.Background(), c)
+			tr := p.Run(context.Background(), testCycle())
 			if tr.Producer == nil || tr.Producer.Fallback != tt.fallback {
 				t.Fatalf("producer trace %+v, want fallback %q", tr.Producer, tt.fallback)
 			}
@@ -395,8 +391,12 @@ func TestRunLeavesInputAlone(t *testing.T) {
 	if diff := cmp.Diff(want, c, cmpopts.IgnoreUnexported(sdk.Cycle{})); diff != "" {
 		t.Errorf("Run changed its input (-before +after):\n%s", diff)
 	}
-	if tr.Candidates[1].Prediction.TTFTMs != 9 || tr.OrderIDs()[0] != "c" { // c: 2 × 0.6 = 1.2 > b: 2 × 0.3 = 0.6
-		t.Errorf("candidates %+v order %v, want the producer's predictions and c first", tr.Candidates, tr.OrderIDs())
+	if tr.Candidates[1].Prediction.TTFTMs != 1 || tr.Producer.Reason != pipeline.SkippedProducer || tr.OrderIDs()[0] != "c" { // c: 2 × 0.6 = 1.2 > b: 2 × 0.3 = 0.6
+		t.Errorf("candidates %+v producer %+v order %v, want the cycle's own predictions kept and c first", tr.Candidates, tr.Producer, tr.OrderIDs())
+	}
+	tr = p.Run(context.Background(), testCycle()) // without predictions: the producer's
+	if tr.Candidates[1].Prediction.TTFTMs != 9 || tr.Producer.Reason != "" {
+		t.Errorf("candidates %+v producer %+v, want the producer's predictions", tr.Candidates, tr.Producer)
 	}
 }
 

@@ -133,10 +133,24 @@ func stageTrace(s *slot, began time.Time) StageTrace {
 	return StageTrace{Stage: s.stage, Plugin: s.name, Type: s.typ, Weight: s.weight, Duration: time.Since(began)}
 }
 
-// produce sets every member's predictions, or clears them where the producer failed.
-func (p *Pipeline) produce(ms []*member) {
-	for _, m := range ms {
+// SkippedProducer is the producer trace's Reason for a cycle that came with predictions.
+const SkippedProducer = "skipped: the cycle carries predictions"
+
+// produce sets every member's predictions, or clears them where the producer failed. A cycle
+// that arrives with predictions (a recorded snapshot replayed by `foresight schedule`, which
+// holds what the producer said then) keeps them and is not sent to the producer.
+func (p *Pipeline) produce(all []*member) {
+	var ms []*member
+	for _, m := range all {
+		if m.in.AnyPrediction() {
+			m.t.Producer = &StageTrace{Stage: sdk.StageProducer, Plugin: p.producer.name, Type: p.producer.typ, Reason: SkippedProducer}
+			continue
+		}
 		m.cur.Seal()
+		ms = append(ms, m)
+	}
+	if len(ms) == 0 {
+		return
 	}
 	began := time.Now()
 	res := callAll(p.producer.slot, p.producer.co, ms, cur)

@@ -61,8 +61,9 @@ type Fleet struct {
 	Now time.Duration
 }
 
-// Observer receives every finished request's sample, as the host sends them to a producer.
-type Observer func(sdk.Sample)
+// Observer receives every finished request's sample, as the host sends them to a producer, with
+// the (virtual) time the request finished.
+type Observer func(s sdk.Sample, finished time.Time)
 
 // Result is what a run produced.
 type Result struct {
@@ -233,7 +234,7 @@ func (s *sim) finish(f *flight, ev engine.Event) {
 		smp.ActualTTFTMs = float64(o.TTFT) / float64(time.Millisecond)
 		smp.ActualTPOTMs = o.TPOTMs
 		smp.OutputTokens = int64(ev.Tokens)
-		s.observe(smp)
+		s.observe(smp, Epoch.Add(ev.Time))
 	}
 }
 

@@ -118,7 +118,13 @@ func TestCyclesShowWhatTheRouterWouldKnow(t *testing.T) {
 	reqs := scenarioC(t, 2, 60)
 	rec := &recorder{}
 	samples := 0
-	if _, err := Run(fleet(t, 2), reqs, rec, func(sdk.Sample) { samples++ }); err != nil {
+	observe := func(s sdk.Sample, finished time.Time) {
+		samples++
+		if e2e := finished.Sub(s.DispatchedAt); e2e <= 0 || float64(e2e)/1e6 < s.ActualTTFTMs {
+			t.Errorf("sample %s finished %v after dispatch, with a TTFT of %v ms", s.Request.ID, e2e, s.ActualTTFTMs)
+		}
+	}
+	if _, err := Run(fleet(t, 2), reqs, rec, observe); err != nil {
 		t.Fatal(err)
 	}
 	if samples != len(reqs) {

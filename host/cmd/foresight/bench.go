@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"runtime/pprof"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/foresight-router/foresight/host/config"
+	"github.com/foresight-router/foresight/host/observe"
 	"github.com/foresight-router/foresight/host/pipeline"
 	"github.com/foresight-router/foresight/host/pluginhost"
 	"github.com/foresight-router/foresight/plugins/sdk"
@@ -20,7 +22,7 @@ import (
 
 func newBench() *cobra.Command {
 	cmd := &cobra.Command{Use: "bench", Short: "Benchmarks (pipeline, routing)"}
-	cmd.AddCommand(newBenchPipeline(), newBenchRouting())
+	cmd.AddCommand(newBenchPipeline(), newBenchRouting(), newBenchPredictor())
 	return cmd
 }
 
@@ -104,6 +106,11 @@ func benchPipeline(ctx context.Context, cfg *config.Config, endpoints, cycles, c
 	}
 	atExit(p.Close)
 	pool := synthCycles(64, endpoints, seed, cfg.Pipeline.Producer == nil)
+	if p.HasProducer() {
+		if err := warmProducer(ctx, p, pool); err != nil {
+			return pipelineResult{}, err
+		}
+	}
 	res := pipelineResult{Endpoints: endpoints, Cycles: cycles, Concurrency: conc, Stages: processStages(p),
 		PayloadBytes: payloadSize(pool[0])}
 
@@ -137,6 +144,30 @@ func benchPipeline(ctx context.Context, cfg *config.Config, endpoints, cycles, c
 	res.FloorP50Us, res.FloorP99Us = pct(flat, 0.50), pct(flat, 0.99)
 	res.FloorPerS = float64(cycles) / fwall.Seconds()
 	return res, nil
+}
+
+// warmProducer teaches the producer the synthetic fleet's latencies and waits until its first
+// model is in service, so that the bench measures decisions made with predictions.
+func warmProducer(ctx context.Context, p *pipeline.Pipeline, pool []*sdk.Cycle) error {
+	samples := synthSamples(pool, 2000)
+	for i := 0; i < len(samples); i += observe.DefaultMaxBatch {
+		if _, err := p.Observe(ctx, samples[i:min(i+observe.DefaultMaxBatch, len(samples))]); err != nil {
+			return fmt.Errorf("warming the producer up: %w", err)
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		res, err := p.Observe(ctx, nil)
+		switch {
+		case err != nil:
+			return fmt.Errorf("warming the producer up: %w", err)
+		case res.Stats != nil && res.Stats.ModelVersion > 0:
+			return nil
+		case time.Now().After(deadline):
+			return errors.New("warming the producer up: no model after 30 s of training")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // measureFloor times, per cycle, trips sequential round trips of the cycle to a no-op plugin.

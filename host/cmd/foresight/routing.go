@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/foresight-router/foresight/host/config"
+	"github.com/foresight-router/foresight/host/observe"
 	"github.com/foresight-router/foresight/host/pipeline"
+	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/foresight-router/foresight/sim/cluster"
 	"github.com/foresight-router/foresight/sim/engine"
 	"github.com/foresight-router/foresight/sim/report"
@@ -156,7 +158,7 @@ func benchRouting(ctx context.Context, o routingOptions, progress io.Writer) (*r
 	for _, name := range strings.Split(o.strategies, ",") {
 		name = strings.TrimSpace(name)
 		res.order = append(res.order, name)
-		router, closeRouter, err := strategyRouter(ctx, name, o.examples)
+		st, err := newStrategy(ctx, name, o.examples)
 		var u unavailable
 		if errors.As(err, &u) {
 			res.Strategies[name] = strategyStats{Unavailable: u.reason}
@@ -168,9 +170,9 @@ func benchRouting(ctx context.Context, o routingOptions, progress io.Writer) (*r
 		began := time.Now()
 		bar := newProgress(progress, len(w.Requests), name)
 		fleet.Progress = func() { _ = bar.Add(1) }
-		run, err := cluster.Run(fleet, w.Requests, router, nil)
+		run, err := cluster.Run(fleet, w.Requests, st.router, st.observe)
 		_ = bar.Finish()
-		closeRouter()
+		st.close()
 		if err != nil {
 			return nil, fmt.Errorf("strategy %q: %w", name, err)
 		}
@@ -219,28 +221,52 @@ func isTerminal(f *os.File) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// strategyRouter returns the router of a strategy and the function that releases it.
-func strategyRouter(ctx context.Context, name, examples string) (cluster.Router, func(), error) {
+// strategy is one way of routing the bench runs: a router, the observer that feeds its producer
+// (nil without one), and the function that releases it.
+type strategy struct {
+	router  cluster.Router
+	observe cluster.Observer
+	close   func()
+}
+
+// newStrategy builds a strategy: the simulator's oracle, or an example pipeline run through the
+// real host pipeline. A producer in the pipeline learns from the simulated requests as it would
+// from live ones: samples batched every second of virtual time or 256 samples (host/observe).
+// For reproducible runs it trains inline (trainInline) and starts cold (no modelDir).
+func newStrategy(ctx context.Context, name, examples string) (*strategy, error) {
 	if name == "oracle" {
-		return cluster.Oracle{}, func() {}, nil
+		return &strategy{router: cluster.Oracle{}, close: func() {}}, nil
 	}
 	file, ok := strategyConfigs[name]
 	if !ok {
-		return nil, nil, fmt.Errorf("unknown strategy %q (known: rr, least-load, load-prefix-111, load-prefix-322, predicted-latency, oracle)", name)
+		return nil, fmt.Errorf("unknown strategy %q (known: rr, least-load, load-prefix-111, load-prefix-322, predicted-latency, oracle)", name)
 	}
 	cfg, err := config.Load(filepath.Join(examples, file))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if name == "predicted-latency" && cfg.Pipeline.Producer == nil {
-		return nil, nil, unavailable{fmt.Sprintf("%s has no producer yet (the online predictor is not built)", file)}
+		return nil, unavailable{fmt.Sprintf("%s has no producer", file)}
+	}
+	if pc := cfg.Pipeline.Producer; pc != nil {
+		spec := cfg.Plugin(pc.PluginRef)
+		if spec.Parameters == nil {
+			spec.Parameters = map[string]any{}
+		}
+		spec.Parameters["trainInline"] = true
+		spec.Parameters["modelDir"] = ""
 	}
 	p, err := pipeline.Build(ctx, cfg, logger())
 	if err != nil {
-		return nil, nil, fmt.Errorf("strategy %q: %w", name, err)
+		return nil, fmt.Errorf("strategy %q: %w", name, err)
 	}
 	atExit(p.Close)
-	return cluster.PipelineRouter{Pipeline: p}, p.Close, nil
+	st := &strategy{router: cluster.PipelineRouter{Pipeline: p}, close: p.Close}
+	if p.HasProducer() {
+		b := observe.New(p.Observe, 0, 0)
+		st.observe = func(s sdk.Sample, finished time.Time) { b.Add(ctx, s, finished) }
+	}
+	return st, nil
 }
 
 func printRoutingTable(out io.Writer, r *routingResult) {

@@ -68,7 +68,7 @@ func TestPredictedLatencyWithoutProducerIsUnavailable(t *testing.T) {
 	}
 	o := routingOptions{scenario: "C", servers: 2, requests: 20, seed: 1, preset: "llama-3.1-8b-h100-tp2",
 		strategies: "predicted-latency,rr", examples: "../../../examples"}
-	_, _, err := strategyRouter(context.Background(), "predicted-latency", dir)
+	_, err := newStrategy(context.Background(), "predicted-latency", dir)
 	var u unavailable
 	if !errors.As(err, &u) || !strings.Contains(u.reason, "no producer") {
 		t.Fatalf("got %v, want the strategy reported unavailable for lack of a producer", err)

@@ -46,12 +46,40 @@ func synthCycles(n, endpoints int, seed uint64, withPredictions bool) []*sdk.Cyc
 			}
 			c.Endpoints[i] = sdk.Endpoint{ID: fmt.Sprintf("10.0.%d.%d:8000", i/256, i%256), State: st}
 			if withPredictions {
+				ttft, tpot := synthLatency(&st)
 				c.Endpoints[i].Prediction = sdk.Prediction{Valid: true,
-					TTFTMs: 40 + 1500*load*(1-0.8*st.PrefixMatch) + 50*rng.Float64(),
-					TPOTMs: 8 + 40*load + 2*rng.Float64()}
+					TTFTMs: ttft + 50*rng.Float64(), TPOTMs: tpot + 2*rng.Float64()}
 			}
 		}
 		out[k] = c
+	}
+	return out
+}
+
+// synthLatency is the synthetic fleet's latency law: TTFT grows with load, less where the prefix
+// is cached; TPOT with load.
+func synthLatency(st *sdk.EndpointState) (ttftMs, tpotMs float64) {
+	load := st.KVCacheUsage
+	return 40 + 1500*load*(1-0.8*st.PrefixMatch), 8 + 40*load
+}
+
+// synthSamples returns finished-request samples that follow synthLatency, one per endpoint of
+// the cycles, for warming a producer up.
+func synthSamples(cycles []*sdk.Cycle, n int) []sdk.Sample {
+	out := make([]sdk.Sample, 0, n)
+	for k := 0; len(out) < n; k++ {
+		c := cycles[k%len(cycles)]
+		for i := range c.Endpoints {
+			if len(out) == n {
+				break
+			}
+			st := c.Endpoints[i].State
+			ttft, tpot := synthLatency(&st)
+			r := c.Request
+			r.ID = fmt.Sprintf("warm-%d-%d", k, i)
+			out = append(out, sdk.Sample{Request: r, EndpointID: c.Endpoints[i].ID, State: st,
+				ActualTTFTMs: ttft, ActualTPOTMs: tpot, OutputTokens: r.MaxOutputTokens, DispatchedAt: c.Now})
+		}
 	}
 	return out
 }

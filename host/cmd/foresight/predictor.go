@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/foresight-router/foresight/plugins/producer/predictor"
+	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/foresight-router/foresight/sim/cluster"
+	"github.com/foresight-router/foresight/sim/engine"
+	"github.com/foresight-router/foresight/sim/workload"
+	"github.com/spf13/cobra"
+)
+
+// predictorOptions are bench predictor's flags.
+type predictorOptions struct {
+	scenario, preset, params string
+	servers, rows, endpoints int
+	cycles                   int
+	rate, noise              float64
+	seed                     uint64
+	asJSON                   bool
+}
+
+// predictorResult is the JSON bench predictor prints.
+type predictorResult struct {
+	Scenario  string  `json:"scenario"`
+	Preset    string  `json:"preset"`
+	Noise     float64 `json:"noise"`
+	Seed      uint64  `json:"seed"`
+	Trees     int     `json:"trees"`
+	NumLeaves int     `json:"num_leaves"`
+	MaxDepth  int     `json:"max_depth"`
+	TrainRows uint64  `json:"train_rows"`
+	HeldOut   int     `json:"held_out_rows"`
+	// TrainMs is both targets' training (and held-out evaluation) on one core.
+	TrainMs          float64 `json:"train_ms"`
+	PredictEndpoints int     `json:"predict_endpoints"`
+	// PredictUs* time Produce in process: both models over every endpoint of a cycle.
+	PredictUsP50 float64 `json:"predict_us_p50"`
+	PredictUsP99 float64 `json:"predict_us_p99"`
+	TTFTMAPE     float64 `json:"ttft_mape"`
+	TPOTMAPE     float64 `json:"tpot_mape"`
+	TTFTP90Cover float64 `json:"ttft_p90_coverage"`
+	TPOTP90Cover float64 `json:"tpot_p90_coverage"`
+	QuantileMs   float64 `json:"quantile_train_ms"`
+}
+
+func newBenchPredictor() *cobra.Command {
+	var o predictorOptions
+	cmd := &cobra.Command{
+		Use:   "predictor",
+		Short: "Measure the producer's training time, prediction latency and accuracy on simulated samples",
+		Long: "bench predictor simulates a fleet (the engine model with its step-time noise) under a workload,\n" +
+			"routing each request to a random server so that samples span idle to loaded states, and keeps\n" +
+			"every finished request's sample. It trains the producer on --rows of them (one core), measures\n" +
+			"Produce for cycles of --endpoints endpoints in process, and scores the mean model's MAPE and the\n" +
+			"p90 model's coverage on the samples it did not train on.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			res, err := benchPredictor(o)
+			if err != nil {
+				return err
+			}
+			if o.asJSON {
+				b, err := json.Marshal(res)
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintln(cmd.OutOrStdout(), string(b))
+				return err
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s on %s, noise %.2f: %d trees × %d leaves\n"+
+				"train %d rows: %.0f ms (p90 model %.0f ms)\nProduce, %d endpoints: p50 %.1f µs, p99 %.1f µs\n"+
+				"held out %d rows: TTFT MAPE %.2f%%, TPOT MAPE %.2f%%, p90 coverage TTFT %.3f TPOT %.3f\n",
+				res.Scenario, res.Preset, res.Noise, res.Trees, res.NumLeaves, res.TrainRows, res.TrainMs, res.QuantileMs,
+				res.PredictEndpoints, res.PredictUsP50, res.PredictUsP99, res.HeldOut, 100*res.TTFTMAPE, 100*res.TPOTMAPE,
+				res.TTFTP90Cover, res.TPOTP90Cover)
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.scenario, "scenario", "sharegpt", "workload the samples come from")
+	f.StringVar(&o.preset, "preset", "llama-3.1-8b-h100-tp2", "engine preset")
+	f.Float64Var(&o.noise, "noise", 0.05, "relative standard deviation of engine step times")
+	f.Float64Var(&o.rate, "rate", 0, "arrival rate per server in requests/s (0: the scenario's default)")
+	f.IntVar(&o.servers, "servers", 8, "simulated servers")
+	f.IntVar(&o.rows, "rows", 20000, "training rows")
+	f.IntVar(&o.endpoints, "endpoints", 100, "endpoints per predicted cycle")
+	f.IntVar(&o.cycles, "cycles", 2000, "cycles to time Produce on")
+	f.Uint64Var(&o.seed, "seed", 1, "seed of the workload, the noise and the routing")
+	f.StringVar(&o.params, "params", "", `producer parameters merged over the defaults, as JSON (e.g. '{"model":{"trees":60}}')`)
+	f.BoolVar(&o.asJSON, "json", false, "print one JSON object")
+	return cmd
+}
+
+func benchPredictor(o predictorOptions) (*predictorResult, error) {
+	if o.rows < 100 || o.endpoints < 1 || o.cycles < 1 {
+		return nil, fmt.Errorf("--rows must be at least 100, --endpoints and --cycles positive")
+	}
+	train, held, err := simulatedSamples(o)
+	if err != nil {
+		return nil, err
+	}
+	res := &predictorResult{Scenario: o.scenario, Preset: o.preset, Noise: o.noise, Seed: o.seed,
+		TrainRows: uint64(len(train)), HeldOut: len(held), PredictEndpoints: o.endpoints}
+
+	prev := runtime.GOMAXPROCS(1) // training is single-threaded; measure it on one core
+	mean, took, err := trainPredictor(o.params, "mean", train)
+	if err != nil {
+		runtime.GOMAXPROCS(prev)
+		return nil, err
+	}
+	res.TrainMs = ms(took)
+	p90, took, err := trainPredictor(o.params, "quantile", train)
+	runtime.GOMAXPROCS(prev)
+	if err != nil {
+		return nil, err
+	}
+	res.QuantileMs = ms(took)
+	mp := mean.Params().Model
+	res.Trees, res.NumLeaves, res.MaxDepth = mp.Trees, mp.NumLeaves, mp.MaxDepth
+
+	res.TTFTMAPE, res.TPOTMAPE = heldOutErrors(mean, held, func(pred, actual float64) float64 { return math.Abs(pred-actual) / actual })
+	res.TTFTP90Cover, res.TPOTP90Cover = heldOutErrors(p90, held, func(pred, actual float64) float64 {
+		if actual <= pred {
+			return 1
+		}
+		return 0
+	})
+	lat := timeProduce(mean, held, o.endpoints, o.cycles)
+	res.PredictUsP50, res.PredictUsP99 = pct(lat, 0.50), pct(lat, 0.99)
+	return res, nil
+}
+
+// simulatedSamples runs the workload through the simulated fleet with random routing and returns
+// rows training samples and every later sample with a target, held out.
+func simulatedSamples(o predictorOptions) (train, held []sdk.Sample, err error) {
+	ec, err := engine.Preset(o.preset)
+	if err != nil {
+		return nil, nil, err
+	}
+	want := o.rows + o.rows/4
+	w, err := workload.Scenario(o.scenario, workload.Params{Servers: o.servers, RatePerServer: o.rate,
+		Requests: want, Seed: o.seed})
+	if err != nil {
+		return nil, nil, err
+	}
+	fleet := cluster.Config{Seed: o.seed}
+	for i := range o.servers {
+		c := ec
+		c.Noise, c.Seed = o.noise, o.seed*1000+uint64(i)
+		fleet.Engines = append(fleet.Engines, c)
+	}
+	var all []sdk.Sample
+	router := randomRouter{rand.New(rand.NewPCG(o.seed, 0x7a2d))}
+	if _, err := cluster.Run(fleet, w.Requests, router, func(s sdk.Sample, _ time.Time) {
+		if s.Request.Streaming && s.ActualTTFTMs > 0 && s.OutputTokens >= 2 {
+			all = append(all, s)
+		}
+	}); err != nil {
+		return nil, nil, err
+	}
+	if len(all) < o.rows+100 {
+		return nil, nil, fmt.Errorf("the simulation gave %d samples; %d rows and 100 held out need more requests", len(all), o.rows)
+	}
+	return all[:o.rows], all[o.rows:], nil
+}
+
+// randomRouter sends each request to a uniformly random server.
+type randomRouter struct{ rng *rand.Rand }
+
+func (r randomRouter) Route(_ *sdk.Cycle, f *cluster.Fleet) (cluster.Decision, error) {
+	return cluster.Decision{Endpoint: r.rng.IntN(len(f.Engines))}, nil
+}
+
+// trainPredictor trains a fresh producer with the objective on every sample at once and returns
+// it with the training's duration.
+func trainPredictor(params, objective string, train []sdk.Sample) (*predictor.Producer, time.Duration, error) {
+	p := predictor.New()
+	raw := map[string]any{}
+	if params != "" {
+		if err := json.Unmarshal([]byte(params), &raw); err != nil {
+			return nil, 0, fmt.Errorf("--params: %w", err)
+		}
+	}
+	raw["objective"], raw["trainInline"], raw["holdoutEvery"] = objective, true, 0
+	raw["samplesPerBucket"], raw["minNewSamples"], raw["retrainIntervalMs"] = len(train), len(train), 0
+	b, _ := json.Marshal(raw)
+	if err := p.Configure(b); err != nil {
+		return nil, 0, fmt.Errorf("--params: %w", err)
+	}
+	if _, err := p.Observe(context.Background(), train); err != nil {
+		return nil, 0, err
+	}
+	t := p.LastTraining()
+	if t.Rows == 0 {
+		return nil, 0, fmt.Errorf("the producer did not train on %d samples", len(train))
+	}
+	return p, t.Took, nil
+}
+
+// heldOutErrors averages score(prediction, actual) over the held-out samples, per target.
+func heldOutErrors(p *predictor.Producer, held []sdk.Sample, score func(pred, actual float64) float64) (ttft, tpot float64) {
+	for i := range held {
+		s := &held[i]
+		c := &sdk.Cycle{Request: s.Request, Endpoints: []sdk.Endpoint{{State: s.State}}, Now: s.DispatchedAt}
+		preds, err := p.Produce(context.Background(), c)
+		if err != nil || !preds[0].Valid {
+			return math.NaN(), math.NaN()
+		}
+		ttft += score(preds[0].TTFTMs, s.ActualTTFTMs)
+		tpot += score(preds[0].TPOTMs, s.ActualTPOTMs)
+	}
+	n := float64(len(held))
+	return ttft / n, tpot / n
+}
+
+// timeProduce times Produce on cycles of n endpoints whose states are the held-out samples'.
+func timeProduce(p *predictor.Producer, held []sdk.Sample, n, cycles int) []time.Duration {
+	lat := make([]time.Duration, 0, cycles)
+	for k := range cycles {
+		c := &sdk.Cycle{Request: held[k%len(held)].Request, Endpoints: make([]sdk.Endpoint, n), Now: held[0].DispatchedAt}
+		for i := range c.Endpoints {
+			c.Endpoints[i] = sdk.Endpoint{ID: strconv.Itoa(i), State: held[(k*n+i)%len(held)].State}
+		}
+		began := time.Now()
+		_, _ = p.Produce(context.Background(), c)
+		lat = append(lat, time.Since(began))
+	}
+	return lat
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
