@@ -44,12 +44,7 @@ type Oracle struct{}
 func (Oracle) Route(_ *sdk.Cycle, f *Fleet) (Decision, error) {
 	best, bestTTFT, bestLoad := -1, time.Duration(0), 0
 	for i, e := range f.Engines {
-		var ttft time.Duration
-		var err error
-		e.Speculate(func(s *engine.Engine) {
-			s.ExpectStepTimes()
-			ttft, err = firstToken(s, f.Arrival, f.Now)
-		})
+		ttft, err := f.ExpectedTTFT(i)
 		if err != nil {
 			return Decision{}, fmt.Errorf("oracle on server %d: %w", i, err)
 		}
@@ -60,6 +55,19 @@ func (Oracle) Route(_ *sdk.Cycle, f *Fleet) (Decision, error) {
 		}
 	}
 	return Decision{Endpoint: best}, nil
+}
+
+// ExpectedTTFT is the TTFT the arrival would get on server i with no later arrivals and every
+// step taking its expected time: what the oracle compares, and the best prediction of it any
+// router could make (the simulation knows the engine's exact state, a router does not).
+func (f *Fleet) ExpectedTTFT(i int) (time.Duration, error) {
+	var ttft time.Duration
+	var err error
+	f.Engines[i].Speculate(func(s *engine.Engine) {
+		s.ExpectStepTimes()
+		ttft, err = firstToken(s, f.Arrival, f.Now)
+	})
+	return ttft, err
 }
 
 // firstToken adds r to e at now and steps e until r's first token; it returns the TTFT.

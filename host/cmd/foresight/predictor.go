@@ -46,6 +46,10 @@ type predictorResult struct {
 	PredictUsP50 float64 `json:"predict_us_p50"`
 	PredictUsP99 float64 `json:"predict_us_p99"`
 	TTFTMAPE     float64 `json:"ttft_mape"`
+	// OracleTTFTMAPE is the error, on the same held-out requests, of the simulation's own
+	// expectation from the engine's exact state (no noise, no later arrivals): how much of
+	// TTFT no predictor can know.
+	OracleTTFTMAPE float64 `json:"oracle_ttft_mape"`
 	TPOTMAPE     float64 `json:"tpot_mape"`
 	TTFTP90Cover float64 `json:"ttft_p90_coverage"`
 	TPOTP90Cover float64 `json:"tpot_p90_coverage"`
@@ -78,9 +82,9 @@ func newBenchPredictor() *cobra.Command {
 			}
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s on %s, noise %.2f: %d trees × %d leaves\n"+
 				"train %d rows: %.0f ms (p90 model %.0f ms)\nProduce, %d endpoints: p50 %.1f µs, p99 %.1f µs\n"+
-				"held out %d rows: TTFT MAPE %.2f%%, TPOT MAPE %.2f%%, p90 coverage TTFT %.3f TPOT %.3f\n",
+				"held out %d rows: TTFT MAPE %.2f%% (the simulation's own expectation: %.2f%%), TPOT MAPE %.2f%%, p90 coverage TTFT %.3f TPOT %.3f\n",
 				res.Scenario, res.Preset, res.Noise, res.Trees, res.NumLeaves, res.TrainRows, res.TrainMs, res.QuantileMs,
-				res.PredictEndpoints, res.PredictUsP50, res.PredictUsP99, res.HeldOut, 100*res.TTFTMAPE, 100*res.TPOTMAPE,
+				res.PredictEndpoints, res.PredictUsP50, res.PredictUsP99, res.HeldOut, 100*res.TTFTMAPE, 100*res.OracleTTFTMAPE, 100*res.TPOTMAPE,
 				res.TTFTP90Cover, res.TPOTP90Cover)
 			return err
 		},
@@ -134,6 +138,9 @@ func benchPredictor(o predictorOptions) (*predictorResult, error) {
 		}
 		return 0
 	})
+	for i := range held {
+		res.OracleTTFTMAPE += math.Abs(held[i].Predicted.TTFTMs-held[i].ActualTTFTMs) / held[i].ActualTTFTMs / float64(len(held))
+	}
 	lat := timeProduce(mean, held, o.endpoints, o.cycles)
 	res.PredictUsP50, res.PredictUsP99 = pct(lat, 0.50), pct(lat, 0.99)
 	return res, nil
@@ -173,11 +180,17 @@ func simulatedSamples(o predictorOptions) (train, held []sdk.Sample, err error) 
 	return all[:o.rows], all[o.rows:], nil
 }
 
-// randomRouter sends each request to a uniformly random server.
+// randomRouter sends each request to a uniformly random server, with the simulation's own TTFT
+// expectation there as the prediction: the error floor of any predictor (see OracleTTFTMAPE).
 type randomRouter struct{ rng *rand.Rand }
 
 func (r randomRouter) Route(_ *sdk.Cycle, f *cluster.Fleet) (cluster.Decision, error) {
-	return cluster.Decision{Endpoint: r.rng.IntN(len(f.Engines))}, nil
+	i := r.rng.IntN(len(f.Engines))
+	ttft, err := f.ExpectedTTFT(i)
+	if err != nil {
+		return cluster.Decision{}, err
+	}
+	return cluster.Decision{Endpoint: i, Predicted: sdk.Prediction{Valid: true, TTFTMs: float64(ttft) / 1e6}}, nil
 }
 
 // trainPredictor trains a fresh producer with the objective on every sample at once and returns
