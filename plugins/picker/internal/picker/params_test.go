@@ -14,11 +14,11 @@ func TestConfigure(t *testing.T) {
 		want    Params
 		wantErr string // a substring naming the bad parameter; empty when valid
 	}{
-		{name: "empty keeps defaults", params: ``, want: Params{Strategy: "proportional", Temperature: 0.1}},
-		{name: "null keeps defaults", params: `null`, want: Params{Strategy: "proportional", Temperature: 0.1}},
+		{name: "empty keeps defaults", params: ``, want: Params{Strategy: "softmax", Temperature: 0.1}},
+		{name: "null keeps defaults", params: `null`, want: Params{Strategy: "softmax", Temperature: 0.1}},
 		{name: "softmax with temperature", params: `{"strategy":"softmax","temperature":0.5}`, want: Params{Strategy: "softmax", Temperature: 0.5}},
 		{name: "argmax keeps default temperature", params: `{"strategy":"argmax"}`, want: Params{Strategy: "argmax", Temperature: 0.1}},
-		{name: "temperature at upper bound", params: `{"temperature":100}`, want: Params{Strategy: "proportional", Temperature: 100}},
+		{name: "temperature at upper bound", params: `{"temperature":100}`, want: Params{Strategy: "softmax", Temperature: 100}},
 		{name: "unknown strategy", params: `{"strategy":"greedy"}`, wantErr: `"strategy"`},
 		{name: "empty strategy", params: `{"strategy":""}`, wantErr: `"strategy"`},
 		{name: "temperature zero", params: `{"temperature":0}`, wantErr: `"temperature"`},

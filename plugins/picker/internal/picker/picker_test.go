@@ -99,7 +99,7 @@ func TestPickFirstDistribution(t *testing.T) {
 		want   []float64 // P(first = i)
 	}{
 		{
-			name: "proportional, scores summing to 1", params: `{}`,
+			name: "proportional, scores summing to 1", params: `{"strategy":"proportional"}`,
 			// s_i/Σs with Σs = 1.
 			scores: []float64{0.1, 0.2, 0.3, 0.4}, want: []float64{0.1, 0.2, 0.3, 0.4},
 		},
@@ -109,17 +109,17 @@ func TestPickFirstDistribution(t *testing.T) {
 			scores: []float64{1, 2, 3}, want: []float64{1.0 / 6, 2.0 / 6, 3.0 / 6},
 		},
 		{
-			name: "proportional, zero, negative and NaN scores never first", params: `{}`,
+			name: "proportional, zero, negative and NaN scores never first", params: `{"strategy":"proportional"}`,
 			// Only 0.5 and 1.5 have weight: Σ = 2, so 0.25 and 0.75.
 			scores: []float64{0, 0.5, -1, nan, 1.5}, want: []float64{0, 0.25, 0, 0, 0.75},
 		},
 		{
-			name: "proportional, all zero is uniform", params: `{}`,
+			name: "proportional, all zero is uniform", params: `{"strategy":"proportional"}`,
 			// No weight anywhere: every order equally likely, 1/4 each.
 			scores: []float64{0, 0, 0, 0}, want: []float64{0.25, 0.25, 0.25, 0.25},
 		},
 		{
-			name: "proportional, all at most zero is uniform", params: `{}`,
+			name: "proportional, all at most zero is uniform", params: `{"strategy":"proportional"}`,
 			scores: []float64{-1, 0, nan, -0.5}, want: []float64{0.25, 0.25, 0.25, 0.25},
 		},
 		{
@@ -164,7 +164,7 @@ func TestPickSecondPosition(t *testing.T) {
 	//   j=0: (2/6)(1/4) + (3/6)(1/3) = 1/12 + 1/6 = 0.25
 	//   j=1: (1/6)(2/5) + (3/6)(2/3) = 1/15 + 1/3 = 0.4
 	//   j=2: (1/6)(3/5) + (2/6)(3/4) = 1/10 + 1/4 = 0.35
-	checkRates(t, rates(t, New(), []float64{1, 2, 3}, 1, seeds), []float64{0.25, 0.4, 0.35})
+	checkRates(t, rates(t, configured(t, `{"strategy":"proportional"}`), []float64{1, 2, 3}, 1, seeds), []float64{0.25, 0.4, 0.35})
 }
 
 func TestPickZeroWeightLastInRandomOrder(t *testing.T) {
@@ -176,7 +176,7 @@ func TestPickZeroWeightLastInRandomOrder(t *testing.T) {
 		tailPos int   // a position inside the tail, which must be uniform over the tail
 	}{
 		{
-			name: "proportional", params: `{}`,
+			name: "proportional", params: `{"strategy":"proportional"}`,
 			scores: []float64{0, 0.5, -1, nan, 0.5, inf}, head: []int{1, 4}, tailPos: 2,
 		},
 		{
@@ -297,9 +297,9 @@ func TestBestPickRate(t *testing.T) {
 		tol    float64
 	}{
 		// 1.0 / (0.1 + … + 1.0) = 1 / 5.5 ≈ 0.1818.
-		{name: "proportional, 0.1..1.0", params: `{}`, scores: tenth, cycles: 100000, want: 1 / 5.5, tol: 0.006},
+		{name: "proportional, 0.1..1.0", params: `{"strategy":"proportional"}`, scores: tenth, cycles: 100000, want: 1 / 5.5, tol: 0.006},
 		// 1 / (0 + 1/9 + … + 9/9) = 1 / 5 = 0.2.
-		{name: "proportional, 0..1 in ninths", params: `{}`, scores: ninth, cycles: 100000, want: 0.2, tol: 0.006},
+		{name: "proportional, 0..1 in ninths", params: `{"strategy":"proportional"}`, scores: ninth, cycles: 100000, want: 0.2, tol: 0.006},
 		// 1 / Σ_{k=0..9} e^−k = (1 − e^−1) / (1 − e^−10) ≈ 0.6321.
 		{name: "softmax 0.1, 0.1..1.0", params: `{"strategy":"softmax"}`, scores: tenth, cycles: seeds,
 			want: (1 - math.Exp(-1)) / (1 - math.Exp(-10)), tol: tolerance},
