@@ -17,12 +17,14 @@ type Reader interface {
 	Reads() []string
 }
 
-// ReadPaths lists the valid read paths: "request", "endpoints.count" (nothing but the number of
-// endpoints), "endpoints.ids", "endpoints.labels", "endpoints.states" (every state column),
+// ReadPaths lists the valid read paths: "request" (every request field but the prefix block
+// hashes, which a long prompt makes the bulk of a cycle and which the host has already turned into
+// each endpoint's prefix_match), "request.prefix_block_hashes", "endpoints.count" (nothing but the
+// number of endpoints), "endpoints.ids", "endpoints.labels", "endpoints.states" (every state column),
 // "endpoints.states.<column>" for each column of EndpointStates, and "endpoints.predictions".
 // The cycle's now and seed and the endpoint count are always sent.
 func ReadPaths() []string {
-	paths := []string{"request", "endpoints.count", "endpoints.ids", "endpoints.labels", "endpoints.states"}
+	paths := []string{"request", "request.prefix_block_hashes", "endpoints.count", "endpoints.ids", "endpoints.labels", "endpoints.states"}
 	fields := stateFields()
 	for i := 0; i < fields.Len(); i++ {
 		paths = append(paths, "endpoints.states."+string(fields.Get(i).Name()))
@@ -36,8 +38,8 @@ func stateFields() protoreflect.FieldDescriptors {
 
 // projection is a compiled set of read paths; the zero value sends everything.
 type projection struct {
-	partial                             bool
-	request, ids, labels, preds, states bool
+	partial                                     bool
+	request, hashes, ids, labels, preds, states bool
 	stateCols                           []protoreflect.FieldDescriptor // when !states
 }
 
@@ -49,6 +51,8 @@ func compileReads(paths []string) (*projection, error) {
 		switch path {
 		case "request":
 			p.request = true
+		case "request.prefix_block_hashes":
+			p.hashes = true
 		case "endpoints.count":
 		case "endpoints.ids":
 			p.ids = true
@@ -102,11 +106,33 @@ func (p *projection) apply(c *pb.Cycle) *pb.Cycle {
 		eps.States = to.Interface().(*pb.EndpointStates)
 	}
 	out := &pb.Cycle{Endpoints: eps, Now: c.GetNow(), Seed: c.GetSeed()}
-	if p.request {
-		out.Request = c.GetRequest()
-	}
+	out.Request = p.projectRequest(c.GetRequest())
 	return out
 }
+
+// projectRequest returns r with the declared parts: all of it, it without the hashes, the hashes
+// alone, or nil. Kept fields are shared, not copied.
+func (p *projection) projectRequest(r *pb.Request) *pb.Request {
+	switch {
+	case r == nil || !p.request && !p.hashes:
+		return nil
+	case p.request && (p.hashes || len(r.GetPrefixBlockHashes()) == 0):
+		return r
+	case !p.request:
+		return &pb.Request{PrefixBlockHashes: r.GetPrefixBlockHashes()}
+	}
+	from, to := r.ProtoReflect(), (&pb.Request{}).ProtoReflect()
+	from.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if fd.Number() != hashesField {
+			to.Set(fd, v)
+		}
+		return true
+	})
+	return to.Interface().(*pb.Request)
+}
+
+// hashesField is the field number of Request.prefix_block_hashes.
+var hashesField = (&pb.Request{}).ProtoReflect().Descriptor().Fields().ByName("prefix_block_hashes").Number()
 
 // ProjectCycle returns c as a stage declaring reads receives it over the wire: every field it did
 // not declare reads as zero. Use it in a stage's tests to check its declaration.

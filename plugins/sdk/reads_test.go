@@ -55,7 +55,14 @@ func TestReadPaths(t *testing.T) {
 			return len(c.Endpoints) == 2 && c.Endpoints[0].ID == "" && c.Request.ID == "" && c.Seed == 42
 		}},
 		{"request and predictions", []string{"request", "endpoints.predictions"}, "", func(c *Cycle) bool {
-			return c.Request.ID == "r" && c.Endpoints[1].Prediction.TTFTMs == 80 && c.Endpoints[0].State.Waiting == 0
+			return c.Request.ID == "r" && c.Request.InputTokens == 900 && c.Request.SLO.TTFTMs == 500 && c.Request.Labels["tenant"] == "a" &&
+				len(c.Request.PrefixBlockHashes) == 0 && c.Endpoints[1].Prediction.TTFTMs == 80 && c.Endpoints[0].State.Waiting == 0
+		}},
+		{"request with its hashes", []string{"request", "request.prefix_block_hashes"}, "", func(c *Cycle) bool {
+			return c.Request.ID == "r" && len(c.Request.PrefixBlockHashes) == 3
+		}},
+		{"the hashes alone", []string{"request.prefix_block_hashes"}, "", func(c *Cycle) bool {
+			return c.Request.ID == "" && len(c.Request.PrefixBlockHashes) == 3
 		}},
 		{"all state columns", []string{"endpoints.states"}, "", func(c *Cycle) bool {
 			return c.Endpoints[0].State.Waiting == 3 && c.Endpoints[0].State.MetricsAgeMs == 12 && !c.Endpoints[1].Prediction.Valid

@@ -134,7 +134,8 @@ type GetInfoResponse struct {
 	Version string `protobuf:"bytes,3,opt,name=version,proto3" json:"version,omitempty"`
 	// One line saying what the plugin does.
 	Description string `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
-	// The cycle fields the stage reads, as paths: "request", "endpoints.ids", "endpoints.labels",
+	// The cycle fields the stage reads, as paths: "request" (every request field but the prefix
+	// block hashes), "request.prefix_block_hashes", "endpoints.ids", "endpoints.labels",
 	// "endpoints.states" (every state column) or "endpoints.states.<column>" (e.g.
 	// "endpoints.states.prefix_match"), "endpoints.predictions". The host may leave every other field
 	// out of the cycles it sends (`now`, `seed` and `endpoints.count` are always sent). Empty: the
