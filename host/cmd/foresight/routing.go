@@ -53,6 +53,8 @@ type strategyStats struct {
 	outcomes      []stats.Outcome
 	PrefixHitRate float64 `json:"prefix_hit_rate"`
 	WallSeconds   float64 `json:"wall_s"`
+	// Predictor is the producer's own report at the end of the run (pipelines with a producer).
+	Predictor *sdk.PredictorStats `json:"predictor,omitempty"`
 	// Unavailable says why a strategy could not run (then nothing else is set).
 	Unavailable string `json:"unavailable,omitempty"`
 }
@@ -172,13 +174,18 @@ func benchRouting(ctx context.Context, o routingOptions, progress io.Writer) (*r
 		fleet.Progress = func() { _ = bar.Add(1) }
 		run, err := cluster.Run(fleet, w.Requests, st.router, st.observe)
 		_ = bar.Finish()
+		var predictor *sdk.PredictorStats
+		if st.samples != nil {
+			st.samples.Flush(ctx)
+			predictor = st.samples.Counts().Stats
+		}
 		st.close()
 		if err != nil {
 			return nil, fmt.Errorf("strategy %q: %w", name, err)
 		}
 		sum := stats.Summarize(run.Outcomes)
 		res.Strategies[name] = strategyStats{Summary: &sum, outcomes: run.Outcomes, PrefixHitRate: run.PrefixHitRate(),
-			WallSeconds: time.Since(began).Seconds()}
+			WallSeconds: time.Since(began).Seconds(), Predictor: predictor}
 	}
 	return res, nil
 }
@@ -226,6 +233,7 @@ func isTerminal(f *os.File) bool {
 type strategy struct {
 	router  cluster.Router
 	observe cluster.Observer
+	samples *observe.Batcher // nil without a producer
 	close   func()
 }
 
@@ -263,8 +271,8 @@ func newStrategy(ctx context.Context, name, examples string) (*strategy, error) 
 	atExit(p.Close)
 	st := &strategy{router: cluster.PipelineRouter{Pipeline: p}, close: p.Close}
 	if p.HasProducer() {
-		b := observe.New(p.Observe, 0, 0)
-		st.observe = func(s sdk.Sample, finished time.Time) { b.Add(ctx, s, finished) }
+		st.samples = observe.New(p.Observe, 0, 0)
+		st.observe = func(s sdk.Sample, finished time.Time) { st.samples.Add(ctx, s, finished) }
 	}
 	return st, nil
 }
