@@ -40,7 +40,7 @@ func stateFields() protoreflect.FieldDescriptors {
 type projection struct {
 	partial                                     bool
 	request, hashes, ids, labels, preds, states bool
-	stateCols                           []protoreflect.FieldDescriptor // when !states
+	stateCols                                   []protoreflect.FieldDescriptor // when !states
 }
 
 // compileReads checks paths and compiles them; no paths means everything.

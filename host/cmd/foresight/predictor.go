@@ -50,10 +50,10 @@ type predictorResult struct {
 	// expectation from the engine's exact state (no noise, no later arrivals): how much of
 	// TTFT no predictor can know.
 	OracleTTFTMAPE float64 `json:"oracle_ttft_mape"`
-	TPOTMAPE     float64 `json:"tpot_mape"`
-	TTFTP90Cover float64 `json:"ttft_p90_coverage"`
-	TPOTP90Cover float64 `json:"tpot_p90_coverage"`
-	QuantileMs   float64 `json:"quantile_train_ms"`
+	TPOTMAPE       float64 `json:"tpot_mape"`
+	TTFTP90Cover   float64 `json:"ttft_p90_coverage"`
+	TPOTP90Cover   float64 `json:"tpot_p90_coverage"`
+	QuantileMs     float64 `json:"quantile_train_ms"`
 }
 
 func newBenchPredictor() *cobra.Command {
