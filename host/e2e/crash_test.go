@@ -35,7 +35,13 @@ func testCycle(seed uint64) *sdk.Cycle {
 
 func buildExample(t *testing.T) *pipeline.Pipeline {
 	t.Helper()
-	cfg, err := config.Load(filepath.Join(root, "examples", "pipeline.yaml"))
+	return buildFile(t, filepath.Join(root, "examples", "pipeline.yaml"))
+}
+
+// buildFile builds the pipeline of a config file and stops it when the test ends.
+func buildFile(t *testing.T, file string) *pipeline.Pipeline {
+	t.Helper()
+	cfg, err := config.Load(file)
 	if err != nil {
 		t.Fatal(err)
 	}

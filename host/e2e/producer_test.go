@@ -9,10 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/foresight-router/foresight/host/config"
 	"github.com/foresight-router/foresight/host/pipeline"
 	"github.com/foresight-router/foresight/plugins/sdk"
-	"github.com/rs/zerolog"
 )
 
 // producerPipeline runs the producer binary alone, persisting its models in dir.
@@ -32,16 +30,7 @@ pipeline:
 	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Load(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := pipeline.Build(context.Background(), cfg, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-	return p
+	return buildFile(t, file)
 }
 
 // latencySamples follow TTFT = 20 + 0.05 · uncached prompt, TPOT = 8 + 10 · KV usage.

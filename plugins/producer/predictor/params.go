@@ -33,10 +33,13 @@ type Params struct {
 	HoldoutSamples int `json:"holdoutSamples"`
 	// QualityWindow is how many recent predictions the rolling MAPE/MAE cover.
 	QualityWindow int `json:"qualityWindow"`
-	// DriftMAPE is the drift guard's threshold: above it (either target, over at least
-	// DriftMinSamples predictions) predictions are marked invalid until a retrained model's
-	// held-out MAPE is back under it. 0 disables the guard.
+	// The drift guard marks predictions invalid when either target's rolling MAPE (over at least
+	// DriftMinSamples predictions) exceeds max(DriftMAPE, DriftFactor × the serving model's own
+	// held-out MAPE), until a retrained model's held-out MAPE is back under that threshold.
+	// Relative to the model's own error, so that a workload whose latencies are inherently hard
+	// to predict is not mistaken for drift. DriftMAPE 0 disables the guard.
 	DriftMAPE       float64 `json:"driftMAPE"`
+	DriftFactor     float64 `json:"driftFactor"`
 	DriftMinSamples int     `json:"driftMinSamples"`
 	// ModelDir persists the models in service and loads them at start; "" keeps them in memory.
 	// A relative path is relative to the config file's directory (sdk.ResolvePath).
@@ -77,7 +80,8 @@ func DefaultParams() Params {
 		HoldoutEvery:      10,
 		HoldoutSamples:    2000,
 		QualityWindow:     500,
-		DriftMAPE:         0.5,
+		DriftMAPE:         0.25,
+		DriftFactor:       2,
 		DriftMinSamples:   100,
 		Model: ModelParams{Trees: g.Trees, MaxDepth: g.MaxDepth, NumLeaves: g.NumLeaves, LearningRate: g.LearningRate,
 			Lambda: g.Lambda, MinChildWeight: g.MinChildWeight, MinSamplesLeaf: g.MinSamplesLeaf,
@@ -97,6 +101,7 @@ func (p *Params) Validate() error {
 		sdk.CheckRange("holdoutSamples", float64(p.HoldoutSamples), 0, 1e7),
 		sdk.CheckRange("qualityWindow", float64(p.QualityWindow), 1, 1e7),
 		sdk.CheckRange("driftMAPE", p.DriftMAPE, 0, 1e3),
+		sdk.CheckRange("driftFactor", p.DriftFactor, 1, 1e3),
 		sdk.CheckRange("driftMinSamples", float64(p.DriftMinSamples), 1, 1e7),
 	}
 	if err := p.gbdt(ObjectiveMean).Validate(); err != nil {

@@ -39,6 +39,7 @@ type Producer struct {
 	tpotQ     *quality.Window
 	set       *model.Set // in service, nil before the first
 	drift     bool
+	tripAt    float64 // the threshold in force when the guard went on
 	training  bool
 	lastTrain time.Time
 	trainErr  error
@@ -249,16 +250,29 @@ func tpotTarget(s *sdk.Sample) float64 {
 	return s.ActualTPOTMs
 }
 
-// checkDrift turns the guard on when either target's rolling MAPE is above the threshold; the
-// caller holds mu. Only a retrained model turns it off (see train).
+// checkDrift turns the guard on when either target's rolling MAPE is above its threshold; the
+// caller holds mu. Only a retrained model turns it off (see finish).
 func (p *Producer) checkDrift() {
-	t, n := p.params.DriftMAPE, p.params.DriftMinSamples
-	if t <= 0 || p.drift {
+	if p.params.DriftMAPE <= 0 || p.drift || p.set == nil {
 		return
 	}
-	if p.ttftQ.Len() >= n && p.ttftQ.MAPE() > t || p.tpotQ.Len() >= n && p.tpotQ.MAPE() > t {
-		p.setDrift(true)
+	n := p.params.DriftMinSamples
+	tt, tp := p.driftThreshold(p.set.Meta.HoldoutTTFTMAPE), p.driftThreshold(p.set.Meta.HoldoutTPOTMAPE)
+	switch {
+	case p.ttftQ.Len() >= n && p.ttftQ.MAPE() > tt:
+		p.tripAt = tt
+	case p.tpotQ.Len() >= n && p.tpotQ.MAPE() > tp:
+		p.tripAt = tp
+	default:
+		return
 	}
+	p.setDrift(true)
+}
+
+// driftThreshold is the rolling MAPE above which a model with this held-out MAPE (0: unknown)
+// is taken to have drifted.
+func (p *Producer) driftThreshold(holdout float64) float64 {
+	return max(p.params.DriftMAPE, p.params.DriftFactor*holdout)
 }
 
 // stats reports the model in service and the rolling error; the caller holds mu.

@@ -316,3 +316,32 @@ func BenchmarkProduce100(b *testing.B) {
 		}
 	}
 }
+
+// TestNoisyWorkloadIsNotDrift: latencies that are inherently hard to predict (±50 % noise) give a
+// large error from the start; the guard compares the live error with the model's own held-out
+// error, so it stays off and the predictions keep serving.
+func TestNoisyWorkloadIsNotDrift(t *testing.T) {
+	p := New()
+	configure(t, p, map[string]any{"trainInline": true, "driftMinSamples": 50})
+	rng := rand.New(rand.NewPCG(9, 10))
+	noisy := func(s []sdk.Sample) []sdk.Sample {
+		for i := range s {
+			s[i].ActualTTFTMs *= 0.5 + rng.Float64()
+		}
+		return s
+	}
+	for b := range 30 {
+		if _, err := p.Observe(context.Background(), noisy(samples(rng, 100, t0.Add(time.Duration(b)*time.Second), nil))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	predict := func(r *sdk.Request, s *sdk.EndpointState) sdk.Prediction {
+		pr, _ := p.Produce(context.Background(), &sdk.Cycle{Request: *r, Endpoints: []sdk.Endpoint{{State: *s}}, Now: t0.Add(31 * time.Second)})
+		return pr[0]
+	}
+	res, _ := p.Observe(context.Background(), noisy(samples(rng, 300, t0.Add(31*time.Second), predict)))
+	if res.Stats.TTFT.MAPE < p.Params().DriftMAPE || res.Stats.Drift {
+		t.Errorf("live TTFT MAPE %.3f (floor %.2f), drift %v: want an error above the floor and no drift",
+			res.Stats.TTFT.MAPE, p.Params().DriftMAPE, res.Stats.Drift)
+	}
+}

@@ -80,6 +80,13 @@ func (p *Producer) maybeTrain() {
 	}()
 }
 
+func finiteOr0(x float64) float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return 0
+	}
+	return x
+}
+
 // WaitIdle returns once no training runs.
 func (p *Producer) WaitIdle() {
 	p.mu.Lock()
@@ -102,8 +109,7 @@ func (p *Producer) finish(r result) {
 	if r.set == nil {
 		return
 	}
-	t := p.params.DriftMAPE
-	if p.drift && !(r.ttftMAPE > t) && !(r.tpotMAPE > t) {
+	if t := p.tripAt; p.drift && !(r.ttftMAPE > t) && !(r.tpotMAPE > t) {
 		p.drift = false
 		p.resetQuality() // the errors that tripped the guard are the old model's
 		log.Info().Bool("drift", false).Msg("drift guard")
@@ -143,6 +149,7 @@ func (j *job) run() result {
 		ttftMAPE: heldOutMAPE(set.TTFT, j.holdout, ttftTarget, features.FillTTFT, len(features.TTFT)),
 		tpotMAPE: heldOutMAPE(set.TPOT, j.holdout, tpotTarget, features.FillTPOT, len(features.TPOT)),
 		took:     time.Since(began)}
+	set.Meta.HoldoutTTFTMAPE, set.Meta.HoldoutTPOTMAPE = finiteOr0(r.ttftMAPE), finiteOr0(r.tpotMAPE)
 	if dir := j.params.ModelDir; dir != "" {
 		if err := model.Save(dir, set); err != nil {
 			sdk.Log().Error().Err(err).Str("dir", dir).Msg("persisting the model; it serves from memory only")
@@ -170,41 +177,41 @@ func (j *job) fit(d gbdt.Dataset, minRows, nFeatures int, prev *model.Set, of fu
 	return model.Parse(buf.Bytes(), nFeatures) // served by leaves, as any loaded model
 }
 
-// dataset builds the column-major training data of one target.
-func dataset(samples []sdk.Sample, names []string, target func(*sdk.Sample) float64,
-	fill func([]float64, *sdk.Request, *sdk.EndpointState)) gbdt.Dataset {
-	d := gbdt.Dataset{Names: names, Cols: make([][]float64, len(names))}
-	row := make([]float64, len(names))
+// filler writes a target's features of a request on an endpoint into a row.
+type filler func([]float64, *sdk.Request, *sdk.EndpointState)
+
+// eachRow calls f with the features and the target of every sample that has the target; row is
+// reused between calls.
+func eachRow(samples []sdk.Sample, nFeatures int, target func(*sdk.Sample) float64, fill filler, f func(row []float64, y float64)) {
+	row := make([]float64, nFeatures)
 	for i := range samples {
 		s := &samples[i]
-		y := target(s)
-		if y <= 0 {
-			continue
+		if y := target(s); y > 0 {
+			fill(row, &s.Request, &s.State)
+			f(row, y)
 		}
-		fill(row, &s.Request, &s.State)
+	}
+}
+
+// dataset builds the column-major training data of one target.
+func dataset(samples []sdk.Sample, names []string, target func(*sdk.Sample) float64, fill filler) gbdt.Dataset {
+	d := gbdt.Dataset{Names: names, Cols: make([][]float64, len(names))}
+	eachRow(samples, len(names), target, fill, func(row []float64, y float64) {
 		for f, v := range row {
 			d.Cols[f] = append(d.Cols[f], v)
 		}
 		d.Label = append(d.Label, y)
-	}
+	})
 	return d
 }
 
 // heldOutMAPE is m's mean absolute percentage error on the samples with a target; NaN without any.
-func heldOutMAPE(m *model.Model, samples []sdk.Sample, target func(*sdk.Sample) float64,
-	fill func([]float64, *sdk.Request, *sdk.EndpointState), nFeatures int) float64 {
-	row := make([]float64, nFeatures)
+func heldOutMAPE(m *model.Model, samples []sdk.Sample, target func(*sdk.Sample) float64, fill filler, nFeatures int) float64 {
 	sum, n := 0.0, 0
-	for i := range samples {
-		s := &samples[i]
-		y := target(s)
-		if y <= 0 {
-			continue
-		}
-		fill(row, &s.Request, &s.State)
+	eachRow(samples, nFeatures, target, fill, func(row []float64, y float64) {
 		sum += math.Abs(floor(m.Predict(row))-y) / y
 		n++
-	}
+	})
 	if n == 0 {
 		return math.NaN()
 	}

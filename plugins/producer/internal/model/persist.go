@@ -34,6 +34,10 @@ type Meta struct {
 	Source       string    `json:"source"` // "trained" or "operator"
 	TrainedAt    time.Time `json:"trained_at,omitzero"`
 	TrainingRows uint64    `json:"training_rows"`
+	// HoldoutTTFTMAPE and HoldoutTPOTMAPE are the models' errors on held-out samples when they
+	// were trained (0: unknown).
+	HoldoutTTFTMAPE float64 `json:"holdout_ttft_mape,omitempty"`
+	HoldoutTPOTMAPE float64 `json:"holdout_tpot_mape,omitempty"`
 	Objective    string    `json:"objective,omitempty"`
 	Quantile     float64   `json:"quantile,omitempty"`
 	TTFTFeatures []string  `json:"ttft_features,omitempty"`
