@@ -36,14 +36,14 @@ type Meta struct {
 	TrainingRows uint64    `json:"training_rows"`
 	// HoldoutTTFTMAPE and HoldoutTPOTMAPE are the models' errors on held-out samples when they
 	// were trained (0: unknown).
-	HoldoutTTFTMAPE float64 `json:"holdout_ttft_mape,omitempty"`
-	HoldoutTPOTMAPE float64 `json:"holdout_tpot_mape,omitempty"`
-	Objective    string    `json:"objective,omitempty"`
-	Quantile     float64   `json:"quantile,omitempty"`
-	TTFTFeatures []string  `json:"ttft_features,omitempty"`
-	TPOTFeatures []string  `json:"tpot_features,omitempty"`
-	TTFTSHA256   string    `json:"ttft_sha256,omitempty"`
-	TPOTSHA256   string    `json:"tpot_sha256,omitempty"`
+	HoldoutTTFTMAPE float64  `json:"holdout_ttft_mape,omitempty"`
+	HoldoutTPOTMAPE float64  `json:"holdout_tpot_mape,omitempty"`
+	Objective       string   `json:"objective,omitempty"`
+	Quantile        float64  `json:"quantile,omitempty"`
+	TTFTFeatures    []string `json:"ttft_features,omitempty"`
+	TPOTFeatures    []string `json:"tpot_features,omitempty"`
+	TTFTSHA256      string   `json:"ttft_sha256,omitempty"`
+	TPOTSHA256      string   `json:"tpot_sha256,omitempty"`
 }
 
 // Save writes s to dir so that a reader sees the previous set or this one, never a mix: the
