@@ -93,7 +93,12 @@ func (p *Producer) Configure(raw []byte) error {
 	params.ModelDir = sdk.ResolvePath(params.ModelDir)
 	var loaded *model.Set
 	if params.ModelDir != "" {
-		if loaded, err = model.Load(params.ModelDir, features.TTFT, features.TPOT); err != nil {
+		loaded, err = model.Load(params.ModelDir, features.TTFT, features.TPOT)
+		switch {
+		case errors.Is(err, model.ErrOutdated): // this producer's own, from another version: retrain
+			sdk.Log().Warn().Err(err).Str("dir", params.ModelDir).Msg("starting without a model")
+			loaded = nil
+		case err != nil:
 			return fmt.Errorf("parameter \"modelDir\": %w", err)
 		}
 	}

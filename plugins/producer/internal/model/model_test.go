@@ -1,6 +1,7 @@
 package model
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -121,8 +122,8 @@ func TestSaveLoad(t *testing.T) {
 	if versions != 2 {
 		t.Errorf("%d version directories kept, want the current and the previous", versions)
 	}
-	if _, err := Load(dir, []string{"a", "c"}, feats); err == nil || !strings.Contains(err.Error(), "trained on features [a b]") {
-		t.Errorf("other features: %v", err)
+	if _, err := Load(dir, []string{"a", "c"}, feats); !errors.Is(err, ErrOutdated) || !strings.Contains(err.Error(), "trained on features [a b]") {
+		t.Errorf("own models over other features: %v, want ErrOutdated", err)
 	}
 }
 

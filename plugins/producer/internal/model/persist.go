@@ -158,13 +158,23 @@ func Load(dir string, ttftFeatures, tpotFeatures []string) (*Set, error) {
 	return s, nil
 }
 
+// ErrOutdated marks a set this producer trained itself over other features than it now gives:
+// a set from another version, to be retrained rather than refused.
+var ErrOutdated = errors.New("the models were trained by a producer with other features")
+
 // check verifies that meta describes these files over these features.
 func (m *Meta) check(ttft, tpot []byte, ttftFeatures, tpotFeatures []string) error {
+	var err error
 	if m.TTFTFeatures != nil && !slices.Equal(m.TTFTFeatures, ttftFeatures) {
-		return fmt.Errorf("the TTFT model was trained on features %v; this producer gives %v", m.TTFTFeatures, ttftFeatures)
+		err = fmt.Errorf("the TTFT model was trained on features %v; this producer gives %v", m.TTFTFeatures, ttftFeatures)
+	} else if m.TPOTFeatures != nil && !slices.Equal(m.TPOTFeatures, tpotFeatures) {
+		err = fmt.Errorf("the TPOT model was trained on features %v; this producer gives %v", m.TPOTFeatures, tpotFeatures)
 	}
-	if m.TPOTFeatures != nil && !slices.Equal(m.TPOTFeatures, tpotFeatures) {
-		return fmt.Errorf("the TPOT model was trained on features %v; this producer gives %v", m.TPOTFeatures, tpotFeatures)
+	if err != nil && m.Source == "trained" {
+		return fmt.Errorf("%w: %w", ErrOutdated, err)
+	}
+	if err != nil {
+		return err
 	}
 	if m.TTFTSHA256 != "" && m.TTFTSHA256 != digest(ttft) || m.TPOTSHA256 != "" && m.TPOTSHA256 != digest(tpot) {
 		return errors.New("the model files do not match their recorded checksums")
