@@ -96,3 +96,26 @@ func TestPredictedLatencyWithoutProducerIsUnavailable(t *testing.T) {
 		t.Errorf("report: %v, %.80q…", err, page)
 	}
 }
+
+func TestBenchPredictorSmall(t *testing.T) {
+	o := predictorOptions{scenario: "sharegpt", preset: "llama-3.1-8b-h100-tp2", servers: 2, rows: 400, endpoints: 10,
+		cycles: 20, noise: 0.05, seed: 2}
+	res, err := benchPredictor(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.TrainRows != 400 || res.HeldOut < 100 || res.TrainMs <= 0 || res.PredictUsP50 <= 0 || res.Trees != 20 {
+		t.Errorf("result %+v", res)
+	}
+	for name, v := range map[string]float64{"ttft_mape": res.TTFTMAPE, "tpot_mape": res.TPOTMAPE, "oracle": res.OracleTTFTMAPE} {
+		if !(v > 0 && v < 1) {
+			t.Errorf("%s = %v, want a fraction", name, v)
+		}
+	}
+	if res.TTFTP90Cover < 0.6 || res.TTFTP90Cover > 1 {
+		t.Errorf("p90 coverage %v", res.TTFTP90Cover)
+	}
+	if _, err := benchPredictor(predictorOptions{rows: 10}); err == nil {
+		t.Error("10 rows were accepted")
+	}
+}
