@@ -326,3 +326,19 @@ func (c *coalescer[Req, Res]) do(ctx context.Context, req Req) (Res, error) {
 	r := c.doMany([]context.Context{ctx}, []Req{req})[0]
 	return r.Value, r.Err
 }
+
+// TestCoalescerStop: after stop, the sender has gone and calls fail at once with errClosed.
+func TestCoalescerStop(t *testing.T) {
+	s := newFakeBatch()
+	close(s.hold)
+	co := newCoalescer(16, s.call)
+	if res, err := co.do(context.Background(), 1); err != nil || res != 10 {
+		t.Fatalf("before stop: %d, %v", res, err)
+	}
+	recvOrFail(t, s.calls)
+	co.stop()
+	co.stop() // idempotent
+	if _, err := co.do(context.Background(), 2); !errors.Is(err, errClosed) {
+		t.Errorf("after stop: %v, want errClosed", err)
+	}
+}

@@ -157,6 +157,7 @@ func (p *Pipeline) Stats() []Stats {
 
 // Close stops every plugin process.
 func (p *Pipeline) Close() {
+	p.stopCoalescers()
 	var wg sync.WaitGroup
 	for _, pl := range p.plugins {
 		wg.Add(1)
@@ -172,4 +173,23 @@ func subset(c *sdk.Cycle, keep []int) *sdk.Cycle {
 		n.Endpoints[i] = c.Endpoints[k]
 	}
 	return n
+}
+
+// stopCoalescers ends every stage's sender goroutine.
+func (p *Pipeline) stopCoalescers() {
+	if p.producer != nil {
+		p.producer.co.stop()
+	}
+	for _, f := range p.filters {
+		f.co.stop()
+	}
+	for _, s := range p.scorers {
+		s.co.stop()
+	}
+	if p.admitter != nil {
+		p.admitter.co.stop()
+	}
+	if p.picker != nil {
+		p.picker.co.stop()
+	}
 }
