@@ -39,6 +39,9 @@ func Parse(text []byte, features int) (m *Model, err error) {
 	if err := checkHeader(text); err != nil {
 		return nil, err
 	}
+	if err := checkTrees(text); err != nil {
+		return nil, fmt.Errorf("malformed LightGBM model: %w", err)
+	}
 	defer func() { // leaves trusts its input more than a file from an operator deserves
 		if r := recover(); r != nil {
 			m, err = nil, fmt.Errorf("malformed LightGBM model: %v", r)

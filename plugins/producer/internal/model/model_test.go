@@ -41,6 +41,13 @@ shrinkage=1
 end of trees
 `
 
+// cyclic is a three-leaf tree whose second node points back to the root: leaves would loop.
+var cyclic = strings.NewReplacer("num_leaves=2", "num_leaves=3", "split_feature=0", "split_feature=0 1",
+	"split_gain=1", "split_gain=1 1", "threshold=0.5", "threshold=0.5 0.5", "decision_type=2", "decision_type=2 2",
+	"left_child=-1", "left_child=-1 0", "right_child=-2", "right_child=1 -2", "leaf_value=1 3", "leaf_value=1 3 5",
+	"leaf_weight=1 1", "leaf_weight=1 1 1", "leaf_count=1 1", "leaf_count=1 1 1", "internal_value=2", "internal_value=2 2",
+	"internal_weight=2", "internal_weight=2 2", "internal_count=2", "internal_count=2 2").Replace(stump)
+
 func TestParse(t *testing.T) {
 	m, err := Parse([]byte(stump), 2)
 	if err != nil {
@@ -73,6 +80,8 @@ func TestParseRejectsWhatItCannotServe(t *testing.T) {
 		{"truncated", stump[:len(stump)/2], 2, "malformed LightGBM model"},
 		{"corrupt numbers", strings.Replace(stump, "leaf_value=1 3", "leaf_value=1 x", 1), 2, "malformed LightGBM model"},
 		{"bad child index", strings.Replace(stump, "right_child=-2", "right_child=7", 1), 2, "malformed LightGBM model"},
+		{"a leaf twice", strings.Replace(stump, "right_child=-2", "right_child=-1", 1), 2, "child of two nodes"},
+		{"a cycle back to the root", cyclic, 2, "node 0 is the root"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
