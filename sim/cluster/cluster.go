@@ -113,7 +113,13 @@ type flight struct {
 }
 
 type sim struct {
-	cfg      Config
+	cfg Config
+	// The router sees an engine's step only when it ends: its metrics change then (before holds
+	// them as they were while a step runs), and its events reach the router then (undelivered
+	// holds the last step's events until its end). The engines themselves run each step at its
+	// start, when its batch is decided.
+	before      []engine.Metrics
+	undelivered []stepEvents
 	reqs     []workload.Request
 	router   Router
 	observe  Observer
@@ -146,6 +152,8 @@ func newSim(cfg Config, reqs []workload.Request, router Router, observe Observer
 		s.ids = append(s.ids, "sim-"+strconv.Itoa(i))
 		blocks = max(blocks, ec.NumGPUBlocks)
 	}
+	s.before = make([]engine.Metrics, len(s.engines))
+	s.undelivered = make([]stepEvents, len(s.engines))
 	s.prefix = prefix.New(blocks)
 	for i, ec := range cfg.Engines {
 		s.prefix.SetCapacity(s.ids[i], ec.NumGPUBlocks)
@@ -154,22 +162,37 @@ func newSim(cfg Config, reqs []workload.Request, router Router, observe Observer
 	return s, nil
 }
 
+// stepEvents are a step's events waiting for the step's end.
+type stepEvents struct {
+	at     time.Duration // the step's end; meaningful while events is not empty
+	events []engine.Event
+}
+
 func (s *sim) scrape(t time.Duration) {
 	s.scraped = s.scraped[:0]
-	for _, e := range s.engines {
-		s.scraped = append(s.scraped, e.Metrics())
+	for i, e := range s.engines {
+		m := e.Metrics()
+		if e.Clock() > t { // mid-step: vLLM's gauges still show the previous step's end
+			m = s.before[i]
+		}
+		s.scraped = append(s.scraped, m)
 	}
 	s.scrapeAt = t
 }
 
-// loop processes, in time order, engine steps, scrapes and arrivals until every request is done.
-// At equal times engine steps come first (by server index), then the scrape, then the arrival.
+// loop processes, in time order, step ends (their events reach the router), engine steps,
+// scrapes and arrivals until every request is done. At equal times step ends come first, then
+// steps (each by server index), then the scrape, then the arrival.
 func (s *sim) loop() error {
 	next := 0
 	nextScrape := s.cfg.ScrapeInterval
 	for {
+		endAt, ended := time.Duration(math.MaxInt64), -1
 		stepAt, who := time.Duration(math.MaxInt64), -1
 		for i, e := range s.engines {
+			if u := &s.undelivered[i]; len(u.events) > 0 && u.at < endAt {
+				endAt, ended = u.at, i
+			}
 			if t := e.NextStep(); t >= 0 && t < stepAt {
 				stepAt, who = t, i
 			}
@@ -178,10 +201,12 @@ func (s *sim) loop() error {
 		if next < len(s.reqs) {
 			arriveAt = s.reqs[next].Arrival
 		}
-		if who < 0 && next == len(s.reqs) {
+		if who < 0 && ended < 0 && next == len(s.reqs) {
 			return nil
 		}
 		switch {
+		case ended >= 0 && endAt <= stepAt && endAt <= arriveAt && endAt <= nextScrape:
+			s.deliver(ended)
 		case who >= 0 && stepAt <= arriveAt && stepAt <= nextScrape:
 			s.step(who, stepAt)
 		case nextScrape <= arriveAt:
@@ -199,9 +224,21 @@ func (s *sim) loop() error {
 	}
 }
 
+// step runs engine i's next step and holds its events until the step ends.
 func (s *sim) step(i int, at time.Duration) {
+	s.before[i] = s.engines[i].Metrics()
 	res := s.engines[i].Step(at)
-	for _, ev := range res.Events {
+	u := &s.undelivered[i]
+	u.at, u.events = res.End, append(u.events[:0], res.Events...)
+}
+
+// deliver hands engine i's last step's events to the router: first tokens, token counts and
+// finished requests.
+func (s *sim) deliver(i int) {
+	u := &s.undelivered[i]
+	events := u.events
+	u.events = u.events[:0]
+	for _, ev := range events {
 		f := s.flights[ev.ID]
 		if f == nil {
 			continue
