@@ -120,17 +120,17 @@ type sim struct {
 	// start, when its batch is decided.
 	before      []engine.Metrics
 	undelivered []stepEvents
-	reqs     []workload.Request
-	router   Router
-	observe  Observer
-	engines  []*engine.Engine
-	ids      []string
-	scraped  []engine.Metrics
-	scrapeAt time.Duration
-	prefix   *prefix.Index
-	tracker  *tracker.Tracker
-	flights  []*flight // by index in reqs; nil when not in flight
-	outcomes []stats.Outcome
+	reqs        []workload.Request
+	router      Router
+	observe     Observer
+	engines     []*engine.Engine
+	ids         []string
+	scraped     []engine.Metrics
+	scrapeAt    time.Duration
+	prefix      *prefix.Index
+	tracker     *tracker.Tracker
+	flights     []*flight // by index in reqs; nil when not in flight
+	outcomes    []stats.Outcome
 }
 
 func newSim(cfg Config, reqs []workload.Request, router Router, observe Observer) (*sim, error) {
