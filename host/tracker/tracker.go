@@ -8,6 +8,7 @@ package tracker
 import (
 	"math"
 	"sync"
+	"time"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
 )
@@ -35,9 +36,10 @@ type Flight struct {
 }
 
 type endpoint struct {
-	flights map[string]*Flight
-	prefill int64 // sum of PrefillTokens of flights not yet decoding
-	decode  int64 // sum of remaining output tokens of decoding flights
+	flights    map[string]*Flight
+	prefill    int64     // sum of PrefillTokens of flights not yet decoding
+	decode     int64     // sum of remaining output tokens of decoding flights
+	lastOutput time.Time // when a flight there last produced output
 }
 
 // Tracker is safe for concurrent use.
@@ -68,8 +70,8 @@ func (t *Tracker) Dispatch(name string, r Request) *Flight {
 	return f
 }
 
-// FirstToken records that the request produced its first token: its prompt is done.
-func (f *Flight) FirstToken() {
+// FirstToken records that the request produced its first token at at: its prompt is done.
+func (f *Flight) FirstToken(at time.Time) {
 	if f == nil {
 		return
 	}
@@ -78,14 +80,15 @@ func (f *Flight) FirstToken() {
 	if f.done || f.decoding {
 		return
 	}
+	f.output(at)
 	f.decoding, f.generated = true, 1
 	f.ep.prefill -= f.req.PrefillTokens
 	f.ep.decode += f.remaining()
 }
 
-// Tokens records that the request has generated n output tokens so far (a count not above the
+// Tokens records that the request had generated n output tokens at at (a count not above the
 // last one is ignored).
-func (f *Flight) Tokens(n int64) {
+func (f *Flight) Tokens(n int64, at time.Time) {
 	if f == nil {
 		return
 	}
@@ -94,6 +97,7 @@ func (f *Flight) Tokens(n int64) {
 	if f.done || !f.decoding || n <= f.generated {
 		return
 	}
+	f.output(at)
 	f.ep.decode -= f.remaining()
 	f.generated = n
 	f.ep.decode += f.remaining()
@@ -120,15 +124,27 @@ func (f *Flight) Finish() {
 
 func (f *Flight) remaining() int64 { return max(f.req.OutputTokens-f.generated, 0) }
 
-// Fill sets the router-side fields of s for endpoint: InflightRequests, PrefillTokensInFlight,
-// DecodeTokensInFlight and MinRunningTPOTSLOMs (0 when no request there has a TPOT objective).
-func (t *Tracker) Fill(endpoint string, s *sdk.EndpointState) {
+// output notes that the endpoint produced output at at; the caller holds the lock.
+func (f *Flight) output(at time.Time) {
+	if at.After(f.ep.lastOutput) {
+		f.ep.lastOutput = at
+	}
+}
+
+// Fill sets the router-side fields of s for endpoint as of now: InflightRequests,
+// PrefillTokensInFlight, DecodeTokensInFlight, MinRunningTPOTSLOMs (0 when no request there has a
+// TPOT objective) and LastOutputAgeMs (−1 with nothing in flight or no output seen yet).
+func (t *Tracker) Fill(endpoint string, now time.Time, s *sdk.EndpointState) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e := t.eps[endpoint]
+	s.LastOutputAgeMs = -1
 	if e == nil {
 		s.InflightRequests, s.PrefillTokensInFlight, s.DecodeTokensInFlight, s.MinRunningTPOTSLOMs = 0, 0, 0, 0
 		return
+	}
+	if len(e.flights) > 0 && !e.lastOutput.IsZero() {
+		s.LastOutputAgeMs = max(float64(now.Sub(e.lastOutput))/float64(time.Millisecond), 0)
 	}
 	slo := math.Inf(1)
 	for _, f := range e.flights {

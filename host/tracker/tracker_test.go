@@ -2,15 +2,21 @@ package tracker
 
 import (
 	"testing"
+	"time"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
 )
 
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// state fills an endpoint's state at t0 + 100 ms.
 func state(t *Tracker, ep string) sdk.EndpointState {
 	var s sdk.EndpointState
-	t.Fill(ep, &s)
+	t.Fill(ep, t0.Add(100*time.Millisecond), &s)
 	return s
 }
+
+func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 
 func TestLifecycle(t *testing.T) {
 	tr := New()
@@ -24,32 +30,32 @@ func TestLifecycle(t *testing.T) {
 		do   func()
 		want sdk.EndpointState
 	}{
-		{"two dispatched, the duplicate ignored", func() {},
-			sdk.EndpointState{InflightRequests: 2, PrefillTokensInFlight: 1300, MinRunningTPOTSLOMs: 50}},
-		{"r1 first token: its 1000 prompt tokens leave, 100 − 1 outputs remain", r1.FirstToken,
-			sdk.EndpointState{InflightRequests: 2, PrefillTokensInFlight: 300, DecodeTokensInFlight: 99, MinRunningTPOTSLOMs: 50}},
-		{"a second first token changes nothing", r1.FirstToken,
-			sdk.EndpointState{InflightRequests: 2, PrefillTokensInFlight: 300, DecodeTokensInFlight: 99, MinRunningTPOTSLOMs: 50}},
-		{"r1 at 40 tokens: 60 remain", func() { r1.Tokens(40) },
-			sdk.EndpointState{InflightRequests: 2, PrefillTokensInFlight: 300, DecodeTokensInFlight: 60, MinRunningTPOTSLOMs: 50}},
-		{"stale token count ignored", func() { r1.Tokens(10) },
-			sdk.EndpointState{InflightRequests: 2, PrefillTokensInFlight: 300, DecodeTokensInFlight: 60, MinRunningTPOTSLOMs: 50}},
-		{"tokens before the first token are ignored", func() { r2.Tokens(5) },
-			sdk.EndpointState{InflightRequests: 2, PrefillTokensInFlight: 300, DecodeTokensInFlight: 60, MinRunningTPOTSLOMs: 50}},
+		{"two dispatched, the duplicate ignored; no output yet", func() {},
+			sdk.EndpointState{InflightRequests: 2, PrefillTokensInFlight: 1300, MinRunningTPOTSLOMs: 50, LastOutputAgeMs: -1}},
+		{"r1 first token at 20 ms: its 1000 prompt tokens leave, 100 − 1 outputs remain", func() { r1.FirstToken(at(20)) },
+			sdk.EndpointState{InflightRequests: 2, PrefillTokensInFlight: 300, DecodeTokensInFlight: 99, MinRunningTPOTSLOMs: 50, LastOutputAgeMs: 80}},
+		{"a second first token changes nothing", func() { r1.FirstToken(at(90)) },
+			sdk.EndpointState{InflightRequests: 2, PrefillTokensInFlight: 300, DecodeTokensInFlight: 99, MinRunningTPOTSLOMs: 50, LastOutputAgeMs: 80}},
+		{"r1 at 40 tokens at 60 ms: 60 remain", func() { r1.Tokens(40, at(60)) },
+			sdk.EndpointState{InflightRequests: 2, PrefillTokensInFlight: 300, DecodeTokensInFlight: 60, MinRunningTPOTSLOMs: 50, LastOutputAgeMs: 40}},
+		{"stale token count ignored", func() { r1.Tokens(10, at(95)) },
+			sdk.EndpointState{InflightRequests: 2, PrefillTokensInFlight: 300, DecodeTokensInFlight: 60, MinRunningTPOTSLOMs: 50, LastOutputAgeMs: 40}},
+		{"tokens before the first token are ignored", func() { r2.Tokens(5, at(95)) },
+			sdk.EndpointState{InflightRequests: 2, PrefillTokensInFlight: 300, DecodeTokensInFlight: 60, MinRunningTPOTSLOMs: 50, LastOutputAgeMs: 40}},
 		{"r1 finishes: its SLO no longer applies", r1.Finish,
-			sdk.EndpointState{InflightRequests: 1, PrefillTokensInFlight: 300}},
+			sdk.EndpointState{InflightRequests: 1, PrefillTokensInFlight: 300, LastOutputAgeMs: 40}},
 		{"a finished flight ignores everything", func() {
-			r1.Tokens(90)
-			r1.FirstToken()
+			r1.Tokens(90, at(99))
+			r1.FirstToken(at(99))
 			r1.Finish()
-		}, sdk.EndpointState{InflightRequests: 1, PrefillTokensInFlight: 300}},
-		{"r2 fails before its first token", r2.Finish, sdk.EndpointState{}},
+		}, sdk.EndpointState{InflightRequests: 1, PrefillTokensInFlight: 300, LastOutputAgeMs: 40}},
+		{"r2 fails before its first token: nothing in flight", r2.Finish, sdk.EndpointState{LastOutputAgeMs: -1}},
 		{"a nil flight ignores everything", func() {
 			var f *Flight
-			f.FirstToken()
-			f.Tokens(5)
+			f.FirstToken(at(99))
+			f.Tokens(5, at(99))
 			f.Finish()
-		}, sdk.EndpointState{}},
+		}, sdk.EndpointState{LastOutputAgeMs: -1}},
 	}
 	for _, st := range steps {
 		st.do()
@@ -57,7 +63,7 @@ func TestLifecycle(t *testing.T) {
 			t.Fatalf("%s: state %+v, want %+v", st.name, got, st.want)
 		}
 	}
-	if got := state(tr, "unknown"); got != (sdk.EndpointState{}) {
+	if got := state(tr, "unknown"); got != (sdk.EndpointState{LastOutputAgeMs: -1}) {
 		t.Errorf("unknown endpoint: %+v", got)
 	}
 }
@@ -77,9 +83,9 @@ func TestFillLeavesEngineFieldsAlone(t *testing.T) {
 	tr := New()
 	tr.Dispatch("a", Request{ID: "r", PrefillTokens: 10, OutputTokens: 5})
 	s := sdk.EndpointState{KVCacheUsage: 0.4, Waiting: 3, Running: 7, PrefixMatch: 0.5, MetricsAgeMs: 20}
-	tr.Fill("a", &s)
+	tr.Fill("a", t0, &s)
 	want := sdk.EndpointState{KVCacheUsage: 0.4, Waiting: 3, Running: 7, PrefixMatch: 0.5, MetricsAgeMs: 20,
-		InflightRequests: 1, PrefillTokensInFlight: 10}
+		InflightRequests: 1, PrefillTokensInFlight: 10, LastOutputAgeMs: -1}
 	if s != want {
 		t.Errorf("got %+v, want %+v", s, want)
 	}

@@ -26,6 +26,7 @@ func CycleToProto(c *Cycle) *pb.Cycle {
 			PrefixMatch:           make([]float64, n),
 			MinRunningTpotSloMs:   make([]float64, n),
 			MetricsAgeMs:          make([]float64, n),
+			LastOutputAgeMs:       make([]float64, n),
 		},
 	}
 	var labels, predictions bool
@@ -42,6 +43,7 @@ func CycleToProto(c *Cycle) *pb.Cycle {
 		s.PrefixMatch[i] = st.PrefixMatch
 		s.MinRunningTpotSloMs[i] = st.MinRunningTPOTSLOMs
 		s.MetricsAgeMs[i] = st.MetricsAgeMs
+		s.LastOutputAgeMs[i] = st.LastOutputAgeMs
 		labels = labels || len(e.Labels) > 0
 		predictions = predictions || e.Prediction.Valid
 	}
@@ -85,6 +87,7 @@ func CycleFromProto(p *pb.Cycle) (*Cycle, error) {
 	prefix := cols.f64("prefix_match", s.GetPrefixMatch())
 	minTPOT := cols.f64("min_running_tpot_slo_ms", s.GetMinRunningTpotSloMs())
 	age := cols.f64("metrics_age_ms", s.GetMetricsAgeMs())
+	outputAge := cols.f64("last_output_age_ms", s.GetLastOutputAgeMs())
 	pr := eps.GetPredictions()
 	valid := columnOf(&cols, "predictions.valid", pr.GetValid())
 	ttft := cols.f64("predictions.ttft_ms", pr.GetTtftMs())
@@ -107,6 +110,7 @@ func CycleFromProto(p *pb.Cycle) (*Cycle, error) {
 				PrefixMatch:           prefix(i),
 				MinRunningTPOTSLOMs:   minTPOT(i),
 				MetricsAgeMs:          age(i),
+				LastOutputAgeMs:       outputAge(i),
 			},
 			Prediction: Prediction{Valid: valid(i), TTFTMs: ttft(i), TPOTMs: tpot(i)},
 		}
@@ -218,6 +222,7 @@ func SampleToProto(s *Sample) *pb.Sample {
 			PrefixMatch:           st.PrefixMatch,
 			MinRunningTpotSloMs:   st.MinRunningTPOTSLOMs,
 			MetricsAgeMs:          st.MetricsAgeMs,
+			LastOutputAgeMs:       st.LastOutputAgeMs,
 		},
 		Predicted:    &pb.Prediction{Valid: s.Predicted.Valid, TtftMs: s.Predicted.TTFTMs, TpotMs: s.Predicted.TPOTMs},
 		ActualTtftMs: s.ActualTTFTMs,
@@ -243,6 +248,7 @@ func SampleFromProto(p *pb.Sample) Sample {
 			PrefixMatch:           st.GetPrefixMatch(),
 			MinRunningTPOTSLOMs:   st.GetMinRunningTpotSloMs(),
 			MetricsAgeMs:          st.GetMetricsAgeMs(),
+			LastOutputAgeMs:       st.GetLastOutputAgeMs(),
 		},
 		Predicted: Prediction{
 			Valid:  p.GetPredicted().GetValid(),

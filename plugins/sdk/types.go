@@ -142,6 +142,10 @@ type EndpointState struct {
 	MinRunningTPOTSLOMs float64 `json:"min_running_tpot_slo_ms,omitempty"`
 	// MetricsAgeMs is how old the scraped gauges are.
 	MetricsAgeMs float64 `json:"metrics_age_ms,omitempty"`
+	// LastOutputAgeMs is how long ago the router last saw output from the endpoint (a streamed
+	// token, a first token or a finished response of any request in flight there), which tells
+	// where the engine is in its current step; −1 when the router has nothing in flight there.
+	LastOutputAgeMs float64 `json:"last_output_age_ms,omitempty"`
 }
 
 // Idle reports whether the router has nothing in flight on the endpoint.

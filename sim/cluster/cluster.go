@@ -246,9 +246,9 @@ func (s *sim) deliver(i int) {
 		switch ev.Kind {
 		case engine.FirstToken:
 			f.first = ev.Time
-			f.tracked.FirstToken()
+			f.tracked.FirstToken(Epoch.Add(u.at))
 		case engine.Token:
-			f.tracked.Tokens(int64(ev.Tokens))
+			f.tracked.Tokens(int64(ev.Tokens), Epoch.Add(u.at))
 		case engine.Finish:
 			s.finish(f, ev)
 			f.tracked.Finish()
@@ -324,7 +324,7 @@ func (s *sim) cycle(r *workload.Request, now time.Duration) *sdk.Cycle {
 	for i, m := range s.scraped {
 		st := sdk.EndpointState{KVCacheUsage: m.KVCacheUsage, Waiting: int64(m.Waiting), Running: int64(m.Running),
 			PrefixMatch: s.prefix.Fraction(s.ids[i], r.Blocks), MetricsAgeMs: age}
-		s.tracker.Fill(s.ids[i], &st)
+		s.tracker.Fill(s.ids[i], c.Now, &st)
 		c.Endpoints[i] = sdk.Endpoint{ID: s.ids[i], State: st}
 	}
 	return c

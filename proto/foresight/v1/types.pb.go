@@ -488,9 +488,13 @@ type EndpointStates struct {
 	// Tightest TPOT objective among requests running there, in ms; 0 when none has one.
 	MinRunningTpotSloMs []float64 `protobuf:"fixed64,8,rep,packed,name=min_running_tpot_slo_ms,json=minRunningTpotSloMs,proto3" json:"min_running_tpot_slo_ms,omitempty"`
 	// Age of the scraped gauges in ms.
-	MetricsAgeMs  []float64 `protobuf:"fixed64,9,rep,packed,name=metrics_age_ms,json=metricsAgeMs,proto3" json:"metrics_age_ms,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	MetricsAgeMs []float64 `protobuf:"fixed64,9,rep,packed,name=metrics_age_ms,json=metricsAgeMs,proto3" json:"metrics_age_ms,omitempty"`
+	// Milliseconds since the router last saw output from the endpoint (a streamed token, a first
+	// token or a finished response of any request in flight there): where the engine is in its
+	// current step. −1 when the router has nothing in flight there.
+	LastOutputAgeMs []float64 `protobuf:"fixed64,10,rep,packed,name=last_output_age_ms,json=lastOutputAgeMs,proto3" json:"last_output_age_ms,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *EndpointStates) Reset() {
@@ -586,6 +590,13 @@ func (x *EndpointStates) GetMetricsAgeMs() []float64 {
 	return nil
 }
 
+func (x *EndpointStates) GetLastOutputAgeMs() []float64 {
+	if x != nil {
+		return x.LastOutputAgeMs
+	}
+	return nil
+}
+
 // Predictions holds, per endpoint, the latency a producer predicts for the request.
 type Predictions struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -670,9 +681,11 @@ type EndpointState struct {
 	// Tightest running TPOT objective in ms; 0 when none.
 	MinRunningTpotSloMs float64 `protobuf:"fixed64,8,opt,name=min_running_tpot_slo_ms,json=minRunningTpotSloMs,proto3" json:"min_running_tpot_slo_ms,omitempty"`
 	// Age of the scraped gauges in ms.
-	MetricsAgeMs  float64 `protobuf:"fixed64,9,opt,name=metrics_age_ms,json=metricsAgeMs,proto3" json:"metrics_age_ms,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	MetricsAgeMs float64 `protobuf:"fixed64,9,opt,name=metrics_age_ms,json=metricsAgeMs,proto3" json:"metrics_age_ms,omitempty"`
+	// Milliseconds since the router last saw output from the endpoint; −1 with nothing in flight.
+	LastOutputAgeMs float64 `protobuf:"fixed64,10,opt,name=last_output_age_ms,json=lastOutputAgeMs,proto3" json:"last_output_age_ms,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *EndpointState) Reset() {
@@ -764,6 +777,13 @@ func (x *EndpointState) GetMinRunningTpotSloMs() float64 {
 func (x *EndpointState) GetMetricsAgeMs() float64 {
 	if x != nil {
 		return x.MetricsAgeMs
+	}
+	return 0
+}
+
+func (x *EndpointState) GetLastOutputAgeMs() float64 {
+	if x != nil {
+		return x.LastOutputAgeMs
 	}
 	return 0
 }
@@ -926,7 +946,7 @@ const file_foresight_v1_types_proto_rawDesc = "" +
 	"\x06values\x18\x01 \x03(\v2 .foresight.v1.Labels.ValuesEntryR\x06values\x1a9\n" +
 	"\vValuesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x86\x03\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb3\x03\n" +
 	"\x0eEndpointStates\x12$\n" +
 	"\x0ekv_cache_usage\x18\x01 \x03(\x01R\fkvCacheUsage\x12\x18\n" +
 	"\awaiting\x18\x02 \x03(\x03R\awaiting\x12\x18\n" +
@@ -936,11 +956,13 @@ const file_foresight_v1_types_proto_rawDesc = "" +
 	"\x17decode_tokens_in_flight\x18\x06 \x03(\x03R\x14decodeTokensInFlight\x12!\n" +
 	"\fprefix_match\x18\a \x03(\x01R\vprefixMatch\x124\n" +
 	"\x17min_running_tpot_slo_ms\x18\b \x03(\x01R\x13minRunningTpotSloMs\x12$\n" +
-	"\x0emetrics_age_ms\x18\t \x03(\x01R\fmetricsAgeMs\"U\n" +
+	"\x0emetrics_age_ms\x18\t \x03(\x01R\fmetricsAgeMs\x12+\n" +
+	"\x12last_output_age_ms\x18\n" +
+	" \x03(\x01R\x0flastOutputAgeMs\"U\n" +
 	"\vPredictions\x12\x14\n" +
 	"\x05valid\x18\x01 \x03(\bR\x05valid\x12\x17\n" +
 	"\attft_ms\x18\x02 \x03(\x01R\x06ttftMs\x12\x17\n" +
-	"\atpot_ms\x18\x03 \x03(\x01R\x06tpotMs\"\x85\x03\n" +
+	"\atpot_ms\x18\x03 \x03(\x01R\x06tpotMs\"\xb2\x03\n" +
 	"\rEndpointState\x12$\n" +
 	"\x0ekv_cache_usage\x18\x01 \x01(\x01R\fkvCacheUsage\x12\x18\n" +
 	"\awaiting\x18\x02 \x01(\x03R\awaiting\x12\x18\n" +
@@ -950,7 +972,9 @@ const file_foresight_v1_types_proto_rawDesc = "" +
 	"\x17decode_tokens_in_flight\x18\x06 \x01(\x03R\x14decodeTokensInFlight\x12!\n" +
 	"\fprefix_match\x18\a \x01(\x01R\vprefixMatch\x124\n" +
 	"\x17min_running_tpot_slo_ms\x18\b \x01(\x01R\x13minRunningTpotSloMs\x12$\n" +
-	"\x0emetrics_age_ms\x18\t \x01(\x01R\fmetricsAgeMs\"T\n" +
+	"\x0emetrics_age_ms\x18\t \x01(\x01R\fmetricsAgeMs\x12+\n" +
+	"\x12last_output_age_ms\x18\n" +
+	" \x01(\x01R\x0flastOutputAgeMs\"T\n" +
 	"\n" +
 	"Prediction\x12\x14\n" +
 	"\x05valid\x18\x01 \x01(\bR\x05valid\x12\x17\n" +

@@ -22,8 +22,11 @@ import (
 //	prefix_match              the fraction of the prompt believed cached there
 //	effective_input_tokens    (1 − prefix_match)·input_tokens: the prompt left to compute
 //	prefix_bucket             ⌊4·prefix_match⌋, the store's prefix stratum
+//	last_output_age_ms        ms since the router last saw output there (−1: nothing in flight):
+//	                          where the engine is in its current step, which a new request waits out
 var TTFT = []string{"is_queued", "kv_cache_usage", "input_tokens", "waiting", "running",
-	"prefill_tokens_in_flight", "decode_tokens_in_flight", "prefix_match", "effective_input_tokens", "prefix_bucket"}
+	"prefill_tokens_in_flight", "decode_tokens_in_flight", "prefix_match", "effective_input_tokens", "prefix_bucket",
+	"last_output_age_ms"}
 
 // TPOT are the TPOT model's features, in column order: the load an output token is generated
 // under (the first seven TTFT features).
@@ -37,6 +40,7 @@ func FillTTFT(dst []float64, r *sdk.Request, s *sdk.EndpointState) {
 	dst[7] = p
 	dst[8] = (1 - p) * float64(r.InputTokens)
 	dst[9] = math.Floor(4 * p)
+	dst[10] = s.LastOutputAgeMs
 }
 
 // FillTPOT writes the TPOT features into dst, which must have len(TPOT) elements.

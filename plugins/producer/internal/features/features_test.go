@@ -10,10 +10,10 @@ import (
 func TestFill(t *testing.T) {
 	r := sdk.Request{InputTokens: 1000}
 	s := sdk.EndpointState{KVCacheUsage: 0.3, Waiting: 2, Running: 9, InflightRequests: 5,
-		PrefillTokensInFlight: 700, DecodeTokensInFlight: 4000, PrefixMatch: 0.6}
+		PrefillTokensInFlight: 700, DecodeTokensInFlight: 4000, PrefixMatch: 0.6, LastOutputAgeMs: 3.5}
 	ttft := make([]float64, len(TTFT))
 	FillTTFT(ttft, &r, &s)
-	if want := []float64{1, 0.3, 1000, 2, 5, 700, 4000, 0.6, 400, 2}; !slices.Equal(ttft, want) {
+	if want := []float64{1, 0.3, 1000, 2, 5, 700, 4000, 0.6, 400, 2, 3.5}; !slices.Equal(ttft, want) {
 		t.Errorf("TTFT features %v, want %v", ttft, want)
 	}
 	tpot := make([]float64, len(TPOT))
