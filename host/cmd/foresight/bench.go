@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime/pprof"
 	"slices"
@@ -272,12 +273,7 @@ func newFloor(ctx context.Context) (*pluginhost.Plugin, error) {
 func printBench(cmd *cobra.Command, r pipelineResult, asJSON bool) error {
 	out := cmd.OutOrStdout()
 	if asJSON {
-		b, err := json.Marshal(r)
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintln(out, string(b))
-		return err
+		return printJSON(out, r)
 	}
 	fmt.Fprintf(out, "pipeline: %d cycles × %d endpoints, %d plugin stages, concurrency %d, payload %d B\n",
 		r.Cycles, r.Endpoints, r.Stages, r.Concurrency, r.PayloadBytes)
@@ -300,4 +296,14 @@ func startCPUProfile(file string) (func(), error) {
 		return nil, fmt.Errorf("starting the CPU profile: %w", err)
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// printJSON writes v as one line of JSON.
+func printJSON(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(w, string(b))
+	return err
 }

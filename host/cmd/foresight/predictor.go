@@ -73,12 +73,7 @@ func newBenchPredictor() *cobra.Command {
 				return err
 			}
 			if o.asJSON {
-				b, err := json.Marshal(res)
-				if err != nil {
-					return err
-				}
-				_, err = fmt.Fprintln(cmd.OutOrStdout(), string(b))
-				return err
+				return printJSON(cmd.OutOrStdout(), res)
 			}
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s on %s, noise %.2f: %d trees × %d leaves\n"+
 				"train %d rows: %.0f ms (p90 model %.0f ms)\nProduce, %d endpoints: p50 %.1f µs, p99 %.1f µs\n"+

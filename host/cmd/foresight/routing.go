@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -103,12 +102,7 @@ func newBenchRouting() *cobra.Command {
 			}
 			printRoutingTable(cmd.ErrOrStderr(), res)
 			if o.asJSON {
-				b, err := json.Marshal(res)
-				if err != nil {
-					return err
-				}
-				_, err = fmt.Fprintln(cmd.OutOrStdout(), string(b))
-				return err
+				return printJSON(cmd.OutOrStdout(), res)
 			}
 			return nil
 		},
