@@ -148,7 +148,7 @@ func simulatedSamples(o predictorOptions) (train, held []sdk.Sample, err error) 
 	if err != nil {
 		return nil, nil, err
 	}
-	want := o.rows + o.rows/4
+	want := o.rows + max(o.rows/4, 200) // the rest is held out
 	w, err := workload.Scenario(o.scenario, workload.Params{Servers: o.servers, RatePerServer: o.rate,
 		Requests: want, Seed: o.seed})
 	if err != nil {
