@@ -15,6 +15,7 @@ import (
 	"github.com/foresight-router/foresight/host/tracker"
 	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/foresight-router/foresight/sim/engine"
+	"github.com/foresight-router/foresight/sim/internal/splitmix"
 	"github.com/foresight-router/foresight/sim/stats"
 	"github.com/foresight-router/foresight/sim/workload"
 )
@@ -318,7 +319,7 @@ func (s *sim) cycle(r *workload.Request, now time.Duration) *sdk.Cycle {
 		},
 		Endpoints: make([]sdk.Endpoint, len(s.engines)),
 		Now:       Epoch.Add(now),
-		Seed:      mix(s.cfg.Seed ^ mix(r.ID+1)),
+		Seed:      splitmix.Mix((s.cfg.Seed ^ splitmix.Mix(r.ID+1+splitmix.Gamma)) + splitmix.Gamma),
 	}
 	age := float64(now-s.scrapeAt) / float64(time.Millisecond)
 	for i, m := range s.scraped {
@@ -328,12 +329,4 @@ func (s *sim) cycle(r *workload.Request, now time.Duration) *sdk.Cycle {
 		c.Endpoints[i] = sdk.Endpoint{ID: s.ids[i], State: st}
 	}
 	return c
-}
-
-// mix is splitmix64's finaliser: a well-spread 64-bit hash.
-func mix(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
-	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
-	return x ^ (x >> 31)
 }

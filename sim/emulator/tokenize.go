@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/foresight-router/foresight/sim/internal/splitmix"
 )
 
 // bosToken is the id of the beginning-of-text token every prompt starts with, as Llama 3's
@@ -76,19 +78,10 @@ func BlockHashes(tokens []uint32, blockSize int) []uint64 {
 		}
 		h := fnv.New64a()
 		h.Write(buf)
-		prev = mix64(h.Sum64())
+		prev = splitmix.Mix(h.Sum64())
 		hashes = append(hashes, prev)
 	}
 	return hashes
-}
-
-// mix64 is the splitmix64 finaliser; it spreads FNV's weak high bits.
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	return x ^ x>>31
 }
 
 // renderChat renders chat messages into one prompt deterministically: "role: content\n" per
@@ -112,5 +105,5 @@ var fillerWords = []string{"lorem", "ipsum", "dolor", "sit", "amet", "consectetu
 // fillerToken returns the text of the k-th (1-based) generated token of request id: a space and
 // a filler word, chosen deterministically from both.
 func fillerToken(id uint64, k int) string {
-	return " " + fillerWords[(mix64(id)%uint64(len(fillerWords))+uint64(k-1))%uint64(len(fillerWords))]
+	return " " + fillerWords[(splitmix.Mix(id)%uint64(len(fillerWords))+uint64(k-1))%uint64(len(fillerWords))]
 }

@@ -16,6 +16,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/foresight-router/foresight/sim/internal/splitmix"
 )
 
 // Request is one completion request as the engine sees it.
@@ -585,16 +587,7 @@ func (r *reqState) hashAt(j, bs int) uint64 {
 	if k := j - r.input/bs; k >= 0 && k < len(r.outBlocks) {
 		return r.outBlocks[k]
 	}
-	return mix64(mix64(r.id^0x5eed) + uint64(j))
-}
-
-// mix64 is the splitmix64 finaliser.
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	return x ^ x>>31
+	return splitmix.Mix(splitmix.Mix(r.id^0x5eed) + uint64(j))
 }
 
 func micros(us float64) time.Duration { return time.Duration(math.Round(us * 1e3)) }

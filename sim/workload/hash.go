@@ -1,22 +1,14 @@
 package workload
 
+import "github.com/foresight-router/foresight/sim/internal/splitmix"
+
 // BlockSize is the number of tokens in a KV block (vLLM's default block_size).
 const BlockSize = 16
-
-// mix64 is splitmix64's finaliser: a bijection of uint64 with good avalanche.
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
-}
 
 // combine folds v into h. It is not commutative: combine(combine(h, a), b) and
 // combine(combine(h, b), a) differ, which chaining relies on.
 func combine(h, v uint64) uint64 {
-	return mix64(h ^ mix64(v+0x9e3779b97f4a7c15))
+	return splitmix.Mix(h ^ splitmix.Mix(v+splitmix.Gamma))
 }
 
 // Tags that keep the content identities of different kinds of token apart.

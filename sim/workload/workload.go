@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/foresight-router/foresight/sim/internal/splitmix"
 )
 
 // Request is one inference request of a workload. Block slices are shared between requests
@@ -189,11 +191,11 @@ const (
 )
 
 func newRand(seed uint64, stream uint64) *rand.Rand {
-	return rand.New(rand.NewPCG(seed, mix64(stream+0x6a09e667f3bcc908)))
+	return rand.New(rand.NewPCG(seed, splitmix.Mix(stream+0x6a09e667f3bcc908)))
 }
 
 // salt separates the block hashes of different seeds.
-func salt(seed uint64) uint64 { return mix64(seed ^ 0x3c6ef372fe94f82b) }
+func salt(seed uint64) uint64 { return splitmix.Mix(seed ^ 0x3c6ef372fe94f82b) }
 
 // finish numbers the requests, applies the classes and returns the workload.
 func finish(name string, reqs []Request, rate float64, stages []Stage, p Params) *Workload {
