@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -27,12 +26,7 @@ func (o *checkingOracle) Route(c *sdk.Cycle, f *Fleet) (Decision, error) {
 	o.arrivals++
 	for i, e := range f.Engines {
 		want, werr := cloneFirstToken(e, f.Arrival, f.Now)
-		var got time.Duration
-		var gerr error
-		e.Speculate(func(s *engine.Engine) {
-			s.ExpectStepTimes()
-			got, gerr = firstToken(s, f.Arrival, f.Now)
-		})
+		got, gerr := f.ExpectedTTFT(i)
 		if got != want || (werr == nil) != (gerr == nil) {
 			o.t.Fatalf("request %d on server %d: speculative TTFT %v (%v), clone's %v (%v)", f.Arrival.ID, i, got, gerr, want, werr)
 		}
@@ -67,19 +61,7 @@ func TestOracleSpeculationIsExact(t *testing.T) {
 type cloneOracle struct{}
 
 func (cloneOracle) Route(_ *sdk.Cycle, f *Fleet) (Decision, error) {
-	best, bestTTFT, bestLoad := -1, time.Duration(0), 0
-	for i, e := range f.Engines {
-		ttft, err := cloneFirstToken(e, f.Arrival, f.Now)
-		if err != nil {
-			return Decision{}, fmt.Errorf("oracle on server %d: %w", i, err)
-		}
-		m := e.Metrics()
-		load := m.Waiting + m.Running + m.Pending
-		if best < 0 || ttft < bestTTFT || (ttft == bestTTFT && load < bestLoad) {
-			best, bestTTFT, bestLoad = i, ttft, load
-		}
-	}
-	return Decision{Endpoint: best}, nil
+	return fastest(f, func(i int) (time.Duration, error) { return cloneFirstToken(f.Engines[i], f.Arrival, f.Now) })
 }
 
 // snapshotter routes to the least loaded server and records clones of the fleet at arrivals

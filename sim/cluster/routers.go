@@ -41,10 +41,14 @@ type Oracle struct{}
 
 // Route simulates the arrival forward on every engine speculatively (Engine.Speculate restores
 // it afterwards, exactly as if the simulation had run on a clone).
-func (Oracle) Route(_ *sdk.Cycle, f *Fleet) (Decision, error) {
+func (Oracle) Route(_ *sdk.Cycle, f *Fleet) (Decision, error) { return fastest(f, f.ExpectedTTFT) }
+
+// fastest routes to the server with the lowest ttft(i); among ties, the one with the fewest
+// requests, then the lower index.
+func fastest(f *Fleet, ttft func(i int) (time.Duration, error)) (Decision, error) {
 	best, bestTTFT, bestLoad := -1, time.Duration(0), 0
 	for i, e := range f.Engines {
-		ttft, err := f.ExpectedTTFT(i)
+		ttft, err := ttft(i)
 		if err != nil {
 			return Decision{}, fmt.Errorf("oracle on server %d: %w", i, err)
 		}
