@@ -37,21 +37,26 @@ type Producer struct {
 	store     *store.Store
 	ttftQ     *quality.Window
 	tpotQ     *quality.Window
-	set       *model.Set // in service, nil before the first
-	drift     bool
-	tripAt    float64 // the threshold in force when the guard went on
+	tripAt    float64 // the threshold in force when the drift guard went on
 	training  bool
 	lastTrain time.Time
-	trainErr  error
 	last      Training
 	trained   sync.Cond // signalled when a background training ends (for Close and tests)
 }
 
-// serving is what Produce reads: the models in service and whether the drift guard holds
-// their predictions back.
+// serving is what Produce reads: the models in service (nil before the first) and whether the
+// drift guard holds their predictions back. It is the only record of either.
 type serving struct {
 	set   *model.Set
 	drift bool
+}
+
+// current returns what serves now.
+func (p *Producer) current() serving {
+	if s := p.serving.Load(); s != nil {
+		return *s
+	}
+	return serving{}
 }
 
 var _ sdk.Producer = (*Producer)(nil)
@@ -132,8 +137,7 @@ func (p *Producer) apply(params Params) {
 // keep rolling across retrainings (they describe the recent predictions, whichever model made
 // them); they start afresh only when the drift guard clears or a model is loaded from disk.
 func (p *Producer) putInService(s *model.Set) {
-	p.set = s
-	p.serving.Store(&serving{set: s, drift: p.drift})
+	p.serving.Store(&serving{set: s, drift: p.current().drift})
 }
 
 // resetQuality empties the quality windows; the caller holds mu.
@@ -144,11 +148,11 @@ func (p *Producer) resetQuality() {
 
 // setDrift changes the drift guard's state; the caller holds mu.
 func (p *Producer) setDrift(on bool) {
-	if p.drift == on {
+	cur := p.current()
+	if cur.drift == on {
 		return
 	}
-	p.drift = on
-	p.serving.Store(&serving{set: p.set, drift: on})
+	p.serving.Store(&serving{set: cur.set, drift: on})
 	ev := sdk.Log().Warn()
 	if !on {
 		ev = sdk.Log().Info()
@@ -258,11 +262,12 @@ func tpotTarget(s *sdk.Sample) float64 {
 // checkDrift turns the guard on when either target's rolling MAPE is above its threshold; the
 // caller holds mu. Only a retrained model turns it off (see finish).
 func (p *Producer) checkDrift() {
-	if p.params.DriftMAPE <= 0 || p.drift || p.set == nil {
+	cur := p.current()
+	if p.params.DriftMAPE <= 0 || cur.drift || cur.set == nil {
 		return
 	}
 	n := p.params.DriftMinSamples
-	tt, tp := p.driftThreshold(p.set.Meta.HoldoutTTFTMAPE), p.driftThreshold(p.set.Meta.HoldoutTPOTMAPE)
+	tt, tp := p.driftThreshold(cur.set.Meta.HoldoutTTFTMAPE), p.driftThreshold(cur.set.Meta.HoldoutTPOTMAPE)
 	switch {
 	case p.ttftQ.Len() >= n && p.ttftQ.MAPE() > tt:
 		p.tripAt = tt
@@ -283,9 +288,10 @@ func (p *Producer) driftThreshold(holdout float64) float64 {
 // stats reports the model in service and the rolling error; the caller holds mu.
 func (p *Producer) stats() *sdk.PredictorStats {
 	q := p.params.Objective == ObjectiveQuantile
-	s := &sdk.PredictorStats{TTFT: p.ttftQ.Stats(q), TPOT: p.tpotQ.Stats(q), Drift: p.drift}
-	if p.set != nil {
-		s.ModelVersion, s.TrainingRows = p.set.Meta.Version, p.set.Meta.TrainingRows
+	cur := p.current()
+	s := &sdk.PredictorStats{TTFT: p.ttftQ.Stats(q), TPOT: p.tpotQ.Stats(q), Drift: cur.drift}
+	if cur.set != nil {
+		s.ModelVersion, s.TrainingRows = cur.set.Meta.Version, cur.set.Meta.TrainingRows
 	}
 	return s
 }

@@ -58,10 +58,10 @@ func (p *Producer) maybeTrain() {
 	if !p.lastTrain.IsZero() && now.Sub(p.lastTrain) < interval {
 		return
 	}
-	j := &job{params: p.params, at: now, samples: p.store.Training(nil), holdout: p.store.Holdout(nil), previous: p.set}
-	j.version = 1
-	if p.set != nil {
-		j.version = p.set.Meta.Version + 1
+	prev := p.current().set
+	j := &job{params: p.params, at: now, samples: p.store.Training(nil), holdout: p.store.Holdout(nil), previous: prev, version: 1}
+	if prev != nil {
+		j.version = prev.Meta.Version + 1
 	}
 	p.store.MarkTrained()
 	p.lastTrain = now
@@ -102,17 +102,15 @@ func (p *Producer) WaitIdle() {
 func (p *Producer) finish(r result) {
 	log := sdk.Log()
 	if r.err != nil {
-		p.trainErr = r.err
 		log.Error().Err(r.err).Msg("training failed; the previous model stays in service")
 		return
 	}
 	if r.set == nil {
 		return
 	}
-	if t := p.tripAt; p.drift && !(r.ttftMAPE > t) && !(r.tpotMAPE > t) {
-		p.drift = false
+	if t := p.tripAt; p.current().drift && !(r.ttftMAPE > t) && !(r.tpotMAPE > t) {
+		p.setDrift(false)
 		p.resetQuality() // the errors that tripped the guard are the old model's
-		log.Info().Bool("drift", false).Msg("drift guard")
 	}
 	p.putInService(r.set)
 	p.last = Training{Rows: r.set.Meta.TrainingRows, Took: r.took, TTFTMAPE: r.ttftMAPE, TPOTMAPE: r.tpotMAPE}

@@ -73,7 +73,7 @@ func (s *Store) Holdout(dst []sdk.Sample) []sdk.Sample { return s.holdout.append
 func (s *Store) Len() int {
 	n := 0
 	for i := range s.buckets {
-		n += s.buckets[i].n
+		n += len(s.buckets[i].buf)
 	}
 	return n
 }
@@ -118,10 +118,10 @@ func hash(id string) uint64 {
 	return h ^ h>>31
 }
 
-// fifo is a ring of at most cap samples, allocated as it fills.
+// fifo is a ring of at most cap samples, allocated as it fills; once full, head is the oldest.
 type fifo struct {
-	cap, head, n int
-	buf          []sdk.Sample
+	cap, head int
+	buf       []sdk.Sample
 }
 
 func (f *fifo) push(s sdk.Sample) {
@@ -130,7 +130,6 @@ func (f *fifo) push(s sdk.Sample) {
 	}
 	if len(f.buf) < f.cap {
 		f.buf = append(f.buf, s)
-		f.n++
 		return
 	}
 	f.buf[f.head] = s // overwrite the oldest
