@@ -13,6 +13,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/foresight-router/foresight/plugins/sdk"
 	"gopkg.in/yaml.v3"
 )
 
@@ -167,10 +168,7 @@ func (c *Config) Plugin(name string) *PluginSpec {
 // ResolvePath returns the binary path of p: absolute paths as they are, relative ones against the
 // config file's directory.
 func (c *Config) ResolvePath(p *PluginSpec) string {
-	if p.Path == "" || filepath.IsAbs(p.Path) {
-		return p.Path
-	}
-	return filepath.Join(filepath.Dir(c.file), p.Path)
+	return sdk.ResolvePathIn(filepath.Dir(c.file), p.Path)
 }
 
 // WeightOr1 returns the scorer weight of r (1 when unset).

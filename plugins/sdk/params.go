@@ -113,12 +113,13 @@ const ConfigDirEnv = "FORESIGHT_CONFIG_DIR"
 // ResolvePath returns a path parameter as the plugin should use it: absolute paths and "" as
 // they are, relative ones against the config file's directory (ConfigDirEnv), as the host
 // resolves plugin binaries; without that variable, against the working directory.
-func ResolvePath(p string) string {
-	if p == "" || filepath.IsAbs(p) {
+func ResolvePath(p string) string { return ResolvePathIn(os.Getenv(ConfigDirEnv), p) }
+
+// ResolvePathIn returns p as is when it is "" or absolute, else joined to dir (as is when dir is
+// ""): the rule for every path in a config, plugin binaries and path parameters alike.
+func ResolvePathIn(dir, p string) string {
+	if p == "" || dir == "" || filepath.IsAbs(p) {
 		return p
 	}
-	if dir := os.Getenv(ConfigDirEnv); dir != "" {
-		return filepath.Join(dir, p)
-	}
-	return p
+	return filepath.Join(dir, p)
 }
