@@ -74,8 +74,9 @@ func compileReads(paths []string) (*projection, error) {
 	return p, nil
 }
 
-// apply returns c with only the declared fields; the columns it keeps are shared, not copied.
-func (p *projection) apply(c *pb.Cycle) *pb.Cycle {
+// apply returns the cycle with only the declared fields; what it keeps is shared, not copied.
+func (p *projection) apply(w wire) *pb.Cycle {
+	c := w.msg
 	if p == nil || !p.partial {
 		return c
 	}
@@ -106,33 +107,23 @@ func (p *projection) apply(c *pb.Cycle) *pb.Cycle {
 		eps.States = to.Interface().(*pb.EndpointStates)
 	}
 	out := &pb.Cycle{Endpoints: eps, Now: c.GetNow(), Seed: c.GetSeed()}
-	out.Request = p.projectRequest(c.GetRequest())
+	out.Request = p.projectRequest(w)
 	return out
 }
 
-// projectRequest returns r with the declared parts: all of it, it without the hashes, the hashes
-// alone, or nil. Kept fields are shared, not copied.
-func (p *projection) projectRequest(r *pb.Request) *pb.Request {
+// projectRequest returns the request with the declared parts: all of it, it without the hashes
+// (encoded once with the cycle, see wire), the hashes alone, or nil.
+func (p *projection) projectRequest(w wire) *pb.Request {
 	switch {
-	case r == nil || !p.request && !p.hashes:
+	case w.msg.GetRequest() == nil || !p.request && !p.hashes:
 		return nil
-	case p.request && (p.hashes || len(r.GetPrefixBlockHashes()) == 0):
-		return r
-	case !p.request:
-		return &pb.Request{PrefixBlockHashes: r.GetPrefixBlockHashes()}
+	case p.request && p.hashes:
+		return w.msg.GetRequest()
+	case p.request:
+		return w.bare
 	}
-	from, to := r.ProtoReflect(), (&pb.Request{}).ProtoReflect()
-	from.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		if fd.Number() != hashesField {
-			to.Set(fd, v)
-		}
-		return true
-	})
-	return to.Interface().(*pb.Request)
+	return &pb.Request{PrefixBlockHashes: w.msg.GetRequest().GetPrefixBlockHashes()}
 }
-
-// hashesField is the field number of Request.prefix_block_hashes.
-var hashesField = (&pb.Request{}).ProtoReflect().Descriptor().Fields().ByName("prefix_block_hashes").Number()
 
 // ProjectCycle returns c as a stage declaring reads receives it over the wire: every field it did
 // not declare reads as zero. Use it in a stage's tests to check its declaration.
@@ -141,5 +132,5 @@ func ProjectCycle(c *Cycle, reads []string) (*Cycle, error) {
 	if err != nil {
 		return nil, err
 	}
-	return CycleFromProto(p.apply(CycleToProto(c)))
+	return CycleFromProto(p.apply(encodeWire(c)))
 }

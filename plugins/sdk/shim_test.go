@@ -254,12 +254,16 @@ func (echoStageNoStages) Configure([]byte) error { return nil }
 func TestSealedCycleIsReusedUntilCopied(t *testing.T) {
 	c := testCycle("r")
 	c.Seal()
-	if wireOf(c) != c.wire.msg {
+	if w := wireOf(c); w.msg != c.wire.msg || w.bare != c.wire.bare {
 		t.Fatal("a sealed cycle should send its cached encoding")
+	}
+	if b := c.wire.bare; b.GetId() != "r" || b.GetInputTokens() != 900 || len(b.GetPrefixBlockHashes()) != 0 ||
+		len(c.wire.msg.GetRequest().GetPrefixBlockHashes()) != 3 {
+		t.Errorf("the sealed request without hashes is %v; the whole one %v", b, c.wire.msg.GetRequest())
 	}
 	cp := *c
 	cp.Seed = 99
-	if got := wireOf(&cp); got == c.wire.msg || got.GetSeed() != 99 {
+	if got := wireOf(&cp).msg; got == c.wire.msg || got.GetSeed() != 99 {
 		t.Errorf("a copy of a sealed cycle must be encoded afresh, got seed %d", got.GetSeed())
 	}
 }
