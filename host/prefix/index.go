@@ -1,10 +1,12 @@
 // Package prefix keeps the router's own view of which prompt prefixes each endpoint holds in its
 // KV cache, so a cycle can carry each candidate's prefix match without asking the engines.
 //
-// The view is approximate, as in llm-d's prefix-cache scorer: when the router sends a request to an
-// endpoint it records the request's prefix blocks there; each endpoint's record is an LRU bounded
-// by that endpoint's cache capacity in blocks, so memory stays flat under any load and old
-// prefixes age out roughly as the engine would evict them.
+// The view is approximate, as in llm-d's prefix-cache scorer. When the router sends a request to
+// an endpoint it records the request's prefix blocks there; when the response finishes it records
+// the prompt and the answer together, because the engine caches both and frees them then (which
+// makes them its most recently used), and a follow-up turn's prompt contains the answer. Each
+// endpoint's record is an LRU bounded by that endpoint's cache capacity in blocks, so memory stays
+// flat under any load and old prefixes age out roughly as the engine would evict them.
 package prefix
 
 import (

@@ -129,6 +129,7 @@ type sim struct {
 	scraped     []engine.Metrics
 	scrapeAt    time.Duration
 	prefix      *prefix.Index
+	answer      []uint64 // recordAnswer's scratch
 	tracker     *tracker.Tracker
 	flights     []*flight // by index in reqs; nil when not in flight
 	outcomes    []stats.Outcome
@@ -251,11 +252,22 @@ func (s *sim) deliver(i int) {
 		case engine.Token:
 			f.tracked.Tokens(int64(ev.Tokens), Epoch.Add(u.at))
 		case engine.Finish:
+			s.recordAnswer(f)
 			s.finish(f, ev)
 			f.tracked.Finish()
 			s.flights[ev.ID] = nil
 		}
 	}
+}
+
+// recordAnswer notes in the prefix index that the finished request's prompt and answer are now
+// cached where it ran, as the live router records a response it streamed: the engine keeps
+// every full block of both (a follow-up turn, whose prompt contains this answer, hits them), and
+// it frees them at the end, which makes them its most recently used.
+func (s *sim) recordAnswer(f *flight) {
+	r := &s.reqs[f.idx]
+	s.answer = append(append(s.answer[:0], r.Blocks...), r.OutputBlocks...)
+	s.prefix.Record(f.sample.EndpointID, s.answer)
 }
 
 func (s *sim) finish(f *flight, ev engine.Event) {

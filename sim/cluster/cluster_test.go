@@ -149,3 +149,27 @@ func TestCyclesShowWhatTheRouterWouldKnow(t *testing.T) {
 		t.Errorf("second cycle sees %d requests in flight on server 0, want the first one", n)
 	}
 }
+
+// A follow-up turn's prompt contains the previous answer, which the engine keeps cached: once
+// the first turn finishes, the router's index holds its answer's blocks too, as the live router
+// records the responses it streams.
+func TestFollowUpTurnMatchesTheCachedAnswer(t *testing.T) {
+	turn1 := workload.Request{ID: 1, InputTokens: 64, OutputTokens: 33, Streaming: true,
+		Blocks: []uint64{11, 12, 13, 14}, OutputBlocks: []uint64{15, 16}}
+	turn2 := workload.Request{ID: 2, Arrival: 10 * time.Second, InputTokens: 128, OutputTokens: 8, Streaming: true,
+		Blocks: []uint64{11, 12, 13, 14, 15, 16, 17, 18}}
+	rec := &recorder{}
+	res, err := Run(fleet(t, 2), []workload.Request{turn1, turn2}, rec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Outcomes[0].E2E; got <= 0 || got >= turn2.Arrival {
+		t.Fatalf("turn 1 took %v; the test needs it finished before turn 2 arrives", got)
+	}
+	if got := rec.cycles[1].Endpoints[0].State.PrefixMatch; got != 0.75 {
+		t.Errorf("turn 2's prefix match on the server that answered turn 1 is %v, want 6/8 blocks", got)
+	}
+	if got := res.Engines[0].PrefixCacheHits; got != 96 {
+		t.Errorf("the engine served %d prompt tokens from cache, want turn 2's 96 (prompt and answer of turn 1)", got)
+	}
+}
