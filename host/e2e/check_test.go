@@ -31,8 +31,18 @@ func TestCheckListsEveryPluginOfEveryExample(t *testing.T) {
 				if !strings.HasPrefix(rows[i+1], n[1]+" ") {
 					t.Errorf("row %d = %q, want plugin %q", i+1, rows[i+1], n[1])
 				}
-				if strings.Contains(string(data), "path: ../bin/plugins") && !regexp.MustCompile(`\s1\.0\.0\s+1\s+\d+\s`).MatchString(rows[i+1]) {
-					t.Errorf("row %q should show version 1.0.0, protocol 1 and a pid", rows[i+1])
+				path := regexp.MustCompile(`(?m)^  - name: ` + regexp.QuoteMeta(n[1]) + `\n(?:    .*\n)*?    path: \.\./bin/plugins/(\S+)`).FindStringSubmatch(string(data))
+				if path == nil {
+					continue // a built-in stage
+				}
+				stage := path[1]
+				version, err := os.ReadFile(filepath.Join("..", "..", "plugins", stage, "VERSION"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				v := strings.TrimSpace(string(version))
+				if !regexp.MustCompile(`\s` + regexp.QuoteMeta(v) + `\s+1\s+\d+\s`).MatchString(rows[i+1]) {
+					t.Errorf("row %q should show version %s (plugins/%s/VERSION), protocol 1 and a pid", rows[i+1], v, stage)
 				}
 			}
 		})

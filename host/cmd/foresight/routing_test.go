@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/foresight-router/foresight/plugins/producer/predictor"
 )
 
 // TestBenchRoutingIsDeterministic runs a small routing bench twice: the same seed gives the same
@@ -104,7 +106,7 @@ func TestBenchPredictorSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.TrainRows != 400 || res.HeldOut < 100 || res.TrainMs <= 0 || res.PredictUsP50 <= 0 || res.Trees != 20 {
+	if res.TrainRows != 400 || res.HeldOut < 100 || res.TrainMs <= 0 || res.PredictUsP50 <= 0 || res.Trees != predictor.DefaultParams().Model.Trees {
 		t.Errorf("result %+v", res)
 	}
 	for name, v := range map[string]float64{"ttft_mape": res.TTFTMAPE, "tpot_mape": res.TPOTMAPE, "oracle": res.OracleTTFTMAPE} {

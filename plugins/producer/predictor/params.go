@@ -16,11 +16,21 @@ const (
 	ObjectiveQuantile = "quantile"
 )
 
+// The values of the meanLoss parameter.
+const (
+	// LossGamma fits the mean through a log link with the gamma deviance: relative errors count.
+	LossGamma = "gamma"
+	// LossSquared fits the mean with squared error: absolute errors count (llm-d's choice).
+	LossSquared = "squared"
+)
+
 // Params are the producer's parameters, decoded from JSON over DefaultParams.
 type Params struct {
 	// Objective is ObjectiveMean or ObjectiveQuantile; Quantile is the level of the latter.
 	Objective string  `json:"objective"`
 	Quantile  float64 `json:"quantile"`
+	// MeanLoss is the mean objective's loss, LossGamma or LossSquared.
+	MeanLoss string `json:"meanLoss"`
 	// RetrainIntervalMs is the least time between two trainings, in cycle time (Now).
 	RetrainIntervalMs float64 `json:"retrainIntervalMs"`
 	// MinNewSamples is how many new training samples a training needs.
@@ -67,13 +77,16 @@ type ModelParams struct {
 }
 
 // DefaultParams returns the defaults: llm-d's store (strata capped at 500, ~10 % held out),
-// retraining every 10 s when 100 new samples arrived, the mean objective (p90 for quantile), and
-// trees sized for the hot path (gbdt.DefaultParams; README.md has the measurements).
+// retraining every 10 s when 100 new samples arrived, the mean objective with the gamma loss (p90
+// for quantile), and trees sized for the hot path: 16 trees of depth 6 (48 leaves), the
+// trainer's other defaults (gbdt.DefaultParams). README.md has the measurements.
 func DefaultParams() Params {
 	g := gbdt.DefaultParams()
+	g.Trees, g.MaxDepth, g.NumLeaves = 16, 6, 48
 	return Params{
 		Objective:         ObjectiveMean,
 		Quantile:          0.9,
+		MeanLoss:          LossGamma,
 		RetrainIntervalMs: 10_000,
 		MinNewSamples:     100,
 		SamplesPerBucket:  500,
@@ -94,6 +107,7 @@ func (p *Params) Validate() error {
 	errs := []error{
 		sdk.CheckOneOf("objective", p.Objective, ObjectiveMean, ObjectiveQuantile),
 		sdk.CheckRange("quantile", p.Quantile, 0.01, 0.99),
+		sdk.CheckOneOf("meanLoss", p.MeanLoss, LossGamma, LossSquared),
 		sdk.CheckRange("retrainIntervalMs", p.RetrainIntervalMs, 0, 24*3600e3),
 		sdk.CheckRange("minNewSamples", float64(p.MinNewSamples), 1, 1e7),
 		sdk.CheckRange("samplesPerBucket", float64(p.SamplesPerBucket), 1, 1e6),
@@ -116,8 +130,11 @@ func (p *Params) gbdt(objective string) gbdt.Params {
 	g := gbdt.Params{Trees: m.Trees, MaxDepth: m.MaxDepth, NumLeaves: m.NumLeaves, LearningRate: m.LearningRate,
 		Lambda: m.Lambda, MinChildWeight: m.MinChildWeight, MinSamplesLeaf: m.MinSamplesLeaf,
 		Subsample: m.Subsample, MaxBins: m.MaxBins, Seed: m.Seed, Loss: gbdt.SquaredError}
-	if objective == ObjectiveQuantile {
+	switch {
+	case objective == ObjectiveQuantile:
 		g.Loss, g.Alpha = gbdt.Quantile, p.Quantile
+	case p.MeanLoss == LossGamma:
+		g.Loss = gbdt.Gamma
 	}
 	return g
 }

@@ -109,30 +109,51 @@ func TestNoModelNoPredictions(t *testing.T) {
 }
 
 func TestLearnsTheLatencyModel(t *testing.T) {
-	p, rng := trainedProducer(t, nil)
-	st := p.Stats()
-	if st.ModelVersion < 3 || st.TrainingRows == 0 {
-		t.Fatalf("after 40 s of samples: %+v", st)
-	}
-	var ttftErr, tpotErr float64
-	const n = 200
-	for range n / 10 {
-		c := cycle(rng, 10, t0.Add(41*time.Second))
-		preds, err := p.Produce(context.Background(), c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, pr := range preds {
-			ttft, tpot := truth(&c.Request, &c.Endpoints[i].State)
-			if !pr.Valid {
-				t.Fatalf("invalid prediction with a model in service: %+v", pr)
+	for loss, objective := range map[string]string{LossGamma: "objective=gamma\n", LossSquared: "objective=regression\n"} {
+		t.Run(loss, func(t *testing.T) {
+			p, rng := trainedProducer(t, map[string]any{"meanLoss": loss})
+			st := p.Stats()
+			if st.ModelVersion < 3 || st.TrainingRows == 0 {
+				t.Fatalf("after 40 s of samples: %+v", st)
 			}
-			ttftErr += math.Abs(pr.TTFTMs-ttft) / ttft
-			tpotErr += math.Abs(pr.TPOTMs-tpot) / tpot
-		}
+			if text := p.serving.Load().set.TTFT.Text(); !strings.Contains(string(text), objective) {
+				t.Errorf("the TTFT model's header lacks %q", objective)
+			}
+			var ttftErr, tpotErr float64
+			const n = 200
+			for range n / 10 {
+				c := cycle(rng, 10, t0.Add(41*time.Second))
+				preds, err := p.Produce(context.Background(), c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, pr := range preds {
+					ttft, tpot := truth(&c.Request, &c.Endpoints[i].State)
+					if !pr.Valid {
+						t.Fatalf("invalid prediction with a model in service: %+v", pr)
+					}
+					ttftErr += math.Abs(pr.TTFTMs-ttft) / ttft
+					tpotErr += math.Abs(pr.TPOTMs-tpot) / tpot
+				}
+			}
+			if ttftErr/n > 0.10 || tpotErr/n > 0.10 {
+				t.Errorf("MAPE on fresh states: TTFT %.3f, TPOT %.3f; want <= 0.10", ttftErr/n, tpotErr/n)
+			}
+		})
 	}
-	if ttftErr/n > 0.10 || tpotErr/n > 0.10 {
-		t.Errorf("MAPE on fresh states: TTFT %.3f, TPOT %.3f; want <= 0.10", ttftErr/n, tpotErr/n)
+}
+
+func TestRejectsBadParameters(t *testing.T) {
+	for _, tt := range []struct{ params, says string }{
+		{`{"meanLoss":"cubic"}`, "meanLoss"},
+		{`{"objective":"median"}`, "objective"},
+		{`{"model":{"trees":0}}`, "Trees"},
+		{`{"quantile":1.5}`, "quantile"},
+		{`{"nosuch":1}`, "nosuch"},
+	} {
+		if err := New().Configure([]byte(tt.params)); err == nil || !strings.Contains(err.Error(), tt.says) {
+			t.Errorf("Configure(%s): %v; want an error naming %q", tt.params, err, tt.says)
+		}
 	}
 }
 

@@ -24,9 +24,12 @@ import (
 //	prefix_bucket             ⌊4·prefix_match⌋, the store's prefix stratum
 //	last_output_age_ms        ms since the router last saw output there (−1: nothing in flight):
 //	                          where the engine is in its current step, which a new request waits out
+//	prefill_tokens_ahead      prefill_tokens_in_flight + effective_input_tokens: every prompt token
+//	                          the engine computes before this request's first token (a sum that
+//	                          shallow trees would otherwise approximate split by split)
 var TTFT = []string{"is_queued", "kv_cache_usage", "input_tokens", "waiting", "running",
 	"prefill_tokens_in_flight", "decode_tokens_in_flight", "prefix_match", "effective_input_tokens", "prefix_bucket",
-	"last_output_age_ms"}
+	"last_output_age_ms", "prefill_tokens_ahead"}
 
 // TPOT are the TPOT model's features, in column order: the load an output token is generated
 // under (the first seven TTFT features).
@@ -41,6 +44,7 @@ func FillTTFT(dst []float64, r *sdk.Request, s *sdk.EndpointState) {
 	dst[8] = (1 - p) * float64(r.InputTokens)
 	dst[9] = math.Floor(4 * p)
 	dst[10] = s.LastOutputAgeMs
+	dst[11] = dst[5] + dst[8] // prefill_tokens_in_flight + effective_input_tokens
 }
 
 // FillTPOT writes the TPOT features into dst, which must have len(TPOT) elements.

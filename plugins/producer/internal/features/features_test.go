@@ -13,7 +13,7 @@ func TestFill(t *testing.T) {
 		PrefillTokensInFlight: 700, DecodeTokensInFlight: 4000, PrefixMatch: 0.6, LastOutputAgeMs: 3.5}
 	ttft := make([]float64, len(TTFT))
 	FillTTFT(ttft, &r, &s)
-	if want := []float64{1, 0.3, 1000, 2, 5, 700, 4000, 0.6, 400, 2, 3.5}; !slices.Equal(ttft, want) {
+	if want := []float64{1, 0.3, 1000, 2, 5, 700, 4000, 0.6, 400, 2, 3.5, 1100}; !slices.Equal(ttft, want) {
 		t.Errorf("TTFT features %v, want %v", ttft, want)
 	}
 	tpot := make([]float64, len(TPOT))
@@ -23,7 +23,7 @@ func TestFill(t *testing.T) {
 	}
 	s.Waiting, s.PrefixMatch = 0, 1.5 // an out-of-range match is clamped
 	FillTTFT(ttft, &r, &s)
-	if ttft[0] != 0 || ttft[7] != 1 || ttft[8] != 0 || ttft[9] != 4 {
+	if ttft[0] != 0 || ttft[7] != 1 || ttft[8] != 0 || ttft[9] != 4 || ttft[11] != 700 {
 		t.Errorf("no queue, full match: %v", ttft)
 	}
 }

@@ -20,7 +20,7 @@ type Dataset struct {
 
 // validate checks the shape and contents of d and returns the feature names
 // to write (defaulted when d.Names is nil).
-func (d Dataset) validate() ([]string, error) {
+func (d Dataset) validate(loss Loss) ([]string, error) {
 	var errs []error
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("gbdt: dataset: "+format, args...))
@@ -41,6 +41,10 @@ func (d Dataset) validate() ([]string, error) {
 		if math.IsNaN(y) || math.IsInf(y, 0) {
 			bad("Label[%d] is %v; labels must be finite", i, y)
 			break // one is enough to name the problem
+		}
+		if loss == Gamma && y <= 0 {
+			bad("Label[%d] is %v; the gamma loss needs labels > 0", i, y)
+			break
 		}
 	}
 	names := d.Names

@@ -41,6 +41,27 @@ func nonlinear(n, nf int, noise float64, seed uint64) Dataset {
 	return d
 }
 
+// multiplicative draws y = exp(2·x0 + sin(3·x1) + [x2 > 0.5]) · e^N(0, noise²),
+// x0, x1, x2 uniform in [0, 3), [−1, 1), [0, 1): a positive label spanning
+// three orders of magnitude with relative noise, like a latency.
+func multiplicative(n int, noise float64, seed uint64) Dataset {
+	rng := rand.New(rand.NewPCG(seed, 13))
+	d := Dataset{Cols: make([][]float64, 3), Label: make([]float64, n)}
+	for f := range d.Cols {
+		d.Cols[f] = make([]float64, n)
+	}
+	for i := range n {
+		x0, x1, x2 := 3*rng.Float64(), 2*rng.Float64()-1, rng.Float64()
+		d.Cols[0][i], d.Cols[1][i], d.Cols[2][i] = x0, x1, x2
+		s := 2*x0 + math.Sin(3*x1)
+		if x2 > 0.5 {
+			s++
+		}
+		d.Label[i] = math.Exp(s + noise*rng.NormFloat64())
+	}
+	return d
+}
+
 // heteroscedastic draws y = 2·x0 + (0.1 + 2·x1)·N(0,1): the spread grows
 // with x1, so a good p90 model must widen with x1.
 func heteroscedastic(n int, seed uint64) Dataset {
@@ -84,9 +105,12 @@ func modelText(t testing.TB, m *Model) []byte {
 	return buf.Bytes()
 }
 
+// loadLeaves parses text with leaves, with its transformation for the gamma
+// objective (exp of the trees' sum) and without for the others.
 func loadLeaves(t testing.TB, text []byte) *leaves.Ensemble {
 	t.Helper()
-	ens, err := leaves.LGEnsembleFromReader(bufio.NewReader(bytes.NewReader(text)), false)
+	gamma := bytes.Contains(text, []byte("\nobjective=gamma\n"))
+	ens, err := leaves.LGEnsembleFromReader(bufio.NewReader(bytes.NewReader(text)), gamma)
 	if err != nil {
 		t.Fatalf("leaves.LGEnsembleFromReader: %v\n%s", err, head(text, 2000))
 	}

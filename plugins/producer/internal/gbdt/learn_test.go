@@ -2,6 +2,8 @@ package gbdt
 
 import (
 	"bytes"
+	"math"
+	"strings"
 	"testing"
 )
 
@@ -95,5 +97,39 @@ func TestDeterministicBytes(t *testing.T) {
 	p.Loss = Quantile
 	if !bytes.Equal(modelText(t, mustTrain(t, d, p)), modelText(t, mustTrain(t, d, p))) {
 		t.Fatal("quantile: two trainings with the same seed wrote different bytes")
+	}
+}
+
+// TestGammaFitsRelativeError trains both mean losses (100 trees, enough for
+// either to converge on this function) on a positive label spanning three
+// orders of magnitude with 5% relative noise: squared error spends its
+// splits on the largest labels and misses small ones by far more than 5%;
+// the gamma deviance weighs every row by its relative error.
+func TestGammaFitsRelativeError(t *testing.T) {
+	trainSet, test := multiplicative(20000, 0.05, 30), multiplicative(5000, 0.05, 31)
+	mape := func(l Loss) float64 {
+		p := DefaultParams()
+		p.Loss, p.Trees = l, 100
+		m := mustTrain(t, trainSet, p)
+		sum := 0.0
+		for i, y := range test.Label {
+			sum += math.Abs(m.Predict(test.row(i))-y) / y
+		}
+		return sum / float64(len(test.Label))
+	}
+	sq, gamma := mape(SquaredError), mape(Gamma)
+	t.Logf("held-out MAPE: squared error %.4f, gamma %.4f", sq, gamma)
+	if gamma > 0.10 || gamma >= sq/2 {
+		t.Errorf("gamma MAPE %.4f, squared error %.4f: want gamma ≤ 0.10 and under half of squared error's", gamma, sq)
+	}
+}
+
+func TestGammaRejectsNonPositiveLabels(t *testing.T) {
+	d := multiplicative(100, 0.05, 1)
+	d.Label[42] = 0
+	p := DefaultParams()
+	p.Loss = Gamma
+	if _, err := Train(d, p); err == nil || !strings.Contains(err.Error(), "Label[42]") {
+		t.Fatalf("Train with a zero label under gamma: %v, want an error naming Label[42]", err)
 	}
 }

@@ -21,6 +21,12 @@ func TestPredictMatchesLeaves(t *testing.T) {
 			test.Cols[rng.IntN(6)][i] = 1e6 * (rng.Float64() - 0.5)
 		}
 	}
+	// The gamma loss needs positive labels: the same rows with exp(label).
+	positive := train
+	positive.Label = make([]float64, len(train.Label))
+	for i, y := range train.Label {
+		positive.Label[i] = math.Exp(y)
+	}
 	cases := []struct {
 		name string
 		p    func(*Params)
@@ -29,12 +35,18 @@ func TestPredictMatchesLeaves(t *testing.T) {
 		{"squared_subsample", func(p *Params) { p.Subsample = 0.7; p.MaxDepth = 0; p.NumLeaves = 31 }},
 		{"quantile", func(p *Params) { p.Loss = Quantile; p.Alpha = 0.9 }},
 		{"quantile_subsample", func(p *Params) { p.Loss = Quantile; p.Alpha = 0.5; p.Subsample = 0.5 }},
+		{"gamma", func(p *Params) { p.Loss = Gamma }},
+		{"gamma_subsample", func(p *Params) { p.Loss = Gamma; p.Subsample = 0.7 }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			p := DefaultParams()
 			c.p(&p)
-			m := mustTrain(t, train, p)
+			d := train
+			if p.Loss == Gamma {
+				d = positive
+			}
+			m := mustTrain(t, d, p)
 			ens := loadLeaves(t, modelText(t, m))
 			if ens.NEstimators() != m.NumTrees() || ens.NFeatures() != m.NumFeatures() {
 				t.Fatalf("leaves sees %d trees × %d features, model has %d × %d",

@@ -5,8 +5,12 @@ import (
 	"slices"
 )
 
-// initScore is the constant that minimises the loss before any tree:
-// the mean for squared error, the Alpha-quantile for the pinball loss.
+// initScore is the constant the first tree starts from: the mean for squared
+// error and the Alpha-quantile for the pinball loss (the constants that
+// minimise them), and the mean of log y for the gamma deviance. LightGBM
+// starts gamma from log of the mean, its minimiser; but on labels spanning
+// orders of magnitude the mean is the largest rows', and the geometric mean
+// leaves every row's ratio y/μ, the Newton step's hessian, less lopsided.
 func initScore(p *Params, label []float64) float64 {
 	if p.Loss == Quantile {
 		return quantileOf(slices.Clone(label), p.Alpha)
@@ -14,6 +18,13 @@ func initScore(p *Params, label []float64) float64 {
 	sum := 0.0
 	for _, y := range label {
 		sum += y
+	}
+	if p.Loss == Gamma {
+		ls := 0.0
+		for _, y := range label {
+			ls += math.Log(y)
+		}
+		return ls / float64(len(label))
 	}
 	return sum / float64(len(label))
 }
@@ -34,6 +45,15 @@ func gradients(p *Params, label, score, grad, hess []float64) {
 				grad[i] = -p.Alpha
 			}
 			hess[i] = 1
+		}
+	case Gamma:
+		// Deviance per row, up to terms free of the score s = log μ:
+		// y·e^−s + s. Its derivatives are 1 − y·e^−s and y·e^−s (LightGBM's
+		// RegressionGammaLoss).
+		for i, y := range label {
+			r := y * math.Exp(-score[i])
+			grad[i] = 1 - r
+			hess[i] = r
 		}
 	default:
 		for i, y := range label {

@@ -1,6 +1,9 @@
 package gbdt
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // Model is a trained ensemble. It is immutable after Train and safe for
 // concurrent use.
@@ -13,8 +16,9 @@ type Model struct {
 
 // Predict returns the model's output for one row of len >= NumFeatures()
 // feature values, in Dataset column order; NaN is treated as 0. It is the sum
-// of the trees' outputs in order, which is what leaves' PredictSingle
-// computes from the text written by WriteText, to the last bit.
+// of the trees' outputs in order (exp of it for Gamma), which is what leaves'
+// PredictSingle computes from the text written by WriteText, to the last bit
+// (loaded with its transformation for Gamma).
 func (m *Model) Predict(row []float64) float64 {
 	if len(row) < len(m.names) {
 		panic(fmt.Sprintf("gbdt: Predict got %d features, model has %d", len(row), len(m.names)))
@@ -22,6 +26,9 @@ func (m *Model) Predict(row []float64) float64 {
 	sum := 0.0
 	for _, t := range m.trees {
 		sum += t.predict(row)
+	}
+	if m.params.Loss == Gamma {
+		return math.Exp(sum)
 	}
 	return sum
 }

@@ -13,10 +13,10 @@ import (
 // LightGBM 3.x would for a numerical-only regression model: header, tree
 // blocks separated by two blank lines, "end of trees", feature importances
 // and parameters. github.com/dmitryikh/leaves loads it with
-// LGEnsembleFromReader(r, false); pass loadTransformation=false, because
-// leaves cannot parse the "quantile alpha:0.9" objective line (LightGBM's
-// own spelling) when asked for a transformation, and neither objective has
-// one.
+// LGEnsembleFromReader(r, loadTransformation): true for Gamma, whose
+// predictions are exp of the trees' sum; false for the others, which have no
+// transformation, and because leaves cannot parse the "quantile alpha:0.9"
+// objective line (LightGBM's own spelling) when asked for one.
 func (m *Model) WriteText(w io.Writer) error {
 	blocks := make([]string, len(m.trees))
 	sizes := make([]string, len(m.trees))
@@ -44,8 +44,11 @@ func (m *Model) WriteText(w io.Writer) error {
 
 // objective is the objective line as LightGBM writes it.
 func (m *Model) objective() string {
-	if m.params.Loss == Quantile {
+	switch m.params.Loss {
+	case Quantile:
 		return "quantile alpha:" + formatFloat(m.params.Alpha)
+	case Gamma:
+		return "gamma"
 	}
 	return "regression"
 }

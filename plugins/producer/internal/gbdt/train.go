@@ -17,7 +17,7 @@ func Train(d Dataset, p Params) (*Model, error) {
 // train is Train with the quantile leaf renewal switchable, so that tests can
 // show what it buys.
 func train(d Dataset, p Params, renew bool) (*Model, error) {
-	names, derr := d.validate()
+	names, derr := d.validate(p.Loss)
 	if err := errors.Join(p.Validate(), derr); err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package model
 
 import (
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,6 +65,25 @@ func TestParse(t *testing.T) {
 	}
 }
 
+// A log-link objective's trees sum to the log of the prediction, with or without parameters on
+// the objective line.
+func TestParseLogLinkObjectives(t *testing.T) {
+	for _, objective := range []string{"gamma", "poisson", "tweedie tweedie_variance_power:1.5"} {
+		m, err := Parse([]byte(strings.Replace(stump, "objective=regression", "objective="+objective, 1)), 2)
+		if err != nil {
+			t.Fatalf("%s: %v", objective, err)
+		}
+		rows := []float64{0.2, 9, 0.7, 9}
+		out := make([]float64, 2)
+		if err := m.PredictRows(rows, 2, out); err != nil {
+			t.Fatal(err)
+		}
+		if got := m.Predict(rows[:2]); got != math.Exp(1) || out[0] != math.Exp(1) || out[1] != math.Exp(3) {
+			t.Errorf("%s: Predict %v, PredictRows %v; want e¹ and e³", objective, got, out)
+		}
+	}
+}
+
 func TestParseRejectsWhatItCannotServe(t *testing.T) {
 	xgboostBinary := append([]byte{0, 0, 0, 0x3f, 1, 0, 0, 0}, []byte("binf\x00gbtree")...)
 	tests := []struct {
@@ -82,6 +102,7 @@ func TestParseRejectsWhatItCannotServe(t *testing.T) {
 		{"bad child index", strings.Replace(stump, "right_child=-2", "right_child=7", 1), 2, "malformed LightGBM model"},
 		{"a leaf twice", strings.Replace(stump, "right_child=-2", "right_child=-1", 1), 2, "child of two nodes"},
 		{"a cycle back to the root", cyclic, 2, "node 0 is the root"},
+		{"a classifier", strings.Replace(stump, "objective=regression", "objective=binary sigmoid:1", 1), 2, `objective "binary" is a classification`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
