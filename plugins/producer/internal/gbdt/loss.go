@@ -12,19 +12,18 @@ import (
 // orders of magnitude the mean is the largest rows', and the geometric mean
 // leaves every row's ratio y/μ, the Newton step's hessian, less lopsided.
 func initScore(p *Params, label []float64) float64 {
-	if p.Loss == Quantile {
-		return quantileOf(slices.Clone(label), p.Alpha)
-	}
 	sum := 0.0
-	for _, y := range label {
-		sum += y
-	}
-	if p.Loss == Gamma {
-		ls := 0.0
+	switch p.Loss {
+	case Quantile:
+		return quantileOf(slices.Clone(label), p.Alpha)
+	case Gamma:
 		for _, y := range label {
-			ls += math.Log(y)
+			sum += math.Log(y)
 		}
-		return ls / float64(len(label))
+	default:
+		for _, y := range label {
+			sum += y
+		}
 	}
 	return sum / float64(len(label))
 }
