@@ -23,6 +23,12 @@ type Config struct {
 	Plugins []PluginSpec `yaml:"plugins"`
 	// Pipeline wires the declared plugins into stages.
 	Pipeline Pipeline `yaml:"pipeline"`
+	// Server, Endpoints, Scrape and Objectives configure the live router (foresight serve); the
+	// other commands ignore them.
+	Server     Server      `yaml:"server"`
+	Endpoints  Endpoints   `yaml:"endpoints"`
+	Scrape     Scrape      `yaml:"scrape"`
+	Objectives []Objective `yaml:"objectives"`
 
 	file string     // the file it was read from, for error messages
 	root *yaml.Node // the parsed document, for line numbers
@@ -141,6 +147,7 @@ func (c *Config) applyDefaults() {
 	if c.Pipeline.MaxCohorts == 0 {
 		c.Pipeline.MaxCohorts = DefaultMaxCohorts
 	}
+	c.applyRouterDefaults()
 }
 
 // File returns the file the configuration was read from.

@@ -101,6 +101,10 @@ func TestParseValid(t *testing.T) {
 			MaxBatch:     8,
 			MaxCohorts:   2,
 		},
+		Server: config.Server{Listen: config.DefaultListen, AdminListen: config.DefaultAdminListen,
+			MaxBodyBytes: config.DefaultMaxBodyBytes, UpstreamTimeout: config.DefaultUpstreamTimeout,
+			ConnectTimeout: config.DefaultConnectTimeout, Decisions: config.DefaultDecisions},
+		Scrape: config.Scrape{Interval: config.DefaultScrapeInterval, Engine: config.DefaultEngine},
 	}
 	if diff := cmp.Diff(want, c, cmpopts.IgnoreUnexported(config.Config{})); diff != "" {
 		t.Errorf("Parse (-want +got):\n%s", diff)
@@ -249,8 +253,26 @@ func TestParseErrors(t *testing.T) {
 		{"only a comment", "# nothing yet\n", "test.yaml: the file is empty", false},
 		{"syntax error", y("plugins:", "  - name: q", "    type: a: b"),
 			"test.yaml:3: mapping values are not allowed in this context", false},
-		{"unknown top-level field", withPipeline(plugins(), "server: {}"),
-			`test.yaml:6: unknown field "server" in the top level (known: plugins, pipeline)`, false},
+		{"unknown top-level field", withPipeline(plugins(), "servers: {}"),
+			`test.yaml:6: unknown field "servers" in the top level (known: plugins, pipeline, server, endpoints, scrape, objectives)`, false},
+		{"unknown field in server", withPipeline(plugins(), "server: {port: 80}"),
+			`test.yaml:6: unknown field "port" in server (known: listen, adminListen, maxBodyBytes, upstreamTimeout, connectTimeout, decisions)`, false},
+		{"unknown field in an endpoint", withPipeline(plugins(), "endpoints:", "  static:", "    - {addr: 127.0.0.1:8000}"),
+			`test.yaml:8: unknown field "addr" in an endpoint entry (known: id, address, labels)`, false},
+		{"listen not host:port", withPipeline(plugins(), "server: {listen: \"8080\"}"),
+			`test.yaml:6: server.listen: "8080" is not host:port: address 8080: missing port in address`, false},
+		{"negative body limit", withPipeline(plugins(), "server: {maxBodyBytes: -1}"),
+			`test.yaml:6: server.maxBodyBytes: must be positive`, false},
+		{"unknown engine", withPipeline(plugins(), "scrape: {engine: tgi}"),
+			`test.yaml:6: scrape.engine: "tgi" is not an engine: vllm or sglang`, false},
+		{"endpoint without address", withPipeline(plugins(), "endpoints:", "  static:", "    - {id: a}"),
+			`test.yaml:8: endpoints.static[0].address: is required (host:port or http://host:port)`, false},
+		{"endpoint address garbage", withPipeline(plugins(), "endpoints:", "  static:", "    - {address: not an address}"),
+			`test.yaml:8: endpoints.static[0].address: "not an address" is neither host:port nor an http(s) URL`, false},
+		{"duplicate endpoint id", withPipeline(plugins(), "endpoints:", "  static:", "    - {address: 127.0.0.1:8000}", "    - {address: 127.0.0.1:8000}"),
+			`test.yaml:9: endpoints.static[1].id: "127.0.0.1:8000" is also endpoint 0's id`, false},
+		{"duplicate objective", withPipeline(plugins(), "objectives:", "  - {name: batch, priority: -1}", "  - {name: batch, priority: 2}"),
+			`test.yaml:8: objectives[1].name: "batch" is also objective 0's name`, false},
 		{"unknown field in a plugin entry", withPipeline(plugins("    params: {}")),
 			`test.yaml:4: unknown field "params" in a plugin entry (known: name, type, path, args, env, sha256, version, timeout, parameters)`, false},
 		{"unknown field in pipeline", withPipeline(plugins(), "  scorer: []"),
@@ -373,5 +395,47 @@ func TestParseWrongTypeNamesField(t *testing.T) {
 	_, err := config.Parse("test.yaml", []byte(data))
 	if err == nil || !strings.Contains(err.Error(), "maxBatch") {
 		t.Errorf("Parse error = %v, want it to name maxBatch", err)
+	}
+}
+
+func TestParseRouterSections(t *testing.T) {
+	data := y(
+		"plugins:", scorerQ[0], scorerQ[1],
+		"pipeline:", "  scorers: [{pluginRef: q}]",
+		"server:", "  listen: 0.0.0.0:8000", "  adminListen: 127.0.0.1:9100", "  maxBodyBytes: 1024",
+		"  upstreamTimeout: 30s", "  connectTimeout: 500ms", "  decisions: 10",
+		"endpoints:", "  static:",
+		"    - {id: a, address: 10.0.0.1:8000, labels: {accelerator: h100}}",
+		"    - {address: http://10.0.0.2:8000}",
+		"  file: fleet.yaml",
+		"scrape: {interval: 100ms, engine: sglang, metrics: {waiting: my_waiting}}",
+		"objectives:", "  - {name: premium, priority: 2}", "  - {name: batch, priority: -1}",
+	)
+	c, err := config.Parse("/etc/foresight/router.yaml", []byte(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := config.Server{Listen: "0.0.0.0:8000", AdminListen: "127.0.0.1:9100", MaxBodyBytes: 1024,
+		UpstreamTimeout: 30 * time.Second, ConnectTimeout: 500 * time.Millisecond, Decisions: 10}
+	if diff := cmp.Diff(want, c.Server); diff != "" {
+		t.Errorf("server (-want +got):\n%s", diff)
+	}
+	eps := []config.EndpointSpec{{ID: "a", Address: "10.0.0.1:8000", Labels: map[string]string{"accelerator": "h100"}},
+		{ID: "http://10.0.0.2:8000", Address: "http://10.0.0.2:8000"}}
+	if diff := cmp.Diff(eps, c.Endpoints.Static); diff != "" {
+		t.Errorf("endpoints (-want +got):\n%s", diff)
+	}
+	if got := c.EndpointsFile(); got != "/etc/foresight/fleet.yaml" {
+		t.Errorf("EndpointsFile() = %q, want it resolved against the config's directory", got)
+	}
+	scrape := config.Scrape{Interval: 100 * time.Millisecond, Engine: "sglang", Metrics: config.MetricNames{Waiting: "my_waiting"}}
+	if diff := cmp.Diff(scrape, c.Scrape); diff != "" {
+		t.Errorf("scrape (-want +got):\n%s", diff)
+	}
+	if p, ok := c.Priority("batch"); !ok || p != -1 {
+		t.Errorf("Priority(batch) = %d, %v", p, ok)
+	}
+	if _, ok := c.Priority("gold"); ok {
+		t.Error("an undeclared objective has a priority")
 	}
 }

@@ -25,15 +25,23 @@ var (
 
 // friendly names and field lists of the config types, for unknown-field messages.
 var configTypes = map[string]reflect.Type{
-	"config.Config":     reflect.TypeOf(Config{}),
-	"config.PluginSpec": reflect.TypeOf(PluginSpec{}),
-	"config.Pipeline":   reflect.TypeOf(Pipeline{}),
-	"config.StageRef":   reflect.TypeOf(StageRef{}),
+	"config.Config":       reflect.TypeOf(Config{}),
+	"config.PluginSpec":   reflect.TypeOf(PluginSpec{}),
+	"config.Pipeline":     reflect.TypeOf(Pipeline{}),
+	"config.StageRef":     reflect.TypeOf(StageRef{}),
+	"config.Server":       reflect.TypeOf(Server{}),
+	"config.Endpoints":    reflect.TypeOf(Endpoints{}),
+	"config.EndpointSpec": reflect.TypeOf(EndpointSpec{}),
+	"config.Scrape":       reflect.TypeOf(Scrape{}),
+	"config.MetricNames":  reflect.TypeOf(MetricNames{}),
+	"config.Objective":    reflect.TypeOf(Objective{}),
 }
 
 var friendlyNames = map[string]string{
 	"config.Config": "the top level", "config.PluginSpec": "a plugin entry",
 	"config.Pipeline": "pipeline", "config.StageRef": "a stage reference",
+	"config.Server": "server", "config.Endpoints": "endpoints", "config.EndpointSpec": "an endpoint entry",
+	"config.Scrape": "scrape", "config.MetricNames": "scrape.metrics", "config.Objective": "an objective",
 }
 
 // yamlError rewrites a yaml.v3 error as "file:line: message" lines.
@@ -167,7 +175,10 @@ func (c *Config) validate() error {
 			return err
 		}
 	}
-	return c.validatePipeline()
+	if err := c.validatePipeline(); err != nil {
+		return err
+	}
+	return c.validateRouter()
 }
 
 func (c *Config) validatePlugin(i int, seen map[string]int) error {

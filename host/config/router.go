@@ -1,0 +1,198 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"time"
+
+	"github.com/foresight-router/foresight/plugins/sdk"
+)
+
+// Server configures the live router's listeners (foresight serve).
+type Server struct {
+	// Listen is the OpenAI API's address (default 127.0.0.1:8080).
+	Listen string `yaml:"listen"`
+	// AdminListen serves /metrics, /debug/decisions and /health (default 127.0.0.1:9090).
+	AdminListen string `yaml:"adminListen"`
+	// MaxBodyBytes bounds a request body; a larger one is answered 413 (default 4 MiB).
+	MaxBodyBytes int64 `yaml:"maxBodyBytes"`
+	// UpstreamTimeout bounds a whole upstream response, from dispatch to its last byte (default 10m).
+	UpstreamTimeout time.Duration `yaml:"upstreamTimeout"`
+	// ConnectTimeout bounds connecting to an endpoint; past it the next picked endpoint is tried
+	// (default 2s).
+	ConnectTimeout time.Duration `yaml:"connectTimeout"`
+	// Decisions is how many decision traces /debug/decisions keeps (default 256).
+	Decisions int `yaml:"decisions"`
+}
+
+// Endpoints lists the model servers: a static list, a file watched for changes, or both.
+type Endpoints struct {
+	Static []EndpointSpec `yaml:"static"`
+	// File, relative to the config file's directory unless absolute, holds more endpoints
+	// ("endpoints:" followed by entries shaped like Static's); it is re-read when it changes.
+	File string `yaml:"file"`
+}
+
+// EndpointSpec is one model server.
+type EndpointSpec struct {
+	// ID names the endpoint (default: its address).
+	ID string `yaml:"id"`
+	// Address is host:port, or a base URL (http://host:port, https://…).
+	Address string            `yaml:"address"`
+	Labels  map[string]string `yaml:"labels"`
+}
+
+// Scrape configures reading the engines' Prometheus metrics.
+type Scrape struct {
+	// Interval is the scrape period (default 50ms).
+	Interval time.Duration `yaml:"interval"`
+	// Engine picks the metric names: vllm (default) or sglang.
+	Engine string `yaml:"engine"`
+	// Metrics overrides single names of the engine's defaults.
+	Metrics MetricNames `yaml:"metrics"`
+}
+
+// MetricNames overrides the engine metric names the router reads; empty fields keep the defaults.
+type MetricNames struct {
+	Waiting      string `yaml:"waiting"`
+	Running      string `yaml:"running"`
+	KVCacheUsage string `yaml:"kvCacheUsage"`
+	CacheConfig  string `yaml:"cacheConfig"`
+}
+
+// Objective maps the value of the x-llm-d-inference-objective header to a priority.
+type Objective struct {
+	Name string `yaml:"name"`
+	// Priority below zero makes the request sheddable; zero and above must be served.
+	Priority int32 `yaml:"priority"`
+}
+
+// Router defaults.
+const (
+	DefaultListen          = "127.0.0.1:8080"
+	DefaultAdminListen     = "127.0.0.1:9090"
+	DefaultMaxBodyBytes    = 4 << 20
+	DefaultUpstreamTimeout = 10 * time.Minute
+	DefaultConnectTimeout  = 2 * time.Second
+	DefaultDecisions       = 256
+	DefaultScrapeInterval  = 50 * time.Millisecond
+	DefaultEngine          = "vllm"
+)
+
+func (c *Config) applyRouterDefaults() {
+	s := &c.Server
+	if s.Listen == "" {
+		s.Listen = DefaultListen
+	}
+	if s.AdminListen == "" {
+		s.AdminListen = DefaultAdminListen
+	}
+	if s.MaxBodyBytes == 0 {
+		s.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if s.UpstreamTimeout == 0 {
+		s.UpstreamTimeout = DefaultUpstreamTimeout
+	}
+	if s.ConnectTimeout == 0 {
+		s.ConnectTimeout = DefaultConnectTimeout
+	}
+	if s.Decisions == 0 {
+		s.Decisions = DefaultDecisions
+	}
+	if c.Scrape.Interval == 0 {
+		c.Scrape.Interval = DefaultScrapeInterval
+	}
+	if c.Scrape.Engine == "" {
+		c.Scrape.Engine = DefaultEngine
+	}
+	for i := range c.Endpoints.Static {
+		if e := &c.Endpoints.Static[i]; e.ID == "" {
+			e.ID = e.Address
+		}
+	}
+}
+
+func (c *Config) validateRouter() error {
+	s := &c.Server
+	for _, l := range []struct{ field, addr string }{{"listen", s.Listen}, {"adminListen", s.AdminListen}} {
+		if _, _, err := net.SplitHostPort(l.addr); err != nil {
+			return c.errorAt([]any{"server", l.field}, "%q is not host:port: %v", l.addr, err)
+		}
+	}
+	positive := []struct {
+		field string
+		ok    bool
+	}{
+		{"maxBodyBytes", s.MaxBodyBytes > 0}, {"upstreamTimeout", s.UpstreamTimeout > 0},
+		{"connectTimeout", s.ConnectTimeout > 0}, {"decisions", s.Decisions > 0},
+	}
+	for _, p := range positive {
+		if !p.ok {
+			return c.errorAt([]any{"server", p.field}, "must be positive")
+		}
+	}
+	if c.Scrape.Interval < time.Millisecond {
+		return c.errorAt([]any{"scrape", "interval"}, "must be at least 1ms, got %v", c.Scrape.Interval)
+	}
+	if e := c.Scrape.Engine; e != "vllm" && e != "sglang" {
+		return c.errorAt([]any{"scrape", "engine"}, "%q is not an engine: vllm or sglang", e)
+	}
+	ids := map[string]int{}
+	for i, e := range c.Endpoints.Static {
+		if err := validAddress(e.Address); err != nil {
+			return c.errorAt([]any{"endpoints", "static", i, "address"}, "%v", err)
+		}
+		if j, dup := ids[e.ID]; dup {
+			return c.errorAt([]any{"endpoints", "static", i, "id"}, "%q is also endpoint %d's id", e.ID, j)
+		}
+		ids[e.ID] = i
+	}
+	names := map[string]int{}
+	for i, o := range c.Objectives {
+		if o.Name == "" {
+			return c.errorAt([]any{"objectives", i, "name"}, "is required")
+		}
+		if j, dup := names[o.Name]; dup {
+			return c.errorAt([]any{"objectives", i, "name"}, "%q is also objective %d's name", o.Name, j)
+		}
+		names[o.Name] = i
+	}
+	return nil
+}
+
+// validAddress accepts host:port or an http(s) base URL with a host.
+func validAddress(a string) error {
+	if a == "" {
+		return errors.New("is required (host:port or http://host:port)")
+	}
+	if u, err := url.Parse(a); err == nil && (u.Scheme == "http" || u.Scheme == "https") {
+		if u.Host == "" {
+			return fmt.Errorf("the URL %q has no host", a)
+		}
+		return nil
+	}
+	if _, _, err := net.SplitHostPort(a); err != nil {
+		return fmt.Errorf("%q is neither host:port nor an http(s) URL", a)
+	}
+	return nil
+}
+
+// EndpointsFile returns the endpoints file resolved against the config file's directory, or "".
+func (c *Config) EndpointsFile() string {
+	if c.Endpoints.File == "" {
+		return ""
+	}
+	return sdk.ResolvePathIn(c.Dir(), c.Endpoints.File)
+}
+
+// Priority returns the priority of the objective called name.
+func (c *Config) Priority(name string) (int32, bool) {
+	for _, o := range c.Objectives {
+		if o.Name == name {
+			return o.Priority, true
+		}
+	}
+	return 0, false
+}
