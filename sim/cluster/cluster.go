@@ -13,9 +13,9 @@ import (
 
 	"github.com/foresight-router/foresight/host/prefix"
 	"github.com/foresight-router/foresight/host/tracker"
+	"github.com/foresight-router/foresight/internal/splitmix"
 	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/foresight-router/foresight/sim/engine"
-	"github.com/foresight-router/foresight/sim/internal/splitmix"
 	"github.com/foresight-router/foresight/sim/stats"
 	"github.com/foresight-router/foresight/sim/workload"
 )

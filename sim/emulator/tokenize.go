@@ -7,7 +7,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/foresight-router/foresight/sim/internal/splitmix"
+	"github.com/foresight-router/foresight/internal/splitmix"
 )
 
 // bosToken is the id of the beginning-of-text token every prompt starts with, as Llama 3's

@@ -17,7 +17,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/foresight-router/foresight/sim/internal/splitmix"
+	"github.com/foresight-router/foresight/internal/splitmix"
 )
 
 // Request is one completion request as the engine sees it.

@@ -1,6 +1,6 @@
 package workload
 
-import "github.com/foresight-router/foresight/sim/internal/splitmix"
+import "github.com/foresight-router/foresight/internal/splitmix"
 
 // BlockSize is the number of tokens in a KV block (vLLM's default block_size).
 const BlockSize = 16

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/foresight-router/foresight/sim/internal/splitmix"
+	"github.com/foresight-router/foresight/internal/splitmix"
 )
 
 // Request is one inference request of a workload. Block slices are shared between requests

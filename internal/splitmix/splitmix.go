@@ -1,5 +1,5 @@
-// Package splitmix holds the simulator's one integer mixer, splitmix64's finaliser, which every
-// sim package uses for deterministic hashing and seeding.
+// Package splitmix holds the project's one integer mixer, splitmix64's finaliser: the simulator
+// uses it for deterministic hashing and seeding, the router to spread its prefix-block hashes.
 package splitmix
 
 // Gamma is splitmix64's increment (the golden ratio in 64 bits); Mix(x + Gamma) is one full
