@@ -2,6 +2,7 @@
 package e2e
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -72,7 +73,10 @@ func buildAll() error {
 		}
 		// A generous deadline: on a loaded 2-core CI machine a first call can take several ms, and
 		// these tests check decisions, not latency (the bench does that).
-		data = append(data, "  stageTimeout: 5s\n"...)
+		if !bytes.Contains(data, []byte("\npipeline:\n")) {
+			return fmt.Errorf("%s has no top-level pipeline: line to give a deadline", f)
+		}
+		data = bytes.Replace(data, []byte("\npipeline:\n"), []byte("\npipeline:\n  stageTimeout: 5s\n"), 1)
 		if err := os.WriteFile(filepath.Join(root, "examples", filepath.Base(f)), data, 0o644); err != nil {
 			return err
 		}

@@ -82,7 +82,7 @@ func newRoot() *cobra.Command {
 		},
 	}
 	root.PersistentFlags().StringVar(&level, "log-level", "warn", "log level: trace, debug, info, warn, error")
-	root.AddCommand(newCheck(), newSchedule(), newBench(), newDemo(), newEmulate(), newNoopPlugin())
+	root.AddCommand(newCheck(), newSchedule(), newServe(), newBench(), newDemo(), newEmulate(), newNoopPlugin())
 	return root
 }
 

@@ -1,0 +1,109 @@
+package endpoints
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+)
+
+// Defaults of a Config's zero fields.
+const (
+	// DefaultInterval keeps engine gauges at most a few tens of milliseconds old, the time scale
+	// on which queues change under load (as llm-d's endpoint picker refreshes them).
+	DefaultInterval = 50 * time.Millisecond
+	// DefaultTimeout bounds one scrape; a server that cannot answer /metrics in a second is not
+	// one to route to.
+	DefaultTimeout = time.Second
+	// DefaultFailAfter tolerates a lost packet or a slow scrape without dropping an endpoint.
+	DefaultFailAfter = 3
+	// DefaultProbeInterval brings a recovered endpoint back within a second without hammering
+	// one that is down.
+	DefaultProbeInterval = time.Second
+	// DefaultModelsInterval: the models a server serves change only on a restart or a LoRA load.
+	DefaultModelsInterval = 10 * time.Second
+	// MaxBodyBytes bounds a /metrics or /v1/models body; a larger one is a failed scrape.
+	MaxBodyBytes = 4 << 20
+)
+
+// Config configures a Set. Zero values take the defaults.
+type Config struct {
+	// Interval is the scrape period of an endpoint in the rotation (default 50ms).
+	Interval time.Duration
+	// Timeout is one scrape's (and probe's) deadline (default 1s).
+	Timeout time.Duration
+	// Names are the metric names to read (default Names("vllm")).
+	Names MetricNames
+	// FailAfter is the number of consecutive failures (scrapes, probes or proxy-reported) after
+	// which an endpoint leaves the rotation (default 3).
+	FailAfter int
+	// ProbeInterval is how often an endpoint out of the rotation is probed: GET /health, then a
+	// scrape (default 1s).
+	ProbeInterval time.Duration
+	// ModelsInterval is how often each endpoint's /v1/models is refreshed (default 10s).
+	ModelsInterval time.Duration
+	// Client makes every request (default: a client with bounded dials and idle connections).
+	Client *http.Client
+	// Now is the clock of ScrapedAt and MetricsAge (default time.Now; tests inject).
+	Now func() time.Time
+}
+
+// withDefaults returns c with its zero fields set, or an error naming a negative one.
+func (c Config) withDefaults() (Config, error) {
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"interval", c.Interval}, {"timeout", c.Timeout},
+		{"probe interval", c.ProbeInterval}, {"models interval", c.ModelsInterval},
+	} {
+		if d.v < 0 {
+			return c, fmt.Errorf("%s must not be negative, got %v", d.name, d.v)
+		}
+	}
+	if c.FailAfter < 0 {
+		return c, fmt.Errorf("fail-after must not be negative, got %d", c.FailAfter)
+	}
+	if c.Interval == 0 {
+		c.Interval = DefaultInterval
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.FailAfter == 0 {
+		c.FailAfter = DefaultFailAfter
+	}
+	if c.ProbeInterval == 0 {
+		c.ProbeInterval = DefaultProbeInterval
+	}
+	if c.ModelsInterval == 0 {
+		c.ModelsInterval = DefaultModelsInterval
+	}
+	if c.Names == (MetricNames{}) {
+		c.Names, _ = Names("vllm")
+	} else if err := c.Names.Validate(); err != nil {
+		return c, err
+	}
+	if c.Client == nil {
+		c.Client = DefaultClient()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c, nil
+}
+
+// DefaultClient returns the client a Set uses when Config.Client is nil: direct connections (no
+// proxy from the environment: the router talks to its own fleet), dials bounded to 2s, a few idle
+// keep-alive connections per endpoint (one scrape loop needs one), and no overall timeout (each
+// request carries its own deadline).
+func DefaultClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		DialContext:           (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:          256,
+		MaxIdleConnsPerHost:   4,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   5 * time.Second,
+		ResponseHeaderTimeout: 10 * time.Second,
+	}}
+}

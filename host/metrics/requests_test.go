@@ -1,0 +1,41 @@
+package metrics
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func TestRequestsCountsAndViolations(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m, err := NewRequests(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Observe(Request{Code: 200, TTFTMs: 120, TPOTMs: 30, PredictedTTFTMs: 100, PredictedTPOTMs: 25, SLOTTFTMs: 100, SLOTPOTMs: 50})
+	m.Observe(Request{Code: 200, TTFTMs: 80, SLOTTFTMs: 100})
+	m.Observe(Request{Code: 429})
+	want := `
+# HELP foresight_requests_total Requests answered, by HTTP status code (499: the client went away first).
+# TYPE foresight_requests_total counter
+foresight_requests_total{code="200"} 2
+foresight_requests_total{code="429"} 1
+# HELP llm_d_epp_request_slo_violation_total Requests that missed an objective, by type (ttft, tpot).
+# TYPE llm_d_epp_request_slo_violation_total counter
+llm_d_epp_request_slo_violation_total{type="ttft"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "foresight_requests_total", "llm_d_epp_request_slo_violation_total"); err != nil {
+		t.Error(err)
+	}
+	if n := testutil.CollectAndCount(m.ttft); n != 1 {
+		t.Errorf("%d TTFT histograms", n)
+	}
+	if _, err := reg.Gather(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewRequests(reg); err == nil {
+		t.Error("registering the request metrics twice succeeded")
+	}
+}

@@ -1,0 +1,379 @@
+package openai
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// StreamResult is what Relay saw.
+type StreamResult struct {
+	// FirstContent is when the first chunk carrying generated content (non-empty text or
+	// delta.content, or a tool-call or reasoning delta) was written to the client; zero if none.
+	// A chat stream's opening role-only delta is not content.
+	FirstContent time.Time
+	Last         time.Time // when the last content chunk was written
+	Usage        *Usage    // from the last chunk carrying usage (the final usage chunk); nil if none
+	Answer       string    // the generated text of choice 0, capped at MaxAnswerBytes
+	Done         bool      // "data: [DONE]" was seen
+	Chunks       int       // content chunks
+}
+
+// SourceError is Relay's error when reading the upstream stream failed (as opposed to writing to
+// the client, whose error Relay returns as it is).
+type SourceError struct{ Err error }
+
+// Error describes the failed read.
+func (e *SourceError) Error() string { return fmt.Sprintf("reading upstream stream: %v", e.Err) }
+
+// Unwrap returns the read error.
+func (e *SourceError) Unwrap() error { return e.Err }
+
+// maxEventBytes bounds how much of one event Relay holds to inspect it; the rest of a longer
+// event is passed through unread, so memory stays bounded whatever the engine sends.
+const maxEventBytes = 4 << 20
+
+// Relay copies an SSE stream from src to dst event by event, holding at most one event: after
+// writing each event it calls flush (http.Flusher's Flush). Events, comments (": ping"),
+// multi-line data fields and "\n" or "\r\n" line endings pass through byte for byte.
+//
+// When hideUsage is true (Request.HiddenUsage) it drops the usage-only chunk (choices empty,
+// usage present) and removes a non-null "usage" member the engine added to other chunks (vLLM's
+// continuous_usage_stats is not requested, but Relay does not rely on it), so the client sees
+// exactly what it would have without stream_options.include_usage. Usage is recorded either way.
+//
+// now gives the time (tests inject it). onFirst, when non-nil, is called once with the time the
+// first content chunk was written; onTokens, when non-nil, with the running count of content
+// chunks and the time after each one, the first included.
+//
+// Relay returns when src ends (nil at EOF, a *SourceError for any other read error) or when a
+// write to dst fails: the client went away, and Relay returns that error as it is so the caller
+// can cancel the upstream request.
+func Relay(dst io.Writer, flush func(), src io.Reader, hideUsage bool, now func() time.Time,
+	onFirst func(time.Time), onTokens func(n int64, at time.Time)) (StreamResult, error) {
+	r := relay{dst: dst, flush: flush, hide: hideUsage, now: now, onFirst: onFirst, onTokens: onTokens}
+	br := bufio.NewReaderSize(src, 4<<10) // longer lines arrive in pieces
+	var (
+		ev        []byte // the event so far, raw
+		lineStart int    // where the current line starts in ev
+		overflow  bool   // the event outgrew maxEventBytes: the rest of it is passed through
+		atLine    bool   // when overflowing: the next fragment starts a line
+	)
+	for {
+		frag, rerr := br.ReadSlice('\n')
+		if overflow {
+			if _, err := dst.Write(frag); err != nil {
+				return r.result(), err
+			}
+			// A line longer than one fragment is not blank, so a fragment is blank on its own.
+			ended := len(frag) > 0 && frag[len(frag)-1] == '\n'
+			if ended && atLine && isBlank(frag) {
+				r.flushDst()
+				overflow = false
+			}
+			atLine = ended || (atLine && len(frag) == 0)
+		} else {
+			ev = append(ev, frag...)
+			if len(ev) > 0 && ev[len(ev)-1] == '\n' {
+				if isBlank(ev[lineStart:]) {
+					if err := r.event(ev); err != nil {
+						return r.result(), err
+					}
+					ev = ev[:0]
+					if cap(ev) > 64<<10 {
+						ev = nil // do not keep a rare big event's buffer for the rest of the stream
+					}
+				}
+				lineStart = len(ev)
+			}
+			if len(ev) > maxEventBytes {
+				if _, err := dst.Write(ev); err != nil {
+					return r.result(), err
+				}
+				overflow, atLine = true, ev[len(ev)-1] == '\n'
+				ev, lineStart = ev[:0], 0
+			}
+		}
+		if errors.Is(rerr, bufio.ErrBufferFull) {
+			continue
+		}
+		if rerr != nil {
+			if overflow {
+				r.flushDst()
+			} else if len(ev) > 0 { // a last event without its blank line
+				if err := r.event(ev); err != nil {
+					return r.result(), err
+				}
+			}
+			if rerr == io.EOF {
+				return r.result(), nil
+			}
+			return r.result(), &SourceError{Err: rerr}
+		}
+	}
+}
+
+// isBlank reports whether line (with its terminator) is empty: the end of an event.
+func isBlank(line []byte) bool { return string(line) == "\n" || string(line) == "\r\n" }
+
+// relay is Relay's state.
+type relay struct {
+	dst      io.Writer
+	flush    func()
+	hide     bool
+	now      func() time.Time
+	onFirst  func(time.Time)
+	onTokens func(int64, time.Time)
+
+	res    StreamResult
+	answer strings.Builder
+}
+
+func (r *relay) result() StreamResult {
+	res := r.res
+	res.Answer = r.answer.String()
+	return res
+}
+
+func (r *relay) flushDst() {
+	if r.flush != nil {
+		r.flush()
+	}
+}
+
+// event inspects one raw event (its lines and the blank line ending it), writes it (or what is
+// left of it) to the client and records what it carried.
+func (r *relay) event(ev []byte) error {
+	out, content, text := r.inspect(ev)
+	if out == nil {
+		return nil // the hidden usage chunk
+	}
+	if _, err := r.dst.Write(out); err != nil {
+		return err
+	}
+	r.flushDst()
+	if !content {
+		return nil
+	}
+	appendCapped(&r.answer, text)
+	at := r.now()
+	r.res.Chunks++
+	r.res.Last = at
+	if r.res.FirstContent.IsZero() {
+		r.res.FirstContent = at
+		if r.onFirst != nil {
+			r.onFirst(at)
+		}
+	}
+	if r.onTokens != nil {
+		r.onTokens(int64(r.res.Chunks), at)
+	}
+	return nil
+}
+
+// streamChunk is the part of a stream chunk Relay reads.
+type streamChunk struct {
+	Choices []struct {
+		Index int     `json:"index"`
+		Text  *string `json:"text"`
+		Delta *struct {
+			Content          *string         `json:"content"`
+			ReasoningContent *string         `json:"reasoning_content"`
+			Reasoning        *string         `json:"reasoning"`
+			ToolCalls        json.RawMessage `json:"tool_calls"`
+			FunctionCall     json.RawMessage `json:"function_call"`
+		} `json:"delta"`
+	} `json:"choices"`
+	Usage json.RawMessage `json:"usage"`
+}
+
+// inspect records the usage and end marker ev carries, and returns the bytes to write (nil to
+// drop the event), whether it carried generated content and choice 0's text.
+func (r *relay) inspect(ev []byte) (out []byte, content bool, text0 string) {
+	data, ok := eventData(ev)
+	if !ok {
+		return ev, false, "" // a comment, retry or other field-only event
+	}
+	if string(data) == "[DONE]" {
+		r.res.Done = true
+		return ev, false, ""
+	}
+	var c streamChunk
+	if json.Unmarshal(data, &c) != nil {
+		return ev, false, "" // not a chunk (an engine's error event, say): pass it on
+	}
+	for _, ch := range c.Choices {
+		var text string
+		if ch.Text != nil {
+			text = *ch.Text
+		}
+		if d := ch.Delta; d != nil {
+			if d.Content != nil {
+				text += *d.Content
+			}
+			if nonEmpty(d.ReasoningContent) || nonEmpty(d.Reasoning) || present(d.ToolCalls) || present(d.FunctionCall) {
+				content = true
+			}
+		}
+		if text != "" {
+			content = true
+			if ch.Index == 0 {
+				text0 += text
+			}
+		}
+	}
+	if isNull(c.Usage) {
+		return ev, content, text0
+	}
+	if u := decodeUsage(c.Usage); u != nil {
+		r.res.Usage = u
+	}
+	if !r.hide {
+		return ev, content, text0
+	}
+	if len(c.Choices) == 0 {
+		return nil, false, ""
+	}
+	return replaceData(ev, removeMember(data, "usage")), content, text0
+}
+
+func nonEmpty(s *string) bool { return s != nil && *s != "" }
+
+// present reports whether a field holds something other than null, [] or {}.
+func present(raw json.RawMessage) bool {
+	return !isNull(raw) && string(raw) != "[]" && string(raw) != "{}"
+}
+
+// lines calls f with each line of ev, without its terminator, and the terminator.
+func lines(ev []byte, f func(line, eol []byte)) {
+	for len(ev) > 0 {
+		i := bytes.IndexByte(ev, '\n')
+		if i < 0 {
+			f(ev, nil)
+			return
+		}
+		line, eol := ev[:i], ev[i:i+1]
+		if len(line) > 0 && line[len(line)-1] == '\r' {
+			line, eol = line[:len(line)-1], ev[i-1:i+1]
+		}
+		f(line, eol)
+		ev = ev[i+1:]
+	}
+}
+
+// dataValue returns the value of a "data" field line, as SSE defines it: after "data:", less
+// one leading space; a bare "data" line has an empty value.
+func dataValue(line []byte) ([]byte, bool) {
+	if string(line) == "data" {
+		return nil, true
+	}
+	v, ok := bytes.CutPrefix(line, []byte("data:"))
+	if !ok {
+		return nil, false
+	}
+	return bytes.TrimPrefix(v, []byte(" ")), true
+}
+
+// eventData returns ev's data, its data lines joined by "\n"; ok is false when it has none.
+func eventData(ev []byte) (data []byte, ok bool) {
+	n := 0
+	lines(ev, func(line, _ []byte) {
+		v, isData := dataValue(line)
+		if !isData {
+			return
+		}
+		if n == 0 {
+			data = v // usually the only one: no copy
+		} else {
+			if n == 1 {
+				data = append([]byte(nil), data...)
+			}
+			data = append(append(data, '\n'), v...)
+		}
+		n++
+	})
+	return data, n > 0
+}
+
+// replaceData returns ev with its data lines replaced by data, where the first one was: one
+// "data: " line per line of data, ended as that first line was.
+func replaceData(ev, data []byte) []byte {
+	out := make([]byte, 0, len(ev))
+	first := true
+	lines(ev, func(line, eol []byte) {
+		if _, isData := dataValue(line); !isData {
+			out = append(append(out, line...), eol...)
+			return
+		}
+		if !first {
+			return
+		}
+		first = false
+		for rest := data; ; {
+			seg, more, multi := bytes.Cut(rest, []byte("\n"))
+			if len(eol) == 0 && multi {
+				eol = []byte("\n") // the event's last line had no end; inner lines still need one
+			}
+			out = append(append(append(out, "data: "...), seg...), eol...)
+			if !multi {
+				break
+			}
+			rest = more
+		}
+	})
+	return out
+}
+
+// removeMember returns the JSON object obj without its top-level members called name, keeping
+// every other byte (order, spacing) as it was. obj is returned as is if it is not an object.
+func removeMember(obj []byte, name string) []byte {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return obj
+	}
+	// A member is its separator (whitespace, and a comma unless it is the first), then its key
+	// to the end of its value.
+	type member struct{ sep, start, end int }
+	var kept []member
+	total := 0
+	lead := -1 // the first member's start: obj[open:lead] is the object's leading whitespace
+	open := int(dec.InputOffset())
+	prevEnd := open
+	for dec.More() {
+		kt, err := dec.Token()
+		if err != nil {
+			return obj
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return obj
+		}
+		end := int(dec.InputOffset())
+		start := prevEnd + bytes.IndexByte(obj[prevEnd:], '"') // the key's opening quote
+		total++
+		if lead < 0 {
+			lead = start
+		}
+		if key, _ := kt.(string); key != name {
+			kept = append(kept, member{prevEnd, start, end})
+		}
+		prevEnd = end
+	}
+	if len(kept) == total {
+		return obj // nothing removed
+	}
+	out := make([]byte, 0, len(obj))
+	out = append(out, obj[:lead]...)
+	for i, m := range kept {
+		if i > 0 {
+			out = append(out, obj[m.sep:m.start]...)
+		}
+		out = append(out, obj[m.start:m.end]...)
+	}
+	return append(out, obj[prevEnd:]...)
+}

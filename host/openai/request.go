@@ -1,0 +1,171 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Kind is the endpoint a request came to.
+type Kind int
+
+// The endpoints.
+const (
+	Completions Kind = iota // POST /v1/completions
+	Chat                    // POST /v1/chat/completions
+)
+
+// String returns "completions" or "chat".
+func (k Kind) String() string {
+	switch k {
+	case Completions:
+		return "completions"
+	case Chat:
+		return "chat"
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// Path returns the endpoint's URL path, "/v1/completions" or "/v1/chat/completions".
+func (k Kind) Path() string {
+	if k == Chat {
+		return "/v1/chat/completions"
+	}
+	return "/v1/completions"
+}
+
+// Request is a parsed client request.
+type Request struct {
+	Kind         Kind
+	Model        string
+	Stream       bool
+	IncludeUsage bool   // the client asked for stream_options.include_usage
+	MaxTokens    int64  // max_tokens, or max_completion_tokens for chat; 0 when unset
+	User         string // the "user" field, "" when absent
+	// Prompt is the text the model conditions on, serialised deterministically: for completions the
+	// prompt string (an array of one string is accepted; token-id arrays and multi-prompt arrays are
+	// 400s); for chat every message as Turn(role, content) in order, followed by Turn's prefix for
+	// "assistant" (the generation prompt). Text parts of array contents are concatenated; non-text
+	// parts are a 400.
+	Prompt string
+
+	body []byte                     // the body as received
+	raw  map[string]json.RawMessage // every field of body, to re-encode upstream unchanged
+}
+
+// Parse decodes body for kind; the caller enforces its size limit. Parse keeps body (UpstreamBody
+// may return it), so the caller must not modify it afterwards. Errors are *Error with Status 400
+// whose Message names the field and what is accepted.
+//
+// Parse checks only what the router relies on and leaves the rest to the engine: max_tokens of 0
+// is forwarded (vLLM rejects it, other engines may not), unknown fields pass through.
+func Parse(kind Kind, body []byte) (*Request, error) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, BadRequest("", "request body is empty; send a JSON object with model and %s", promptField(kind))
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(body, &raw); err != nil {
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) {
+			return nil, BadRequest("", "invalid JSON body: %v (at byte %d)", err, syn.Offset)
+		}
+		if !json.Valid(body) {
+			return nil, BadRequest("", "invalid JSON body: %v", err)
+		}
+		return nil, BadRequest("", "request body must be a JSON object, got %s", jsonType(bytes.TrimSpace(body)))
+	}
+	if raw == nil { // the body was null
+		return nil, BadRequest("", "request body must be a JSON object, got null")
+	}
+	r := &Request{Kind: kind, body: body, raw: raw}
+	var err *Error
+	if r.Model, err = requiredString(raw, "model"); err != nil {
+		return nil, err
+	}
+	if r.Stream, err = optionalBool(raw, "stream", "stream"); err != nil {
+		return nil, err
+	}
+	if r.IncludeUsage, err = streamOptions(raw, r.Stream); err != nil {
+		return nil, err
+	}
+	if r.User, err = optionalString(raw, "user"); err != nil {
+		return nil, err
+	}
+	if r.MaxTokens, err = maxTokens(kind, raw); err != nil {
+		return nil, err
+	}
+	switch kind {
+	case Completions:
+		r.Prompt, err = completionPrompt(raw)
+	case Chat:
+		r.Prompt, err = chatPrompt(raw)
+	default:
+		return nil, BadRequest("", "unsupported endpoint %v", kind)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// InputTokens is EstimateTokens of the prompt.
+func (r *Request) InputTokens() int64 { return EstimateTokens(r.Prompt) }
+
+// HiddenUsage reports whether UpstreamBody asks for usage the client did not ask for: a stream
+// without stream_options.include_usage. The relay must then remove the usage chunk.
+func (r *Request) HiddenUsage() bool { return r.Stream && !r.IncludeUsage }
+
+// usageOption is what UpstreamBody inserts when the client sent no stream_options.
+var usageOption = []byte(`"stream_options":{"include_usage":true},`)
+
+// UpstreamBody returns the JSON body to send to the engine: the client's body unchanged except
+// that, when HiddenUsage, stream_options.include_usage is set to true (other stream_options fields
+// preserved), so the router can read the usage block. Field order may change; values do not. When
+// nothing changes it returns the client's body itself, which the caller must not modify.
+func (r *Request) UpstreamBody() ([]byte, error) {
+	if !r.HiddenUsage() {
+		return r.body, nil
+	}
+	opts, ok := r.raw["stream_options"]
+	if !ok {
+		// Common case, no re-encoding: insert the option as the first member. The object has at
+		// least "model" after it, so the comma is right.
+		i := bytes.IndexByte(r.body, '{') + 1
+		out := make([]byte, 0, len(r.body)+len(usageOption))
+		out = append(append(append(out, r.body[:i]...), usageOption...), r.body[i:]...)
+		return out, nil
+	}
+	so := map[string]json.RawMessage{}
+	if !isNull(opts) {
+		if err := json.Unmarshal(opts, &so); err != nil {
+			return nil, fmt.Errorf("re-encoding stream_options: %w", err)
+		}
+	}
+	so["include_usage"] = json.RawMessage("true")
+	b, err := encode(so)
+	if err != nil {
+		return nil, fmt.Errorf("re-encoding stream_options: %w", err)
+	}
+	fields := make(map[string]json.RawMessage, len(r.raw))
+	for k, v := range r.raw {
+		fields[k] = v
+	}
+	fields["stream_options"] = b
+	out, err := encode(fields)
+	if err != nil {
+		return nil, fmt.Errorf("re-encoding request body: %w", err)
+	}
+	return out, nil
+}
+
+// encode marshals v without escaping HTML characters, so string values keep their bytes.
+func encode(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}

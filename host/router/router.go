@@ -1,0 +1,207 @@
+// Package router assembles the live router from its configuration: the endpoint set and its
+// scrapers, the pipeline and its plugin processes, the producer's sample batcher, the metrics, and
+// the OpenAI and admin listeners. foresight serve runs one; the demo and the end-to-end tests
+// start one beside an emulated fleet.
+package router
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/foresight-router/foresight/host/config"
+	"github.com/foresight-router/foresight/host/endpoints"
+	"github.com/foresight-router/foresight/host/metrics"
+	"github.com/foresight-router/foresight/host/observe"
+	"github.com/foresight-router/foresight/host/pipeline"
+	"github.com/foresight-router/foresight/host/server"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/rs/zerolog"
+)
+
+// shutdownGrace is how long Close lets requests in flight finish.
+const shutdownGrace = 10 * time.Second
+
+// Router is a running router. Close stops it.
+type Router struct {
+	api, admin         *http.Server
+	apiAddr, adminAddr string
+	srv                *server.Server
+	pipe               *pipeline.Pipeline
+	cancel             context.CancelFunc
+	wg                 sync.WaitGroup
+	closeOnce          sync.Once
+}
+
+// Start builds and starts the router of cfg. It returns once both listeners accept connections;
+// on error nothing is left running.
+func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger) (_ *Router, err error) {
+	list, err := endpointList(cfg)
+	if err != nil {
+		return nil, err
+	}
+	names, err := metricNames(cfg.Scrape)
+	if err != nil {
+		return nil, err
+	}
+	set, err := endpoints.New(endpoints.Config{Interval: cfg.Scrape.Interval, Names: names}, list)
+	if err != nil {
+		return nil, fmt.Errorf("%s: endpoints: %w", cfg.File(), err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	r := &Router{cancel: cancel}
+	defer func() {
+		if err != nil {
+			r.Close()
+		}
+	}()
+	r.pipe, err = pipeline.Build(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reqs, err := metrics.NewRequests(reg)
+	if err != nil {
+		return nil, err
+	}
+	var samples *observe.Batcher
+	if r.pipe.HasProducer() {
+		samples = observe.New(r.pipe.Observe, 0, 0)
+		reg.MustRegister(metrics.NewPredictor(samples.Counts))
+		r.goRun(func() { samples.Run(ctx) })
+	}
+	objectives := make([]string, 0, len(cfg.Objectives))
+	for _, o := range cfg.Objectives {
+		objectives = append(objectives, o.Name)
+	}
+	r.srv, err = server.New(server.Options{Pipeline: r.pipe, Endpoints: set, Samples: samples,
+		Priority: cfg.Priority, Objectives: objectives, MaxBodyBytes: cfg.Server.MaxBodyBytes,
+		ConnectTimeout: cfg.Server.ConnectTimeout, UpstreamTimeout: cfg.Server.UpstreamTimeout,
+		Decisions: cfg.Server.Decisions, Metrics: reqs, Log: log})
+	if err != nil {
+		return nil, err
+	}
+	r.goRun(func() { set.Run(ctx) })
+	if file := cfg.EndpointsFile(); file != "" {
+		static := staticEndpoints(cfg)
+		r.goRun(func() {
+			_ = endpoints.Watch(ctx, file, func(eps []endpoints.Endpoint) {
+				if err := set.Update(append(slices.Clone(static), eps...)); err != nil {
+					log.Error().Err(err).Str("file", file).Msg("endpoints file rejected; the old list stays")
+					return
+				}
+				log.Info().Str("file", file).Int("endpoints", len(static)+len(eps)).Msg("endpoints reloaded")
+			}, func(err error) {
+				log.Error().Err(err).Str("file", file).Msg("endpoints file rejected; the old list stays")
+			})
+		})
+	}
+	if r.api, r.apiAddr, err = r.listen(cfg.Server.Listen, r.srv); err != nil {
+		return nil, err
+	}
+	if r.admin, r.adminAddr, err = r.listen(cfg.Server.AdminListen, r.srv.AdminHandler(reg)); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Addr is the OpenAI API's address; AdminAddr the admin listener's.
+func (r *Router) Addr() string      { return r.apiAddr }
+func (r *Router) AdminAddr() string { return r.adminAddr }
+
+// Server returns the request handler (decision traces, for tests and the demo).
+func (r *Router) Server() *server.Server { return r.srv }
+
+// Close stops accepting requests, lets those in flight finish (up to shutdownGrace), stops the
+// scrapers and the plugin processes. It is safe to call more than once.
+func (r *Router) Close() {
+	r.closeOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		defer cancel()
+		for _, s := range []*http.Server{r.api, r.admin} {
+			if s != nil {
+				_ = s.Shutdown(ctx)
+			}
+		}
+		r.cancel()
+		r.wg.Wait() // the batcher flushes its last samples before the pipeline stops
+		if r.srv != nil {
+			r.srv.Close()
+		}
+		if r.pipe != nil {
+			r.pipe.Close()
+		}
+	})
+}
+
+func (r *Router) goRun(f func()) {
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		f()
+	}()
+}
+
+// listen binds addr and serves h on it.
+func (r *Router) listen(addr string, h http.Handler) (*http.Server, string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", fmt.Errorf("listening on %s: %w", addr, err)
+	}
+	s := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	r.goRun(func() { _ = s.Serve(ln) }) // ErrServerClosed after Shutdown
+	return s, ln.Addr().String(), nil
+}
+
+// endpointList is the static endpoints followed by the file's.
+func endpointList(cfg *config.Config) ([]endpoints.Endpoint, error) {
+	list := staticEndpoints(cfg)
+	if file := cfg.EndpointsFile(); file != "" {
+		more, err := endpoints.LoadFile(file)
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, more...)
+	}
+	if len(list) == 0 {
+		return nil, fmt.Errorf("%s: no endpoints: list them under endpoints.static or in endpoints.file", cfg.File())
+	}
+	return list, nil
+}
+
+func staticEndpoints(cfg *config.Config) []endpoints.Endpoint {
+	out := make([]endpoints.Endpoint, 0, len(cfg.Endpoints.Static))
+	for _, e := range cfg.Endpoints.Static {
+		out = append(out, endpoints.Endpoint{ID: e.ID, Address: e.Address, Labels: e.Labels})
+	}
+	return out
+}
+
+// metricNames are the engine's default names with the configured overrides.
+func metricNames(s config.Scrape) (endpoints.MetricNames, error) {
+	n, err := endpoints.Names(s.Engine)
+	if err != nil {
+		return n, err
+	}
+	if s.Metrics.KVCacheUsage != "" {
+		n.KVCacheUsageFallback = "" // the operator named the metric: no guessing
+	}
+	for _, o := range []struct {
+		dst *string
+		v   string
+	}{
+		{&n.Waiting, s.Metrics.Waiting}, {&n.Running, s.Metrics.Running},
+		{&n.KVCacheUsage, s.Metrics.KVCacheUsage}, {&n.CacheConfig, s.Metrics.CacheConfig},
+	} {
+		if o.v != "" {
+			*o.dst = o.v
+		}
+	}
+	return n, nil
+}

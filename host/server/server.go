@@ -1,0 +1,252 @@
+// Package server is the live router's OpenAI-compatible front: it parses a client's request,
+// builds the scheduling cycle from the fleet's scraped state, its own in-flight accounting and its
+// prefix index, runs the pipeline, and proxies the request to the picked endpoint (failing over
+// to the next on a connection failure), streaming the answer back untouched while it measures
+// TTFT and TPOT, feeds them to the producer, and keeps the decision trace.
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/foresight-router/foresight/host/endpoints"
+	"github.com/foresight-router/foresight/host/metrics"
+	"github.com/foresight-router/foresight/host/observe"
+	"github.com/foresight-router/foresight/host/openai"
+	"github.com/foresight-router/foresight/host/pipeline"
+	"github.com/foresight-router/foresight/host/prefix"
+	"github.com/foresight-router/foresight/host/tracker"
+	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/rs/zerolog"
+)
+
+// DefaultPrefixBlocks is each endpoint's prefix-index capacity until its engine reports
+// num_gpu_blocks (vllm:cache_config_info).
+const DefaultPrefixBlocks = 1 << 16
+
+// Options configure a Server. Pipeline, Endpoints and Log are required.
+type Options struct {
+	Pipeline  *pipeline.Pipeline
+	Endpoints *endpoints.Set
+	// Samples batches finished requests to the producer; nil when the pipeline has none.
+	Samples *observe.Batcher
+	// Priority maps an x-llm-d-inference-objective value to a priority; Objectives lists the
+	// accepted names for error messages.
+	Priority   func(name string) (int32, bool)
+	Objectives []string
+	// MaxBodyBytes bounds a request body (413 beyond).
+	MaxBodyBytes int64
+	// ConnectTimeout bounds connecting to one endpoint; UpstreamTimeout a whole upstream exchange.
+	ConnectTimeout, UpstreamTimeout time.Duration
+	// Decisions is the size of the decision-trace ring (/debug/decisions).
+	Decisions int
+	// Metrics records every answered request; nil records nothing.
+	Metrics *metrics.Requests
+	Log     zerolog.Logger
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// Server is an http.Handler serving /v1/completions, /v1/chat/completions, /v1/models and
+// /health. It is safe for concurrent use.
+type Server struct {
+	o         Options
+	tracker   *tracker.Tracker
+	prefix    *prefix.Index
+	client    *http.Client
+	decisions *ring
+	mux       *http.ServeMux
+
+	capMu      sync.Mutex
+	capacities map[string]int // prefix-index capacity set per endpoint
+}
+
+// New returns a server over o.
+func New(o Options) (*Server, error) {
+	if o.Pipeline == nil || o.Endpoints == nil {
+		return nil, errors.New("server: a pipeline and an endpoint set are required")
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Priority == nil {
+		o.Priority = func(string) (int32, bool) { return 0, false }
+	}
+	o.Objectives = sortedNames(o.Objectives)
+	dialer := &net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}
+	transport := &http.Transport{
+		DialContext:           dialer.DialContext,
+		MaxIdleConnsPerHost:   256,
+		IdleConnTimeout:       90 * time.Second,
+		ResponseHeaderTimeout: o.UpstreamTimeout,
+		DisableCompression:    true, // SSE must reach the client as it comes
+	}
+	s := &Server{o: o, tracker: tracker.New(), prefix: prefix.New(DefaultPrefixBlocks),
+		client: &http.Client{Transport: transport}, decisions: newRing(max(o.Decisions, 1)),
+		capacities: map[string]int{}}
+	s.mux = http.NewServeMux()
+	s.mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, openai.Completions) })
+	s.mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, openai.Chat) })
+	s.mux.HandleFunc("GET /v1/models", s.models)
+	s.mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	return s, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// Decisions returns the kept decision traces, oldest first.
+func (s *Server) Decisions() []*pipeline.Trace { return s.decisions.all() }
+
+// Close releases idle upstream connections.
+func (s *Server) Close() { s.client.CloseIdleConnections() }
+
+// models answers GET /v1/models with the union of the healthy endpoints' models.
+func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
+	type model struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		OwnedBy string `json:"owned_by"`
+	}
+	out := struct {
+		Object string  `json:"object"`
+		Data   []model `json:"data"`
+	}{Object: "list", Data: []model{}}
+	for _, id := range s.o.Endpoints.Models() {
+		out.Data = append(out.Data, model{ID: id, Object: "model", OwnedBy: "foresight"})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+// serve handles one completion request end to end.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, kind openai.Kind) {
+	received := s.o.Now()
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			openai.WriteError(w, &openai.Error{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error",
+				Message: "the request body is larger than the router's limit of " + itoa(s.o.MaxBodyBytes) + " bytes (server.maxBodyBytes)"})
+			return
+		}
+		openai.WriteError(w, openai.BadRequest("", "reading the request body: %v", err))
+		return
+	}
+	req, err := openai.Parse(kind, body)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	m, oerr := readMeta(r.Header, req.User, s.o.Priority, s.o.Objectives)
+	if oerr != nil {
+		openai.WriteError(w, oerr)
+		return
+	}
+	w.Header().Set(HeaderRequestID, m.id)
+	c, states := s.cycle(req, m, received)
+	if len(c.Endpoints) == 0 {
+		openai.WriteError(w, s.noEndpoint(req.Model, states))
+		return
+	}
+	t := s.o.Pipeline.Run(r.Context(), c)
+	s.decisions.add(t)
+	if m.debug {
+		if b, err := json.Marshal(t); err == nil {
+			w.Header().Set(HeaderDecision, string(b))
+		}
+	}
+	if !t.Admitted {
+		openai.WriteError(w, &openai.Error{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Code: "shed",
+			Message: "the router shed this request: " + t.Reason})
+		s.o.Log.Info().Str("request_id", m.id).Str("model", req.Model).Int("status", http.StatusTooManyRequests).
+			Str("reason", t.Reason).Msg("shed")
+		return
+	}
+	if len(t.Order) == 0 {
+		openai.WriteError(w, &openai.Error{Status: http.StatusServiceUnavailable, Type: "server_error",
+			Message: "no endpoint can take this request: " + t.Reason})
+		return
+	}
+	s.proxy(w, r, &exchange{req: req, meta: m, cycle: c, trace: t, received: received})
+}
+
+// noEndpoint explains why a request has no candidate.
+func (s *Server) noEndpoint(model string, states []endpoints.State) *openai.Error {
+	healthy := 0
+	for _, st := range states {
+		if st.Healthy {
+			healthy++
+		}
+	}
+	if healthy == 0 {
+		return &openai.Error{Status: http.StatusServiceUnavailable, Type: "server_error",
+			Message: "no endpoint is healthy (" + itoa(int64(len(states))) + " configured)"}
+	}
+	return &openai.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "model", Code: "model_not_found",
+		Message: "no healthy endpoint serves the model " + quote(model)}
+}
+
+// cycle builds the scheduling cycle: every healthy endpoint that serves the model (or has not
+// said yet what it serves), with its scraped gauges, the router's in-flight accounting and its
+// prefix match.
+func (s *Server) cycle(req *openai.Request, m meta, now time.Time) (*sdk.Cycle, []endpoints.State) {
+	blocks := openai.PrefixBlocks(nil, req.Prompt)
+	c := &sdk.Cycle{
+		Request: sdk.Request{ID: m.id, Model: req.Model, InputTokens: openai.EstimateTokens(req.Prompt),
+			MaxOutputTokens: req.MaxTokens, Streaming: req.Stream, SLO: m.slo, Priority: m.priority,
+			SessionID: m.session, PrefixBlockHashes: blocks},
+		Now:  now,
+		Seed: rand.Uint64(),
+	}
+	states := s.o.Endpoints.Snapshot()
+	for _, st := range states {
+		if !st.Healthy || (st.Models != nil && !contains(st.Models, req.Model)) {
+			continue
+		}
+		s.setCapacity(st)
+		es := sdk.EndpointState{KVCacheUsage: st.KVCacheUsage, Waiting: st.Waiting, Running: st.Running,
+			PrefixMatch: s.prefix.Fraction(st.ID, blocks), MetricsAgeMs: float64(st.MetricsAge) / float64(time.Millisecond)}
+		s.tracker.Fill(st.ID, now, &es)
+		c.Endpoints = append(c.Endpoints, sdk.Endpoint{ID: st.ID, Labels: st.Labels, State: es})
+	}
+	return c, states
+}
+
+// setCapacity bounds the endpoint's prefix index by its engine's KV blocks once known.
+func (s *Server) setCapacity(st endpoints.State) {
+	if st.NumGPUBlocks <= 0 {
+		return
+	}
+	s.capMu.Lock()
+	defer s.capMu.Unlock()
+	if s.capacities[st.ID] != st.NumGPUBlocks {
+		s.capacities[st.ID] = st.NumGPUBlocks
+		s.prefix.SetCapacity(st.ID, st.NumGPUBlocks)
+	}
+}
+
+// writeErr writes err as an OpenAI error (a 400 unless it is an *openai.Error).
+func writeErr(w http.ResponseWriter, err error) {
+	var oe *openai.Error
+	if errors.As(err, &oe) {
+		openai.WriteError(w, oe)
+		return
+	}
+	openai.WriteError(w, openai.BadRequest("", "%v", err))
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
