@@ -26,6 +26,7 @@ const maxWholeBytes = 64 << 20
 
 // exchange is one client request on its way through the proxy.
 type exchange struct {
+	client   context.Context // the client's request: done when it goes away
 	req      *openai.Request
 	meta     meta
 	cycle    *sdk.Cycle
@@ -42,15 +43,14 @@ type attempt struct {
 
 // outcome is what the access log and the producer learn of a finished exchange.
 type outcome struct {
-	status         int
-	endpoint       string
-	attempts       int
-	ttft, tpot     float64 // ms; 0 when not observed
-	usage          *openai.Usage
-	e2e            time.Duration
-	err            string
-	predicted      sdk.Prediction
-	clientCanceled bool
+	status     int
+	endpoint   string
+	attempts   int
+	ttft, tpot float64 // ms; 0 when not observed
+	usage      *openai.Usage
+	e2e        time.Duration
+	err        string
+	predicted  sdk.Prediction
 }
 
 // proxy sends the exchange to the picked endpoints in order until one answers, and relays the
@@ -74,7 +74,7 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, x *exchange) {
 		if err != nil {
 			a.flight.Finish()
 			if r.Context().Err() != nil { // the client left: nothing to answer
-				out.status, out.clientCanceled, out.err = statusClientClosed, true, "client went away"
+				out.status, out.err = statusClientClosed, "client went away"
 				s.finish(x, &out)
 				return
 			}
@@ -191,6 +191,9 @@ func (s *Server) relayStream(w http.ResponseWriter, resp *http.Response, x *exch
 	out.e2e = s.o.Now().Sub(a.dispatched)
 	if err != nil {
 		out.err = "stream: " + err.Error()
+		if x.client.Err() != nil {
+			out.status, out.err = statusClientClosed, "client went away mid-answer"
+		}
 	}
 	out.usage = res.Usage
 	if !res.FirstContent.IsZero() {

@@ -46,8 +46,9 @@ type Options struct {
 	ConnectTimeout, UpstreamTimeout time.Duration
 	// Decisions is the size of the decision-trace ring (/debug/decisions).
 	Decisions int
-	// Metrics records every answered request; nil records nothing.
+	// Metrics records every answered request, Stages every cycle's stage calls; nil records nothing.
 	Metrics *metrics.Requests
+	Stages  *metrics.Stages
 	Log     zerolog.Logger
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
@@ -157,6 +158,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, kind openai.Kind)
 	}
 	t := s.o.Pipeline.Run(r.Context(), c)
 	s.decisions.add(t)
+	if s.o.Stages != nil {
+		s.o.Stages.Observe(t)
+	}
 	if m.debug {
 		if b, err := json.Marshal(t); err == nil {
 			w.Header().Set(HeaderDecision, string(b))
@@ -174,7 +178,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, kind openai.Kind)
 			Message: "no endpoint can take this request: " + t.Reason})
 		return
 	}
-	s.proxy(w, r, &exchange{req: req, meta: m, cycle: c, trace: t, received: received})
+	s.proxy(w, r, &exchange{client: r.Context(), req: req, meta: m, cycle: c, trace: t, received: received})
 }
 
 // noEndpoint explains why a request has no candidate.

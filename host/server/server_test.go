@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -63,6 +64,15 @@ func newFixtureScraping(t *testing.T, interval time.Duration, live int, dead ...
 	for i, a := range fleet.Addrs() {
 		eps = append(eps, endpoints.Endpoint{ID: "vllm-" + string(rune('0'+i)), Address: a})
 	}
+	f := newFixtureFor(t, interval, eps)
+	f.fleet = fleet
+	return f
+}
+
+// newFixtureFor is a router in front of eps; it waits for the first scrape of the endpoints whose
+// ID starts with "vllm-".
+func newFixtureFor(t *testing.T, interval time.Duration, eps []endpoints.Endpoint) *fixture {
+	t.Helper()
 	set, err := endpoints.New(endpoints.Config{Interval: interval}, eps)
 	if err != nil {
 		t.Fatal(err)
@@ -95,8 +105,12 @@ func newFixtureScraping(t *testing.T, interval time.Duration, live int, dead ...
 	if err != nil {
 		t.Fatal(err)
 	}
+	stages, err := metrics.NewStages(reg, p.Plugins)
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv, err := New(Options{Pipeline: p, Endpoints: set, MaxBodyBytes: 4096, ConnectTimeout: time.Second,
-		UpstreamTimeout: 30 * time.Second, Decisions: 8, Metrics: reqs, Log: zerolog.New(logs),
+		UpstreamTimeout: 30 * time.Second, Decisions: 8, Metrics: reqs, Stages: stages, Log: zerolog.New(logs),
 		Priority: func(name string) (int32, bool) {
 			if name == "batch" {
 				return -1, true
@@ -111,7 +125,7 @@ func newFixtureScraping(t *testing.T, interval time.Duration, live int, dead ...
 	admin := httptest.NewServer(srv.AdminHandler(reg))
 	t.Cleanup(admin.Close)
 	t.Cleanup(srv.Close)
-	return &fixture{log: logs, srv: srv, url: api.URL, admin: admin.URL, fleet: fleet, reg: reg}
+	return &fixture{log: logs, srv: srv, url: api.URL, admin: admin.URL, reg: reg}
 }
 
 // syncBuffer is a bytes.Buffer safe for the server's concurrent log writes.
@@ -342,7 +356,8 @@ func TestModelsAndMetrics(t *testing.T) {
 	data, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
 	for _, want := range []string{`foresight_requests_total{code="200"} 1`, "llm_d_epp_request_ttft_seconds_count 1",
-		"llm_d_epp_request_streaming_tpot_seconds_count 1"} {
+		"llm_d_epp_request_streaming_tpot_seconds_count 1", `foresight_stage_duration_seconds_count{plugin="rr",stage="picker"} 1`,
+		`foresight_plugin_up{plugin="rr"} 1`, `foresight_plugin_restarts_total{plugin="rr"} 0`} {
 		if !bytes.Contains(data, []byte(want)) {
 			t.Errorf("/metrics lacks %q:\n%s", want, data)
 		}
@@ -357,4 +372,50 @@ func TestModelsAndMetrics(t *testing.T) {
 	if err != nil || len(traces) != 1 {
 		t.Errorf("/debug/decisions: %d traces, %v", len(traces), err)
 	}
+}
+
+// TestClientGoingAwayCancelsUpstream: a streaming client that disconnects mid-answer cancels the
+// request on the engine (vLLM aborts a request whose connection closes).
+func TestClientGoingAwayCancelsUpstream(t *testing.T) {
+	canceled := make(chan struct{})
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/metrics":
+			io.WriteString(w, "vllm:num_requests_waiting 0\nvllm:num_requests_running 0\nvllm:kv_cache_usage_perc 0\n")
+		case "/v1/models":
+			io.WriteString(w, `{"object":"list","data":[{"id":"m","object":"model"}]}`)
+		case "/v1/chat/completions":
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, `data: {"choices":[{"index":0,"delta":{"content":"once"}}]}`+"\n\n")
+			w.(http.Flusher).Flush()
+			select { // an endless answer, until the router hangs up
+			case <-r.Context().Done():
+				close(canceled)
+			case <-time.After(30 * time.Second):
+			}
+		default:
+			w.WriteHeader(http.StatusOK)
+		}
+	}))
+	t.Cleanup(upstream.Close)
+	f := newFixtureFor(t, 10*time.Millisecond, []endpoints.Endpoint{{ID: "vllm-0", Address: upstream.URL}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, f.url+"/v1/chat/completions",
+		strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"go on"}],"stream":true}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil || !strings.Contains(line, "once") {
+		t.Fatalf("first event %q, %v", line, err)
+	}
+	cancel()
+	resp.Body.Close()
+	select {
+	case <-canceled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the engine's request was not canceled 10 s after the client left")
+	}
+	waitFor(t, "the access line of the abandoned request", func() bool { return strings.Contains(f.log.String(), `"status":499`) })
 }

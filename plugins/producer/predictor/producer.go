@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,6 +61,12 @@ func (p *Producer) current() serving {
 }
 
 var _ sdk.Producer = (*Producer)(nil)
+
+// Features returns the TTFT and TPOT models' feature names in column order: what a model placed
+// in modelDir must be trained on.
+func Features() (ttft, tpot []string) {
+	return slices.Clone(features.TTFT), slices.Clone(features.TPOT)
+}
 
 // New returns a producer with DefaultParams and no model.
 func New() *Producer {

@@ -1,0 +1,89 @@
+package metrics
+
+import (
+	"github.com/foresight-router/foresight/host/pipeline"
+	"github.com/foresight-router/foresight/host/pluginhost"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// stageBuckets span 50 µs to ~0.8 s, doubling: a stage call from an in-process built-in to a
+// plugin at its deadline.
+var stageBuckets = prometheus.ExponentialBuckets(50e-6, 2, 15)
+
+// Stages are the pipeline's per-stage metrics:
+//
+//	foresight_stage_duration_seconds{stage,plugin}   one stage call within a cycle, fallbacks included
+//	foresight_stage_fallbacks_total{stage,reason}    cycles where the stage's fallback replaced the plugin's answer
+//	foresight_plugin_restarts_total{plugin}          restarts of a plugin process after it exited
+//	foresight_plugin_up{plugin}                      1 while the plugin (process or built-in) serves
+type Stages struct {
+	duration  *prometheus.HistogramVec
+	fallbacks *prometheus.CounterVec
+}
+
+// NewStages returns the stage metrics, registered with reg; plugins is called at every scrape
+// for the restart and up gauges (pipeline.Pipeline.Plugins).
+func NewStages(reg prometheus.Registerer, plugins func() []*pluginhost.Plugin) (*Stages, error) {
+	s := &Stages{
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "foresight_stage_duration_seconds",
+			Help: "Duration of one stage call within a scheduling cycle.", Buckets: stageBuckets}, []string{"stage", "plugin"}),
+		fallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "foresight_stage_fallbacks_total",
+			Help: "Cycles where a stage's fallback replaced its plugin's answer, by reason."}, []string{"stage", "reason"}),
+	}
+	for _, c := range []prometheus.Collector{s.duration, s.fallbacks, pluginCollector(plugins)} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// Observe records every stage call of a cycle's trace.
+func (s *Stages) Observe(t *pipeline.Trace) {
+	one := func(st *pipeline.StageTrace) {
+		if st == nil {
+			return
+		}
+		stage := st.Stage.String()
+		s.duration.WithLabelValues(stage, st.Plugin).Observe(st.Duration.Seconds())
+		if st.Fallback != "" {
+			s.fallbacks.WithLabelValues(stage, st.Fallback).Inc()
+		}
+	}
+	one(t.Producer)
+	for i := range t.Filters {
+		one(&t.Filters[i])
+	}
+	for i := range t.Scorers {
+		one(&t.Scorers[i])
+	}
+	one(t.Admitter)
+	one(t.Picker)
+}
+
+// plugins reads the plugins' restarts and liveness at scrape time.
+type plugins struct {
+	list             func() []*pluginhost.Plugin
+	restarts, upDesc *prometheus.Desc
+}
+
+func pluginCollector(list func() []*pluginhost.Plugin) *plugins {
+	return &plugins{list: list,
+		restarts: prometheus.NewDesc("foresight_plugin_restarts_total", "Restarts of a plugin process after it exited.", []string{"plugin"}, nil),
+		upDesc:   prometheus.NewDesc("foresight_plugin_up", "1 while the plugin serves (a built-in always does).", []string{"plugin"}, nil),
+	}
+}
+
+func (p *plugins) Describe(ch chan<- *prometheus.Desc) { ch <- p.restarts; ch <- p.upDesc }
+
+func (p *plugins) Collect(ch chan<- prometheus.Metric) {
+	for _, pl := range p.list() {
+		st := pl.Status()
+		up := 0.0
+		if st.Up || st.Builtin {
+			up = 1
+		}
+		ch <- prometheus.MustNewConstMetric(p.restarts, prometheus.CounterValue, float64(st.Restarts), st.Name)
+		ch <- prometheus.MustNewConstMetric(p.upDesc, prometheus.GaugeValue, up, st.Name)
+	}
+}

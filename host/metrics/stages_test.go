@@ -1,0 +1,43 @@
+package metrics
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/foresight-router/foresight/host/pipeline"
+	"github.com/foresight-router/foresight/host/pluginhost"
+	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func TestStagesFromTraces(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	s, err := NewStages(reg, func() []*pluginhost.Plugin { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &pipeline.Trace{
+		Producer: &pipeline.StageTrace{Stage: sdk.StageProducer, Plugin: "predictor", Duration: 300 * time.Microsecond},
+		Filters: []pipeline.StageTrace{{Stage: sdk.StageFilter, Plugin: "affinity", Duration: time.Millisecond, Fallback: "deadline"},
+			{Stage: sdk.StageFilter, Plugin: "headroom", Duration: 100 * time.Microsecond}},
+		Picker: &pipeline.StageTrace{Stage: sdk.StagePicker, Plugin: "picker", Duration: 80 * time.Microsecond},
+	}
+	s.Observe(tr)
+	s.Observe(tr)
+	want := `
+# HELP foresight_stage_fallbacks_total Cycles where a stage's fallback replaced its plugin's answer, by reason.
+# TYPE foresight_stage_fallbacks_total counter
+foresight_stage_fallbacks_total{reason="deadline",stage="filter"} 2
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "foresight_stage_fallbacks_total"); err != nil {
+		t.Error(err)
+	}
+	if n := testutil.CollectAndCount(s.duration); n != 4 {
+		t.Errorf("%d duration series, want one per (stage, plugin): 4", n)
+	}
+	if _, err := reg.Gather(); err != nil {
+		t.Fatal(err)
+	}
+}
