@@ -170,8 +170,7 @@ func TestServeShedsAndCancels(t *testing.T) {
 		t.Fatalf("priority-0 request: status %d, %s; want it served", resp.StatusCode, body)
 	}
 
-	cancel() // both long clients go away: the router must forget them (the engine side of the
-	// cancellation is host/server's TestClientGoingAwayCancelsUpstream)
+	cancel() // both long clients go away: the router forgets them and the engines abort them
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		resp := post(t, context.Background(), url, chat(1), "x-foresight-debug", "1")
@@ -193,6 +192,12 @@ func TestServeShedsAndCancels(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the router still counts requests in flight 10 s after their clients left: %s", trace)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for running(t, fleet) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d requests still running on the engines 10 s after their clients left", running(t, fleet))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

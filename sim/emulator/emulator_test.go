@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/foresight-router/foresight/sim/engine"
 )
@@ -450,10 +451,10 @@ func TestConcurrentRequests(t *testing.T) {
 }
 
 func TestClientDisconnect(t *testing.T) {
-	_, ts := newTestServer(t)
+	srv, ts := newTestServer(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL+"/v1/completions",
-		strings.NewReader(`{"prompt":"tell me everything","max_tokens":50,"stream":true}`))
+		strings.NewReader(`{"prompt":"tell me everything","max_tokens":5000,"stream":true}`))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -462,8 +463,19 @@ func TestClientDisconnect(t *testing.T) {
 	if err != nil || !strings.HasPrefix(line, "data: ") {
 		t.Fatalf("first line %q, err %v", line, err)
 	}
+	if m := srv.Metrics(); m.Running != 1 {
+		t.Fatalf("running %d while the request streams", m.Running)
+	}
 	cancel()
 	resp.Body.Close()
+	// The engine aborts the request, as vLLM does, instead of generating 5,000 tokens for nobody.
+	deadline := time.Now().Add(5 * time.Second)
+	for m := srv.Metrics(); m.Running+m.Waiting != 0 || m.KVCacheUsage != 0; m = srv.Metrics() {
+		if time.Now().After(deadline) {
+			t.Fatalf("5 s after the client left: %+v", m)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	// The server keeps serving others.
 	resp = post(t, ts.URL+"/v1/completions", `{"prompt":"still there?","max_tokens":2}`)
 	defer resp.Body.Close()

@@ -35,6 +35,7 @@ type Server struct {
 	block    int // KV block size, for block hashes
 	start    time.Time
 	arrivals chan arrival
+	aborts   chan uint64 // requests whose client went away
 	done     chan struct{}
 	stopped  chan struct{}
 	close    sync.Once
@@ -68,6 +69,7 @@ func NewServer(cfg engine.Config, model string) (*Server, error) {
 		block:    cfg.BlockSize,
 		start:    time.Now(),
 		arrivals: make(chan arrival),
+		aborts:   make(chan uint64),
 		done:     make(chan struct{}),
 		stopped:  make(chan struct{}),
 		eng:      eng,
@@ -120,6 +122,10 @@ func (s *Server) run() {
 		case <-s.done:
 			timer.Stop()
 			return
+		case id := <-s.aborts:
+			timer.Stop()
+			s.eng.Abort(id)
+			delete(s.sinks, id)
 		case a := <-s.arrivals:
 			timer.Stop()
 			err := s.eng.Add(a.req, s.elapsed())
@@ -217,6 +223,7 @@ func (s *Server) generate(ctx context.Context, tokens []uint32, maxTokens int, o
 		case <-s.done:
 			return gen, errClosed
 		case <-ctx.Done():
+			s.abort(id)
 			return gen, ctx.Err()
 		}
 		for _, ev := range k.take() {
@@ -230,6 +237,7 @@ func (s *Server) generate(ctx context.Context, tokens []uint32, maxTokens int, o
 				case <-s.done:
 					return gen, errClosed
 				case <-ctx.Done():
+					s.abort(id)
 					return gen, ctx.Err()
 				}
 			}
@@ -239,9 +247,19 @@ func (s *Server) generate(ctx context.Context, tokens []uint32, maxTokens int, o
 			}
 			gen.completionTokens = ev.Tokens
 			if err := onToken(id, ev.Tokens); err != nil {
+				s.abort(id)
 				return gen, err
 			}
 		}
+	}
+}
+
+// abort tells the engine loop that request id's client went away: vLLM aborts such a request
+// and frees its blocks.
+func (s *Server) abort(id uint64) {
+	select {
+	case s.aborts <- id:
+	case <-s.done:
 	}
 }
 

@@ -247,6 +247,23 @@ func (e *Engine) check(r Request) error {
 	return nil
 }
 
+// Abort removes request id wherever it is (pending, waiting or running) and frees its blocks,
+// which stay cached for later prefix hits, as vLLM's abort_requests does when a client
+// disconnects. It emits no event and reports whether the request was there. Call it between
+// steps.
+func (e *Engine) Abort(id uint64) bool {
+	for _, q := range []*[]reqState{&e.pending, &e.waiting, &e.running} {
+		for i := range *q {
+			if r := &(*q)[i]; r.id == id {
+				e.free(r)
+				*q = slices.Delete(*q, i, i+1)
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Busy reports whether the engine holds any request (pending, waiting or running).
 func (e *Engine) Busy() bool {
 	return len(e.pending)+len(e.waiting)+len(e.running) > 0

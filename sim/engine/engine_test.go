@@ -638,3 +638,37 @@ func TestEventKindString(t *testing.T) {
 		t.Errorf("names %v, want %v", got, want)
 	}
 }
+
+// TestAbort: a request aborted while running frees its blocks (still cached: the same prompt
+// hits them afterwards) and produces no more events; pending and waiting requests are removed too.
+func TestAbort(t *testing.T) {
+	e := newEngine(t, testConfig())
+	prompt := seqHashes(1, 4) // 64 tokens: one 64-token budget step of prefill
+	add(t, e, Request{ID: 1, InputTokens: 64, OutputTokens: 50, Blocks: prompt}, 0)
+	for first := false; !first; { // step until its first token: prefilled, decoding
+		for _, ev := range e.Step(e.NextStep()).Events {
+			first = first || (ev.ID == 1 && ev.Kind == FirstToken)
+		}
+	}
+	if e.Metrics().KVCacheUsage == 0 {
+		t.Fatal("the running request holds no blocks")
+	}
+	add(t, e, Request{ID: 2, InputTokens: 16, OutputTokens: 5}, e.Clock()+time.Hour) // still pending
+	if !e.Abort(1) || !e.Abort(2) || e.Abort(1) || e.Abort(99) {
+		t.Fatal("Abort reported the wrong presence")
+	}
+	if m := e.Metrics(); m.Running+m.Waiting+m.Pending != 0 || m.KVCacheUsage != 0 || e.Busy() {
+		t.Fatalf("after aborting everything: %+v", m)
+	}
+	checkKV(t, e)
+	hits := e.Metrics().PrefixCacheHits
+	add(t, e, Request{ID: 3, InputTokens: 64, OutputTokens: 2, Blocks: prompt}, e.Clock())
+	for _, ev := range events(drain(t, e)) {
+		if ev.ID == 1 {
+			t.Fatalf("an event of the aborted request: %+v", ev)
+		}
+	}
+	if got := e.Metrics().PrefixCacheHits - hits; got != 48 { // all full blocks but the last token's
+		t.Errorf("the aborted prompt's blocks gave %d cached tokens to the same prompt, want 48", got)
+	}
+}
