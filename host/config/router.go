@@ -25,6 +25,10 @@ type Server struct {
 	ConnectTimeout time.Duration `yaml:"connectTimeout"`
 	// Decisions is how many decision traces /debug/decisions keeps (default 256).
 	Decisions int `yaml:"decisions"`
+	// PrefixIndexBlocks bounds the router's prefix index per endpoint, in 16-token blocks, until
+	// the engine reports its own capacity (vllm:cache_config_info num_gpu_blocks; SGLang does
+	// not) (default 65536: a 1M-token KV cache).
+	PrefixIndexBlocks int `yaml:"prefixIndexBlocks"`
 }
 
 // Endpoints lists the model servers: a static list, a file watched for changes, or both.
@@ -77,6 +81,7 @@ const (
 	DefaultUpstreamTimeout = 10 * time.Minute
 	DefaultConnectTimeout  = 2 * time.Second
 	DefaultDecisions       = 256
+	DefaultPrefixBlocks    = 1 << 16
 	DefaultScrapeInterval  = 50 * time.Millisecond
 	DefaultEngine          = "vllm"
 )
@@ -100,6 +105,9 @@ func (c *Config) applyRouterDefaults() {
 	}
 	if s.Decisions == 0 {
 		s.Decisions = DefaultDecisions
+	}
+	if s.PrefixIndexBlocks == 0 {
+		s.PrefixIndexBlocks = DefaultPrefixBlocks
 	}
 	if c.Scrape.Interval == 0 {
 		c.Scrape.Interval = DefaultScrapeInterval
@@ -127,6 +135,7 @@ func (c *Config) validateRouter() error {
 	}{
 		{"maxBodyBytes", s.MaxBodyBytes > 0}, {"upstreamTimeout", s.UpstreamTimeout > 0},
 		{"connectTimeout", s.ConnectTimeout > 0}, {"decisions", s.Decisions > 0},
+		{"prefixIndexBlocks", s.PrefixIndexBlocks > 0},
 	}
 	for _, p := range positive {
 		if !p.ok {

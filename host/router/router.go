@@ -87,7 +87,7 @@ func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger) (_ *Rout
 	r.srv, err = server.New(server.Options{Pipeline: r.pipe, Endpoints: set, Samples: samples,
 		Priority: cfg.Priority, Objectives: objectives, MaxBodyBytes: cfg.Server.MaxBodyBytes,
 		ConnectTimeout: cfg.Server.ConnectTimeout, UpstreamTimeout: cfg.Server.UpstreamTimeout,
-		Decisions: cfg.Server.Decisions, Metrics: reqs, Stages: stages, Log: log})
+		Decisions: cfg.Server.Decisions, PrefixBlocks: cfg.Server.PrefixIndexBlocks, Metrics: reqs, Stages: stages, Log: log})
 	if err != nil {
 		return nil, err
 	}

@@ -26,10 +26,6 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// DefaultPrefixBlocks is each endpoint's prefix-index capacity until its engine reports
-// num_gpu_blocks (vllm:cache_config_info).
-const DefaultPrefixBlocks = 1 << 16
-
 // Options configure a Server. Pipeline, Endpoints and Log are required.
 type Options struct {
 	Pipeline  *pipeline.Pipeline
@@ -46,6 +42,8 @@ type Options struct {
 	ConnectTimeout, UpstreamTimeout time.Duration
 	// Decisions is the size of the decision-trace ring (/debug/decisions).
 	Decisions int
+	// PrefixBlocks bounds each endpoint's prefix index until its engine reports num_gpu_blocks.
+	PrefixBlocks int
 	// Metrics records every answered request, Stages every cycle's stage calls; nil records nothing.
 	Metrics *metrics.Requests
 	Stages  *metrics.Stages
@@ -88,7 +86,7 @@ func New(o Options) (*Server, error) {
 		ResponseHeaderTimeout: o.UpstreamTimeout,
 		DisableCompression:    true, // SSE must reach the client as it comes
 	}
-	s := &Server{o: o, tracker: tracker.New(), prefix: prefix.New(DefaultPrefixBlocks),
+	s := &Server{o: o, tracker: tracker.New(), prefix: prefix.New(max(o.PrefixBlocks, 1)),
 		client: &http.Client{Transport: transport}, decisions: newRing(max(o.Decisions, 1)),
 		capacities: map[string]int{}}
 	s.mux = http.NewServeMux()

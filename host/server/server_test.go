@@ -109,7 +109,7 @@ func newFixtureFor(t *testing.T, interval time.Duration, eps []endpoints.Endpoin
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(Options{Pipeline: p, Endpoints: set, MaxBodyBytes: 4096, ConnectTimeout: time.Second,
+	srv, err := New(Options{Pipeline: p, Endpoints: set, MaxBodyBytes: 4096, ConnectTimeout: time.Second, PrefixBlocks: 1 << 16,
 		UpstreamTimeout: 30 * time.Second, Decisions: 8, Metrics: reqs, Stages: stages, Log: zerolog.New(logs),
 		Priority: func(name string) (int32, bool) {
 			if name == "batch" {
