@@ -170,6 +170,19 @@ func TestServeShedsAndCancels(t *testing.T) {
 		t.Fatalf("priority-0 request: status %d, %s; want it served", resp.StatusCode, body)
 	}
 
+	// The producer's predictions reached the metrics, the access log and the samples.
+	resp, err := http.Get("http://" + r.AdminAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"llm_d_epp_request_predicted_ttft_seconds_count 1\n", `foresight_requests_total{code="429"} 1`} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+
 	cancel() // both long clients go away: the router forgets them and the engines abort them
 	deadline := time.Now().Add(10 * time.Second)
 	for {

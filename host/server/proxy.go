@@ -67,7 +67,7 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, x *exchange) {
 	var failures []string
 	out := outcome{}
 	for _, idx := range x.trace.Order {
-		ep := x.cycle.Endpoints[idx]
+		ep := x.trace.Candidates[idx] // the cycle's endpoint with the producer's prediction
 		out.attempts++
 		a := s.dispatch(x, ep)
 		resp, err := s.send(ctx, ep.ID, x, body)
@@ -91,7 +91,7 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, x *exchange) {
 			continue
 		}
 		s.o.Endpoints.ReportSuccess(ep.ID)
-		out.endpoint, out.predicted = ep.ID, x.cycle.Endpoints[idx].Prediction
+		out.endpoint, out.predicted = ep.ID, ep.Prediction
 		s.relay(w, resp, x, a, &out)
 		a.flight.Finish()
 		s.finish(x, &out)

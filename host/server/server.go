@@ -127,31 +127,41 @@ func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
 // serve handles one completion request end to end.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, kind openai.Kind) {
 	received := s.o.Now()
+	var id, model string // known once parsed, for the access line of a refusal
+	refuse := func(e *openai.Error) {
+		openai.WriteError(w, e)
+		if s.o.Metrics != nil {
+			s.o.Metrics.Observe(metrics.Request{Code: e.Status})
+		}
+		s.o.Log.Info().Str("request_id", id).Str("model", model).Int("status", e.Status).Str("error", e.Message).Msg("request")
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			openai.WriteError(w, &openai.Error{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error",
+			refuse(&openai.Error{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error",
 				Message: "the request body is larger than the router's limit of " + itoa(s.o.MaxBodyBytes) + " bytes (server.maxBodyBytes)"})
 			return
 		}
-		openai.WriteError(w, openai.BadRequest("", "reading the request body: %v", err))
+		refuse(openai.BadRequest("", "reading the request body: %v", err))
 		return
 	}
 	req, err := openai.Parse(kind, body)
 	if err != nil {
-		writeErr(w, err)
+		refuse(asOpenAIError(err))
 		return
 	}
+	model = req.Model
 	m, oerr := readMeta(r.Header, req.User, s.o.Priority, s.o.Objectives)
 	if oerr != nil {
-		openai.WriteError(w, oerr)
+		refuse(oerr)
 		return
 	}
+	id = m.id
 	w.Header().Set(HeaderRequestID, m.id)
 	c, states := s.cycle(req, m, received)
 	if len(c.Endpoints) == 0 {
-		openai.WriteError(w, s.noEndpoint(req.Model, states))
+		refuse(s.noEndpoint(req.Model, states))
 		return
 	}
 	t := s.o.Pipeline.Run(r.Context(), c)
@@ -165,14 +175,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, kind openai.Kind)
 		}
 	}
 	if !t.Admitted {
-		openai.WriteError(w, &openai.Error{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Code: "shed",
+		refuse(&openai.Error{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Code: "shed",
 			Message: "the router shed this request: " + t.Reason})
-		s.o.Log.Info().Str("request_id", m.id).Str("model", req.Model).Int("status", http.StatusTooManyRequests).
-			Str("reason", t.Reason).Msg("shed")
 		return
 	}
 	if len(t.Order) == 0 {
-		openai.WriteError(w, &openai.Error{Status: http.StatusServiceUnavailable, Type: "server_error",
+		refuse(&openai.Error{Status: http.StatusServiceUnavailable, Type: "server_error",
 			Message: "no endpoint can take this request: " + t.Reason})
 		return
 	}
@@ -234,14 +242,13 @@ func (s *Server) setCapacity(st endpoints.State) {
 	}
 }
 
-// writeErr writes err as an OpenAI error (a 400 unless it is an *openai.Error).
-func writeErr(w http.ResponseWriter, err error) {
+// asOpenAIError returns err as an OpenAI error (a 400 unless it is an *openai.Error).
+func asOpenAIError(err error) *openai.Error {
 	var oe *openai.Error
 	if errors.As(err, &oe) {
-		openai.WriteError(w, oe)
-		return
+		return oe
 	}
-	openai.WriteError(w, openai.BadRequest("", "%v", err))
+	return openai.BadRequest("", "%v", err)
 }
 
 func contains(list []string, s string) bool {
