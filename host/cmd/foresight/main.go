@@ -35,6 +35,9 @@ func main() {
 var (
 	cleanupMu sync.Mutex
 	cleanups  []func()
+	// cleanupRun is held while cleanups run: a second caller (the command returning while a
+	// signal is being handled) waits for them instead of exiting with plugin processes still up.
+	cleanupRun sync.Mutex
 )
 
 // atExit registers f to run when the command ends, normally or on SIGINT/SIGTERM, so plugin
@@ -46,6 +49,8 @@ func atExit(f func()) {
 }
 
 func runCleanups() {
+	cleanupRun.Lock()
+	defer cleanupRun.Unlock()
 	cleanupMu.Lock()
 	fs := cleanups
 	cleanups = nil

@@ -1,0 +1,187 @@
+package loadgen
+
+import (
+	"math"
+	"slices"
+	"sync"
+	"time"
+)
+
+// numKinds is the number of Kind values.
+const numKinds = int(Cut) + 1
+
+// Snapshot is the state of a run at one moment.
+type Snapshot struct {
+	// Elapsed is the time since the run started.
+	Elapsed time.Duration
+	// Window is the span Recent covers.
+	Window time.Duration
+	// Dispatched counts requests sent, Skipped arrivals not sent because MaxInFlight requests
+	// were in flight, InFlight requests sent and not yet ended.
+	Dispatched, Skipped, InFlight int
+	// Run covers every request that ended; Recent those that ended in the last Window.
+	Run, Recent Summary
+	// ByObjective is Run split by the objective sent (interactive, batch).
+	ByObjective map[string]Summary
+}
+
+// Summary aggregates the requests that ended in a span.
+type Summary struct {
+	// Ended counts the requests that ended, ByKind splits them by how.
+	Ended  int
+	ByKind [numKinds]int
+	// TTFT, TPOT and E2E are over OK requests (TPOT over those with a measured TPOT), in ms.
+	TTFT, TPOT, E2E Percentiles
+	// WithSLO counts ended requests that carried an objective, except those Cut (their outcome
+	// is unknown); MetSLO those of them that met it (Result.MetSLO).
+	WithSLO, MetSLO int
+	// PromptTokens, CachedTokens and CompletionTokens sum the OK requests' usage blocks.
+	PromptTokens, CachedTokens, CompletionTokens int
+}
+
+// Percentiles are the p50, p95 and p99 of N values in ms (numpy's linear interpolation, as
+// sim/stats); all 0 when N is 0.
+type Percentiles struct {
+	N             int
+	P50, P95, P99 float64
+}
+
+// Count returns the number of requests that ended as k.
+func (s *Summary) Count(k Kind) int { return s.ByKind[k] }
+
+// Errors counts the requests that failed: 4xx other than 429, 5xx, connection and stream errors.
+func (s *Summary) Errors() int {
+	return s.ByKind[ClientError] + s.ByKind[ServerError] + s.ByKind[ConnError] + s.ByKind[StreamError]
+}
+
+// Attainment returns MetSLO / WithSLO; ok is false when no request had an objective.
+func (s *Summary) Attainment() (a float64, ok bool) {
+	if s.WithSLO == 0 {
+		return 0, false
+	}
+	return float64(s.MetSLO) / float64(s.WithSLO), true
+}
+
+// PrefixHitRate returns CachedTokens / PromptTokens, the share of prompt tokens the engines'
+// prefix caches served; ok is false before any usage block arrived.
+func (s *Summary) PrefixHitRate() (r float64, ok bool) {
+	if s.PromptTokens == 0 {
+		return 0, false
+	}
+	return float64(s.CachedTokens) / float64(s.PromptTokens), true
+}
+
+// stats collects results. It keeps one small record per ended request: the run's memory is
+// proportional to its workload, which the caller already holds.
+type stats struct {
+	mu         sync.Mutex
+	start      time.Time
+	window     time.Duration
+	dispatched int
+	skipped    int
+	records    []record
+}
+
+type record struct {
+	end                        time.Duration // since the start of the run
+	kind                       Kind
+	objective                  string
+	hasSLO, met                bool
+	ttft, tpot, e2e            time.Duration
+	prompt, cached, completion int
+}
+
+func (s *stats) begin(start time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.start = start
+}
+
+func (s *stats) dispatch() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dispatched++
+}
+
+func (s *stats) skip() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.skipped++
+}
+
+func (s *stats) add(r *Result, end time.Duration) {
+	rec := record{end: end, kind: r.Kind, objective: r.Objective, hasSLO: r.HasSLO() && r.Kind != Cut,
+		met: r.MetSLO(), ttft: r.TTFT, tpot: r.TPOT, e2e: r.E2E,
+		prompt: r.PromptTokens, cached: r.CachedTokens, completion: r.CompletionTokens}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.records = append(s.records, rec)
+}
+
+// snapshot summarises the run at now.
+func (s *stats) snapshot(now time.Time) Snapshot {
+	s.mu.Lock()
+	snap := Snapshot{Window: s.window, Dispatched: s.dispatched, Skipped: s.skipped}
+	if !s.start.IsZero() {
+		snap.Elapsed = now.Sub(s.start)
+	}
+	recs := slices.Clone(s.records)
+	s.mu.Unlock()
+	snap.InFlight = snap.Dispatched - len(recs)
+	snap.Run = summarize(recs, func(*record) bool { return true })
+	from := snap.Elapsed - s.window
+	snap.Recent = summarize(recs, func(r *record) bool { return r.end > from })
+	snap.ByObjective = map[string]Summary{}
+	for _, name := range []string{ObjectiveInteractive, ObjectiveBatch} {
+		if sum := summarize(recs, func(r *record) bool { return r.objective == name }); sum.Ended > 0 {
+			snap.ByObjective[name] = sum
+		}
+	}
+	return snap
+}
+
+func summarize(recs []record, keep func(*record) bool) Summary {
+	var s Summary
+	var ttft, tpot, e2e []float64
+	for i := range recs {
+		r := &recs[i]
+		if !keep(r) {
+			continue
+		}
+		s.Ended++
+		s.ByKind[r.kind]++
+		if r.hasSLO {
+			s.WithSLO++
+			if r.met {
+				s.MetSLO++
+			}
+		}
+		if r.kind != OK {
+			continue
+		}
+		ttft, e2e = append(ttft, ms(r.ttft)), append(e2e, ms(r.e2e))
+		if r.tpot > 0 {
+			tpot = append(tpot, ms(r.tpot))
+		}
+		s.PromptTokens += r.prompt
+		s.CachedTokens += r.cached
+		s.CompletionTokens += r.completion
+	}
+	s.TTFT, s.TPOT, s.E2E = percentiles(ttft), percentiles(tpot), percentiles(e2e)
+	return s
+}
+
+// percentiles sorts v in place and reads its p50, p95 and p99.
+func percentiles(v []float64) Percentiles {
+	if len(v) == 0 {
+		return Percentiles{}
+	}
+	slices.Sort(v)
+	at := func(p float64) float64 {
+		pos := p / 100 * float64(len(v)-1)
+		lo := int(math.Floor(pos))
+		hi := min(lo+1, len(v)-1)
+		return v[lo] + (v[hi]-v[lo])*(pos-float64(lo))
+	}
+	return Percentiles{N: len(v), P50: at(50), P95: at(95), P99: at(99)}
+}
