@@ -40,25 +40,13 @@ func NewStages(reg prometheus.Registerer, plugins func() []*pluginhost.Plugin) (
 
 // Observe records every stage call of a cycle's trace.
 func (s *Stages) Observe(t *pipeline.Trace) {
-	one := func(st *pipeline.StageTrace) {
-		if st == nil {
-			return
-		}
+	for _, st := range t.Stages() {
 		stage := st.Stage.String()
 		s.duration.WithLabelValues(stage, st.Plugin).Observe(st.Duration.Seconds())
 		if st.Fallback != "" {
 			s.fallbacks.WithLabelValues(stage, st.Fallback).Inc()
 		}
 	}
-	one(t.Producer)
-	for i := range t.Filters {
-		one(&t.Filters[i])
-	}
-	for i := range t.Scorers {
-		one(&t.Scorers[i])
-	}
-	one(t.Admitter)
-	one(t.Picker)
 }
 
 // plugins reads the plugins' restarts and liveness at scrape time.

@@ -117,12 +117,13 @@ func (t *Trace) stageView(s *StageTrace) stageJSON {
 	return v
 }
 
-// MarshalJSON writes the trace with endpoints named by id and stages in the order they ran.
-func (t *Trace) MarshalJSON() ([]byte, error) {
-	var stages []stageJSON
+// Stages returns the cycle's stage calls in the order they ran: producer, filters, scorers,
+// admitter, picker (those the pipeline has).
+func (t *Trace) Stages() []*StageTrace {
+	out := make([]*StageTrace, 0, 3+len(t.Filters)+len(t.Scorers))
 	add := func(s *StageTrace) {
 		if s != nil {
-			stages = append(stages, t.stageView(s))
+			out = append(out, s)
 		}
 	}
 	add(t.Producer)
@@ -134,6 +135,15 @@ func (t *Trace) MarshalJSON() ([]byte, error) {
 	}
 	add(t.Admitter)
 	add(t.Picker)
+	return out
+}
+
+// MarshalJSON writes the trace with endpoints named by id and stages in the order they ran.
+func (t *Trace) MarshalJSON() ([]byte, error) {
+	var stages []stageJSON
+	for _, s := range t.Stages() {
+		stages = append(stages, t.stageView(s))
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false) // reasons hold ">=" and "<"; keep them readable
