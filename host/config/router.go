@@ -122,6 +122,9 @@ func (c *Config) applyRouterDefaults() {
 	}
 }
 
+// ValidateRouter checks the router's sections again, after a caller changed them (serve's flags).
+func (c *Config) ValidateRouter() error { return c.validateRouter() }
+
 func (c *Config) validateRouter() error {
 	s := &c.Server
 	for _, l := range []struct{ field, addr string }{{"listen", s.Listen}, {"adminListen", s.AdminListen}} {

@@ -57,7 +57,7 @@ func readMeta(h http.Header, user string, priority func(string) (int32, bool), o
 			if len(objectives) > 0 {
 				accepted = "one of " + strings.Join(objectives, ", ")
 			}
-			return m, openai.BadRequest(HeaderObjective, "unknown objective %q: %s", name, accepted)
+			return m, openai.BadRequest(HeaderObjective, "%s: unknown objective %q: %s", HeaderObjective, name, accepted)
 		}
 		m.priority = p
 	}
@@ -67,7 +67,7 @@ func readMeta(h http.Header, user string, priority func(string) (int32, bool), o
 	}
 	m.id = strings.TrimSpace(h.Get(HeaderRequestID))
 	if len(m.id) > 256 || strings.ContainsFunc(m.id, func(r rune) bool { return r < 0x21 || r > 0x7e }) {
-		return m, openai.BadRequest(HeaderRequestID, "must be at most 256 printable ASCII characters without spaces")
+		return m, openai.BadRequest(HeaderRequestID, "%s must be at most 256 printable ASCII characters without spaces", HeaderRequestID)
 	}
 	if m.id == "" {
 		m.id = newID()
@@ -77,7 +77,7 @@ func readMeta(h http.Header, user string, priority func(string) (int32, bool), o
 	case "1":
 		m.debug = true
 	default:
-		return m, openai.BadRequest(HeaderDebug, "%q: must be 1 (or 0)", v)
+		return m, openai.BadRequest(HeaderDebug, "%s %q: must be 1 (or 0)", HeaderDebug, v)
 	}
 	return m, nil
 }
@@ -92,7 +92,7 @@ func sloHeader(h http.Header, names ...string) (float64, *openai.Error) {
 		}
 		v, err := strconv.ParseFloat(raw, 64)
 		if err != nil || math.IsNaN(v) || v <= 0 || v > maxSLOMs {
-			return 0, openai.BadRequest(name, "%q: must be a number of milliseconds in (0, %d]", raw, maxSLOMs)
+			return 0, openai.BadRequest(name, "%s %q: must be a number of milliseconds in (0, %d]", name, raw, maxSLOMs)
 		}
 		return v, nil
 	}

@@ -2,25 +2,38 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/foresight-router/foresight/host/config"
 	"github.com/foresight-router/foresight/host/router"
 	"github.com/spf13/cobra"
 )
 
+// serveOverrides are serve's flags that replace parts of the config.
+type serveOverrides struct {
+	endpoints, listen, admin string
+}
+
 func newServe() *cobra.Command {
-	var file string
+	var (
+		file string
+		o    serveOverrides
+	)
 	cmd := &cobra.Command{
-		Use:   "serve --config FILE",
+		Use:   "serve --config FILE [--endpoints URL[,URL…]] [--listen ADDR] [--admin ADDR]",
 		Short: "Run the router: an OpenAI-compatible proxy in front of the configured endpoints",
 		Long: "serve starts the pipeline's plugins, scrapes the endpoints' metrics, and serves the OpenAI API\n" +
 			"(/v1/completions, /v1/chat/completions, /v1/models) on server.listen and /metrics,\n" +
 			"/debug/decisions and /health on server.adminListen, until interrupted. Ctrl-C lets requests\n" +
-			"in flight finish (up to 10 s) and stops every plugin process.",
+			"in flight finish (up to 10 s) and stops every plugin process. --endpoints replaces the\n" +
+			"config's endpoints (static and file), --listen and --admin its listeners.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := config.Load(file)
 			if err != nil {
+				return err
+			}
+			if err := o.apply(cfg); err != nil {
 				return err
 			}
 			r, err := router.Start(cmd.Context(), cfg, logger())
@@ -32,7 +45,37 @@ func newServe() *cobra.Command {
 			select {} // until SIGINT/SIGTERM, which closes the router
 		},
 	}
-	cmd.Flags().StringVar(&file, "config", "", "router configuration (YAML)")
+	f := cmd.Flags()
+	f.StringVar(&file, "config", "", "router configuration (YAML)")
+	f.StringVar(&o.endpoints, "endpoints", "", "comma-separated endpoints (http://host:port or host:port) replacing the config's")
+	f.StringVar(&o.listen, "listen", "", "the OpenAI API's address, replacing server.listen")
+	f.StringVar(&o.admin, "admin", "", "the admin listener's address, replacing server.adminListen")
 	_ = cmd.MarkFlagRequired("config")
 	return cmd
+}
+
+// apply writes the overrides into cfg and validates the result as the config file would be.
+func (o serveOverrides) apply(cfg *config.Config) error {
+	if o.endpoints != "" {
+		var eps []config.EndpointSpec
+		for _, a := range strings.Split(o.endpoints, ",") {
+			if a = strings.TrimSpace(a); a != "" {
+				eps = append(eps, config.EndpointSpec{ID: a, Address: a})
+			}
+		}
+		if len(eps) == 0 {
+			return fmt.Errorf("--endpoints: no endpoint in %q", o.endpoints)
+		}
+		cfg.Endpoints = config.Endpoints{Static: eps}
+	}
+	if o.listen != "" {
+		cfg.Server.Listen = o.listen
+	}
+	if o.admin != "" {
+		cfg.Server.AdminListen = o.admin
+	}
+	if err := cfg.ValidateRouter(); err != nil {
+		return fmt.Errorf("the flags: %w", err)
+	}
+	return nil
 }

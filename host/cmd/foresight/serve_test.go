@@ -1,0 +1,43 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/foresight-router/foresight/host/config"
+)
+
+func TestServeFlagsOverrideTheConfig(t *testing.T) {
+	load := func() *config.Config {
+		cfg, err := config.Load("../../../examples/pipeline.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	cfg := load()
+	o := serveOverrides{endpoints: "http://127.0.0.1:18001, 127.0.0.1:18002", listen: "127.0.0.1:8081", admin: "127.0.0.1:9091"}
+	if err := o.apply(cfg); err != nil {
+		t.Fatal(err)
+	}
+	eps := cfg.Endpoints.Static
+	if len(eps) != 2 || eps[0].Address != "http://127.0.0.1:18001" || eps[1].ID != "127.0.0.1:18002" || cfg.Endpoints.File != "" {
+		t.Errorf("endpoints %+v", cfg.Endpoints)
+	}
+	if cfg.Server.Listen != "127.0.0.1:8081" || cfg.Server.AdminListen != "127.0.0.1:9091" {
+		t.Errorf("listeners %q, %q", cfg.Server.Listen, cfg.Server.AdminListen)
+	}
+	for _, tt := range []struct {
+		o    serveOverrides
+		says string
+	}{
+		{serveOverrides{endpoints: " , "}, "--endpoints: no endpoint"},
+		{serveOverrides{endpoints: "not an address"}, `"not an address" is neither host:port nor an http(s) URL`},
+		{serveOverrides{listen: "8080"}, `server.listen: "8080" is not host:port`},
+		{serveOverrides{admin: "localhost"}, `server.adminListen: "localhost" is not host:port`},
+	} {
+		if err := tt.o.apply(load()); err == nil || !strings.Contains(err.Error(), tt.says) {
+			t.Errorf("%+v: %v, want an error saying %q", tt.o, err, tt.says)
+		}
+	}
+}
