@@ -22,8 +22,8 @@ import (
 )
 
 func newBench() *cobra.Command {
-	cmd := &cobra.Command{Use: "bench", Short: "Benchmarks (pipeline, routing)"}
-	cmd.AddCommand(newBenchPipeline(), newBenchRouting(), newBenchPredictor())
+	cmd := &cobra.Command{Use: "bench", Short: "Benchmarks (pipeline, routing, predictor, proxy)"}
+	cmd.AddCommand(newBenchPipeline(), newBenchRouting(), newBenchPredictor(), newBenchProxy())
 	return cmd
 }
 
