@@ -8,8 +8,17 @@ import (
 )
 
 func TestServeFlagsOverrideTheConfig(t *testing.T) {
+	// Built-in stages only: the test needs no plugin binaries.
+	const yaml = `plugins:
+  - {name: rr, type: round-robin-picker}
+pipeline:
+  picker: {pluginRef: rr}
+endpoints:
+  static: [{address: 127.0.0.1:8000}]
+  file: fleet.yaml
+`
 	load := func() *config.Config {
-		cfg, err := config.Load("../../../examples/pipeline.yaml")
+		cfg, err := config.Parse("router.yaml", []byte(yaml))
 		if err != nil {
 			t.Fatal(err)
 		}
