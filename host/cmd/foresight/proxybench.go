@@ -21,7 +21,7 @@ import (
 
 // proxyOptions are bench proxy's flags.
 type proxyOptions struct {
-	config, streams               string
+	config, streams, cpuProfile   string
 	servers, requests, rpsWorkers int
 	maxTokens                     int
 	rpsFor                        time.Duration
@@ -65,6 +65,13 @@ func newBenchProxy() *cobra.Command {
 			"back to back for --rps-for).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.cpuProfile != "" {
+				stop, err := startCPUProfile(o.cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
 			res, err := benchProxy(cmd.Context(), o)
 			if err != nil {
 				return err
@@ -93,6 +100,7 @@ func newBenchProxy() *cobra.Command {
 	f.IntVar(&o.rpsWorkers, "rps-workers", 64, "clients of the max-rate phase")
 	f.DurationVar(&o.rpsFor, "rps-for", 5*time.Second, "length of the max-rate phase")
 	f.BoolVar(&o.asJSON, "json", false, "print one JSON object")
+	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write the CPU profile of this process (router, emulated servers and clients) to this file")
 	return cmd
 }
 
