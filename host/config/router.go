@@ -1,12 +1,10 @@
 package config
 
 import (
-	"errors"
-	"fmt"
 	"net"
-	"net/url"
 	"time"
 
+	"github.com/foresight-router/foresight/host/endpoints"
 	"github.com/foresight-router/foresight/plugins/sdk"
 )
 
@@ -122,10 +120,9 @@ func (c *Config) applyRouterDefaults() {
 	}
 }
 
-// ValidateRouter checks the router's sections again, after a caller changed them (serve's flags).
-func (c *Config) ValidateRouter() error { return c.validateRouter() }
-
-func (c *Config) validateRouter() error {
+// ValidateRouter checks the router's sections; Parse does, and a caller that changes them
+// afterwards (serve's flags) does again.
+func (c *Config) ValidateRouter() error {
 	s := &c.Server
 	for _, l := range []struct{ field, addr string }{{"listen", s.Listen}, {"adminListen", s.AdminListen}} {
 		if _, _, err := net.SplitHostPort(l.addr); err != nil {
@@ -153,7 +150,7 @@ func (c *Config) validateRouter() error {
 	}
 	ids := map[string]int{}
 	for i, e := range c.Endpoints.Static {
-		if err := validAddress(e.Address); err != nil {
+		if err := endpoints.ValidateAddress(e.Address); err != nil {
 			return c.errorAt([]any{"endpoints", "static", i, "address"}, "%v", err)
 		}
 		if j, dup := ids[e.ID]; dup {
@@ -170,23 +167,6 @@ func (c *Config) validateRouter() error {
 			return c.errorAt([]any{"objectives", i, "name"}, "%q is also objective %d's name", o.Name, j)
 		}
 		names[o.Name] = i
-	}
-	return nil
-}
-
-// validAddress accepts host:port or an http(s) base URL with a host.
-func validAddress(a string) error {
-	if a == "" {
-		return errors.New("is required (host:port or http://host:port)")
-	}
-	if u, err := url.Parse(a); err == nil && (u.Scheme == "http" || u.Scheme == "https") {
-		if u.Host == "" {
-			return fmt.Errorf("the URL %q has no host", a)
-		}
-		return nil
-	}
-	if _, _, err := net.SplitHostPort(a); err != nil {
-		return fmt.Errorf("%q is neither host:port nor an http(s) URL", a)
 	}
 	return nil
 }

@@ -178,7 +178,7 @@ func (c *Config) validate() error {
 	if err := c.validatePipeline(); err != nil {
 		return err
 	}
-	return c.validateRouter()
+	return c.ValidateRouter()
 }
 
 func (c *Config) validatePlugin(i int, seen map[string]int) error {

@@ -61,8 +61,29 @@ const (
 // finished with splitmix64's mixer, so it identifies runes [0, (i+1)·BlockChars) and is the same
 // in every process. Two texts sharing a prefix share the hashes of its full blocks; a difference
 // in block k changes hash k and every later one.
-func PrefixBlocks(dst []uint64, text string) []uint64 {
-	var prev uint64
+func PrefixBlocks(dst []uint64, text string) []uint64 { return appendBlocks(dst, 0, text) }
+
+// ExtendBlocks returns known followed by the hashes of text's full blocks past the first
+// len(known): what PrefixBlocks(nil, text) gives when known is PrefixBlocks(nil, p) and text
+// starts with p, without hashing p again (a prompt extended by its answer). known's array is
+// appended to; pass a clipped slice to keep it.
+func ExtendBlocks(known []uint64, text string) []uint64 {
+	if len(known) == 0 {
+		return appendBlocks(known, 0, text)
+	}
+	skip, runes := len(text), 0
+	for i := range text {
+		if runes == len(known)*BlockChars {
+			skip = i
+			break
+		}
+		runes++
+	}
+	return appendBlocks(known, known[len(known)-1], text[skip:])
+}
+
+// appendBlocks appends the hashes of text's full blocks, chained from prev.
+func appendBlocks(dst []uint64, prev uint64, text string) []uint64 {
 	start, runes := 0, 0
 	for i := range text { // i is each rune's byte offset; invalid bytes count as one rune each
 		if runes == BlockChars {

@@ -181,3 +181,22 @@ func TestFollowUp(t *testing.T) {
 		})
 	}
 }
+
+// ExtendBlocks continues a prompt's hashes over its answer exactly as hashing the whole text
+// would, for prompts ending mid-block, on a block boundary and with multi-byte runes.
+func TestExtendBlocks(t *testing.T) {
+	for _, n := range []int{0, 10, BlockChars, 2*BlockChars + 7, 3 * BlockChars} {
+		prompt := text("héllo wörld ", n)
+		for _, more := range []string{"", "x", text("answer ", 5*BlockChars+3)} {
+			known := slices.Clip(PrefixBlocks(nil, prompt))
+			before := slices.Clone(known)
+			got, want := ExtendBlocks(known, prompt+more), PrefixBlocks(nil, prompt+more)
+			if !slices.Equal(got, want) {
+				t.Errorf("prompt of %d runes + %d: ExtendBlocks %x, PrefixBlocks %x", n, len(more), got, want)
+			}
+			if !slices.Equal(known, before) {
+				t.Errorf("prompt of %d runes: ExtendBlocks changed the known hashes", n)
+			}
+		}
+	}
+}

@@ -28,12 +28,16 @@ func New(capacity int) *Index {
 }
 
 // SetCapacity bounds endpoint's record to blocks entries, evicting the least recently used beyond it.
+// Setting the capacity it already has does nothing, so a caller may apply the engine's latest
+// report on every cycle.
 func (x *Index) SetCapacity(endpoint string, blocks int) {
 	l := x.endpoint(endpoint)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.capacity = max(blocks, 1)
-	l.evict()
+	if blocks = max(blocks, 1); blocks != l.capacity {
+		l.capacity = blocks
+		l.evict()
+	}
 }
 
 // Record notes that endpoint received a prompt with these chained block hashes, first block first.

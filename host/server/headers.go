@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"math"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -104,11 +103,4 @@ func newID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
-}
-
-// sortedNames returns the objective names, sorted, for error messages.
-func sortedNames(names []string) []string {
-	out := slices.Clone(names)
-	slices.Sort(out)
-	return out
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -213,7 +214,8 @@ func (s *Server) recordAnswer(id string, x *exchange, answer string) {
 	if answer == "" {
 		return
 	}
-	s.prefix.Record(id, openai.PrefixBlocks(nil, x.req.Prompt+x.req.AnswerText(answer)))
+	known := slices.Clip(x.cycle.Request.PrefixBlockHashes) // the prompt's, hashed for the cycle
+	s.prefix.Record(id, openai.ExtendBlocks(known, x.req.Prompt+x.req.AnswerText(answer)))
 }
 
 // observe sends the finished request to the producer: the state and prediction at dispatch and
@@ -229,7 +231,7 @@ func (s *Server) observe(x *exchange, a *attempt, out *outcome) {
 	if out.usage != nil {
 		smp.OutputTokens = out.usage.CompletionTokens
 	}
-	s.o.Samples.Add(context.WithoutCancel(context.Background()), smp, s.o.Now())
+	s.o.Samples.Add(context.Background(), smp, s.o.Now())
 }
 
 // finish records the exchange in the metrics and writes its access line.

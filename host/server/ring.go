@@ -1,7 +1,6 @@
 package server
 
 import (
-	"strconv"
 	"sync"
 
 	"github.com/foresight-router/foresight/host/pipeline"
@@ -36,7 +35,3 @@ func (r *ring) all() []*pipeline.Trace {
 	}
 	return append(append([]*pipeline.Trace(nil), r.buf[r.next:]...), r.buf[:r.next]...)
 }
-
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }
-
-func quote(s string) string { return strconv.Quote(s) }

@@ -12,7 +12,8 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"sync"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/foresight-router/foresight/host/endpoints"
@@ -61,9 +62,6 @@ type Server struct {
 	client    *http.Client
 	decisions *ring
 	mux       *http.ServeMux
-
-	capMu      sync.Mutex
-	capacities map[string]int // prefix-index capacity set per endpoint
 }
 
 // New returns a server over o.
@@ -77,7 +75,7 @@ func New(o Options) (*Server, error) {
 	if o.Priority == nil {
 		o.Priority = func(string) (int32, bool) { return 0, false }
 	}
-	o.Objectives = sortedNames(o.Objectives)
+	o.Objectives = slices.Sorted(slices.Values(o.Objectives))
 	dialer := &net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}
 	transport := &http.Transport{
 		DialContext:           dialer.DialContext,
@@ -87,8 +85,7 @@ func New(o Options) (*Server, error) {
 		DisableCompression:    true, // SSE must reach the client as it comes
 	}
 	s := &Server{o: o, tracker: tracker.New(), prefix: prefix.New(max(o.PrefixBlocks, 1)),
-		client: &http.Client{Transport: transport}, decisions: newRing(max(o.Decisions, 1)),
-		capacities: map[string]int{}}
+		client: &http.Client{Transport: transport}, decisions: newRing(max(o.Decisions, 1))}
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, openai.Completions) })
 	s.mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, openai.Chat) })
@@ -140,7 +137,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, kind openai.Kind)
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			refuse(&openai.Error{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error",
-				Message: "the request body is larger than the router's limit of " + itoa(s.o.MaxBodyBytes) + " bytes (server.maxBodyBytes)"})
+				Message: "the request body is larger than the router's limit of " + strconv.FormatInt(s.o.MaxBodyBytes, 10) + " bytes (server.maxBodyBytes)"})
 			return
 		}
 		refuse(openai.BadRequest("", "reading the request body: %v", err))
@@ -197,10 +194,10 @@ func (s *Server) noEndpoint(model string, states []endpoints.State) *openai.Erro
 	}
 	if healthy == 0 {
 		return &openai.Error{Status: http.StatusServiceUnavailable, Type: "server_error",
-			Message: "no endpoint is healthy (" + itoa(int64(len(states))) + " configured)"}
+			Message: "no endpoint is healthy (" + strconv.Itoa(len(states)) + " configured)"}
 	}
 	return &openai.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "model", Code: "model_not_found",
-		Message: "no healthy endpoint serves the model " + quote(model)}
+		Message: "no healthy endpoint serves the model " + strconv.Quote(model)}
 }
 
 // cycle builds the scheduling cycle: every healthy endpoint that serves the model (or has not
@@ -217,29 +214,18 @@ func (s *Server) cycle(req *openai.Request, m meta, now time.Time) (*sdk.Cycle, 
 	}
 	states := s.o.Endpoints.Snapshot()
 	for _, st := range states {
-		if !st.Healthy || (st.Models != nil && !contains(st.Models, req.Model)) {
+		if !st.Healthy || (st.Models != nil && !slices.Contains(st.Models, req.Model)) {
 			continue
 		}
-		s.setCapacity(st)
+		if st.NumGPUBlocks > 0 { // the engine's cache bounds what the router believes it holds
+			s.prefix.SetCapacity(st.ID, st.NumGPUBlocks)
+		}
 		es := sdk.EndpointState{KVCacheUsage: st.KVCacheUsage, Waiting: st.Waiting, Running: st.Running,
 			PrefixMatch: s.prefix.Fraction(st.ID, blocks), MetricsAgeMs: float64(st.MetricsAge) / float64(time.Millisecond)}
 		s.tracker.Fill(st.ID, now, &es)
 		c.Endpoints = append(c.Endpoints, sdk.Endpoint{ID: st.ID, Labels: st.Labels, State: es})
 	}
 	return c, states
-}
-
-// setCapacity bounds the endpoint's prefix index by its engine's KV blocks once known.
-func (s *Server) setCapacity(st endpoints.State) {
-	if st.NumGPUBlocks <= 0 {
-		return
-	}
-	s.capMu.Lock()
-	defer s.capMu.Unlock()
-	if s.capacities[st.ID] != st.NumGPUBlocks {
-		s.capacities[st.ID] = st.NumGPUBlocks
-		s.prefix.SetCapacity(st.ID, st.NumGPUBlocks)
-	}
 }
 
 // asOpenAIError returns err as an OpenAI error (a 400 unless it is an *openai.Error).
@@ -249,13 +235,4 @@ func asOpenAIError(err error) *openai.Error {
 		return oe
 	}
 	return openai.BadRequest("", "%v", err)
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -65,13 +65,11 @@ func newBenchProxy() *cobra.Command {
 			"back to back for --rps-for).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.cpuProfile != "" {
-				stop, err := startCPUProfile(o.cpuProfile)
-				if err != nil {
-					return err
-				}
-				defer stop()
+			stop, err := startCPUProfile(o.cpuProfile)
+			if err != nil {
+				return err
 			}
+			defer stop()
 			res, err := benchProxy(cmd.Context(), o)
 			if err != nil {
 				return err

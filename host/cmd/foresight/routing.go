@@ -84,13 +84,11 @@ func newBenchRouting() *cobra.Command {
 			"stderr and, with --json, one JSON object on stdout.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.cpuProfile != "" {
-				stop, err := startCPUProfile(o.cpuProfile)
-				if err != nil {
-					return err
-				}
-				defer stop()
+			stop, err := startCPUProfile(o.cpuProfile)
+			if err != nil {
+				return err
 			}
+			defer stop()
 			res, err := benchRouting(cmd.Context(), o, cmd.ErrOrStderr())
 			if err != nil {
 				return err
