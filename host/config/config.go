@@ -30,8 +30,9 @@ type Config struct {
 	Scrape     Scrape      `yaml:"scrape"`
 	Objectives []Objective `yaml:"objectives"`
 
-	file string     // the file it was read from, for error messages
-	root *yaml.Node // the parsed document, for line numbers
+	file   string     // the file it was read from, for error messages
+	root   *yaml.Node // the parsed document, for line numbers
+	edited string     // the edit that made this copy (WithStage), for error messages; "" for the file's own
 }
 
 // PluginSpec declares one plugin: a binary to launch, or a built-in type when Path is empty.

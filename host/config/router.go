@@ -1,7 +1,9 @@
 package config
 
 import (
+	"fmt"
 	"net"
+	"os"
 	"time"
 
 	"github.com/foresight-router/foresight/host/endpoints"
@@ -12,8 +14,13 @@ import (
 type Server struct {
 	// Listen is the OpenAI API's address (default 127.0.0.1:8080).
 	Listen string `yaml:"listen"`
-	// AdminListen serves /metrics, /debug/decisions and /health (default 127.0.0.1:9090).
+	// AdminListen serves /metrics, /debug/decisions, /health and the /admin API (default
+	// 127.0.0.1:9090). Bound to anything but a loopback address it requires AdminToken.
 	AdminListen string `yaml:"adminListen"`
+	// AdminToken, when set, is the bearer token every admin request but GET /health must carry
+	// (Authorization: Bearer TOKEN). The environment variable FORESIGHT_ADMIN_TOKEN, when set,
+	// takes its place, so the secret need not sit in the file.
+	AdminToken string `yaml:"adminToken"`
 	// MaxBodyBytes bounds a request body; a larger one is answered 413 (default 4 MiB).
 	MaxBodyBytes int64 `yaml:"maxBodyBytes"`
 	// UpstreamTimeout bounds a whole upstream response, from dispatch to its last byte (default 10m).
@@ -118,6 +125,35 @@ func (c *Config) applyRouterDefaults() {
 			e.ID = e.Address
 		}
 	}
+}
+
+// AdminTokenEnv is the environment variable that holds the admin token (over server.adminToken).
+const AdminTokenEnv = "FORESIGHT_ADMIN_TOKEN"
+
+// AdminToken returns the admin API's bearer token: $FORESIGHT_ADMIN_TOKEN, else server.adminToken;
+// "" when neither is set.
+func (c *Config) AdminToken() string {
+	if t := os.Getenv(AdminTokenEnv); t != "" {
+		return t
+	}
+	return c.Server.AdminToken
+}
+
+// CheckAdminAccess refuses an admin listener reachable from other hosts without a token: one
+// that binds anything but a loopback address (127.0.0.0/8, ::1, localhost) needs AdminToken.
+func (c *Config) CheckAdminAccess() error {
+	host, _, err := net.SplitHostPort(c.Server.AdminListen)
+	if err != nil {
+		return fmt.Errorf("server.adminListen %q is not host:port: %w", c.Server.AdminListen, err)
+	}
+	if ip := net.ParseIP(host); host == "localhost" || (ip != nil && ip.IsLoopback()) {
+		return nil
+	}
+	if c.AdminToken() == "" {
+		return fmt.Errorf("server.adminListen %s is reachable from other hosts, so the admin API needs a token: "+
+			"set server.adminToken or $%s, or bind a loopback address", c.Server.AdminListen, AdminTokenEnv)
+	}
+	return nil
 }
 
 // ValidateRouter checks the router's sections; Parse does, and a caller that changes them

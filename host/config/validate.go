@@ -88,6 +88,9 @@ func knownFields(t reflect.Type) string {
 // errorAt returns "file:line: field: message" for the node at path (keys and sequence indices),
 // using the closest existing ancestor's line when the field itself is absent.
 func (c *Config) errorAt(path []any, format string, args ...any) error {
+	if c.edited != "" {
+		return fmt.Errorf("%s: %s: %s", c.edited, fieldPath(path), fmt.Sprintf(format, args...))
+	}
 	return fmt.Errorf("%s:%d: %s: %s", c.file, c.line(path), fieldPath(path), fmt.Sprintf(format, args...))
 }
 

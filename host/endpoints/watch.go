@@ -1,21 +1,14 @@
 package endpoints
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
-	"time"
 
-	"github.com/fsnotify/fsnotify"
+	"github.com/foresight-router/foresight/internal/filewatch"
 )
 
-// WatchDebounce is how long Watch waits after the last event before it reads the file: an
-// editor's save (truncate and write, or write a temporary file and rename it over) comes as
-// a burst of events.
-const WatchDebounce = 200 * time.Millisecond
+// WatchDebounce is how long Watch waits after the last event before it reads the file.
+const WatchDebounce = filewatch.Debounce
 
 // Watch calls onChange with the new list whenever the file at path changes, and onError when a
 // changed file cannot be read or does not parse (the caller keeps the old list). It watches the
@@ -25,61 +18,14 @@ const WatchDebounce = 200 * time.Millisecond
 // list with LoadFile before calling it. It returns nil when ctx ends, or an error if the
 // directory cannot be watched. Callbacks run in Watch's goroutine, one at a time.
 func Watch(ctx context.Context, path string, onChange func([]Endpoint), onError func(error)) error {
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		return fmt.Errorf("watching %s: %w", path, err)
-	}
-	defer w.Close()
-	dir, base := filepath.Dir(path), filepath.Base(path)
-	if err := w.Add(dir); err != nil {
-		return fmt.Errorf("watching %s: %w", dir, err)
-	}
-	last, _ := os.ReadFile(path) // after Add, so no change is missed in between
-
-	debounce := time.NewTimer(time.Hour)
-	debounce.Stop()
-	defer debounce.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case ev, ok := <-w.Events:
-			if !ok {
-				return nil
-			}
-			if concerns(ev.Name, base) {
-				debounce.Reset(WatchDebounce)
-			}
-		case err, ok := <-w.Errors:
-			if !ok {
-				return nil
-			}
-			onError(fmt.Errorf("watching %s: %w", path, err))
-		case <-debounce.C:
-			data, err := os.ReadFile(path)
-			if err != nil {
-				onError(fmt.Errorf("reading the endpoints file: %w", err))
-				continue
-			}
-			if bytes.Equal(data, last) {
-				continue
-			}
-			last = data
-			eps, err := parseFile(path, data)
-			if err != nil {
-				onError(err)
-				continue
-			}
-			onChange(eps)
+	return filewatch.Watch(ctx, path, func(data []byte) {
+		eps, err := parseFile(path, data)
+		if err != nil {
+			onError(err)
+			return
 		}
-	}
-}
-
-// concerns says whether an event on name in the watched directory may change the file called
-// base: an event on the file itself, or on a name starting with ".." (Kubernetes mounts a
-// ConfigMap's files as symlinks through "..data", which it swaps by renaming "..data_tmp"). Other
-// files of the directory are ignored, so a busy neighbour cannot hold the debounce off forever.
-func concerns(name, base string) bool {
-	b := filepath.Base(name)
-	return b == base || strings.HasPrefix(b, "..")
+		onChange(eps)
+	}, func(err error) {
+		onError(fmt.Errorf("the endpoints file: %w", err))
+	})
 }

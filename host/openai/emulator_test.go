@@ -100,7 +100,8 @@ func TestEmulatorStream(t *testing.T) {
 			if !first.Equal(res.FirstContent) || res.FirstContent.IsZero() || res.Last.Before(res.FirstContent) {
 				t.Errorf("first %v, FirstContent %v, Last %v", first, res.FirstContent, res.Last)
 			}
-			if n := strings.Count(client.String(), "\n\n"); flushes != n {
+			// Events arriving together (the last chunk, usage and [DONE]) share a flush.
+			if n := strings.Count(client.String(), "\n\n"); flushes < 1 || flushes > n {
 				t.Errorf("%d flushes for %d events", flushes, n)
 			}
 			if got := len(strings.Fields(res.Answer)); int64(got) != req.MaxTokens {

@@ -38,9 +38,13 @@ func (e *SourceError) Unwrap() error { return e.Err }
 // event is passed through unread, so memory stays bounded whatever the engine sends.
 const maxEventBytes = 4 << 20
 
-// Relay copies an SSE stream from src to dst event by event, holding at most one event: after
-// writing each event it calls flush (http.Flusher's Flush). Events, comments (": ping"),
-// multi-line data fields and "\n" or "\r\n" line endings pass through byte for byte.
+// Relay copies an SSE stream from src to dst event by event, holding at most one event. It calls
+// flush (http.Flusher's Flush) whenever it has written something and has nothing more to read
+// without waiting on src: before every read of src and before it returns, never between a write
+// and a read that could block. A burst of events that arrived together goes out in one flush
+// (one write syscall) instead of one per event, and no event waits on the engine's next one.
+// Events, comments (": ping"), multi-line data fields and "\n" or "\r\n" line endings pass
+// through byte for byte.
 //
 // When hideUsage is true (Request.HiddenUsage) it drops the usage-only chunk (choices empty,
 // usage present) and removes a non-null "usage" member the engine added to other chunks (vLLM's
@@ -65,6 +69,9 @@ func Relay(dst io.Writer, flush func(), src io.Reader, hideUsage bool, now func(
 		atLine    bool   // when overflowing: the next fragment starts a line
 	)
 	for {
+		if br.Buffered() == 0 {
+			r.flushDst() // the next read may wait on the engine
+		}
 		frag, rerr := br.ReadSlice('\n')
 		if overflow {
 			if _, err := dst.Write(frag); err != nil {
@@ -72,8 +79,8 @@ func Relay(dst io.Writer, flush func(), src io.Reader, hideUsage bool, now func(
 			}
 			// A line longer than one fragment is not blank, so a fragment is blank on its own.
 			ended := len(frag) > 0 && frag[len(frag)-1] == '\n'
+			r.pending = true
 			if ended && atLine && isBlank(frag) {
-				r.flushDst()
 				overflow = false
 			}
 			atLine = ended || (atLine && len(frag) == 0)
@@ -95,6 +102,7 @@ func Relay(dst io.Writer, flush func(), src io.Reader, hideUsage bool, now func(
 				if _, err := dst.Write(ev); err != nil {
 					return r.result(), err
 				}
+				r.pending = true
 				overflow, atLine = true, ev[len(ev)-1] == '\n'
 				ev, lineStart = ev[:0], 0
 			}
@@ -103,13 +111,12 @@ func Relay(dst io.Writer, flush func(), src io.Reader, hideUsage bool, now func(
 			continue
 		}
 		if rerr != nil {
-			if overflow {
-				r.flushDst()
-			} else if len(ev) > 0 { // a last event without its blank line
+			if !overflow && len(ev) > 0 { // a last event without its blank line
 				if err := r.event(ev); err != nil {
 					return r.result(), err
 				}
 			}
+			r.flushDst()
 			if rerr == io.EOF {
 				return r.result(), nil
 			}
@@ -130,8 +137,9 @@ type relay struct {
 	onFirst  func(time.Time)
 	onTokens func(int64, time.Time)
 
-	res    StreamResult
-	answer strings.Builder
+	res     StreamResult
+	answer  strings.Builder
+	pending bool // written since the last flush
 }
 
 func (r *relay) result() StreamResult {
@@ -140,10 +148,12 @@ func (r *relay) result() StreamResult {
 	return res
 }
 
+// flushDst flushes what was written since the last flush, if anything.
 func (r *relay) flushDst() {
-	if r.flush != nil {
+	if r.pending && r.flush != nil {
 		r.flush()
 	}
+	r.pending = false
 }
 
 // event inspects one raw event (its lines and the blank line ending it), writes it (or what is
@@ -156,7 +166,7 @@ func (r *relay) event(ev []byte) error {
 	if _, err := r.dst.Write(out); err != nil {
 		return err
 	}
-	r.flushDst()
+	r.pending = true
 	if !content {
 		return nil
 	}

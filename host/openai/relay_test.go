@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -47,14 +48,37 @@ var (
 		`"usage":{"prompt_tokens":9,"total_tokens":11,"completion_tokens":2}}` + "\n\n"
 )
 
-// recorder is a dst that counts flushes per write.
+// recorder is a dst that counts writes and flushes, and the writes not flushed yet.
 type recorder struct {
 	bytes.Buffer
-	writes, flushes int
+	writes, flushes, unflushed int
 }
 
-func (r *recorder) Write(p []byte) (int, error) { r.writes++; return r.Buffer.Write(p) }
-func (r *recorder) flush()                      { r.flushes++ }
+func (r *recorder) Write(p []byte) (int, error) { r.writes++; r.unflushed++; return r.Buffer.Write(p) }
+func (r *recorder) flush()                      { r.flushes++; r.unflushed = 0 }
+
+// pacedSource hands out one piece per Read, as an engine's stream arrives, and fails the test if
+// anything written to dst is still unflushed when Relay reads on: such a write would wait on the
+// engine's next event.
+type pacedSource struct {
+	t      *testing.T
+	pieces []string
+	dst    *recorder
+}
+
+func (s *pacedSource) Read(p []byte) (int, error) {
+	if s.dst.unflushed > 0 {
+		s.t.Errorf("Relay reads on with %d writes unflushed", s.dst.unflushed)
+	}
+	if len(s.pieces) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, s.pieces[0])
+	if s.pieces[0] = s.pieces[0][n:]; s.pieces[0] == "" {
+		s.pieces = s.pieces[1:]
+	}
+	return n, nil
+}
 
 func TestRelay(t *testing.T) {
 	type call struct {
@@ -182,7 +206,8 @@ func TestRelay(t *testing.T) {
 			var dst recorder
 			var firsts []time.Time
 			var tokens []call
-			res, err := Relay(&dst, dst.flush, strings.NewReader(strings.Join(tt.events, "")), tt.hide, clock(),
+			src := &pacedSource{t: t, pieces: slices.Clone(tt.events), dst: &dst}
+			res, err := Relay(&dst, dst.flush, src, tt.hide, clock(),
 				func(at time.Time) { firsts = append(firsts, at) },
 				func(n int64, at time.Time) { tokens = append(tokens, call{n, at}) })
 			if err != nil {
@@ -191,8 +216,9 @@ func TestRelay(t *testing.T) {
 			if got, want := dst.String(), strings.Join(tt.want, ""); got != want {
 				t.Errorf("client got\n%q\nwant\n%q", got, want)
 			}
-			if dst.writes != len(tt.want) || dst.flushes != len(tt.want) {
-				t.Errorf("%d writes and %d flushes, want one of each per event (%d)", dst.writes, dst.flushes, len(tt.want))
+			if dst.writes != len(tt.want) || dst.flushes != len(tt.want) || dst.unflushed != 0 {
+				t.Errorf("%d writes and %d flushes (%d writes unflushed at the end), want one of each per event (%d)",
+					dst.writes, dst.flushes, dst.unflushed, len(tt.want))
 			}
 			if diff := cmp.Diff(tt.res, res); diff != "" {
 				t.Errorf("result (-want +got):\n%s", diff)
@@ -285,6 +311,27 @@ func TestRelayLongEvent(t *testing.T) {
 	}
 	if res.Chunks != 1 || res.Answer != " lorem" || !res.Done {
 		t.Errorf("result %+v, want the event after the long one read", res)
+	}
+}
+
+func TestRelayFlushesABurstOnce(t *testing.T) {
+	// Events that arrive together go out with one flush; a long event arriving in 4 KB pieces
+	// is flushed before each read that waits for the next piece.
+	var dst recorder
+	burst := strings.Join([]string{chatRole, chatLorem, chatIpsum, chatStop, chatUsage, done}, "")
+	long := "data: {\"choices\":[{\"index\":0,\"text\":\"" + strings.Repeat("x", maxEventBytes) + "\"}]}\n\n"
+	src := &pacedSource{t: t, pieces: []string{burst, long, burst}, dst: &dst}
+	if _, err := Relay(&dst, dst.flush, src, false, clock(), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if dst.String() != burst+long+burst {
+		t.Fatalf("client got %d bytes, want the %d sent", dst.Len(), len(burst+long+burst))
+	}
+	// The first burst: 6 writes, 1 flush. The long event: read in 4 KB pieces (the reader's
+	// buffer), written once it outgrows maxEventBytes and then piece by piece, a flush before each
+	// read. The second burst: 1 flush.
+	if dst.unflushed != 0 || dst.flushes >= dst.writes || dst.flushes < 3 {
+		t.Errorf("%d writes, %d flushes, %d unflushed at the end", dst.writes, dst.flushes, dst.unflushed)
 	}
 }
 

@@ -29,6 +29,8 @@ type Pipeline struct {
 	fallbackPicker sdk.Picker // max-score-picker
 
 	plugins    []*pluginhost.Plugin // in config order
+	reused     []bool               // per plugin: taken running from the pool, not launched
+	release    func(*pluginhost.Plugin)
 	log        zerolog.Logger
 	maxBatch   int
 	maxCohorts int
@@ -36,22 +38,42 @@ type Pipeline struct {
 	mu      sync.Mutex
 	waiting []*member // cycles waiting to leave as the next cohort
 	cohorts int       // cohorts travelling the pipeline now
+
+	gate    sync.Mutex
+	active  int           // callers between Enter and Leave
+	closing bool          // Close has begun: Enter refuses
+	idle    chan struct{} // closed when closing and no caller is left
 }
 
 // Build launches every plugin of cfg (concurrently), checks and configures each, and wires the
 // pipeline. On any failure it stops what it started and returns the first error in config order.
+// The pipeline owns its plugins: Close stops them.
 func Build(ctx context.Context, cfg *config.Config, log zerolog.Logger) (*Pipeline, error) {
-	plugins, err := launchAll(ctx, cfg, log)
+	return BuildWith(ctx, cfg, nil, log)
+}
+
+// BuildWith is Build taking the plugins from pool: those already running with the same
+// fingerprint are shared, not launched again, and Close releases them to the pool. A nil pool
+// is Build.
+func BuildWith(ctx context.Context, cfg *config.Config, pool *pluginhost.Pool, log zerolog.Logger) (*Pipeline, error) {
+	if pool == nil {
+		pool = pluginhost.NewPool()
+	}
+	plugins, reused, err := launchAll(ctx, cfg, pool, log)
 	if err != nil {
 		return nil, err
 	}
-	return Assemble(cfg, plugins, log), nil
+	p := Assemble(cfg, plugins, log)
+	p.reused, p.release = reused, pool.Release
+	return p, nil
 }
 
-// Assemble wires already running plugins (one per cfg.Plugins entry, in that order) into a pipeline.
+// Assemble wires already running plugins (one per cfg.Plugins entry, in that order) into a
+// pipeline, which owns them: Close stops them.
 func Assemble(cfg *config.Config, plugins []*pluginhost.Plugin, log zerolog.Logger) *Pipeline {
 	p := &Pipeline{log: log, plugins: plugins, fallbackScorer: builtin.NewCompositeScorer(), fallbackPicker: builtin.NewMaxScorePicker(),
-		maxBatch: cfg.Pipeline.MaxBatch, maxCohorts: cfg.Pipeline.MaxCohorts}
+		maxBatch: cfg.Pipeline.MaxBatch, maxCohorts: cfg.Pipeline.MaxCohorts, reused: make([]bool, len(plugins)),
+		release: (*pluginhost.Plugin).Stop, idle: make(chan struct{})}
 	byName := make(map[string]*pluginhost.Plugin, len(p.plugins))
 	for _, pl := range p.plugins {
 		byName[pl.Name()] = pl
@@ -89,9 +111,10 @@ func Assemble(cfg *config.Config, plugins []*pluginhost.Plugin, log zerolog.Logg
 	return p
 }
 
-// launchAll starts every declared plugin concurrently.
-func launchAll(ctx context.Context, cfg *config.Config, log zerolog.Logger) ([]*pluginhost.Plugin, error) {
+// launchAll acquires every declared plugin from pool, concurrently.
+func launchAll(ctx context.Context, cfg *config.Config, pool *pluginhost.Pool, log zerolog.Logger) ([]*pluginhost.Plugin, []bool, error) {
 	plugins := make([]*pluginhost.Plugin, len(cfg.Plugins))
+	reused := make([]bool, len(cfg.Plugins))
 	errs := make([]error, len(cfg.Plugins))
 	var wg sync.WaitGroup
 	for i := range cfg.Plugins {
@@ -107,7 +130,7 @@ func launchAll(ctx context.Context, cfg *config.Config, log zerolog.Logger) ([]*
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			plugins[i], errs[i] = pluginhost.Launch(ctx, pluginhost.Spec{
+			plugins[i], reused[i], errs[i] = pool.Acquire(ctx, pluginhost.Spec{
 				Name: spec.Name, Type: spec.Type, Stage: cfg.StageOf(spec.Name),
 				Path: cfg.ResolvePath(spec), Args: spec.Args, Env: append([]string{sdk.ConfigDirEnv + "=" + cfg.Dir()}, spec.Environ()...),
 				SHA256: spec.SHA256, Version: spec.Version,
@@ -119,20 +142,46 @@ func launchAll(ctx context.Context, cfg *config.Config, log zerolog.Logger) ([]*
 	if err := errors.Join(errs...); err != nil {
 		for _, pl := range plugins {
 			if pl != nil {
-				pl.Stop()
+				pool.Release(pl)
 			}
 		}
 		for _, e := range errs {
 			if e != nil {
-				return nil, e
+				return nil, nil, e
 			}
 		}
 	}
-	return plugins, nil
+	return plugins, reused, nil
 }
 
 // Plugins returns the running plugins in config order.
 func (p *Pipeline) Plugins() []*pluginhost.Plugin { return p.plugins }
+
+// Reused reports, per plugin in config order, whether BuildWith took it running from the pool.
+func (p *Pipeline) Reused() []bool { return p.reused }
+
+// Enter admits a caller of Run or Observe until the matching Leave; it returns false once Close
+// has begun, and the caller must then use another pipeline. Close waits for every caller that
+// entered to leave. (Callers that own the pipeline outright, as the benches do, need neither.)
+func (p *Pipeline) Enter() bool {
+	p.gate.Lock()
+	defer p.gate.Unlock()
+	if p.closing {
+		return false
+	}
+	p.active++
+	return true
+}
+
+// Leave ends what Enter began.
+func (p *Pipeline) Leave() {
+	p.gate.Lock()
+	defer p.gate.Unlock()
+	p.active--
+	if p.closing && p.active == 0 {
+		close(p.idle)
+	}
+}
 
 // Stats returns call and fallback counts per slot, in stage order.
 func (p *Pipeline) Stats() []Stats {
@@ -155,13 +204,27 @@ func (p *Pipeline) Stats() []Stats {
 	return out
 }
 
-// Close stops every plugin process.
+// Close refuses new callers, waits for those that entered to leave (their cycles end within the
+// stage deadlines), then stops the stages and releases the plugins: stops them, or for a pipeline
+// built from a pool, hands them back to it (a plugin another pipeline shares keeps running). It
+// is safe to call more than once.
 func (p *Pipeline) Close() {
+	p.gate.Lock()
+	if p.closing {
+		p.gate.Unlock()
+		return
+	}
+	p.closing = true
+	if p.active == 0 {
+		close(p.idle)
+	}
+	p.gate.Unlock()
+	<-p.idle
 	p.stopCoalescers()
 	var wg sync.WaitGroup
 	for _, pl := range p.plugins {
 		wg.Add(1)
-		go func() { defer wg.Done(); pl.Stop() }()
+		go func() { defer wg.Done(); p.release(pl) }()
 	}
 	wg.Wait()
 }

@@ -71,7 +71,7 @@ func fallbackReason(err error) string {
 	switch {
 	case errors.Is(err, errDown):
 		return "plugin down"
-	case errors.Is(err, context.DeadlineExceeded), status.Code(err) == codes.DeadlineExceeded:
+	case isDeadline(err):
 		return "deadline exceeded"
 	case errors.As(err, &se):
 		return "stage error: " + se.Message
@@ -80,6 +80,10 @@ func fallbackReason(err error) string {
 	default:
 		return "invalid answer: " + err.Error()
 	}
+}
+
+func isDeadline(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded
 }
 
 func isTransport(err error) bool {

@@ -52,7 +52,14 @@ func stageCoalescer[C, Req, Res any](s *slot, maxBatch int, invoke func(C, conte
 		if err != nil {
 			return nil, err
 		}
-		return invoke(c, ctx, reqs)
+		res, err := invoke(c, ctx, reqs)
+		switch {
+		case err == nil:
+			s.plugin.CallAnswered()
+		case isDeadline(err):
+			s.plugin.CallTimedOut() // a process that misses every deadline for long is restarted
+		}
+		return res, err
 	})
 }
 

@@ -54,6 +54,10 @@ const (
 	maxBackoff     = 10 * time.Second      // the longest wait between restart attempts
 	firstBackoff   = 100 * time.Millisecond
 	healthyRunTime = time.Minute // a plugin that ran this long restarts without delay after a crash
+	// hangAfter is how long a process may go on missing its call deadlines, without answering any
+	// call in between, before it is taken for hung, killed and restarted like a crashed one.
+	// Single misses are normal under load and only cost the cycle its fallback.
+	hangAfter = 2 * time.Second
 )
 
 // Plugin is one stage implementation in service: a supervised plugin process or a built-in.
@@ -64,10 +68,15 @@ type Plugin struct {
 
 	cur      atomic.Pointer[instance]
 	restarts atomic.Int64
-	stopOnce sync.Once
-	stop     chan struct{}
-	done     chan struct{}
-	nudge    chan struct{}
+	hangs    atomic.Int64
+	// missSince is when the current streak of missed deadlines began (UnixNano; 0: none).
+	missSince atomic.Int64
+	// lastRestart is how long the last restart took, from seeing the exit to serving again (ns).
+	lastRestart atomic.Int64
+	stopOnce    sync.Once
+	stop        chan struct{}
+	done        chan struct{}
+	nudge       chan struct{}
 }
 
 // instance is one running incarnation of a plugin.
@@ -134,11 +143,16 @@ type Status struct {
 	// StartMs is how long launch, handshake, GetInfo and Configure took for the current instance.
 	StartMs  float64 `json:"start_ms"`
 	Restarts int64   `json:"restarts"`
+	// Hangs counts the times the process was killed for missing its deadlines for hangAfter.
+	Hangs int64 `json:"hangs"`
+	// LastRestartMs is how long the last restart took, from seeing the exit to serving again.
+	LastRestartMs float64 `json:"last_restart_ms,omitempty"`
 }
 
 // Status returns the plugin's current state.
 func (p *Plugin) Status() Status {
-	s := Status{Name: p.spec.Name, Builtin: p.spec.Path == "", Restarts: p.restarts.Load()}
+	s := Status{Name: p.spec.Name, Builtin: p.spec.Path == "" || p.spec.Local != nil, Restarts: p.restarts.Load(),
+		Hangs: p.hangs.Load(), LastRestartMs: float64(p.lastRestart.Load()/1000) / 1000}
 	if inst := p.cur.Load(); inst != nil {
 		s.Up, s.Info, s.PID, s.Protocol = true, inst.info, inst.pid, inst.protocol
 		s.StartMs = float64(inst.startup.Microseconds()) / 1000
@@ -153,6 +167,36 @@ func (p *Plugin) CallFailed() {
 	case p.nudge <- struct{}{}:
 	default:
 	}
+}
+
+// CallAnswered tells the supervisor that a call was answered in time, ending any streak of
+// missed deadlines.
+func (p *Plugin) CallAnswered() {
+	if p.missSince.Load() != 0 {
+		p.missSince.Store(0)
+	}
+}
+
+// CallTimedOut tells the supervisor that a call missed its deadline. A process that has missed
+// every deadline for hangAfter is killed; the supervisor then restarts it as after a crash.
+func (p *Plugin) CallTimedOut() {
+	now := time.Now().UnixNano()
+	if p.missSince.CompareAndSwap(0, now) {
+		return
+	}
+	since := p.missSince.Load()
+	if since == 0 || time.Duration(now-since) < hangAfter || !p.missSince.CompareAndSwap(since, 0) {
+		return
+	}
+	inst := p.cur.Load()
+	if inst == nil || inst.client == nil {
+		return
+	}
+	p.hangs.Add(1)
+	p.log.Error().Int("pid", inst.pid).Dur("missing_deadlines_for", time.Duration(now-since)).
+		Msg("plugin hung: every call missed its deadline; killing it to restart it")
+	go inst.client.Kill()
+	p.CallFailed()
 }
 
 // Stop stops supervision and the process; it is safe to call more than once.
@@ -302,6 +346,7 @@ func (p *Plugin) supervise() {
 			}
 		}
 		p.cur.Store(nil)
+		exited := time.Now()
 		inst.client.Kill() // reap and release the connection
 		p.log.Error().Dur("ran", time.Since(inst.started)).Int("pid", inst.pid).Msg("plugin process exited; restarting")
 		var backoff time.Duration
@@ -317,8 +362,12 @@ func (p *Plugin) supervise() {
 			next, err := p.start(context.Background())
 			if err == nil {
 				p.cur.Store(next)
+				p.missSince.Store(0)
+				took := time.Since(exited)
+				p.lastRestart.Store(int64(took))
 				p.restarts.Add(1)
-				p.log.Info().Int("pid", next.pid).Float64("start_ms", float64(next.startup.Microseconds())/1000).Msg("plugin restarted")
+				p.log.Info().Int("pid", next.pid).Float64("start_ms", float64(next.startup.Microseconds())/1000).
+					Float64("restart_ms", float64(took.Microseconds())/1000).Msg("plugin restarted")
 				break
 			}
 			backoff = min(max(2*backoff, firstBackoff), maxBackoff)

@@ -13,11 +13,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/foresight-router/foresight/host/admin"
 	"github.com/foresight-router/foresight/host/config"
 	"github.com/foresight-router/foresight/host/endpoints"
+	"github.com/foresight-router/foresight/host/live"
 	"github.com/foresight-router/foresight/host/metrics"
 	"github.com/foresight-router/foresight/host/observe"
-	"github.com/foresight-router/foresight/host/pipeline"
 	"github.com/foresight-router/foresight/host/server"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -32,15 +33,22 @@ type Router struct {
 	api, admin         *http.Server
 	apiAddr, adminAddr string
 	srv                *server.Server
-	pipe               *pipeline.Pipeline
+	live               *live.Live
+	file               string // the config file reloads read
+	reloads            *metrics.Reloads
+	log                zerolog.Logger
 	cancel             context.CancelFunc
 	wg                 sync.WaitGroup
 	closeOnce          sync.Once
 }
 
 // Start builds and starts the router of cfg. It returns once both listeners accept connections;
-// on error nothing is left running.
+// on error nothing is left running. It reloads the pipeline when cfg's file changes (and on
+// Reload: SIGHUP, POST /admin/reload).
 func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger) (_ *Router, err error) {
+	if err := cfg.CheckAdminAccess(); err != nil {
+		return nil, fmt.Errorf("%s: %w", cfg.File(), err)
+	}
 	list, err := endpointList(cfg)
 	if err != nil {
 		return nil, err
@@ -54,13 +62,13 @@ func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger) (_ *Rout
 		return nil, fmt.Errorf("%s: endpoints: %w", cfg.File(), err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	r := &Router{cancel: cancel}
+	r := &Router{cancel: cancel, file: cfg.File(), log: log}
 	defer func() {
 		if err != nil {
 			r.Close()
 		}
 	}()
-	r.pipe, err = pipeline.Build(ctx, cfg, log)
+	r.live, err = live.Start(ctx, cfg, log)
 	if err != nil {
 		return nil, err
 	}
@@ -70,21 +78,23 @@ func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger) (_ *Rout
 	if err != nil {
 		return nil, err
 	}
-	stages, err := metrics.NewStages(reg, r.pipe.Plugins)
+	stages, err := metrics.NewStages(reg, r.live.Plugins)
 	if err != nil {
 		return nil, err
 	}
-	var samples *observe.Batcher
-	if r.pipe.HasProducer() {
-		samples = observe.New(r.pipe.Observe, 0, 0)
-		reg.MustRegister(metrics.NewPredictor(samples.Counts))
-		r.goRun(func() { samples.Run(ctx) })
+	if r.reloads, err = metrics.NewReloads(reg); err != nil {
+		return nil, err
 	}
+	// Samples flow whatever the pipeline: a reload may add or remove the producer. Without one
+	// they count as failed (foresight_predictor_samples_total{result="failed"}).
+	samples := observe.New(r.live.Observe, 0, 0)
+	reg.MustRegister(metrics.NewPredictor(samples.Counts))
+	r.goRun(func() { samples.Run(ctx) })
 	objectives := make([]string, 0, len(cfg.Objectives))
 	for _, o := range cfg.Objectives {
 		objectives = append(objectives, o.Name)
 	}
-	r.srv, err = server.New(server.Options{Pipeline: r.pipe, Endpoints: set, Samples: samples,
+	r.srv, err = server.New(server.Options{Pipeline: r.live, Endpoints: set, Samples: samples,
 		Priority: cfg.Priority, Objectives: objectives, MaxBodyBytes: cfg.Server.MaxBodyBytes,
 		ConnectTimeout: cfg.Server.ConnectTimeout, UpstreamTimeout: cfg.Server.UpstreamTimeout,
 		Decisions: cfg.Server.Decisions, PrefixBlocks: cfg.Server.PrefixIndexBlocks, Metrics: reqs, Stages: stages, Log: log})
@@ -109,7 +119,11 @@ func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger) (_ *Rout
 	if r.api, r.apiAddr, err = r.listen(cfg.Server.Listen, r.srv); err != nil {
 		return nil, err
 	}
-	if r.admin, r.adminAddr, err = r.listen(cfg.Server.AdminListen, r.srv.AdminHandler(reg)); err != nil {
+	if file := cfg.File(); file != "" {
+		r.goRun(func() { r.watchConfig(ctx, file) })
+	}
+	adminHandler := admin.Handler(admin.Options{Control: r, Observability: r.srv.AdminHandler(reg), Token: cfg.AdminToken()})
+	if r.admin, r.adminAddr, err = r.listen(cfg.Server.AdminListen, adminHandler); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -138,8 +152,8 @@ func (r *Router) Close() {
 		if r.srv != nil {
 			r.srv.Close()
 		}
-		if r.pipe != nil {
-			r.pipe.Close()
+		if r.live != nil {
+			r.live.Close()
 		}
 	})
 }

@@ -6,6 +6,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -27,9 +28,15 @@ import (
 	"github.com/rs/zerolog"
 )
 
+// Scheduler runs scheduling cycles: a *pipeline.Pipeline, or the live router's *live.Live, which
+// swaps pipelines on reload.
+type Scheduler interface {
+	Run(ctx context.Context, c *sdk.Cycle) *pipeline.Trace
+}
+
 // Options configure a Server. Pipeline, Endpoints and Log are required.
 type Options struct {
-	Pipeline  *pipeline.Pipeline
+	Pipeline  Scheduler
 	Endpoints *endpoints.Set
 	// Samples batches finished requests to the producer; nil when the pipeline has none.
 	Samples *observe.Batcher

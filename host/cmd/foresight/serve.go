@@ -2,7 +2,10 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/foresight-router/foresight/host/config"
 	"github.com/foresight-router/foresight/host/router"
@@ -24,9 +27,12 @@ func newServe() *cobra.Command {
 		Short: "Run the router: an OpenAI-compatible proxy in front of the configured endpoints",
 		Long: "serve starts the pipeline's plugins, scrapes the endpoints' metrics, and serves the OpenAI API\n" +
 			"(/v1/completions, /v1/chat/completions, /v1/models) on server.listen and /metrics,\n" +
-			"/debug/decisions and /health on server.adminListen, until interrupted. Ctrl-C lets requests\n" +
-			"in flight finish (up to 10 s) and stops every plugin process. --endpoints replaces the\n" +
-			"config's endpoints (static and file), --listen and --admin its listeners.",
+			"/debug/decisions, /health and the /admin API on server.adminListen, until interrupted.\n" +
+			"SIGHUP, a change of the config file and POST /admin/reload rebuild the pipeline and swap it\n" +
+			"in without dropping a request (plugins and pipeline only; other sections need a restart).\n" +
+			"Ctrl-C lets requests in flight finish (up to 10 s) and stops every plugin process.\n" +
+			"--endpoints replaces the config's endpoints (static and file), --listen and --admin its\n" +
+			"listeners; they hold across reloads.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := config.Load(file)
@@ -42,7 +48,12 @@ func newServe() *cobra.Command {
 			}
 			atExit(r.Close)
 			fmt.Fprintf(cmd.OutOrStdout(), "foresight %s: OpenAI API on http://%s, admin on http://%s\n", version, r.Addr(), r.AdminAddr())
-			select {} // until SIGINT/SIGTERM, which closes the router
+			hup := make(chan os.Signal, 1)
+			signal.Notify(hup, syscall.SIGHUP)
+			for range hup { // until SIGINT/SIGTERM, which closes the router and exits
+				_, _ = r.Reload(cmd.Context(), "SIGHUP") // logged and counted by the router
+			}
+			return nil
 		},
 	}
 	f := cmd.Flags()

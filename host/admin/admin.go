@@ -1,0 +1,170 @@
+// Package admin serves the router's control API on the admin listener, beside its observability
+// (/metrics, /debug/decisions, /health):
+//
+//	POST /admin/reload           rebuild the pipeline from the config file and swap it in
+//	PUT  /admin/stages/{slot}    serve one slot with another plugin, without editing the file
+//	GET  /admin/pipeline         slots, plugins, versions, pids, restarts
+//	GET  /admin/experiments      the experiment's arms and their comparison
+//
+// With a token, every request but GET /health must carry "Authorization: Bearer TOKEN".
+package admin
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/foresight-router/foresight/host/config"
+	"github.com/foresight-router/foresight/host/live"
+	"github.com/foresight-router/foresight/host/openai"
+)
+
+// Control is what the API acts on: the router, which logs and counts every reload.
+type Control interface {
+	// Reload rebuilds the pipeline from the config file; source says who asked, for the log.
+	Reload(ctx context.Context, source string) (live.Result, error)
+	// SwapStage serves slot with spec (config.Config.WithStage).
+	SwapStage(ctx context.Context, slot string, spec config.PluginSpec, weight *float64) (live.Result, error)
+	// Describe is GET /admin/pipeline's answer.
+	Describe() live.Description
+	// Experiments is GET /admin/experiments' answer; ok is false when no slot has arms.
+	Experiments() (report any, ok bool)
+}
+
+// Options configure the handler.
+type Options struct {
+	Control Control
+	// Observability serves every path that is not under /admin/ (/metrics, /debug/decisions, /health).
+	Observability http.Handler
+	// Token, when not empty, is the bearer token required on every request but GET /health.
+	Token string
+}
+
+// maxBodyBytes bounds a request body of the API.
+const maxBodyBytes = 1 << 20
+
+// Handler returns the admin listener's handler.
+func Handler(o Options) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /admin/reload", func(w http.ResponseWriter, r *http.Request) {
+		res, err := o.Control.Reload(r.Context(), "POST /admin/reload")
+		answer(w, res, err)
+	})
+	mux.HandleFunc("PUT /admin/stages/{slot}", func(w http.ResponseWriter, r *http.Request) {
+		spec, weight, err := decodeStage(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+		if err != nil {
+			openai.WriteError(w, openai.BadRequest("", "%v", err))
+			return
+		}
+		res, err := o.Control.SwapStage(r.Context(), r.PathValue("slot"), spec, weight)
+		answer(w, res, err)
+	})
+	mux.HandleFunc("GET /admin/pipeline", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, o.Control.Describe())
+	})
+	mux.HandleFunc("GET /admin/experiments", func(w http.ResponseWriter, _ *http.Request) {
+		rep, ok := o.Control.Experiments()
+		if !ok {
+			openai.WriteError(w, &openai.Error{Status: http.StatusNotFound, Type: openai.TypeInvalidRequest,
+				Message: "no experiment: no pipeline slot declares arms or a shadow"})
+			return
+		}
+		writeJSON(w, http.StatusOK, rep)
+	})
+	mux.HandleFunc("/admin/", func(w http.ResponseWriter, r *http.Request) {
+		openai.WriteError(w, &openai.Error{Status: http.StatusNotFound, Type: openai.TypeInvalidRequest,
+			Message: fmt.Sprintf("no admin route %s %s; the routes are POST /admin/reload, PUT /admin/stages/{slot}, "+
+				"GET /admin/pipeline and GET /admin/experiments", r.Method, r.URL.Path)})
+	})
+	if o.Observability != nil {
+		mux.Handle("/", o.Observability)
+	}
+	if o.Token == "" {
+		return mux
+	}
+	return requireToken(o.Token, mux)
+}
+
+// requireToken answers 401 to any request but GET /health without the bearer token.
+func requireToken(token string, next http.Handler) http.Handler {
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.URL.Path == "/health" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="foresight admin"`)
+			openai.WriteError(w, &openai.Error{Status: http.StatusUnauthorized, Type: openai.TypeInvalidRequest,
+				Message: "the admin API needs the header Authorization: Bearer <token> (server.adminToken or $" + config.AdminTokenEnv + ")"})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// stageBody is PUT /admin/stages/{slot}'s body: a plugin declaration as in the config file's
+// plugins list (JSON field names as the YAML's), plus the slot's scorer weight.
+type stageBody struct {
+	Name       string            `json:"name"`
+	Type       string            `json:"type"`
+	Path       string            `json:"path"`
+	Args       []string          `json:"args"`
+	Env        map[string]string `json:"env"`
+	SHA256     string            `json:"sha256"`
+	Version    string            `json:"version"`
+	Timeout    string            `json:"timeout"` // a Go duration, e.g. "25ms"
+	Parameters map[string]any    `json:"parameters"`
+	Weight     *float64          `json:"weight"`
+}
+
+func decodeStage(r io.Reader) (config.PluginSpec, *float64, error) {
+	var b stageBody
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&b); err != nil {
+		return config.PluginSpec{}, nil, fmt.Errorf("the body must be a JSON plugin declaration "+
+			`{"type":…, "path":…, "parameters":{…}, "name":…, "weight":…}: %v`, err)
+	}
+	spec := config.PluginSpec{Name: b.Name, Type: b.Type, Path: b.Path, Args: b.Args, Env: b.Env,
+		SHA256: b.SHA256, Version: b.Version, Parameters: b.Parameters}
+	if b.Timeout != "" {
+		d, err := time.ParseDuration(b.Timeout)
+		if err != nil {
+			return spec, nil, fmt.Errorf("timeout %q is not a duration such as \"25ms\"", b.Timeout)
+		}
+		spec.Timeout = d
+	}
+	return spec, b.Weight, nil
+}
+
+// answer writes a reload's result, or its failure as 404 (no such slot) or 422 (the new pipeline
+// could not be built: the old one serves on).
+func answer(w http.ResponseWriter, res live.Result, err error) {
+	if err == nil {
+		writeJSON(w, http.StatusOK, res)
+		return
+	}
+	status := http.StatusUnprocessableEntity
+	if errors.Is(err, config.ErrNoSlot) {
+		status = http.StatusNotFound
+	} else if errors.Is(err, live.ErrClosed) {
+		status = http.StatusServiceUnavailable
+	}
+	openai.WriteError(w, &openai.Error{Status: status, Type: openai.TypeInvalidRequest, Code: "reload_failed",
+		Message: "reload failed; the previous pipeline keeps serving: " + strings.TrimSpace(err.Error())})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}

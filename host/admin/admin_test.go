@@ -1,0 +1,124 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/foresight-router/foresight/host/config"
+	"github.com/foresight-router/foresight/host/live"
+)
+
+// control records what the API asked for and answers with err.
+type control struct {
+	err    error
+	source string
+	slot   string
+	spec   config.PluginSpec
+	weight *float64
+}
+
+func (c *control) Reload(_ context.Context, source string) (live.Result, error) {
+	c.source = source
+	return live.Result{Generation: 2, Kept: []string{"producer"}}, c.err
+}
+
+func (c *control) SwapStage(_ context.Context, slot string, spec config.PluginSpec, weight *float64) (live.Result, error) {
+	c.slot, c.spec, c.weight = slot, spec, weight
+	return live.Result{Generation: 3, Started: []string{spec.Name}}, c.err
+}
+
+func (c *control) Describe() live.Description { return live.Description{Generation: 7} }
+
+func (c *control) Experiments() (any, bool) { return nil, false }
+
+func do(t *testing.T, h http.Handler, method, path, body string, header ...string) (int, string) {
+	t.Helper()
+	r := httptest.NewRequest(method, path, strings.NewReader(body))
+	for i := 0; i+1 < len(header); i += 2 {
+		r.Header.Set(header[i], header[i+1])
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	b, _ := io.ReadAll(w.Result().Body)
+	return w.Code, string(b)
+}
+
+func TestRoutes(t *testing.T) {
+	c := &control{}
+	obs := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "observability "+r.URL.Path) })
+	h := Handler(Options{Control: c, Observability: obs})
+
+	if code, body := do(t, h, "POST", "/admin/reload", ""); code != 200 || !strings.Contains(body, `"generation": 2`) || c.source != "POST /admin/reload" {
+		t.Errorf("reload: %d %s (source %q)", code, body, c.source)
+	}
+	code, body := do(t, h, "PUT", "/admin/stages/scorers.1",
+		`{"name":"lat","type":"latency-scorer","path":"../bin/plugins/scorer","parameters":{"mode":"most"},"weight":2,"timeout":"30ms"}`)
+	if code != 200 || c.slot != "scorers.1" || c.spec.Type != "latency-scorer" || c.spec.Parameters["mode"] != "most" ||
+		c.spec.Timeout.Milliseconds() != 30 || c.weight == nil || *c.weight != 2 {
+		t.Errorf("swap: %d %s; got slot %q spec %+v", code, body, c.slot, c.spec)
+	}
+	if code, body := do(t, h, "GET", "/admin/pipeline", ""); code != 200 || !strings.Contains(body, `"generation": 7`) {
+		t.Errorf("pipeline: %d %s", code, body)
+	}
+	if code, _ := do(t, h, "GET", "/admin/experiments", ""); code != 404 {
+		t.Errorf("experiments without one: %d, want 404", code)
+	}
+	if code, body := do(t, h, "GET", "/metrics", ""); code != 200 || body != "observability /metrics" {
+		t.Errorf("observability: %d %s", code, body)
+	}
+	if code, body := do(t, h, "GET", "/admin/nope", ""); code != 404 || !strings.Contains(body, "POST /admin/reload") {
+		t.Errorf("unknown route: %d %s", code, body)
+	}
+}
+
+func TestBadRequests(t *testing.T) {
+	c := &control{}
+	h := Handler(Options{Control: c})
+	for _, body := range []string{`{"type":`, `{"type":"x","colour":"red"}`, `{"type":"x","timeout":"soon"}`} {
+		if code, msg := do(t, h, "PUT", "/admin/stages/picker", body); code != 400 || !strings.Contains(msg, "invalid_request_error") {
+			t.Errorf("body %s: %d %s, want 400", body, code, msg)
+		}
+	}
+	c.err = fmt.Errorf("%w %q", config.ErrNoSlot, "scorers.9")
+	if code, _ := do(t, h, "PUT", "/admin/stages/scorers.9", `{"type":"queue-scorer"}`); code != 404 {
+		t.Errorf("missing slot: %d, want 404", code)
+	}
+	c.err = errors.New("plugin \"kv\": starting ../bin/nope: no such file")
+	code, body := do(t, h, "POST", "/admin/reload", "")
+	var e struct {
+		Error struct{ Message, Code string }
+	}
+	if err := json.Unmarshal([]byte(body), &e); err != nil || code != 422 || e.Error.Code != "reload_failed" ||
+		!strings.Contains(e.Error.Message, "previous pipeline keeps serving") || !strings.Contains(e.Error.Message, "no such file") {
+		t.Errorf("failed reload: %d %s", code, body)
+	}
+}
+
+func TestToken(t *testing.T) {
+	obs := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {})
+	h := Handler(Options{Control: &control{}, Observability: obs, Token: "s3cret"})
+	for _, tc := range []struct {
+		method, path string
+		header       []string
+		want         int
+	}{
+		{"GET", "/health", nil, 200},
+		{"GET", "/metrics", nil, 401},
+		{"POST", "/admin/reload", nil, 401},
+		{"POST", "/admin/reload", []string{"Authorization", "Bearer wrong"}, 401},
+		{"POST", "/admin/reload", []string{"Authorization", "s3cret"}, 401},
+		{"POST", "/admin/reload", []string{"Authorization", "Bearer s3cret"}, 200},
+		{"GET", "/metrics", []string{"Authorization", "Bearer s3cret"}, 200},
+	} {
+		if code, body := do(t, h, tc.method, tc.path, "", tc.header...); code != tc.want {
+			t.Errorf("%s %s %v: %d %s, want %d", tc.method, tc.path, tc.header, code, body, tc.want)
+		}
+	}
+}

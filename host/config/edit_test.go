@@ -1,0 +1,99 @@
+package config
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const twoScorers = `
+plugins:
+  - name: queue
+    type: queue-scorer
+  - name: kv
+    type: kv-cache-utilization-scorer
+  - name: pick
+    type: max-score-picker
+pipeline:
+  scorers:
+    - pluginRef: queue
+      weight: 3
+    - pluginRef: kv
+  picker: {pluginRef: pick}
+`
+
+func TestWithStage(t *testing.T) {
+	c, err := Parse("edit.yaml", []byte(twoScorers))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.SlotNames(); !slices.Equal(got, []string{"scorers.0", "scorers.1", "picker"}) {
+		t.Errorf("slots %v", got)
+	}
+	// A new name: a plugin for this slot; the one it replaces is no longer used and goes.
+	n, err := c.WithStage("scorers.0", PluginSpec{Name: "prefix", Type: "prefix-cache-scorer"}, nil, "PUT /admin/stages/scorers.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range n.Plugins {
+		names = append(names, p.Name)
+	}
+	if !slices.Equal(names, []string{"kv", "pick", "prefix"}) || n.Pipeline.Scorers[0].PluginRef != "prefix" || n.Pipeline.Scorers[0].WeightOr1() != 3 {
+		t.Errorf("plugins %v, scorers %+v", names, n.Pipeline.Scorers)
+	}
+	if c.Pipeline.Scorers[0].PluginRef != "queue" || len(c.Plugins) != 3 {
+		t.Error("WithStage changed the config it copied")
+	}
+	// No name: the slot's plugin is redeclared in place; a weight replaces the slot's.
+	w := 0.5
+	n, err = c.WithStage("scorers.1", PluginSpec{Type: "queue-scorer"}, &w, "swap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := n.Plugin("kv"); p == nil || p.Type != "queue-scorer" || n.Pipeline.Scorers[1].WeightOr1() != 0.5 {
+		t.Errorf("kv now %+v, weight %v", p, n.Pipeline.Scorers[1].WeightOr1())
+	}
+	if *c.Pipeline.Scorers[0].Weight != 3 || c.Pipeline.Scorers[1].Weight != nil {
+		t.Error("WithStage changed the weights of the config it copied")
+	}
+	if !strings.HasPrefix(n.Origin(), "swap (on ") {
+		t.Errorf("origin %q", n.Origin())
+	}
+
+	_, err = c.WithStage("producer", PluginSpec{Type: "queue-scorer"}, nil, "swap")
+	if !errors.Is(err, ErrNoSlot) || !strings.Contains(err.Error(), "scorers.0, scorers.1, picker") {
+		t.Errorf("missing slot: %v", err)
+	}
+	_, err = c.WithStage("picker", PluginSpec{Name: "Bad Name", Type: "max-score-picker"}, nil, "PUT /admin/stages/picker")
+	if err == nil || !strings.HasPrefix(err.Error(), "PUT /admin/stages/picker: plugins[") {
+		t.Errorf("invalid spec: %v, want an error naming the request and the field", err)
+	}
+}
+
+func TestCheckAdminAccess(t *testing.T) {
+	t.Setenv(AdminTokenEnv, "")
+	for _, tc := range []struct {
+		listen, token string
+		ok            bool
+	}{
+		{"127.0.0.1:9090", "", true},
+		{"[::1]:9090", "", true},
+		{"localhost:9090", "", true},
+		{"0.0.0.0:9090", "", false},
+		{":9090", "", false},
+		{"10.0.0.5:9090", "", false},
+		{"0.0.0.0:9090", "t0ken", true},
+	} {
+		c := &Config{Server: Server{AdminListen: tc.listen, AdminToken: tc.token}}
+		if err := c.CheckAdminAccess(); (err == nil) != tc.ok {
+			t.Errorf("%s with token %q: err %v, want ok %v", tc.listen, tc.token, err, tc.ok)
+		}
+	}
+	t.Setenv(AdminTokenEnv, "from-env")
+	c := &Config{Server: Server{AdminListen: "0.0.0.0:9090", AdminToken: "from-file"}}
+	if err := c.CheckAdminAccess(); err != nil || c.AdminToken() != "from-env" {
+		t.Errorf("env token: err %v, token %q", err, c.AdminToken())
+	}
+}

@@ -1,0 +1,158 @@
+package pluginhost
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/rs/zerolog"
+)
+
+// Pool shares running plugins between the pipelines of successive reloads. A plugin is kept, not
+// restarted, when a new pipeline asks for one with the same fingerprint: the same name, type,
+// stage, binary (by the checksum of its contents, so a rebuilt binary at the same path is a new
+// plugin), arguments, environment, version constraint, start timeout and parameters. That is how
+// the producer keeps its learned model when only a scorer changes. Plugins are counted by
+// reference and stopped when the last pipeline using them releases them.
+//
+// Specs with a Local implementation are never shared: each Acquire launches its own.
+type Pool struct {
+	mu      sync.Mutex
+	entries map[string]*pooled // by fingerprint
+	owners  map[*Plugin]*pooled
+}
+
+type pooled struct {
+	key  string
+	p    *Plugin
+	refs int
+}
+
+// NewPool returns an empty pool.
+func NewPool() *Pool {
+	return &Pool{entries: map[string]*pooled{}, owners: map[*Plugin]*pooled{}}
+}
+
+// Acquire returns a running plugin for spec: the pool's own when one with the same fingerprint
+// runs (reused is then true), else a newly launched one. Each Acquire must be matched by one
+// Release.
+func (pl *Pool) Acquire(ctx context.Context, spec Spec, log zerolog.Logger) (p *Plugin, reused bool, err error) {
+	key, err := Fingerprint(spec)
+	if err != nil {
+		return nil, false, fmt.Errorf("plugin %q: %w", spec.Name, err)
+	}
+	if spec.Local == nil {
+		pl.mu.Lock()
+		if e := pl.entries[key]; e != nil {
+			e.refs++
+			pl.mu.Unlock()
+			return e.p, true, nil
+		}
+		pl.mu.Unlock()
+	}
+	p, err = Launch(ctx, spec, log)
+	if err != nil {
+		return nil, false, err
+	}
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	e := &pooled{key: key, p: p, refs: 1}
+	if spec.Local == nil {
+		if other := pl.entries[key]; other != nil { // launched concurrently for the same spec
+			other.refs++
+			go p.Stop()
+			return other.p, true, nil
+		}
+		pl.entries[key] = e
+	}
+	pl.owners[p] = e
+	return p, false, nil
+}
+
+// Release drops one reference to p, stopping it when none is left. Releasing a plugin the pool
+// did not hand out stops it (a pipeline built without a pool owns its plugins).
+func (pl *Pool) Release(p *Plugin) {
+	pl.mu.Lock()
+	e := pl.owners[p]
+	if e != nil {
+		e.refs--
+		if e.refs > 0 {
+			pl.mu.Unlock()
+			return
+		}
+		delete(pl.owners, p)
+		if pl.entries[e.key] == e {
+			delete(pl.entries, e.key)
+		}
+	}
+	pl.mu.Unlock()
+	p.Stop()
+}
+
+// Len returns how many distinct plugins the pool holds.
+func (pl *Pool) Len() int {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	return len(pl.owners)
+}
+
+// Fingerprint identifies what a spec would run: two specs with the same fingerprint run the same
+// binary with the same configuration. It reads the binary to checksum it.
+func Fingerprint(spec Spec) (string, error) {
+	var binary string
+	if spec.Path != "" && spec.Local == nil {
+		sum, err := fileSHA256(spec.Path)
+		if err != nil {
+			return "", err
+		}
+		binary = sum
+	}
+	data, err := json.Marshal(struct {
+		Name, Type, Stage, Path, Binary, SHA256, Version string
+		Args, Env                                        []string
+		Params                                           json.RawMessage
+		StartTimeout                                     int64
+	}{spec.Name, spec.Type, spec.Stage.String(), spec.Path, binary, spec.SHA256, spec.Version,
+		spec.Args, spec.Env, canonicalJSON(spec.Params), int64(spec.StartTimeout)})
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// canonicalJSON re-encodes a JSON document so that key order and spacing do not matter (objects'
+// keys come out sorted); anything that does not decode is kept as it is.
+func canonicalJSON(raw []byte) json.RawMessage {
+	if len(raw) == 0 {
+		return nil
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return raw
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return raw
+	}
+	return out
+}
+
+// fileSHA256 returns the hex SHA-256 of the file at path.
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("reading the binary: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("reading the binary: %w", err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

@@ -1,0 +1,71 @@
+package router
+
+import (
+	"context"
+	"os"
+
+	"github.com/foresight-router/foresight/host/config"
+	"github.com/foresight-router/foresight/host/live"
+	"github.com/foresight-router/foresight/internal/filewatch"
+)
+
+// Reload rebuilds the pipeline from the config file and swaps it in (live.Live.Reload); source
+// says who asked (SIGHUP, POST /admin/reload, the file changed) for the log. Only plugins and
+// pipeline take effect: the server, endpoints, scrape and objectives sections need a restart
+// (the endpoints file is watched on its own). Every reload is logged and counted in
+// foresight_reloads_total{result}; a failed one leaves the old pipeline serving.
+func (r *Router) Reload(ctx context.Context, source string) (live.Result, error) {
+	data, err := os.ReadFile(r.file)
+	if err != nil {
+		return r.reloaded(source, live.Result{}, err)
+	}
+	return r.reloadData(ctx, source, data)
+}
+
+func (r *Router) reloadData(ctx context.Context, source string, data []byte) (live.Result, error) {
+	cfg, err := config.Parse(r.file, data)
+	if err != nil {
+		return r.reloaded(source, live.Result{}, err)
+	}
+	res, err := r.live.Reload(ctx, cfg)
+	return r.reloaded(source, res, err)
+}
+
+// SwapStage serves one slot of the serving pipeline with spec, leaving the file alone
+// (live.Live.SwapStage); the next reload from the file undoes it.
+func (r *Router) SwapStage(ctx context.Context, slot string, spec config.PluginSpec, weight *float64) (live.Result, error) {
+	source := "PUT /admin/stages/" + slot
+	res, err := r.live.SwapStage(ctx, slot, spec, weight, source)
+	return r.reloaded(source, res, err)
+}
+
+// Describe returns the serving pipeline (GET /admin/pipeline).
+func (r *Router) Describe() live.Description { return r.live.Describe() }
+
+// Experiments returns the experiment report (GET /admin/experiments); ok is false without one.
+func (r *Router) Experiments() (any, bool) { return nil, false }
+
+// reloaded logs and counts a reload's outcome and passes it on.
+func (r *Router) reloaded(source string, res live.Result, err error) (live.Result, error) {
+	r.reloads.Observe(err)
+	if err != nil {
+		r.log.Error().Err(err).Str("source", source).Msg("reload failed; the previous pipeline keeps serving")
+		return res, err
+	}
+	r.log.Info().Str("source", source).Int("generation", res.Generation).Strs("kept", res.Kept).
+		Strs("started", res.Started).Strs("stopping", res.Stopping).Float64("took_ms", res.TookMs).Msg("pipeline reloaded")
+	return res, nil
+}
+
+// watchConfig reloads the pipeline whenever the config file's content changes.
+func (r *Router) watchConfig(ctx context.Context, file string) {
+	err := filewatch.Watch(ctx, file, func(data []byte) {
+		_, _ = r.reloadData(ctx, "the config file changed", data)
+	}, func(err error) {
+		r.reloads.Observe(err)
+		r.log.Error().Err(err).Msg("config file unreadable; the previous pipeline keeps serving")
+	})
+	if err != nil {
+		r.log.Warn().Err(err).Msg("the config file is not watched: reload with SIGHUP or POST /admin/reload")
+	}
+}
