@@ -44,7 +44,8 @@ func run(m *testing.M) int {
 
 func buildAll() error {
 	hostBin = filepath.Join(root, "bin", "foresight")
-	builds := [][2]string{{hostBin, "./host/cmd/foresight"}, {filepath.Join(root, "bin", "protocol2"), "./host/e2e/testdata/protocol2"}}
+	builds := [][2]string{{hostBin, "./host/cmd/foresight"}, {filepath.Join(root, "bin", "protocol2"), "./host/e2e/testdata/protocol2"},
+		{filepath.Join(root, "bin", "stall"), "./host/e2e/testdata/stall"}}
 	for _, s := range stages {
 		builds = append(builds, [2]string{pluginBin(s), "./plugins/" + s})
 	}

@@ -67,6 +67,7 @@ type Plugin struct {
 	log  zerolog.Logger
 
 	cur      atomic.Pointer[instance]
+	info     atomic.Pointer[sdk.Info] // the last instance's, kept while the process is down
 	restarts atomic.Int64
 	hangs    atomic.Int64
 	// missSince is when the current streak of missed deadlines began (UnixNano; 0: none).
@@ -109,6 +110,7 @@ func Launch(ctx context.Context, spec Spec, log zerolog.Logger) (*Plugin, error)
 		return nil, fmt.Errorf("plugin %q: %w", spec.Name, err)
 	}
 	p.cur.Store(inst)
+	p.info.Store(&inst.info)
 	if inst.client == nil {
 		close(p.done)
 	} else {
@@ -153,8 +155,11 @@ type Status struct {
 func (p *Plugin) Status() Status {
 	s := Status{Name: p.spec.Name, Builtin: p.spec.Path == "" || p.spec.Local != nil, Restarts: p.restarts.Load(),
 		Hangs: p.hangs.Load(), LastRestartMs: float64(p.lastRestart.Load()/1000) / 1000}
+	if info := p.info.Load(); info != nil {
+		s.Info = *info // while down: what the process reported when it last started
+	}
 	if inst := p.cur.Load(); inst != nil {
-		s.Up, s.Info, s.PID, s.Protocol = true, inst.info, inst.pid, inst.protocol
+		s.Up, s.PID, s.Protocol = true, inst.pid, inst.protocol
 		s.StartMs = float64(inst.startup.Microseconds()) / 1000
 	}
 	return s
@@ -362,6 +367,7 @@ func (p *Plugin) supervise() {
 			next, err := p.start(context.Background())
 			if err == nil {
 				p.cur.Store(next)
+				p.info.Store(&next.info)
 				p.missSince.Store(0)
 				took := time.Since(exited)
 				p.lastRestart.Store(int64(took))
