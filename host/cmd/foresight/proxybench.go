@@ -57,10 +57,9 @@ func newBenchProxy() *cobra.Command {
 		Short: "Measure the TTFT the router adds over going straight to the emulated servers",
 		Long: "bench proxy starts --servers emulated vLLM servers and the router of --config in front of them.\n" +
 			"For each concurrency in --streams it runs that many clients sending streamed completions of\n" +
-			"--max-tokens tokens\n" +
-			"one after another (at least --requests in all, and 2 per client), first straight to the servers\n" +
-			"(round-robin) and then\n" +
-			"through the router, and reports the TTFT percentiles of both and their difference. Then it\n" +
+			"--max-tokens tokens one after another (at least --requests in all, and 2 per client), first\n" +
+			"straight to the servers (round-robin) and then through the router, and reports the TTFT\n" +
+			"percentiles of both and their difference. Then it\n" +
 			"measures the highest rate of one-token requests the router completes (--rps-workers clients\n" +
 			"back to back for --rps-for).",
 		Args: cobra.NoArgs,
