@@ -22,8 +22,9 @@ import (
 )
 
 func newBench() *cobra.Command {
-	cmd := &cobra.Command{Use: "bench", Short: "Benchmarks (pipeline, routing, predictor, proxy)"}
+	cmd := &cobra.Command{Use: "bench", Short: "Benchmarks (pipeline, routing, predictor, proxy, faults)"}
 	cmd.AddCommand(newBenchPipeline(), newBenchRouting(), newBenchPredictor(), newBenchProxy())
+	cmd.AddCommand(newBenchFaults())
 	return cmd
 }
 
