@@ -92,12 +92,61 @@ type Pipeline struct {
 	MaxCohorts int `yaml:"maxCohorts"`
 }
 
-// StageRef points a pipeline slot at a declared plugin.
+// StageRef points a pipeline slot at a declared plugin, or at the arms of an experiment.
 type StageRef struct {
-	// PluginRef is the Name of a plugin in Config.Plugins.
+	// PluginRef is the Name of a plugin in Config.Plugins (empty when Arms are given).
 	PluginRef string `yaml:"pluginRef"`
 	// Weight multiplies a scorer's scores (scorers only; default 1).
 	Weight *float64 `yaml:"weight"`
+	// Arms, instead of PluginRef, split the slot's requests between plugins of its stage by a
+	// hash of the session (the request id when there is none), in proportion to their weights.
+	// The first arm is the baseline the others are compared with. One slot at a time may hold
+	// an experiment (arms or a shadow).
+	Arms []Arm `yaml:"arms"`
+	// Shadow is a plugin of the slot's stage that sees the same cycles; its decision is recorded
+	// and compared with the one enacted, never enacted itself. Not for the producer.
+	Shadow *Arm `yaml:"shadow"`
+}
+
+// Arm is one plugin of an experiment.
+type Arm struct {
+	// Name labels the arm in metrics and reports (default: its PluginRef).
+	Name      string `yaml:"name"`
+	PluginRef string `yaml:"pluginRef"`
+	// Weight is the arm's share of the requests, relative to the other arms' (default 1; a
+	// shadow takes none).
+	Weight *float64 `yaml:"weight"`
+}
+
+// ArmName returns the arm's name, its plugin's when unnamed.
+func (a Arm) ArmName() string {
+	if a.Name != "" {
+		return a.Name
+	}
+	return a.PluginRef
+}
+
+// ArmWeight returns the arm's share (1 when unset).
+func (a Arm) ArmWeight() float64 {
+	if a.Weight == nil {
+		return 1
+	}
+	return *a.Weight
+}
+
+// Experimental reports whether the slot holds an experiment: arms or a shadow.
+func (r *StageRef) Experimental() bool { return len(r.Arms) > 0 || r.Shadow != nil }
+
+// Primaries returns the plugins that serve the slot's requests: its PluginRef, or its arms'.
+func (r *StageRef) Primaries() []string {
+	if len(r.Arms) == 0 {
+		return []string{r.PluginRef}
+	}
+	out := make([]string, len(r.Arms))
+	for i, a := range r.Arms {
+		out[i] = a.PluginRef
+	}
+	return out
 }
 
 // Defaults for optional pipeline settings.

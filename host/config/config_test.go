@@ -279,7 +279,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown field in pipeline", withPipeline(plugins(), "  scorer: []"),
 			`test.yaml:6: unknown field "scorer" in pipeline (known: producer, filters, scorers, admitter, picker, stageTimeout, maxBatch, maxCohorts)`, false},
 		{"unknown field in a stage reference", y("plugins:", scorerQ[0], scorerQ[1], "pipeline:", "  scorers:", "    - pluginRef: q", "      wieght: 2"),
-			`test.yaml:7: unknown field "wieght" in a stage reference (known: pluginRef, weight)`, false},
+			`test.yaml:7: unknown field "wieght" in a stage reference (known: pluginRef, weight, arms, shadow)`, false},
 		{"wrong type", withPipeline(plugins(), "  maxBatch: many"),
 			"test.yaml:6: pipeline.maxBatch: cannot unmarshal !!str `many` into int", false},
 		{"two wrong types, one line each", withPipeline(plugins("    args: oops"), "  maxBatch: many"),

@@ -24,11 +24,8 @@ func (c *Config) Clone() *Config {
 	}
 	pl := &n.Pipeline
 	pl.Producer, pl.Admitter, pl.Picker = cloneRef(pl.Producer), cloneRef(pl.Admitter), cloneRef(pl.Picker)
-	pl.Filters = slices.Clone(pl.Filters)
-	pl.Scorers = slices.Clone(pl.Scorers)
-	for i := range pl.Scorers {
-		pl.Scorers[i].Weight = clonePtr(pl.Scorers[i].Weight)
-	}
+	pl.Filters = cloneRefs(pl.Filters)
+	pl.Scorers = cloneRefs(pl.Scorers)
 	n.Endpoints.Static = slices.Clone(c.Endpoints.Static)
 	for i := range n.Endpoints.Static {
 		n.Endpoints.Static[i].Labels = maps.Clone(n.Endpoints.Static[i].Labels)
@@ -43,7 +40,23 @@ func cloneRef(r *StageRef) *StageRef {
 	}
 	c := *r
 	c.Weight = clonePtr(r.Weight)
+	c.Arms = slices.Clone(r.Arms)
+	for i := range c.Arms {
+		c.Arms[i].Weight = clonePtr(c.Arms[i].Weight)
+	}
+	if r.Shadow != nil {
+		sh := *r.Shadow
+		c.Shadow = &sh
+	}
 	return &c
+}
+
+func cloneRefs(refs []StageRef) []StageRef {
+	out := slices.Clone(refs)
+	for i := range out {
+		out[i] = *cloneRef(&out[i])
+	}
+	return out
 }
 
 func clonePtr[T any](p *T) *T {
@@ -88,9 +101,10 @@ func (c *Config) SlotRef(name string) (*StageRef, sdk.Stage, error) {
 }
 
 // WithStage returns a copy of c whose slot (a name from SlotNames) is served by spec, validated as
-// a whole. When spec.Name is empty it takes the name of the plugin the slot uses now, and a
-// declared plugin of that name is replaced wherever the pipeline uses it; a new name adds a
-// plugin for this slot only. Plugins no longer used by any slot are dropped. weight, when not
+// a whole; an experiment the slot held (arms, shadow) ends. When spec.Name is empty it takes the
+// name of the plugin the slot uses now (an experiment's first arm's), and a declared plugin of
+// that name is replaced wherever the pipeline uses it; a new name adds a plugin for this slot
+// only. Plugins no longer used by any slot are dropped. weight, when not
 // nil, sets a scorer slot's weight. Relative paths resolve against the config file's directory,
 // as in the file. origin (e.g. "PUT /admin/stages/scorers.0") prefixes validation errors, which
 // have no line to point at.
@@ -103,12 +117,12 @@ func (c *Config) WithStage(slot string, spec PluginSpec, weight *float64, origin
 		return nil, err
 	}
 	if spec.Name == "" {
-		spec.Name = ref.PluginRef
+		spec.Name = ref.Primaries()[0]
 	}
 	if weight != nil {
 		ref.Weight = clonePtr(weight)
 	}
-	ref.PluginRef = spec.Name
+	ref.PluginRef, ref.Arms, ref.Shadow = spec.Name, nil, nil
 	if old := n.Plugin(spec.Name); old != nil {
 		*old = spec
 	} else {

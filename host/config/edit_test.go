@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/foresight-router/foresight/plugins/sdk"
 )
 
 const twoScorers = `
@@ -95,5 +97,104 @@ func TestCheckAdminAccess(t *testing.T) {
 	c := &Config{Server: Server{AdminListen: "0.0.0.0:9090", AdminToken: "from-file"}}
 	if err := c.CheckAdminAccess(); err != nil || c.AdminToken() != "from-env" {
 		t.Errorf("env token: err %v, token %q", err, c.AdminToken())
+	}
+}
+
+func TestExperimentValidation(t *testing.T) {
+	head := `
+plugins:
+  - {name: queue, type: queue-scorer}
+  - {name: kv, type: kv-cache-utilization-scorer}
+  - {name: pick, type: max-score-picker}
+  - {name: rr, type: round-robin-picker}
+pipeline:
+`
+	ok, err := Parse("x.yaml", []byte(head+`  scorers:
+    - weight: 2
+      arms:
+        - {name: control, pluginRef: queue, weight: 3}
+        - {pluginRef: kv}
+  picker: {pluginRef: pick, shadow: {pluginRef: rr}}
+`))
+	if err == nil || !strings.Contains(err.Error(), "only one slot may hold an experiment") {
+		t.Errorf("two experiments: %v", err)
+	}
+	ok, err = Parse("x.yaml", []byte(head+`  scorers:
+    - weight: 2
+      arms:
+        - {name: control, pluginRef: queue, weight: 3}
+        - {pluginRef: kv}
+  picker: {pluginRef: pick}
+`+"  # rr unused\n"))
+	if err == nil || !strings.Contains(err.Error(), `plugin "rr" is declared but the pipeline does not use it`) {
+		t.Fatalf("unused plugin: %v", err)
+	}
+	ok, err = Parse("x.yaml", []byte(`
+plugins:
+  - {name: queue, type: queue-scorer}
+  - {name: kv, type: kv-cache-utilization-scorer}
+pipeline:
+  scorers:
+    - weight: 2
+      arms:
+        - {name: control, pluginRef: queue, weight: 3}
+        - {pluginRef: kv}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot, ref := ok.Experiment()
+	if slot != "scorers.0" || ref.Arms[1].ArmName() != "kv" || ref.Arms[0].ArmWeight() != 3 || ref.Arms[1].ArmWeight() != 1 ||
+		ok.StageOf("kv") != sdk.StageScorer || ref.WeightOr1() != 2 {
+		t.Errorf("experiment %s %+v", slot, ref)
+	}
+	n, err := ok.WithStage("scorers.0", PluginSpec{Type: "prefix-cache-scorer"}, nil, "swap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := n.Experiment(); s != "" || n.Pipeline.Scorers[0].PluginRef != "queue" || n.Plugin("kv") != nil {
+		t.Errorf("a swap must end the experiment with the first arm's name: %+v", n.Pipeline.Scorers[0])
+	}
+	if s, _ := ok.Experiment(); s != "scorers.0" {
+		t.Error("WithStage changed the arms of the config it copied")
+	}
+
+	bad := map[string]string{
+		"pluginRef and arms": `  scorers: [{pluginRef: queue, arms: [{pluginRef: kv}, {pluginRef: queue}]}]`,
+		"one arm":            `  scorers: [{arms: [{pluginRef: kv}]}]`,
+		"same name twice":    `  scorers: [{arms: [{name: x, pluginRef: kv}, {name: x, pluginRef: queue}]}]`,
+		"wrong stage":        `  scorers: [{arms: [{pluginRef: kv}, {pluginRef: pick}]}]`,
+		"zero weights":       `  scorers: [{arms: [{pluginRef: kv, weight: 0}, {pluginRef: queue, weight: 0}]}]`,
+		"shadow weight":      `  scorers: [{pluginRef: kv, shadow: {pluginRef: queue, weight: 1}}]`,
+		"shadow is primary":  `  scorers: [{arms: [{pluginRef: kv}, {pluginRef: queue}], shadow: {name: s, pluginRef: kv}}]`,
+	}
+	want := map[string]string{
+		"pluginRef and arms": "pluginRef or arms, not both", "one arm": "at least two arms",
+		"same name twice": `arm "x" is named twice`, "wrong stage": "already serves as scorer",
+		"zero weights": "every arm has weight 0", "shadow weight": "a shadow takes no share",
+		"shadow is primary": "a shadow must be another plugin",
+	}
+	for name, pipe := range bad {
+		yaml := `
+plugins:
+  - {name: queue, type: queue-scorer}
+  - {name: kv, type: kv-cache-utilization-scorer}
+  - {name: pick, type: max-score-picker}
+pipeline:
+` + pipe + "\n  picker: {pluginRef: pick}\n"
+		_, err := Parse("x.yaml", []byte(yaml))
+		if err == nil || !strings.Contains(err.Error(), want[name]) {
+			t.Errorf("%s: %v, want an error containing %q", name, err, want[name])
+		}
+	}
+	_, err = Parse("x.yaml", []byte(`
+plugins:
+  - {name: p1, type: predicted-latency-producer, path: /bin/true}
+  - {name: p2, type: predicted-latency-producer, path: /bin/true}
+pipeline:
+  producer: {pluginRef: p1, shadow: {pluginRef: p2}}
+`))
+	if err == nil || !strings.Contains(err.Error(), "a producer cannot be shadowed") {
+		t.Errorf("producer shadow: %v", err)
 	}
 }

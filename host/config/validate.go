@@ -39,7 +39,7 @@ var configTypes = map[string]reflect.Type{
 
 var friendlyNames = map[string]string{
 	"config.Config": "the top level", "config.PluginSpec": "a plugin entry",
-	"config.Pipeline": "pipeline", "config.StageRef": "a stage reference",
+	"config.Pipeline": "pipeline", "config.StageRef": "a stage reference", "config.Arm": "an arm",
 	"config.Server": "server", "config.Endpoints": "endpoints", "config.EndpointSpec": "an endpoint entry",
 	"config.Scrape": "scrape", "config.MetricNames": "scrape.metrics", "config.Objective": "an objective",
 }
@@ -243,12 +243,26 @@ func (c *Config) validatePipeline() error {
 		return c.errorAt([]any{"pipeline", "maxCohorts"}, "must be in [1, 64], got %d", pl.MaxCohorts)
 	}
 	used := map[string]sdk.Stage{} // plugin name -> the stage it serves
-	check := func(ref *StageRef, kind sdk.Stage, path []any) error {
-		if ref.PluginRef == "" {
+	checkRef := func(name string, kind sdk.Stage, path []any) error {
+		if name == "" {
 			return c.errorAt(append(path, "pluginRef"), "missing")
 		}
-		if c.Plugin(ref.PluginRef) == nil {
-			return c.errorAt(append(path, "pluginRef"), "no plugin named %q is declared under plugins", ref.PluginRef)
+		if c.Plugin(name) == nil {
+			return c.errorAt(append(path, "pluginRef"), "no plugin named %q is declared under plugins", name)
+		}
+		if prev, ok := used[name]; ok && prev != kind {
+			return c.errorAt(append(path, "pluginRef"), "plugin %q already serves as %s; a plugin serves one stage", name, prev)
+		}
+		used[name] = kind
+		return nil
+	}
+	check := func(ref *StageRef, kind sdk.Stage, path []any) error {
+		if len(ref.Arms) == 0 {
+			if err := checkRef(ref.PluginRef, kind, path); err != nil {
+				return err
+			}
+		} else if err := c.checkArms(ref, kind, path, checkRef); err != nil {
+			return err
 		}
 		if ref.Weight != nil && kind != sdk.StageScorer {
 			return c.errorAt(append(path, "weight"), "only scorers take a weight")
@@ -256,15 +270,35 @@ func (c *Config) validatePipeline() error {
 		if ref.Weight != nil && (*ref.Weight < 0 || *ref.Weight > 1e6 || *ref.Weight != *ref.Weight) {
 			return c.errorAt(append(path, "weight"), "must be in [0, 1e6], got %v", *ref.Weight)
 		}
-		if prev, ok := used[ref.PluginRef]; ok && prev != kind {
-			return c.errorAt(append(path, "pluginRef"), "plugin %q already serves as %s; a plugin serves one stage", ref.PluginRef, prev)
+		if sh := ref.Shadow; sh != nil {
+			at := append(path, "shadow")
+			if kind == sdk.StageProducer {
+				return c.errorAt(at, "a producer cannot be shadowed (its decision is every prediction, not one pick); compare producers with arms")
+			}
+			if sh.Weight != nil {
+				return c.errorAt(append(at, "weight"), "a shadow takes no share of the requests")
+			}
+			if err := checkRef(sh.PluginRef, kind, at); err != nil {
+				return err
+			}
+			for _, name := range ref.Primaries() {
+				if name == sh.PluginRef {
+					return c.errorAt(append(at, "pluginRef"), "plugin %q already serves this slot; a shadow must be another plugin", name)
+				}
+			}
 		}
-		used[ref.PluginRef] = kind
 		return nil
 	}
+	var experiment []any
 	for _, s := range c.slots() {
 		if err := check(s.ref, s.kind, s.path); err != nil {
 			return err
+		}
+		if s.ref.Experimental() {
+			if experiment != nil {
+				return c.errorAt(s.path, "only one slot may hold an experiment (arms or a shadow), and %s does", fieldPath(experiment))
+			}
+			experiment = s.path
 		}
 	}
 	for i := range c.Plugins {
@@ -273,6 +307,55 @@ func (c *Config) validatePipeline() error {
 		}
 	}
 	return nil
+}
+
+// checkArms validates an experiment's arms; checkRef validates each arm's plugin.
+func (c *Config) checkArms(ref *StageRef, kind sdk.Stage, path []any, checkRef func(string, sdk.Stage, []any) error) error {
+	if ref.PluginRef != "" {
+		return c.errorAt(append(path, "pluginRef"), "a slot holds a pluginRef or arms, not both")
+	}
+	if len(ref.Arms) < 2 {
+		return c.errorAt(append(path, "arms"), "an experiment needs at least two arms, got %d", len(ref.Arms))
+	}
+	names := map[string]int{}
+	total := 0.0
+	for i, a := range ref.Arms {
+		at := append(path, "arms", i)
+		if err := checkRef(a.PluginRef, kind, at); err != nil {
+			return err
+		}
+		name := a.ArmName()
+		if !nameRE.MatchString(name) {
+			return c.errorAt(append(at, "name"), "%q must be lower-case letters, digits and dashes", name)
+		}
+		if j, dup := names[name]; dup {
+			return c.errorAt(append(at, "name"), "arm %q is named twice (first as arms[%d])", name, j)
+		}
+		names[name] = i
+		if w := a.ArmWeight(); !(w >= 0 && w <= 1e6) {
+			return c.errorAt(append(at, "weight"), "must be in [0, 1e6], got %v", w)
+		}
+		total += a.ArmWeight()
+	}
+	if total <= 0 {
+		return c.errorAt(append(path, "arms"), "every arm has weight 0: no request would be served")
+	}
+	if sh := ref.Shadow; sh != nil {
+		if _, dup := names[sh.ArmName()]; dup {
+			return c.errorAt(append(path, "shadow", "name"), "%q already names an arm", sh.ArmName())
+		}
+	}
+	return nil
+}
+
+// Experiment returns the slot that holds the experiment (its name and reference), or "" and nil.
+func (c *Config) Experiment() (string, *StageRef) {
+	for _, s := range c.slots() {
+		if s.ref.Experimental() {
+			return slotName(s.path), s.ref
+		}
+	}
+	return "", nil
 }
 
 // slot is one place in the pipeline that refers to a plugin.
@@ -308,8 +391,14 @@ func (c *Config) slots() []slot {
 // the pipeline does not use it.
 func (c *Config) StageOf(name string) sdk.Stage {
 	for _, s := range c.slots() {
-		if s.ref.PluginRef == name {
-			return s.kind
+		refs := s.ref.Primaries()
+		if s.ref.Shadow != nil {
+			refs = append(refs, s.ref.Shadow.PluginRef)
+		}
+		for _, r := range refs {
+			if r == name {
+				return s.kind
+			}
 		}
 	}
 	return sdk.StageUnspecified

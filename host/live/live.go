@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/foresight-router/foresight/host/config"
+	"github.com/foresight-router/foresight/host/experiment"
 	"github.com/foresight-router/foresight/host/pipeline"
 	"github.com/foresight-router/foresight/host/pluginhost"
 	"github.com/foresight-router/foresight/plugins/sdk"
@@ -90,6 +91,13 @@ func (l *Live) Observe(ctx context.Context, samples []sdk.Sample) (sdk.ObserveRe
 	return p.Observe(ctx, samples)
 }
 
+// Record adds a finished request's outcome to the experiment that decided it (pipeline.Record),
+// as the serving pipeline runs it: a reload that kept the experiment kept its outcomes.
+func (l *Live) Record(t *pipeline.Trace, o experiment.Outcome) { l.Pipeline().Record(t, o) }
+
+// ExperimentReport returns the serving pipeline's experiment report; ok is false without one.
+func (l *Live) ExperimentReport() (experiment.Report, bool) { return l.Pipeline().ExperimentReport() }
+
 // Pipeline returns the serving pipeline (for reading its plugins and stats; to run cycles use Run).
 func (l *Live) Pipeline() *pipeline.Pipeline { return l.cur.Load().pipe }
 
@@ -125,6 +133,7 @@ func (l *Live) Reload(ctx context.Context, cfg *config.Config) (Result, error) {
 		return Result{}, err
 	}
 	old := l.cur.Load()
+	p.InheritExperiment(old.pipe) // an unchanged experiment keeps its outcomes
 	next := &generation{seq: old.seq + 1, pipe: p, cfg: cfg, loaded: time.Now()}
 	l.cur.Store(next)
 	res := Result{Generation: next.seq, Config: cfg.Origin(), Kept: []string{}, Started: []string{}, Stopping: []string{}}

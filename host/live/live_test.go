@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/foresight-router/foresight/host/config"
+	"github.com/foresight-router/foresight/host/experiment"
 	"github.com/foresight-router/foresight/host/pipeline"
 	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/rs/zerolog"
@@ -90,8 +91,8 @@ func TestReloadKeepsUnchangedPlugins(t *testing.T) {
 		t.Error("the unchanged picker was replaced, not kept")
 	}
 	d := l.Describe()
-	if d.Generation != 2 || len(d.Slots) != 2 || d.Slots[0] != (Slot{Slot: "scorers.0", Stage: "scorer", Plugin: "kv", Weight: d.Slots[0].Weight}) ||
-		*d.Slots[0].Weight != 2 {
+	if d.Generation != 2 || len(d.Slots) != 2 || d.Slots[0].Slot != "scorers.0" || d.Slots[0].Stage != "scorer" ||
+		d.Slots[0].Plugin != "kv" || *d.Slots[0].Weight != 2 || d.Slots[0].Arms != nil {
 		t.Errorf("description %+v", d)
 	}
 	waitFor(t, "the old scorer to stop", func() bool { return oldQueue.Client() == nil })
@@ -205,5 +206,44 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestReloadKeepsAnUnchangedExperiment(t *testing.T) {
+	ab := func(picker, second string) string {
+		return fmt.Sprintf(`
+plugins:
+  - {name: queue, type: queue-scorer}
+  - {name: kv, type: kv-cache-utilization-scorer}
+  - {name: pick, type: %s}
+pipeline:
+  scorers:
+    - arms: [{name: control, pluginRef: queue}, {name: %s, pluginRef: kv}]
+  picker: {pluginRef: pick}
+`, picker, second)
+	}
+	l := start(t, ab("max-score-picker", "candidate"))
+	for n := range 30 {
+		tr := l.Run(context.Background(), cycle(n))
+		l.Record(tr, experiment.Outcome{TTFTMs: 50})
+	}
+	requests := func() int64 {
+		rep, ok := l.ExperimentReport()
+		if !ok {
+			t.Fatal("no experiment")
+		}
+		return rep.Arms[0].Requests + rep.Arms[1].Requests
+	}
+	if _, err := l.Reload(context.Background(), parse(t, ab("round-robin-picker", "candidate"))); err != nil {
+		t.Fatal(err)
+	}
+	if n := requests(); n != 30 {
+		t.Errorf("after a reload that kept the experiment: %d requests, want 30", n)
+	}
+	if _, err := l.Reload(context.Background(), parse(t, ab("round-robin-picker", "other"))); err != nil {
+		t.Fatal(err)
+	}
+	if n := requests(); n != 0 {
+		t.Errorf("after a reload that renamed an arm: %d requests, want a fresh experiment", n)
 	}
 }

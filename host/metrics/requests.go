@@ -20,10 +20,20 @@ var tpotBuckets = prometheus.ExponentialBuckets(0.001, 1.5, 18)
 //	llm_d_epp_request_predicted_tpot_seconds            the TPOT prediction
 //	llm_d_epp_request_slo_violation_total{type}         requests that missed their ttft or tpot objective
 //	foresight_requests_total{code}                      answered requests by HTTP status (499: the client left)
+//
+// and, for the requests of an experiment's arms (an arm label on the llm-d names would change
+// their series for every user, so the arms have their own):
+//
+//	foresight_experiment_ttft_seconds{arm}              observed TTFT
+//	foresight_experiment_tpot_seconds{arm}              observed TPOT
+//	foresight_experiment_e2e_seconds{arm}               from dispatch to the answer's last byte
+//	foresight_experiment_requests_total{arm,result}     result: slo_met, slo_missed, no_slo, failed (429, 5xx)
 type Requests struct {
 	ttft, predictedTTFT, tpot, predictedTPOT prometheus.Histogram
 	violations                               *prometheus.CounterVec
 	total                                    *prometheus.CounterVec
+	armTTFT, armTPOT, armE2E                 *prometheus.HistogramVec
+	armTotal                                 *prometheus.CounterVec
 }
 
 // NewRequests returns the request metrics, registered with reg.
@@ -40,8 +50,14 @@ func NewRequests(reg prometheus.Registerer) (*Requests, error) {
 			Help: "Requests that missed an objective, by type (ttft, tpot)."}, []string{"type"}),
 		total: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "foresight_requests_total",
 			Help: "Requests answered, by HTTP status code (499: the client went away first)."}, []string{"code"}),
+		armTTFT: armHist("foresight_experiment_ttft_seconds", "Observed time to first token, by experiment arm.", latencyBuckets),
+		armTPOT: armHist("foresight_experiment_tpot_seconds", "Observed time per output token, by experiment arm.", tpotBuckets),
+		armE2E:  armHist("foresight_experiment_e2e_seconds", "Time from dispatch to the answer's last byte, by experiment arm.", latencyBuckets),
+		armTotal: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "foresight_experiment_requests_total",
+			Help: "Requests of an experiment's arms by result: slo_met, slo_missed, no_slo, failed (429 or 5xx)."}, []string{"arm", "result"}),
 	}
-	for _, c := range []prometheus.Collector{r.ttft, r.predictedTTFT, r.tpot, r.predictedTPOT, r.violations, r.total} {
+	for _, c := range []prometheus.Collector{r.ttft, r.predictedTTFT, r.tpot, r.predictedTPOT, r.violations, r.total,
+		r.armTTFT, r.armTPOT, r.armE2E, r.armTotal} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -49,12 +65,18 @@ func NewRequests(reg prometheus.Registerer) (*Requests, error) {
 	return r, nil
 }
 
+func armHist(name, help string, buckets []float64) *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, []string{"arm"})
+}
+
 // Request is one answered request as the metrics see it. Latencies are in ms; 0 is "not observed".
 type Request struct {
 	Code                             int
-	TTFTMs, TPOTMs                   float64
+	TTFTMs, TPOTMs, E2EMs            float64
 	PredictedTTFTMs, PredictedTPOTMs float64
 	SLOTTFTMs, SLOTPOTMs             float64
+	// Arm is the experiment arm that decided the request; "" outside an experiment.
+	Arm string
 }
 
 // Observe records r.
@@ -77,5 +99,36 @@ func (m *Requests) Observe(r Request) {
 	}
 	if r.PredictedTPOTMs > 0 {
 		m.predictedTPOT.Observe(r.PredictedTPOTMs / 1e3)
+	}
+	if r.Arm != "" {
+		m.observeArm(r)
+	}
+}
+
+// observeArm records r under its experiment arm.
+func (m *Requests) observeArm(r Request) {
+	for _, o := range []struct {
+		h  *prometheus.HistogramVec
+		ms float64
+	}{{m.armTTFT, r.TTFTMs}, {m.armTPOT, r.TPOTMs}, {m.armE2E, r.E2EMs}} {
+		if o.ms > 0 {
+			o.h.WithLabelValues(r.Arm).Observe(o.ms / 1e3)
+		}
+	}
+	m.armTotal.WithLabelValues(r.Arm, armResult(r)).Inc()
+}
+
+// armResult classifies a request for foresight_experiment_requests_total, by the rule of
+// host/experiment: an objective whose value was not observed counts as met.
+func armResult(r Request) string {
+	switch {
+	case r.Code == 429 || r.Code >= 500:
+		return "failed"
+	case r.SLOTTFTMs <= 0 && r.SLOTPOTMs <= 0:
+		return "no_slo"
+	case (r.SLOTTFTMs > 0 && r.TTFTMs > r.SLOTTFTMs) || (r.SLOTPOTMs > 0 && r.TPOTMs > r.SLOTPOTMs):
+		return "slo_missed"
+	default:
+		return "slo_met"
 	}
 }

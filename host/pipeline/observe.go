@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
@@ -18,20 +19,46 @@ const ObserveTimeout = 30 * time.Second
 // HasProducer reports whether the pipeline has a producer.
 func (p *Pipeline) HasProducer() bool { return p.producer != nil }
 
-// Observe sends finished-request samples to the producer (see host/observe for batching).
+// Observe sends finished-request samples to the producer (see host/observe for batching). When
+// producers are the arms of an experiment, every arm learns from every sample (the latencies
+// observed are facts whichever arm predicted them), and the answer is the baseline arm's; another
+// arm's failure is logged.
 func (p *Pipeline) Observe(ctx context.Context, samples []sdk.Sample) (sdk.ObserveResult, error) {
 	if p.producer == nil {
 		return sdk.ObserveResult{}, ErrNoProducer
 	}
-	c, err := client[sdk.BatchProducer](p.producer.slot)
+	ctx, cancel := context.WithTimeout(ctx, ObserveTimeout)
+	defer cancel()
+	if !p.exp.at(sdk.StageProducer, 0) || !p.exp.hasArms() {
+		return observe(ctx, p.producer, samples)
+	}
+	results := make([]sdk.ObserveResult, len(p.exp.arms))
+	errs := make([]error, len(p.exp.arms))
+	var wg sync.WaitGroup
+	for i, arm := range p.exp.arms {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = observe(ctx, arm.(*producerSlot), samples)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs[1:] {
+		if err != nil {
+			p.exp.arms[i+1].(*producerSlot).log.Warn().Err(err).Str("arm", p.exp.names[i+1]).Msg("observe failed")
+		}
+	}
+	return results[0], errs[0]
+}
+
+func observe(ctx context.Context, prod *producerSlot, samples []sdk.Sample) (sdk.ObserveResult, error) {
+	c, err := client[sdk.BatchProducer](prod.slot)
 	if err != nil {
 		return sdk.ObserveResult{}, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, ObserveTimeout)
-	defer cancel()
 	res, err := c.Observe(ctx, samples)
 	if isTransport(err) {
-		p.producer.plugin.CallFailed()
+		prod.plugin.CallFailed()
 	}
 	return res, err
 }

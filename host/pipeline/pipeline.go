@@ -28,6 +28,9 @@ type Pipeline struct {
 	fallbackScorer sdk.Scorer // composite-scorer
 	fallbackPicker sdk.Picker // max-score-picker
 
+	handles []handle // every slot's, in build order
+	exp     *trial   // the slot holding arms or a shadow; nil without one
+
 	plugins    []*pluginhost.Plugin // in config order
 	reused     []bool               // per plugin: taken running from the pool, not launched
 	release    func(*pluginhost.Plugin)
@@ -39,10 +42,19 @@ type Pipeline struct {
 	waiting []*member // cycles waiting to leave as the next cohort
 	cohorts int       // cohorts travelling the pipeline now
 
+	shadows sync.WaitGroup // shadow calls under way, off the requests' path
+
 	gate    sync.Mutex
 	active  int           // callers between Enter and Leave
 	closing bool          // Close has begun: Enter refuses
 	idle    chan struct{} // closed when closing and no caller is left
+}
+
+// handle is what the pipeline keeps of every typed slot it built, for stats and shutdown.
+type handle struct {
+	s       *slot
+	stop    func()
+	batches func() int64
 }
 
 // Build launches every plugin of cfg (concurrently), checks and configures each, and wires the
@@ -79,34 +91,59 @@ func Assemble(cfg *config.Config, plugins []*pluginhost.Plugin, log zerolog.Logg
 		byName[pl.Name()] = pl
 	}
 	pc := &cfg.Pipeline
-	newS := func(ref config.StageRef, stage sdk.Stage) *slot {
-		spec := cfg.Plugin(ref.PluginRef)
+	// build returns the typed slot (*producerSlot, *filterSlot, …) serving stage with plugin name.
+	build := func(name string, stage sdk.Stage, weight float64) any {
 		timeout := pc.StageTimeout
-		if spec.Timeout > 0 {
+		if spec := cfg.Plugin(name); spec.Timeout > 0 {
 			timeout = spec.Timeout
 		}
-		return newSlot(byName[ref.PluginRef], stage, ref.WeightOr1(), timeout, log)
+		s := newSlot(byName[name], stage, weight, timeout, log)
+		var typed any
+		var h handle
+		switch stage {
+		case sdk.StageProducer:
+			t := &producerSlot{s, stageCoalescer(s, pc.MaxBatch, sdk.BatchProducer.ProduceBatch)}
+			typed, h = t, handle{s, t.co.stop, t.co.batches.Load}
+		case sdk.StageFilter:
+			t := &filterSlot{s, stageCoalescer(s, pc.MaxBatch, sdk.BatchFilter.FilterBatch)}
+			typed, h = t, handle{s, t.co.stop, t.co.batches.Load}
+		case sdk.StageScorer:
+			t := &scorerSlot{s, stageCoalescer(s, pc.MaxBatch, sdk.BatchScorer.ScoreBatch)}
+			typed, h = t, handle{s, t.co.stop, t.co.batches.Load}
+		case sdk.StageAdmitter:
+			t := &admitterSlot{s, stageCoalescer(s, pc.MaxBatch, sdk.BatchAdmitter.AdmitBatch)}
+			typed, h = t, handle{s, t.co.stop, t.co.batches.Load}
+		default:
+			t := &pickerSlot{s, stageCoalescer(s, pc.MaxBatch, pickBatch)}
+			typed, h = t, handle{s, t.co.stop, t.co.batches.Load}
+		}
+		p.handles = append(p.handles, h)
+		return typed
 	}
-	mb := pc.MaxBatch
+	expSlot, expRef := cfg.Experiment()
+	// position builds a slot's primary (its plugin, or its first arm) and, for the experiment's
+	// slot, the experiment.
+	position := func(ref *config.StageRef, stage sdk.Stage, index int) any {
+		primary := build(ref.Primaries()[0], stage, ref.WeightOr1())
+		if ref == expRef {
+			p.exp = newExperiment(expSlot, stage, index, ref, primary, func(name string) any { return build(name, stage, ref.WeightOr1()) })
+		}
+		return primary
+	}
 	if pc.Producer != nil {
-		s := newS(*pc.Producer, sdk.StageProducer)
-		p.producer = &producerSlot{s, stageCoalescer(s, mb, sdk.BatchProducer.ProduceBatch)}
+		p.producer = position(pc.Producer, sdk.StageProducer, 0).(*producerSlot)
 	}
-	for _, ref := range pc.Filters {
-		s := newS(ref, sdk.StageFilter)
-		p.filters = append(p.filters, &filterSlot{s, stageCoalescer(s, mb, sdk.BatchFilter.FilterBatch)})
+	for i := range pc.Filters {
+		p.filters = append(p.filters, position(&pc.Filters[i], sdk.StageFilter, i).(*filterSlot))
 	}
-	for _, ref := range pc.Scorers {
-		s := newS(ref, sdk.StageScorer)
-		p.scorers = append(p.scorers, &scorerSlot{s, stageCoalescer(s, mb, sdk.BatchScorer.ScoreBatch)})
+	for i := range pc.Scorers {
+		p.scorers = append(p.scorers, position(&pc.Scorers[i], sdk.StageScorer, i).(*scorerSlot))
 	}
 	if pc.Admitter != nil {
-		s := newS(*pc.Admitter, sdk.StageAdmitter)
-		p.admitter = &admitterSlot{s, stageCoalescer(s, mb, sdk.BatchAdmitter.AdmitBatch)}
+		p.admitter = position(pc.Admitter, sdk.StageAdmitter, 0).(*admitterSlot)
 	}
 	if pc.Picker != nil {
-		s := newS(*pc.Picker, sdk.StagePicker)
-		p.picker = &pickerSlot{s, stageCoalescer(s, mb, pickBatch)}
+		p.picker = position(pc.Picker, sdk.StagePicker, 0).(*pickerSlot)
 	}
 	return p
 }
@@ -183,23 +220,12 @@ func (p *Pipeline) Leave() {
 	}
 }
 
-// Stats returns call and fallback counts per slot, in stage order.
+// Stats returns call and fallback counts per slot, in stage order (an experiment's arms and
+// shadow after the slot's primary).
 func (p *Pipeline) Stats() []Stats {
-	var out []Stats
-	if p.producer != nil {
-		out = append(out, p.producer.stats(p.producer.co.batches.Load()))
-	}
-	for _, f := range p.filters {
-		out = append(out, f.stats(f.co.batches.Load()))
-	}
-	for _, s := range p.scorers {
-		out = append(out, s.stats(s.co.batches.Load()))
-	}
-	if p.admitter != nil {
-		out = append(out, p.admitter.stats(p.admitter.co.batches.Load()))
-	}
-	if p.picker != nil {
-		out = append(out, p.picker.stats(p.picker.co.batches.Load()))
+	out := make([]Stats, 0, len(p.handles))
+	for _, h := range p.handles {
+		out = append(out, h.s.stats(h.batches()))
 	}
 	return out
 }
@@ -220,6 +246,7 @@ func (p *Pipeline) Close() {
 	}
 	p.gate.Unlock()
 	<-p.idle
+	p.shadows.Wait() // bounded by the shadow's deadline
 	p.stopCoalescers()
 	var wg sync.WaitGroup
 	for _, pl := range p.plugins {
@@ -240,19 +267,7 @@ func subset(c *sdk.Cycle, keep []int) *sdk.Cycle {
 
 // stopCoalescers ends every stage's sender goroutine.
 func (p *Pipeline) stopCoalescers() {
-	if p.producer != nil {
-		p.producer.co.stop()
-	}
-	for _, f := range p.filters {
-		f.co.stop()
-	}
-	for _, s := range p.scorers {
-		s.co.stop()
-	}
-	if p.admitter != nil {
-		p.admitter.co.stop()
-	}
-	if p.picker != nil {
-		p.picker.co.stop()
+	for _, h := range p.handles {
+		h.stop()
 	}
 }

@@ -20,7 +20,11 @@ type member struct {
 	idx   []int      // positions of cur's endpoints in t.Candidates
 	// produced is the cycle after the producer: what the admitter sees while the filters narrow cur.
 	produced *sdk.Cycle
-	done     chan struct{}
+	arm      int // the experiment's arm (index); 0 without an experiment
+	// shadowIn and shadowIdx are the input of the experiment's slot, kept for its shadow.
+	shadowIn  *sdk.Cycle
+	shadowIdx []int
+	done      chan struct{}
 }
 
 // Cycles travel the pipeline in cohorts: a cycle that arrives while a cohort is under way waits and
@@ -68,9 +72,15 @@ func (p *Pipeline) runCohort(ms []*member) {
 		c := m.in
 		m.t = &Trace{RequestID: c.Request.ID, Seed: c.Seed, Now: c.Now, Admitted: true}
 		m.cur = &sdk.Cycle{Request: c.Request, Endpoints: slices.Clone(c.Endpoints), Now: c.Now, Seed: c.Seed}
+		if p.exp != nil {
+			m.arm = p.exp.assign(c.Request)
+			m.t.Experiment, m.t.Arm = p.exp.slot, p.exp.names[m.arm]
+		}
 	}
 	if p.producer != nil {
-		p.produce(ms)
+		p.byArm(sdk.StageProducer, 0, ms, func(arm int, g []*member) {
+			p.produce(armSlot(p, sdk.StageProducer, 0, arm, p.producer), g)
+		})
 	}
 	for _, m := range ms {
 		m.cur.Seal()
@@ -85,16 +95,29 @@ func (p *Pipeline) runCohort(ms []*member) {
 	var admitted sync.WaitGroup
 	if p.admitter != nil {
 		admitted.Add(1)
-		go func() { defer admitted.Done(); p.admit(ms) }()
+		go func() {
+			defer admitted.Done()
+			p.keepShadowInput(sdk.StageAdmitter, 0, ms, func(m *member) *sdk.Cycle { return m.produced })
+			p.byArm(sdk.StageAdmitter, 0, ms, func(arm int, g []*member) {
+				p.admit(armSlot(p, sdk.StageAdmitter, 0, arm, p.admitter), g)
+			})
+		}()
 	}
-	for _, f := range p.filters {
+	for i, f := range p.filters {
 		active := withCandidates(ms)
 		if len(active) == 0 {
 			break
 		}
-		p.filter(f, active)
+		p.keepShadowInput(sdk.StageFilter, i, active, cur)
+		p.byArm(sdk.StageFilter, i, active, func(arm int, g []*member) {
+			p.filter(armSlot(p, sdk.StageFilter, i, arm, f), g)
+		})
 	}
 	if active := withCandidates(ms); len(active) > 0 {
+		for j := range p.scorers {
+			p.keepShadowInput(sdk.StageScorer, j, active, cur)
+		}
+		p.keepShadowInput(sdk.StagePicker, 0, active, cur)
 		p.score(active)
 		p.pickOrder(active)
 	}
@@ -104,6 +127,9 @@ func (p *Pipeline) runCohort(ms []*member) {
 			m.t.Admitted, m.t.Reason = false, m.t.Admitter.Reason
 		}
 		m.t.Duration = time.Since(m.began)
+	}
+	p.startShadow(ms) // before the members are released: it reads their traces
+	for _, m := range ms {
 		close(m.done)
 	}
 }
@@ -139,11 +165,11 @@ const SkippedProducer = "skipped: the cycle carries predictions"
 // produce sets every member's predictions, or clears them where the producer failed. A cycle
 // that arrives with predictions (a recorded snapshot replayed by `foresight schedule`, which
 // holds what the producer said then) keeps them and is not sent to the producer.
-func (p *Pipeline) produce(all []*member) {
+func (p *Pipeline) produce(prod *producerSlot, all []*member) {
 	var ms []*member
 	for _, m := range all {
 		if m.in.AnyPrediction() {
-			m.t.Producer = &StageTrace{Stage: sdk.StageProducer, Plugin: p.producer.name, Type: p.producer.typ, Reason: SkippedProducer}
+			m.t.Producer = &StageTrace{Stage: sdk.StageProducer, Plugin: prod.name, Type: prod.typ, Reason: SkippedProducer}
 			continue
 		}
 		m.cur.Seal()
@@ -153,12 +179,12 @@ func (p *Pipeline) produce(all []*member) {
 		return
 	}
 	began := time.Now()
-	res := callAll(p.producer.slot, p.producer.co, ms, cur)
+	res := callAll(prod.slot, prod.co, ms, cur)
 	for i, m := range ms {
-		st := stageTrace(p.producer.slot, began)
+		st := stageTrace(prod.slot, began)
 		preds, err := res[i].Value, res[i].Err
 		if err != nil {
-			st.Fallback = p.producer.failed(err)
+			st.Fallback = prod.failed(err)
 			preds = make([]sdk.Prediction, len(m.cur.Endpoints))
 		}
 		for j := range m.cur.Endpoints {
@@ -169,14 +195,14 @@ func (p *Pipeline) produce(all []*member) {
 }
 
 // admit records the admitter's verdict on every member's produced cycle (admit where it failed).
-func (p *Pipeline) admit(ms []*member) {
+func (p *Pipeline) admit(a *admitterSlot, ms []*member) {
 	began := time.Now()
-	res := callAll(p.admitter.slot, p.admitter.co, ms, func(m *member) *sdk.Cycle { return m.produced })
+	res := callAll(a.slot, a.co, ms, func(m *member) *sdk.Cycle { return m.produced })
 	for i, m := range ms {
-		st := stageTrace(p.admitter.slot, began)
+		st := stageTrace(a.slot, began)
 		v, err := res[i].Value, res[i].Err
 		if err != nil {
-			st.Fallback = p.admitter.failed(err)
+			st.Fallback = a.failed(err)
 			v = sdk.AdmitVerdict{Admitted: true, Reason: "admitted by fallback"}
 		}
 		st.Admitted, st.Reason = v.Admitted, v.Reason
@@ -221,7 +247,11 @@ func (p *Pipeline) score(ms []*member) {
 	}
 	var wg sync.WaitGroup
 	for j, s := range p.scorers {
-		run := func() { p.scoreWith(j, s, ms) }
+		run := func() {
+			p.byArm(sdk.StageScorer, j, ms, func(arm int, g []*member) {
+				p.scoreWith(j, armSlot(p, sdk.StageScorer, j, arm, s), g)
+			})
+		}
 		if len(p.scorers) == 1 {
 			run()
 			continue
@@ -271,15 +301,22 @@ func (p *Pipeline) pickOrder(ms []*member) {
 		}
 		return
 	}
-	res := callAll(p.picker.slot, p.picker.co, ms, func(m *member) pickReq { return pickReq{m.cur, m.t.Scores} })
+	p.byArm(sdk.StagePicker, 0, ms, func(arm int, g []*member) {
+		p.pickWith(armSlot(p, sdk.StagePicker, 0, arm, p.picker), g, began)
+	})
+}
+
+// pickWith records the order picker gives every member (max-score where it failed).
+func (p *Pipeline) pickWith(picker *pickerSlot, ms []*member, began time.Time) {
+	res := callAll(picker.slot, picker.co, ms, func(m *member) pickReq { return pickReq{m.cur, m.t.Scores} })
 	for i, m := range ms {
-		st := stageTrace(p.picker.slot, began)
+		st := stageTrace(picker.slot, began)
 		order, err := res[i].Value, res[i].Err
 		if err == nil && len(order) == 0 {
 			err = errEmptyOrder
 		}
 		if err != nil {
-			st.Fallback = p.picker.failed(err)
+			st.Fallback = picker.failed(err)
 			order, _ = p.fallbackPicker.Pick(m.ctx, m.cur, m.t.Scores)
 		}
 		m.t.Order = pick(m.idx, dedupe(order, len(m.cur.Endpoints)))

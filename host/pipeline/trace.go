@@ -35,6 +35,11 @@ type Trace struct {
 	// Order holds the picked candidates, best first; the proxy fails over down the list.
 	Order    []int
 	Duration time.Duration
+
+	// Experiment is the slot that holds the pipeline's experiment ("" without one), and Arm the
+	// arm that served this cycle there ("" when the slot has only a shadow).
+	Experiment string
+	Arm        string
 }
 
 // StageTrace is one stage call within a cycle.

@@ -43,7 +43,7 @@ func (r *Router) SwapStage(ctx context.Context, slot string, spec config.PluginS
 func (r *Router) Describe() live.Description { return r.live.Describe() }
 
 // Experiments returns the experiment report (GET /admin/experiments); ok is false without one.
-func (r *Router) Experiments() (any, bool) { return nil, false }
+func (r *Router) Experiments() (any, bool) { return r.live.ExperimentReport() }
 
 // reloaded logs and counts a reload's outcome and passes it on.
 func (r *Router) reloaded(source string, res live.Result, err error) (live.Result, error) {

@@ -94,7 +94,7 @@ func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger) (_ *Rout
 	for _, o := range cfg.Objectives {
 		objectives = append(objectives, o.Name)
 	}
-	r.srv, err = server.New(server.Options{Pipeline: r.live, Endpoints: set, Samples: samples,
+	r.srv, err = server.New(server.Options{Pipeline: r.live, Outcomes: r.live, Endpoints: set, Samples: samples,
 		Priority: cfg.Priority, Objectives: objectives, MaxBodyBytes: cfg.Server.MaxBodyBytes,
 		ConnectTimeout: cfg.Server.ConnectTimeout, UpstreamTimeout: cfg.Server.UpstreamTimeout,
 		Decisions: cfg.Server.Decisions, PrefixBlocks: cfg.Server.PrefixIndexBlocks, Metrics: reqs, Stages: stages, Log: log})

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/foresight-router/foresight/host/experiment"
 	"github.com/foresight-router/foresight/host/metrics"
 	"github.com/foresight-router/foresight/host/openai"
 	"github.com/foresight-router/foresight/host/pipeline"
@@ -209,6 +210,17 @@ func (s *Server) relayStream(w http.ResponseWriter, resp *http.Response, x *exch
 	}
 }
 
+// recordOutcome gives the experiment that decided t the request's outcome. A request answered
+// 429 or 5xx failed (shed included: it was not served); one whose client left (499) counts with
+// what was observed.
+func (s *Server) recordOutcome(t *pipeline.Trace, status int, ttft, tpot, e2e float64, slo sdk.SLO) {
+	if s.o.Outcomes == nil || t == nil || t.Experiment == "" {
+		return
+	}
+	s.o.Outcomes.Record(t, experiment.Outcome{TTFTMs: ttft, TPOTMs: tpot, E2EMs: e2e, SLOTTFTMs: slo.TTFTMs, SLOTPOTMs: slo.TPOTMs,
+		Failed: status == http.StatusTooManyRequests || status >= 500})
+}
+
 // recordAnswer notes that the endpoint now caches the prompt followed by the answer.
 func (s *Server) recordAnswer(id string, x *exchange, answer string) {
 	if answer == "" {
@@ -234,12 +246,14 @@ func (s *Server) observe(x *exchange, a *attempt, out *outcome) {
 	s.o.Samples.Add(context.Background(), smp, s.o.Now())
 }
 
-// finish records the exchange in the metrics and writes its access line.
+// finish records the exchange in the metrics and the experiment, and writes its access line.
 func (s *Server) finish(x *exchange, out *outcome) {
+	slo := x.cycle.Request.SLO
+	s.recordOutcome(x.trace, out.status, out.ttft, out.tpot, ms(out.e2e), slo)
 	if s.o.Metrics != nil {
-		s.o.Metrics.Observe(metrics.Request{Code: out.status, TTFTMs: out.ttft, TPOTMs: out.tpot,
+		s.o.Metrics.Observe(metrics.Request{Code: out.status, TTFTMs: out.ttft, TPOTMs: out.tpot, E2EMs: ms(out.e2e),
 			PredictedTTFTMs: out.predicted.TTFTMs, PredictedTPOTMs: out.predicted.TPOTMs,
-			SLOTTFTMs: x.cycle.Request.SLO.TTFTMs, SLOTPOTMs: x.cycle.Request.SLO.TPOTMs})
+			SLOTTFTMs: slo.TTFTMs, SLOTPOTMs: slo.TPOTMs, Arm: x.trace.Arm})
 	}
 	ev := s.o.Log.Info()
 	if out.status >= 500 || out.err != "" {

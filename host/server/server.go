@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/foresight-router/foresight/host/endpoints"
+	"github.com/foresight-router/foresight/host/experiment"
 	"github.com/foresight-router/foresight/host/metrics"
 	"github.com/foresight-router/foresight/host/observe"
 	"github.com/foresight-router/foresight/host/openai"
@@ -52,6 +53,11 @@ type Options struct {
 	Decisions int
 	// PrefixBlocks bounds each endpoint's prefix index until its engine reports num_gpu_blocks.
 	PrefixBlocks int
+	// Outcomes receives every decided request's outcome for the experiment that decided it (the
+	// live pipeline); nil records nothing.
+	Outcomes interface {
+		Record(t *pipeline.Trace, o experiment.Outcome)
+	}
 	// Metrics records every answered request, Stages every cycle's stage calls; nil records nothing.
 	Metrics *metrics.Requests
 	Stages  *metrics.Stages
@@ -131,11 +137,17 @@ func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
 // serve handles one completion request end to end.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, kind openai.Kind) {
 	received := s.o.Now()
-	var id, model string // known once parsed, for the access line of a refusal
+	var id, model string        // known once parsed, for the access line of a refusal
+	var decided *pipeline.Trace // once the pipeline has run: an experiment's arm answers for the refusal
 	refuse := func(e *openai.Error) {
 		openai.WriteError(w, e)
+		arm := ""
+		if decided != nil {
+			arm = decided.Arm
+			s.recordOutcome(decided, e.Status, 0, 0, 0, sdk.SLO{})
+		}
 		if s.o.Metrics != nil {
-			s.o.Metrics.Observe(metrics.Request{Code: e.Status})
+			s.o.Metrics.Observe(metrics.Request{Code: e.Status, Arm: arm})
 		}
 		s.o.Log.Info().Str("request_id", id).Str("model", model).Int("status", e.Status).Str("error", e.Message).Msg("request")
 	}
@@ -169,6 +181,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, kind openai.Kind)
 		return
 	}
 	t := s.o.Pipeline.Run(r.Context(), c)
+	decided = t
 	s.decisions.add(t)
 	if s.o.Stages != nil {
 		s.o.Stages.Observe(t)
