@@ -12,7 +12,6 @@ import (
 	"github.com/foresight-router/foresight/host/config"
 	"github.com/foresight-router/foresight/host/experiment"
 	"github.com/foresight-router/foresight/host/router"
-	"github.com/rs/zerolog"
 )
 
 // startExample runs the router of an example config in front of an emulated fleet.
@@ -28,12 +27,7 @@ func startExample(t *testing.T, name string) *router.Router {
 		cfg.Endpoints.Static = append(cfg.Endpoints.Static, config.EndpointSpec{ID: fmt.Sprint("vllm-", i), Address: a})
 	}
 	cfg.Server.Listen, cfg.Server.AdminListen = "127.0.0.1:0", "127.0.0.1:0"
-	r, err := router.Start(context.Background(), cfg, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(r.Close)
-	return r
+	return startConfig(t, cfg)
 }
 
 func experimentReport(t *testing.T, r *router.Router) experiment.Report {

@@ -58,12 +58,19 @@ func startFleet(t *testing.T) *emulator.Fleet {
 	return fleet
 }
 
+// startFile runs the router of a config file and stops it when the test ends.
 func startFile(t *testing.T, file string) *router.Router {
 	t.Helper()
 	cfg, err := config.Load(file)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return startConfig(t, cfg)
+}
+
+// startConfig runs the router of cfg and stops it when the test ends.
+func startConfig(t *testing.T, cfg *config.Config) *router.Router {
+	t.Helper()
 	r, err := router.Start(context.Background(), cfg, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)

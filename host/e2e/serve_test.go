@@ -13,11 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/foresight-router/foresight/host/config"
 	"github.com/foresight-router/foresight/host/router"
 	"github.com/foresight-router/foresight/plugins/producer/predictor"
 	"github.com/foresight-router/foresight/sim/emulator"
-	"github.com/rs/zerolog"
 )
 
 // constantModel is a LightGBM v3 text model over n features whose single leaf predicts v.
@@ -78,16 +76,7 @@ endpoints:
 objectives:
   - {name: batch, priority: -1}
 `, models, addrs[0], addrs[1])
-	cfg, err := config.Load(writeConfig(t, "serve.yaml", yaml))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := router.Start(context.Background(), cfg, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(r.Close)
-	return r, fleet
+	return startFile(t, writeConfig(t, "serve.yaml", yaml)), fleet
 }
 
 func chat(maxTokens int) string {

@@ -46,6 +46,9 @@ func newCoalescer[Req, Res any](maxBatch int, call func(context.Context, []Req) 
 	return &coalescer[Req, Res]{call: call, maxBatch: maxBatch, wake: make(chan struct{}, 1), quit: make(chan struct{})}
 }
 
+// batchCount returns how many calls the sender has made.
+func (c *coalescer[Req, Res]) batchCount() int64 { return c.batches.Load() }
+
 // stop ends the sender; later calls fail with errClosed.
 func (c *coalescer[Req, Res]) stop() { c.stopOnce.Do(func() { close(c.quit) }) }
 

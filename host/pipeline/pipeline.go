@@ -52,9 +52,14 @@ type Pipeline struct {
 
 // handle is what the pipeline keeps of every typed slot it built, for stats and shutdown.
 type handle struct {
-	s       *slot
-	stop    func()
-	batches func() int64
+	s  *slot
+	co senderOf
+}
+
+// senderOf is a coalescer whatever its request and result types.
+type senderOf interface {
+	stop()
+	batchCount() int64
 }
 
 // Build launches every plugin of cfg (concurrently), checks and configures each, and wires the
@@ -98,27 +103,28 @@ func Assemble(cfg *config.Config, plugins []*pluginhost.Plugin, log zerolog.Logg
 			timeout = spec.Timeout
 		}
 		s := newSlot(byName[name], stage, weight, timeout, log)
-		var typed any
-		var h handle
+		keep := func(typed any, co senderOf) any {
+			p.handles = append(p.handles, handle{s, co})
+			return typed
+		}
+		mb := pc.MaxBatch
 		switch stage {
 		case sdk.StageProducer:
-			t := &producerSlot{s, stageCoalescer(s, pc.MaxBatch, sdk.BatchProducer.ProduceBatch)}
-			typed, h = t, handle{s, t.co.stop, t.co.batches.Load}
+			t := &producerSlot{s, stageCoalescer(s, mb, sdk.BatchProducer.ProduceBatch)}
+			return keep(t, t.co)
 		case sdk.StageFilter:
-			t := &filterSlot{s, stageCoalescer(s, pc.MaxBatch, sdk.BatchFilter.FilterBatch)}
-			typed, h = t, handle{s, t.co.stop, t.co.batches.Load}
+			t := &filterSlot{s, stageCoalescer(s, mb, sdk.BatchFilter.FilterBatch)}
+			return keep(t, t.co)
 		case sdk.StageScorer:
-			t := &scorerSlot{s, stageCoalescer(s, pc.MaxBatch, sdk.BatchScorer.ScoreBatch)}
-			typed, h = t, handle{s, t.co.stop, t.co.batches.Load}
+			t := &scorerSlot{s, stageCoalescer(s, mb, sdk.BatchScorer.ScoreBatch)}
+			return keep(t, t.co)
 		case sdk.StageAdmitter:
-			t := &admitterSlot{s, stageCoalescer(s, pc.MaxBatch, sdk.BatchAdmitter.AdmitBatch)}
-			typed, h = t, handle{s, t.co.stop, t.co.batches.Load}
+			t := &admitterSlot{s, stageCoalescer(s, mb, sdk.BatchAdmitter.AdmitBatch)}
+			return keep(t, t.co)
 		default:
-			t := &pickerSlot{s, stageCoalescer(s, pc.MaxBatch, pickBatch)}
-			typed, h = t, handle{s, t.co.stop, t.co.batches.Load}
+			t := &pickerSlot{s, stageCoalescer(s, mb, pickBatch)}
+			return keep(t, t.co)
 		}
-		p.handles = append(p.handles, h)
-		return typed
 	}
 	expSlot, expRef := cfg.Experiment()
 	// position builds a slot's primary (its plugin, or its first arm) and, for the experiment's
@@ -225,7 +231,7 @@ func (p *Pipeline) Leave() {
 func (p *Pipeline) Stats() []Stats {
 	out := make([]Stats, 0, len(p.handles))
 	for _, h := range p.handles {
-		out = append(out, h.s.stats(h.batches()))
+		out = append(out, h.s.stats(h.co.batchCount()))
 	}
 	return out
 }
@@ -268,6 +274,6 @@ func subset(c *sdk.Cycle, keep []int) *sdk.Cycle {
 // stopCoalescers ends every stage's sender goroutine.
 func (p *Pipeline) stopCoalescers() {
 	for _, h := range p.handles {
-		h.stop()
+		h.co.stop()
 	}
 }

@@ -284,6 +284,24 @@ func printBench(cmd *cobra.Command, r pipelineResult, asJSON bool) error {
 	return nil
 }
 
+// runBench runs bench under a CPU profile of this process (when profile names a file) and prints
+// its result: one JSON object when asJSON, else through text.
+func runBench[T any](out io.Writer, profile string, asJSON bool, bench func() (T, error), text func(io.Writer, T) error) error {
+	stop, err := startCPUProfile(profile)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	res, err := bench()
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return printJSON(out, res)
+	}
+	return text(out, res)
+}
+
 // startCPUProfile starts profiling this process into file and returns the function that stops it;
 // with no file it profiles nothing.
 func startCPUProfile(file string) (func(), error) {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/foresight-router/foresight/host/config"
 	"github.com/foresight-router/foresight/host/loadgen"
-	"github.com/foresight-router/foresight/host/router"
 	"github.com/foresight-router/foresight/sim/emulator"
 	"github.com/foresight-router/foresight/sim/engine"
 	"github.com/foresight-router/foresight/sim/workload"
@@ -199,28 +198,17 @@ func runDemo(ctx context.Context, out io.Writer, o demoOptions) error {
 		return err
 	}
 
-	fleet, err := emulator.Start(o.servers, 0, o.preset, o.seed)
+	ef, err := startEmulatedFleet(ctx, cfg, o.servers, o.preset, o.seed, o.log)
 	if err != nil {
 		return err
 	}
-	atExit(fleet.Close) // registered first, so it runs after the router has stopped
+	atExit(ef.Close)
 	eps := make([]demoEndpoint, 0, o.servers)
-	cfg.Endpoints.Static, cfg.Endpoints.File = nil, ""
-	for i, addr := range fleet.Addrs() {
-		id := fmt.Sprintf("vllm-%d", i)
-		cfg.Endpoints.Static = append(cfg.Endpoints.Static, config.EndpointSpec{ID: id, Address: addr})
-		eps = append(eps, demoEndpoint{id: id, addr: addr})
+	for i, addr := range ef.fleet.Addrs() {
+		eps = append(eps, demoEndpoint{id: ef.ids[i], addr: addr})
 	}
-	cfg.Server.Listen, cfg.Server.AdminListen = "127.0.0.1:0", "127.0.0.1:0"
-	r, err := router.Start(ctx, cfg, o.log)
-	if err != nil {
-		return err
-	}
-	atExit(r.Close)
+	r := ef.router
 	base := "http://" + r.Addr()
-	if err := waitModel(ctx, base, emulator.DefaultModel, demoReadyTimeout); err != nil {
-		return err
-	}
 	lg, err := loadgen.New(loadgen.Options{BaseURL: base, Model: emulator.DefaultModel, Duration: o.duration, Drain: o.drain})
 	if err != nil {
 		return err

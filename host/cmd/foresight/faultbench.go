@@ -15,9 +15,7 @@ import (
 	"time"
 
 	"github.com/foresight-router/foresight/host/config"
-	"github.com/foresight-router/foresight/host/router"
 	"github.com/foresight-router/foresight/internal/filewatch"
-	"github.com/foresight-router/foresight/sim/emulator"
 	"github.com/spf13/cobra"
 )
 
@@ -162,19 +160,8 @@ func newBenchFaults() *cobra.Command {
 			"whatever they are, and only a failed setup makes the command fail.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			stop, err := startCPUProfile(o.cpuProfile)
-			if err != nil {
-				return err
-			}
-			defer stop()
-			res, err := benchFaults(cmd.Context(), o)
-			if err != nil {
-				return err
-			}
-			if o.asJSON {
-				return printJSON(cmd.OutOrStdout(), res)
-			}
-			return printFaults(cmd.OutOrStdout(), res)
+			return runBench(cmd.OutOrStdout(), o.cpuProfile, o.asJSON,
+				func() (*faultResult, error) { return benchFaults(cmd.Context(), o) }, printFaults)
 		},
 	}
 	f := cmd.Flags()
@@ -234,25 +221,13 @@ func benchFaults(ctx context.Context, o faultOptions) (*faultResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	fleet, err := emulator.Start(o.servers, 0, "llama-3.1-8b-h100-tp2", o.seed)
+	ef, err := startEmulatedFleet(ctx, cfg, o.servers, "llama-3.1-8b-h100-tp2", o.seed, logger())
 	if err != nil {
 		return nil, err
 	}
-	defer fleet.Close()
-	cfg.Endpoints = config.Endpoints{}
-	for i, a := range fleet.Addrs() {
-		cfg.Endpoints.Static = append(cfg.Endpoints.Static, config.EndpointSpec{ID: "vllm-" + strconv.Itoa(i), Address: a})
-	}
-	cfg.Server.Listen, cfg.Server.AdminListen = "127.0.0.1:0", "127.0.0.1:0"
-	r, err := router.Start(ctx, cfg, logger())
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	atExit(r.Close)
-	if err := waitModel(ctx, "http://"+r.Addr(), emulator.DefaultModel, demoReadyTimeout); err != nil {
-		return nil, err
-	}
+	defer ef.Close()
+	atExit(ef.Close)
+	r := ef.router
 	adm := &adminClient{base: "http://" + r.AdminAddr(), token: cfg.AdminToken(), c: &http.Client{Timeout: 30 * time.Second}}
 	defer adm.c.CloseIdleConnections()
 	if _, err := adm.pipeline(ctx); err != nil {

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/foresight-router/foresight/host/config"
-	"github.com/foresight-router/foresight/host/router"
 	"github.com/foresight-router/foresight/sim/emulator"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
@@ -64,28 +63,9 @@ func newBenchProxy() *cobra.Command {
 			"back to back for --rps-for).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			stop, err := startCPUProfile(o.cpuProfile)
-			if err != nil {
-				return err
-			}
-			defer stop()
-			res, err := benchProxy(cmd.Context(), o)
-			if err != nil {
-				return err
-			}
-			if o.asJSON {
-				return printJSON(cmd.OutOrStdout(), res)
-			}
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "%s on %d emulated servers\n", res.Config, res.Servers)
-			for _, c := range strings.Split(o.streams, ",") {
-				k := "c" + strings.TrimSpace(c)
-				fmt.Fprintf(out, "%5s streams: TTFT direct p50 %.0f p99 %.0f µs, routed p50 %.0f p99 %.0f µs, added p50 %.0f p99 %.0f µs, errors %d\n",
-					strings.TrimPrefix(k, "c"), res.DirectUs[k].P50, res.DirectUs[k].P99, res.RoutedUs[k].P50, res.RoutedUs[k].P99,
-					res.AddedTTFTUs[k].P50, res.AddedTTFTUs[k].P99, res.Errors[k])
-			}
-			_, err = fmt.Fprintf(out, "max rate: %.0f requests/s\n", res.MaxRPS)
-			return err
+			return runBench(cmd.OutOrStdout(), o.cpuProfile, o.asJSON,
+				func() (*proxyResult, error) { return benchProxy(cmd.Context(), o) },
+				func(out io.Writer, res *proxyResult) error { return printProxy(out, res, o.streams) })
 		},
 	}
 	f := cmd.Flags()
@@ -101,6 +81,19 @@ func newBenchProxy() *cobra.Command {
 	return cmd
 }
 
+// printProxy prints the proxy bench's result as text, one line per concurrency in streams.
+func printProxy(out io.Writer, res *proxyResult, streams string) error {
+	fmt.Fprintf(out, "%s on %d emulated servers\n", res.Config, res.Servers)
+	for _, c := range strings.Split(streams, ",") {
+		k := "c" + strings.TrimSpace(c)
+		fmt.Fprintf(out, "%5s streams: TTFT direct p50 %.0f p99 %.0f µs, routed p50 %.0f p99 %.0f µs, added p50 %.0f p99 %.0f µs, errors %d\n",
+			strings.TrimPrefix(k, "c"), res.DirectUs[k].P50, res.DirectUs[k].P99, res.RoutedUs[k].P50, res.RoutedUs[k].P99,
+			res.AddedTTFTUs[k].P50, res.AddedTTFTUs[k].P99, res.Errors[k])
+	}
+	_, err := fmt.Fprintf(out, "max rate: %.0f requests/s\n", res.MaxRPS)
+	return err
+}
+
 func benchProxy(ctx context.Context, o proxyOptions) (*proxyResult, error) {
 	levels, err := parseLevels(o.streams)
 	if err != nil {
@@ -113,24 +106,12 @@ func benchProxy(ctx context.Context, o proxyOptions) (*proxyResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	fleet, err := emulator.Start(o.servers, 0, "llama-3.1-8b-h100-tp2", 1)
+	ef, err := startEmulatedFleet(ctx, cfg, o.servers, "llama-3.1-8b-h100-tp2", 1, zerolog.Nop())
 	if err != nil {
 		return nil, err
 	}
-	defer fleet.Close()
-	cfg.Endpoints = config.Endpoints{}
-	for i, a := range fleet.Addrs() {
-		cfg.Endpoints.Static = append(cfg.Endpoints.Static, config.EndpointSpec{ID: "vllm-" + strconv.Itoa(i), Address: a})
-	}
-	cfg.Server.Listen, cfg.Server.AdminListen = "127.0.0.1:0", "127.0.0.1:0"
-	r, err := router.Start(ctx, cfg, zerolog.Nop())
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	if err := waitModel(ctx, "http://"+r.Addr(), emulator.DefaultModel, demoReadyTimeout); err != nil {
-		return nil, err
-	}
+	defer ef.Close()
+	fleet, r := ef.fleet, ef.router
 	maxConc := 0
 	for _, c := range levels {
 		maxConc = max(maxConc, c)
