@@ -104,7 +104,7 @@ type StageRef struct {
 	// an experiment (arms or a shadow).
 	Arms []Arm `yaml:"arms"`
 	// Shadow is a plugin of the slot's stage that sees the same cycles; its decision is recorded
-	// and compared with the one enacted, never enacted itself. Not for the producer.
+	// and compared with the one enacted, never enacted itself.
 	Shadow *Arm `yaml:"shadow"`
 }
 

@@ -272,9 +272,6 @@ func (c *Config) validatePipeline() error {
 		}
 		if sh := ref.Shadow; sh != nil {
 			at := append(path, "shadow")
-			if kind == sdk.StageProducer {
-				return c.errorAt(at, "a producer cannot be shadowed (its decision is every prediction, not one pick); compare producers with arms")
-			}
 			if sh.Weight != nil {
 				return c.errorAt(append(at, "weight"), "a shadow takes no share of the requests")
 			}

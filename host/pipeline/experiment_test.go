@@ -10,6 +10,7 @@ import (
 	"github.com/foresight-router/foresight/host/config"
 	"github.com/foresight-router/foresight/host/experiment"
 	"github.com/foresight-router/foresight/host/pipeline"
+	"github.com/foresight-router/foresight/host/pluginhost"
 	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/rs/zerolog"
 )
@@ -185,5 +186,73 @@ pipeline:
 		if d.Primary != "a" || d.Shadow != "b" || strings.HasPrefix(d.Shadow, "failed") {
 			t.Errorf("disagreement %+v", d)
 		}
+	}
+}
+
+func TestShadowProducerRerunsTheDecision(t *testing.T) {
+	// The enacted producer predicts a fast, the shadow predicts b fast; a scorer that prefers
+	// the lowest predicted TTFT then picks a, and would have picked b with the shadow's numbers.
+	predict := func(fast string) sdk.Producer {
+		return testProducer{f: func(_ context.Context, c *sdk.Cycle) ([]sdk.Prediction, error) {
+			out := make([]sdk.Prediction, len(c.Endpoints))
+			for i, e := range c.Endpoints {
+				out[i] = sdk.Prediction{Valid: true, TTFTMs: 500, TPOTMs: 10}
+				if e.ID == fast {
+					out[i].TTFTMs = 50
+				}
+			}
+			return out, nil
+		}}
+	}
+	fastest := testScorer{f: func(_ context.Context, c *sdk.Cycle) ([]float64, error) {
+		out := make([]float64, len(c.Endpoints))
+		for i, e := range c.Endpoints {
+			out[i] = 50 / e.Prediction.TTFTMs
+		}
+		return out, nil
+	}}
+	impls := map[string]sdk.Plugin{"enacted": predict("a"), "shadow": predict("b"), "fastest": fastest}
+	cfg, err := config.Parse("test.yaml", []byte(`
+plugins:
+  - {name: enacted, type: test-producer}
+  - {name: shadow, type: test-producer}
+  - {name: fastest, type: test-scorer}
+  - {name: pick, type: max-score-picker}
+pipeline:
+  producer: {pluginRef: enacted, shadow: {pluginRef: shadow}}
+  scorers: [{pluginRef: fastest}]
+  picker: {pluginRef: pick}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var launched []*pluginhost.Plugin
+	for _, spec := range cfg.Plugins {
+		pl, err := pluginhost.Launch(context.Background(), pluginhost.Spec{Name: spec.Name, Type: spec.Type,
+			Stage: cfg.StageOf(spec.Name), Local: impls[spec.Name]}, zerolog.Nop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		launched = append(launched, pl)
+	}
+	p := pipeline.Assemble(cfg, launched, zerolog.Nop())
+	t.Cleanup(p.Close)
+
+	for n := range 10 {
+		if tr := p.Run(context.Background(), twoEndpoints("", n)); tr.OrderIDs()[0] != "a" || tr.Producer.Plugin != "enacted" {
+			t.Fatalf("enacted %v by %s, want a by the enacted producer", tr.OrderIDs(), tr.Producer.Plugin)
+		}
+	}
+	// A replayed cycle that carries predictions skips the producer: nothing for the shadow.
+	replay := twoEndpoints("", 99)
+	replay.Endpoints[0].Prediction = sdk.Prediction{Valid: true, TTFTMs: 50}
+	p.Run(context.Background(), replay)
+
+	sh := waitShadow(t, p, 10)
+	if sh.Cycles != 10 || sh.Agreed != 0 {
+		t.Fatalf("shadow %+v, want 10 cycles, none in agreement", sh)
+	}
+	if d := sh.LastDisagreements[9]; d.Primary != "a" || d.Shadow != "b" {
+		t.Errorf("disagreement %+v, want a enacted and b under the shadow's predictions", d)
 	}
 }

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -20,32 +21,36 @@ const ObserveTimeout = 30 * time.Second
 func (p *Pipeline) HasProducer() bool { return p.producer != nil }
 
 // Observe sends finished-request samples to the producer (see host/observe for batching). When
-// producers are the arms of an experiment, every arm learns from every sample (the latencies
-// observed are facts whichever arm predicted them), and the answer is the baseline arm's; another
-// arm's failure is logged.
+// the producer's slot holds an experiment, every producer in it — each arm and the shadow —
+// learns from every sample (the latencies observed are facts whichever producer predicted them),
+// and the answer is the first arm's; another producer's failure is logged.
 func (p *Pipeline) Observe(ctx context.Context, samples []sdk.Sample) (sdk.ObserveResult, error) {
 	if p.producer == nil {
 		return sdk.ObserveResult{}, ErrNoProducer
 	}
 	ctx, cancel := context.WithTimeout(ctx, ObserveTimeout)
 	defer cancel()
-	if !p.exp.at(sdk.StageProducer, 0) || !p.exp.hasArms() {
+	if !p.exp.at(sdk.StageProducer, 0) {
 		return observe(ctx, p.producer, samples)
 	}
-	results := make([]sdk.ObserveResult, len(p.exp.arms))
-	errs := make([]error, len(p.exp.arms))
+	prods := slices.Clone(p.exp.arms)
+	if p.exp.shadow != nil {
+		prods = append(prods, p.exp.shadow)
+	}
+	results := make([]sdk.ObserveResult, len(prods))
+	errs := make([]error, len(prods))
 	var wg sync.WaitGroup
-	for i, arm := range p.exp.arms {
+	for i, prod := range prods {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i], errs[i] = observe(ctx, arm.(*producerSlot), samples)
+			results[i], errs[i] = observe(ctx, prod.(*producerSlot), samples)
 		}()
 	}
 	wg.Wait()
 	for i, err := range errs[1:] {
 		if err != nil {
-			p.exp.arms[i+1].(*producerSlot).log.Warn().Err(err).Str("arm", p.exp.names[i+1]).Msg("observe failed")
+			prods[i+1].(*producerSlot).log.Warn().Err(err).Msg("observe failed")
 		}
 	}
 	return results[0], errs[0]

@@ -21,6 +21,9 @@ type member struct {
 	// produced is the cycle after the producer: what the admitter sees while the filters narrow cur.
 	produced *sdk.Cycle
 	arm      int // the experiment's arm (index); 0 without an experiment
+	// rerun marks a shadow producer's re-run of a decided cycle (shadow.go): it keeps the
+	// shadow's predictions, skips the producer and has no shadow of its own.
+	rerun bool
 	// shadowIn and shadowIdx are the input of the experiment's slot, kept for its shadow.
 	shadowIn  *sdk.Cycle
 	shadowIdx []int
@@ -36,7 +39,7 @@ type member struct {
 // is down is replaced by its fallback (producer → no predictions, filter → keep all, scorer →
 // composite, admitter → admit, picker → max-score), which the trace records. c is not modified.
 func (p *Pipeline) Run(ctx context.Context, c *sdk.Cycle) *Trace {
-	m := &member{ctx: ctx, in: c, began: time.Now(), done: make(chan struct{})}
+	m := &member{ctx: ctx, in: c, began: time.Now(), done: make(chan struct{}), rerun: ctx.Value(rerunKey{}) != nil}
 	p.mu.Lock()
 	p.waiting = append(p.waiting, m)
 	if p.cohorts == 0 || (p.cohorts < p.maxCohorts && len(p.waiting) >= p.maxBatch) {
@@ -78,6 +81,7 @@ func (p *Pipeline) runCohort(ms []*member) {
 		}
 	}
 	if p.producer != nil {
+		p.keepShadowInput(sdk.StageProducer, 0, ms, func(m *member) *sdk.Cycle { return m.in })
 		p.byArm(sdk.StageProducer, 0, ms, func(arm int, g []*member) {
 			p.produce(armSlot(p, sdk.StageProducer, 0, arm, p.producer), g)
 		})
@@ -168,7 +172,7 @@ const SkippedProducer = "skipped: the cycle carries predictions"
 func (p *Pipeline) produce(prod *producerSlot, all []*member) {
 	var ms []*member
 	for _, m := range all {
-		if m.in.AnyPrediction() {
+		if m.in.AnyPrediction() || m.rerun {
 			m.t.Producer = &StageTrace{Stage: sdk.StageProducer, Plugin: prod.name, Type: prod.typ, Reason: SkippedProducer}
 			continue
 		}

@@ -12,6 +12,10 @@ import (
 // and off the request's path, and the pipeline records whether it would have decided the same
 // (experiment.Tracker.RecordShadow). What is compared depends on the stage:
 //
+//	producer  the decision: the pipeline runs the cycle again, not enacted, with the shadow's
+//	          predictions in place of the producer's (the same seed, so a random picker draws
+//	          the same number), and its first pick or verdict is compared with the enacted one;
+//	          this doubles the work of the stages after the producer for every cycle
 //	filter    the candidates kept
 //	scorer    the best-scored candidate, with the shadow's scores in place of the slot's in the
 //	          weighted sum (the top of the scores, not the picker's draw, which may be random)
@@ -39,9 +43,14 @@ func (p *Pipeline) keepShadowInput(stage sdk.Stage, index int, ms []*member, in 
 		return
 	}
 	for _, m := range ms {
-		m.shadowIn, m.shadowIdx = in(m), m.idx
+		if !m.rerun {
+			m.shadowIn, m.shadowIdx = in(m), m.idx
+		}
 	}
 }
+
+// rerunKey marks the context of a shadow producer's re-run.
+type rerunKey struct{}
 
 // startShadow hands the members that reached the shadowed slot to the shadow, in the background.
 // It runs before the members are released, so it reads their traces before anyone else may.
@@ -73,6 +82,11 @@ func (p *Pipeline) startShadow(ms []*member) {
 // enacted fills j with the decision the slot made for t; false when t has none.
 func (p *Pipeline) enacted(t *Trace, j *shadowJob) bool {
 	switch p.exp.stage {
+	case sdk.StageProducer:
+		if t.Producer == nil || t.Producer.Reason == SkippedProducer {
+			return false // the cycle came with predictions: the producer did not decide
+		}
+		j.primary = outcomeOf(t)
 	case sdk.StageFilter:
 		if p.exp.index >= len(t.Filters) {
 			return false
@@ -110,6 +124,22 @@ func (p *Pipeline) runShadow(jobs []shadowJob) {
 	}
 	decide := make([]func() (string, error), len(jobs))
 	switch sh := p.exp.shadow.(type) {
+	case *producerSlot:
+		res := callAll(sh.slot, sh.co, ms, cur)
+		for i, j := range jobs {
+			decide[i] = func() (string, error) {
+				if res[i].Err != nil {
+					return "", res[i].Err
+				}
+				c := &sdk.Cycle{Request: j.in.Request, Now: j.in.Now, Seed: j.in.Seed, Endpoints: slices.Clone(j.in.Endpoints)}
+				for k := range c.Endpoints {
+					if k < len(res[i].Value) {
+						c.Endpoints[k].Prediction = res[i].Value[k]
+					}
+				}
+				return outcomeOf(p.Run(context.WithValue(j.ctx, rerunKey{}, true), c)), nil
+			}
+		}
 	case *filterSlot:
 		res := callAll(sh.slot, sh.co, ms, cur)
 		for i := range jobs {
@@ -171,6 +201,18 @@ func names(cands []sdk.Endpoint, idx []int) string {
 		ids[i] = cands[k].ID
 	}
 	return strings.Join(ids, ",")
+}
+
+// outcomeOf is a whole decision: the first pick, or why there is none.
+func outcomeOf(t *Trace) string {
+	switch {
+	case !t.Admitted:
+		return verdict(false, t.Reason)
+	case len(t.Order) == 0:
+		return "no pick: " + t.Reason
+	default:
+		return t.Candidates[t.Order[0]].ID
+	}
 }
 
 func verdict(admitted bool, reason string) string {
