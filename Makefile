@@ -4,9 +4,11 @@ SHELL := /bin/bash
 GO    ?= go
 TOOLS := $(CURDIR)/.tools
 BUF   := $(TOOLS)/npm/node_modules/.bin/buf
+TS_PROTO := $(TOOLS)/npm/node_modules/.bin/protoc-gen-ts_proto
 
-# Pinned tool versions (see ../shared/DESIGN.md §8 for why these).
-BUF_VERSION                := 1.75.0
+# Pinned tool versions (see ../shared/DESIGN.md §8 for why these). buf and ts-proto are pinned,
+# with everything they pull in, by tools/package-lock.json; protoc and grpc_python_plugin are
+# Debian's (protobuf-compiler, protobuf-compiler-grpc), which .ci/run installs.
 PROTOC_GEN_GO_VERSION      := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 
@@ -43,12 +45,13 @@ lint: tools ## go vet, gofmt check and buf lint
 	$(BUF) lint
 
 .PHONY: generate
-generate: tools ## regenerate the Go code beside proto/ (committed; reproducible byte for byte)
+generate: tools ## regenerate the Go code beside proto/ and the Python and TypeScript code in proto/gen (committed; reproducible byte for byte)
 	$(BUF) generate
 
 .PHONY: generate-check
 generate-check: generate ## fail when the committed generated code differs from what `make generate` writes
-	@git diff --exit-code -- proto || { echo "generated code is stale: run make generate and commit"; exit 1; }
+	@if [ -n "$$(git status --porcelain -- proto)" ]; then git status --short -- proto; \
+	  echo "generated code is stale: run make generate and commit"; exit 1; fi
 
 .PHONY: breaking
 breaking: tools ## check the contracts for breaking changes against main
@@ -63,7 +66,12 @@ run: build ## build everything and run the demo
 	bin/foresight demo --config examples/pipeline.yaml
 
 .PHONY: tools
-tools: $(TOOLS)/bin/protoc-gen-go $(TOOLS)/bin/protoc-gen-go-grpc $(BUF) ## install the pinned code generators into .tools
+tools: $(TOOLS)/bin/protoc-gen-go $(TOOLS)/bin/protoc-gen-go-grpc $(BUF) system-tools ## install the pinned code generators into .tools
+
+.PHONY: system-tools
+system-tools:
+	@for t in /usr/bin/protoc /usr/bin/grpc_python_plugin; do [ -x $$t ] || { \
+	  echo "$$t is missing: apt-get install protobuf-compiler protobuf-compiler-grpc (the Python code generators)"; exit 1; }; done
 
 $(TOOLS)/bin/protoc-gen-go:
 	GOBIN=$(TOOLS)/bin $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
@@ -71,8 +79,10 @@ $(TOOLS)/bin/protoc-gen-go:
 $(TOOLS)/bin/protoc-gen-go-grpc:
 	GOBIN=$(TOOLS)/bin $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
 
-$(BUF):
-	npm install --silent --no-audit --no-fund --prefix $(TOOLS)/npm @bufbuild/buf@$(BUF_VERSION)
+$(BUF) $(TS_PROTO) &: tools/package.json tools/package-lock.json
+	mkdir -p $(TOOLS)/npm && cp tools/package.json tools/package-lock.json $(TOOLS)/npm/
+	cd $(TOOLS)/npm && npm install --silent --no-audit --no-fund
+	touch $(BUF) $(TS_PROTO)
 
 .PHONY: clean
 clean: ## remove build outputs (keeps .tools)
