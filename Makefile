@@ -38,11 +38,12 @@ test: ## run the whole test suite (unit, shim, end-to-end with real plugin binar
 	$(GO) test -race -count=1 ./...
 
 .PHONY: lint
-lint: tools ## go vet, gofmt check and buf lint
+lint: tools ## go vet, gofmt check, buf lint and buf breaking against main
 	$(GO) vet ./...
 	@unformatted=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go' | grep -v '\.pb\.go$$')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(BUF) lint
+	$(MAKE) --no-print-directory breaking
 
 .PHONY: generate
 generate: tools ## regenerate the Go code beside proto/ and the Python and TypeScript code in proto/gen (committed; reproducible byte for byte)
@@ -54,8 +55,9 @@ generate-check: generate ## fail when the committed generated code differs from 
 	  echo "generated code is stale: run make generate and commit"; exit 1; fi
 
 .PHONY: breaking
-breaking: tools ## check the contracts for breaking changes against main
-	$(BUF) breaking --against '.git#branch=main'
+breaking: tools ## check the contracts for breaking changes against main (a protocol-2 change must not land on protocol 1)
+	@if git rev-parse --verify -q main >/dev/null; then $(BUF) breaking --against '.git#branch=main'; \
+	  else echo "buf breaking: no local main branch to compare with; skipped"; fi
 
 .PHONY: bench
 bench: build ## benchmark the pipeline over real plugin processes (JSON on stdout)
