@@ -14,6 +14,10 @@ PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 
 STAGES  := producer affinity headroom scorer admitter picker
 PLUGINS := $(addprefix bin/plugins/,$(STAGES))
+# Node packages: the TypeScript plugin kit and the example TypeScript plugin, each pinned by its
+# package-lock.json and installed with npm ci.
+NODE_PKGS := plugins/sdk/typescript plugins/ts-filter
+NODE_DEPS := $(addsuffix /node_modules/.package-lock.json,$(NODE_PKGS))
 HOST_VERSION := $(shell cat VERSION)
 
 .DEFAULT_GOAL := help
@@ -23,7 +27,7 @@ help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
 .PHONY: build
-build: bin/foresight $(PLUGINS) ## build bin/foresight and every plugin into bin/plugins/<stage>
+build: bin/foresight $(PLUGINS) bin/plugins/ts-filter ## build bin/foresight and every plugin into bin/plugins/<name>
 
 .PHONY: bin/foresight
 bin/foresight:
@@ -33,9 +37,20 @@ bin/foresight:
 $(PLUGINS): bin/plugins/%:
 	$(GO) build -trimpath -ldflags "-X main.version=$$(cat plugins/$*/VERSION)" -o $@ ./plugins/$*
 
+.PHONY: bin/plugins/ts-filter
+bin/plugins/ts-filter: system-tools $(NODE_DEPS) ## the TypeScript example filter: compiled, with its runtime node_modules
+	cd plugins/ts-filter && npm run --silent build
+
+# npm ci reinstalls a package's dependencies exactly as its lockfile pins them.
+%/node_modules/.package-lock.json: %/package.json %/package-lock.json
+	cd $* && npm ci --silent --no-audit --no-fund
+
 .PHONY: test
-test: ## run the whole test suite (unit, shim, end-to-end with real plugin binaries)
+test: system-tools $(NODE_DEPS) ## run the whole test suite: Go (unit, shim, end-to-end with real plugin processes), the Python kit, the TypeScript kit
 	$(GO) test -race -count=1 ./...
+	/usr/bin/python3 -m unittest discover -s plugins/sdk/python/tests -t plugins/sdk/python
+	cd plugins/sdk/typescript && npm test --silent
+	cd plugins/ts-filter && npm test --silent
 
 .PHONY: lint
 lint: tools ## go vet, gofmt check, buf lint and buf breaking against main
@@ -71,9 +86,8 @@ run: build ## build everything and run the demo
 tools: $(TOOLS)/bin/protoc-gen-go $(TOOLS)/bin/protoc-gen-go-grpc $(BUF) system-tools ## install the pinned code generators into .tools
 
 .PHONY: system-tools
-system-tools:
-	@for t in /usr/bin/protoc /usr/bin/grpc_python_plugin; do [ -x $$t ] || { \
-	  echo "$$t is missing: apt-get install protobuf-compiler protobuf-compiler-grpc (the Python code generators)"; exit 1; }; done
+system-tools: ## install what Debian provides and the build needs, when missing (npm, gcc, protoc, Python gRPC)
+	@tools/system-deps.sh
 
 $(TOOLS)/bin/protoc-gen-go:
 	GOBIN=$(TOOLS)/bin $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)

@@ -35,7 +35,7 @@ func TestCheckListsEveryPluginOfEveryExample(t *testing.T) {
 				if path == nil {
 					continue // a built-in stage
 				}
-				stage := path[1]
+				stage := strings.SplitN(path[1], "/", 2)[0] // bin/plugins/<name>, or bin/plugins/<name>/main.js
 				version, err := os.ReadFile(filepath.Join("..", "..", "plugins", stage, "VERSION"))
 				if err != nil {
 					t.Fatal(err)

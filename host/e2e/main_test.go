@@ -12,7 +12,8 @@ import (
 )
 
 // The layout TestMain builds in a temp dir, mirroring the repository's so the example configs'
-// relative plugin paths resolve: root/bin/foresight, root/bin/plugins/<stage>, root/examples/.
+// relative plugin paths resolve: root/bin/foresight, root/bin/plugins/<stage>, root/examples/, and
+// root/plugins, a link to the repository's plugins/.
 var (
 	root    string
 	repo    string
@@ -60,6 +61,14 @@ func buildAll() error {
 			return fmt.Errorf("go build %s: %v\n%s", b[1], err, out)
 		}
 	}
+	if err := buildTypeScript(); err != nil {
+		return err
+	}
+	// Plugins in other languages run from their sources (a Python script finds its kit and the
+	// generated code beside it): the examples reach them as ../plugins/….
+	if err := os.Symlink(filepath.Join(repo, "plugins"), filepath.Join(root, "plugins")); err != nil {
+		return err
+	}
 	examples, err := filepath.Glob(filepath.Join(repo, "examples", "*.yaml"))
 	if err != nil {
 		return err
@@ -83,6 +92,31 @@ func buildAll() error {
 		}
 	}
 	return os.CopyFS(filepath.Join(root, "examples", "cycles"), os.DirFS(filepath.Join(repo, "examples", "cycles")))
+}
+
+// buildTypeScript compiles the TypeScript example filter into root/bin/plugins/ts-filter, installing
+// the Node packages from their lockfiles first where they are missing (make test installs them).
+func buildTypeScript() error {
+	sdk, filter := filepath.Join(repo, "plugins", "sdk", "typescript"), filepath.Join(repo, "plugins", "ts-filter")
+	var steps [][]string
+	for _, dir := range []string{sdk, filter} {
+		if _, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json")); err != nil {
+			steps = append(steps, []string{dir, "npm", "ci", "--silent", "--no-audit", "--no-fund"})
+		}
+	}
+	steps = append(steps,
+		[]string{sdk, "npm", "run", "--silent", "build"},
+		[]string{filter, "npx", "tsc", "-p", "."},
+		[]string{filter, "node", filepath.Join(sdk, "scripts", "assemble.mjs"), "--plugin", ".",
+			"--out", filepath.Join(root, "bin", "plugins", "ts-filter"), "--entry", "main.js"})
+	for _, s := range steps {
+		cmd := exec.Command(s[1], s[2:]...)
+		cmd.Dir = s[0]
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%s in %s: %v\n%s", strings.Join(s[1:], " "), s[0], err, out)
+		}
+	}
+	return nil
 }
 
 func pluginBin(stage string) string { return filepath.Join(root, "bin", "plugins", stage) }

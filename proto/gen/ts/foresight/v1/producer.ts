@@ -70,9 +70,9 @@ export interface ObserveResponse {
 /** PredictorStats describes a learning producer's model and how well it has predicted lately. */
 export interface PredictorStats {
   /** How many models the producer has put in service (trained or loaded); 0 before the first. */
-  modelVersion: number;
+  modelVersion: bigint;
   /** Rows the model in service was trained on (0 for a loaded model of unknown origin). */
-  trainingRows: number;
+  trainingRows: bigint;
   /** Quality of the time-to-first-token predictions. */
   ttft:
     | TargetStats
@@ -94,7 +94,7 @@ export interface PredictorStats {
  */
 export interface TargetStats {
   /** How many samples the figures cover. */
-  samples: number;
+  samples: bigint;
   /** Mean absolute percentage error, as a fraction (0.05 = 5 %). */
   mape: number;
   /** Mean absolute error in ms. */
@@ -130,7 +130,7 @@ export interface Sample {
   /** Observed (last − first token time) / (output tokens − 1) in ms; 0 with fewer than two tokens. */
   actualTpotMs: number;
   /** Output tokens generated, from the usage block. */
-  outputTokens: number;
+  outputTokens: bigint;
   /** When the request was dispatched. */
   dispatchedAt: Date | undefined;
 }
@@ -537,15 +537,21 @@ export const ObserveResponse: MessageFns<ObserveResponse> = {
 };
 
 function createBasePredictorStats(): PredictorStats {
-  return { modelVersion: 0, trainingRows: 0, ttft: undefined, tpot: undefined, drift: false };
+  return { modelVersion: 0n, trainingRows: 0n, ttft: undefined, tpot: undefined, drift: false };
 }
 
 export const PredictorStats: MessageFns<PredictorStats> = {
   encode(message: PredictorStats, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.modelVersion !== 0) {
+    if (message.modelVersion !== 0n) {
+      if (BigInt.asUintN(64, message.modelVersion) !== message.modelVersion) {
+        throw new globalThis.Error("value provided for field message.modelVersion of type uint64 too large");
+      }
       writer.uint32(8).uint64(message.modelVersion);
     }
-    if (message.trainingRows !== 0) {
+    if (message.trainingRows !== 0n) {
+      if (BigInt.asUintN(64, message.trainingRows) !== message.trainingRows) {
+        throw new globalThis.Error("value provided for field message.trainingRows of type uint64 too large");
+      }
       writer.uint32(16).uint64(message.trainingRows);
     }
     if (message.ttft !== undefined) {
@@ -578,7 +584,7 @@ export const PredictorStats: MessageFns<PredictorStats> = {
               break;
             }
 
-            message.modelVersion = longToNumber(reader.uint64());
+            message.modelVersion = reader.uint64() as bigint;
             continue;
           }
           case 2: {
@@ -586,7 +592,7 @@ export const PredictorStats: MessageFns<PredictorStats> = {
               break;
             }
 
-            message.trainingRows = longToNumber(reader.uint64());
+            message.trainingRows = reader.uint64() as bigint;
             continue;
           }
           case 3: {
@@ -628,15 +634,15 @@ export const PredictorStats: MessageFns<PredictorStats> = {
   fromJSON(object: any): PredictorStats {
     return {
       modelVersion: isSet(object.modelVersion)
-        ? globalThis.Number(object.modelVersion)
+        ? BigInt(object.modelVersion)
         : isSet(object.model_version)
-        ? globalThis.Number(object.model_version)
-        : 0,
+        ? BigInt(object.model_version)
+        : 0n,
       trainingRows: isSet(object.trainingRows)
-        ? globalThis.Number(object.trainingRows)
+        ? BigInt(object.trainingRows)
         : isSet(object.training_rows)
-        ? globalThis.Number(object.training_rows)
-        : 0,
+        ? BigInt(object.training_rows)
+        : 0n,
       ttft: isSet(object.ttft) ? TargetStats.fromJSON(object.ttft) : undefined,
       tpot: isSet(object.tpot) ? TargetStats.fromJSON(object.tpot) : undefined,
       drift: isSet(object.drift) ? globalThis.Boolean(object.drift) : false,
@@ -645,11 +651,11 @@ export const PredictorStats: MessageFns<PredictorStats> = {
 
   toJSON(message: PredictorStats): unknown {
     const obj: any = {};
-    if (message.modelVersion !== 0) {
-      obj.modelVersion = Math.round(message.modelVersion);
+    if (message.modelVersion !== 0n) {
+      obj.modelVersion = message.modelVersion.toString();
     }
-    if (message.trainingRows !== 0) {
-      obj.trainingRows = Math.round(message.trainingRows);
+    if (message.trainingRows !== 0n) {
+      obj.trainingRows = message.trainingRows.toString();
     }
     if (message.ttft !== undefined) {
       obj.ttft = TargetStats.toJSON(message.ttft);
@@ -668,8 +674,12 @@ export const PredictorStats: MessageFns<PredictorStats> = {
   },
   fromPartial<I extends Exact<DeepPartial<PredictorStats>, I>>(object: I): PredictorStats {
     const message = createBasePredictorStats();
-    message.modelVersion = object.modelVersion ?? 0;
-    message.trainingRows = object.trainingRows ?? 0;
+    message.modelVersion = (object.modelVersion !== undefined && object.modelVersion !== null)
+      ? BigInt(object.modelVersion)
+      : 0n;
+    message.trainingRows = (object.trainingRows !== undefined && object.trainingRows !== null)
+      ? BigInt(object.trainingRows)
+      : 0n;
     message.ttft = (object.ttft !== undefined && object.ttft !== null)
       ? TargetStats.fromPartial(object.ttft)
       : undefined;
@@ -682,12 +692,15 @@ export const PredictorStats: MessageFns<PredictorStats> = {
 };
 
 function createBaseTargetStats(): TargetStats {
-  return { samples: 0, mape: 0, mae: 0, quantileCoverage: undefined };
+  return { samples: 0n, mape: 0, mae: 0, quantileCoverage: undefined };
 }
 
 export const TargetStats: MessageFns<TargetStats> = {
   encode(message: TargetStats, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.samples !== 0) {
+    if (message.samples !== 0n) {
+      if (BigInt.asUintN(64, message.samples) !== message.samples) {
+        throw new globalThis.Error("value provided for field message.samples of type uint64 too large");
+      }
       writer.uint32(8).uint64(message.samples);
     }
     if (message.mape !== 0) {
@@ -720,7 +733,7 @@ export const TargetStats: MessageFns<TargetStats> = {
               break;
             }
 
-            message.samples = longToNumber(reader.uint64());
+            message.samples = reader.uint64() as bigint;
             continue;
           }
           case 2: {
@@ -761,7 +774,7 @@ export const TargetStats: MessageFns<TargetStats> = {
 
   fromJSON(object: any): TargetStats {
     return {
-      samples: isSet(object.samples) ? globalThis.Number(object.samples) : 0,
+      samples: isSet(object.samples) ? BigInt(object.samples) : 0n,
       mape: isSet(object.mape) ? globalThis.Number(object.mape) : 0,
       mae: isSet(object.mae) ? globalThis.Number(object.mae) : 0,
       quantileCoverage: isSet(object.quantileCoverage)
@@ -774,8 +787,8 @@ export const TargetStats: MessageFns<TargetStats> = {
 
   toJSON(message: TargetStats): unknown {
     const obj: any = {};
-    if (message.samples !== 0) {
-      obj.samples = Math.round(message.samples);
+    if (message.samples !== 0n) {
+      obj.samples = message.samples.toString();
     }
     if (message.mape !== 0) {
       obj.mape = floatToJson(message.mape);
@@ -794,7 +807,7 @@ export const TargetStats: MessageFns<TargetStats> = {
   },
   fromPartial<I extends Exact<DeepPartial<TargetStats>, I>>(object: I): TargetStats {
     const message = createBaseTargetStats();
-    message.samples = object.samples ?? 0;
+    message.samples = (object.samples !== undefined && object.samples !== null) ? BigInt(object.samples) : 0n;
     message.mape = object.mape ?? 0;
     message.mae = object.mae ?? 0;
     message.quantileCoverage = object.quantileCoverage ?? undefined;
@@ -810,7 +823,7 @@ function createBaseSample(): Sample {
     predicted: undefined,
     actualTtftMs: 0,
     actualTpotMs: 0,
-    outputTokens: 0,
+    outputTokens: 0n,
     dispatchedAt: undefined,
   };
 }
@@ -835,7 +848,10 @@ export const Sample: MessageFns<Sample> = {
     if (message.actualTpotMs !== 0) {
       writer.uint32(49).double(message.actualTpotMs);
     }
-    if (message.outputTokens !== 0) {
+    if (message.outputTokens !== 0n) {
+      if (BigInt.asIntN(64, message.outputTokens) !== message.outputTokens) {
+        throw new globalThis.Error("value provided for field message.outputTokens of type int64 too large");
+      }
       writer.uint32(56).int64(message.outputTokens);
     }
     if (message.dispatchedAt !== undefined) {
@@ -910,7 +926,7 @@ export const Sample: MessageFns<Sample> = {
               break;
             }
 
-            message.outputTokens = longToNumber(reader.int64());
+            message.outputTokens = reader.int64() as bigint;
             continue;
           }
           case 8: {
@@ -954,10 +970,10 @@ export const Sample: MessageFns<Sample> = {
         ? globalThis.Number(object.actual_tpot_ms)
         : 0,
       outputTokens: isSet(object.outputTokens)
-        ? globalThis.Number(object.outputTokens)
+        ? BigInt(object.outputTokens)
         : isSet(object.output_tokens)
-        ? globalThis.Number(object.output_tokens)
-        : 0,
+        ? BigInt(object.output_tokens)
+        : 0n,
       dispatchedAt: isSet(object.dispatchedAt)
         ? fromJsonTimestamp(object.dispatchedAt)
         : isSet(object.dispatched_at)
@@ -986,8 +1002,8 @@ export const Sample: MessageFns<Sample> = {
     if (message.actualTpotMs !== 0) {
       obj.actualTpotMs = floatToJson(message.actualTpotMs);
     }
-    if (message.outputTokens !== 0) {
-      obj.outputTokens = Math.round(message.outputTokens);
+    if (message.outputTokens !== 0n) {
+      obj.outputTokens = message.outputTokens.toString();
     }
     if (message.dispatchedAt !== undefined) {
       obj.dispatchedAt = message.dispatchedAt.toISOString();
@@ -1012,7 +1028,9 @@ export const Sample: MessageFns<Sample> = {
       : undefined;
     message.actualTtftMs = object.actualTtftMs ?? 0;
     message.actualTpotMs = object.actualTpotMs ?? 0;
-    message.outputTokens = object.outputTokens ?? 0;
+    message.outputTokens = (object.outputTokens !== undefined && object.outputTokens !== null)
+      ? BigInt(object.outputTokens)
+      : 0n;
     message.dispatchedAt = object.dispatchedAt ?? undefined;
     return message;
   },
@@ -1098,10 +1116,10 @@ function floatToJson(value: number | null | undefined): number | string | null |
   return typeof value === "number" && !globalThis.Number.isFinite(value) ? globalThis.String(value) : value;
 }
 
-type Builtin = Date | Function | Uint8Array | string | number | boolean | undefined;
+type Builtin = Date | Function | Uint8Array | string | number | boolean | bigint | undefined;
 
-export type DeepPartial<T> = T extends Builtin ? T
-  : T extends globalThis.Array<infer U> ? globalThis.Array<DeepPartial<U>>
+export type DeepPartial<T> = T extends bigint ? string | number | bigint
+  : T extends Builtin ? T : T extends globalThis.Array<infer U> ? globalThis.Array<DeepPartial<U>>
   : T extends ReadonlyArray<infer U> ? ReadonlyArray<DeepPartial<U>>
   : T extends {} ? { [K in keyof T]?: DeepPartial<T[K]> }
   : Partial<T>;
@@ -1111,13 +1129,13 @@ export type Exact<P, I extends P> = P extends Builtin ? P
   : P & { [K in keyof P]: Exact<P[K], I[K]> } & { [K in Exclude<keyof I, KeysOfUnion<P>>]: never };
 
 function toTimestamp(date: Date): Timestamp {
-  const seconds = Math.trunc(date.getTime() / 1_000);
+  const seconds = BigInt(Math.trunc(date.getTime() / 1_000));
   const nanos = (date.getTime() % 1_000) * 1_000_000;
   return { seconds, nanos };
 }
 
 function fromTimestamp(t: Timestamp): Date {
-  let millis = (t.seconds || 0) * 1_000;
+  let millis = (globalThis.Number(t.seconds.toString()) || 0) * 1_000;
   millis += (t.nanos || 0) / 1_000_000;
   return new globalThis.Date(millis);
 }
@@ -1130,17 +1148,6 @@ function fromJsonTimestamp(o: any): Date {
   } else {
     return fromTimestamp(Timestamp.fromJSON(o));
   }
-}
-
-function longToNumber(int64: { toString(): string }): number {
-  const num = globalThis.Number(int64.toString());
-  if (num > globalThis.Number.MAX_SAFE_INTEGER) {
-    throw new globalThis.Error("Value is larger than Number.MAX_SAFE_INTEGER");
-  }
-  if (num < globalThis.Number.MIN_SAFE_INTEGER) {
-    throw new globalThis.Error("Value is smaller than Number.MIN_SAFE_INTEGER");
-  }
-  return num;
 }
 
 function isSet(value: any): boolean {

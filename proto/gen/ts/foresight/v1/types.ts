@@ -81,7 +81,7 @@ export interface Cycle {
     | Date
     | undefined;
   /** The seed for every random choice a stage makes in this cycle. */
-  seed: number;
+  seed: bigint;
 }
 
 /** Request is what the router knows about the request being scheduled. */
@@ -91,9 +91,9 @@ export interface Request {
   /** The model the client asked for. */
   model: string;
   /** Estimated prompt length in tokens. */
-  inputTokens: number;
+  inputTokens: bigint;
   /** The request's max_tokens; 0 when the client set none. */
-  maxOutputTokens: number;
+  maxOutputTokens: bigint;
   /** Whether the client streams the response. */
   streaming: boolean;
   /** Latency objectives; absent or zero fields mean no objective. */
@@ -105,7 +105,7 @@ export interface Request {
   /** Session (conversation) id, when the client sent one. */
   sessionId: string;
   /** Chained hashes of the prompt's prefix blocks, first block first. */
-  prefixBlockHashes: number[];
+  prefixBlockHashes: bigint[];
   /** Free-form request labels (tenant, class, ...). */
   labels: { [key: string]: string };
 }
@@ -163,15 +163,15 @@ export interface EndpointStates {
   /** Engine KV-cache utilisation in [0, 1]. */
   kvCacheUsage: number[];
   /** Engine waiting-queue gauge from the last scrape. */
-  waiting: number[];
+  waiting: bigint[];
   /** Engine running-batch gauge from the last scrape. */
-  running: number[];
+  running: bigint[];
   /** Requests the router dispatched there that have not finished. */
-  inflightRequests: number[];
+  inflightRequests: bigint[];
   /** Uncached prompt tokens dispatched and not yet at first token. */
-  prefillTokensInFlight: number[];
+  prefillTokensInFlight: bigint[];
   /** Output tokens still to generate for requests past their first token. */
-  decodeTokensInFlight: number[];
+  decodeTokensInFlight: bigint[];
   /** Fraction of this request's prefix blocks the endpoint is believed to cache, in [0, 1]. */
   prefixMatch: number[];
   /** Tightest TPOT objective among requests running there, in ms; 0 when none has one. */
@@ -201,15 +201,15 @@ export interface EndpointState {
   /** Engine KV-cache utilisation in [0, 1]. */
   kvCacheUsage: number;
   /** Engine waiting-queue gauge. */
-  waiting: number;
+  waiting: bigint;
   /** Engine running-batch gauge. */
-  running: number;
+  running: bigint;
   /** Requests the router has in flight there. */
-  inflightRequests: number;
+  inflightRequests: bigint;
   /** Uncached prompt tokens dispatched and not yet at first token. */
-  prefillTokensInFlight: number;
+  prefillTokensInFlight: bigint;
   /** Output tokens still to generate for requests past their first token. */
-  decodeTokensInFlight: number;
+  decodeTokensInFlight: bigint;
   /** Prefix match in [0, 1]. */
   prefixMatch: number;
   /** Tightest running TPOT objective in ms; 0 when none. */
@@ -239,7 +239,7 @@ export interface Status {
 }
 
 function createBaseCycle(): Cycle {
-  return { request: undefined, endpoints: undefined, now: undefined, seed: 0 };
+  return { request: undefined, endpoints: undefined, now: undefined, seed: 0n };
 }
 
 export const Cycle: MessageFns<Cycle> = {
@@ -253,7 +253,10 @@ export const Cycle: MessageFns<Cycle> = {
     if (message.now !== undefined) {
       Timestamp.encode(toTimestamp(message.now), writer.uint32(26).fork()).join();
     }
-    if (message.seed !== 0) {
+    if (message.seed !== 0n) {
+      if (BigInt.asUintN(64, message.seed) !== message.seed) {
+        throw new globalThis.Error("value provided for field message.seed of type uint64 too large");
+      }
       writer.uint32(32).uint64(message.seed);
     }
     return writer;
@@ -301,7 +304,7 @@ export const Cycle: MessageFns<Cycle> = {
               break;
             }
 
-            message.seed = longToNumber(reader.uint64());
+            message.seed = reader.uint64() as bigint;
             continue;
           }
         }
@@ -321,7 +324,7 @@ export const Cycle: MessageFns<Cycle> = {
       request: isSet(object.request) ? Request.fromJSON(object.request) : undefined,
       endpoints: isSet(object.endpoints) ? Endpoints.fromJSON(object.endpoints) : undefined,
       now: isSet(object.now) ? fromJsonTimestamp(object.now) : undefined,
-      seed: isSet(object.seed) ? globalThis.Number(object.seed) : 0,
+      seed: isSet(object.seed) ? BigInt(object.seed) : 0n,
     };
   },
 
@@ -336,8 +339,8 @@ export const Cycle: MessageFns<Cycle> = {
     if (message.now !== undefined) {
       obj.now = message.now.toISOString();
     }
-    if (message.seed !== 0) {
-      obj.seed = Math.round(message.seed);
+    if (message.seed !== 0n) {
+      obj.seed = message.seed.toString();
     }
     return obj;
   },
@@ -354,7 +357,7 @@ export const Cycle: MessageFns<Cycle> = {
       ? Endpoints.fromPartial(object.endpoints)
       : undefined;
     message.now = object.now ?? undefined;
-    message.seed = object.seed ?? 0;
+    message.seed = (object.seed !== undefined && object.seed !== null) ? BigInt(object.seed) : 0n;
     return message;
   },
 };
@@ -363,8 +366,8 @@ function createBaseRequest(): Request {
   return {
     id: "",
     model: "",
-    inputTokens: 0,
-    maxOutputTokens: 0,
+    inputTokens: 0n,
+    maxOutputTokens: 0n,
     streaming: false,
     slo: undefined,
     priority: 0,
@@ -382,10 +385,16 @@ export const Request: MessageFns<Request> = {
     if (message.model !== "") {
       writer.uint32(18).string(message.model);
     }
-    if (message.inputTokens !== 0) {
+    if (message.inputTokens !== 0n) {
+      if (BigInt.asIntN(64, message.inputTokens) !== message.inputTokens) {
+        throw new globalThis.Error("value provided for field message.inputTokens of type int64 too large");
+      }
       writer.uint32(24).int64(message.inputTokens);
     }
-    if (message.maxOutputTokens !== 0) {
+    if (message.maxOutputTokens !== 0n) {
+      if (BigInt.asIntN(64, message.maxOutputTokens) !== message.maxOutputTokens) {
+        throw new globalThis.Error("value provided for field message.maxOutputTokens of type int64 too large");
+      }
       writer.uint32(32).int64(message.maxOutputTokens);
     }
     if (message.streaming !== false) {
@@ -403,6 +412,9 @@ export const Request: MessageFns<Request> = {
     if (message.prefixBlockHashes.length !== 0) {
       writer.uint32(74).fork();
       for (const v of message.prefixBlockHashes) {
+        if (BigInt.asUintN(64, v) !== v) {
+          throw new globalThis.Error("a value provided in array field prefixBlockHashes of type uint64 is too large");
+        }
         writer.uint64(v);
       }
       writer.join();
@@ -447,7 +459,7 @@ export const Request: MessageFns<Request> = {
               break;
             }
 
-            message.inputTokens = longToNumber(reader.int64());
+            message.inputTokens = reader.int64() as bigint;
             continue;
           }
           case 4: {
@@ -455,7 +467,7 @@ export const Request: MessageFns<Request> = {
               break;
             }
 
-            message.maxOutputTokens = longToNumber(reader.int64());
+            message.maxOutputTokens = reader.int64() as bigint;
             continue;
           }
           case 5: {
@@ -492,7 +504,7 @@ export const Request: MessageFns<Request> = {
           }
           case 9: {
             if (tag === 72) {
-              message.prefixBlockHashes.push(longToNumber(reader.uint64()));
+              message.prefixBlockHashes.push(reader.uint64() as bigint);
 
               continue;
             }
@@ -500,7 +512,7 @@ export const Request: MessageFns<Request> = {
             if (tag === 74) {
               const end2 = reader.uint32() + reader.pos;
               while (reader.pos < end2) {
-                message.prefixBlockHashes.push(longToNumber(reader.uint64()));
+                message.prefixBlockHashes.push(reader.uint64() as bigint);
               }
 
               continue;
@@ -536,15 +548,15 @@ export const Request: MessageFns<Request> = {
       id: isSet(object.id) ? globalThis.String(object.id) : "",
       model: isSet(object.model) ? globalThis.String(object.model) : "",
       inputTokens: isSet(object.inputTokens)
-        ? globalThis.Number(object.inputTokens)
+        ? BigInt(object.inputTokens)
         : isSet(object.input_tokens)
-        ? globalThis.Number(object.input_tokens)
-        : 0,
+        ? BigInt(object.input_tokens)
+        : 0n,
       maxOutputTokens: isSet(object.maxOutputTokens)
-        ? globalThis.Number(object.maxOutputTokens)
+        ? BigInt(object.maxOutputTokens)
         : isSet(object.max_output_tokens)
-        ? globalThis.Number(object.max_output_tokens)
-        : 0,
+        ? BigInt(object.max_output_tokens)
+        : 0n,
       streaming: isSet(object.streaming) ? globalThis.Boolean(object.streaming) : false,
       slo: isSet(object.slo) ? Slo.fromJSON(object.slo) : undefined,
       priority: isSet(object.priority) ? globalThis.Number(object.priority) : 0,
@@ -554,9 +566,9 @@ export const Request: MessageFns<Request> = {
         ? globalThis.String(object.session_id)
         : "",
       prefixBlockHashes: globalThis.Array.isArray(object?.prefixBlockHashes)
-        ? object.prefixBlockHashes.map((e: any) => globalThis.Number(e))
+        ? object.prefixBlockHashes.map((e: any) => BigInt(e))
         : globalThis.Array.isArray(object?.prefix_block_hashes)
-        ? object.prefix_block_hashes.map((e: any) => globalThis.Number(e))
+        ? object.prefix_block_hashes.map((e: any) => BigInt(e))
         : [],
       labels: isObject(object.labels)
         ? (globalThis.Object.entries(object.labels) as [string, any][]).reduce(
@@ -583,11 +595,11 @@ export const Request: MessageFns<Request> = {
     if (message.model !== "") {
       obj.model = message.model;
     }
-    if (message.inputTokens !== 0) {
-      obj.inputTokens = Math.round(message.inputTokens);
+    if (message.inputTokens !== 0n) {
+      obj.inputTokens = message.inputTokens.toString();
     }
-    if (message.maxOutputTokens !== 0) {
-      obj.maxOutputTokens = Math.round(message.maxOutputTokens);
+    if (message.maxOutputTokens !== 0n) {
+      obj.maxOutputTokens = message.maxOutputTokens.toString();
     }
     if (message.streaming !== false) {
       obj.streaming = message.streaming;
@@ -602,7 +614,7 @@ export const Request: MessageFns<Request> = {
       obj.sessionId = message.sessionId;
     }
     if (message.prefixBlockHashes?.length) {
-      obj.prefixBlockHashes = message.prefixBlockHashes.map((e) => Math.round(e));
+      obj.prefixBlockHashes = message.prefixBlockHashes.map((e) => e.toString());
     }
     if (message.labels) {
       const entries = globalThis.Object.entries(message.labels) as [string, string][];
@@ -623,13 +635,17 @@ export const Request: MessageFns<Request> = {
     const message = createBaseRequest();
     message.id = object.id ?? "";
     message.model = object.model ?? "";
-    message.inputTokens = object.inputTokens ?? 0;
-    message.maxOutputTokens = object.maxOutputTokens ?? 0;
+    message.inputTokens = (object.inputTokens !== undefined && object.inputTokens !== null)
+      ? BigInt(object.inputTokens)
+      : 0n;
+    message.maxOutputTokens = (object.maxOutputTokens !== undefined && object.maxOutputTokens !== null)
+      ? BigInt(object.maxOutputTokens)
+      : 0n;
     message.streaming = object.streaming ?? false;
     message.slo = (object.slo !== undefined && object.slo !== null) ? Slo.fromPartial(object.slo) : undefined;
     message.priority = object.priority ?? 0;
     message.sessionId = object.sessionId ?? "";
-    message.prefixBlockHashes = object.prefixBlockHashes?.map((e) => e) || [];
+    message.prefixBlockHashes = object.prefixBlockHashes?.map((e) => BigInt(e)) || [];
     message.labels = (globalThis.Object.entries(object.labels ?? {}) as [string, string][]).reduce(
       (acc: { [key: string]: string }, [key, value]: [string, string]) => {
         if (value !== undefined) {
@@ -1169,6 +1185,9 @@ export const EndpointStates: MessageFns<EndpointStates> = {
     if (message.waiting.length !== 0) {
       writer.uint32(18).fork();
       for (const v of message.waiting) {
+        if (BigInt.asIntN(64, v) !== v) {
+          throw new globalThis.Error("a value provided in array field waiting of type int64 is too large");
+        }
         writer.int64(v);
       }
       writer.join();
@@ -1176,6 +1195,9 @@ export const EndpointStates: MessageFns<EndpointStates> = {
     if (message.running.length !== 0) {
       writer.uint32(26).fork();
       for (const v of message.running) {
+        if (BigInt.asIntN(64, v) !== v) {
+          throw new globalThis.Error("a value provided in array field running of type int64 is too large");
+        }
         writer.int64(v);
       }
       writer.join();
@@ -1183,6 +1205,9 @@ export const EndpointStates: MessageFns<EndpointStates> = {
     if (message.inflightRequests.length !== 0) {
       writer.uint32(34).fork();
       for (const v of message.inflightRequests) {
+        if (BigInt.asIntN(64, v) !== v) {
+          throw new globalThis.Error("a value provided in array field inflightRequests of type int64 is too large");
+        }
         writer.int64(v);
       }
       writer.join();
@@ -1190,6 +1215,11 @@ export const EndpointStates: MessageFns<EndpointStates> = {
     if (message.prefillTokensInFlight.length !== 0) {
       writer.uint32(42).fork();
       for (const v of message.prefillTokensInFlight) {
+        if (BigInt.asIntN(64, v) !== v) {
+          throw new globalThis.Error(
+            "a value provided in array field prefillTokensInFlight of type int64 is too large",
+          );
+        }
         writer.int64(v);
       }
       writer.join();
@@ -1197,6 +1227,9 @@ export const EndpointStates: MessageFns<EndpointStates> = {
     if (message.decodeTokensInFlight.length !== 0) {
       writer.uint32(50).fork();
       for (const v of message.decodeTokensInFlight) {
+        if (BigInt.asIntN(64, v) !== v) {
+          throw new globalThis.Error("a value provided in array field decodeTokensInFlight of type int64 is too large");
+        }
         writer.int64(v);
       }
       writer.join();
@@ -1265,7 +1298,7 @@ export const EndpointStates: MessageFns<EndpointStates> = {
           }
           case 2: {
             if (tag === 16) {
-              message.waiting.push(longToNumber(reader.int64()));
+              message.waiting.push(reader.int64() as bigint);
 
               continue;
             }
@@ -1273,7 +1306,7 @@ export const EndpointStates: MessageFns<EndpointStates> = {
             if (tag === 18) {
               const end2 = reader.uint32() + reader.pos;
               while (reader.pos < end2) {
-                message.waiting.push(longToNumber(reader.int64()));
+                message.waiting.push(reader.int64() as bigint);
               }
 
               continue;
@@ -1283,7 +1316,7 @@ export const EndpointStates: MessageFns<EndpointStates> = {
           }
           case 3: {
             if (tag === 24) {
-              message.running.push(longToNumber(reader.int64()));
+              message.running.push(reader.int64() as bigint);
 
               continue;
             }
@@ -1291,7 +1324,7 @@ export const EndpointStates: MessageFns<EndpointStates> = {
             if (tag === 26) {
               const end2 = reader.uint32() + reader.pos;
               while (reader.pos < end2) {
-                message.running.push(longToNumber(reader.int64()));
+                message.running.push(reader.int64() as bigint);
               }
 
               continue;
@@ -1301,7 +1334,7 @@ export const EndpointStates: MessageFns<EndpointStates> = {
           }
           case 4: {
             if (tag === 32) {
-              message.inflightRequests.push(longToNumber(reader.int64()));
+              message.inflightRequests.push(reader.int64() as bigint);
 
               continue;
             }
@@ -1309,7 +1342,7 @@ export const EndpointStates: MessageFns<EndpointStates> = {
             if (tag === 34) {
               const end2 = reader.uint32() + reader.pos;
               while (reader.pos < end2) {
-                message.inflightRequests.push(longToNumber(reader.int64()));
+                message.inflightRequests.push(reader.int64() as bigint);
               }
 
               continue;
@@ -1319,7 +1352,7 @@ export const EndpointStates: MessageFns<EndpointStates> = {
           }
           case 5: {
             if (tag === 40) {
-              message.prefillTokensInFlight.push(longToNumber(reader.int64()));
+              message.prefillTokensInFlight.push(reader.int64() as bigint);
 
               continue;
             }
@@ -1327,7 +1360,7 @@ export const EndpointStates: MessageFns<EndpointStates> = {
             if (tag === 42) {
               const end2 = reader.uint32() + reader.pos;
               while (reader.pos < end2) {
-                message.prefillTokensInFlight.push(longToNumber(reader.int64()));
+                message.prefillTokensInFlight.push(reader.int64() as bigint);
               }
 
               continue;
@@ -1337,7 +1370,7 @@ export const EndpointStates: MessageFns<EndpointStates> = {
           }
           case 6: {
             if (tag === 48) {
-              message.decodeTokensInFlight.push(longToNumber(reader.int64()));
+              message.decodeTokensInFlight.push(reader.int64() as bigint);
 
               continue;
             }
@@ -1345,7 +1378,7 @@ export const EndpointStates: MessageFns<EndpointStates> = {
             if (tag === 50) {
               const end2 = reader.uint32() + reader.pos;
               while (reader.pos < end2) {
-                message.decodeTokensInFlight.push(longToNumber(reader.int64()));
+                message.decodeTokensInFlight.push(reader.int64() as bigint);
               }
 
               continue;
@@ -1444,22 +1477,22 @@ export const EndpointStates: MessageFns<EndpointStates> = {
         : globalThis.Array.isArray(object?.kv_cache_usage)
         ? object.kv_cache_usage.map((e: any) => globalThis.Number(e))
         : [],
-      waiting: globalThis.Array.isArray(object?.waiting) ? object.waiting.map((e: any) => globalThis.Number(e)) : [],
-      running: globalThis.Array.isArray(object?.running) ? object.running.map((e: any) => globalThis.Number(e)) : [],
+      waiting: globalThis.Array.isArray(object?.waiting) ? object.waiting.map((e: any) => BigInt(e)) : [],
+      running: globalThis.Array.isArray(object?.running) ? object.running.map((e: any) => BigInt(e)) : [],
       inflightRequests: globalThis.Array.isArray(object?.inflightRequests)
-        ? object.inflightRequests.map((e: any) => globalThis.Number(e))
+        ? object.inflightRequests.map((e: any) => BigInt(e))
         : globalThis.Array.isArray(object?.inflight_requests)
-        ? object.inflight_requests.map((e: any) => globalThis.Number(e))
+        ? object.inflight_requests.map((e: any) => BigInt(e))
         : [],
       prefillTokensInFlight: globalThis.Array.isArray(object?.prefillTokensInFlight)
-        ? object.prefillTokensInFlight.map((e: any) => globalThis.Number(e))
+        ? object.prefillTokensInFlight.map((e: any) => BigInt(e))
         : globalThis.Array.isArray(object?.prefill_tokens_in_flight)
-        ? object.prefill_tokens_in_flight.map((e: any) => globalThis.Number(e))
+        ? object.prefill_tokens_in_flight.map((e: any) => BigInt(e))
         : [],
       decodeTokensInFlight: globalThis.Array.isArray(object?.decodeTokensInFlight)
-        ? object.decodeTokensInFlight.map((e: any) => globalThis.Number(e))
+        ? object.decodeTokensInFlight.map((e: any) => BigInt(e))
         : globalThis.Array.isArray(object?.decode_tokens_in_flight)
-        ? object.decode_tokens_in_flight.map((e: any) => globalThis.Number(e))
+        ? object.decode_tokens_in_flight.map((e: any) => BigInt(e))
         : [],
       prefixMatch: globalThis.Array.isArray(object?.prefixMatch)
         ? object.prefixMatch.map((e: any) => globalThis.Number(e))
@@ -1490,19 +1523,19 @@ export const EndpointStates: MessageFns<EndpointStates> = {
       obj.kvCacheUsage = message.kvCacheUsage.map((e) => floatToJson(e));
     }
     if (message.waiting?.length) {
-      obj.waiting = message.waiting.map((e) => Math.round(e));
+      obj.waiting = message.waiting.map((e) => e.toString());
     }
     if (message.running?.length) {
-      obj.running = message.running.map((e) => Math.round(e));
+      obj.running = message.running.map((e) => e.toString());
     }
     if (message.inflightRequests?.length) {
-      obj.inflightRequests = message.inflightRequests.map((e) => Math.round(e));
+      obj.inflightRequests = message.inflightRequests.map((e) => e.toString());
     }
     if (message.prefillTokensInFlight?.length) {
-      obj.prefillTokensInFlight = message.prefillTokensInFlight.map((e) => Math.round(e));
+      obj.prefillTokensInFlight = message.prefillTokensInFlight.map((e) => e.toString());
     }
     if (message.decodeTokensInFlight?.length) {
-      obj.decodeTokensInFlight = message.decodeTokensInFlight.map((e) => Math.round(e));
+      obj.decodeTokensInFlight = message.decodeTokensInFlight.map((e) => e.toString());
     }
     if (message.prefixMatch?.length) {
       obj.prefixMatch = message.prefixMatch.map((e) => floatToJson(e));
@@ -1525,11 +1558,11 @@ export const EndpointStates: MessageFns<EndpointStates> = {
   fromPartial<I extends Exact<DeepPartial<EndpointStates>, I>>(object: I): EndpointStates {
     const message = createBaseEndpointStates();
     message.kvCacheUsage = object.kvCacheUsage?.map((e) => e) || [];
-    message.waiting = object.waiting?.map((e) => e) || [];
-    message.running = object.running?.map((e) => e) || [];
-    message.inflightRequests = object.inflightRequests?.map((e) => e) || [];
-    message.prefillTokensInFlight = object.prefillTokensInFlight?.map((e) => e) || [];
-    message.decodeTokensInFlight = object.decodeTokensInFlight?.map((e) => e) || [];
+    message.waiting = object.waiting?.map((e) => BigInt(e)) || [];
+    message.running = object.running?.map((e) => BigInt(e)) || [];
+    message.inflightRequests = object.inflightRequests?.map((e) => BigInt(e)) || [];
+    message.prefillTokensInFlight = object.prefillTokensInFlight?.map((e) => BigInt(e)) || [];
+    message.decodeTokensInFlight = object.decodeTokensInFlight?.map((e) => BigInt(e)) || [];
     message.prefixMatch = object.prefixMatch?.map((e) => e) || [];
     message.minRunningTpotSloMs = object.minRunningTpotSloMs?.map((e) => e) || [];
     message.metricsAgeMs = object.metricsAgeMs?.map((e) => e) || [];
@@ -1692,11 +1725,11 @@ export const Predictions: MessageFns<Predictions> = {
 function createBaseEndpointState(): EndpointState {
   return {
     kvCacheUsage: 0,
-    waiting: 0,
-    running: 0,
-    inflightRequests: 0,
-    prefillTokensInFlight: 0,
-    decodeTokensInFlight: 0,
+    waiting: 0n,
+    running: 0n,
+    inflightRequests: 0n,
+    prefillTokensInFlight: 0n,
+    decodeTokensInFlight: 0n,
     prefixMatch: 0,
     minRunningTpotSloMs: 0,
     metricsAgeMs: 0,
@@ -1709,19 +1742,34 @@ export const EndpointState: MessageFns<EndpointState> = {
     if (message.kvCacheUsage !== 0) {
       writer.uint32(9).double(message.kvCacheUsage);
     }
-    if (message.waiting !== 0) {
+    if (message.waiting !== 0n) {
+      if (BigInt.asIntN(64, message.waiting) !== message.waiting) {
+        throw new globalThis.Error("value provided for field message.waiting of type int64 too large");
+      }
       writer.uint32(16).int64(message.waiting);
     }
-    if (message.running !== 0) {
+    if (message.running !== 0n) {
+      if (BigInt.asIntN(64, message.running) !== message.running) {
+        throw new globalThis.Error("value provided for field message.running of type int64 too large");
+      }
       writer.uint32(24).int64(message.running);
     }
-    if (message.inflightRequests !== 0) {
+    if (message.inflightRequests !== 0n) {
+      if (BigInt.asIntN(64, message.inflightRequests) !== message.inflightRequests) {
+        throw new globalThis.Error("value provided for field message.inflightRequests of type int64 too large");
+      }
       writer.uint32(32).int64(message.inflightRequests);
     }
-    if (message.prefillTokensInFlight !== 0) {
+    if (message.prefillTokensInFlight !== 0n) {
+      if (BigInt.asIntN(64, message.prefillTokensInFlight) !== message.prefillTokensInFlight) {
+        throw new globalThis.Error("value provided for field message.prefillTokensInFlight of type int64 too large");
+      }
       writer.uint32(40).int64(message.prefillTokensInFlight);
     }
-    if (message.decodeTokensInFlight !== 0) {
+    if (message.decodeTokensInFlight !== 0n) {
+      if (BigInt.asIntN(64, message.decodeTokensInFlight) !== message.decodeTokensInFlight) {
+        throw new globalThis.Error("value provided for field message.decodeTokensInFlight of type int64 too large");
+      }
       writer.uint32(48).int64(message.decodeTokensInFlight);
     }
     if (message.prefixMatch !== 0) {
@@ -1765,7 +1813,7 @@ export const EndpointState: MessageFns<EndpointState> = {
               break;
             }
 
-            message.waiting = longToNumber(reader.int64());
+            message.waiting = reader.int64() as bigint;
             continue;
           }
           case 3: {
@@ -1773,7 +1821,7 @@ export const EndpointState: MessageFns<EndpointState> = {
               break;
             }
 
-            message.running = longToNumber(reader.int64());
+            message.running = reader.int64() as bigint;
             continue;
           }
           case 4: {
@@ -1781,7 +1829,7 @@ export const EndpointState: MessageFns<EndpointState> = {
               break;
             }
 
-            message.inflightRequests = longToNumber(reader.int64());
+            message.inflightRequests = reader.int64() as bigint;
             continue;
           }
           case 5: {
@@ -1789,7 +1837,7 @@ export const EndpointState: MessageFns<EndpointState> = {
               break;
             }
 
-            message.prefillTokensInFlight = longToNumber(reader.int64());
+            message.prefillTokensInFlight = reader.int64() as bigint;
             continue;
           }
           case 6: {
@@ -1797,7 +1845,7 @@ export const EndpointState: MessageFns<EndpointState> = {
               break;
             }
 
-            message.decodeTokensInFlight = longToNumber(reader.int64());
+            message.decodeTokensInFlight = reader.int64() as bigint;
             continue;
           }
           case 7: {
@@ -1851,23 +1899,23 @@ export const EndpointState: MessageFns<EndpointState> = {
         : isSet(object.kv_cache_usage)
         ? globalThis.Number(object.kv_cache_usage)
         : 0,
-      waiting: isSet(object.waiting) ? globalThis.Number(object.waiting) : 0,
-      running: isSet(object.running) ? globalThis.Number(object.running) : 0,
+      waiting: isSet(object.waiting) ? BigInt(object.waiting) : 0n,
+      running: isSet(object.running) ? BigInt(object.running) : 0n,
       inflightRequests: isSet(object.inflightRequests)
-        ? globalThis.Number(object.inflightRequests)
+        ? BigInt(object.inflightRequests)
         : isSet(object.inflight_requests)
-        ? globalThis.Number(object.inflight_requests)
-        : 0,
+        ? BigInt(object.inflight_requests)
+        : 0n,
       prefillTokensInFlight: isSet(object.prefillTokensInFlight)
-        ? globalThis.Number(object.prefillTokensInFlight)
+        ? BigInt(object.prefillTokensInFlight)
         : isSet(object.prefill_tokens_in_flight)
-        ? globalThis.Number(object.prefill_tokens_in_flight)
-        : 0,
+        ? BigInt(object.prefill_tokens_in_flight)
+        : 0n,
       decodeTokensInFlight: isSet(object.decodeTokensInFlight)
-        ? globalThis.Number(object.decodeTokensInFlight)
+        ? BigInt(object.decodeTokensInFlight)
         : isSet(object.decode_tokens_in_flight)
-        ? globalThis.Number(object.decode_tokens_in_flight)
-        : 0,
+        ? BigInt(object.decode_tokens_in_flight)
+        : 0n,
       prefixMatch: isSet(object.prefixMatch)
         ? globalThis.Number(object.prefixMatch)
         : isSet(object.prefix_match)
@@ -1896,20 +1944,20 @@ export const EndpointState: MessageFns<EndpointState> = {
     if (message.kvCacheUsage !== 0) {
       obj.kvCacheUsage = floatToJson(message.kvCacheUsage);
     }
-    if (message.waiting !== 0) {
-      obj.waiting = Math.round(message.waiting);
+    if (message.waiting !== 0n) {
+      obj.waiting = message.waiting.toString();
     }
-    if (message.running !== 0) {
-      obj.running = Math.round(message.running);
+    if (message.running !== 0n) {
+      obj.running = message.running.toString();
     }
-    if (message.inflightRequests !== 0) {
-      obj.inflightRequests = Math.round(message.inflightRequests);
+    if (message.inflightRequests !== 0n) {
+      obj.inflightRequests = message.inflightRequests.toString();
     }
-    if (message.prefillTokensInFlight !== 0) {
-      obj.prefillTokensInFlight = Math.round(message.prefillTokensInFlight);
+    if (message.prefillTokensInFlight !== 0n) {
+      obj.prefillTokensInFlight = message.prefillTokensInFlight.toString();
     }
-    if (message.decodeTokensInFlight !== 0) {
-      obj.decodeTokensInFlight = Math.round(message.decodeTokensInFlight);
+    if (message.decodeTokensInFlight !== 0n) {
+      obj.decodeTokensInFlight = message.decodeTokensInFlight.toString();
     }
     if (message.prefixMatch !== 0) {
       obj.prefixMatch = floatToJson(message.prefixMatch);
@@ -1932,11 +1980,18 @@ export const EndpointState: MessageFns<EndpointState> = {
   fromPartial<I extends Exact<DeepPartial<EndpointState>, I>>(object: I): EndpointState {
     const message = createBaseEndpointState();
     message.kvCacheUsage = object.kvCacheUsage ?? 0;
-    message.waiting = object.waiting ?? 0;
-    message.running = object.running ?? 0;
-    message.inflightRequests = object.inflightRequests ?? 0;
-    message.prefillTokensInFlight = object.prefillTokensInFlight ?? 0;
-    message.decodeTokensInFlight = object.decodeTokensInFlight ?? 0;
+    message.waiting = (object.waiting !== undefined && object.waiting !== null) ? BigInt(object.waiting) : 0n;
+    message.running = (object.running !== undefined && object.running !== null) ? BigInt(object.running) : 0n;
+    message.inflightRequests = (object.inflightRequests !== undefined && object.inflightRequests !== null)
+      ? BigInt(object.inflightRequests)
+      : 0n;
+    message.prefillTokensInFlight =
+      (object.prefillTokensInFlight !== undefined && object.prefillTokensInFlight !== null)
+        ? BigInt(object.prefillTokensInFlight)
+        : 0n;
+    message.decodeTokensInFlight = (object.decodeTokensInFlight !== undefined && object.decodeTokensInFlight !== null)
+      ? BigInt(object.decodeTokensInFlight)
+      : 0n;
     message.prefixMatch = object.prefixMatch ?? 0;
     message.minRunningTpotSloMs = object.minRunningTpotSloMs ?? 0;
     message.metricsAgeMs = object.metricsAgeMs ?? 0;
@@ -2143,10 +2198,10 @@ function floatToJson(value: number | null | undefined): number | string | null |
   return typeof value === "number" && !globalThis.Number.isFinite(value) ? globalThis.String(value) : value;
 }
 
-type Builtin = Date | Function | Uint8Array | string | number | boolean | undefined;
+type Builtin = Date | Function | Uint8Array | string | number | boolean | bigint | undefined;
 
-export type DeepPartial<T> = T extends Builtin ? T
-  : T extends globalThis.Array<infer U> ? globalThis.Array<DeepPartial<U>>
+export type DeepPartial<T> = T extends bigint ? string | number | bigint
+  : T extends Builtin ? T : T extends globalThis.Array<infer U> ? globalThis.Array<DeepPartial<U>>
   : T extends ReadonlyArray<infer U> ? ReadonlyArray<DeepPartial<U>>
   : T extends {} ? { [K in keyof T]?: DeepPartial<T[K]> }
   : Partial<T>;
@@ -2156,13 +2211,13 @@ export type Exact<P, I extends P> = P extends Builtin ? P
   : P & { [K in keyof P]: Exact<P[K], I[K]> } & { [K in Exclude<keyof I, KeysOfUnion<P>>]: never };
 
 function toTimestamp(date: Date): Timestamp {
-  const seconds = Math.trunc(date.getTime() / 1_000);
+  const seconds = BigInt(Math.trunc(date.getTime() / 1_000));
   const nanos = (date.getTime() % 1_000) * 1_000_000;
   return { seconds, nanos };
 }
 
 function fromTimestamp(t: Timestamp): Date {
-  let millis = (t.seconds || 0) * 1_000;
+  let millis = (globalThis.Number(t.seconds.toString()) || 0) * 1_000;
   millis += (t.nanos || 0) / 1_000_000;
   return new globalThis.Date(millis);
 }
@@ -2175,17 +2230,6 @@ function fromJsonTimestamp(o: any): Date {
   } else {
     return fromTimestamp(Timestamp.fromJSON(o));
   }
-}
-
-function longToNumber(int64: { toString(): string }): number {
-  const num = globalThis.Number(int64.toString());
-  if (num > globalThis.Number.MAX_SAFE_INTEGER) {
-    throw new globalThis.Error("Value is larger than Number.MAX_SAFE_INTEGER");
-  }
-  if (num < globalThis.Number.MIN_SAFE_INTEGER) {
-    throw new globalThis.Error("Value is smaller than Number.MIN_SAFE_INTEGER");
-  }
-  return num;
 }
 
 function isObject(value: any): boolean {

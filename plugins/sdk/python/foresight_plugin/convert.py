@@ -1,0 +1,175 @@
+"""Conversions between the wire messages and the Python types (mirrors plugins/sdk/convert.go).
+
+The cycle travels in columnar form (see Endpoints in proto/foresight/v1/types.proto): entry i of
+every column describes endpoint i, and a column is either empty (not sent: every entry reads as
+zero) or exactly ``count`` long; any other length makes the cycle invalid (INVALID_ARGUMENT).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from itertools import repeat
+
+from ._gen import types_pb2
+from .status import InvalidArgument
+from .cycle import (
+    NO_LABELS, SLO, AdmitVerdict, Cycle, Endpoint, EndpointState, FilterVerdict, ObserveResult,
+    Prediction, PredictorStats, Request, Sample, TargetStats,
+)
+
+_UTC = _dt.timezone.utc
+
+#: The columns of EndpointStates, in field order, with their zero value.
+STATE_COLUMNS = (
+    ("kv_cache_usage", 0.0), ("waiting", 0), ("running", 0), ("inflight_requests", 0),
+    ("prefill_tokens_in_flight", 0), ("decode_tokens_in_flight", 0), ("prefix_match", 0.0),
+    ("min_running_tpot_slo_ms", 0.0), ("metrics_age_ms", 0.0), ("last_output_age_ms", 0.0),
+)
+
+
+def _column(name: str, col, n: int, zero):
+    """The column as an iterable of n values: zeros when empty, else its entries."""
+    size = len(col)
+    if size == 0:
+        return repeat(zero, n)
+    if size != n:
+        raise InvalidArgument(f'invalid cycle: column "{name}" has {size} entries for {n} endpoints')
+    return col
+
+
+def _time(ts) -> _dt.datetime:
+    return _dt.datetime.fromtimestamp(ts.seconds, _UTC) + _dt.timedelta(microseconds=ts.nanos // 1000)
+
+
+def cycle_from_proto(pc: types_pb2.Cycle) -> Cycle:
+    """The Python form of a wire cycle; raises InvalidArgument when a column's length does not
+    match the endpoint count (the count, or the number of ids from a host that sends none)."""
+    eps = pc.endpoints
+    ids = eps.ids
+    n = eps.count or len(ids)
+    st = eps.states
+    pr = eps.predictions
+    # Checked in the Go SDK's order, so the first bad column named is the same.
+    ids = _column("ids", ids, n, "")
+    states = [_column(name, getattr(st, name), n, zero) for name, zero in STATE_COLUMNS]
+    valid = _column("predictions.valid", pr.valid, n, False)
+    ttft = _column("predictions.ttft_ms", pr.ttft_ms, n, 0.0)
+    tpot = _column("predictions.tpot_ms", pr.tpot_ms, n, 0.0)
+    labels = eps.labels
+    if len(labels) == 0:
+        labels = repeat(NO_LABELS, n)
+    else:  # each endpoint's label map, read-only by convention (copying costs more than decoding)
+        labels = [l.values for l in _column("labels", labels, n, None)]
+    # Tuples straight from the columns: no Python call per endpoint.
+    new = tuple.__new__
+    endpoints = list(map(new, repeat(Endpoint), zip(
+        ids, labels, map(new, repeat(EndpointState), zip(*states)),
+        map(new, repeat(Prediction), zip(valid, ttft, tpot)))))
+    return Cycle(request_from_proto(pc.request), endpoints,
+                 _time(pc.now) if pc.HasField("now") else None, pc.seed)
+
+
+def request_from_proto(p: types_pb2.Request) -> Request:
+    """The Python form of a wire request (an absent request reads as the zero request)."""
+    slo = p.slo
+    return Request(p.id, p.model, p.input_tokens, p.max_output_tokens, p.streaming,
+                   SLO(slo.ttft_ms, slo.tpot_ms), p.priority, p.session_id,
+                   list(p.prefix_block_hashes), dict(p.labels))
+
+
+def request_to_proto(r: Request) -> types_pb2.Request:
+    """The wire form of a request."""
+    return types_pb2.Request(
+        id=r.id, model=r.model, input_tokens=r.input_tokens, max_output_tokens=r.max_output_tokens,
+        streaming=r.streaming, slo=types_pb2.Slo(ttft_ms=r.slo.ttft_ms, tpot_ms=r.slo.tpot_ms),
+        priority=r.priority, session_id=r.session_id, prefix_block_hashes=r.prefix_block_hashes,
+        labels=r.labels)
+
+
+def cycle_to_proto(c: Cycle) -> types_pb2.Cycle:
+    """The wire form of a cycle, as the host sends it with every column (for tests and tools)."""
+    eps = types_pb2.Endpoints(count=len(c.endpoints), ids=[e.id for e in c.endpoints])
+    for name, _ in STATE_COLUMNS:
+        getattr(eps.states, name).extend(getattr(e.state, name) for e in c.endpoints)
+    if any(e.labels for e in c.endpoints):
+        for e in c.endpoints:
+            eps.labels.add().values.update(e.labels)
+    if any(e.prediction.valid for e in c.endpoints):
+        eps.predictions.CopyFrom(predictions_to_proto([e.prediction for e in c.endpoints]))
+    out = types_pb2.Cycle(request=request_to_proto(c.request), endpoints=eps, seed=c.seed)
+    if c.now is not None:
+        out.now.FromDatetime(c.now)
+    return out
+
+
+def predictions_to_proto(preds) -> types_pb2.Predictions:
+    """The columnar wire form of one prediction per endpoint (None reads as no prediction)."""
+    out = types_pb2.Predictions()
+    for p in preds:
+        if p is None:
+            p = Prediction()
+        out.valid.append(bool(p.valid))
+        out.ttft_ms.append(p.ttft_ms)
+        out.tpot_ms.append(p.tpot_ms)
+    return out
+
+
+def _state_from_proto(st: types_pb2.EndpointState) -> EndpointState:
+    return EndpointState._make(getattr(st, name) for name, _ in STATE_COLUMNS)
+
+
+def sample_from_proto(p: types_pb2.Sample) -> Sample:
+    """The Python form of a wire sample."""
+    pr = p.predicted
+    return Sample(request_from_proto(p.request), p.endpoint_id, _state_from_proto(p.state),
+                  Prediction(pr.valid, pr.ttft_ms, pr.tpot_ms), p.actual_ttft_ms, p.actual_tpot_ms,
+                  p.output_tokens, _time(p.dispatched_at) if p.HasField("dispatched_at") else None)
+
+
+def sample_to_proto(s: Sample) -> types_pb2.Sample:
+    """The wire form of a sample (for tests and tools)."""
+    from ._gen import producer_pb2
+    out = producer_pb2.Sample(
+        request=request_to_proto(s.request), endpoint_id=s.endpoint_id,
+        state=types_pb2.EndpointState(**{name: getattr(s.state, name) for name, _ in STATE_COLUMNS}),
+        predicted=types_pb2.Prediction(valid=s.predicted.valid, ttft_ms=s.predicted.ttft_ms,
+                                       tpot_ms=s.predicted.tpot_ms),
+        actual_ttft_ms=s.actual_ttft_ms, actual_tpot_ms=s.actual_tpot_ms,
+        output_tokens=s.output_tokens)
+    if s.dispatched_at is not None:
+        out.dispatched_at.FromDatetime(s.dispatched_at)
+    return out
+
+
+def predictor_stats_to_proto(s: PredictorStats | None):
+    """The wire form of a producer's stats (None stays None)."""
+    if s is None:
+        return None
+    from ._gen import producer_pb2
+
+    def target(t: TargetStats):
+        out = producer_pb2.TargetStats(samples=t.samples, mape=t.mape, mae=t.mae)
+        if t.quantile_coverage is not None:
+            out.quantile_coverage = t.quantile_coverage
+        return out
+    return producer_pb2.PredictorStats(model_version=s.model_version, training_rows=s.training_rows,
+                                       ttft=target(s.ttft), tpot=target(s.tpot), drift=s.drift)
+
+
+def filter_verdict(v) -> FilterVerdict:
+    """A filter's return value as a FilterVerdict: a verdict, or just the kept indices."""
+    return v if isinstance(v, FilterVerdict) else FilterVerdict(list(v))
+
+
+def admit_verdict(v) -> AdmitVerdict:
+    """An admitter's return value as an AdmitVerdict: a verdict, or just a bool."""
+    if isinstance(v, AdmitVerdict):
+        return v
+    if isinstance(v, bool):
+        return AdmitVerdict(v)
+    raise TypeError(f"admit must return an AdmitVerdict or a bool, got {type(v).__name__}")
+
+
+def observe_result(v) -> ObserveResult:
+    """A producer's observe return value as an ObserveResult: a result, or just the count."""
+    return v if isinstance(v, ObserveResult) else ObserveResult(int(v))

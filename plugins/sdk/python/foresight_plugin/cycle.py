@@ -1,0 +1,191 @@
+"""The Python form of a cycle and of the stages' answers (mirrors plugins/sdk/types.go).
+
+Endpoint, EndpointState and Prediction, of which the kit builds one each per endpoint per cycle,
+are named tuples; the rest are slotted dataclasses. All are easy to build by hand in a plugin's
+tests, e.g. ``Endpoint("e1", {"accelerator": "l4"}, EndpointState(waiting=3),
+Prediction(True, 120.0, 9.0))``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib as _hashlib
+import math
+import random as _random
+from collections import namedtuple
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping, Optional
+
+# Stage numbers, as in the Stage enum of proto/foresight/v1/plugin.proto.
+STAGE_PRODUCER = 1
+STAGE_FILTER = 2
+STAGE_SCORER = 3
+STAGE_ADMITTER = 4
+STAGE_PICKER = 5
+STAGE_NAMES = {STAGE_PRODUCER: "producer", STAGE_FILTER: "filter", STAGE_SCORER: "scorer",
+               STAGE_ADMITTER: "admitter", STAGE_PICKER: "picker"}
+
+#: The label set of an endpoint that has none (read-only, shared).
+NO_LABELS: Mapping[str, str] = MappingProxyType({})
+
+
+@dataclass(slots=True)
+class SLO:
+    """A request's latency objectives in milliseconds; 0 means no objective."""
+    ttft_ms: float = 0.0
+    tpot_ms: float = 0.0
+
+    def any(self) -> bool:
+        """Whether the request has a TTFT or a TPOT objective."""
+        return self.ttft_ms > 0 or self.tpot_ms > 0
+
+
+@dataclass(slots=True)
+class Request:
+    """What the router knows about the request being scheduled."""
+    id: str = ""
+    model: str = ""
+    #: Estimated prompt length in tokens.
+    input_tokens: int = 0
+    #: The request's max_tokens; 0 when the client set none.
+    max_output_tokens: int = 0
+    streaming: bool = False
+    slo: SLO = field(default_factory=SLO)
+    #: Below zero marks the request sheddable; zero and above must be served.
+    priority: int = 0
+    session_id: str = ""
+    #: Chained hashes of the prompt's prefix blocks, first block first.
+    prefix_block_hashes: list = field(default_factory=list)
+    labels: dict = field(default_factory=dict)
+
+
+# Endpoint, EndpointState and Prediction are named tuples: the kit builds one of each per endpoint
+# per cycle, and tuples are built from the wire's columns without a Python call per endpoint.
+# They are read-only; build new ones (or use ``_replace``) instead of changing them.
+
+class EndpointState(namedtuple("EndpointState", (
+        "kv_cache_usage", "waiting", "running", "inflight_requests", "prefill_tokens_in_flight",
+        "decode_tokens_in_flight", "prefix_match", "min_running_tpot_slo_ms", "metrics_age_ms",
+        "last_output_age_ms"), defaults=(0.0, 0, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0.0))):
+    """One endpoint's state at decision time: scraped engine gauges and the router's accounting.
+
+    kv_cache_usage: engine KV-cache utilisation in [0, 1]. waiting, running: the engine's queue
+    and batch gauges from the last scrape. inflight_requests: requests the router dispatched there
+    that have not finished. prefill_tokens_in_flight: uncached prompt tokens dispatched and not yet
+    at first token. decode_tokens_in_flight: output tokens still to generate for requests past
+    their first token. prefix_match: fraction of this request's prefix blocks the endpoint is
+    believed to cache, in [0, 1]. min_running_tpot_slo_ms: tightest TPOT objective among requests
+    running there (0: none). metrics_age_ms: age of the scraped gauges. last_output_age_ms:
+    milliseconds since the router last saw output from the endpoint (-1 with nothing in flight).
+    """
+    __slots__ = ()
+
+    def idle(self) -> bool:
+        """Whether the router has nothing in flight on the endpoint."""
+        return self.inflight_requests == 0
+
+
+class Prediction(namedtuple("Prediction", ("valid", "ttft_ms", "tpot_ms"),
+                            defaults=(False, 0.0, 0.0))):
+    """A producer's estimate of the latency the request would see on one endpoint, in ms.
+
+    Treat ``valid == False`` as "no prediction" and ignore the numbers.
+    """
+    __slots__ = ()
+
+    def usable(self) -> bool:
+        """Whether the prediction is valid and both numbers are finite and non-negative."""
+        return self[0] and 0 <= self[1] < math.inf and 0 <= self[2] < math.inf
+
+
+class Endpoint(namedtuple("Endpoint", ("id", "labels", "state", "prediction"),
+                          defaults=("", NO_LABELS, EndpointState(), Prediction()))):
+    """One candidate model server with its state and, once a producer ran, its prediction.
+
+    id: unique within the fleet (usually host:port), "" unless the stage reads endpoints.ids.
+    labels: a read-only mapping of label to value (e.g. accelerator, role).
+    """
+    __slots__ = ()
+
+
+@dataclass(slots=True)
+class Cycle:
+    """The input of one scheduling decision.
+
+    A stage is a function of (cycle, parameters, learned state): it reads the time from ``now``
+    and draws random numbers only from ``seed`` (see :meth:`rand`), never from the wall clock.
+    Fields the stage did not declare in ``reads`` arrive as zeros.
+    """
+    request: Request = field(default_factory=Request)
+    endpoints: list = field(default_factory=list)
+    #: The decision time (timezone-aware UTC), None when the host sent none.
+    now: Optional[_dt.datetime] = None
+    seed: int = 0
+
+    def any_prediction(self) -> bool:
+        """Whether at least one endpoint carries a valid prediction."""
+        return any(e.prediction.valid for e in self.endpoints)
+
+    def rand(self, salt: str) -> _random.Random:
+        """A random source derived from the seed and salt (use the plugin type), so the stage's
+        random choices are reproducible from the cycle alone. (Not the Go SDK's stream.)"""
+        h = _hashlib.blake2b(salt.encode(), digest_size=8).digest()
+        return _random.Random((self.seed << 64) | int.from_bytes(h, "big"))
+
+
+@dataclass(slots=True)
+class Sample:
+    """One finished request as a producer learns from it (state and prediction at dispatch)."""
+    request: Request = field(default_factory=Request)
+    endpoint_id: str = ""
+    state: EndpointState = field(default_factory=EndpointState)
+    predicted: Prediction = field(default_factory=Prediction)
+    actual_ttft_ms: float = 0.0
+    #: (last token - first token) / (output tokens - 1); 0 with fewer than two tokens.
+    actual_tpot_ms: float = 0.0
+    output_tokens: int = 0
+    dispatched_at: Optional[_dt.datetime] = None
+
+
+@dataclass(slots=True)
+class FilterVerdict:
+    """A filter's answer for one cycle: the indices into the cycle's endpoints it keeps."""
+    kept: list = field(default_factory=list)
+    #: Why these were kept, in a few words.
+    reason: str = ""
+
+
+@dataclass(slots=True)
+class AdmitVerdict:
+    """An admitter's answer for one cycle."""
+    admitted: bool = True
+    reason: str = ""
+
+
+@dataclass(slots=True)
+class TargetStats:
+    """The rolling error of one prediction target over recent samples."""
+    samples: int = 0
+    #: Mean absolute percentage error as a fraction; mae the mean absolute error in ms.
+    mape: float = 0.0
+    mae: float = 0.0
+    #: For a quantile model, the fraction of samples at or below the prediction; None otherwise.
+    quantile_coverage: Optional[float] = None
+
+
+@dataclass(slots=True)
+class PredictorStats:
+    """A learning producer's model and its recent prediction error."""
+    model_version: int = 0
+    training_rows: int = 0
+    ttft: TargetStats = field(default_factory=TargetStats)
+    tpot: TargetStats = field(default_factory=TargetStats)
+    drift: bool = False
+
+
+@dataclass(slots=True)
+class ObserveResult:
+    """A producer's answer to observe: how many samples it took and, if it learns, its quality."""
+    accepted: int = 0
+    stats: Optional[PredictorStats] = None

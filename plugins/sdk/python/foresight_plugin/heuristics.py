@@ -1,0 +1,90 @@
+"""Heuristics shared with the Go stages (mirrors plugins/sdk/heuristics.go and headroom.go), so
+a Python stage falls back, and reads an SLO, exactly as the Go ones do."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .cycle import Cycle, Endpoint, Request
+from .params import check_range
+
+__all__ = ["CompositeWeights", "composite_scores", "Headroom", "headroom_of", "effective_tpot_slo"]
+
+
+@dataclass(slots=True)
+class CompositeWeights:
+    """The weights of the three load signals of composite_scores (llm-d's fallback: 1, 1, 1)."""
+    kv_cache: float = 1.0
+    queue: float = 1.0
+    prefix: float = 1.0
+
+    def validate(self, names=("kvCacheWeight", "queueWeight", "prefixWeight")) -> None:
+        """Raises ValueError unless every weight is in [0, 100] and one is positive."""
+        for name, v in zip(names, (self.kv_cache, self.queue, self.prefix)):
+            check_range(name, v, 0, 100)
+        if self.kv_cache + self.queue + self.prefix == 0:
+            raise ValueError(f"at least one of {', '.join(names)} must be positive")
+
+
+def _clamp01(v: float) -> float:
+    if v != v or v < 0:
+        return 0.0
+    return 1.0 if v > 1 else v
+
+
+def composite_scores(cycle: Cycle, w: CompositeWeights = CompositeWeights()) -> list[float]:
+    """llm-d's load fallback, per endpoint:
+    (wkv·(1 − kv) + wq·(maxQ − q)/maxQ + wp·prefix) / (wkv + wq + wp), q the waiting queue;
+    the queue term is 1 when every queue is empty."""
+    eps = cycle.endpoints
+    total = w.kv_cache + w.queue + w.prefix
+    if total <= 0:
+        return [0.0] * len(eps)
+    max_q = max((e.state.waiting for e in eps), default=0)
+    max_q = max(max_q, 0)
+    out = []
+    for e in eps:
+        s = e.state
+        q = (max_q - s.waiting) / max_q if max_q > 0 else 1.0
+        out.append((w.kv_cache * _clamp01(1 - s.kv_cache_usage) + w.queue * q
+                    + w.prefix * _clamp01(s.prefix_match)) / total)
+    return out
+
+
+@dataclass(slots=True)
+class Headroom:
+    """How far an endpoint's prediction sits inside a request's SLOs, in ms; +inf where the
+    request has no objective."""
+    ttft_ms: float = math.inf
+    tpot_ms: float = math.inf
+
+    def meets(self) -> bool:
+        return self.ttft_ms >= 0 and self.tpot_ms >= 0
+
+
+def effective_tpot_slo(request: float, running: float) -> float:
+    """The tighter of two TPOT objectives, where 0 means none."""
+    if request <= 0:
+        return running
+    if running <= 0:
+        return request
+    return min(request, running)
+
+
+def headroom_of(r: Request, e: Endpoint, buffer_factor: float = 1.0) -> Headroom | None:
+    """The endpoint's headroom for the request, None without a valid prediction.
+    TTFT: TTFT SLO − predicted TTFT. TPOT, for streaming requests only: min(TPOT SLO, tightest TPOT
+    SLO running on the endpoint) × buffer_factor − predicted TPOT, so that a new request is not
+    placed where it would break a running request's objective."""
+    p = e.prediction
+    if not p.valid:
+        return None
+    h = Headroom()
+    if r.slo.ttft_ms > 0:
+        h.ttft_ms = r.slo.ttft_ms - p.ttft_ms
+    if r.streaming:
+        slo = effective_tpot_slo(r.slo.tpot_ms, e.state.min_running_tpot_slo_ms)
+        if slo > 0:
+            h.tpot_ms = slo * buffer_factor - p.tpot_ms
+    return h

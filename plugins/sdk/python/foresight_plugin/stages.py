@@ -1,0 +1,135 @@
+"""The stage base classes a plugin subclasses (mirrors plugins/sdk/stage.go).
+
+A stage is a class with class attributes saying what it is and one method doing the work::
+
+    class MyScorer(foresight_plugin.Scorer):
+        type = "my-scorer"                      # must equal the type in the host's config
+        description = "one line saying what it does"
+        parameters = {"weight": 1.0}            # the defaults; None/absent: no parameters
+        reads = ["request", "endpoints.predictions"]   # optional: the cycle fields it reads
+
+        def configure(self, params):            # optional: validate (raise ValueError), derive
+            foresight_plugin.check_range("weight", params["weight"], 0, 10)
+
+        def score(self, cycle):
+            return [1.0 for _ in cycle.endpoints]
+
+The kit calls ``configure`` with the defaults merged under the host's JSON parameters (see
+params.decode_params) and, once it returns, makes them the parameters in force, ``self.params``.
+If it raises, Configure fails with INVALID_ARGUMENT and the previous parameters stay. Stage calls
+are made one at a time, in the process's one event-loop thread: a stage needs no locking.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Optional, Sequence
+
+from ._gen import types_pb2
+from .params import decode_params
+from .cycle import (
+    STAGE_ADMITTER, STAGE_FILTER, STAGE_PICKER, STAGE_PRODUCER, STAGE_SCORER, AdmitVerdict, Cycle,
+    FilterVerdict, ObserveResult, Prediction, Sample,
+)
+
+__all__ = ["Plugin", "Producer", "Filter", "Scorer", "Admitter", "Picker", "read_paths"]
+
+
+def read_paths() -> list:
+    """The valid read paths (see GetInfoResponse.reads in proto/foresight/v1/plugin.proto)."""
+    paths = ["request", "request.prefix_block_hashes", "endpoints.count", "endpoints.ids",
+             "endpoints.labels", "endpoints.states"]
+    paths += ["endpoints.states." + f.name for f in types_pb2.EndpointStates.DESCRIPTOR.fields]
+    return paths + ["endpoints.predictions"]
+
+
+class Plugin:
+    """What every stage is: a typed, configurable component. Subclass a stage class below."""
+
+    #: The stage served (set by the stage classes).
+    stage: ClassVar[int] = 0
+    #: The kebab-case plugin type, e.g. "cost-aware-scorer"; the host checks it against its config.
+    type: ClassVar[str] = ""
+    #: One line saying what the plugin does.
+    description: ClassVar[str] = ""
+    #: The parameters' defaults, by name; the JSON type of each is its default's (see params.py).
+    parameters: ClassVar[Optional[dict]] = None
+    #: The cycle fields the stage reads (see read_paths); None: everything. The host leaves every
+    #: other field out of the cycles it sends, which makes each call cheaper: undeclared fields
+    #: arrive as zeros.
+    reads: ClassVar[Optional[Sequence[str]]] = None
+
+    #: The parameters in force (the defaults until the host configures the plugin).
+    params: dict
+
+    def configure(self, params: dict) -> None:
+        """Validates params (the defaults merged under the host's) and derives any state from
+        them. Raise ValueError naming the parameter and the accepted range to reject them."""
+
+    def set_parameters(self, raw: bytes | str | None = None) -> None:
+        """What the host's Configure does: merges raw (a JSON object; None: the defaults) over
+        the defaults, calls configure with the result and makes it self.params. Raises what
+        configure raised (or ValueError for bad JSON), leaving the parameters in force as they
+        were. serve() calls it with the defaults before serving; tests call it directly."""
+        params = decode_params(raw, self.parameters or {})
+        self.configure(params)
+        self.params = params
+
+
+class Producer(Plugin):
+    """Adds latency predictions to every endpoint of a cycle and learns from finished requests."""
+    stage = STAGE_PRODUCER
+
+    def produce(self, cycle: Cycle) -> Sequence[Prediction]:
+        """One prediction per endpoint of cycle, in order (None counts as no prediction)."""
+        raise NotImplementedError
+
+    def observe(self, samples: list[Sample]) -> ObserveResult | int:
+        """Takes finished-request samples; returns how many it accepted (and, for a learning
+        producer, an ObserveResult with its prediction quality). Default: takes none."""
+        return ObserveResult(0)
+
+
+class Filter(Plugin):
+    """Narrows the candidate endpoints."""
+    stage = STAGE_FILTER
+
+    def filter(self, cycle: Cycle) -> FilterVerdict | Sequence[int]:
+        """The indices into cycle.endpoints it keeps, ascending (a FilterVerdict to add why)."""
+        raise NotImplementedError
+
+
+class Scorer(Plugin):
+    """Rates the candidate endpoints."""
+    stage = STAGE_SCORER
+
+    def score(self, cycle: Cycle) -> Sequence[float]:
+        """One score in [0, 1] per endpoint of cycle, in order; higher is better. The host clamps
+        out-of-range scores and multiplies by the scorer's weight."""
+        raise NotImplementedError
+
+
+class Admitter(Plugin):
+    """Decides whether a request is served at all."""
+    stage = STAGE_ADMITTER
+
+    def admit(self, cycle: Cycle) -> AdmitVerdict | bool:
+        """The verdict for cycle's request (a bool, or an AdmitVerdict to add why)."""
+        raise NotImplementedError
+
+
+class Picker(Plugin):
+    """Orders the candidate endpoints by preference."""
+    stage = STAGE_PICKER
+
+    def pick(self, cycle: Cycle, scores: Sequence[float]) -> Sequence[int]:
+        """Indices into cycle.endpoints, best first; scores[i] is the weighted score of endpoint i.
+        Returning every index lets the proxy fail over down the list."""
+        raise NotImplementedError
+
+
+def stage_of(impl: Any) -> int:
+    """The stage impl serves, or 0 when it is none of the stage classes."""
+    for cls in (Producer, Filter, Scorer, Admitter, Picker):
+        if isinstance(impl, cls):
+            return cls.stage
+    return 0

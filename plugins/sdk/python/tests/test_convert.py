@@ -1,0 +1,144 @@
+"""Decoding cycles from the wire (the Go SDK's CycleFromProto rules)."""
+
+import datetime as dt
+import unittest
+
+from tests.support import fp  # noqa: F401  (sets up the paths)
+from foresight_plugin import convert
+from foresight_plugin.status import CODE_INVALID_ARGUMENT, InvalidArgument
+from foresight.v1 import types_pb2
+
+
+def wire_cycle():
+    """A wire cycle built by hand, as the host encodes one: three endpoints, every column."""
+    c = types_pb2.Cycle(seed=42)
+    c.now.seconds, c.now.nanos = 1_795_000_000, 123_456_789
+    r = c.request
+    r.id, r.model, r.input_tokens, r.max_output_tokens, r.streaming = "req-1", "llama", 900, 128, True
+    r.slo.ttft_ms, r.slo.tpot_ms, r.priority, r.session_id = 500.0, 40.0, -1, "sess"
+    r.prefix_block_hashes.extend([11, 12, 2**64 - 1])
+    r.labels["tenant"] = "acme"
+    e = c.endpoints
+    e.count = 3
+    e.ids.extend(["a:8000", "b:8000", "c:8000"])
+    s = e.states
+    s.kv_cache_usage.extend([0.1, 0.5, 0.9])
+    s.waiting.extend([0, 3, 7])
+    s.running.extend([1, 2, 3])
+    s.inflight_requests.extend([0, 4, 8])
+    s.prefill_tokens_in_flight.extend([0, 1000, 2000])
+    s.decode_tokens_in_flight.extend([5, 6, 7])
+    s.prefix_match.extend([1.0, 0.0, 0.25])
+    s.min_running_tpot_slo_ms.extend([0.0, 30.0, 50.0])
+    s.metrics_age_ms.extend([1.0, 2.0, 3.0])
+    s.last_output_age_ms.extend([-1.0, 4.5, 9.0])
+    e.predictions.valid.extend([True, False, True])
+    e.predictions.ttft_ms.extend([120.0, 0.0, 900.0])
+    e.predictions.tpot_ms.extend([10.0, 0.0, 45.0])
+    e.labels.add().values.update({"accelerator": "h100"})
+    e.labels.add()
+    e.labels.add().values.update({"accelerator": "l4", "cost": "0.8"})
+    return c
+
+
+class CycleFromProtoTest(unittest.TestCase):
+    def test_every_field_lands_on_its_endpoint(self):
+        pc = types_pb2.Cycle.FromString(wire_cycle().SerializeToString())
+        c = convert.cycle_from_proto(pc)
+        self.assertEqual(c.seed, 42)
+        epoch = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+        self.assertEqual(c.now, epoch + dt.timedelta(seconds=1_795_000_000, microseconds=123_456))
+        self.assertEqual(c.now.utcoffset(), dt.timedelta(0))
+        r = c.request
+        self.assertEqual((r.id, r.model, r.input_tokens, r.max_output_tokens, r.streaming),
+                         ("req-1", "llama", 900, 128, True))
+        self.assertEqual((r.slo.ttft_ms, r.slo.tpot_ms, r.priority, r.session_id), (500.0, 40.0, -1, "sess"))
+        self.assertTrue(r.slo.any())
+        self.assertEqual(r.prefix_block_hashes, [11, 12, 2**64 - 1])
+        self.assertEqual(r.labels, {"tenant": "acme"})
+
+        self.assertEqual([e.id for e in c.endpoints], ["a:8000", "b:8000", "c:8000"])
+        b = c.endpoints[1]
+        self.assertEqual(b.state, fp.EndpointState(
+            kv_cache_usage=0.5, waiting=3, running=2, inflight_requests=4,
+            prefill_tokens_in_flight=1000, decode_tokens_in_flight=6, prefix_match=0.0,
+            min_running_tpot_slo_ms=30.0, metrics_age_ms=2.0, last_output_age_ms=4.5))
+        self.assertFalse(b.prediction.valid)
+        self.assertEqual(dict(b.labels), {})
+        a, cc = c.endpoints[0], c.endpoints[2]
+        self.assertEqual(a.prediction, fp.Prediction(True, 120.0, 10.0))
+        self.assertTrue(a.prediction.usable())
+        self.assertTrue(a.state.idle())
+        self.assertFalse(cc.state.idle())
+        self.assertEqual(dict(a.labels), {"accelerator": "h100"})
+        self.assertEqual(cc.labels.get("cost"), "0.8")
+        self.assertIsInstance(cc.state.waiting, int)
+        self.assertTrue(c.any_prediction())
+
+    def test_round_trip_through_cycle_to_proto(self):
+        c = convert.cycle_from_proto(wire_cycle())
+        again = convert.cycle_from_proto(types_pb2.Cycle.FromString(
+            convert.cycle_to_proto(c).SerializeToString()))
+        self.assertEqual(again.request, c.request)
+        self.assertEqual((again.now, again.seed), (c.now, c.seed))
+        for x, y in zip(again.endpoints, c.endpoints):
+            self.assertEqual((x.id, dict(x.labels), x.state, x.prediction),
+                             (y.id, dict(y.labels), y.state, y.prediction))
+
+    def test_columns_left_out_read_as_zero(self):
+        # What a stage that declared only endpoints.states.waiting receives.
+        pc = types_pb2.Cycle(seed=7)
+        pc.endpoints.count = 2
+        pc.endpoints.states.waiting.extend([4, 9])
+        c = convert.cycle_from_proto(pc)
+        self.assertEqual([e.state.waiting for e in c.endpoints], [4, 9])
+        self.assertEqual([e.id for e in c.endpoints], ["", ""])
+        self.assertEqual([e.state.kv_cache_usage for e in c.endpoints], [0.0, 0.0])
+        self.assertEqual([e.prediction for e in c.endpoints], [fp.Prediction()] * 2)
+        self.assertEqual([len(e.labels) for e in c.endpoints], [0, 0])
+        self.assertIsNone(c.now)
+        self.assertEqual(c.request, fp.Request())
+        self.assertFalse(c.any_prediction())
+
+    def test_count_falls_back_to_the_ids(self):
+        # A host that predates Endpoints.count sends count 0 and the ids.
+        pc = types_pb2.Cycle()
+        pc.endpoints.ids.extend(["x", "y"])
+        self.assertEqual([e.id for e in convert.cycle_from_proto(pc).endpoints], ["x", "y"])
+        self.assertEqual(convert.cycle_from_proto(types_pb2.Cycle()).endpoints, [])
+
+    def test_a_column_of_another_length_is_an_invalid_argument(self):
+        pc = wire_cycle()
+        del pc.endpoints.states.waiting[2]
+        with self.assertRaises(InvalidArgument) as cm:
+            convert.cycle_from_proto(pc)
+        self.assertEqual(cm.exception.code, CODE_INVALID_ARGUMENT)
+        self.assertEqual(str(cm.exception), 'invalid cycle: column "waiting" has 2 entries for 3 endpoints')
+
+    def test_the_first_bad_column_in_go_order_is_named(self):
+        pc = wire_cycle()
+        pc.endpoints.labels.add()
+        pc.endpoints.predictions.tpot_ms.append(1.0)
+        with self.assertRaises(InvalidArgument) as cm:
+            convert.cycle_from_proto(pc)
+        self.assertIn('"predictions.tpot_ms" has 4 entries', str(cm.exception))
+        del pc.endpoints.predictions.tpot_ms[3]
+        with self.assertRaises(InvalidArgument) as cm:
+            convert.cycle_from_proto(pc)
+        self.assertIn('"labels" has 4 entries', str(cm.exception))
+
+
+class SampleTest(unittest.TestCase):
+    def test_sample_round_trip(self):
+        s = fp.Sample(request=fp.Request(id="r", input_tokens=10), endpoint_id="e",
+                      state=fp.EndpointState(waiting=3, kv_cache_usage=0.5),
+                      predicted=fp.Prediction(True, 100.0, 9.0), actual_ttft_ms=120.0,
+                      actual_tpot_ms=10.5, output_tokens=64,
+                      dispatched_at=dt.datetime(2026, 1, 2, 3, 4, 5, 6000, tzinfo=dt.timezone.utc))
+        wire = convert.sample_to_proto(s).SerializeToString()
+        from foresight.v1 import producer_pb2
+        self.assertEqual(convert.sample_from_proto(producer_pb2.Sample.FromString(wire)), s)
+
+
+if __name__ == "__main__":
+    unittest.main()

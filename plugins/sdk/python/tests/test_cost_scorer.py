@@ -1,0 +1,221 @@
+"""The example scorer, plugins/python-scorer/main.py (cost-aware-scorer)."""
+
+import random
+import unittest
+
+from tests.support import fp, load_scorer_module
+from foresight_plugin import convert
+from foresight.v1 import types_pb2
+
+main = load_scorer_module()
+
+
+def setUpModule():
+    # Cycles with a malformed cost label make the scorer warn once per value; keep stderr quiet.
+    global _level
+    _level, fp.logger.level = fp.logger.level, "error"
+
+
+def tearDownModule():
+    fp.logger.level = _level
+
+SLO = fp.SLO(ttft_ms=500, tpot_ms=40)
+
+
+def ep(ttft=None, tpot=10.0, labels=None, **state):
+    """An endpoint predicted at (ttft, tpot), or without a prediction when ttft is None."""
+    pred = fp.Prediction() if ttft is None else fp.Prediction(True, float(ttft), float(tpot))
+    return fp.Endpoint("e", labels or fp.NO_LABELS, fp.EndpointState(**state), pred)
+
+
+def cycle(*endpoints, slo=SLO, streaming=True):
+    return fp.Cycle(request=fp.Request(slo=slo, streaming=streaming), endpoints=list(endpoints))
+
+
+def scorer(params=None):
+    s = main.CostAwareScorer()
+    s.set_parameters(params)
+    return s
+
+
+PRICED = '{"acceleratorCosts": {"h100": 4.0, "a100": 2.2, "l4": 0.8}}'
+H100, A100, L4 = {"accelerator": "h100"}, {"accelerator": "a100"}, {"accelerator": "l4"}
+
+
+def order(scores):
+    return sorted(range(len(scores)), key=lambda i: -scores[i])
+
+
+class CostAwareScorerTest(unittest.TestCase):
+    def test_cheaper_first_then_lower_ttft_among_those_meeting_the_slo(self):
+        s = scorer(PRICED)
+        scores = s.score(cycle(ep(100, labels=H100), ep(300, labels=L4), ep(200, labels=L4),
+                               ep(150, labels=A100)))
+        self.assertEqual(order(scores), [2, 1, 3, 0])
+        self.assertEqual(scores[2], 1.0, "the cheapest tier's fastest endpoint scores 1")
+        self.assertTrue(all(main.MEETS_FLOOR < v <= 1 for v in scores))
+
+    def test_readme_worked_example(self):
+        s = scorer('{"acceleratorCosts": {"h100": 4.0, "l4": 0.8}}')
+        scores = s.score(cycle(ep(100, 10, H100), ep(300, 20, L4), ep(200, 20, L4), ep(550, 20, L4),
+                               ep(700, 60, L4), ep(None, labels=L4)))
+        for got, want in zip(scores, [0.755, 0.7795, 1.0, 0.49, 0.01, 0.0]):
+            self.assertAlmostEqual(got, want)
+
+    def test_every_endpoint_missing_the_slo_scores_below_every_one_meeting_it(self):
+        s = scorer(PRICED)
+        scores = s.score(cycle(
+            ep(450, labels=H100),               # meets, most expensive, slowest
+            ep(510, labels=L4),                 # misses TTFT by 2 %
+            ep(100, tpot=60, labels=L4),        # misses TPOT by 50 %
+            ep(900, tpot=80, labels=L4),        # misses both badly
+            ep(None, labels=L4),                # no prediction
+        ))
+        self.assertGreater(scores[0], main.MEETS_FLOOR)
+        self.assertEqual(order(scores), [0, 1, 2, 3, 4])
+        self.assertEqual(scores[1], main.MISS_CEIL, "the smallest miss tops the missing group")
+        self.assertAlmostEqual(scores[3], main.MISS_FLOOR)
+        self.assertEqual(scores[4], 0.0, "no prediction while others have one")
+
+    def test_no_slo_every_predicted_endpoint_qualifies(self):
+        s = scorer(PRICED)
+        scores = s.score(cycle(ep(5000, tpot=500, labels=L4), ep(50, labels=H100), slo=fp.SLO()))
+        self.assertEqual(order(scores), [0, 1])
+        self.assertTrue(all(v > main.MEETS_FLOOR for v in scores))
+
+    def test_tpot_counts_for_streaming_requests_only_with_the_tightest_running_objective(self):
+        s = scorer()
+        # TPOT 35 meets the request's 40 but not the 30 a running request holds the endpoint to.
+        squeezed = ep(100, tpot=35, min_running_tpot_slo_ms=30)
+        free = ep(400, tpot=35)
+        streaming = s.score(cycle(squeezed, free))
+        self.assertLess(streaming[0], main.MEETS_FLOOR)
+        self.assertGreater(streaming[1], main.MEETS_FLOOR)
+        batch = s.score(cycle(squeezed, free, streaming=False))
+        self.assertEqual(order(batch), [0, 1], "no TPOT objective: both meet, lower TTFT first")
+        self.assertGreater(min(batch), main.MEETS_FLOOR)
+        # sloBufferFactor scales the TPOT objective.
+        loose = scorer('{"sloBufferFactor": 1.2}').score(cycle(squeezed, free))
+        self.assertGreater(min(loose), main.MEETS_FLOOR)
+
+    def test_cost_label_wins_over_the_accelerator_price(self):
+        s = scorer(PRICED)
+        self.assertEqual(s.cost_of({"accelerator": "h100", "cost": "1.5"}), 1.5)
+        self.assertEqual(s.cost_of(H100), 4.0)
+        self.assertEqual(s.cost_of({"accelerator": "h100", "cost": "cheap"}), 4.0, "unparsable: ignored")
+        self.assertEqual(s.cost_of({"accelerator": "tpu"}), float("inf"))
+        self.assertEqual(s.cost_of(fp.NO_LABELS), float("inf"))
+        priced = scorer('{"defaultCost": 3, "costLabel": "", "acceleratorLabel": "gpu",'
+                        ' "acceleratorCosts": {"h100": 4}}')
+        self.assertEqual(priced.cost_of({"gpu": "h100", "cost": "1"}), 4.0, "costLabel \"\" is off")
+        self.assertEqual(priced.cost_of(fp.NO_LABELS), 3.0)
+
+    def test_unknown_costs_rank_after_known_ones(self):
+        s = scorer(PRICED)
+        scores = s.score(cycle(ep(100), ep(400, labels=H100)))
+        self.assertEqual(order(scores), [1, 0])
+
+    def test_equal_costs_and_ttfts_tie(self):
+        s = scorer()
+        self.assertEqual(s.score(cycle(ep(100), ep(100))), [1.0, 1.0])
+
+    def test_without_predictions_the_load_composite(self):
+        s = scorer('{"kvCacheWeight": 2, "queueWeight": 1, "prefixWeight": 1}')
+        scores = s.score(cycle(ep(kv_cache_usage=0.5, waiting=4, prefix_match=1.0),
+                               ep(kv_cache_usage=0.0, waiting=0, prefix_match=0.0)))
+        # (2·(1 − kv) + 1·(maxQ − q)/maxQ + 1·prefix) / 4
+        self.assertAlmostEqual(scores[0], (2 * 0.5 + 0 + 1) / 4)
+        self.assertAlmostEqual(scores[1], (2 * 1 + 1 + 0) / 4)
+
+    def test_scores_stay_in_range_on_random_cycles(self):
+        s = scorer(PRICED)
+        rng = random.Random(5)
+        for _ in range(300):
+            c = random_cycle(rng)
+            scores = s.score(c)
+            self.assertEqual(len(scores), len(c.endpoints))
+            self.assertTrue(all(0 <= v <= 1 for v in scores), scores)
+
+    def test_reads_cover_what_it_reads(self):
+        # The host sends only the declared fields: the decision on the projected cycle must equal
+        # the decision on the full one (as the Go scorers' TestReadsCoverWhatItReads).
+        s = scorer(PRICED)
+        self.assertTrue(set(s.reads) <= set(fp.read_paths()))
+        rng = random.Random(9)
+        for _ in range(300):
+            full = convert.cycle_to_proto(random_cycle(rng))
+            want = s.score(convert.cycle_from_proto(full))
+            got = s.score(convert.cycle_from_proto(project(full, s.reads)))
+            self.assertEqual(got, want)
+
+
+def random_cycle(rng):
+    n = rng.randint(0, 12)
+    eps = []
+    for i in range(n):
+        labels = rng.choice([fp.NO_LABELS, H100, A100, L4, {"cost": str(rng.choice([0.5, 3, -1]))}])
+        pred = rng.random()
+        eps.append(fp.Endpoint(
+            f"e{i}", labels,
+            fp.EndpointState(kv_cache_usage=rng.random(), waiting=rng.randint(0, 9),
+                             running=rng.randint(0, 9), inflight_requests=rng.randint(0, 3),
+                             prefix_match=rng.random(),
+                             min_running_tpot_slo_ms=rng.choice([0.0, 25.0, 60.0])),
+            fp.Prediction(pred < 0.8, rng.uniform(-10, 1200), rng.uniform(0, 80))))
+    slo = rng.choice([fp.SLO(), fp.SLO(500, 0), fp.SLO(0, 40), fp.SLO(800, 40)])
+    return fp.Cycle(request=fp.Request(id="r", slo=slo, streaming=rng.random() < 0.5,
+                                       priority=rng.randint(-1, 1)), endpoints=eps,
+                    seed=rng.randrange(2**32))
+
+
+def project(pc, reads):
+    """The cycle as the host sends it to a stage declaring reads (host's projection, sdk/reads.go)."""
+    out = types_pb2.Cycle(seed=pc.seed, now=pc.now)
+    src = pc.endpoints
+    out.endpoints.count = src.count or len(src.ids)
+    if "request" in reads:
+        out.request.CopyFrom(pc.request)
+        out.request.ClearField("prefix_block_hashes")
+    if "endpoints.ids" in reads:
+        out.endpoints.ids.extend(src.ids)
+    if "endpoints.labels" in reads:
+        out.endpoints.labels.extend(src.labels)
+    if "endpoints.predictions" in reads:
+        out.endpoints.predictions.CopyFrom(src.predictions)
+    for f in types_pb2.EndpointStates.DESCRIPTOR.fields:
+        if "endpoints.states" in reads or "endpoints.states." + f.name in reads:
+            getattr(out.endpoints.states, f.name).extend(getattr(src.states, f.name))
+    return out
+
+
+class ConfigureTest(unittest.TestCase):
+    def test_defaults(self):
+        s = scorer()
+        self.assertEqual(s.params, main.CostAwareScorer.parameters)
+
+    def test_rejections_leave_the_parameters_in_force(self):
+        s = scorer(PRICED)
+        cases = [
+            ('{"acceleratorCost": {}}', 'decoding parameters: json: unknown field "acceleratorCost"'),
+            ('{"acceleratorCosts": {"h100": -1}}',
+             'parameter "acceleratorCosts": the cost of "h100" must be a number >= 0, got -1'),
+            ('{"acceleratorCosts": {"h100": "4"}}',
+             "parameter \"acceleratorCosts\": the cost of \"h100\" must be a number >= 0, got '4'"),
+            ('{"defaultCost": "x"}', "parameter \"defaultCost\" must be a number or null, got 'x'"),
+            ('{"defaultCost": -2}', 'parameter "defaultCost" must be in [0, 1e+12], got -2'),
+            ('{"sloBufferFactor": 0}', 'parameter "sloBufferFactor" must be in (0, 10], got 0'),
+            ('{"kvCacheWeight": 0, "queueWeight": 0, "prefixWeight": 0}',
+             "at least one of kvCacheWeight, queueWeight, prefixWeight must be positive"),
+            ('{"queueWeight": 101}', 'parameter "queueWeight" must be in [0, 100], got 101'),
+        ]
+        for raw, message in cases:
+            with self.subTest(raw=raw):
+                with self.assertRaises(ValueError) as cm:
+                    s.set_parameters(raw)
+                self.assertEqual(str(cm.exception), message)
+                self.assertEqual(s.params["acceleratorCosts"], {"h100": 4.0, "a100": 2.2, "l4": 0.8})
+                self.assertEqual(s.cost_of(L4), 0.8)
+
+
+if __name__ == "__main__":
+    unittest.main()

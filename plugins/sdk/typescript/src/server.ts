@@ -1,0 +1,420 @@
+// The Foresight services a plugin serves (Go: server.go, stream.go): PluginService and the
+// stage's service. Shims only: they translate wire requests into stage calls and answers back.
+
+import * as grpc from "@grpc/grpc-js";
+import {
+  AdmitterServiceService,
+  type AdmitRequest,
+  type AdmitResponse,
+  type AdmitResult,
+} from "./gen/foresight/v1/admitter";
+import {
+  FilterServiceService,
+  type FilterRequest,
+  type FilterResponse,
+  type FilterResult,
+} from "./gen/foresight/v1/filter";
+import { PickerServiceService, type PickRequest, type PickResponse, type PickResult } from "./gen/foresight/v1/picker";
+import {
+  PluginServiceService,
+  type ConfigureRequest,
+  type ConfigureResponse,
+  type GetInfoRequest,
+  type GetInfoResponse,
+} from "./gen/foresight/v1/plugin";
+import {
+  ProducerServiceService,
+  type ObserveRequest,
+  type ObserveResponse,
+  type ProduceRequest,
+  type ProduceResponse,
+  type ProduceResult,
+} from "./gen/foresight/v1/producer";
+import { ScorerServiceService, type ScoreRequest, type ScoreResponse, type ScoreResult } from "./gen/foresight/v1/scorer";
+import type { Status } from "./gen/foresight/v1/types";
+import {
+  batchOf,
+  cycleFromWire,
+  predictionsToProto,
+  sampleFromProto,
+  statsToProto,
+  type CycleBatch,
+  type WireCycle,
+} from "./convert";
+import { log } from "./log";
+import { decodeParams } from "./params";
+import { Code, StatusError, invalidArgument, statusOf } from "./status";
+import {
+  Stage,
+  type Admitter,
+  type AdmitVerdict,
+  type AnyStage,
+  type Answer,
+  type Cycle,
+  type Filter,
+  type FilterVerdict,
+  type ObserveResult,
+  type Picker,
+  type Plugin,
+  type Prediction,
+  type Producer,
+  type Scorer,
+} from "./types";
+
+/** Result is one cycle's answer within a batch: a value, or the stage's error for that cycle. */
+export type Result<T> = { ok: true; value: T } | { ok: false; status: Status };
+
+const fail = (err: unknown): { ok: false; status: Status } => ({ ok: false, status: statusOf(err) });
+
+function isPromise<T>(v: Answer<T>): v is Promise<T> {
+  return typeof (v as Promise<T> | undefined)?.then === "function";
+}
+
+/**
+ * serveEach answers every decodable cycle with call, one after the other, and every malformed one
+ * with its decoding error; `check` holds each answer to the rules the host applies (a failing
+ * answer becomes that cycle's error). A thrown StatusError keeps its code; anything else thrown
+ * answers Code.Error with its message (Go: serveEach and guard). The answers come back at once
+ * unless the stage answered with a promise.
+ */
+export function serveEach<T>(
+  cycles: readonly WireCycle[],
+  call: (i: number, c: Cycle) => Answer<T>,
+  check: (c: Cycle, v: T) => void,
+): Result<T>[] | Promise<Result<T>[]> {
+  const out: Result<T>[] = [];
+  for (let i = 0; i < cycles.length; i++) {
+    let c: Cycle;
+    let v: Answer<T>;
+    try {
+      c = cycleFromWire(cycles[i]!);
+      v = call(i, c);
+    } catch (err) {
+      out.push(fail(err));
+      continue;
+    }
+    if (isPromise(v)) return finishAsync(cycles, call, check, out, i, c, v);
+    out.push(checked(c, v, check));
+  }
+  return out;
+}
+
+async function finishAsync<T>(
+  cycles: readonly WireCycle[],
+  call: (i: number, c: Cycle) => Answer<T>,
+  check: (c: Cycle, v: T) => void,
+  out: Result<T>[],
+  i: number,
+  c: Cycle,
+  first: Promise<T>,
+): Promise<Result<T>[]> {
+  try {
+    out.push(checked(c, await first, check));
+  } catch (err) {
+    out.push(fail(err));
+  }
+  for (let k = i + 1; k < cycles.length; k++) {
+    try {
+      const ck = cycleFromWire(cycles[k]!);
+      out.push(checked(ck, await call(k, ck), check));
+    } catch (err) {
+      out.push(fail(err));
+    }
+  }
+  return out;
+}
+
+function checked<T>(c: Cycle, v: T, check: (c: Cycle, v: T) => void): Result<T> {
+  try {
+    check(c, v);
+    return { ok: true, value: v };
+  } catch (err) {
+    return fail(err);
+  }
+}
+
+// --- the answers' checks (the host applies the same ones; failing here names the problem) ------
+
+function checkIndices(what: string, idx: unknown, n: number): asserts idx is number[] {
+  if (!Array.isArray(idx)) throw new Error(`${what} must be an array of endpoint indices, got ${typeof idx}`);
+  for (const k of idx) {
+    if (!Number.isInteger(k)) throw new Error(`${what}: endpoint index ${String(k)} is not an integer`);
+    if (k < 0 || k >= n) throw new Error(`endpoint index ${k} out of range: the cycle has ${n} endpoints`);
+  }
+}
+
+function checkReason(reason: unknown): void {
+  if (reason !== undefined && typeof reason !== "string") throw new Error(`reason must be a string, got ${typeof reason}`);
+}
+
+export function checkFilterVerdict(c: Cycle, v: FilterVerdict): void {
+  if (typeof v !== "object" || v === null) throw new Error(`filter must return { kept, reason }, got ${String(v)}`);
+  checkIndices("kept", v.kept, c.endpoints.length);
+  checkReason(v.reason);
+}
+
+export function checkScores(c: Cycle, s: number[]): void {
+  if (!Array.isArray(s)) throw new Error(`scorer must return an array of numbers, got ${typeof s}`);
+  if (s.length !== c.endpoints.length) throw new Error(`scorer returned ${s.length} scores for ${c.endpoints.length} endpoints`);
+  for (const x of s) if (typeof x !== "number") throw new Error(`scorer returned a ${typeof x} among its scores`);
+}
+
+export function checkAdmitVerdict(_c: Cycle, v: AdmitVerdict): void {
+  if (typeof v !== "object" || v === null || typeof v.admitted !== "boolean") {
+    throw new Error(`admitter must return { admitted: boolean, reason }, got ${JSON.stringify(v)}`);
+  }
+  checkReason(v.reason);
+}
+
+export function checkOrder(c: Cycle, order: number[]): void {
+  checkIndices("order", order, c.endpoints.length);
+}
+
+export function checkPredictions(c: Cycle, p: Prediction[]): void {
+  if (!Array.isArray(p) || p.length !== c.endpoints.length) {
+    throw new Error(`producer returned ${Array.isArray(p) ? p.length : typeof p} predictions for ${c.endpoints.length} endpoints`);
+  }
+}
+
+// --- responses ---------------------------------------------------------------------------------
+
+export function filterResponse(rs: Result<FilterVerdict>[]): FilterResponse {
+  return {
+    results: rs.map((r): FilterResult =>
+      r.ok ? { status: undefined, kept: r.value.kept, reason: r.value.reason ?? "" } : { status: r.status, kept: [], reason: "" },
+    ),
+  };
+}
+
+export function scoreResponse(rs: Result<number[]>[]): ScoreResponse {
+  return { results: rs.map((r): ScoreResult => (r.ok ? { status: undefined, scores: r.value } : { status: r.status, scores: [] })) };
+}
+
+export function admitResponse(rs: Result<AdmitVerdict>[]): AdmitResponse {
+  return {
+    results: rs.map((r): AdmitResult =>
+      r.ok
+        ? { status: undefined, admitted: r.value.admitted, reason: r.value.reason ?? "" }
+        : { status: r.status, admitted: false, reason: "" },
+    ),
+  };
+}
+
+export function pickResponse(rs: Result<number[]>[]): PickResponse {
+  return { results: rs.map((r): PickResult => (r.ok ? { status: undefined, order: r.value } : { status: r.status, order: [] })) };
+}
+
+export function produceResponse(rs: Result<Prediction[]>[]): ProduceResponse {
+  return {
+    results: rs.map((r): ProduceResult =>
+      r.ok ? { status: undefined, predictions: predictionsToProto(r.value) } : { status: r.status, predictions: undefined },
+    ),
+  };
+}
+
+/** then applies f to an answer, now or when it arrives. */
+function then<A, B>(a: A | Promise<A>, f: (a: A) => B): B | Promise<B> {
+  return a instanceof Promise ? a.then(f) : f(a);
+}
+
+// --- the stage handlers, as plain functions of a decoded batch (testable without gRPC) ---------
+
+export type BatchHandler<Resp> = (batch: CycleBatch) => Resp | Promise<Resp>;
+
+export function filterHandler(impl: Filter): BatchHandler<FilterResponse> {
+  return (b) => then(serveEach(b.cycles, (_i, c) => impl.filter(c), checkFilterVerdict), filterResponse);
+}
+
+export function scoreHandler(impl: Scorer): BatchHandler<ScoreResponse> {
+  return (b) => then(serveEach(b.cycles, (_i, c) => impl.score(c), checkScores), scoreResponse);
+}
+
+export function admitHandler(impl: Admitter): BatchHandler<AdmitResponse> {
+  return (b) => then(serveEach(b.cycles, (_i, c) => impl.admit(c), checkAdmitVerdict), admitResponse);
+}
+
+export function pickHandler(impl: Picker): BatchHandler<PickResponse> {
+  return (b) =>
+    then(
+      serveEach(
+        b.cycles,
+        (i, c) => {
+          const scores = b.scores[i];
+          if (scores === undefined) throw new StatusError(Code.InvalidArgument, "pick request has fewer score sets than cycles");
+          return impl.pick(c, scores);
+        },
+        checkOrder,
+      ),
+      pickResponse,
+    );
+}
+
+export function produceHandler(impl: Producer): BatchHandler<ProduceResponse> {
+  return (b) => then(serveEach(b.cycles, (_i, c) => impl.produce(c), checkPredictions), produceResponse);
+}
+
+/** observe answers an ObserveRequest's samples (Go: producerServer.Observe). */
+export async function observe(impl: Producer, samples: Parameters<Producer["observe"]>[0]): Promise<ObserveResponse> {
+  let r: ObserveResult;
+  let stats: ObserveResponse["stats"];
+  try {
+    r = await impl.observe(samples);
+    stats = statsToProto(r?.stats); // throws naming a count that is not an integer
+  } catch (err) {
+    return { status: statusOf(err), accepted: 0, stats: undefined };
+  }
+  return { status: undefined, accepted: Math.max(Math.trunc(r?.accepted ?? 0), 0), stats };
+}
+
+// --- gRPC wiring ---------------------------------------------------------------------------------
+
+/** BatchRequest is any stage request as the generated decoder returns it (PickRequest adds scores). */
+type BatchRequest = Parameters<typeof batchOf>[0];
+
+/**
+ * serveStream answers each request of a stage stream, in order, until the host closes it (Go:
+ * serveStream). Synchronous answers are written at once; once a stage answers with a promise, the
+ * following requests queue behind it so that responses keep the requests' order.
+ */
+export function serveStream<Req extends BatchRequest, Resp>(call: grpc.ServerDuplexStream<Req, Resp>, handle: BatchHandler<Resp>): void {
+  let tail: Promise<void> | undefined;
+  const settle = (p: Promise<void>): void => {
+    tail = p;
+    void p.then(() => {
+      if (tail === p) tail = undefined;
+    });
+  };
+  const answer = (req: Req): Promise<void> | undefined => {
+    let resp: Resp | Promise<Resp>;
+    try {
+      resp = handle(batchOf(req));
+    } catch (err) {
+      log.error("stage call failed", { error: err });
+      call.destroy(err instanceof Error ? err : new Error(String(err)));
+      return undefined;
+    }
+    if (resp instanceof Promise) {
+      return resp.then(
+        (r) => {
+          call.write(r);
+        },
+        (err: unknown) => {
+          log.error("stage call failed", { error: err });
+          call.destroy(err instanceof Error ? err : new Error(String(err)));
+        },
+      );
+    }
+    call.write(resp);
+    return undefined;
+  };
+  call.on("data", (req: Req) => {
+    if (tail === undefined) {
+      const p = answer(req);
+      if (p !== undefined) settle(p);
+    } else {
+      settle(tail.then(() => answer(req)));
+    }
+  });
+  call.on("end", () => {
+    if (tail === undefined) call.end();
+    else void tail.then(() => call.end());
+  });
+  call.on("error", (err: Error) => {
+    log.debug("stage stream ended with an error", { error: err.message });
+  });
+}
+
+/** stageOf returns the stage impl serves: `stage` when given, else the one whose method it has. */
+export function stageOf(impl: AnyStage, stage?: Stage): Stage {
+  const has = (m: string) => typeof (impl as unknown as Record<string, unknown>)[m] === "function";
+  const found: Stage[] = [];
+  if (has("produce") && has("observe")) found.push(Stage.Producer);
+  if (has("filter")) found.push(Stage.Filter);
+  if (has("score")) found.push(Stage.Scorer);
+  if (has("admit")) found.push(Stage.Admitter);
+  if (has("pick")) found.push(Stage.Picker);
+  if (stage !== undefined) {
+    if (!found.includes(stage)) throw new Error(`plugin ${JSON.stringify(impl.type)} does not implement stage ${Stage[stage]}`);
+    return stage;
+  }
+  if (found.length !== 1) {
+    throw new Error(
+      found.length === 0
+        ? `plugin ${JSON.stringify(impl.type)} implements no stage (filter, score, admit, pick, or produce and observe)`
+        : `plugin ${JSON.stringify(impl.type)} implements several stages (${found.map((s) => Stage[s]).join(", ")}): pass the stage to serve`,
+    );
+  }
+  return found[0]!;
+}
+
+/** configure applies parameters to impl (Go: pluginServer.Configure's semantics). */
+export function configure(impl: Plugin, params: Uint8Array): ConfigureResponse {
+  const text = Buffer.from(params).toString("utf8");
+  try {
+    if (impl.configure !== undefined) impl.configure(text);
+    else decodeParams(text, {}); // no parameters: only {} (or nothing) is accepted
+  } catch (err) {
+    return { status: { code: Code.InvalidArgument, message: invalidArgument(err).message } };
+  }
+  return { status: undefined };
+}
+
+/** info answers GetInfo. */
+export function info(impl: Plugin, stage: Stage, version: string): GetInfoResponse {
+  return { type: impl.type, stage: stage as number, version, description: impl.description, reads: [...(impl.reads ?? [])] };
+}
+
+/** addForesightServices registers PluginService and impl's stage service on server. */
+export function addForesightServices(server: grpc.Server, impl: AnyStage, stage: Stage, version: string): void {
+  server.addService(PluginServiceService, {
+    getInfo: (_call: grpc.ServerUnaryCall<GetInfoRequest, GetInfoResponse>, cb: grpc.sendUnaryData<GetInfoResponse>) =>
+      cb(null, info(impl, stage, version)),
+    // A rejection travels in the response (the host reports it); it is not logged here too.
+    configure: (call: grpc.ServerUnaryCall<ConfigureRequest, ConfigureResponse>, cb: grpc.sendUnaryData<ConfigureResponse>) =>
+      cb(null, configure(impl, call.request.parameters)),
+  });
+  // The stage services are the generated definitions: their decoders keep 64-bit fields as bigint.
+  switch (stage) {
+    case Stage.Filter: {
+      const h = filterHandler(impl as Filter);
+      server.addService(FilterServiceService, {
+        filter: (call: grpc.ServerDuplexStream<FilterRequest, FilterResponse>) => serveStream(call, h),
+      });
+      break;
+    }
+    case Stage.Scorer: {
+      const h = scoreHandler(impl as Scorer);
+      server.addService(ScorerServiceService, {
+        score: (call: grpc.ServerDuplexStream<ScoreRequest, ScoreResponse>) => serveStream(call, h),
+      });
+      break;
+    }
+    case Stage.Admitter: {
+      const h = admitHandler(impl as Admitter);
+      server.addService(AdmitterServiceService, {
+        admit: (call: grpc.ServerDuplexStream<AdmitRequest, AdmitResponse>) => serveStream(call, h),
+      });
+      break;
+    }
+    case Stage.Picker: {
+      const h = pickHandler(impl as Picker);
+      server.addService(PickerServiceService, {
+        pick: (call: grpc.ServerDuplexStream<PickRequest, PickResponse>) => serveStream(call, h),
+      });
+      break;
+    }
+    case Stage.Producer: {
+      const p = impl as Producer;
+      const h = produceHandler(p);
+      server.addService(ProducerServiceService, {
+        produce: (call: grpc.ServerDuplexStream<ProduceRequest, ProduceResponse>) => serveStream(call, h),
+        observe: (call: grpc.ServerUnaryCall<ObserveRequest, ObserveResponse>, cb: grpc.sendUnaryData<ObserveResponse>) => {
+          void observe(p, call.request.samples.map(sampleFromProto)).then((r) => cb(null, r));
+        },
+      });
+      break;
+    }
+    default:
+      throw new Error(`no service for stage ${stage}`);
+  }
+}

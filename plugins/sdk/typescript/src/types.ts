@@ -1,0 +1,262 @@
+// The types a stage works with: the TypeScript mirror of plugins/sdk/types.go and stage.go.
+// Field names are the camelCase of the Go SDK's JSON names.
+
+/** Stage is one extension point of the scheduling pipeline (the wire's foresight.v1.Stage). */
+export enum Stage {
+  Unspecified = 0,
+  Producer = 1,
+  Filter = 2,
+  Scorer = 3,
+  Admitter = 4,
+  Picker = 5,
+}
+
+const stageNames = ["unspecified", "producer", "filter", "scorer", "admitter", "picker"] as const;
+
+/** stageName returns the stage's lower-case name, e.g. "filter": the name the host dispenses it by. */
+export function stageName(s: Stage): string {
+  return stageNames[s] ?? `stage(${s})`;
+}
+
+/** SLO holds a request's latency objectives in milliseconds; zero means no objective. */
+export interface SLO {
+  ttftMs: number;
+  tpotMs: number;
+}
+
+/** Request is what the router knows about the request being scheduled. */
+export interface Request {
+  id: string;
+  model: string;
+  /** The estimated prompt length in tokens. */
+  inputTokens: number;
+  /** The request's max_tokens; 0 when the client set none. */
+  maxOutputTokens: number;
+  streaming: boolean;
+  slo: SLO;
+  /** Below zero marks the request sheddable; zero and above must be served. */
+  priority: number;
+  sessionId: string;
+  /** Chained 64-bit hashes of the prompt's prefix blocks, first block first. */
+  prefixBlockHashes: bigint[];
+  /** Free-form request labels (tenant, class, ...); {} when none. */
+  labels: Record<string, string>;
+}
+
+/**
+ * EndpointState is what the router knows of one endpoint at decision time: engine gauges from
+ * the last scrape (metricsAgeMs old) and the router's own fresh in-flight accounting.
+ */
+export interface EndpointState {
+  /** The engine's KV-cache utilisation in [0, 1]. */
+  kvCacheUsage: number;
+  /** The engine's waiting-queue gauge from the last scrape. */
+  waiting: number;
+  /** The engine's running-batch gauge from the last scrape. */
+  running: number;
+  /** Requests the router dispatched there that have not finished. */
+  inflightRequests: number;
+  /** Uncached prompt tokens dispatched and not yet at first token. */
+  prefillTokensInFlight: number;
+  /** Output tokens still to generate for requests past their first token. */
+  decodeTokensInFlight: number;
+  /** Fraction of this request's prefix blocks the endpoint is believed to cache, in [0, 1]. */
+  prefixMatch: number;
+  /** The tightest TPOT objective among requests running there; 0 when none has one. */
+  minRunningTpotSloMs: number;
+  /** How old the scraped gauges are. */
+  metricsAgeMs: number;
+  /** Milliseconds since the router last saw output from the endpoint; −1 with nothing in flight. */
+  lastOutputAgeMs: number;
+}
+
+/**
+ * Prediction is a producer's estimate of the latency the request would see on one endpoint.
+ * Treat valid === false as "no prediction" and ignore the numbers.
+ */
+export interface Prediction {
+  valid: boolean;
+  ttftMs: number;
+  tpotMs: number;
+}
+
+/** Endpoint is one candidate model server with its state and, once a producer ran, its prediction. */
+export interface Endpoint {
+  /** Unique within the fleet (usually host:port). */
+  id: string;
+  /** {} when the endpoint has none (or the stage did not declare "endpoints.labels"). */
+  labels: Record<string, string>;
+  state: EndpointState;
+  prediction: Prediction;
+}
+
+/**
+ * Cycle is the input of one scheduling decision. A stage is a function of (cycle, parameters,
+ * learned state): it reads the time from `now` and draws random numbers only from `seed`.
+ * Fields the stage did not declare in `reads` arrive as zeros.
+ */
+export interface Cycle {
+  request: Request;
+  endpoints: Endpoint[];
+  /** The decision time (virtual under the simulator); millisecond precision. */
+  now: Date;
+  /** The seed for every random choice the stage makes in this cycle (a uint64). */
+  seed: bigint;
+}
+
+/** FilterVerdict is a filter's answer for one cycle. */
+export interface FilterVerdict {
+  /** Indices into cycle.endpoints that are kept, ascending. */
+  kept: number[];
+  /** Why these were kept, in a few words. */
+  reason?: string;
+}
+
+/** AdmitVerdict is an admitter's answer for one cycle. */
+export interface AdmitVerdict {
+  admitted: boolean;
+  reason?: string;
+}
+
+/** Sample is one finished request as a producer learns from it. */
+export interface Sample {
+  request: Request;
+  endpointId: string;
+  /** The chosen endpoint's state at dispatch. */
+  state: EndpointState;
+  /** The prediction made at dispatch. */
+  predicted: Prediction;
+  actualTtftMs: number;
+  /** (last token − first token) / (output tokens − 1); 0 with fewer than two tokens. */
+  actualTpotMs: number;
+  outputTokens: number;
+  dispatchedAt: Date;
+}
+
+/** TargetStats is the rolling error of one prediction target. */
+export interface TargetStats {
+  samples: number;
+  /** Mean absolute percentage error as a fraction. */
+  mape: number;
+  /** Mean absolute error in ms. */
+  mae: number;
+  /** For a quantile model, the fraction of samples at or below the prediction. */
+  quantileCoverage?: number;
+}
+
+/** PredictorStats describes a learning producer's model and its recent prediction error. */
+export interface PredictorStats {
+  modelVersion: number;
+  trainingRows: number;
+  ttft: TargetStats;
+  tpot: TargetStats;
+  drift: boolean;
+}
+
+/** ObserveResult is a producer's answer to observe. */
+export interface ObserveResult {
+  accepted: number;
+  stats?: PredictorStats;
+}
+
+/** A stage method may answer at once or with a promise; answers on one stream keep their order. */
+export type Answer<T> = T | Promise<T>;
+
+/** Plugin is what every stage implementation is: a typed, configurable component. */
+export interface Plugin {
+  /** The kebab-case plugin type, e.g. "label-selector-filter"; the config declares the same. */
+  readonly type: string;
+  /** One line saying what the plugin does. */
+  readonly description: string;
+  /**
+   * The cycle fields the stage reads (see READ_PATHS); the host leaves every other field out of
+   * the cycles it sends. Absent or empty: everything.
+   */
+  readonly reads?: readonly string[];
+  /**
+   * configure merges `params` (a JSON object as text, possibly empty) over the plugin's defaults
+   * and validates the result; it throws an Error naming the first invalid parameter, and the
+   * parameters in force stay. Called before the first stage call and again on reconfiguration.
+   * Without configure, the plugin accepts no parameters (anything but {} is rejected).
+   */
+  configure?(params: string): void;
+}
+
+/** Filter narrows the candidate endpoints. */
+export interface Filter extends Plugin {
+  /** filter returns the indices into cycle.endpoints it keeps, ascending, and why. */
+  filter(cycle: Cycle): Answer<FilterVerdict>;
+}
+
+/** Scorer rates the candidate endpoints. */
+export interface Scorer extends Plugin {
+  /** score returns one score in [0, 1] per endpoint, in cycle.endpoints order; higher is better. */
+  score(cycle: Cycle): Answer<number[]>;
+}
+
+/** Admitter decides whether a request is served at all. */
+export interface Admitter extends Plugin {
+  admit(cycle: Cycle): Answer<AdmitVerdict>;
+}
+
+/** Picker orders the candidate endpoints by preference. */
+export interface Picker extends Plugin {
+  /**
+   * pick returns indices into cycle.endpoints, best first; scores[i] is the weighted score of
+   * endpoint i. Returning every index lets the proxy fail over down the list.
+   */
+  pick(cycle: Cycle, scores: number[]): Answer<number[]>;
+}
+
+/** Producer adds latency predictions to every endpoint and learns from finished requests. */
+export interface Producer extends Plugin {
+  /** produce returns one prediction per endpoint, in cycle.endpoints order. */
+  produce(cycle: Cycle): Answer<Prediction[]>;
+  /** observe takes finished-request samples and returns how many it accepted (and its quality). */
+  observe(samples: Sample[]): Answer<ObserveResult>;
+}
+
+/** AnyStage is any of the five stage interfaces. */
+export type AnyStage = Filter | Scorer | Admitter | Picker | Producer;
+
+/** allIndices returns 0, 1, …, n−1: the verdict of a filter that keeps every endpoint. */
+export function allIndices(n: number): number[] {
+  const out = new Array<number>(n);
+  for (let i = 0; i < n; i++) out[i] = i;
+  return out;
+}
+
+/** usable reports whether the prediction is valid and both numbers are finite and non-negative. */
+export function usable(p: Prediction): boolean {
+  return p.valid && p.ttftMs >= 0 && p.tpotMs >= 0 && Number.isFinite(p.ttftMs) && Number.isFinite(p.tpotMs);
+}
+
+/** READ_PATHS lists the valid read paths (Go: sdk.ReadPaths). */
+export const READ_PATHS: readonly string[] = [
+  "request",
+  "request.prefix_block_hashes",
+  "endpoints.count",
+  "endpoints.ids",
+  "endpoints.labels",
+  "endpoints.states",
+  "endpoints.states.kv_cache_usage",
+  "endpoints.states.waiting",
+  "endpoints.states.running",
+  "endpoints.states.inflight_requests",
+  "endpoints.states.prefill_tokens_in_flight",
+  "endpoints.states.decode_tokens_in_flight",
+  "endpoints.states.prefix_match",
+  "endpoints.states.min_running_tpot_slo_ms",
+  "endpoints.states.metrics_age_ms",
+  "endpoints.states.last_output_age_ms",
+  "endpoints.predictions",
+];
+
+/** checkReads throws when a declared read path is not one the host knows. */
+export function checkReads(reads: readonly string[] | undefined): void {
+  for (const r of reads ?? []) {
+    if (!READ_PATHS.includes(r)) {
+      throw new Error(`unknown read path ${JSON.stringify(r)} (valid: ${READ_PATHS.join(", ")})`);
+    }
+  }
+}
