@@ -184,6 +184,10 @@ func TestRunCounts(t *testing.T) {
 			fmt.Fprint(w, "data: {\"choices\":[{\"text\":\" a\"}]}\n\n")
 		case "garbage":
 			fmt.Fprint(w, "data: {not json\n\n")
+		case "erred": // text, then an engine's error event in place of the next chunk
+			fmt.Fprint(w, "data: {\"choices\":[{\"text\":\" a\"}]}\n\n")
+			fmt.Fprint(w, "data: {\"error\":{\"message\":\"engine died\",\"code\":500}}\n\n")
+			fmt.Fprint(w, "data: [DONE]\n\n")
 		default:
 			fmt.Fprint(w, "data: {\"choices\":[{\"text\":\" a\"}]}\n\n")
 			fmt.Fprint(w, "data: {\"choices\":[{\"text\":\" b\"}]}\n\n")
@@ -193,8 +197,9 @@ func TestRunCounts(t *testing.T) {
 	})
 	ts := httptest.NewServer(h)
 	defer ts.Close()
-	sessions := []string{"ok", "shed", "bad", "down", "broken", "garbage", "ok"}
-	want := map[string]Kind{"ok": OK, "shed": Shed, "bad": ClientError, "down": ServerError, "broken": StreamError, "garbage": StreamError}
+	sessions := []string{"ok", "shed", "bad", "down", "broken", "garbage", "ok", "erred"}
+	want := map[string]Kind{"ok": OK, "shed": Shed, "bad": ClientError, "down": ServerError, "broken": StreamError,
+		"garbage": StreamError, "erred": StreamError}
 	reqs := make([]workload.Request, len(sessions))
 	for i, s := range sessions {
 		reqs[i] = workload.Request{ID: uint64(i), SessionID: s, InputTokens: 4, OutputTokens: 2, Streaming: true,
@@ -215,13 +220,16 @@ func TestRunCounts(t *testing.T) {
 	if got := c.got[1].Err; !strings.Contains(got, "429") || !strings.Contains(got, "no endpoint meets the SLO") {
 		t.Errorf("shed error %q, want the status and the router's reason", got)
 	}
-	run := snap.Run
-	if run.Ended != 7 || run.Count(OK) != 2 || run.Count(Shed) != 1 || run.Errors() != 4 {
-		t.Errorf("summary: %d ended, %v by kind, %d errors; want 7, 2 ok, 1 shed, 4 errors", run.Ended, run.ByKind, run.Errors())
+	if got := c.got[7].Err; !strings.Contains(got, "engine died") {
+		t.Errorf("error event: %q, want its message", got)
 	}
-	// Every request had a TTFT objective: the 5 that failed miss it.
-	if run.WithSLO != 7 || run.MetSLO != 2 {
-		t.Errorf("SLO %d of %d, want 2 of 7", run.MetSLO, run.WithSLO)
+	run := snap.Run
+	if run.Ended != 8 || run.Count(OK) != 2 || run.Count(Shed) != 1 || run.Errors() != 5 {
+		t.Errorf("summary: %d ended, %v by kind, %d errors; want 8, 2 ok, 1 shed, 5 errors", run.Ended, run.ByKind, run.Errors())
+	}
+	// Every request had a TTFT objective: the 6 that failed miss it.
+	if run.WithSLO != 8 || run.MetSLO != 2 {
+		t.Errorf("SLO %d of %d, want 2 of 8", run.MetSLO, run.WithSLO)
 	}
 	if run.TPOT.N != 2 || run.CompletionTokens != 4 {
 		t.Errorf("TPOT samples %d, completion tokens %d; want 2, 4", run.TPOT.N, run.CompletionTokens)

@@ -45,6 +45,10 @@ type streamOptions struct {
 
 // chunk is what is read of a completion, streamed or whole.
 type chunk struct {
+	// Error is set on an error event an engine or router sends in place of a chunk.
+	Error *struct {
+		Message string `json:"message"`
+	} `json:"error"`
 	Choices []struct {
 		Text string `json:"text"`
 	} `json:"choices"`
@@ -127,7 +131,7 @@ func (g *Generator) do(ctx context.Context, start time.Time, r *workload.Request
 		return res
 	}
 	if r.Streaming {
-		err = readStream(resp.Body, sent, &res)
+		err = ReadStream(resp.Body, sent, &res)
 	} else {
 		err = readWhole(resp.Body, sent, &res)
 	}
@@ -154,19 +158,25 @@ func statusKind(code int) Kind {
 	}
 }
 
-// errorMessage reads an error response's message: OpenAI's error.message, else the body's start.
+// errorMessage reads an error response's message: its status and ErrorText.
 func errorMessage(resp *http.Response) string {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	var e errorBody
-	if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
-		return fmt.Sprintf("%d: %s", resp.StatusCode, e.Error.Message)
-	}
-	return fmt.Sprintf("%d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
+	return fmt.Sprintf("%d: %s", resp.StatusCode, ErrorText(b))
 }
 
-// readStream reads an SSE completion stream up to its [DONE]: TTFT at the first chunk with
-// text, TPOT from the last such chunk and the usage block's completion tokens.
-func readStream(body io.Reader, sent time.Time, res *Result) error {
+// ErrorText is the message of an error body: OpenAI's error.message, else the body itself.
+func ErrorText(body []byte) string {
+	var e errorBody
+	if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
+		return e.Error.Message
+	}
+	return strings.TrimSpace(string(body))
+}
+
+// ReadStream reads an SSE completion stream up to its [DONE] into res: E2E, TTFT at the first
+// chunk with text, TPOT from the last such chunk and the usage block's completion tokens, and the
+// usage. A stream that ends without [DONE], breaks off or carries an error event is an error.
+func ReadStream(body io.Reader, sent time.Time, res *Result) error {
 	br := bufio.NewReaderSize(body, 16<<10)
 	var first, last time.Time
 	chunks := 0
@@ -194,6 +204,9 @@ func readStream(body io.Reader, sent time.Time, res *Result) error {
 		var c chunk
 		if err := json.Unmarshal(data, &c); err != nil {
 			return fmt.Errorf("reading a stream chunk: %w", err)
+		}
+		if c.Error != nil {
+			return fmt.Errorf("error event in the stream: %s", c.Error.Message)
 		}
 		if len(c.Choices) > 0 && c.Choices[0].Text != "" {
 			now := time.Now()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/foresight-router/foresight/host/config"
 	"github.com/foresight-router/foresight/host/live"
+	"github.com/foresight-router/foresight/host/loadgen"
 	"gopkg.in/yaml.v3"
 )
 
@@ -313,17 +314,7 @@ func writeAtomically(file string, data []byte) error {
 }
 
 // errorMessage returns an OpenAI error body's message, else the body's start.
-func errorMessage(body []byte) string {
-	var e struct {
-		Error struct {
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
-		return clip(e.Error.Message, 200)
-	}
-	return clip(strings.TrimSpace(string(body)), 200)
-}
+func errorMessage(body []byte) string { return clip(loadgen.ErrorText(body), 200) }
 
 // transportError returns err without the method and URL an *url.Error repeats.
 func transportError(err error) string {

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -15,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/foresight-router/foresight/host/loadgen"
 	"github.com/foresight-router/foresight/sim/emulator"
 )
 
@@ -100,30 +99,14 @@ func (l *faultLoad) one(ctx context.Context, n int) (time.Duration, string) {
 		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		return 0, fmt.Sprintf("status %d: %s", resp.StatusCode, errorMessage(snippet))
 	}
-	var ttft time.Duration
-	br := bufio.NewReader(resp.Body)
-	for {
-		line, err := br.ReadString('\n')
-		line = strings.TrimRight(line, "\r\n")
-		switch {
-		case strings.HasPrefix(line, `data: {"error"`):
-			return 0, "error event in the stream: " + clip(strings.TrimPrefix(line, "data: "), 160)
-		case strings.HasPrefix(line, "data: {") && ttft == 0:
-			ttft = time.Since(began)
-		case line == "data: [DONE]":
-			_, _ = io.Copy(io.Discard, br)
-			if ttft == 0 {
-				return 0, "the stream ended with data: [DONE] before any event"
-			}
-			return ttft, ""
-		}
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return 0, "the stream ended without data: [DONE]"
-			}
-			return 0, "the stream broke off: " + transportError(err)
-		}
+	var res loadgen.Result
+	if err := loadgen.ReadStream(resp.Body, began, &res); err != nil {
+		return 0, "the stream: " + clip(err.Error(), 200)
 	}
+	if res.TTFT == 0 {
+		return 0, "the stream carried no text before data: [DONE]"
+	}
+	return res.TTFT, ""
 }
 
 // result summarizes the outcomes by window: those due before baseline, and the others; span is
