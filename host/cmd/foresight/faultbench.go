@@ -253,7 +253,7 @@ func benchFaults(ctx context.Context, o faultOptions) (*faultResult, error) {
 			}
 			start := time.Now()
 			ev := f.perform(ctx, pf)
-			ev.AtMs = msSince(began, start)
+			ev.AtMs = ms(start.Sub(began))
 			events = append(events, ev)
 		}
 		faultsDone <- events
@@ -388,8 +388,6 @@ func pctMs(lat []time.Duration, q float64) float64 {
 	}
 	return math.Round(pct(lat, q)) / 1000
 }
-
-func msSince(t0, t1 time.Time) float64 { return ms(t1.Sub(t0)) }
 
 // sleepUntil sleeps until t or until ctx ends.
 func sleepUntil(ctx context.Context, t time.Time) {

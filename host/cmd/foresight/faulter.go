@@ -45,7 +45,7 @@ func (f *faulter) perform(ctx context.Context, pf plannedFault) faultEvent {
 		ev = f.badReload(ctx, pf.N)
 	}
 	ev.Kind = pf.Kind.String()
-	ev.TookMs = msSince(began, time.Now())
+	ev.TookMs = ms(time.Since(began))
 	return ev
 }
 
@@ -130,7 +130,7 @@ func (f *faulter) kill(ctx context.Context) faultEvent {
 			if p.Name != victim.Name || !p.Up || p.PID == 0 || p.PID == victim.PID {
 				continue
 			}
-			measured := msSince(killed, time.Now())
+			measured := ms(time.Since(killed))
 			restart := max(measured, p.LastRestartMs)
 			f.restartMs = append(f.restartMs, restart)
 			return faultEvent{OK: true, Detail: fmt.Sprintf("%s pid %d → %d: last_restart_ms %.1f, measured %.1f ms, restarts %d",
