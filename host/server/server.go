@@ -233,6 +233,7 @@ func (s *Server) cycle(req *openai.Request, m meta, now time.Time) (*sdk.Cycle, 
 		Seed: rand.Uint64(),
 	}
 	states := s.o.Endpoints.Snapshot()
+	c.Endpoints = make([]sdk.Endpoint, 0, len(states))
 	for _, st := range states {
 		if !st.Healthy || (st.Models != nil && !slices.Contains(st.Models, req.Model)) {
 			continue
