@@ -36,16 +36,6 @@ func (e Endpoint) BaseURL() string {
 	return "http://" + e.Address
 }
 
-// FromAddresses returns one endpoint per address, each named by its address (as a list given
-// on the command line, such as --endpoints, is).
-func FromAddresses(addrs ...string) []Endpoint {
-	eps := make([]Endpoint, len(addrs))
-	for i, a := range addrs {
-		eps[i] = Endpoint{ID: a, Address: a}
-	}
-	return eps
-}
-
 // ValidateAddress accepts "host:port" with a non-empty host and a port in 1..65535, or an http
 // or https URL with such a host (a path prefix is allowed; a query or fragment is not).
 func ValidateAddress(a string) error {

@@ -124,10 +124,3 @@ func TestNewCopiesLabels(t *testing.T) {
 		t.Errorf("the set's labels changed with the caller's map: %v", st.Labels)
 	}
 }
-
-func TestFromAddresses(t *testing.T) {
-	eps := FromAddresses("http://127.0.0.1:18001", "127.0.0.1:18002")
-	if len(eps) != 2 || eps[0].ID != "http://127.0.0.1:18001" || eps[1].Address != "127.0.0.1:18002" {
-		t.Errorf("FromAddresses = %+v", eps)
-	}
-}

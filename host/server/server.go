@@ -226,7 +226,7 @@ func (s *Server) noEndpoint(model string, states []endpoints.State) *openai.Erro
 func (s *Server) cycle(req *openai.Request, m meta, now time.Time) (*sdk.Cycle, []endpoints.State) {
 	blocks := openai.PrefixBlocks(nil, req.Prompt)
 	c := &sdk.Cycle{
-		Request: sdk.Request{ID: m.id, Model: req.Model, InputTokens: openai.EstimateTokens(req.Prompt),
+		Request: sdk.Request{ID: m.id, Model: req.Model, InputTokens: req.InputTokens(),
 			MaxOutputTokens: req.MaxTokens, Streaming: req.Stream, SLO: m.slo, Priority: m.priority,
 			SessionID: m.session, PrefixBlockHashes: blocks},
 		Now:  now,
