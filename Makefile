@@ -31,7 +31,7 @@ build: bin/foresight $(PLUGINS) bin/plugins/ts-filter ## build bin/foresight and
 
 .PHONY: bin/foresight
 bin/foresight:
-	$(GO) build -trimpath -ldflags "-X main.version=$(HOST_VERSION)" -o $@ ./host/cmd/foresight
+	$(GO) build -trimpath -ldflags "-X main.version=$(HOST_VERSION)" -o $@ ./cmd/foresight
 
 .PHONY: $(PLUGINS)
 $(PLUGINS): bin/plugins/%:

@@ -1,5 +1,10 @@
-// Package admin serves the router's control API on the admin listener, beside its observability
-// (/metrics, /debug/decisions, /health):
+// Package admin serves the router's admin listener: its observability
+//
+//	GET  /metrics                Prometheus text: the router's, the stages' and the predictor's metrics
+//	GET  /debug/decisions        the last decision traces, oldest first, as a JSON array
+//	GET  /health                 200 while the listener is up
+//
+// and its control API:
 //
 //	POST /admin/reload           rebuild the pipeline from the config file and swap it in
 //	PUT  /admin/stages/{slot}    serve one slot with another plugin, without editing the file
@@ -21,18 +26,21 @@ import (
 	"time"
 
 	"github.com/foresight-router/foresight/host/config"
-	"github.com/foresight-router/foresight/host/live"
+
 	"github.com/foresight-router/foresight/host/openai"
+	"github.com/foresight-router/foresight/host/pipeline"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Control is what the API acts on: the router, which logs and counts every reload.
 type Control interface {
 	// Reload rebuilds the pipeline from the config file; source says who asked, for the log.
-	Reload(ctx context.Context, source string) (live.Result, error)
+	Reload(ctx context.Context, source string) (Result, error)
 	// SwapStage serves slot with spec (config.Config.WithStage).
-	SwapStage(ctx context.Context, slot string, spec config.PluginSpec, weight *float64) (live.Result, error)
+	SwapStage(ctx context.Context, slot string, spec config.PluginSpec, weight *float64) (Result, error)
 	// Describe is GET /admin/pipeline's answer.
-	Describe() live.Description
+	Describe() Description
 	// Experiments is GET /admin/experiments' answer; ok is false when no slot has arms.
 	Experiments() (report any, ok bool)
 }
@@ -40,8 +48,10 @@ type Control interface {
 // Options configure the handler.
 type Options struct {
 	Control Control
-	// Observability serves every path that is not under /admin/ (/metrics, /debug/decisions, /health).
-	Observability http.Handler
+	// Metrics is what GET /metrics serves.
+	Metrics prometheus.Gatherer
+	// Decisions returns the decision traces GET /debug/decisions serves.
+	Decisions func() []*pipeline.Trace
 	// Token, when not empty, is the bearer token required on every request but GET /health.
 	Token string
 }
@@ -82,9 +92,11 @@ func Handler(o Options) http.Handler {
 			Message: fmt.Sprintf("no admin route %s %s; the routes are POST /admin/reload, PUT /admin/stages/{slot}, "+
 				"GET /admin/pipeline and GET /admin/experiments", r.Method, r.URL.Path)})
 	})
-	if o.Observability != nil {
-		mux.Handle("/", o.Observability)
-	}
+	mux.Handle("GET /metrics", promhttp.HandlerFor(o.Metrics, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
+	mux.HandleFunc("GET /debug/decisions", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, o.Decisions())
+	})
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	if o.Token == "" {
 		return mux
 	}
@@ -146,7 +158,7 @@ func decodeStage(r io.Reader) (config.PluginSpec, *float64, error) {
 
 // answer writes a reload's result, or its failure as 404 (no such slot) or 422 (the new pipeline
 // could not be built: the old one serves on).
-func answer(w http.ResponseWriter, res live.Result, err error) {
+func answer(w http.ResponseWriter, res Result, err error) {
 	if err == nil {
 		writeJSON(w, http.StatusOK, res)
 		return
@@ -154,7 +166,7 @@ func answer(w http.ResponseWriter, res live.Result, err error) {
 	status := http.StatusUnprocessableEntity
 	if errors.Is(err, config.ErrNoSlot) {
 		status = http.StatusNotFound
-	} else if errors.Is(err, live.ErrClosed) {
+	} else if errors.Is(err, ErrShuttingDown) {
 		status = http.StatusServiceUnavailable
 	}
 	openai.WriteError(w, &openai.Error{Status: status, Type: openai.TypeInvalidRequest, Code: "reload_failed",

@@ -12,7 +12,8 @@ import (
 	"testing"
 
 	"github.com/foresight-router/foresight/host/config"
-	"github.com/foresight-router/foresight/host/live"
+	"github.com/foresight-router/foresight/host/pipeline"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // control records what the API asked for and answers with err.
@@ -24,17 +25,17 @@ type control struct {
 	weight *float64
 }
 
-func (c *control) Reload(_ context.Context, source string) (live.Result, error) {
+func (c *control) Reload(_ context.Context, source string) (Result, error) {
 	c.source = source
-	return live.Result{Generation: 2, Kept: []string{"producer"}}, c.err
+	return Result{Generation: 2, Kept: []string{"producer"}}, c.err
 }
 
-func (c *control) SwapStage(_ context.Context, slot string, spec config.PluginSpec, weight *float64) (live.Result, error) {
+func (c *control) SwapStage(_ context.Context, slot string, spec config.PluginSpec, weight *float64) (Result, error) {
 	c.slot, c.spec, c.weight = slot, spec, weight
-	return live.Result{Generation: 3, Started: []string{spec.Name}}, c.err
+	return Result{Generation: 3, Started: []string{spec.Name}}, c.err
 }
 
-func (c *control) Describe() live.Description { return live.Description{Generation: 7} }
+func (c *control) Describe() Description { return Description{Generation: 7} }
 
 func (c *control) Experiments() (any, bool) { return nil, false }
 
@@ -50,10 +51,20 @@ func do(t *testing.T, h http.Handler, method, path, body string, header ...strin
 	return w.Code, string(b)
 }
 
+// observed is the handler's options with c, token, a registry holding one counter at 3 and one
+// decision trace.
+func observed(c Control, token string) Options {
+	reg := prometheus.NewRegistry()
+	n := prometheus.NewCounter(prometheus.CounterOpts{Name: "test_requests_total", Help: "test"})
+	n.Add(3)
+	reg.MustRegister(n)
+	traces := []*pipeline.Trace{{RequestID: "r1"}}
+	return Options{Control: c, Metrics: reg, Decisions: func() []*pipeline.Trace { return traces }, Token: token}
+}
+
 func TestRoutes(t *testing.T) {
 	c := &control{}
-	obs := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "observability "+r.URL.Path) })
-	h := Handler(Options{Control: c, Observability: obs})
+	h := Handler(observed(c, ""))
 
 	if code, body := do(t, h, "POST", "/admin/reload", ""); code != 200 || !strings.Contains(body, `"generation": 2`) || c.source != "POST /admin/reload" {
 		t.Errorf("reload: %d %s (source %q)", code, body, c.source)
@@ -70,8 +81,14 @@ func TestRoutes(t *testing.T) {
 	if code, _ := do(t, h, "GET", "/admin/experiments", ""); code != 404 {
 		t.Errorf("experiments without one: %d, want 404", code)
 	}
-	if code, body := do(t, h, "GET", "/metrics", ""); code != 200 || body != "observability /metrics" {
-		t.Errorf("observability: %d %s", code, body)
+	if code, body := do(t, h, "GET", "/metrics", ""); code != 200 || !strings.Contains(body, "test_requests_total 3") {
+		t.Errorf("metrics: %d %s", code, body)
+	}
+	if code, body := do(t, h, "GET", "/debug/decisions", ""); code != 200 || !strings.Contains(body, `"request_id": "r1"`) {
+		t.Errorf("decisions: %d %s", code, body)
+	}
+	if code, _ := do(t, h, "GET", "/health", ""); code != 200 {
+		t.Errorf("health: %d", code)
 	}
 	if code, body := do(t, h, "GET", "/admin/nope", ""); code != 404 || !strings.Contains(body, "POST /admin/reload") {
 		t.Errorf("unknown route: %d %s", code, body)
@@ -102,8 +119,7 @@ func TestBadRequests(t *testing.T) {
 }
 
 func TestToken(t *testing.T) {
-	obs := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {})
-	h := Handler(Options{Control: &control{}, Observability: obs, Token: "s3cret"})
+	h := Handler(observed(&control{}, "s3cret"))
 	for _, tc := range []struct {
 		method, path string
 		header       []string

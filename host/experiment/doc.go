@@ -2,7 +2,7 @@
 // the report that GET /admin/experiments serves as JSON.
 //
 // Requests are assigned to arms by [Assign], a stable hash of their session (or request id)
-// compared against the arms' cumulative weights, so a session stays on one arm. A [Tracker]
+// compared against the arms' cumulative weights, so a session stays on one arm. A [Recorder]
 // collects each finished request's [Outcome] per arm, and optionally the agreement between the
 // enacted decision and a shadow arm's decision, which is computed on the same scheduling cycle
 // but only recorded.

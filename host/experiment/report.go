@@ -10,7 +10,7 @@ type Report struct {
 	Slot   string        `json:"slot"`
 	Arms   []ArmReport   `json:"arms"`             // config order; the first is the baseline
 	Shadow *ShadowReport `json:"shadow,omitempty"` // nil when the experiment has no shadow arm
-	// Unknown counts outcomes recorded for an arm the Tracker does not know (dropped).
+	// Unknown counts outcomes recorded for an arm the Recorder does not know (dropped).
 	Unknown int64 `json:"unknown_arm_outcomes,omitempty"`
 }
 
@@ -85,7 +85,7 @@ type armStats struct {
 
 // Report returns the experiment's current figures. Each arm's window is copied under its own
 // lock, so arms may be a few outcomes apart when requests finish during the call.
-func (t *Tracker) Report() Report {
+func (t *Recorder) Report() Report {
 	r := Report{
 		Slot:    t.slot,
 		Arms:    make([]ArmReport, 0, len(t.names)),

@@ -11,7 +11,7 @@ import (
 
 // fill records n outcomes on arm with TTFT from, from+1, ..., of which the first met carry a met
 // TTFT objective and the rest of the first withSLO a missed one.
-func fill(tr *Tracker, arm string, n int, from float64, withSLO, met int) {
+func fill(tr *Recorder, arm string, n int, from float64, withSLO, met int) {
 	for i := range n {
 		o := Outcome{TTFTMs: from + float64(i)}
 		switch {
@@ -25,7 +25,7 @@ func fill(tr *Tracker, arm string, n int, from float64, withSLO, met int) {
 }
 
 func TestComparisonMinimumSizes(t *testing.T) {
-	tr := NewTracker("scorers.0", []string{"control", "candidate"}, "", 0)
+	tr := NewRecorder("scorers.0", []string{"control", "candidate"}, "", 0)
 	fill(tr, "control", 20, 100, 10, 5)
 	fill(tr, "candidate", 19, 100, 9, 5)
 
@@ -55,7 +55,7 @@ func TestComparisonMinimumSizes(t *testing.T) {
 }
 
 func TestComparisonSignificance(t *testing.T) {
-	tr := NewTracker("scorers.0", []string{"control", "fast", "same"}, "", 80)
+	tr := NewRecorder("scorers.0", []string{"control", "fast", "same"}, "", 80)
 	fill(tr, "control", 70, 1, 70, 56) // TTFT 1..70, attainment 56/70
 	fill(tr, "fast", 80, 1, 80, 48)    // TTFT 1..80, attainment 48/80
 	fill(tr, "same", 70, 1, 70, 56)
@@ -83,16 +83,16 @@ func TestComparisonSignificance(t *testing.T) {
 }
 
 func TestShadow(t *testing.T) {
-	if r := NewTracker("s", []string{"a"}, "", 0).Report(); r.Shadow != nil {
+	if r := NewRecorder("s", []string{"a"}, "", 0).Report(); r.Shadow != nil {
 		t.Errorf("no shadow arm, but Shadow = %+v", r.Shadow)
 	}
-	noShadow := NewTracker("s", []string{"a"}, "", 0)
+	noShadow := NewRecorder("s", []string{"a"}, "", 0)
 	noShadow.RecordShadow(false, "x", "y")
 	if r := noShadow.Report(); r.Shadow != nil {
 		t.Errorf("RecordShadow without a shadow arm produced %+v", r.Shadow)
 	}
 
-	tr := NewTracker("filters.1", []string{"a"}, "strict", 0)
+	tr := NewRecorder("filters.1", []string{"a"}, "strict", 0)
 	if s := tr.Report().Shadow; s == nil || s.Name != "strict" || s.Cycles != 0 || s.AgreementRate != 0 || len(s.LastDisagreements) != 0 {
 		t.Errorf("fresh shadow report %+v, want named, empty", s)
 	}
@@ -119,7 +119,7 @@ func TestShadow(t *testing.T) {
 }
 
 func TestReportJSON(t *testing.T) {
-	tr := NewTracker("scorers.0", []string{"control", "candidate"}, "shadow", 0)
+	tr := NewRecorder("scorers.0", []string{"control", "candidate"}, "shadow", 0)
 	tr.now = func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
 	tr.Record("control", Outcome{TTFTMs: 100, TPOTMs: 20, E2EMs: 900, SLOTTFTMs: 200})
 	tr.Record("candidate", Outcome{Failed: true})
@@ -149,7 +149,7 @@ func TestReportJSON(t *testing.T) {
 }
 
 func TestEmptyReportJSON(t *testing.T) {
-	got, err := json.Marshal(NewTracker("scorers.0", nil, "", 0).Report())
+	got, err := json.Marshal(NewRecorder("scorers.0", nil, "", 0).Report())
 	if err != nil {
 		t.Fatal(err)
 	}

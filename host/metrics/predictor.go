@@ -4,7 +4,7 @@
 package metrics
 
 import (
-	"github.com/foresight-router/foresight/host/observe"
+	"github.com/foresight-router/foresight/host/feedback"
 	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -24,15 +24,15 @@ import (
 //
 // The quality gauges appear once the producer has answered an Observe call with its stats.
 type Predictor struct {
-	counts func() observe.Counts
+	counts func() feedback.Counts
 
 	samples, batches                      *prometheus.Desc
 	mape, mae, coverage, qualitySamples   *prometheus.Desc
 	modelVersion, trainingRows, driftDesc *prometheus.Desc
 }
 
-// NewPredictor returns a collector that calls counts at every scrape (observe.Batcher.Counts).
-func NewPredictor(counts func() observe.Counts) *Predictor {
+// NewPredictor returns a collector that calls counts at every scrape (feedback.Batcher.Counts).
+func NewPredictor(counts func() feedback.Counts) *Predictor {
 	target := []string{"target"}
 	return &Predictor{
 		counts: counts,

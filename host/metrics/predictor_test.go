@@ -4,14 +4,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/foresight-router/foresight/host/observe"
+	"github.com/foresight-router/foresight/host/feedback"
 	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 func TestPredictorBeforeAnyStats(t *testing.T) {
-	c := NewPredictor(func() observe.Counts { return observe.Counts{Sent: 10, Accepted: 7, Failed: 3, Batches: 2} })
+	c := NewPredictor(func() feedback.Counts { return feedback.Counts{Sent: 10, Accepted: 7, Failed: 3, Batches: 2} })
 	want := `
 # HELP foresight_predictor_observe_batches_total Observe calls made to the producer.
 # TYPE foresight_predictor_observe_batches_total counter
@@ -29,12 +29,12 @@ foresight_predictor_samples_total{result="rejected"} 3
 
 func TestPredictorReportsTheProducersStats(t *testing.T) {
 	cover := 0.88
-	counts := observe.Counts{Sent: 500, Accepted: 500, Batches: 4, Stats: &sdk.PredictorStats{
+	counts := feedback.Counts{Sent: 500, Accepted: 500, Batches: 4, Stats: &sdk.PredictorStats{
 		ModelVersion: 7, TrainingRows: 4200, Drift: true,
 		TTFT: sdk.TargetStats{Samples: 500, MAPE: 0.051, MAE: 3.5, QuantileCoverage: &cover},
 		TPOT: sdk.TargetStats{Samples: 0},
 	}}
-	c := NewPredictor(func() observe.Counts { return counts })
+	c := NewPredictor(func() feedback.Counts { return counts })
 	want := `
 # HELP foresight_predictor_drift 1 while the producer's drift guard marks its predictions invalid, else 0.
 # TYPE foresight_predictor_drift gauge

@@ -25,7 +25,7 @@ type trial struct {
 	shadow     any       // the shadow's typed slot; nil without one
 	shadowName string
 
-	tracker *experiment.Tracker
+	outcomes *experiment.Recorder
 }
 
 // newExperiment builds the experiment of ref, whose first plugin is already built as primary;
@@ -52,7 +52,7 @@ func newExperiment(slot string, stage sdk.Stage, index int, ref *config.StageRef
 	if len(ref.Arms) == 0 {
 		arms = nil // a shadow alone: no arms to compare, the slot's plugin serves every request
 	}
-	e.tracker = experiment.NewTracker(slot, arms, e.shadowName, 0)
+	e.outcomes = experiment.NewRecorder(slot, arms, e.shadowName, 0)
 	return e
 }
 
@@ -129,7 +129,7 @@ func (p *Pipeline) ExperimentReport() (experiment.Report, bool) {
 	if p.exp == nil {
 		return experiment.Report{}, false
 	}
-	return p.exp.tracker.Report(), true
+	return p.exp.outcomes.Report(), true
 }
 
 // Record adds the outcome of the request t decided to the experiment's arm (nothing for a
@@ -138,13 +138,13 @@ func (p *Pipeline) Record(t *Trace, o experiment.Outcome) {
 	if p.exp == nil || t == nil || t.Experiment != p.exp.slot || !p.exp.hasArms() {
 		return
 	}
-	p.exp.tracker.Record(t.Arm, o)
+	p.exp.outcomes.Record(t.Arm, o)
 }
 
 // InheritExperiment carries the outcomes gathered by prev's experiment over to p's when both run
 // the same one (a reload that changed another slot must not reset it). Call it before p serves.
 func (p *Pipeline) InheritExperiment(prev *Pipeline) {
 	if prev != nil && p.exp.same(prev.exp) {
-		p.exp.tracker = prev.exp.tracker
+		p.exp.outcomes = prev.exp.outcomes
 	}
 }

@@ -20,7 +20,7 @@ const ObserveTimeout = 30 * time.Second
 // HasProducer reports whether the pipeline has a producer.
 func (p *Pipeline) HasProducer() bool { return p.producer != nil }
 
-// Observe sends finished-request samples to the producer (see host/observe for batching). When
+// Observe sends finished-request samples to the producer (see host/feedback for batching). When
 // the producer's slot holds an experiment, every producer in it — each arm and the shadow —
 // learns from every sample (the latencies observed are facts whichever producer predicted them),
 // and the answer is the first arm's; another producer's failure is logged.

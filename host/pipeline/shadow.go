@@ -10,7 +10,7 @@ import (
 
 // The shadow of the experiment's slot sees the same input as the slot, after the cycle is decided
 // and off the request's path, and the pipeline records whether it would have decided the same
-// (experiment.Tracker.RecordShadow). What is compared depends on the stage:
+// (experiment.Recorder.RecordShadow). What is compared depends on the stage:
 //
 //	producer  the decision: the pipeline runs the cycle again, not enacted, with the shadow's
 //	          predictions in place of the producer's (the same seed, so a random picker draws
@@ -190,7 +190,7 @@ func (p *Pipeline) runShadow(jobs []shadowJob) {
 		if err != nil {
 			d = "failed: " + fallbackReason(err)
 		}
-		p.exp.tracker.RecordShadow(err == nil && d == j.primary, j.primary, d)
+		p.exp.outcomes.RecordShadow(err == nil && d == j.primary, j.primary, d)
 	}
 }
 

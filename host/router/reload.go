@@ -4,49 +4,49 @@ import (
 	"context"
 	"os"
 
+	"github.com/foresight-router/foresight/host/admin"
 	"github.com/foresight-router/foresight/host/config"
-	"github.com/foresight-router/foresight/host/live"
 	"github.com/foresight-router/foresight/internal/filewatch"
 )
 
-// Reload rebuilds the pipeline from the config file and swaps it in (live.Live.Reload); source
+// Reload rebuilds the pipeline from the config file and swaps it in (Pipelines.Reload); source
 // says who asked (SIGHUP, POST /admin/reload, the file changed) for the log. Only plugins and
 // pipeline take effect: the server, endpoints, scrape and objectives sections need a restart
 // (the endpoints file is watched on its own). Every reload is logged and counted in
 // foresight_reloads_total{result}; a failed one leaves the old pipeline serving.
-func (r *Router) Reload(ctx context.Context, source string) (live.Result, error) {
+func (r *Router) Reload(ctx context.Context, source string) (admin.Result, error) {
 	data, err := os.ReadFile(r.file)
 	if err != nil {
-		return r.reloaded(source, live.Result{}, err)
+		return r.reloaded(source, admin.Result{}, err)
 	}
 	return r.reloadData(ctx, source, data)
 }
 
-func (r *Router) reloadData(ctx context.Context, source string, data []byte) (live.Result, error) {
+func (r *Router) reloadData(ctx context.Context, source string, data []byte) (admin.Result, error) {
 	cfg, err := config.Parse(r.file, data)
 	if err != nil {
-		return r.reloaded(source, live.Result{}, err)
+		return r.reloaded(source, admin.Result{}, err)
 	}
-	res, err := r.live.Reload(ctx, cfg)
+	res, err := r.pipes.Reload(ctx, cfg)
 	return r.reloaded(source, res, err)
 }
 
 // SwapStage serves one slot of the serving pipeline with spec, leaving the file alone
-// (live.Live.SwapStage); the next reload from the file undoes it.
-func (r *Router) SwapStage(ctx context.Context, slot string, spec config.PluginSpec, weight *float64) (live.Result, error) {
+// (Pipelines.SwapStage); the next reload from the file undoes it.
+func (r *Router) SwapStage(ctx context.Context, slot string, spec config.PluginSpec, weight *float64) (admin.Result, error) {
 	source := "PUT /admin/stages/" + slot
-	res, err := r.live.SwapStage(ctx, slot, spec, weight, source)
+	res, err := r.pipes.SwapStage(ctx, slot, spec, weight, source)
 	return r.reloaded(source, res, err)
 }
 
 // Describe returns the serving pipeline (GET /admin/pipeline).
-func (r *Router) Describe() live.Description { return r.live.Describe() }
+func (r *Router) Describe() admin.Description { return r.pipes.Describe() }
 
 // Experiments returns the experiment report (GET /admin/experiments); ok is false without one.
-func (r *Router) Experiments() (any, bool) { return r.live.ExperimentReport() }
+func (r *Router) Experiments() (any, bool) { return r.pipes.ExperimentReport() }
 
 // reloaded logs and counts a reload's outcome and passes it on.
-func (r *Router) reloaded(source string, res live.Result, err error) (live.Result, error) {
+func (r *Router) reloaded(source string, res admin.Result, err error) (admin.Result, error) {
 	r.reloads.Observe(err)
 	if err != nil {
 		r.log.Error().Err(err).Str("source", source).Msg("reload failed; the previous pipeline keeps serving")

@@ -16,10 +16,10 @@ import (
 	"github.com/foresight-router/foresight/host/admin"
 	"github.com/foresight-router/foresight/host/config"
 	"github.com/foresight-router/foresight/host/endpoints"
-	"github.com/foresight-router/foresight/host/live"
+	"github.com/foresight-router/foresight/host/feedback"
+
 	"github.com/foresight-router/foresight/host/metrics"
-	"github.com/foresight-router/foresight/host/observe"
-	"github.com/foresight-router/foresight/host/server"
+	"github.com/foresight-router/foresight/host/proxy"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/rs/zerolog"
@@ -32,8 +32,8 @@ const shutdownGrace = 10 * time.Second
 type Router struct {
 	api, admin         *http.Server
 	apiAddr, adminAddr string
-	srv                *server.Server
-	live               *live.Live
+	srv                *proxy.Server
+	pipes              *Pipelines
 	file               string // the config file reloads read
 	reloads            *metrics.Reloads
 	log                zerolog.Logger
@@ -68,7 +68,7 @@ func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger) (_ *Rout
 			r.Close()
 		}
 	}()
-	r.live, err = live.Start(ctx, cfg, log)
+	r.pipes, err = StartPipelines(ctx, cfg, log)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +78,7 @@ func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger) (_ *Rout
 	if err != nil {
 		return nil, err
 	}
-	stages, err := metrics.NewStages(reg, r.live.Plugins)
+	stages, err := metrics.NewStages(reg, r.pipes.Plugins)
 	if err != nil {
 		return nil, err
 	}
@@ -87,14 +87,14 @@ func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger) (_ *Rout
 	}
 	// Samples flow whatever the pipeline: a reload may add or remove the producer. Without one
 	// they count as failed (foresight_predictor_samples_total{result="failed"}).
-	samples := observe.New(r.live.Observe, 0, 0)
+	samples := feedback.New(r.pipes.Observe, 0, 0)
 	reg.MustRegister(metrics.NewPredictor(samples.Counts))
 	r.goRun(func() { samples.Run(ctx) })
 	objectives := make([]string, 0, len(cfg.Objectives))
 	for _, o := range cfg.Objectives {
 		objectives = append(objectives, o.Name)
 	}
-	r.srv, err = server.New(server.Options{Pipeline: r.live, Outcomes: r.live, Endpoints: set, Samples: samples,
+	r.srv, err = proxy.New(proxy.Options{Pipeline: r.pipes, Outcomes: r.pipes, Endpoints: set, Samples: samples,
 		Priority: cfg.Priority, Objectives: objectives, MaxBodyBytes: cfg.Server.MaxBodyBytes,
 		ConnectTimeout: cfg.Server.ConnectTimeout, UpstreamTimeout: cfg.Server.UpstreamTimeout,
 		Decisions: cfg.Server.Decisions, PrefixBlocks: cfg.Server.PrefixIndexBlocks, Metrics: reqs, Stages: stages, Log: log})
@@ -122,7 +122,7 @@ func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger) (_ *Rout
 	if file := cfg.File(); file != "" {
 		r.goRun(func() { r.watchConfig(ctx, file) })
 	}
-	adminHandler := admin.Handler(admin.Options{Control: r, Observability: r.srv.AdminHandler(reg), Token: cfg.AdminToken()})
+	adminHandler := admin.Handler(admin.Options{Control: r, Metrics: reg, Decisions: r.srv.Decisions, Token: cfg.AdminToken()})
 	if r.admin, r.adminAddr, err = r.listen(cfg.Server.AdminListen, adminHandler); err != nil {
 		return nil, err
 	}
@@ -134,7 +134,7 @@ func (r *Router) Addr() string      { return r.apiAddr }
 func (r *Router) AdminAddr() string { return r.adminAddr }
 
 // Server returns the request handler (decision traces, for tests and the demo).
-func (r *Router) Server() *server.Server { return r.srv }
+func (r *Router) Server() *proxy.Server { return r.srv }
 
 // Close stops accepting requests, lets those in flight finish (up to shutdownGrace), stops the
 // scrapers and the plugin processes. It is safe to call more than once.
@@ -152,8 +152,8 @@ func (r *Router) Close() {
 		if r.srv != nil {
 			r.srv.Close()
 		}
-		if r.live != nil {
-			r.live.Close()
+		if r.pipes != nil {
+			r.pipes.Close()
 		}
 	})
 }

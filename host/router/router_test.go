@@ -22,7 +22,7 @@ endpoints:
   static: [{id: a, address: "127.0.0.1:9"}]
 `
 
-func parse(t *testing.T, admin string) *config.Config {
+func parseRouter(t *testing.T, admin string) *config.Config {
 	t.Helper()
 	cfg, err := config.Parse(t.TempDir()+"/router.yaml", []byte(strings.Replace(builtinYAML, "%s", admin, 1)))
 	if err != nil {
@@ -34,14 +34,14 @@ func parse(t *testing.T, admin string) *config.Config {
 func TestAdminToken(t *testing.T) {
 	// Refused before anything binds: tests listen on loopback only.
 	t.Setenv(config.AdminTokenEnv, "")
-	_, err := Start(context.Background(), parse(t, "0.0.0.0:0"), zerolog.Nop())
+	_, err := Start(context.Background(), parseRouter(t, "0.0.0.0:0"), zerolog.Nop())
 	if err == nil || !strings.Contains(err.Error(), "needs a token") {
 		t.Fatalf("Start with an exposed admin listener and no token: %v", err)
 	}
 
 	// A token, here on loopback, guards every admin route but /health.
 	t.Setenv(config.AdminTokenEnv, "s3cret")
-	r, err := Start(context.Background(), parse(t, "127.0.0.1:0"), zerolog.Nop())
+	r, err := Start(context.Background(), parseRouter(t, "127.0.0.1:0"), zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

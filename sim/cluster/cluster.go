@@ -11,8 +11,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/foresight-router/foresight/host/inflight"
 	"github.com/foresight-router/foresight/host/prefix"
-	"github.com/foresight-router/foresight/host/tracker"
 	"github.com/foresight-router/foresight/internal/splitmix"
 	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/foresight-router/foresight/sim/engine"
@@ -108,7 +108,7 @@ func Run(cfg Config, reqs []workload.Request, router Router, observe Observer) (
 // flight is a dispatched request; the engines know it by its index in reqs as their request ID.
 type flight struct {
 	idx     int // into reqs/outcomes
-	tracked *tracker.Flight
+	tracked *inflight.Flight
 	sample  sdk.Sample
 	first   time.Duration
 }
@@ -130,7 +130,7 @@ type sim struct {
 	scrapeAt    time.Duration
 	prefix      *prefix.Index
 	answer      []uint64 // recordAnswer's scratch
-	tracker     *tracker.Tracker
+	inflight    *inflight.Ledger
 	flights     []*flight // by index in reqs; nil when not in flight
 	outcomes    []stats.Outcome
 }
@@ -142,7 +142,7 @@ func newSim(cfg Config, reqs []workload.Request, router Router, observe Observer
 	if cfg.ScrapeInterval <= 0 {
 		cfg.ScrapeInterval = DefaultScrapeInterval
 	}
-	s := &sim{cfg: cfg, reqs: reqs, router: router, observe: observe, tracker: tracker.New(),
+	s := &sim{cfg: cfg, reqs: reqs, router: router, observe: observe, inflight: inflight.New(),
 		flights: make([]*flight, len(reqs)), outcomes: make([]stats.Outcome, len(reqs))}
 	blocks := 0
 	for i, ec := range cfg.Engines {
@@ -311,7 +311,7 @@ func (s *sim) arrive(n int) error {
 	}
 	id, state := s.ids[d.Endpoint], c.Endpoints[d.Endpoint].State
 	uncached := int64(float64(r.InputTokens) * (1 - state.PrefixMatch))
-	tracked := s.tracker.Dispatch(id, tracker.Request{ID: c.Request.ID, PrefillTokens: uncached,
+	tracked := s.inflight.Dispatch(id, inflight.Request{ID: c.Request.ID, PrefillTokens: uncached,
 		OutputTokens: int64(r.OutputTokens), TPOTSLOMs: r.SLO.TPOTMs})
 	s.prefix.Record(id, r.Blocks)
 	s.flights[n] = &flight{idx: n, tracked: tracked, sample: sdk.Sample{
@@ -337,7 +337,7 @@ func (s *sim) cycle(r *workload.Request, now time.Duration) *sdk.Cycle {
 	for i, m := range s.scraped {
 		st := sdk.EndpointState{KVCacheUsage: m.KVCacheUsage, Waiting: int64(m.Waiting), Running: int64(m.Running),
 			PrefixMatch: s.prefix.Fraction(s.ids[i], r.Blocks), MetricsAgeMs: age}
-		s.tracker.Fill(s.ids[i], c.Now, &st)
+		s.inflight.Fill(s.ids[i], c.Now, &st)
 		c.Endpoints[i] = sdk.Endpoint{ID: s.ids[i], State: st}
 	}
 	return c

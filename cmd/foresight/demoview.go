@@ -1,0 +1,420 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/foresight-router/foresight/host/pipeline"
+	"github.com/foresight-router/foresight/sim/loadgen"
+	"github.com/foresight-router/foresight/sim/workload"
+)
+
+// demoEndpoint is one emulated server as the router knows it.
+type demoEndpoint struct{ id, addr string }
+
+// demoInfo is what the view says about the run.
+type demoInfo struct {
+	scenario, preset, api, admin, config string
+	servers                              int
+	rate                                 float64
+	duration                             time.Duration
+	classes                              []workload.Class
+	addedObjectives                      []string // declared by the demo, missing from the config
+}
+
+// endpointLoad is one server's scraped gauges and its share of the router's recent picks.
+type endpointLoad struct {
+	id                   string
+	ok                   bool // the scrape worked
+	running, waiting, kv float64
+	picks                int
+}
+
+// predictorState is the producer's figures from the router's /metrics.
+type predictorState struct {
+	ok                 bool // the scrape worked
+	producer           bool // the pipeline has a producer (its metrics are there)
+	version, rows      float64
+	accepted           float64 // samples the producer accepted
+	mapeTTFT, mapeTPOT float64 // NaN until the producer reports an error
+}
+
+// fleetState is one scrape of the fleet and the router.
+type fleetState struct {
+	endpoints []endpointLoad
+	decisions int // decision traces the picks count
+	predictor predictorState
+}
+
+// monitor scrapes the emulated servers' and the router's metrics.
+type monitor struct {
+	endpoints []demoEndpoint
+	admin     string
+	decisions func() []*pipeline.Trace
+	client    *http.Client
+}
+
+// scrape reads every server's /metrics and the router's, concurrently; what fails shows as
+// unknown.
+func (m *monitor) scrape(ctx context.Context) fleetState {
+	st := fleetState{endpoints: make([]endpointLoad, len(m.endpoints)), predictor: predictorState{mapeTTFT: math.NaN(), mapeTPOT: math.NaN()}}
+	var wg sync.WaitGroup
+	for i, e := range m.endpoints {
+		wg.Go(func() {
+			l := &st.endpoints[i]
+			l.id = e.id
+			v, err := m.get(ctx, "http://"+e.addr+"/metrics")
+			if err != nil {
+				return
+			}
+			l.ok = true
+			l.running, l.waiting, l.kv = v["vllm:num_requests_running"], v["vllm:num_requests_waiting"], v["vllm:kv_cache_usage_perc"]
+		})
+	}
+	wg.Go(func() {
+		v, err := m.get(ctx, m.admin+"/metrics")
+		if err != nil {
+			return
+		}
+		p := &st.predictor
+		p.ok = true
+		_, p.producer = v["foresight_predictor_observe_batches_total"]
+		p.version, p.rows = v["foresight_predictor_model_version"], v["foresight_predictor_training_rows"]
+		p.accepted = v[`foresight_predictor_samples_total{result="accepted"}`]
+		if x, ok := v[`foresight_predictor_mape{target="ttft"}`]; ok {
+			p.mapeTTFT = x
+		}
+		if x, ok := v[`foresight_predictor_mape{target="tpot"}`]; ok {
+			p.mapeTPOT = x
+		}
+	})
+	wg.Wait()
+	idx := map[string]int{}
+	for i, e := range m.endpoints {
+		idx[e.id] = i
+	}
+	for _, t := range m.decisions() {
+		if t.Outcome() != "picked" {
+			continue
+		}
+		st.decisions++
+		if i, ok := idx[t.Candidates[t.Order[0]].ID]; ok {
+			st.endpoints[i].picks++
+		}
+	}
+	return st
+}
+
+func (m *monitor) get(ctx context.Context, url string) (promValues, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := m.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return parseProm(resp.Body)
+}
+
+// promValues maps each sample of a Prometheus text exposition to its value, keyed by the series
+// as written (`name{labels}`) and by the bare name, which holds the sum over the name's series.
+type promValues map[string]float64
+
+// parseProm reads the Prometheus text format's samples; comments and lines it cannot read are
+// skipped.
+func parseProm(r io.Reader) (promValues, error) {
+	v := promValues{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		series, value, ok := cutValue(line)
+		if !ok {
+			continue
+		}
+		x, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			continue
+		}
+		v[series] = x
+		if name, _, found := strings.Cut(series, "{"); found {
+			v[name] += x
+		}
+	}
+	return v, sc.Err()
+}
+
+// cutValue splits a sample line into its series and value (an optional timestamp is dropped).
+func cutValue(line string) (series, value string, ok bool) {
+	end := 0
+	if i := strings.LastIndexByte(line, '}'); i >= 0 {
+		end = i + 1
+	} else if end = strings.IndexByte(line, ' '); end < 0 {
+		return "", "", false
+	}
+	fields := strings.Fields(line[end:])
+	if len(fields) == 0 {
+		return "", "", false
+	}
+	return line[:end], fields[0], true
+}
+
+// isTerminalWriter reports whether w is a terminal, where the view redraws.
+func isTerminalWriter(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && isTerminal(f)
+}
+
+// compactEvery is how often the view prints a line when it cannot redraw (the first comes at
+// once).
+const compactEvery = 5 * time.Second
+
+// view prints the run: a screen redrawn every second on a terminal, otherwise one line every
+// compactEvery; and the summary at the end.
+type view struct {
+	out        io.Writer
+	tty        bool
+	info       demoInfo
+	lastBucket int // the compactEvery period of the last line printed
+}
+
+func newView(out io.Writer, tty bool, info demoInfo) *view {
+	return &view{out: out, tty: tty, info: info, lastBucket: -1} // a first line at the first update
+}
+
+// start prints the header once (a terminal gets it on every screen instead).
+func (v *view) start() {
+	if v.tty {
+		fmt.Fprint(v.out, "\x1b[H\x1b[2J")
+		return
+	}
+	fmt.Fprint(v.out, header(v.info))
+}
+
+func (v *view) update(s loadgen.Snapshot, f fleetState) {
+	if v.tty {
+		screen := header(v.info) + "\n" + renderScreen(s, f, v.info.duration)
+		// Home, each line cleared to its end, then the rest of the screen: no flicker.
+		fmt.Fprint(v.out, "\x1b[H"+strings.ReplaceAll(screen, "\n", "\x1b[K\n")+"\x1b[J")
+		return
+	}
+	if bucket := int(s.Elapsed / compactEvery); bucket > v.lastBucket {
+		v.lastBucket = bucket
+		fmt.Fprintln(v.out, renderLine(s, f))
+	}
+}
+
+// summary prints the figures of the whole run; interrupted says Ctrl-C ended it.
+func (v *view) summary(s loadgen.Snapshot, f fleetState, wall time.Duration, interrupted bool) {
+	fmt.Fprint(v.out, "\n"+renderSummary(v.info, s, f, wall, interrupted))
+}
+
+// header describes the run.
+func header(in demoInfo) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "foresight demo: %s at %.1f req/s for %v on %d emulated servers (%s)\n",
+		in.scenario, in.rate, in.duration, in.servers, in.preset)
+	fmt.Fprintf(&b, "router %s (OpenAI API http://%s, admin http://%s)\n", in.config, in.api, in.admin)
+	cs := make([]string, len(in.classes))
+	for i, c := range in.classes {
+		cs[i] = classString(c)
+	}
+	fmt.Fprintf(&b, "classes: %s\n", strings.Join(cs, ", "))
+	if len(in.addedObjectives) > 0 {
+		fmt.Fprintf(&b, "objectives added to the config: %s\n", strings.Join(in.addedObjectives, ", "))
+	}
+	return b.String()
+}
+
+func classString(c workload.Class) string {
+	s := fmt.Sprintf("%s %g", c.Name, c.Weight)
+	if c.SLO.TTFTMs > 0 {
+		s += fmt.Sprintf(" ttft≤%gms", c.SLO.TTFTMs)
+	}
+	if c.SLO.TPOTMs > 0 {
+		s += fmt.Sprintf(" tpot≤%gms", c.SLO.TPOTMs)
+	}
+	if c.Priority != 0 {
+		s += fmt.Sprintf(" priority %d", c.Priority)
+	}
+	if !c.Streaming {
+		s += " nostream"
+	}
+	return s
+}
+
+// renderScreen is the terminal view of one moment.
+func renderScreen(s loadgen.Snapshot, f fleetState, duration time.Duration) string {
+	var b strings.Builder
+	phase := ""
+	if s.Elapsed > duration {
+		phase = " (sending done: letting requests in flight finish)"
+	}
+	fmt.Fprintf(&b, "elapsed %s of %v%s\nsent %d   in flight %d   skipped %d\n\n",
+		s.Elapsed.Truncate(time.Second), duration, phase, s.Dispatched, s.InFlight, s.Skipped)
+	fmt.Fprintf(&b, "%-10s %8s %8s %6s %8s\n", "ENDPOINT", "RUNNING", "WAITING", "KV", "PICKED")
+	for _, e := range f.endpoints {
+		if !e.ok {
+			fmt.Fprintf(&b, "%-10s %8s %8s %6s %8s\n", e.id, "?", "?", "?", share(e.picks, f.decisions))
+			continue
+		}
+		fmt.Fprintf(&b, "%-10s %8.0f %8.0f %5.1f%% %8s\n", e.id, e.running, e.waiting, 100*e.kv, share(e.picks, f.decisions))
+	}
+	fmt.Fprintf(&b, "(PICKED: share of the router's last %d decisions)\n\n", f.decisions)
+	fmt.Fprintf(&b, "%-18s %-24s %s\n", "", fmt.Sprintf("last %v", s.Window), "whole run")
+	row := func(name string, recent, run string) { fmt.Fprintf(&b, "%-18s %-24s %s\n", name, recent, run) }
+	row("TTFT p50/p95", p50p95(s.Recent.TTFT), p50p95(s.Run.TTFT))
+	row("TPOT p50/p95", p50p95(s.Recent.TPOT), p50p95(s.Run.TPOT))
+	row("SLO attainment", attainment(&s.Recent), attainment(&s.Run))
+	row("ok/shed/errors", outcomes(&s.Recent), outcomes(&s.Run))
+	row("prefix cache hit", hitRate(&s.Recent), hitRate(&s.Run))
+	fmt.Fprintf(&b, "\npredictor  %s\n", predictorLine(f.predictor))
+	return b.String()
+}
+
+// renderLine is one compact line for a log or a pipe.
+func renderLine(s loadgen.Snapshot, f fleetState) string {
+	load := make([]string, len(f.endpoints))
+	for i, e := range f.endpoints {
+		if e.ok {
+			load[i] = fmt.Sprintf("%.0f+%.0f", e.running, e.waiting)
+		} else {
+			load[i] = "?"
+		}
+	}
+	mape := "-"
+	if p := f.predictor; p.ok && !math.IsNaN(p.mapeTTFT) {
+		mape = percent(p.mapeTTFT) + "/" + percent(p.mapeTPOT)
+	}
+	return fmt.Sprintf("t=%s sent=%d inflight=%d ok=%d shed=%d err=%d ttft=%s tpot=%s slo=%s load(run+wait)=%s model=v%.0f "+
+		"mape(ttft/tpot)=%s",
+		s.Elapsed.Round(time.Second), s.Dispatched, s.InFlight, s.Run.Count(loadgen.OK), s.Run.Count(loadgen.Shed), s.Run.Errors(),
+		p50p95(s.Recent.TTFT), p50p95(s.Recent.TPOT), attainment(&s.Recent), strings.Join(load, ","), f.predictor.version,
+		mape)
+}
+
+// renderSummary gives the run's figures once it has ended.
+func renderSummary(in demoInfo, s loadgen.Snapshot, f fleetState, wall time.Duration, interrupted bool) string {
+	var b strings.Builder
+	r := &s.Run
+	how := fmt.Sprintf("%v sending, %s wall", in.duration, wall.Round(100*time.Millisecond))
+	if interrupted {
+		how = fmt.Sprintf("interrupted after %s", wall.Round(100*time.Millisecond))
+	}
+	fmt.Fprintf(&b, "summary: %s on %d servers, %s\n", in.scenario, in.servers, how)
+	fmt.Fprintf(&b, "  requests      sent %d, completed %d, shed %d, errors %d (4xx %d, 5xx %d, conn %d, stream %d), cut off at the end %d, skipped %d\n",
+		s.Dispatched, r.Count(loadgen.OK), r.Count(loadgen.Shed), r.Errors(), r.Count(loadgen.ClientError), r.Count(loadgen.ServerError),
+		r.Count(loadgen.ConnError), r.Count(loadgen.StreamError), r.Count(loadgen.Cut), s.Skipped)
+	p3 := func(p loadgen.Percentiles) string {
+		if p.N == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("p50 %s  p95 %s  p99 %s  (%d)", msString(p.P50), msString(p.P95), msString(p.P99), p.N)
+	}
+	fmt.Fprintf(&b, "  TTFT ms       %s\n", p3(r.TTFT))
+	fmt.Fprintf(&b, "  TPOT ms       %s\n", p3(r.TPOT))
+	fmt.Fprintf(&b, "  E2E ms        %s\n", p3(r.E2E))
+	fmt.Fprintf(&b, "  SLO attained  %s", attainment(r))
+	for _, name := range []string{loadgen.ObjectiveInteractive, loadgen.ObjectiveBatch} {
+		if o, ok := s.ByObjective[name]; ok {
+			fmt.Fprintf(&b, "; %s %s, shed %d", name, attainment(&o), o.Count(loadgen.Shed))
+		}
+	}
+	fmt.Fprintln(&b)
+	fmt.Fprintf(&b, "  prefix cache  %s of prompt tokens served from the engines' caches\n", hitRate(r))
+	if secs := s.Elapsed.Seconds(); secs > 0 {
+		fmt.Fprintf(&b, "  throughput    %.0f output tokens/s, %.1f completed requests/s\n",
+			float64(r.CompletionTokens)/secs, float64(r.Count(loadgen.OK))/secs)
+	}
+	fmt.Fprintf(&b, "  predictor     %s\n", predictorLine(f.predictor))
+	return b.String()
+}
+
+// predictorLine describes the producer from the router's /metrics: its model and its rolling
+// prediction error.
+func predictorLine(p predictorState) string {
+	switch {
+	case !p.ok:
+		return "? (the router's /metrics did not answer)"
+	case !p.producer:
+		return "none: the pipeline has no producer"
+	case p.version == 0:
+		return fmt.Sprintf("no model yet (%.0f samples accepted; the other stages use load heuristics meanwhile)", p.accepted)
+	}
+	s := fmt.Sprintf("model v%.0f trained on %.0f rows", p.version, p.rows)
+	if math.IsNaN(p.mapeTTFT) && math.IsNaN(p.mapeTPOT) {
+		return s + ", no prediction error measured yet"
+	}
+	return s + fmt.Sprintf(", MAPE TTFT %s  TPOT %s (rolling)", percent(p.mapeTTFT), percent(p.mapeTPOT))
+}
+
+func percent(x float64) string {
+	if math.IsNaN(x) {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", 100*x)
+}
+
+func share(n, of int) string {
+	if of == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", 100*float64(n)/float64(of))
+}
+
+// p50p95 is "p50 / p95 ms".
+func p50p95(p loadgen.Percentiles) string {
+	if p.N == 0 {
+		return "-"
+	}
+	return msString(p.P50) + " / " + msString(p.P95) + " ms"
+}
+
+// msString prints milliseconds with three significant figures or so.
+func msString(x float64) string {
+	switch {
+	case x < 10:
+		return strconv.FormatFloat(x, 'f', 2, 64)
+	case x < 100:
+		return strconv.FormatFloat(x, 'f', 1, 64)
+	default:
+		return strconv.FormatFloat(x, 'f', 0, 64)
+	}
+}
+
+func attainment(s *loadgen.Summary) string {
+	a, ok := s.Attainment()
+	if !ok {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%% (%d/%d)", 100*a, s.MetSLO, s.WithSLO)
+}
+
+func outcomes(s *loadgen.Summary) string {
+	return fmt.Sprintf("%d / %d / %d", s.Count(loadgen.OK), s.Count(loadgen.Shed), s.Errors())
+}
+
+func hitRate(s *loadgen.Summary) string {
+	h, ok := s.PrefixHitRate()
+	if !ok {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", 100*h)
+}

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/foresight-router/foresight/sim/emulator"
+	"github.com/foresight-router/foresight/sim/loadgen"
+)
+
+// faultLoad sends the open-loop load and records every request's outcome.
+type faultLoad struct {
+	url      string
+	client   *http.Client
+	began    time.Time
+	baseline time.Duration
+	slots    chan struct{} // the in-flight bound
+	wg       sync.WaitGroup
+	sent     int
+
+	mu       sync.Mutex
+	outcomes []requestOutcome
+}
+
+// requestOutcome is one request: when it was due, its TTFT when it succeeded, else why it failed.
+type requestOutcome struct {
+	at     time.Duration
+	ttft   time.Duration
+	reason string // "" when it succeeded
+}
+
+func newFaultLoad(base string, baseline time.Duration) *faultLoad {
+	return &faultLoad{url: base + "/v1/completions", baseline: baseline, slots: make(chan struct{}, faultMaxInFlight),
+		client: &http.Client{Transport: &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 1024}}}
+}
+
+// run sends one request at each arrival time (late ones at once), each in its own goroutine; an
+// arrival finding faultMaxInFlight requests in flight fails without being sent.
+func (l *faultLoad) run(ctx context.Context, arrivals []time.Duration) {
+	for n, at := range arrivals {
+		sleepUntil(ctx, l.began.Add(at))
+		if ctx.Err() != nil {
+			l.record(requestOutcome{at: at, reason: "not sent: the bench was stopped"})
+			continue
+		}
+		select {
+		case l.slots <- struct{}{}:
+		default:
+			l.record(requestOutcome{at: at, reason: fmt.Sprintf("not sent: %d requests in flight", faultMaxInFlight)})
+			continue
+		}
+		l.sent++
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			defer func() { <-l.slots }()
+			ttft, reason := l.one(ctx, n)
+			l.record(requestOutcome{at: at, ttft: ttft, reason: reason})
+		}()
+	}
+}
+
+func (l *faultLoad) wait() { l.wg.Wait() }
+
+func (l *faultLoad) record(o requestOutcome) {
+	l.mu.Lock()
+	l.outcomes = append(l.outcomes, o)
+	l.mu.Unlock()
+}
+
+// one sends request n and reads its stream to the end: the TTFT, or the reason it failed.
+func (l *faultLoad) one(ctx context.Context, n int) (time.Duration, string) {
+	ctx, cancel := context.WithTimeout(ctx, faultRequestTimeout)
+	defer cancel()
+	body := fmt.Sprintf(`{"model":%q,"prompt":"fault bench request %d","max_tokens":%d,"stream":true}`,
+		emulator.DefaultModel, n, faultMaxTokens)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.url, strings.NewReader(body))
+	if err != nil {
+		return 0, "building the request: " + err.Error()
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("x-llm-d-slo-ttft-ms", strconv.Itoa(faultSLOTTFTMs))
+	began := time.Now()
+	resp, err := l.client.Do(req)
+	if err != nil {
+		return 0, "transport: " + transportError(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return 0, fmt.Sprintf("status %d: %s", resp.StatusCode, errorMessage(snippet))
+	}
+	var res loadgen.Result
+	if err := loadgen.ReadStream(resp.Body, began, &res); err != nil {
+		return 0, "the stream: " + clip(err.Error(), 200)
+	}
+	if res.TTFT == 0 {
+		return 0, "the stream carried no text before data: [DONE]"
+	}
+	return res.TTFT, ""
+}
+
+// result summarizes the outcomes by window: those due before baseline, and the others; span is
+// the whole load's length.
+func (l *faultLoad) result(baseline, span time.Duration) *faultResult {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	slices.SortFunc(l.outcomes, func(a, b requestOutcome) int { return cmp.Compare(a.at, b.at) })
+	res := &faultResult{Requests: len(l.outcomes), Failures: map[string]int{}, RestartMs: []float64{}, Faults: []faultEvent{}}
+	var base, faults []time.Duration
+	for _, o := range l.outcomes {
+		inBase := o.at < baseline
+		if inBase {
+			res.RequestsBaseline++
+		} else {
+			res.RequestsDuringFaults++
+		}
+		if o.reason != "" {
+			res.Failed++
+			res.Failures[o.reason]++
+			if inBase {
+				res.FailedBaseline++
+			} else {
+				res.FailedDuringFaults++
+			}
+			if len(res.FailureSamples) < faultFailureSamples {
+				res.FailureSamples = append(res.FailureSamples, failureSample{AtMs: ms(o.at), Reason: o.reason})
+			}
+			continue
+		}
+		if inBase {
+			base = append(base, o.ttft)
+		} else {
+			faults = append(faults, o.ttft)
+		}
+	}
+	res.P50TTFTBaselineMs, res.P99TTFTBaselineMs = pctMs(base, 0.5), pctMs(base, 0.99)
+	res.P50TTFTFaultsMs, res.P99TTFTFaultsMs = pctMs(faults, 0.5), pctMs(faults, 0.99)
+	if span > 0 {
+		res.RateAchieved = math.Round(float64(l.sent)/span.Seconds()*10) / 10
+	}
+	return res
+}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/foresight-router/foresight/plugins/producer/predictor"
+)
+
+// TestBenchRoutingIsDeterministic runs a small routing bench twice: the same seed gives the same
+// figures (wall times aside) and the JSON has the documented shape.
+func TestBenchRoutingIsDeterministic(t *testing.T) {
+	o := routingOptions{scenario: "C", servers: 2, requests: 120, seed: 1, preset: "llama-3.1-8b-h100-tp2",
+		noise: 0.05, strategies: "rr,load-prefix-322,oracle", examples: "../../examples"}
+	run := func() map[string]any {
+		res, err := benchRouting(context.Background(), o, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, s := range res.Strategies {
+			s.WallSeconds = 0
+			res.Strategies[name] = s
+		}
+		b, err := json.Marshal(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	a, b := run(), run()
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	if string(ja) != string(jb) {
+		t.Fatalf("two runs with seed 1 differ:\n%s\n%s", ja, jb)
+	}
+	strategies := a["strategies"].(map[string]any)
+	for _, name := range []string{"rr", "load-prefix-322", "oracle"} {
+		s, ok := strategies[name].(map[string]any)
+		if !ok {
+			t.Fatalf("strategy %q missing: %s", name, ja)
+		}
+		for _, k := range []string{"ttft_ms", "tpot_ms", "e2e_ms", "throughput_tok_s", "slo_attainment", "goodput_rps", "shed_rate", "prediction_mape"} {
+			if _, ok := s[k]; !ok {
+				t.Errorf("%s lacks %q", name, k)
+			}
+		}
+		if p50 := s["ttft_ms"].(map[string]any)["p50"].(float64); p50 <= 0 {
+			t.Errorf("%s: TTFT p50 %v", name, p50)
+		}
+	}
+}
+
+// A predicted-latency pipeline without a producer is reported unavailable, not run as if it had
+// predictions.
+func TestPredictedLatencyWithoutProducerIsUnavailable(t *testing.T) {
+	dir := t.TempDir()
+	yaml := "plugins:\n  - name: q\n    type: queue-scorer\npipeline:\n  scorers:\n    - pluginRef: q\n"
+	if err := os.WriteFile(filepath.Join(dir, "pipeline.yaml"), []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := routingOptions{scenario: "C", servers: 2, requests: 20, seed: 1, preset: "llama-3.1-8b-h100-tp2",
+		strategies: "predicted-latency,rr", examples: "../../examples"}
+	_, err := newStrategy(context.Background(), "predicted-latency", dir)
+	var u unavailable
+	if !errors.As(err, &u) || !strings.Contains(u.reason, "no producer") {
+		t.Fatalf("got %v, want the strategy reported unavailable for lack of a producer", err)
+	}
+	o.examples = dir
+	if err := os.WriteFile(filepath.Join(dir, "round-robin.yaml"), []byte("plugins:\n  - name: rr\n    type: round-robin-picker\npipeline:\n  picker:\n    pluginRef: rr\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := benchRouting(context.Background(), o, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := res.Strategies["predicted-latency"]; s.Unavailable == "" || s.Summary != nil {
+		t.Errorf("predicted-latency = %+v, want only an unavailability reason", s)
+	}
+	if s := res.Strategies["rr"]; s.Summary == nil || s.Requests != 20 {
+		t.Errorf("rr = %+v, want a summary of 20 requests", s)
+	}
+	file := filepath.Join(dir, "report.html")
+	if err := writeReport(file, res); err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(file)
+	if err != nil || !strings.HasPrefix(string(page), "<!DOCTYPE html>") || !strings.Contains(string(page), "no producer") {
+		t.Errorf("report: %v, %.80q…", err, page)
+	}
+}
+
+func TestBenchPredictorSmall(t *testing.T) {
+	o := predictorOptions{scenario: "sharegpt", preset: "llama-3.1-8b-h100-tp2", servers: 2, rows: 400, endpoints: 10,
+		cycles: 20, noise: 0.05, seed: 2}
+	res, err := benchPredictor(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.TrainRows != 400 || res.HeldOut < 100 || res.TrainMs <= 0 || res.PredictUsP50 <= 0 || res.Trees != predictor.DefaultParams().Model.Trees {
+		t.Errorf("result %+v", res)
+	}
+	for name, v := range map[string]float64{"ttft_mape": res.TTFTMAPE, "tpot_mape": res.TPOTMAPE, "oracle": res.OracleTTFTMAPE} {
+		if !(v > 0 && v < 1) {
+			t.Errorf("%s = %v, want a fraction", name, v)
+		}
+	}
+	if res.TTFTP90Cover < 0.6 || res.TTFTP90Cover > 1 {
+		t.Errorf("p90 coverage %v", res.TTFTP90Cover)
+	}
+	if _, err := benchPredictor(predictorOptions{rows: 10}); err == nil {
+		t.Error("10 rows were accepted")
+	}
+}

@@ -1,0 +1,146 @@
+// Package feedback batches the samples of finished requests on their way to the producer: the
+// host sends them through Observe at least every MaxDelay, or as soon as MaxBatch are waiting, so
+// the learner sees fresh latencies without a call per request. Time comes from the caller, so the
+// same batcher serves the live router (wall clock) and the simulator (virtual time).
+package feedback
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/foresight-router/foresight/plugins/sdk"
+)
+
+// Defaults of a batcher's limits.
+const (
+	DefaultMaxBatch = 256
+	DefaultMaxDelay = time.Second
+)
+
+// SendFunc delivers a batch to the producer.
+type SendFunc func(ctx context.Context, samples []sdk.Sample) (sdk.ObserveResult, error)
+
+// Counts describe what a batcher has done.
+type Counts struct {
+	// Sent samples reached the producer, which accepted Accepted of them; Failed samples were
+	// in batches whose call failed (they are not retried: a stale sample is worth little, and a
+	// producer that is down must not make the router hoard them).
+	Sent, Accepted, Failed uint64
+	Batches                uint64
+	// Stats is the producer's quality report from the last successful call; nil before one.
+	Stats *sdk.PredictorStats
+}
+
+// Batcher is safe for concurrent use.
+type Batcher struct {
+	send     SendFunc
+	maxBatch int
+	maxDelay time.Duration
+
+	mu      sync.Mutex
+	pending []sdk.Sample
+	since   time.Time // when the oldest pending sample was added
+	counts  Counts
+	sending sync.Mutex // one call at a time, in order
+}
+
+// New returns a batcher that delivers through send, at most maxBatch samples per call and at
+// least every maxDelay (non-positive values take the defaults).
+func New(send SendFunc, maxBatch int, maxDelay time.Duration) *Batcher {
+	if maxBatch <= 0 {
+		maxBatch = DefaultMaxBatch
+	}
+	if maxDelay <= 0 {
+		maxDelay = DefaultMaxDelay
+	}
+	return &Batcher{send: send, maxBatch: maxBatch, maxDelay: maxDelay}
+}
+
+// Add queues s, observed at now, and delivers the queue (in the caller's goroutine) when it is
+// full or its oldest sample has waited maxDelay.
+func (b *Batcher) Add(ctx context.Context, s sdk.Sample, now time.Time) {
+	b.mu.Lock()
+	if len(b.pending) == 0 {
+		b.since = now
+	}
+	b.pending = append(b.pending, s)
+	due := len(b.pending) >= b.maxBatch || now.Sub(b.since) >= b.maxDelay
+	b.mu.Unlock()
+	if due {
+		b.Flush(ctx)
+	}
+}
+
+// Tick delivers the queue if its oldest sample has waited maxDelay at now; the live router calls
+// it from a ticker so a quiet period does not hold samples back.
+func (b *Batcher) Tick(ctx context.Context, now time.Time) {
+	b.mu.Lock()
+	due := len(b.pending) > 0 && now.Sub(b.since) >= b.maxDelay
+	b.mu.Unlock()
+	if due {
+		b.Flush(ctx)
+	}
+}
+
+// Run calls Tick every maxDelay/4 of wall-clock time until ctx ends, then flushes what is left.
+func (b *Batcher) Run(ctx context.Context) {
+	t := time.NewTicker(b.maxDelay / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			b.Flush(context.WithoutCancel(ctx))
+			return
+		case now := <-t.C:
+			b.Tick(ctx, now)
+		}
+	}
+}
+
+// Flush delivers every queued sample now, in batches of at most maxBatch.
+func (b *Batcher) Flush(ctx context.Context) {
+	b.sending.Lock()
+	defer b.sending.Unlock()
+	for {
+		b.mu.Lock()
+		n := min(len(b.pending), b.maxBatch)
+		if n == 0 {
+			b.mu.Unlock()
+			return
+		}
+		batch := make([]sdk.Sample, n)
+		copy(batch, b.pending)
+		b.pending = append(b.pending[:0], b.pending[n:]...)
+		b.mu.Unlock()
+
+		res, err := b.send(ctx, batch)
+		b.mu.Lock()
+		b.counts.Batches++
+		if err != nil {
+			b.counts.Failed += uint64(n)
+		} else {
+			b.counts.Sent += uint64(n)
+			b.counts.Accepted += uint64(max(res.Accepted, 0))
+			if res.Stats != nil {
+				st := *res.Stats
+				b.counts.Stats = &st
+			}
+		}
+		b.mu.Unlock()
+	}
+}
+
+// Counts returns what the batcher has done so far.
+func (b *Batcher) Counts() Counts {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.counts
+}
+
+// Pending returns how many samples wait.
+func (b *Batcher) Pending() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.pending)
+}

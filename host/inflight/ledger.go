@@ -1,0 +1,160 @@
+// Package inflight keeps the router's own, always fresh account of what it has in flight on each
+// endpoint: requests dispatched and not finished, uncached prompt tokens not yet past their first
+// token, output tokens still to generate, and the tightest TPOT objective among them. The live
+// router and the simulator both fill a cycle's router-side state from it; engine gauges come from
+// scraping instead and are as old as the last scrape.
+package inflight
+
+import (
+	"math"
+	"sync"
+	"time"
+
+	"github.com/foresight-router/foresight/plugins/sdk"
+)
+
+// Request is what the ledger needs to know about a dispatched request.
+type Request struct {
+	ID string
+	// PrefillTokens are the prompt tokens the endpoint must compute (not expected to be cached).
+	PrefillTokens int64
+	// OutputTokens is the expected number of output tokens (max_tokens, or an estimate).
+	OutputTokens int64
+	// TPOTSLOMs is the request's TPOT objective; 0 when it has none (it then masks nobody's).
+	TPOTSLOMs float64
+}
+
+// Flight is one dispatched request, as its dispatcher reports its progress. Its methods are safe
+// for concurrent use and do nothing on a nil Flight or after Finish.
+type Flight struct {
+	t         *Ledger
+	ep        *endpoint
+	req       Request
+	generated int64
+	decoding  bool // past its first token
+	done      bool
+}
+
+type endpoint struct {
+	flights    map[string]*Flight
+	prefill    int64     // sum of PrefillTokens of flights not yet decoding
+	decode     int64     // sum of remaining output tokens of decoding flights
+	lastOutput time.Time // when a flight there last produced output
+}
+
+// Ledger is safe for concurrent use.
+type Ledger struct {
+	mu  sync.Mutex
+	eps map[string]*endpoint
+}
+
+// New returns an empty ledger.
+func New() *Ledger { return &Ledger{eps: map[string]*endpoint{}} }
+
+// Dispatch records that r was sent to endpoint and returns its flight. A second Dispatch of the
+// same id to the same endpoint, while the first is in flight, is ignored and returns nil.
+func (t *Ledger) Dispatch(name string, r Request) *Flight {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.eps[name]
+	if e == nil {
+		e = &endpoint{flights: map[string]*Flight{}}
+		t.eps[name] = e
+	}
+	if _, dup := e.flights[r.ID]; dup {
+		return nil
+	}
+	f := &Flight{t: t, ep: e, req: r}
+	e.flights[r.ID] = f
+	e.prefill += r.PrefillTokens
+	return f
+}
+
+// FirstToken records that the request produced its first token at at: its prompt is done.
+func (f *Flight) FirstToken(at time.Time) {
+	if f == nil {
+		return
+	}
+	f.t.mu.Lock()
+	defer f.t.mu.Unlock()
+	if f.done || f.decoding {
+		return
+	}
+	f.output(at)
+	f.decoding, f.generated = true, 1
+	f.ep.prefill -= f.req.PrefillTokens
+	f.ep.decode += f.remaining()
+}
+
+// Tokens records that the request had generated n output tokens at at (a count not above the
+// last one is ignored).
+func (f *Flight) Tokens(n int64, at time.Time) {
+	if f == nil {
+		return
+	}
+	f.t.mu.Lock()
+	defer f.t.mu.Unlock()
+	if f.done || !f.decoding || n <= f.generated {
+		return
+	}
+	f.output(at)
+	f.ep.decode -= f.remaining()
+	f.generated = n
+	f.ep.decode += f.remaining()
+}
+
+// Finish forgets the request (completed, failed or cancelled).
+func (f *Flight) Finish() {
+	if f == nil {
+		return
+	}
+	f.t.mu.Lock()
+	defer f.t.mu.Unlock()
+	if f.done {
+		return
+	}
+	f.done = true
+	if f.decoding {
+		f.ep.decode -= f.remaining()
+	} else {
+		f.ep.prefill -= f.req.PrefillTokens
+	}
+	delete(f.ep.flights, f.req.ID)
+}
+
+func (f *Flight) remaining() int64 { return max(f.req.OutputTokens-f.generated, 0) }
+
+// output notes that the endpoint produced output at at; the caller holds the lock.
+func (f *Flight) output(at time.Time) {
+	if at.After(f.ep.lastOutput) {
+		f.ep.lastOutput = at
+	}
+}
+
+// Fill sets the router-side fields of s for endpoint as of now: InflightRequests,
+// PrefillTokensInFlight, DecodeTokensInFlight, MinRunningTPOTSLOMs (0 when no request there has a
+// TPOT objective) and LastOutputAgeMs (−1 with nothing in flight or no output seen yet).
+func (t *Ledger) Fill(endpoint string, now time.Time, s *sdk.EndpointState) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.eps[endpoint]
+	s.LastOutputAgeMs = -1
+	if e == nil {
+		s.InflightRequests, s.PrefillTokensInFlight, s.DecodeTokensInFlight, s.MinRunningTPOTSLOMs = 0, 0, 0, 0
+		return
+	}
+	if len(e.flights) > 0 && !e.lastOutput.IsZero() {
+		s.LastOutputAgeMs = max(float64(now.Sub(e.lastOutput))/float64(time.Millisecond), 0)
+	}
+	slo := math.Inf(1)
+	for _, f := range e.flights {
+		if f.req.TPOTSLOMs > 0 {
+			slo = min(slo, f.req.TPOTSLOMs)
+		}
+	}
+	if math.IsInf(slo, 1) {
+		slo = 0
+	}
+	s.InflightRequests, s.PrefillTokensInFlight, s.DecodeTokensInFlight, s.MinRunningTPOTSLOMs =
+		int64(len(e.flights)), e.prefill, e.decode, slo
+}

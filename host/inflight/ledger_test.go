@@ -1,0 +1,92 @@
+package inflight
+
+import (
+	"testing"
+	"time"
+
+	"github.com/foresight-router/foresight/plugins/sdk"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// state fills an endpoint's state at t0 + 100 ms.
+func state(t *Ledger, ep string) sdk.EndpointState {
+	var s sdk.EndpointState
+	t.Fill(ep, t0.Add(100*time.Millisecond), &s)
+	return s
+}
+
+func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+
+func TestLifecycle(t *testing.T) {
+	tr := New()
+	r1 := tr.Dispatch("a", Request{ID: "r1", PrefillTokens: 1000, OutputTokens: 100, TPOTSLOMs: 50})
+	r2 := tr.Dispatch("a", Request{ID: "r2", PrefillTokens: 300, OutputTokens: 20}) // no SLO: masks nobody
+	if dup := tr.Dispatch("a", Request{ID: "r2", PrefillTokens: 999}); dup != nil {
+		t.Fatal("a duplicate dispatch returned a flight")
+	}
+	steps := []struct {
+		name string
+		do   func()
+		want sdk.EndpointState
+	}{
+		{"two dispatched, the duplicate ignored; no output yet", func() {},
+			sdk.EndpointState{InflightRequests: 2, PrefillTokensInFlight: 1300, MinRunningTPOTSLOMs: 50, LastOutputAgeMs: -1}},
+		{"r1 first token at 20 ms: its 1000 prompt tokens leave, 100 − 1 outputs remain", func() { r1.FirstToken(at(20)) },
+			sdk.EndpointState{InflightRequests: 2, PrefillTokensInFlight: 300, DecodeTokensInFlight: 99, MinRunningTPOTSLOMs: 50, LastOutputAgeMs: 80}},
+		{"a second first token changes nothing", func() { r1.FirstToken(at(90)) },
+			sdk.EndpointState{InflightRequests: 2, PrefillTokensInFlight: 300, DecodeTokensInFlight: 99, MinRunningTPOTSLOMs: 50, LastOutputAgeMs: 80}},
+		{"r1 at 40 tokens at 60 ms: 60 remain", func() { r1.Tokens(40, at(60)) },
+			sdk.EndpointState{InflightRequests: 2, PrefillTokensInFlight: 300, DecodeTokensInFlight: 60, MinRunningTPOTSLOMs: 50, LastOutputAgeMs: 40}},
+		{"stale token count ignored", func() { r1.Tokens(10, at(95)) },
+			sdk.EndpointState{InflightRequests: 2, PrefillTokensInFlight: 300, DecodeTokensInFlight: 60, MinRunningTPOTSLOMs: 50, LastOutputAgeMs: 40}},
+		{"tokens before the first token are ignored", func() { r2.Tokens(5, at(95)) },
+			sdk.EndpointState{InflightRequests: 2, PrefillTokensInFlight: 300, DecodeTokensInFlight: 60, MinRunningTPOTSLOMs: 50, LastOutputAgeMs: 40}},
+		{"r1 finishes: its SLO no longer applies", r1.Finish,
+			sdk.EndpointState{InflightRequests: 1, PrefillTokensInFlight: 300, LastOutputAgeMs: 40}},
+		{"a finished flight ignores everything", func() {
+			r1.Tokens(90, at(99))
+			r1.FirstToken(at(99))
+			r1.Finish()
+		}, sdk.EndpointState{InflightRequests: 1, PrefillTokensInFlight: 300, LastOutputAgeMs: 40}},
+		{"r2 fails before its first token: nothing in flight", r2.Finish, sdk.EndpointState{LastOutputAgeMs: -1}},
+		{"a nil flight ignores everything", func() {
+			var f *Flight
+			f.FirstToken(at(99))
+			f.Tokens(5, at(99))
+			f.Finish()
+		}, sdk.EndpointState{LastOutputAgeMs: -1}},
+	}
+	for _, st := range steps {
+		st.do()
+		if got := state(tr, "a"); got != st.want {
+			t.Fatalf("%s: state %+v, want %+v", st.name, got, st.want)
+		}
+	}
+	if got := state(tr, "unknown"); got != (sdk.EndpointState{LastOutputAgeMs: -1}) {
+		t.Errorf("unknown endpoint: %+v", got)
+	}
+}
+
+func TestRedispatchAfterFinish(t *testing.T) {
+	tr := New()
+	tr.Dispatch("a", Request{ID: "r", PrefillTokens: 10, OutputTokens: 5}).Finish()
+	if f := tr.Dispatch("a", Request{ID: "r", PrefillTokens: 20, OutputTokens: 5}); f == nil {
+		t.Fatal("a finished id could not be dispatched again")
+	}
+	if got := state(tr, "a"); got.PrefillTokensInFlight != 20 || got.InflightRequests != 1 {
+		t.Errorf("state %+v, want 1 in flight with 20 prefill tokens", got)
+	}
+}
+
+func TestFillLeavesEngineFieldsAlone(t *testing.T) {
+	tr := New()
+	tr.Dispatch("a", Request{ID: "r", PrefillTokens: 10, OutputTokens: 5})
+	s := sdk.EndpointState{KVCacheUsage: 0.4, Waiting: 3, Running: 7, PrefixMatch: 0.5, MetricsAgeMs: 20}
+	tr.Fill("a", t0, &s)
+	want := sdk.EndpointState{KVCacheUsage: 0.4, Waiting: 3, Running: 7, PrefixMatch: 0.5, MetricsAgeMs: 20,
+		InflightRequests: 1, PrefillTokensInFlight: 10, LastOutputAgeMs: -1}
+	if s != want {
+		t.Errorf("got %+v, want %+v", s, want)
+	}
+}

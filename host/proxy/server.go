@@ -1,0 +1,259 @@
+// Package proxy is the live router's OpenAI-compatible front: it parses a client's request,
+// builds the scheduling cycle from the fleet's scraped state, its own in-flight accounting and its
+// prefix index, runs the pipeline, and proxies the request to the picked endpoint (failing over
+// to the next on a connection failure), streaming the answer back untouched while it measures
+// TTFT and TPOT, feeds them to the producer, and keeps the decision trace.
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/foresight-router/foresight/host/endpoints"
+	"github.com/foresight-router/foresight/host/experiment"
+	"github.com/foresight-router/foresight/host/feedback"
+	"github.com/foresight-router/foresight/host/inflight"
+	"github.com/foresight-router/foresight/host/metrics"
+	"github.com/foresight-router/foresight/host/openai"
+	"github.com/foresight-router/foresight/host/pipeline"
+	"github.com/foresight-router/foresight/host/prefix"
+	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/rs/zerolog"
+)
+
+// Scheduler runs scheduling cycles: a *pipeline.Pipeline, or the router's *router.Pipelines, which
+// swaps pipelines on reload.
+type Scheduler interface {
+	Run(ctx context.Context, c *sdk.Cycle) *pipeline.Trace
+}
+
+// Options configure a Server. Pipeline, Endpoints and Log are required.
+type Options struct {
+	Pipeline  Scheduler
+	Endpoints *endpoints.Set
+	// Samples batches finished requests to the producer; nil when the pipeline has none.
+	Samples *feedback.Batcher
+	// Priority maps an x-llm-d-inference-objective value to a priority; Objectives lists the
+	// accepted names for error messages.
+	Priority   func(name string) (int32, bool)
+	Objectives []string
+	// MaxBodyBytes bounds a request body (413 beyond).
+	MaxBodyBytes int64
+	// ConnectTimeout bounds connecting to one endpoint; UpstreamTimeout a whole upstream exchange.
+	ConnectTimeout, UpstreamTimeout time.Duration
+	// Decisions is the size of the decision-trace ring (/debug/decisions).
+	Decisions int
+	// PrefixBlocks bounds each endpoint's prefix index until its engine reports num_gpu_blocks.
+	PrefixBlocks int
+	// Outcomes receives every decided request's outcome for the experiment that decided it (the
+	// live pipeline); nil records nothing.
+	Outcomes interface {
+		Record(t *pipeline.Trace, o experiment.Outcome)
+	}
+	// Metrics records every answered request, Stages every cycle's stage calls; nil records nothing.
+	Metrics *metrics.Requests
+	Stages  *metrics.Stages
+	Log     zerolog.Logger
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// Server is an http.Handler serving /v1/completions, /v1/chat/completions, /v1/models and
+// /health. It is safe for concurrent use.
+type Server struct {
+	o         Options
+	inflight  *inflight.Ledger
+	prefix    *prefix.Index
+	client    *http.Client
+	decisions *ring
+	mux       *http.ServeMux
+}
+
+// New returns a server over o.
+func New(o Options) (*Server, error) {
+	if o.Pipeline == nil || o.Endpoints == nil {
+		return nil, errors.New("server: a pipeline and an endpoint set are required")
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Priority == nil {
+		o.Priority = func(string) (int32, bool) { return 0, false }
+	}
+	o.Objectives = slices.Sorted(slices.Values(o.Objectives))
+	dialer := &net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}
+	transport := &http.Transport{
+		DialContext:           dialer.DialContext,
+		MaxIdleConnsPerHost:   256,
+		IdleConnTimeout:       90 * time.Second,
+		ResponseHeaderTimeout: o.UpstreamTimeout,
+		DisableCompression:    true, // SSE must reach the client as it comes
+	}
+	s := &Server{o: o, inflight: inflight.New(), prefix: prefix.New(max(o.PrefixBlocks, 1)),
+		client: &http.Client{Transport: transport}, decisions: newRing(max(o.Decisions, 1))}
+	s.mux = http.NewServeMux()
+	s.mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, openai.Completions) })
+	s.mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, openai.Chat) })
+	s.mux.HandleFunc("GET /v1/models", s.models)
+	s.mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	return s, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// Decisions returns the kept decision traces, oldest first.
+func (s *Server) Decisions() []*pipeline.Trace { return s.decisions.all() }
+
+// Close releases idle upstream connections.
+func (s *Server) Close() { s.client.CloseIdleConnections() }
+
+// models answers GET /v1/models with the union of the healthy endpoints' models.
+func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
+	type model struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		OwnedBy string `json:"owned_by"`
+	}
+	out := struct {
+		Object string  `json:"object"`
+		Data   []model `json:"data"`
+	}{Object: "list", Data: []model{}}
+	for _, id := range s.o.Endpoints.Models() {
+		out.Data = append(out.Data, model{ID: id, Object: "model", OwnedBy: "foresight"})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+// serve handles one completion request end to end.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, kind openai.Kind) {
+	received := s.o.Now()
+	var id, model string        // known once parsed, for the access line of a refusal
+	var decided *pipeline.Trace // once the pipeline has run: an experiment's arm answers for the refusal
+	refuse := func(e *openai.Error) {
+		openai.WriteError(w, e)
+		arm := ""
+		if decided != nil {
+			arm = decided.Arm
+			s.recordOutcome(decided, e.Status, 0, 0, 0, sdk.SLO{})
+		}
+		if s.o.Metrics != nil {
+			s.o.Metrics.Observe(metrics.Request{Code: e.Status, Arm: arm})
+		}
+		s.o.Log.Info().Str("request_id", id).Str("model", model).Int("status", e.Status).Str("error", e.Message).Msg("request")
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			refuse(&openai.Error{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error",
+				Message: "the request body is larger than the router's limit of " + strconv.FormatInt(s.o.MaxBodyBytes, 10) + " bytes (server.maxBodyBytes)"})
+			return
+		}
+		refuse(openai.BadRequest("", "reading the request body: %v", err))
+		return
+	}
+	req, err := openai.Parse(kind, body)
+	if err != nil {
+		refuse(asOpenAIError(err))
+		return
+	}
+	model = req.Model
+	m, oerr := readMeta(r.Header, req.User, s.o.Priority, s.o.Objectives)
+	if oerr != nil {
+		refuse(oerr)
+		return
+	}
+	id = m.id
+	w.Header().Set(HeaderRequestID, m.id)
+	c, states := s.cycle(req, m, received)
+	if len(c.Endpoints) == 0 {
+		refuse(s.noEndpoint(req.Model, states))
+		return
+	}
+	t := s.o.Pipeline.Run(r.Context(), c)
+	decided = t
+	s.decisions.add(t)
+	if s.o.Stages != nil {
+		s.o.Stages.Observe(t)
+	}
+	if m.debug {
+		if b, err := json.Marshal(t); err == nil {
+			w.Header().Set(HeaderDecision, string(b))
+		}
+	}
+	if !t.Admitted {
+		refuse(&openai.Error{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Code: "shed",
+			Message: "the router shed this request: " + t.Reason})
+		return
+	}
+	if len(t.Order) == 0 {
+		refuse(&openai.Error{Status: http.StatusServiceUnavailable, Type: "server_error",
+			Message: "no endpoint can take this request: " + t.Reason})
+		return
+	}
+	s.proxy(w, r, &exchange{client: r.Context(), req: req, meta: m, cycle: c, trace: t, received: received})
+}
+
+// noEndpoint explains why a request has no candidate.
+func (s *Server) noEndpoint(model string, states []endpoints.State) *openai.Error {
+	healthy := 0
+	for _, st := range states {
+		if st.Healthy {
+			healthy++
+		}
+	}
+	if healthy == 0 {
+		return &openai.Error{Status: http.StatusServiceUnavailable, Type: "server_error",
+			Message: "no endpoint is healthy (" + strconv.Itoa(len(states)) + " configured)"}
+	}
+	return &openai.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "model", Code: "model_not_found",
+		Message: "no healthy endpoint serves the model " + strconv.Quote(model)}
+}
+
+// cycle builds the scheduling cycle: every healthy endpoint that serves the model (or has not
+// said yet what it serves), with its scraped gauges, the router's in-flight accounting and its
+// prefix match.
+func (s *Server) cycle(req *openai.Request, m meta, now time.Time) (*sdk.Cycle, []endpoints.State) {
+	blocks := openai.PrefixBlocks(nil, req.Prompt)
+	c := &sdk.Cycle{
+		Request: sdk.Request{ID: m.id, Model: req.Model, InputTokens: req.InputTokens(),
+			MaxOutputTokens: req.MaxTokens, Streaming: req.Stream, SLO: m.slo, Priority: m.priority,
+			SessionID: m.session, PrefixBlockHashes: blocks},
+		Now:  now,
+		Seed: rand.Uint64(),
+	}
+	states := s.o.Endpoints.Snapshot()
+	c.Endpoints = make([]sdk.Endpoint, 0, len(states))
+	for _, st := range states {
+		if !st.Healthy || (st.Models != nil && !slices.Contains(st.Models, req.Model)) {
+			continue
+		}
+		if st.NumGPUBlocks > 0 { // the engine's cache bounds what the router believes it holds
+			s.prefix.SetCapacity(st.ID, st.NumGPUBlocks)
+		}
+		es := sdk.EndpointState{KVCacheUsage: st.KVCacheUsage, Waiting: st.Waiting, Running: st.Running,
+			PrefixMatch: s.prefix.Fraction(st.ID, blocks), MetricsAgeMs: float64(st.MetricsAge) / float64(time.Millisecond)}
+		s.inflight.Fill(st.ID, now, &es)
+		c.Endpoints = append(c.Endpoints, sdk.Endpoint{ID: st.ID, Labels: st.Labels, State: es})
+	}
+	return c, states
+}
+
+// asOpenAIError returns err as an OpenAI error (a 400 unless it is an *openai.Error).
+func asOpenAIError(err error) *openai.Error {
+	var oe *openai.Error
+	if errors.As(err, &oe) {
+		return oe
+	}
+	return openai.BadRequest("", "%v", err)
+}
