@@ -6,14 +6,16 @@ TOOLS := $(CURDIR)/.tools
 BUF   := $(TOOLS)/npm/node_modules/.bin/buf
 TS_PROTO := $(TOOLS)/npm/node_modules/.bin/protoc-gen-ts_proto
 
-# Pinned tool versions (see ../shared/DESIGN.md §8 for why these). buf and ts-proto are pinned,
+# Pinned tool versions: protoc-gen-go matches google.golang.org/protobuf in go.mod, and
+# protoc-gen-go-grpc v1.6.2 writes code that needs grpc ≥ v1.64 (go.mod pins v1.85.0). buf and ts-proto are pinned,
 # with everything they pull in, by tools/package-lock.json; protoc and grpc_python_plugin are
 # Debian's (protobuf-compiler, protobuf-compiler-grpc), which .ci/run installs.
 PROTOC_GEN_GO_VERSION      := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 
-STAGES  := producer affinity headroom scorer admitter picker
-PLUGINS := $(addprefix bin/plugins/,$(STAGES))
+# The Go plugins are the folders plugins/<name> that hold a main.go (test/e2e finds them the same way).
+GO_PLUGINS := $(patsubst plugins/%/main.go,%,$(wildcard plugins/*/main.go))
+PLUGINS    := $(addprefix bin/plugins/,$(GO_PLUGINS))
 # Node packages: the TypeScript plugin kit and the example TypeScript plugin, each pinned by its
 # package-lock.json and installed with npm ci.
 NODE_PKGS := plugins/sdk/typescript plugins/ts-filter

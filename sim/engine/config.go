@@ -119,7 +119,7 @@ func gpuBlocks(totalGiB, util float64, weightBytes int64, activationGiB, nonTorc
 
 // presets are the documented server configurations (README.md gives every source).
 var presets = map[string]func() Config{
-	// BLIS defaults.yaml, Llama-3.1-8B-Instruct, H100, TP 2, vLLM v0.8.4 (../shared/DESIGN.md §6).
+	// BLIS defaults.yaml, Llama-3.1-8B-Instruct, H100, TP 2, vLLM v0.8.4.
 	"llama-3.1-8b-h100-tp2": func() Config {
 		return h100Llama31(2, Coefficients{
 			Alpha: [3]float64{1601.350510688092, 3.512476196805965, 1805.5430360826988},

@@ -14,7 +14,7 @@ func TestPresets(t *testing.T) {
 		blocks int
 	}{{
 		name:  "llama-3.1-8b-h100-tp2",
-		alpha: [3]float64{1601.35, 3.51, 1805.54}, // ../shared/DESIGN.md §6
+		alpha: [3]float64{1601.35, 3.51, 1805.54}, // BLIS defaults.yaml (README.md)
 		beta:  [3]float64{6910.42, 17.67, 2.84},
 		// Per GPU: 79.19 GiB · 0.9 − 4.76 − 0.6 = 65.911 GiB = 70,771,397,362 B; minus half the
 		// weights (16,060,522,496 / 2) leaves 62,741,136,114 B; a block of 16 tokens × 64 KiB

@@ -53,8 +53,8 @@ const (
 	defaultMaxContext = 131072
 )
 
-// SharedPrefixPresets are the blog's scenarios A–D ("Benchmark configuration" table of
-// ../shared/seeds/002: num_groups, num_prompts_per_group, system_prompt_len, question_len ±,
+// SharedPrefixPresets are the llm-d blog's scenarios A–D (its "Benchmark configuration" table:
+// num_groups, num_prompts_per_group, system_prompt_len, question_len ±,
 // output_len ±, enable_multi_turn_chat=true). Default rates are the per-server QPS at which the
 // blog saw prefix-cache evictions begin (appendix summary; A from the text's experimental 1.4).
 var SharedPrefixPresets = map[string]SharedPrefixConfig{

@@ -12,14 +12,21 @@ import (
 	"time"
 )
 
-// tracesDir is ../shared/traces seen from the repository root (this package is sim/workload).
-var tracesDir = filepath.Join("..", "..", "..", "shared", "traces")
+// traceDirEnv names the directory holding the public traces these tests replay: the Azure LLM
+// inference traces of 2023 (azure2023_conv.csv, azure2023_code.csv) and Mooncake's conversation
+// trace (mooncake_conversation_trace.jsonl). The traces are not part of the repository; without
+// the variable, or without a file, the test skips.
+const traceDirEnv = "FORESIGHT_TRACE_DIR"
 
 func tracePath(t testing.TB, file string) string {
 	t.Helper()
-	p := filepath.Join(tracesDir, file)
+	dir := os.Getenv(traceDirEnv)
+	if dir == "" {
+		t.Skipf("$%s is not set: it names the directory holding %s", traceDirEnv, file)
+	}
+	p := filepath.Join(dir, file)
 	if _, err := os.Stat(p); err != nil {
-		t.Skipf("trace %s not available (%v): the traces are reference data kept in ../shared/traces, outside the repository", p, err)
+		t.Skipf("trace %s not available (%v)", p, err)
 	}
 	return p
 }
@@ -28,8 +35,8 @@ func TestAzureReplay(t *testing.T) {
 	tests := []struct {
 		scenario, file  string
 		rows            int
-		inMean, outMean float64 // traces/README.md
-		rate            float64 // traces/README.md, req/s
+		inMean, outMean float64 // the trace's own summary
+		rate            float64 // the trace's own summary, req/s
 	}{
 		{"azure-conv", "azure2023_conv.csv", 19366, 1155, 211, 5.53},
 		{"azure-code", "azure2023_code.csv", 8819, 2048, 28, 2.57},
@@ -126,7 +133,7 @@ func TestMooncakeReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := Summarize(w.Requests)
-	// traces/README.md: 12,031 rows, 3.40 req/s, input mean 12035, output mean 343.
+	// The trace's own summary: 12,031 rows, 3.40 req/s, input mean 12035, output mean 343.
 	if s.Requests != 12031 || math.Abs(s.Rate-3.40) > 0.01 || math.Abs(s.InputMean-12035) > 0.5 || math.Abs(s.OutputMean-343) > 0.5 {
 		t.Errorf("got %d rows at %.3f req/s, token means %.1f / %.1f; want 12031 at 3.40, 12035 / 343", s.Requests, s.Rate, s.InputMean, s.OutputMean)
 	}
@@ -150,7 +157,7 @@ func TestMooncakeReplay(t *testing.T) {
 		}
 	}
 
-	// Infinite-cache prefix hit ratio over the whole file. traces/README.md gives 0.366 counting
+	// Infinite-cache prefix hit ratio over the whole file. Its summary gives 0.366 counting
 	// 512-token hash_ids; counted in 16-token blocks the partial last hash_id of each prompt
 	// weighs by its full blocks, which gives 0.374.
 	h := PrefixHitRatio(w.Requests)

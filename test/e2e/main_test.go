@@ -17,7 +17,6 @@ import (
 var (
 	root    string
 	repo    string
-	stages  = []string{"producer", "affinity", "headroom", "scorer", "admitter", "picker"}
 	hostBin string
 )
 
@@ -47,8 +46,14 @@ func buildAll() error {
 	hostBin = filepath.Join(root, "bin", "foresight")
 	builds := [][2]string{{hostBin, "./cmd/foresight"}, {filepath.Join(root, "bin", "protocol2"), "./test/e2e/testdata/protocol2"},
 		{filepath.Join(root, "bin", "stall"), "./test/e2e/testdata/stall"}}
-	for _, s := range stages {
-		builds = append(builds, [2]string{pluginBin(s), "./plugins/" + s})
+	// The Go plugins are the folders plugins/<name> holding a main.go, as the Makefile finds them.
+	mains, err := filepath.Glob(filepath.Join(repo, "plugins", "*", "main.go"))
+	if err != nil {
+		return err
+	}
+	for _, m := range mains {
+		name := filepath.Base(filepath.Dir(m))
+		builds = append(builds, [2]string{pluginBin(name), "./plugins/" + name})
 	}
 	for _, b := range builds {
 		version := "0.0.0-e2e"

@@ -9,8 +9,8 @@ import (
 	"github.com/foresight-router/foresight/plugins/sdk"
 )
 
-// TTFT are the TTFT model's features, in column order (../shared/DESIGN.md §4, after llm-d's
-// latency predictor, plus decode tokens in flight, which llm-d always sends as 0):
+// TTFT are the TTFT model's features, in column order (after llm-d's latency predictor, plus
+// decode tokens in flight, which llm-d always sends as 0):
 //
 //	is_queued                 1 when the engine had requests waiting at the last scrape
 //	kv_cache_usage            the engine's KV-cache utilisation in [0, 1]
