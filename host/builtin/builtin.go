@@ -47,22 +47,6 @@ func Types() []string {
 	return slices.Sorted(maps.Keys(factories))
 }
 
-// FallbackType returns the built-in type that stands in for a stage whose plugin is unavailable:
-// composite-scorer for scorers, max-score-picker for pickers, always-admit for admitters. It returns
-// false for producers (no predictions) and filters (pass through), whose fallback is no stage at all.
-func FallbackType(stage sdk.Stage) (string, bool) {
-	switch stage {
-	case sdk.StageScorer:
-		return CompositeScorerType, true
-	case sdk.StagePicker:
-		return MaxScorePickerType, true
-	case sdk.StageAdmitter:
-		return AlwaysAdmitType, true
-	default:
-		return "", false
-	}
-}
-
 // noParams is the parameter set of a built-in without parameters: any field is unknown.
 type noParams struct{}
 

@@ -97,34 +97,6 @@ func TestNewReturnsFreshInstances(t *testing.T) {
 	}
 }
 
-func TestFallbackType(t *testing.T) {
-	tests := []struct {
-		stage  sdk.Stage
-		want   string
-		wantOK bool
-	}{
-		{sdk.StageScorer, "composite-scorer", true},
-		{sdk.StagePicker, "max-score-picker", true},
-		{sdk.StageAdmitter, "always-admit", true},
-		{sdk.StageProducer, "", false},
-		{sdk.StageFilter, "", false},
-		{sdk.StageUnspecified, "", false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.stage.String(), func(t *testing.T) {
-			got, ok := FallbackType(tt.stage)
-			if got != tt.want || ok != tt.wantOK {
-				t.Fatalf("FallbackType(%v) = %q, %v; want %q, %v", tt.stage, got, ok, tt.want, tt.wantOK)
-			}
-			if ok {
-				if _, stage, err := New(got); err != nil || stage != tt.stage {
-					t.Errorf("New(%q) = stage %v, err %v; want stage %v", got, stage, err, tt.stage)
-				}
-			}
-		})
-	}
-}
-
 // cycle returns a cycle of n endpoints with the given seed.
 func cycle(n int, seed uint64) *sdk.Cycle {
 	return &sdk.Cycle{Seed: seed, Endpoints: make([]sdk.Endpoint, n)}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/foresight-router/foresight/host/builtin"
 	"github.com/foresight-router/foresight/plugins/sdk"
 )
 
@@ -301,7 +302,7 @@ func (p *Pipeline) pickOrder(ms []*member) {
 		for _, m := range ms {
 			order, _ := p.fallbackPicker.Pick(m.ctx, m.cur, m.t.Scores)
 			m.t.Order = pick(m.idx, order)
-			m.t.Picker = &StageTrace{Stage: sdk.StagePicker, Plugin: "default", Type: "max-score-picker", Duration: time.Since(began), Order: m.t.Order}
+			m.t.Picker = &StageTrace{Stage: sdk.StagePicker, Plugin: "default", Type: builtin.MaxScorePickerType, Duration: time.Since(began), Order: m.t.Order}
 		}
 		return
 	}
