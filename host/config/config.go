@@ -5,6 +5,7 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -188,15 +189,9 @@ func Parse(file string, data []byte) (*Config, error) {
 }
 
 func (c *Config) applyDefaults() {
-	if c.Pipeline.StageTimeout == 0 {
-		c.Pipeline.StageTimeout = DefaultStageTimeout
-	}
-	if c.Pipeline.MaxBatch == 0 {
-		c.Pipeline.MaxBatch = DefaultMaxBatch
-	}
-	if c.Pipeline.MaxCohorts == 0 {
-		c.Pipeline.MaxCohorts = DefaultMaxCohorts
-	}
+	c.Pipeline.StageTimeout = cmp.Or(c.Pipeline.StageTimeout, DefaultStageTimeout)
+	c.Pipeline.MaxBatch = cmp.Or(c.Pipeline.MaxBatch, DefaultMaxBatch)
+	c.Pipeline.MaxCohorts = cmp.Or(c.Pipeline.MaxCohorts, DefaultMaxCohorts)
 	c.applyRouterDefaults()
 }
 

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"os"
@@ -93,33 +94,15 @@ const (
 
 func (c *Config) applyRouterDefaults() {
 	s := &c.Server
-	if s.Listen == "" {
-		s.Listen = DefaultListen
-	}
-	if s.AdminListen == "" {
-		s.AdminListen = DefaultAdminListen
-	}
-	if s.MaxBodyBytes == 0 {
-		s.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if s.UpstreamTimeout == 0 {
-		s.UpstreamTimeout = DefaultUpstreamTimeout
-	}
-	if s.ConnectTimeout == 0 {
-		s.ConnectTimeout = DefaultConnectTimeout
-	}
-	if s.Decisions == 0 {
-		s.Decisions = DefaultDecisions
-	}
-	if s.PrefixIndexBlocks == 0 {
-		s.PrefixIndexBlocks = DefaultPrefixBlocks
-	}
-	if c.Scrape.Interval == 0 {
-		c.Scrape.Interval = DefaultScrapeInterval
-	}
-	if c.Scrape.Engine == "" {
-		c.Scrape.Engine = DefaultEngine
-	}
+	s.Listen = cmp.Or(s.Listen, DefaultListen)
+	s.AdminListen = cmp.Or(s.AdminListen, DefaultAdminListen)
+	s.MaxBodyBytes = cmp.Or(s.MaxBodyBytes, DefaultMaxBodyBytes)
+	s.UpstreamTimeout = cmp.Or(s.UpstreamTimeout, DefaultUpstreamTimeout)
+	s.ConnectTimeout = cmp.Or(s.ConnectTimeout, DefaultConnectTimeout)
+	s.Decisions = cmp.Or(s.Decisions, DefaultDecisions)
+	s.PrefixIndexBlocks = cmp.Or(s.PrefixIndexBlocks, DefaultPrefixBlocks)
+	c.Scrape.Interval = cmp.Or(c.Scrape.Interval, DefaultScrapeInterval)
+	c.Scrape.Engine = cmp.Or(c.Scrape.Engine, DefaultEngine)
 	for i := range c.Endpoints.Static {
 		if e := &c.Endpoints.Static[i]; e.ID == "" {
 			e.ID = e.Address

@@ -1,6 +1,7 @@
 package endpoints
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"net/http"
@@ -64,21 +65,11 @@ func (c Config) withDefaults() (Config, error) {
 	if c.FailAfter < 0 {
 		return c, fmt.Errorf("fail-after must not be negative, got %d", c.FailAfter)
 	}
-	if c.Interval == 0 {
-		c.Interval = DefaultInterval
-	}
-	if c.Timeout == 0 {
-		c.Timeout = DefaultTimeout
-	}
-	if c.FailAfter == 0 {
-		c.FailAfter = DefaultFailAfter
-	}
-	if c.ProbeInterval == 0 {
-		c.ProbeInterval = DefaultProbeInterval
-	}
-	if c.ModelsInterval == 0 {
-		c.ModelsInterval = DefaultModelsInterval
-	}
+	c.Interval = cmp.Or(c.Interval, DefaultInterval)
+	c.Timeout = cmp.Or(c.Timeout, DefaultTimeout)
+	c.FailAfter = cmp.Or(c.FailAfter, DefaultFailAfter)
+	c.ProbeInterval = cmp.Or(c.ProbeInterval, DefaultProbeInterval)
+	c.ModelsInterval = cmp.Or(c.ModelsInterval, DefaultModelsInterval)
 	if c.Names == (MetricNames{}) {
 		c.Names, _ = Names("vllm")
 	} else if err := c.Names.Validate(); err != nil {

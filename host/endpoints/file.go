@@ -2,6 +2,7 @@ package endpoints
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -70,9 +71,7 @@ func parseFile(file string, data []byte) ([]Endpoint, error) {
 			return nil, at(i, "address", "%v", err)
 		}
 		id := fe.ID
-		if id == "" {
-			id = fe.Address
-		}
+		id = cmp.Or(id, fe.Address)
 		if j, dup := seen[id]; dup {
 			return nil, at(i, "id", "%q is also the id of endpoint %d (line %d)", id, j, lineOf(&root, j, "id"))
 		}

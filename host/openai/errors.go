@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -47,9 +48,7 @@ type errorBody struct {
 func WriteError(w http.ResponseWriter, e *Error) {
 	var b errorBody
 	b.Error.Message, b.Error.Type = e.Message, e.Type
-	if b.Error.Type == "" {
-		b.Error.Type = TypeServer
-	}
+	b.Error.Type = cmp.Or(b.Error.Type, TypeServer)
 	if e.Param != "" {
 		b.Error.Param = &e.Param
 	}
@@ -57,9 +56,7 @@ func WriteError(w http.ResponseWriter, e *Error) {
 		b.Error.Code = &e.Code
 	}
 	status := e.Status
-	if status == 0 {
-		status = http.StatusInternalServerError
-	}
+	status = cmp.Or(status, http.StatusInternalServerError)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(b) // a client that went away gets nothing

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"slices"
 	"sync"
 
@@ -70,9 +71,7 @@ func (e *trial) assign(r sdk.Request) int {
 		return 0
 	}
 	key := r.SessionID
-	if key == "" {
-		key = r.ID
-	}
+	key = cmp.Or(key, r.ID)
 	return experiment.Assign(key, e.weights)
 }
 

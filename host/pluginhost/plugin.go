@@ -4,6 +4,7 @@
 package pluginhost
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -95,9 +96,7 @@ type instance struct {
 // problem (missing binary, checksum, handshake, type, stage, version, rejected parameters) is an
 // error naming the plugin and the cause.
 func Launch(ctx context.Context, spec Spec, log zerolog.Logger) (*Plugin, error) {
-	if spec.StartTimeout == 0 {
-		spec.StartTimeout = 10 * time.Second
-	}
+	spec.StartTimeout = cmp.Or(spec.StartTimeout, 10*time.Second)
 	p := &Plugin{
 		spec:  spec,
 		log:   log.With().Str("plugin", spec.Name).Str("stage", spec.Stage.String()).Logger(),

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"math"
@@ -61,9 +62,7 @@ func readMeta(h http.Header, user string, priority func(string) (int32, bool), o
 		m.priority = p
 	}
 	m.session = strings.TrimSpace(h.Get(HeaderSession))
-	if m.session == "" {
-		m.session = user
-	}
+	m.session = cmp.Or(m.session, user)
 	m.id = strings.TrimSpace(h.Get(HeaderRequestID))
 	if len(m.id) > 256 || strings.ContainsFunc(m.id, func(r rune) bool { return r < 0x21 || r > 0x7e }) {
 		return m, openai.BadRequest(HeaderRequestID, "%s must be at most 256 printable ASCII characters without spaces", HeaderRequestID)

@@ -5,6 +5,7 @@
 package emulator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -61,9 +62,7 @@ func NewServer(cfg engine.Config, model string) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating engine: %w", err)
 	}
-	if model == "" {
-		model = DefaultModel
-	}
+	model = cmp.Or(model, DefaultModel)
 	s := &Server{
 		model:    model,
 		block:    cfg.BlockSize,

@@ -6,6 +6,7 @@
 package loadgen
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -86,15 +87,9 @@ func New(opts Options) (*Generator, error) {
 	case opts.Window < 0:
 		return nil, fmt.Errorf("window must be >= 0, got %v", opts.Window)
 	}
-	if opts.Drain == 0 {
-		opts.Drain = DefaultDrain
-	}
-	if opts.MaxInFlight == 0 {
-		opts.MaxInFlight = DefaultMaxInFlight
-	}
-	if opts.Window == 0 {
-		opts.Window = DefaultWindow
-	}
+	opts.Drain = cmp.Or(opts.Drain, DefaultDrain)
+	opts.MaxInFlight = cmp.Or(opts.MaxInFlight, DefaultMaxInFlight)
+	opts.Window = cmp.Or(opts.Window, DefaultWindow)
 	g := &Generator{
 		opts:     opts,
 		endpoint: strings.TrimSuffix(opts.BaseURL, "/") + "/v1/completions",

@@ -3,6 +3,7 @@ package loadgen
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -227,9 +228,7 @@ func ReadStream(body io.Reader, sent time.Time, res *Result) error {
 	}
 	res.TTFT = first.Sub(sent)
 	n := res.CompletionTokens
-	if n == 0 {
-		n = chunks // no usage block: one token per chunk, as vLLM streams
-	}
+	n = cmp.Or(n, chunks) // no usage block: one token per chunk, as vLLM streams
 	if n > 1 {
 		res.TPOT = last.Sub(first) / time.Duration(n-1)
 	}

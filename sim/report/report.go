@@ -5,6 +5,7 @@ package report
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"html"
 	"io"
@@ -47,9 +48,7 @@ type Strategy struct {
 func Write(w io.Writer, in Input) error {
 	var b bytes.Buffer
 	title := in.Title
-	if title == "" {
-		title = "Routing bench"
-	}
+	title = cmp.Or(title, "Routing bench")
 	fmt.Fprintf(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>%s</title>\n<style>%s</style>\n</head>\n<body>\n<h1>%s</h1>\n",
 		esc(title), css, esc(title))
 	writeTable(&b, in.Strategies)

@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -174,9 +175,7 @@ func (p Params) requests() int {
 
 func (p Params) fleetRate(defaultPerServer float64) float64 {
 	r := p.RatePerServer
-	if r == 0 {
-		r = defaultPerServer
-	}
+	r = cmp.Or(r, defaultPerServer)
 	return r * float64(p.servers())
 }
 
@@ -206,9 +205,7 @@ func finish(name string, reqs []Request, rate float64, stages []Stage, p Params)
 	for i := range reqs {
 		r := &reqs[i]
 		r.ID = uint64(i)
-		if r.Turn == 0 {
-			r.Turn = 1
-		}
+		r.Turn = cmp.Or(r.Turn, 1)
 		if cr == nil {
 			r.Streaming = true
 			continue

@@ -2,6 +2,7 @@ package gbdt
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -112,10 +113,8 @@ func (m *Model) writeImportances(w *bufio.Writer) {
 func (m *Model) writeParameters(w *bufio.Writer) {
 	p := m.params
 	maxDepth := p.MaxDepth
-	if maxDepth == 0 {
-		maxDepth = -1 // LightGBM's "no limit"
-	}
-	bagFreq := "1" // a fresh sample for every tree
+	maxDepth = cmp.Or(maxDepth, -1) // LightGBM's "no limit"
+	bagFreq := "1"                  // a fresh sample for every tree
 	if p.Subsample == 1 {
 		bagFreq = "0"
 	}
