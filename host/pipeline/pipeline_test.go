@@ -10,6 +10,7 @@ import (
 
 	"github.com/foresight-router/foresight/host/pipeline"
 	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/foresight-router/foresight/plugins/sdk/heuristics"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
@@ -131,7 +132,7 @@ func TestProducerFallback(t *testing.T) {
 			p := build(t, "1s", producer("predict", tt.f).within(timeout),
 				filter("look", func(_ context.Context, c *sdk.Cycle) (sdk.FilterVerdict, error) {
 					j.note("look", c, nil)
-					return sdk.FilterVerdict{Kept: sdk.AllIndices(len(c.Endpoints))}, nil
+					return sdk.FilterVerdict{Kept: heuristics.AllIndices(len(c.Endpoints))}, nil
 				}))
 			tr := p.Run(context.Background(), testCycle())
 			if tr.Producer == nil || tr.Producer.Fallback != tt.fallback {

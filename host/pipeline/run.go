@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/foresight-router/foresight/plugins/sdk/heuristics"
 )
 
 // member is one cycle travelling the pipeline within a cohort.
@@ -90,7 +91,7 @@ func (p *Pipeline) runCohort(ms []*member) {
 		m.cur.Seal()
 		m.produced = m.cur
 		m.t.Candidates = m.cur.Endpoints
-		m.idx = sdk.AllIndices(len(m.cur.Endpoints))
+		m.idx = heuristics.AllIndices(len(m.cur.Endpoints))
 		if len(m.in.Endpoints) == 0 {
 			m.t.Reason = "no endpoints"
 		}
@@ -225,7 +226,7 @@ func (p *Pipeline) filter(f *filterSlot, ms []*member) {
 		var keep []int
 		if err != nil {
 			st.Fallback = f.failed(err)
-			keep = sdk.AllIndices(len(m.cur.Endpoints))
+			keep = heuristics.AllIndices(len(m.cur.Endpoints))
 		} else {
 			st.Reason = v.Reason
 			keep = slices.Compact(slices.Sorted(slices.Values(v.Kept)))

@@ -19,7 +19,11 @@ func (p *prefixReader) Reads() []string { return []string{"endpoints.states.pref
 
 func (p *prefixReader) Filter(_ context.Context, c *Cycle) (FilterVerdict, error) {
 	p.saw <- c
-	return FilterVerdict{Kept: AllIndices(len(c.Endpoints))}, nil
+	kept := make([]int, len(c.Endpoints))
+	for i := range kept {
+		kept[i] = i
+	}
+	return FilterVerdict{Kept: kept}, nil
 }
 
 func TestHostSendsOnlyDeclaredFields(t *testing.T) {

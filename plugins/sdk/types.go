@@ -212,15 +212,6 @@ func (s *Stage) UnmarshalText(b []byte) error {
 	return err
 }
 
-// AllIndices returns 0, 1, …, n−1: the verdict of a filter that keeps every endpoint.
-func AllIndices(n int) []int {
-	out := make([]int, n)
-	for i := range out {
-		out[i] = i
-	}
-	return out
-}
-
 // Usable reports whether the prediction is valid and both numbers are finite and non-negative.
 func (p Prediction) Usable() bool {
 	return p.Valid && p.TTFTMs >= 0 && p.TPOTMs >= 0 && !math.IsInf(p.TTFTMs, 0) && !math.IsInf(p.TPOTMs, 0)
