@@ -9,6 +9,7 @@ import (
 
 	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/foresight-router/foresight/plugins/sdk/heuristics"
+	"github.com/foresight-router/foresight/plugins/sdk/transport"
 )
 
 // member is one cycle travelling the pipeline within a cohort.
@@ -88,7 +89,7 @@ func (p *Pipeline) runCohort(ms []*member) {
 		})
 	}
 	for _, m := range ms {
-		m.cur.Seal()
+		transport.Seal(m.cur)
 		m.produced = m.cur
 		m.t.Candidates = m.cur.Endpoints
 		m.idx = heuristics.AllIndices(len(m.cur.Endpoints))
@@ -177,7 +178,7 @@ func (p *Pipeline) produce(prod *producerSlot, all []*member) {
 			m.t.Producer = &StageTrace{Stage: sdk.StageProducer, Plugin: prod.name, Type: prod.typ, Reason: SkippedProducer}
 			continue
 		}
-		m.cur.Seal()
+		transport.Seal(m.cur)
 		ms = append(ms, m)
 	}
 	if len(ms) == 0 {
@@ -236,7 +237,7 @@ func (p *Pipeline) filter(f *filterSlot, ms []*member) {
 		m.t.Filters = append(m.t.Filters, st)
 		if len(keep) != len(m.cur.Endpoints) {
 			m.cur = subset(m.cur, keep)
-			m.cur.Seal()
+			transport.Seal(m.cur)
 		}
 		if len(m.idx) == 0 {
 			m.t.Reason = "filter " + f.name + " kept no endpoint"
