@@ -18,6 +18,7 @@ import (
 	"github.com/foresight-router/foresight/host/pipeline"
 	"github.com/foresight-router/foresight/host/pluginhost"
 	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/foresight-router/foresight/plugins/sdk/transport"
 	"github.com/spf13/cobra"
 )
 
@@ -135,7 +136,7 @@ func benchPipeline(ctx context.Context, cfg *config.Config, endpoints, cycles, c
 	}
 
 	for _, c := range pool {
-		c.Seal() // the floor sends pre-encoded cycles: bare round trips
+		transport.Seal(c) // the floor sends pre-encoded cycles: bare round trips
 	}
 	flat, fwall, err := measureFloor(ctx, pool, cycles, conc, max(res.Stages, 1))
 	if err != nil {
@@ -177,7 +178,7 @@ func measureFloor(ctx context.Context, pool []*sdk.Cycle, cycles, conc, trips in
 		return nil, 0, err
 	}
 	atExit(floor.Stop)
-	client := floor.Client().(sdk.BatchFilter)
+	client := floor.Client().(transport.BatchFilter)
 	var failed atomic.Pointer[error]
 	roundTrips := func(i int) {
 		batch := []*sdk.Cycle{pool[i%len(pool)]}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/foresight-router/foresight/plugins/sdk/heuristics"
 	"github.com/spf13/cobra"
 )
 
@@ -19,7 +20,7 @@ func (noopFilter) Description() string    { return "keeps every endpoint; measur
 func (noopFilter) Configure([]byte) error { return nil }
 
 func (noopFilter) Filter(_ context.Context, c *sdk.Cycle) (sdk.FilterVerdict, error) {
-	return sdk.FilterVerdict{Kept: sdk.AllIndices(len(c.Endpoints))}, nil
+	return sdk.FilterVerdict{Kept: heuristics.AllIndices(len(c.Endpoints))}, nil
 }
 
 func newNoopPlugin() *cobra.Command {

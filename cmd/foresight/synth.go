@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/foresight-router/foresight/plugins/sdk/transport"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -85,4 +86,4 @@ func synthSamples(cycles []*sdk.Cycle, n int) []sdk.Sample {
 }
 
 // payloadSize is the encoded size of one cycle on the wire.
-func payloadSize(c *sdk.Cycle) int { return proto.Size(sdk.CycleToProto(c)) }
+func payloadSize(c *sdk.Cycle) int { return proto.Size(transport.CycleToProto(c)) }

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/foresight-router/foresight/plugins/sdk/heuristics"
 )
 
 // RoundRobinPickerType is the type of RoundRobinPicker.
@@ -61,8 +62,8 @@ func (p *RoundRobinPicker) Pick(_ context.Context, c *sdk.Cycle, scores []float6
 
 // MaxScorePicker orders endpoints by score, best first; equal scores are ordered at random from
 // sdk.Rand(c, MaxScorePickerType), so tied endpoints share the load and the same cycle gives the
-// same order (sdk.RankByScore). A NaN score counts as −Inf and ranks last; +Inf ranks first. It
-// has no parameters.
+// same order (heuristics.RankByScore). A NaN score counts as −Inf and ranks last; +Inf ranks
+// first. It has no parameters.
 type MaxScorePicker struct{}
 
 // NewMaxScorePicker returns a max-score picker.
@@ -84,7 +85,7 @@ func (p *MaxScorePicker) Pick(_ context.Context, c *sdk.Cycle, scores []float64)
 	if err := checkScores(c, scores); err != nil {
 		return nil, err
 	}
-	return sdk.RankByScore(scores, sdk.Rand(c, MaxScorePickerType)), nil
+	return heuristics.RankByScore(scores, sdk.Rand(c, MaxScorePickerType)), nil
 }
 
 // checkScores returns an error unless c is set and has exactly one score per endpoint.

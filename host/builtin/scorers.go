@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/foresight-router/foresight/plugins/sdk/heuristics"
 )
 
 // The built-in scorer types.
@@ -47,9 +48,9 @@ func (p *QueueParams) Validate() error {
 // defaultQueueParams returns QueueScorer's defaults: the engine waiting queue, as llm-d reads.
 func defaultQueueParams() QueueParams { return QueueParams{Source: QueueSourceWaiting} }
 
-// QueueScorer scores (maxQ − q)/(maxQ − minQ) over the cycle (sdk.QueueScores); every endpoint
-// scores 1 when all queues are equal. Its Configure (from sdk.Params) merges params over the
-// defaults (source "waiting") and is safe against concurrent Score calls; on error the previous
+// QueueScorer scores (maxQ − q)/(maxQ − minQ) over the cycle (heuristics.QueueScores); every
+// endpoint scores 1 when all queues are equal. Its Configure (from sdk.Params) merges params over
+// the defaults (source "waiting") and is safe against concurrent Score calls; on error the previous
 // parameters stay in force.
 type QueueScorer struct {
 	sdk.Params[QueueParams]
@@ -75,14 +76,15 @@ func (s *QueueScorer) Score(_ context.Context, c *sdk.Cycle) ([]float64, error) 
 	if err := checkCycle("scoring", c); err != nil {
 		return nil, err
 	}
-	queue := sdk.Waiting
+	queue := heuristics.Waiting
 	if s.Get().Source == QueueSourceInflight {
-		queue = sdk.Inflight
+		queue = heuristics.Inflight
 	}
-	return sdk.QueueScores(c, queue), nil
+	return heuristics.QueueScores(c, queue), nil
 }
 
-// KVCacheScorer scores 1 − KV-cache usage, clamped to [0, 1] (sdk.KVCacheScores). No parameters.
+// KVCacheScorer scores 1 − KV-cache usage, clamped to [0, 1] (heuristics.KVCacheScores). No
+// parameters.
 type KVCacheScorer struct{}
 
 // NewKVCacheScorer returns a KV-cache utilisation scorer.
@@ -104,10 +106,11 @@ func (s *KVCacheScorer) Score(_ context.Context, c *sdk.Cycle) ([]float64, error
 	if err := checkCycle("scoring", c); err != nil {
 		return nil, err
 	}
-	return sdk.KVCacheScores(c), nil
+	return heuristics.KVCacheScores(c), nil
 }
 
-// PrefixScorer scores the endpoint's prefix match, clamped to [0, 1] (sdk.PrefixScores). No parameters.
+// PrefixScorer scores the endpoint's prefix match, clamped to [0, 1] (heuristics.PrefixScores).
+// No parameters.
 type PrefixScorer struct{}
 
 // NewPrefixScorer returns a prefix-cache scorer.
@@ -129,21 +132,22 @@ func (s *PrefixScorer) Score(_ context.Context, c *sdk.Cycle) ([]float64, error)
 	if err := checkCycle("scoring", c); err != nil {
 		return nil, err
 	}
-	return sdk.PrefixScores(c), nil
+	return heuristics.PrefixScores(c), nil
 }
 
 // CompositeScorer is llm-d's load fallback, wkv·(1 − kv) + wq·(maxQ − q)/maxQ + wp·prefix divided
-// by the weights' sum (sdk.CompositeScores); parameters are sdk.CompositeWeights, default 1/1/1.
-// Its Configure (from sdk.Params) merges params (kvCacheWeight, queueWeight, prefixWeight) over
-// 1/1/1 and is safe against concurrent Score calls; on error the previous weights stay in force.
+// by the weights' sum (heuristics.CompositeScores); parameters are heuristics.CompositeWeights,
+// default 1/1/1. Its Configure (from sdk.Params) merges params (kvCacheWeight, queueWeight,
+// prefixWeight) over 1/1/1 and is safe against concurrent Score calls; on error the previous
+// weights stay in force.
 type CompositeScorer struct {
-	sdk.Params[sdk.CompositeWeights]
+	sdk.Params[heuristics.CompositeWeights]
 }
 
-// NewCompositeScorer returns a composite scorer with sdk.DefaultCompositeWeights.
+// NewCompositeScorer returns a composite scorer with heuristics.DefaultCompositeWeights.
 func NewCompositeScorer() *CompositeScorer {
 	s := &CompositeScorer{}
-	s.Init(func() sdk.CompositeWeights { return sdk.DefaultCompositeWeights })
+	s.Init(func() heuristics.CompositeWeights { return heuristics.DefaultCompositeWeights })
 	return s
 }
 
@@ -160,5 +164,5 @@ func (s *CompositeScorer) Score(_ context.Context, c *sdk.Cycle) ([]float64, err
 	if err := checkCycle("scoring", c); err != nil {
 		return nil, err
 	}
-	return sdk.CompositeScores(c, *s.Get()), nil
+	return heuristics.CompositeScores(c, *s.Get()), nil
 }

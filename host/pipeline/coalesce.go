@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/foresight-router/foresight/plugins/sdk/transport"
 )
 
 // coalescer shares round trips to one stage: while a call is in flight, the cycles that arrive
@@ -17,7 +17,7 @@ import (
 // goroutine started per call would grow its stack through the encoder every time (copying it
 // cost ~6 % of the host's CPU at concurrency 1).
 type coalescer[Req, Res any] struct {
-	call     func(ctx context.Context, reqs []Req) ([]sdk.Result[Res], error)
+	call     func(ctx context.Context, reqs []Req) ([]transport.Result[Res], error)
 	maxBatch int
 
 	mu    sync.Mutex
@@ -39,10 +39,10 @@ type pending[Req, Res any] struct {
 	req      Req
 	deadline time.Time
 	done     chan struct{}
-	res      sdk.Result[Res]
+	res      transport.Result[Res]
 }
 
-func newCoalescer[Req, Res any](maxBatch int, call func(context.Context, []Req) ([]sdk.Result[Res], error)) *coalescer[Req, Res] {
+func newCoalescer[Req, Res any](maxBatch int, call func(context.Context, []Req) ([]transport.Result[Res], error)) *coalescer[Req, Res] {
 	return &coalescer[Req, Res]{call: call, maxBatch: maxBatch, wake: make(chan struct{}, 1), quit: make(chan struct{})}
 }
 
@@ -66,13 +66,13 @@ func (c *coalescer[Req, Res]) work() {
 
 // doMany queues reqs together, so they travel in the same call unless maxBatch splits them, and
 // waits for each answer or for that request's ctx to end.
-func (c *coalescer[Req, Res]) doMany(ctxs []context.Context, reqs []Req) []sdk.Result[Res] {
+func (c *coalescer[Req, Res]) doMany(ctxs []context.Context, reqs []Req) []transport.Result[Res] {
 	ps := make([]*pending[Req, Res], len(reqs))
 	for i, req := range reqs {
 		ps[i] = &pending[Req, Res]{req: req, done: make(chan struct{})}
 		ps[i].deadline, _ = ctxs[i].Deadline()
 	}
-	out := make([]sdk.Result[Res], len(ps))
+	out := make([]transport.Result[Res], len(ps))
 	select {
 	case <-c.quit:
 		for i := range out {

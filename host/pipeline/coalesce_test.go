@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/foresight-router/foresight/plugins/sdk/transport"
 )
 
 // fakeBatch is a fake batch call: it records every batch on calls, then waits until hold is closed
@@ -25,7 +25,7 @@ func newFakeBatch() *fakeBatch {
 	return &fakeBatch{calls: make(chan []int, 64), deadlines: make(chan time.Time, 64), hold: make(chan struct{})}
 }
 
-func (s *fakeBatch) call(ctx context.Context, reqs []int) ([]sdk.Result[int], error) {
+func (s *fakeBatch) call(ctx context.Context, reqs []int) ([]transport.Result[int], error) {
 	s.calls <- slices.Clone(reqs)
 	d, _ := ctx.Deadline()
 	s.deadlines <- d
@@ -33,7 +33,7 @@ func (s *fakeBatch) call(ctx context.Context, reqs []int) ([]sdk.Result[int], er
 	if s.err != nil {
 		return nil, s.err
 	}
-	out := make([]sdk.Result[int], len(reqs))
+	out := make([]transport.Result[int], len(reqs))
 	for i, r := range reqs {
 		if s.fail[r] {
 			out[i].Err = fmt.Errorf("request %d failed", r)
@@ -227,7 +227,7 @@ func TestCoalescerDeadlineWhileQueued(t *testing.T) {
 
 func TestCoalescerDeadlineWhileInFlight(t *testing.T) {
 	deadlines := make(chan time.Time, 1)
-	co := newCoalescer(16, func(ctx context.Context, _ []int) ([]sdk.Result[int], error) {
+	co := newCoalescer(16, func(ctx context.Context, _ []int) ([]transport.Result[int], error) {
 		d, _ := ctx.Deadline()
 		deadlines <- d
 		<-ctx.Done() // a stage that honours its context
@@ -312,7 +312,7 @@ func TestCoalescerBatchDeadlineIsTheLatest(t *testing.T) {
 // A batch call that answers fewer results than it was given requests leaves the missing
 // members with a zero value and a nil error: a filter's zero verdict would then keep nothing.
 func TestCoalescerShortAnswerIsAnError(t *testing.T) {
-	co := newCoalescer(16, func(_ context.Context, reqs []int) ([]sdk.Result[int], error) {
+	co := newCoalescer(16, func(_ context.Context, reqs []int) ([]transport.Result[int], error) {
 		return nil, nil // no result for anyone
 	})
 	if res, err := co.do(context.Background(), 1); err == nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/foresight-router/foresight/plugins/sdk/transport"
 )
 
 // ErrNoProducer is Observe's error for a pipeline without a producer.
@@ -57,7 +58,7 @@ func (p *Pipeline) Observe(ctx context.Context, samples []sdk.Sample) (sdk.Obser
 }
 
 func observe(ctx context.Context, prod *producerSlot, samples []sdk.Sample) (sdk.ObserveResult, error) {
-	c, err := client[sdk.BatchProducer](prod.slot)
+	c, err := client[transport.BatchProducer](prod.slot)
 	if err != nil {
 		return sdk.ObserveResult{}, err
 	}

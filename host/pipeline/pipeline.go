@@ -14,6 +14,7 @@ import (
 	"github.com/foresight-router/foresight/host/config"
 	"github.com/foresight-router/foresight/host/pluginhost"
 	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/foresight-router/foresight/plugins/sdk/transport"
 	"github.com/rs/zerolog"
 )
 
@@ -110,16 +111,16 @@ func Assemble(cfg *config.Config, plugins []*pluginhost.Plugin, log zerolog.Logg
 		mb := pc.MaxBatch
 		switch stage {
 		case sdk.StageProducer:
-			t := &producerSlot{s, stageCoalescer(s, mb, sdk.BatchProducer.ProduceBatch)}
+			t := &producerSlot{s, stageCoalescer(s, mb, transport.BatchProducer.ProduceBatch)}
 			return keep(t, t.co)
 		case sdk.StageFilter:
-			t := &filterSlot{s, stageCoalescer(s, mb, sdk.BatchFilter.FilterBatch)}
+			t := &filterSlot{s, stageCoalescer(s, mb, transport.BatchFilter.FilterBatch)}
 			return keep(t, t.co)
 		case sdk.StageScorer:
-			t := &scorerSlot{s, stageCoalescer(s, mb, sdk.BatchScorer.ScoreBatch)}
+			t := &scorerSlot{s, stageCoalescer(s, mb, transport.BatchScorer.ScoreBatch)}
 			return keep(t, t.co)
 		case sdk.StageAdmitter:
-			t := &admitterSlot{s, stageCoalescer(s, mb, sdk.BatchAdmitter.AdmitBatch)}
+			t := &admitterSlot{s, stageCoalescer(s, mb, transport.BatchAdmitter.AdmitBatch)}
 			return keep(t, t.co)
 		default:
 			t := &pickerSlot{s, stageCoalescer(s, mb, pickBatch)}

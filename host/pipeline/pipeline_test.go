@@ -10,6 +10,7 @@ import (
 
 	"github.com/foresight-router/foresight/host/pipeline"
 	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/foresight-router/foresight/plugins/sdk/heuristics"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
@@ -131,7 +132,7 @@ func TestProducerFallback(t *testing.T) {
 			p := build(t, "1s", producer("predict", tt.f).within(timeout),
 				filter("look", func(_ context.Context, c *sdk.Cycle) (sdk.FilterVerdict, error) {
 					j.note("look", c, nil)
-					return sdk.FilterVerdict{Kept: sdk.AllIndices(len(c.Endpoints))}, nil
+					return sdk.FilterVerdict{Kept: heuristics.AllIndices(len(c.Endpoints))}, nil
 				}))
 			tr := p.Run(context.Background(), testCycle())
 			if tr.Producer == nil || tr.Producer.Fallback != tt.fallback {
@@ -522,7 +523,7 @@ func TestAdmitterSeesEveryCandidate(t *testing.T) {
 }
 
 // An out-of-range index becomes a fallback whether the stage is remote (the sdk client rejects it)
-// or in-process (sdk.Local applies the same check), never a panic in Run.
+// or in-process (transport.Local applies the same check), never a panic in Run.
 func TestOutOfRangeIndicesFallBack(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -558,7 +559,7 @@ func TestOutOfRangeIndicesFallBack(t *testing.T) {
 }
 
 // Over the wire a stage's error arrives as *sdk.StatusError and is traced "stage error: boom";
-// sdk.Local passes a plain error through, and fallbackReason calls it "invalid answer: boom".
+// transport.Local passes a plain error through, and fallbackReason calls it "invalid answer: boom".
 func TestLocalStageErrorIsAStageError(t *testing.T) {
 	p := build(t, "1s", scorer("s", "", func(context.Context, *sdk.Cycle) ([]float64, error) {
 		return nil, fmt.Errorf("no model loaded")

@@ -9,6 +9,8 @@ import (
 
 	"github.com/foresight-router/foresight/host/builtin"
 	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/foresight-router/foresight/plugins/sdk/heuristics"
+	"github.com/foresight-router/foresight/plugins/sdk/transport"
 )
 
 // member is one cycle travelling the pipeline within a cohort.
@@ -88,10 +90,10 @@ func (p *Pipeline) runCohort(ms []*member) {
 		})
 	}
 	for _, m := range ms {
-		m.cur.Seal()
+		transport.Seal(m.cur)
 		m.produced = m.cur
 		m.t.Candidates = m.cur.Endpoints
-		m.idx = sdk.AllIndices(len(m.cur.Endpoints))
+		m.idx = heuristics.AllIndices(len(m.cur.Endpoints))
 		if len(m.in.Endpoints) == 0 {
 			m.t.Reason = "no endpoints"
 		}
@@ -177,7 +179,7 @@ func (p *Pipeline) produce(prod *producerSlot, all []*member) {
 			m.t.Producer = &StageTrace{Stage: sdk.StageProducer, Plugin: prod.name, Type: prod.typ, Reason: SkippedProducer}
 			continue
 		}
-		m.cur.Seal()
+		transport.Seal(m.cur)
 		ms = append(ms, m)
 	}
 	if len(ms) == 0 {
@@ -226,7 +228,7 @@ func (p *Pipeline) filter(f *filterSlot, ms []*member) {
 		var keep []int
 		if err != nil {
 			st.Fallback = f.failed(err)
-			keep = sdk.AllIndices(len(m.cur.Endpoints))
+			keep = heuristics.AllIndices(len(m.cur.Endpoints))
 		} else {
 			st.Reason = v.Reason
 			keep = slices.Compact(slices.Sorted(slices.Values(v.Kept)))
@@ -236,7 +238,7 @@ func (p *Pipeline) filter(f *filterSlot, ms []*member) {
 		m.t.Filters = append(m.t.Filters, st)
 		if len(keep) != len(m.cur.Endpoints) {
 			m.cur = subset(m.cur, keep)
-			m.cur.Seal()
+			transport.Seal(m.cur)
 		}
 		if len(m.idx) == 0 {
 			m.t.Reason = "filter " + f.name + " kept no endpoint"

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/foresight-router/foresight/plugins/sdk/transport"
 )
 
 // Typed slots: each pairs a slot with a coalescer for its stage's batch call.
@@ -37,7 +38,7 @@ type pickReq struct {
 }
 
 // pickBatch adapts a BatchPicker to the coalescer's one-request-per-cycle shape.
-func pickBatch(p sdk.BatchPicker, ctx context.Context, reqs []pickReq) ([]sdk.Result[[]int], error) {
+func pickBatch(p transport.BatchPicker, ctx context.Context, reqs []pickReq) ([]transport.Result[[]int], error) {
 	cycles, scores := make([]*sdk.Cycle, len(reqs)), make([][]float64, len(reqs))
 	for i, r := range reqs {
 		cycles[i], scores[i] = r.cycle, r.scores
@@ -46,8 +47,8 @@ func pickBatch(p sdk.BatchPicker, ctx context.Context, reqs []pickReq) ([]sdk.Re
 }
 
 // stageCoalescer returns a coalescer whose batch call reaches the slot's current client as C.
-func stageCoalescer[C, Req, Res any](s *slot, maxBatch int, invoke func(C, context.Context, []Req) ([]sdk.Result[Res], error)) *coalescer[Req, Res] {
-	return newCoalescer(maxBatch, func(ctx context.Context, reqs []Req) ([]sdk.Result[Res], error) {
+func stageCoalescer[C, Req, Res any](s *slot, maxBatch int, invoke func(C, context.Context, []Req) ([]transport.Result[Res], error)) *coalescer[Req, Res] {
+	return newCoalescer(maxBatch, func(ctx context.Context, reqs []Req) ([]transport.Result[Res], error) {
 		c, err := client[C](s)
 		if err != nil {
 			return nil, err
@@ -66,7 +67,7 @@ func stageCoalescer[C, Req, Res any](s *slot, maxBatch int, invoke func(C, conte
 // callAll makes the slot's stage call for every member, each with the slot's deadline under its
 // own context: one coalesced batch for a plugin process, direct calls for an in-process stage
 // (nothing to share; it must honour ctx, as the built-ins do). req builds a member's request.
-func callAll[Req, Res any](s *slot, co *coalescer[Req, Res], ms []*member, req func(*member) Req) []sdk.Result[Res] {
+func callAll[Req, Res any](s *slot, co *coalescer[Req, Res], ms []*member, req func(*member) Req) []transport.Result[Res] {
 	s.calls.Add(int64(len(ms)))
 	ctxs, reqs := make([]context.Context, len(ms)), make([]Req, len(ms))
 	for i, m := range ms {
@@ -78,7 +79,7 @@ func callAll[Req, Res any](s *slot, co *coalescer[Req, Res], ms []*member, req f
 	if !s.inProcess {
 		return co.doMany(ctxs, reqs)
 	}
-	out := make([]sdk.Result[Res], len(ms))
+	out := make([]transport.Result[Res], len(ms))
 	for i := range ms {
 		co.batches.Add(1)
 		results, err := co.call(ctxs[i], reqs[i:i+1])

@@ -19,6 +19,7 @@ import (
 	"github.com/Masterminds/semver/v3"
 	"github.com/foresight-router/foresight/host/builtin"
 	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/foresight-router/foresight/plugins/sdk/transport"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"github.com/rs/zerolog"
@@ -124,7 +125,7 @@ func (p *Plugin) Name() string { return p.spec.Name }
 // Spec returns what the plugin was launched from.
 func (p *Plugin) Spec() Spec { return p.spec }
 
-// Client returns the stage client (sdk.BatchFilter for a filter, and so on), or nil while the
+// Client returns the stage client (transport.BatchFilter for a filter, and so on), or nil while the
 // process is down.
 func (p *Plugin) Client() any {
 	if inst := p.cur.Load(); inst != nil {
@@ -242,12 +243,12 @@ func (p *Plugin) newClient(log hclog.Logger) (*plugin.Client, error) {
 	cmd.Env = append(os.Environ(), p.spec.Env...)
 	cfg := &plugin.ClientConfig{
 		HandshakeConfig:  sdk.Handshake,
-		VersionedPlugins: sdk.HostPlugins(),
+		VersionedPlugins: transport.HostPlugins(),
 		Cmd:              cmd,
 		SkipHostEnv:      true, // cmd.Env already holds it, before Env so that Env wins
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
-		GRPCDialOptions:  sdk.DialWindows(),
+		GRPCDialOptions:  transport.DialWindows(),
 		StartTimeout:     p.spec.StartTimeout,
 		Logger:           log,
 	}
@@ -270,7 +271,7 @@ func (p *Plugin) connect(ctx context.Context, client *plugin.Client) (*instance,
 	if err != nil {
 		return nil, fmt.Errorf("dispensing the %v stage: %s", p.spec.Stage, oneLine(err))
 	}
-	conf, ok := raw.(sdk.Configurer)
+	conf, ok := raw.(transport.Configurer)
 	if !ok {
 		return nil, fmt.Errorf("the %v client does not speak PluginService", p.spec.Stage)
 	}
@@ -306,7 +307,7 @@ func (p *Plugin) startLocal(began time.Time) (*instance, error) {
 	if err := impl.Configure(p.spec.Params); err != nil {
 		return nil, fmt.Errorf("configuring: %s", oneLine(err))
 	}
-	return &instance{stage: sdk.Local{P: impl}, info: info, startup: time.Since(began), started: time.Now()}, nil
+	return &instance{stage: transport.Local{P: impl}, info: info, startup: time.Since(began), started: time.Now()}, nil
 }
 
 // checkInfo verifies that what the binary says it is matches the config.

@@ -125,7 +125,7 @@ class CostAwareScorer(fp.Scorer):
                 meets.append(i)
                 continue
             # How far the prediction misses each objective, relative to the objective (0: met).
-            # As sdk.HeadroomOf: TPOT counts for streaming requests only, against the tighter of
+            # As heuristics.HeadroomOf: TPOT counts for streaming requests only, against the tighter of
             # the request's and the endpoint's tightest running objective, times sloBufferFactor.
             deficit = 0.0
             if slo_ttft > 0 and ttft > slo_ttft:

@@ -2,11 +2,13 @@ package sdk
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
 	"runtime/debug"
 
+	"github.com/foresight-router/foresight/plugins/sdk/internal/wire"
 	pb "github.com/foresight-router/foresight/proto/foresight/v1"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
@@ -25,73 +27,63 @@ var Handshake = plugin.HandshakeConfig{
 	MagicCookieValue: "6d1b3c2f-foresight-stage-plugin",
 }
 
-// GRPCPlugin is the go-plugin glue for one stage: on the plugin side it registers PluginService and
-// the stage's service for Impl; on the host side it returns the stage's client (see NewClient).
-type GRPCPlugin struct {
+// grpcServer is the plugin's half of the go-plugin glue for one stage: it registers PluginService
+// and the stage's service for impl. The host's half is transport.GRPCPlugin.
+type grpcServer struct {
 	plugin.NetRPCUnsupportedPlugin
-	Stage   Stage
-	Impl    Plugin // plugin side only
-	Version string // plugin side only: the binary's semver
+	stage   Stage
+	impl    Plugin
+	version string // the binary's semver
 }
 
-var _ plugin.GRPCPlugin = (*GRPCPlugin)(nil)
+var _ plugin.GRPCPlugin = (*grpcServer)(nil)
 
-// GRPCServer registers PluginService and the stage's service for Impl on s.
-func (p *GRPCPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
+// GRPCServer registers PluginService and the stage's service for impl on s.
+func (p *grpcServer) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
 	register, err := p.stageService()
 	if err != nil {
 		return err
 	}
-	pb.RegisterPluginServiceServer(s, &pluginServer{impl: p.Impl, stage: p.Stage, ver: p.Version})
+	pb.RegisterPluginServiceServer(s, &pluginServer{impl: p.impl, stage: p.stage, ver: p.version})
 	register(s)
 	return nil
 }
 
-// stageService returns the registration of Impl's service for Stage, or an error when Impl does
+// stageService returns the registration of impl's service for stage, or an error when impl does
 // not implement that stage.
-func (p *GRPCPlugin) stageService() (func(*grpc.Server), error) {
+func (p *grpcServer) stageService() (func(*grpc.Server), error) {
 	var register func(*grpc.Server)
-	switch p.Stage {
+	switch p.stage {
 	case StageProducer:
-		if pr, ok := p.Impl.(Producer); ok {
+		if pr, ok := p.impl.(Producer); ok {
 			register = func(s *grpc.Server) { pb.RegisterProducerServiceServer(s, &producerServer{impl: pr}) }
 		}
 	case StageFilter:
-		if f, ok := p.Impl.(Filter); ok {
+		if f, ok := p.impl.(Filter); ok {
 			register = func(s *grpc.Server) { pb.RegisterFilterServiceServer(s, &filterServer{impl: f}) }
 		}
 	case StageScorer:
-		if sc, ok := p.Impl.(Scorer); ok {
+		if sc, ok := p.impl.(Scorer); ok {
 			register = func(s *grpc.Server) { pb.RegisterScorerServiceServer(s, &scorerServer{impl: sc}) }
 		}
 	case StageAdmitter:
-		if a, ok := p.Impl.(Admitter); ok {
+		if a, ok := p.impl.(Admitter); ok {
 			register = func(s *grpc.Server) { pb.RegisterAdmitterServiceServer(s, &admitterServer{impl: a}) }
 		}
 	case StagePicker:
-		if pk, ok := p.Impl.(Picker); ok {
+		if pk, ok := p.impl.(Picker); ok {
 			register = func(s *grpc.Server) { pb.RegisterPickerServiceServer(s, &pickerServer{impl: pk}) }
 		}
 	}
 	if register == nil {
-		return nil, fmt.Errorf("plugin %q does not implement stage %v", p.Impl.Type(), p.Stage)
+		return nil, fmt.Errorf("plugin %q does not implement stage %v", p.impl.Type(), p.stage)
 	}
 	return register, nil
 }
 
-// GRPCClient returns the stage client over c.
-func (p *GRPCPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
-	return NewClient(p.Stage, c)
-}
-
-// HostPlugins is the plugin set a host offers for ProtocolVersion: one entry per stage, keyed by the
-// stage name, so the host dispenses the stage its config slot expects and then checks GetInfo.
-func HostPlugins() map[int]plugin.PluginSet {
-	set := plugin.PluginSet{}
-	for s := StageProducer; s <= StagePicker; s++ {
-		set[s.String()] = &GRPCPlugin{Stage: s}
-	}
-	return map[int]plugin.PluginSet{ProtocolVersion: set}
+// GRPCClient fails: a plugin process calls no stage.
+func (p *grpcServer) GRPCClient(context.Context, *plugin.GRPCBroker, *grpc.ClientConn) (any, error) {
+	return nil, errors.New("the plugin's side of a stage has no client")
 }
 
 // ServeProducer serves p as a producer plugin process; it returns only when the host stops the plugin.
@@ -125,6 +117,11 @@ const DefaultGCPercent = 400
 // 4.4 ms at concurrency 1); a plugin's heap is small, so collecting a quarter as often costs little
 // memory and saves CPU (with the host at 400 too: +12–25% decisions/s at concurrency 8). A plugin
 // that trains or computes in parallel sets GOMAXPROCS in its config env.
+//
+// FORESIGHT_PLUGIN_CPUPROFILE set to a path prefix makes the plugin write a CPU profile into
+// "<prefix>.<type>.<pid>" until the host stops it; the host passes its environment to plugins, so
+// setting it on the host profiles every plugin. The connection to the host uses fixed
+// flow-control windows on both sides (see transport.DialWindows).
 func ServeProtocol(protocol int, stage Stage, impl Plugin, version string) {
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(1)
@@ -135,39 +132,20 @@ func ServeProtocol(protocol int, stage Stage, impl Plugin, version string) {
 	setupLogging()
 	Log().Info().Str("type", impl.Type()).Str("version", version).Int("protocol", protocol).
 		Int("gomaxprocs", runtime.GOMAXPROCS(0)).Msg("plugin serving")
-	if prefix := os.Getenv(ProfileEnv); prefix != "" {
+	if prefix := os.Getenv(profileEnv); prefix != "" {
 		defer profileCPU(fmt.Sprintf("%s.%s.%d", prefix, impl.Type(), os.Getpid()))()
 	}
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: Handshake,
 		VersionedPlugins: map[int]plugin.PluginSet{
-			protocol: {stage.String(): &GRPCPlugin{Stage: stage, Impl: impl, Version: version}},
+			protocol: {stage.String(): &grpcServer{stage: stage, impl: impl, version: version}},
 		},
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
-			return plugin.DefaultGRPCServer(append(opts, ServerWindows()...))
+			return plugin.DefaultGRPCServer(append(opts,
+				grpc.InitialWindowSize(wire.StreamWindow), grpc.InitialConnWindowSize(wire.ConnWindow)))
 		},
 		Logger: hclog.New(&hclog.LoggerOptions{
 			Name: impl.Type(), Level: hclog.Info, Output: os.Stderr, JSONFormat: true,
 		}),
 	})
-}
-
-// Flow-control windows of the host–plugin connections. gRPC starts with 64 KiB windows and
-// probes the bandwidth-delay product with PING frames, and returns WINDOW_UPDATE frames as it
-// reads: extra writes, reads and wake-ups on every few stage calls. Between two processes on one
-// machine there is nothing to probe, so both sides set fixed windows large enough for the largest
-// batch (which turns the probing off) and updates become rare.
-const (
-	streamWindow = 4 << 20
-	connWindow   = 16 << 20
-)
-
-// ServerWindows are the plugin side's gRPC options for the fixed windows.
-func ServerWindows() []grpc.ServerOption {
-	return []grpc.ServerOption{grpc.InitialWindowSize(streamWindow), grpc.InitialConnWindowSize(connWindow)}
-}
-
-// DialWindows are the host side's gRPC options for the fixed windows.
-func DialWindows() []grpc.DialOption {
-	return []grpc.DialOption{grpc.WithInitialWindowSize(streamWindow), grpc.WithInitialConnWindowSize(connWindow)}
 }

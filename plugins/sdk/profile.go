@@ -5,10 +5,9 @@ import (
 	"runtime/pprof"
 )
 
-// ProfileEnv names the environment variable that makes a plugin write a CPU profile: when set to
-// a path prefix, the plugin profiles itself into "<prefix>.<type>.<pid>" until the host stops it.
-// The host passes its environment to plugins, so setting it on the host profiles every plugin.
-const ProfileEnv = "FORESIGHT_PLUGIN_CPUPROFILE"
+// profileEnv names the environment variable that makes a plugin write a CPU profile (see
+// ServeProtocol).
+const profileEnv = "FORESIGHT_PLUGIN_CPUPROFILE"
 
 // profileCPU starts a CPU profile into file and returns its stop function; failures are logged.
 func profileCPU(file string) func() {

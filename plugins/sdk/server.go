@@ -2,6 +2,9 @@ package sdk
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
 
 	"google.golang.org/grpc"
 
@@ -9,6 +12,58 @@ import (
 )
 
 // Server shims: they translate wire requests into sdk calls and answers back, nothing more.
+
+// result is one cycle's answer within a batch: a value, or the stage's error for that cycle.
+type result[T any] struct {
+	value T
+	err   error
+}
+
+// guard runs call, turning a panic into that cycle's error so one bad cycle cannot take down the
+// plugin process, and giving a plain error the stage-error status it has on the wire.
+func guard[T any](call func() (T, error)) result[T] {
+	var r result[T]
+	r.err = protect(func() (err error) {
+		r.value, err = call()
+		return err
+	})
+	return r
+}
+
+// protect runs call, turning a panic into a *StatusError and a plain error into one with
+// CodeError that keeps the error as its cause. The host's in-process stages (transport.Local) are
+// guarded by it too, so a stage fails the same way in-process and over the wire.
+func protect(call func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &StatusError{Code: CodeError, Message: fmt.Sprintf("stage panicked: %v", p)}
+		}
+	}()
+	err = call()
+	var se *StatusError
+	if err != nil && !errors.As(err, &se) {
+		err = &StatusError{Code: CodeError, Message: err.Error(), cause: err}
+	}
+	return err
+}
+
+// serveStream answers each request of a stage stream with handle, in order, until the host closes
+// it. Stage RPCs are bidirectional streams that carry one response per request, in order; the host
+// keeps them open across calls (see package transport).
+func serveStream[Req, Resp any](s grpc.BidiStreamingServer[Req, Resp], handle func(context.Context, *Req) *Resp) error {
+	for {
+		req, err := s.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := s.Send(handle(s.Context(), req)); err != nil {
+			return err
+		}
+	}
+}
 
 type pluginServer struct {
 	pb.UnimplementedPluginServiceServer
@@ -22,7 +77,7 @@ func (s *pluginServer) GetInfo(context.Context, *pb.GetInfoRequest) (*pb.GetInfo
 	if r, ok := s.impl.(Reader); ok {
 		info.Reads = r.Reads()
 	}
-	return InfoToProto(info), nil
+	return infoToProto(info), nil
 }
 
 func (s *pluginServer) Configure(_ context.Context, req *pb.ConfigureRequest) (*pb.ConfigureResponse, error) {
@@ -36,18 +91,18 @@ func (s *pluginServer) Configure(_ context.Context, req *pb.ConfigureRequest) (*
 func decodeCycles(in []*pb.Cycle) ([]*Cycle, []error) {
 	cycles, errs := make([]*Cycle, len(in)), make([]error, len(in))
 	for i, pc := range in {
-		cycles[i], errs[i] = CycleFromProto(pc)
+		cycles[i], errs[i] = cycleFromProto(pc)
 	}
 	return cycles, errs
 }
 
 // serveEach answers every decodable cycle with call and every malformed one with its decoding error.
-func serveEach[T any](in []*pb.Cycle, call func(i int, c *Cycle) (T, error)) []Result[T] {
+func serveEach[T any](in []*pb.Cycle, call func(i int, c *Cycle) (T, error)) []result[T] {
 	cycles, errs := decodeCycles(in)
-	out := make([]Result[T], len(in))
+	out := make([]result[T], len(in))
 	for i, c := range cycles {
 		if errs[i] != nil {
-			out[i].Err = errs[i]
+			out[i].err = errs[i]
 			continue
 		}
 		out[i] = guard(func() (T, error) { return call(i, c) })
@@ -68,9 +123,9 @@ func (s *producerServer) produce(ctx context.Context, req *pb.ProduceRequest) *p
 	results := serveEach(req.GetCycles(), func(_ int, c *Cycle) ([]Prediction, error) { return s.impl.Produce(ctx, c) })
 	out := &pb.ProduceResponse{Results: make([]*pb.ProduceResult, len(results))}
 	for i, r := range results {
-		out.Results[i] = &pb.ProduceResult{Status: statusToProto(r.Err)}
-		if r.Err == nil {
-			out.Results[i].Predictions = PredictionsToProto(r.Value, func(p *Prediction) Prediction { return *p })
+		out.Results[i] = &pb.ProduceResult{Status: statusToProto(r.err)}
+		if r.err == nil {
+			out.Results[i].Predictions = predictionsToProto(r.value)
 		}
 	}
 	return out
@@ -79,11 +134,11 @@ func (s *producerServer) produce(ctx context.Context, req *pb.ProduceRequest) *p
 func (s *producerServer) Observe(ctx context.Context, req *pb.ObserveRequest) (*pb.ObserveResponse, error) {
 	samples := make([]Sample, len(req.GetSamples()))
 	for i, p := range req.GetSamples() {
-		samples[i] = SampleFromProto(p)
+		samples[i] = sampleFromProto(p)
 	}
 	r := guard(func() (ObserveResult, error) { return s.impl.Observe(ctx, samples) })
-	return &pb.ObserveResponse{Status: statusToProto(r.Err), Accepted: uint32(max(r.Value.Accepted, 0)),
-		Stats: PredictorStatsToProto(r.Value.Stats)}, nil
+	return &pb.ObserveResponse{Status: statusToProto(r.err), Accepted: uint32(max(r.value.Accepted, 0)),
+		Stats: predictorStatsToProto(r.value.Stats)}, nil
 }
 
 type filterServer struct {
@@ -99,7 +154,7 @@ func (s *filterServer) filter(ctx context.Context, req *pb.FilterRequest) *pb.Fi
 	results := serveEach(req.GetCycles(), func(_ int, c *Cycle) (FilterVerdict, error) { return s.impl.Filter(ctx, c) })
 	out := &pb.FilterResponse{Results: make([]*pb.FilterResult, len(results))}
 	for i, r := range results {
-		out.Results[i] = &pb.FilterResult{Status: statusToProto(r.Err), Kept: indicesToProto(r.Value.Kept), Reason: r.Value.Reason}
+		out.Results[i] = &pb.FilterResult{Status: statusToProto(r.err), Kept: indicesToProto(r.value.Kept), Reason: r.value.Reason}
 	}
 	return out
 }
@@ -117,7 +172,7 @@ func (s *scorerServer) score(ctx context.Context, req *pb.ScoreRequest) *pb.Scor
 	results := serveEach(req.GetCycles(), func(_ int, c *Cycle) ([]float64, error) { return s.impl.Score(ctx, c) })
 	out := &pb.ScoreResponse{Results: make([]*pb.ScoreResult, len(results))}
 	for i, r := range results {
-		out.Results[i] = &pb.ScoreResult{Status: statusToProto(r.Err), Scores: r.Value}
+		out.Results[i] = &pb.ScoreResult{Status: statusToProto(r.err), Scores: r.value}
 	}
 	return out
 }
@@ -135,7 +190,7 @@ func (s *admitterServer) admit(ctx context.Context, req *pb.AdmitRequest) *pb.Ad
 	results := serveEach(req.GetCycles(), func(_ int, c *Cycle) (AdmitVerdict, error) { return s.impl.Admit(ctx, c) })
 	out := &pb.AdmitResponse{Results: make([]*pb.AdmitResult, len(results))}
 	for i, r := range results {
-		out.Results[i] = &pb.AdmitResult{Status: statusToProto(r.Err), Admitted: r.Value.Admitted, Reason: r.Value.Reason}
+		out.Results[i] = &pb.AdmitResult{Status: statusToProto(r.err), Admitted: r.value.Admitted, Reason: r.value.Reason}
 	}
 	return out
 }
@@ -159,7 +214,7 @@ func (s *pickerServer) pick(ctx context.Context, req *pb.PickRequest) *pb.PickRe
 	})
 	out := &pb.PickResponse{Results: make([]*pb.PickResult, len(results))}
 	for i, r := range results {
-		out.Results[i] = &pb.PickResult{Status: statusToProto(r.Err), Order: indicesToProto(r.Value)}
+		out.Results[i] = &pb.PickResult{Status: statusToProto(r.err), Order: indicesToProto(r.value)}
 	}
 	return out
 }

@@ -1,4 +1,4 @@
-package sdk
+package sdk_test
 
 import (
 	"context"
@@ -7,14 +7,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/foresight-router/foresight/plugins/sdk/transport"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
 )
+
+// Round trips through both sides of the protocol: the plugin's server shims (this package, behind
+// the Serve… helpers) and the host's clients (package transport), over a real gRPC connection.
 
 // echoStage implements every stage with answers derived from its input, so a round trip through
 // the shims shows that each field crossed the wire intact.
-type echoStage struct{ configured []byte }
+type echoStage struct {
+	configured []byte
+	observed   chan []sdk.Sample // when set, receives the samples of each accepted Observe
+}
 
 func (e *echoStage) Type() string        { return "echo-stage" }
 func (e *echoStage) Description() string { return "answers from its input" }
@@ -26,37 +35,40 @@ func (e *echoStage) Configure(params []byte) error {
 	return nil
 }
 
-func (e *echoStage) Produce(_ context.Context, c *Cycle) ([]Prediction, error) {
-	out := make([]Prediction, len(c.Endpoints))
+func (e *echoStage) Produce(_ context.Context, c *sdk.Cycle) ([]sdk.Prediction, error) {
+	out := make([]sdk.Prediction, len(c.Endpoints))
 	for i, ep := range c.Endpoints {
-		out[i] = Prediction{Valid: true, TTFTMs: float64(ep.State.Waiting), TPOTMs: ep.State.KVCacheUsage}
+		out[i] = sdk.Prediction{Valid: true, TTFTMs: float64(ep.State.Waiting), TPOTMs: ep.State.KVCacheUsage}
 	}
 	return out, nil
 }
 
-func (e *echoStage) Observe(_ context.Context, s []Sample) (ObserveResult, error) {
+func (e *echoStage) Observe(_ context.Context, s []sdk.Sample) (sdk.ObserveResult, error) {
 	if len(s) > 0 && s[0].EndpointID == "reject" {
-		return ObserveResult{}, errors.New("rejected")
+		return sdk.ObserveResult{}, errors.New("rejected")
+	}
+	if e.observed != nil {
+		e.observed <- s
 	}
 	cov := 0.875
-	return ObserveResult{Accepted: len(s), Stats: &PredictorStats{ModelVersion: 3, TrainingRows: uint64(100 * len(s)),
-		TTFT: TargetStats{Samples: 7, MAPE: 0.04, MAE: 2.5, QuantileCoverage: &cov}, TPOT: TargetStats{Samples: 7, MAPE: 0.02, MAE: 0.1},
+	return sdk.ObserveResult{Accepted: len(s), Stats: &sdk.PredictorStats{ModelVersion: 3, TrainingRows: uint64(100 * len(s)),
+		TTFT: sdk.TargetStats{Samples: 7, MAPE: 0.04, MAE: 2.5, QuantileCoverage: &cov}, TPOT: sdk.TargetStats{Samples: 7, MAPE: 0.02, MAE: 0.1},
 		Drift: true}}, nil
 }
 
-func (e *echoStage) Filter(_ context.Context, c *Cycle) (FilterVerdict, error) {
+func (e *echoStage) Filter(_ context.Context, c *sdk.Cycle) (sdk.FilterVerdict, error) {
 	switch c.Request.ID {
 	case "fail":
-		return FilterVerdict{}, errors.New("filter failed")
+		return sdk.FilterVerdict{}, errors.New("filter failed")
 	case "panic":
 		panic("boom")
 	case "out-of-range":
-		return FilterVerdict{Kept: []int{len(c.Endpoints)}}, nil
+		return sdk.FilterVerdict{Kept: []int{len(c.Endpoints)}}, nil
 	}
-	return FilterVerdict{Kept: []int{len(c.Endpoints) - 1}, Reason: c.Request.Model}, nil
+	return sdk.FilterVerdict{Kept: []int{len(c.Endpoints) - 1}, Reason: c.Request.Model}, nil
 }
 
-func (e *echoStage) Score(_ context.Context, c *Cycle) ([]float64, error) {
+func (e *echoStage) Score(_ context.Context, c *sdk.Cycle) ([]float64, error) {
 	if c.Request.ID == "short" {
 		return []float64{1}, nil
 	}
@@ -67,11 +79,11 @@ func (e *echoStage) Score(_ context.Context, c *Cycle) ([]float64, error) {
 	return out, nil
 }
 
-func (e *echoStage) Admit(_ context.Context, c *Cycle) (AdmitVerdict, error) {
-	return AdmitVerdict{Admitted: c.Request.Priority >= 0, Reason: c.Request.SessionID}, nil
+func (e *echoStage) Admit(_ context.Context, c *sdk.Cycle) (sdk.AdmitVerdict, error) {
+	return sdk.AdmitVerdict{Admitted: c.Request.Priority >= 0, Reason: c.Request.SessionID}, nil
 }
 
-func (e *echoStage) Pick(_ context.Context, c *Cycle, scores []float64) ([]int, error) {
+func (e *echoStage) Pick(_ context.Context, c *sdk.Cycle, scores []float64) ([]int, error) {
 	out := make([]int, len(scores))
 	for i := range scores {
 		out[i] = len(scores) - 1 - i
@@ -79,47 +91,62 @@ func (e *echoStage) Pick(_ context.Context, c *Cycle, scores []float64) ([]int, 
 	return out, nil
 }
 
-func testCycle(id string) *Cycle {
-	return &Cycle{
-		Request: Request{
+func testCycle(id string) *sdk.Cycle {
+	return &sdk.Cycle{
+		Request: sdk.Request{
 			ID: id, Model: "llama", InputTokens: 900, MaxOutputTokens: 128, Streaming: true,
-			SLO: SLO{TTFTMs: 500, TPOTMs: 50}, Priority: -1, SessionID: "s1",
+			SLO: sdk.SLO{TTFTMs: 500, TPOTMs: 50}, Priority: -1, SessionID: "s1",
 			PrefixBlockHashes: []uint64{1, 2, 3}, Labels: map[string]string{"tenant": "a"},
 		},
-		Endpoints: []Endpoint{
-			{ID: "a:1", State: EndpointState{KVCacheUsage: 0.25, Waiting: 3, Running: 4, InflightRequests: 5,
+		Endpoints: []sdk.Endpoint{
+			{ID: "a:1", State: sdk.EndpointState{KVCacheUsage: 0.25, Waiting: 3, Running: 4, InflightRequests: 5,
 				PrefillTokensInFlight: 600, DecodeTokensInFlight: 700, PrefixMatch: 0.5, MinRunningTPOTSLOMs: 40, MetricsAgeMs: 12, LastOutputAgeMs: 7.5}},
-			{ID: "b:2", Labels: map[string]string{"role": "decode"}, State: EndpointState{KVCacheUsage: 0.75, Waiting: 1, PrefixMatch: 1},
-				Prediction: Prediction{Valid: true, TTFTMs: 80, TPOTMs: 9}},
+			{ID: "b:2", Labels: map[string]string{"role": "decode"}, State: sdk.EndpointState{KVCacheUsage: 0.75, Waiting: 1, PrefixMatch: 1},
+				Prediction: sdk.Prediction{Valid: true, TTFTMs: 80, TPOTMs: 9}},
 		},
 		Now:  time.Date(2026, 11, 22, 1, 2, 3, 4000, time.UTC),
 		Seed: 42,
 	}
 }
 
+// bothHalves is one stage's go-plugin glue with the plugin's half (sdk's) serving and the host's
+// half (transport's) dispensing, as plugin.TestPluginGRPCConn wants them in one plugin.
+type bothHalves struct {
+	plugin.NetRPCUnsupportedPlugin
+	server, client plugin.GRPCPlugin
+}
+
+func (b bothHalves) GRPCServer(br *plugin.GRPCBroker, s *grpc.Server) error {
+	return b.server.GRPCServer(br, s)
+}
+
+func (b bothHalves) GRPCClient(ctx context.Context, br *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
+	return b.client.GRPCClient(ctx, br, c)
+}
+
 // dispense connects a client for stage to an in-process server for impl over a real gRPC connection.
-func dispense(t *testing.T, stage Stage, impl Plugin) Configurer {
+func dispense(t *testing.T, stage sdk.Stage, impl sdk.Plugin) transport.Configurer {
 	t.Helper()
 	client, _ := plugin.TestPluginGRPCConn(t, false, map[string]plugin.Plugin{
-		stage.String(): &GRPCPlugin{Stage: stage, Impl: impl, Version: "1.2.3"},
+		stage.String(): bothHalves{server: sdk.NewServerPlugin(stage, impl, "1.2.3"), client: &transport.GRPCPlugin{Stage: stage}},
 	})
 	t.Cleanup(func() { _ = client.Close() })
 	raw, err := client.Dispense(stage.String())
 	if err != nil {
 		t.Fatalf("dispensing %v: %v", stage, err)
 	}
-	return raw.(Configurer)
+	return raw.(transport.Configurer)
 }
 
 func TestPluginServiceRoundTrip(t *testing.T) {
 	impl := &echoStage{}
-	c := dispense(t, StageScorer, impl)
+	c := dispense(t, sdk.StageScorer, impl)
 	ctx := context.Background()
 	info, err := c.Info(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Info{Type: "echo-stage", Stage: StageScorer, Version: "1.2.3", Description: "answers from its input"}
+	want := sdk.Info{Type: "echo-stage", Stage: sdk.StageScorer, Version: "1.2.3", Description: "answers from its input"}
 	if diff := cmp.Diff(want, info); diff != "" {
 		t.Errorf("info (-want +got):\n%s", diff)
 	}
@@ -127,46 +154,52 @@ func TestPluginServiceRoundTrip(t *testing.T) {
 		t.Errorf("configure: err %v, plugin saw %q", err, impl.configured)
 	}
 	err = c.Configure(ctx, []byte(`{"bad":1}`))
-	var se *StatusError
-	if !errors.As(err, &se) || se.Code != CodeInvalidArgument || !strings.Contains(se.Message, `"bad"`) {
+	var se *sdk.StatusError
+	if !errors.As(err, &se) || se.Code != sdk.CodeInvalidArgument || !strings.Contains(se.Message, `"bad"`) {
 		t.Errorf("configure with a bad parameter: got %v, want an invalid-argument status naming it", err)
 	}
 }
 
 func TestProducerRoundTrip(t *testing.T) {
-	c := dispense(t, StageProducer, &echoStage{}).(*ProducerClient)
-	got, err := c.ProduceBatch(context.Background(), []*Cycle{testCycle("r1")})
+	impl := &echoStage{observed: make(chan []sdk.Sample, 1)}
+	c := dispense(t, sdk.StageProducer, impl).(*transport.ProducerClient)
+	got, err := c.ProduceBatch(context.Background(), []*sdk.Cycle{testCycle("r1")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Prediction{{Valid: true, TTFTMs: 3, TPOTMs: 0.25}, {Valid: true, TTFTMs: 1, TPOTMs: 0.75}}
+	want := []sdk.Prediction{{Valid: true, TTFTMs: 3, TPOTMs: 0.25}, {Valid: true, TTFTMs: 1, TPOTMs: 0.75}}
 	if diff := cmp.Diff(want, got[0].Value); diff != "" || got[0].Err != nil {
 		t.Errorf("predictions (-want +got):\n%s err %v", diff, got[0].Err)
 	}
-	s := Sample{Request: testCycle("r").Request, EndpointID: "a:1", State: testCycle("r").Endpoints[0].State,
+	s := sdk.Sample{Request: testCycle("r").Request, EndpointID: "a:1", State: testCycle("r").Endpoints[0].State,
 		ActualTTFTMs: 120, ActualTPOTMs: 8, OutputTokens: 64, DispatchedAt: time.Unix(100, 0).UTC()}
 	cov := 0.875
-	wantObs := ObserveResult{Accepted: 2, Stats: &PredictorStats{ModelVersion: 3, TrainingRows: 200,
-		TTFT: TargetStats{Samples: 7, MAPE: 0.04, MAE: 2.5, QuantileCoverage: &cov}, TPOT: TargetStats{Samples: 7, MAPE: 0.02, MAE: 0.1},
+	wantObs := sdk.ObserveResult{Accepted: 2, Stats: &sdk.PredictorStats{ModelVersion: 3, TrainingRows: 200,
+		TTFT: sdk.TargetStats{Samples: 7, MAPE: 0.04, MAE: 2.5, QuantileCoverage: &cov}, TPOT: sdk.TargetStats{Samples: 7, MAPE: 0.02, MAE: 0.1},
 		Drift: true}}
-	if r, err := c.Observe(context.Background(), []Sample{s, s}); err != nil || !cmp.Equal(r, wantObs) {
+	if r, err := c.Observe(context.Background(), []sdk.Sample{s, s}); err != nil || !cmp.Equal(r, wantObs) {
 		t.Errorf("observe: got %+v, %v; want %+v, nil", r, err, wantObs)
 	}
-	if _, err := c.Observe(context.Background(), []Sample{{EndpointID: "reject"}}); err == nil {
+	if _, err := c.Observe(context.Background(), []sdk.Sample{{EndpointID: "reject"}}); err == nil {
 		t.Error("observe: a rejected batch should return the producer's error")
 	}
-	if diff := cmp.Diff(s, SampleFromProto(SampleToProto(&s))); diff != "" {
-		t.Errorf("sample conversion (-want +got):\n%s", diff)
+	select { // Observe answers after the producer took the samples
+	case got := <-impl.observed:
+		if diff := cmp.Diff([]sdk.Sample{s, s}, got); diff != "" {
+			t.Errorf("samples the producer received (-want +got):\n%s", diff)
+		}
+	default:
+		t.Error("the producer received no samples")
 	}
 }
 
 func TestFilterRoundTrip(t *testing.T) {
-	c := dispense(t, StageFilter, &echoStage{}).(*FilterClient)
-	got, err := c.FilterBatch(context.Background(), []*Cycle{testCycle("ok"), testCycle("fail"), testCycle("panic"), testCycle("out-of-range")})
+	c := dispense(t, sdk.StageFilter, &echoStage{}).(*transport.FilterClient)
+	got, err := c.FilterBatch(context.Background(), []*sdk.Cycle{testCycle("ok"), testCycle("fail"), testCycle("panic"), testCycle("out-of-range")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(FilterVerdict{Kept: []int{1}, Reason: "llama"}, got[0].Value); diff != "" || got[0].Err != nil {
+	if diff := cmp.Diff(sdk.FilterVerdict{Kept: []int{1}, Reason: "llama"}, got[0].Value); diff != "" || got[0].Err != nil {
 		t.Errorf("cycle ok (-want +got):\n%s err %v", diff, got[0].Err)
 	}
 	for i, want := range []string{"", "filter failed", "stage panicked: boom", "endpoint index 2 out of range"} {
@@ -181,8 +214,8 @@ func TestFilterRoundTrip(t *testing.T) {
 
 func TestScorerAdmitterPickerRoundTrip(t *testing.T) {
 	ctx := context.Background()
-	sc := dispense(t, StageScorer, &echoStage{}).(*ScorerClient)
-	scores, err := sc.ScoreBatch(ctx, []*Cycle{testCycle("r"), testCycle("short")})
+	sc := dispense(t, sdk.StageScorer, &echoStage{}).(*transport.ScorerClient)
+	scores, err := sc.ScoreBatch(ctx, []*sdk.Cycle{testCycle("r"), testCycle("short")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,77 +226,46 @@ func TestScorerAdmitterPickerRoundTrip(t *testing.T) {
 		t.Errorf("short scores: got %v, want a length error", scores[1].Err)
 	}
 
-	ad := dispense(t, StageAdmitter, &echoStage{}).(*AdmitterClient)
-	verdicts, err := ad.AdmitBatch(ctx, []*Cycle{testCycle("r")})
+	ad := dispense(t, sdk.StageAdmitter, &echoStage{}).(*transport.AdmitterClient)
+	verdicts, err := ad.AdmitBatch(ctx, []*sdk.Cycle{testCycle("r")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(AdmitVerdict{Admitted: false, Reason: "s1"}, verdicts[0].Value); diff != "" {
+	if diff := cmp.Diff(sdk.AdmitVerdict{Admitted: false, Reason: "s1"}, verdicts[0].Value); diff != "" {
 		t.Errorf("verdict (-want +got):\n%s", diff)
 	}
 
-	pk := dispense(t, StagePicker, &echoStage{}).(*PickerClient)
-	orders, err := pk.PickBatch(ctx, []*Cycle{testCycle("r")}, [][]float64{{0.1, 0.9}})
+	pk := dispense(t, sdk.StagePicker, &echoStage{}).(*transport.PickerClient)
+	orders, err := pk.PickBatch(ctx, []*sdk.Cycle{testCycle("r")}, [][]float64{{0.1, 0.9}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]int{1, 0}, orders[0].Value); diff != "" {
 		t.Errorf("order (-want +got):\n%s", diff)
 	}
-	if _, err := pk.PickBatch(ctx, []*Cycle{testCycle("r")}, nil); err == nil {
+	if _, err := pk.PickBatch(ctx, []*sdk.Cycle{testCycle("r")}, nil); err == nil {
 		t.Error("pick with missing scores should fail")
 	}
 }
 
 func TestCycleConversion(t *testing.T) {
 	c := testCycle("r")
-	got, err := CycleFromProto(CycleToProto(c))
+	got, err := sdk.CycleFromProto(transport.CycleToProto(c))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(c, got, cmpopts.IgnoreUnexported(Cycle{})); diff != "" {
+	if diff := cmp.Diff(c, got, cmpopts.IgnoreUnexported(sdk.Cycle{})); diff != "" {
 		t.Errorf("cycle round trip (-want +got):\n%s", diff)
 	}
-	p := CycleToProto(c)
+	p := transport.CycleToProto(c)
 	p.Endpoints.States.Waiting = p.Endpoints.States.Waiting[:1]
-	if _, err := CycleFromProto(p); err == nil || !strings.Contains(err.Error(), `column "waiting" has 1 entries for 2 endpoints`) {
+	if _, err := sdk.CycleFromProto(p); err == nil || !strings.Contains(err.Error(), `column "waiting" has 1 entries for 2 endpoints`) {
 		t.Errorf("short column: got %v", err)
 	}
-	p = CycleToProto(c)
+	p = transport.CycleToProto(c)
 	p.Endpoints.States = nil // a host that sends no state columns: everything reads as zero
-	got, err = CycleFromProto(p)
-	if err != nil || got.Endpoints[0].State != (EndpointState{}) {
+	got, err = sdk.CycleFromProto(p)
+	if err != nil || got.Endpoints[0].State != (sdk.EndpointState{}) {
 		t.Errorf("absent columns: got %+v, %v; want zero state", got.Endpoints[0].State, err)
-	}
-}
-
-func TestGRPCServerRejectsWrongStage(t *testing.T) {
-	type onlyPlugin struct{ Plugin }
-	p := &GRPCPlugin{Stage: StageFilter, Impl: onlyPlugin{&echoStageNoStages{}}}
-	if err := p.GRPCServer(nil, nil); err == nil || !strings.Contains(err.Error(), "does not implement stage filter") {
-		t.Errorf("got %v", err)
-	}
-}
-
-type echoStageNoStages struct{}
-
-func (echoStageNoStages) Type() string           { return "nothing" }
-func (echoStageNoStages) Description() string    { return "" }
-func (echoStageNoStages) Configure([]byte) error { return nil }
-
-func TestSealedCycleIsReusedUntilCopied(t *testing.T) {
-	c := testCycle("r")
-	c.Seal()
-	if w := wireOf(c); w.msg != c.wire.msg || w.bare != c.wire.bare {
-		t.Fatal("a sealed cycle should send its cached encoding")
-	}
-	if b := c.wire.bare; b.GetId() != "r" || b.GetInputTokens() != 900 || len(b.GetPrefixBlockHashes()) != 0 ||
-		len(c.wire.msg.GetRequest().GetPrefixBlockHashes()) != 3 {
-		t.Errorf("the sealed request without hashes is %v; the whole one %v", b, c.wire.msg.GetRequest())
-	}
-	cp := *c
-	cp.Seed = 99
-	if got := wireOf(&cp).msg; got == c.wire.msg || got.GetSeed() != 99 {
-		t.Errorf("a copy of a sealed cycle must be encoded afresh, got seed %d", got.GetSeed())
 	}
 }

@@ -69,3 +69,21 @@ type Picker interface {
 	// c.Endpoints[i]. Returning every index lets the proxy fail over down the list.
 	Pick(ctx context.Context, c *Cycle, scores []float64) ([]int, error)
 }
+
+// Reader is implemented by a stage that reads only part of the cycle. Reads returns the paths of
+// the fields it reads; the host then leaves every other field out of the cycles it sends, which
+// makes the stage's calls cheaper to encode and decode. A stage without Reads receives everything.
+//
+// The paths are "request" (every request field but the prefix block hashes, which a long prompt
+// makes the bulk of a cycle and which the host has already turned into each endpoint's
+// PrefixMatch), "request.prefix_block_hashes", "endpoints.count" (nothing but the number of
+// endpoints), "endpoints.ids", "endpoints.labels", "endpoints.states" (every state column),
+// "endpoints.states.<column>" where <column> is an EndpointState field by its JSON name (e.g.
+// "endpoints.states.prefix_match"), and "endpoints.predictions"; transport.ReadPaths lists them.
+// The cycle's Now and Seed and the endpoint count are always sent.
+//
+// Declaring too little makes the stage see zeros: check a declaration in the stage's tests with
+// sdktest.CheckReads.
+type Reader interface {
+	Reads() []string
+}

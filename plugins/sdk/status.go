@@ -49,11 +49,3 @@ func statusToProto(err error) *pb.Status {
 	}
 	return &pb.Status{Code: pb.StatusCode(code), Message: err.Error()}
 }
-
-// statusFromProto returns nil for an absent or success status and a *StatusError otherwise.
-func statusFromProto(s *pb.Status) error {
-	if s == nil || s.GetCode() == pb.StatusCode_STATUS_CODE_UNSPECIFIED {
-		return nil
-	}
-	return &StatusError{Code: Code(s.GetCode()), Message: s.GetMessage()}
-}

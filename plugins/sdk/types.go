@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math"
 	"time"
-
-	pb "github.com/foresight-router/foresight/proto/foresight/v1"
 )
 
 // Stage is one extension point of the scheduling pipeline.
@@ -64,45 +62,7 @@ type Cycle struct {
 	Now       time.Time  `json:"now"`
 	Seed      uint64     `json:"seed"`
 
-	wire *wireCache // see Seal
-}
-
-// wireCache is a cycle's encoded form, valid only for the cycle at address of.
-type wireCache struct {
-	of *Cycle
-	wire
-}
-
-// wire is a cycle's encoded form: the whole cycle, and its request without the prefix block
-// hashes for the stages that do not read them (the same message when there are none).
-type wire struct {
-	msg  *pb.Cycle
-	bare *pb.Request
-}
-
-// encodeWire encodes c.
-func encodeWire(c *Cycle) wire {
-	w := wire{msg: CycleToProto(c)}
-	w.bare = w.msg.GetRequest()
-	if len(c.Request.PrefixBlockHashes) > 0 {
-		r := c.Request
-		r.PrefixBlockHashes = nil
-		w.bare = RequestToProto(&r)
-	}
-	return w
-}
-
-// Seal encodes the cycle once so that every stage call sending it reuses the encoding. Call it when
-// the cycle will no longer change (and again after changing it); a copy of a sealed cycle is not
-// sealed. Seal must not run concurrently with calls that send the cycle.
-func (c *Cycle) Seal() { c.wire = &wireCache{of: c, wire: encodeWire(c)} }
-
-// wireOf returns the cycle's sealed encoding, or encodes it now.
-func wireOf(c *Cycle) wire {
-	if w := c.wire; w != nil && w.of == c {
-		return w.wire
-	}
-	return encodeWire(c)
+	host any // the host's cached wire encoding of the cycle (see transport.Seal)
 }
 
 // Request is what the router knows about the request being scheduled.
@@ -210,15 +170,6 @@ func (s *Stage) UnmarshalText(b []byte) error {
 	v, err := ParseStage(string(b))
 	*s = v
 	return err
-}
-
-// AllIndices returns 0, 1, …, n−1: the verdict of a filter that keeps every endpoint.
-func AllIndices(n int) []int {
-	out := make([]int, n)
-	for i := range out {
-		out[i] = i
-	}
-	return out
 }
 
 // Usable reports whether the prediction is valid and both numbers are finite and non-negative.

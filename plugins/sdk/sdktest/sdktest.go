@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/foresight-router/foresight/plugins/sdk/transport"
 )
 
 // RandomCycle returns a cycle whose every field is set from rng: 1–8 endpoints with random state,
@@ -54,14 +55,14 @@ func RandomCycle(rng *rand.Rand) *sdk.Cycle {
 }
 
 // CheckReads runs decide on n random cycles, each in full and as a stage declaring reads would
-// receive it (sdk.ProjectCycle), and fails the test where the two answers differ: the declaration
-// misses a field the stage reads.
+// receive it (transport.ProjectCycle), and fails the test where the two answers differ: the
+// declaration misses a field the stage reads.
 func CheckReads[T any](t *testing.T, reads []string, n int, decide func(*sdk.Cycle) (T, error)) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range n {
 		c := RandomCycle(rng)
-		projected, err := sdk.ProjectCycle(c, reads)
+		projected, err := transport.ProjectCycle(c, reads)
 		if err != nil {
 			t.Fatalf("reads %q: %v", reads, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/foresight-router/foresight/plugins/sdk/heuristics"
 )
 
 // admit is the whole decision for one cycle; every step is explained in README.md.
@@ -37,7 +38,7 @@ func admitByHeadroom(c *sdk.Cycle, p *Params) sdk.AdmitVerdict {
 		if !usable(&e.Prediction) {
 			continue
 		}
-		h, _ := sdk.HeadroomOf(r, e, p.SLOBufferFactor)
+		h, _ := heuristics.HeadroomOf(r, e, p.SLOBufferFactor)
 		if h.Meets() {
 			return yes(fmt.Sprintf("endpoint %s meets the SLO", e.ID))
 		}

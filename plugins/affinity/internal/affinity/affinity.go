@@ -9,6 +9,7 @@ import (
 	"math"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/foresight-router/foresight/plugins/sdk/heuristics"
 )
 
 // Type is the plugin type declared in the host configuration.
@@ -76,11 +77,11 @@ func (f *Filter) Filter(_ context.Context, c *sdk.Cycle) (sdk.FilterVerdict, err
 	}
 	n := len(c.Endpoints)
 	if n <= 1 {
-		return sdk.FilterVerdict{Kept: sdk.AllIndices(n), Reason: fmt.Sprintf("%d endpoint(s), nothing to narrow", n)}, nil
+		return sdk.FilterVerdict{Kept: heuristics.AllIndices(n), Reason: fmt.Sprintf("%d endpoint(s), nothing to narrow", n)}, nil
 	}
 	p := f.Get()
 	if p.ExplorationProbability > 0 && sdk.Rand(c, Type).Float64() < p.ExplorationProbability {
-		return sdk.FilterVerdict{Kept: sdk.AllIndices(n), Reason: "explore"}, nil
+		return sdk.FilterVerdict{Kept: heuristics.AllIndices(n), Reason: "explore"}, nil
 	}
 	var sticky []int
 	bestSticky, bestOther := math.Inf(1), math.Inf(1)
@@ -95,12 +96,12 @@ func (f *Filter) Filter(_ context.Context, c *sdk.Cycle) (sdk.FilterVerdict, err
 	}
 	switch {
 	case len(sticky) == 0:
-		return sdk.FilterVerdict{Kept: sdk.AllIndices(n), Reason: "no sticky endpoint with prefix >= " + ratio(p.AffinityThreshold)}, nil
+		return sdk.FilterVerdict{Kept: heuristics.AllIndices(n), Reason: "no sticky endpoint with prefix >= " + ratio(p.AffinityThreshold)}, nil
 	case len(sticky) == n:
-		return sdk.FilterVerdict{Kept: sdk.AllIndices(n), Reason: fmt.Sprintf("all %d endpoints sticky", n)}, nil
+		return sdk.FilterVerdict{Kept: heuristics.AllIndices(n), Reason: fmt.Sprintf("all %d endpoints sticky", n)}, nil
 	case bestSticky > bestOther+p.MaxTTFTPenaltyMs:
 		// +Inf > +Inf is false: with no prediction on either side the sticky endpoints stay.
-		return sdk.FilterVerdict{Kept: sdk.AllIndices(n), Reason: fmt.Sprintf("ttft penalty: sticky best %s vs %s",
+		return sdk.FilterVerdict{Kept: heuristics.AllIndices(n), Reason: fmt.Sprintf("ttft penalty: sticky best %s vs %s",
 			millis(bestSticky), millis(bestOther))}, nil
 	}
 	return sdk.FilterVerdict{Kept: sticky, Reason: fmt.Sprintf("sticky: %d of %d with prefix >= %s",

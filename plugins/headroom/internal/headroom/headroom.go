@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/foresight-router/foresight/plugins/sdk/heuristics"
 )
 
 // Type is the plugin type declared in the host configuration.
@@ -63,24 +64,24 @@ func (f *Filter) Description() string {
 
 // Filter keeps every endpoint when the request has no SLO or no endpoint has a valid prediction.
 // Otherwise an endpoint is in the positive tier when it has a prediction and both its headrooms
-// (sdk.HeadroomOf with SLOBufferFactor) are non-negative, in the negative tier otherwise. When only
-// one tier is non-empty it is kept; when both are, the negative tier is kept with probability
-// EpsilonExploreNeg (drawn from the cycle's seed) and the positive tier otherwise.
+// (heuristics.HeadroomOf with SLOBufferFactor) are non-negative, in the negative tier otherwise.
+// When only one tier is non-empty it is kept; when both are, the negative tier is kept with
+// probability EpsilonExploreNeg (drawn from the cycle's seed) and the positive tier otherwise.
 func (f *Filter) Filter(_ context.Context, c *sdk.Cycle) (sdk.FilterVerdict, error) {
 	if c == nil {
 		return sdk.FilterVerdict{}, errors.New("filtering: nil cycle")
 	}
 	n := len(c.Endpoints)
 	if !c.Request.SLO.Any() {
-		return sdk.FilterVerdict{Kept: sdk.AllIndices(n), Reason: "no SLO"}, nil
+		return sdk.FilterVerdict{Kept: heuristics.AllIndices(n), Reason: "no SLO"}, nil
 	}
 	if !c.AnyPrediction() {
-		return sdk.FilterVerdict{Kept: sdk.AllIndices(n), Reason: "no predictions"}, nil
+		return sdk.FilterVerdict{Kept: heuristics.AllIndices(n), Reason: "no predictions"}, nil
 	}
 	p := f.Get()
 	var pos, neg []int
 	for i := range c.Endpoints {
-		if h, ok := sdk.HeadroomOf(&c.Request, &c.Endpoints[i], p.SLOBufferFactor); ok && h.Meets() {
+		if h, ok := heuristics.HeadroomOf(&c.Request, &c.Endpoints[i], p.SLOBufferFactor); ok && h.Meets() {
 			pos = append(pos, i)
 		} else {
 			neg = append(neg, i)

@@ -13,6 +13,7 @@ import (
 	"slices"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/foresight-router/foresight/plugins/sdk/heuristics"
 )
 
 // Type is the plugin type declared in the host configuration.
@@ -73,7 +74,7 @@ type candidate struct {
 }
 
 // order ranks scores under p, drawing one random number per endpoint from r; argmax is
-// sdk.RankByScore with the non-finite scores last (see argmax).
+// heuristics.RankByScore with the non-finite scores last (see argmax).
 //
 // The A-Res key u^(1/w) is computed as log w − log(−log u), the same order for the same u (the map
 // from one to the other is strictly increasing) without underflow for small weights; for softmax it
@@ -121,8 +122,8 @@ func order(p *Params, r *rand.Rand, scores []float64) []int {
 }
 
 // argmax sorts scores descending, ties in random order from r, every non-finite score last, in
-// random order. sdk.RankByScore ranks NaN last but +Inf first, so ±Inf are passed to it as NaN;
-// the copy that takes is made only when there is an infinity to replace.
+// random order. heuristics.RankByScore ranks NaN last but +Inf first, so ±Inf are passed to it as
+// NaN; the copy that takes is made only when there is an infinity to replace.
 func argmax(scores []float64, r *rand.Rand) []int {
 	if slices.ContainsFunc(scores, func(s float64) bool { return math.IsInf(s, 0) }) {
 		scores = slices.Clone(scores)
@@ -132,7 +133,7 @@ func argmax(scores []float64, r *rand.Rand) []int {
 			}
 		}
 	}
-	return sdk.RankByScore(scores, r)
+	return heuristics.RankByScore(scores, r)
 }
 
 // gumbel maps 53 bits of x to a uniform u strictly inside (0, 1) and returns −log(−log u), a

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/foresight-router/foresight/plugins/sdk/heuristics"
 )
 
 // The values of the headroomSelectionStrategy parameter.
@@ -26,7 +27,7 @@ type Params struct {
 	// SLOBufferFactor scales the TPOT objective before the predicted TPOT is subtracted.
 	SLOBufferFactor float64 `json:"sloBufferFactor"`
 	// CompositeWeights weigh the load heuristics used when no endpoint has a prediction.
-	sdk.CompositeWeights
+	heuristics.CompositeWeights
 }
 
 // DefaultParams returns llm-d's latency-scorer defaults: TTFT 0.8, TPOT 0.2, strategy least,
@@ -37,7 +38,7 @@ func DefaultParams() Params {
 		TPOTWeight:                0.2,
 		HeadroomSelectionStrategy: StrategyLeast,
 		SLOBufferFactor:           1.0,
-		CompositeWeights:          sdk.DefaultCompositeWeights,
+		CompositeWeights:          heuristics.DefaultCompositeWeights,
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/foresight-router/foresight/plugins/sdk/heuristics"
 )
 
 // minRankedScore is the lowest score of an endpoint the scorer ranks, so the worst of the ranked
@@ -31,7 +32,7 @@ func score(c *sdk.Cycle, p *Params) []float64 {
 		}
 	}
 	if len(predicted) == 0 {
-		return sdk.CompositeScores(c, p.CompositeWeights)
+		return heuristics.CompositeScores(c, p.CompositeWeights)
 	}
 	if c.Request.SLO.Any() {
 		if group, strategy, ok := headroomGroup(c, predicted, p); ok {
@@ -64,7 +65,7 @@ func usable(pr *sdk.Prediction) bool {
 func headroomGroup(c *sdk.Cycle, predicted []int, p *Params) (group []member, strategy string, ok bool) {
 	var meets, misses []member
 	for _, i := range predicted {
-		h, _ := sdk.HeadroomOf(&c.Request, &c.Endpoints[i], p.SLOBufferFactor)
+		h, _ := heuristics.HeadroomOf(&c.Request, &c.Endpoints[i], p.SLOBufferFactor)
 		if !math.IsInf(h.TTFTMs, 1) || !math.IsInf(h.TPOTMs, 1) {
 			ok = true
 		}

@@ -1,4 +1,4 @@
-// Helpers for testing stage plugins (Go: sdk.ProjectCycle and sdk/sdktest).
+// Helpers for testing stage plugins (Go: transport.ProjectCycle and sdk/sdktest).
 
 import { cycleFromWire, decodeCycleBatch, emptyRequest, encodeCycleBatch } from "./convert";
 import type { Status } from "./gen/foresight/v1/types";

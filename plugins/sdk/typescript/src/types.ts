@@ -231,7 +231,7 @@ export function usable(p: Prediction): boolean {
   return p.valid && p.ttftMs >= 0 && p.tpotMs >= 0 && Number.isFinite(p.ttftMs) && Number.isFinite(p.tpotMs);
 }
 
-/** READ_PATHS lists the valid read paths (Go: sdk.ReadPaths). */
+/** READ_PATHS lists the valid read paths (Go: transport.ReadPaths). */
 export const READ_PATHS: readonly string[] = [
   "request",
   "request.prefix_block_hashes",

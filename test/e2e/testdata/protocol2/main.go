@@ -6,6 +6,7 @@ import (
 	"context"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/foresight-router/foresight/plugins/sdk/heuristics"
 )
 
 type keepAll struct{}
@@ -15,7 +16,7 @@ func (keepAll) Description() string    { return "keeps every endpoint, over prot
 func (keepAll) Configure([]byte) error { return nil }
 
 func (keepAll) Filter(_ context.Context, c *sdk.Cycle) (sdk.FilterVerdict, error) {
-	return sdk.FilterVerdict{Kept: sdk.AllIndices(len(c.Endpoints))}, nil
+	return sdk.FilterVerdict{Kept: heuristics.AllIndices(len(c.Endpoints))}, nil
 }
 
 func main() { sdk.ServeProtocol(2, sdk.StageFilter, keepAll{}, "1.0.0") }

@@ -1,21 +1,13 @@
-package sdk
+package transport
 
 import (
 	"fmt"
 	"strings"
 
+	"github.com/foresight-router/foresight/plugins/sdk"
 	pb "github.com/foresight-router/foresight/proto/foresight/v1"
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
-
-// Reader is implemented by a stage that reads only part of the cycle. Reads returns the paths of
-// the fields it reads (see ReadPaths); the host then leaves every other field out of the cycles it
-// sends, which makes the stage's calls cheaper to encode and decode. A stage without Reads
-// receives everything. Declaring too little makes the stage see zeros: check a stage's decisions
-// on ProjectCycle(c, reads) against its decisions on c in its tests.
-type Reader interface {
-	Reads() []string
-}
 
 // ReadPaths lists the valid read paths: "request" (every request field but the prefix block
 // hashes, which a long prompt makes the bulk of a cycle and which the host has already turned into
@@ -75,7 +67,7 @@ func compileReads(paths []string) (*projection, error) {
 }
 
 // apply returns the cycle with only the declared fields; what it keeps is shared, not copied.
-func (p *projection) apply(w wire) *pb.Cycle {
+func (p *projection) apply(w encoded) *pb.Cycle {
 	c := w.msg
 	if p == nil || !p.partial {
 		return c
@@ -112,8 +104,8 @@ func (p *projection) apply(w wire) *pb.Cycle {
 }
 
 // projectRequest returns the request with the declared parts: all of it, it without the hashes
-// (encoded once with the cycle, see wire), the hashes alone, or nil.
-func (p *projection) projectRequest(w wire) *pb.Request {
+// (encoded once with the cycle, see encoded), the hashes alone, or nil.
+func (p *projection) projectRequest(w encoded) *pb.Request {
 	switch {
 	case w.msg.GetRequest() == nil || !p.request && !p.hashes:
 		return nil
@@ -125,12 +117,13 @@ func (p *projection) projectRequest(w wire) *pb.Request {
 	return &pb.Request{PrefixBlockHashes: w.msg.GetRequest().GetPrefixBlockHashes()}
 }
 
-// ProjectCycle returns c as a stage declaring reads receives it over the wire: every field it did
-// not declare reads as zero. Use it in a stage's tests to check its declaration.
-func ProjectCycle(c *Cycle, reads []string) (*Cycle, error) {
+// ProjectCycle returns c as a stage declaring reads (see sdk.Reader) receives it over the wire:
+// every field it did not declare reads as zero. sdktest.CheckReads uses it to check a stage's
+// declaration.
+func ProjectCycle(c *sdk.Cycle, reads []string) (*sdk.Cycle, error) {
 	p, err := compileReads(reads)
 	if err != nil {
 		return nil, err
 	}
-	return CycleFromProto(p.apply(encodeWire(c)))
+	return hooks.DecodeCycle(p.apply(encode(c)))
 }

@@ -1,11 +1,15 @@
-package sdk
+package transport
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/foresight-router/foresight/plugins/sdk"
+)
 
 // Checks every stage answer must pass, whether it came over the wire (the client shims) or from an
 // in-process stage (Local): the host never trusts a stage's sizes or indices.
 
-func checkPredictions(p []Prediction, n int) error {
+func checkPredictions(p []sdk.Prediction, n int) error {
 	if len(p) != n {
 		return fmt.Errorf("producer returned %d predictions for %d endpoints", len(p), n)
 	}

@@ -1,6 +1,10 @@
-package sdk
+package heuristics
 
-import "math"
+import (
+	"math"
+
+	"github.com/foresight-router/foresight/plugins/sdk"
+)
 
 // Headroom is how far an endpoint's prediction sits inside a request's SLOs, in milliseconds.
 // A dimension without an objective has +Inf headroom.
@@ -16,7 +20,7 @@ func (h Headroom) Meets() bool { return h.TTFTMs >= 0 && h.TPOTMs >= 0 }
 // valid prediction. TTFT headroom = request TTFT SLO − predicted TTFT. TPOT headroom, for streaming
 // requests only, = min(request TPOT SLO, tightest TPOT SLO running on the endpoint) × bufferFactor −
 // predicted TPOT, so a new request is not placed where it would break a running request's objective.
-func HeadroomOf(r *Request, e *Endpoint, bufferFactor float64) (h Headroom, ok bool) {
+func HeadroomOf(r *sdk.Request, e *sdk.Endpoint, bufferFactor float64) (h Headroom, ok bool) {
 	if !e.Prediction.Valid {
 		return Headroom{}, false
 	}

@@ -1,13 +1,17 @@
-package sdk
+package heuristics
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/foresight-router/foresight/plugins/sdk"
+)
 
 // Load heuristics shared by the built-in baseline scorers and the latency scorer's fallback.
-// Each returns one score in [0, 1] per endpoint of the cycle, higher is better.
+// Each score function returns one score in [0, 1] per endpoint of the cycle, higher is better.
 
 // QueueScores scores endpoints by queue depth: (maxQ − q) / (maxQ − minQ), min–max normalised over
 // the cycle; every endpoint scores 1 when all queues are equal. queue returns an endpoint's depth.
-func QueueScores(c *Cycle, queue func(*EndpointState) int64) []float64 {
+func QueueScores(c *sdk.Cycle, queue func(*sdk.EndpointState) int64) []float64 {
 	scores := make([]float64, len(c.Endpoints))
 	if len(c.Endpoints) == 0 {
 		return scores
@@ -28,13 +32,13 @@ func QueueScores(c *Cycle, queue func(*EndpointState) int64) []float64 {
 }
 
 // Waiting returns the engine's waiting-queue gauge (llm-d's queue-scorer signal).
-func Waiting(s *EndpointState) int64 { return s.Waiting }
+func Waiting(s *sdk.EndpointState) int64 { return s.Waiting }
 
 // Inflight returns the router's own in-flight request count (fresh, unlike the scraped gauges).
-func Inflight(s *EndpointState) int64 { return s.InflightRequests }
+func Inflight(s *sdk.EndpointState) int64 { return s.InflightRequests }
 
 // KVCacheScores scores 1 − KV-cache usage, clamped to [0, 1].
-func KVCacheScores(c *Cycle) []float64 {
+func KVCacheScores(c *sdk.Cycle) []float64 {
 	scores := make([]float64, len(c.Endpoints))
 	for i := range c.Endpoints {
 		scores[i] = clamp01(1 - c.Endpoints[i].State.KVCacheUsage)
@@ -43,7 +47,7 @@ func KVCacheScores(c *Cycle) []float64 {
 }
 
 // PrefixScores scores the endpoint's prefix match, clamped to [0, 1].
-func PrefixScores(c *Cycle) []float64 {
+func PrefixScores(c *sdk.Cycle) []float64 {
 	scores := make([]float64, len(c.Endpoints))
 	for i := range c.Endpoints {
 		scores[i] = clamp01(c.Endpoints[i].State.PrefixMatch)
@@ -67,7 +71,7 @@ func (w *CompositeWeights) Validate() error {
 		name string
 		v    float64
 	}{{"kvCacheWeight", w.KVCache}, {"queueWeight", w.Queue}, {"prefixWeight", w.Prefix}} {
-		if err := CheckRange(p.name, p.v, 0, 100); err != nil {
+		if err := sdk.CheckRange(p.name, p.v, 0, 100); err != nil {
 			return err
 		}
 	}
@@ -79,7 +83,7 @@ func (w *CompositeWeights) Validate() error {
 
 // CompositeScores is llm-d's fallback score wkv·(1 − kv) + wq·(maxQ − q)/maxQ + wp·prefix over the
 // engine waiting queue, divided by the weights' sum so it stays in [0, 1]. Queues all zero score 1.
-func CompositeScores(c *Cycle, w CompositeWeights) []float64 {
+func CompositeScores(c *sdk.Cycle, w CompositeWeights) []float64 {
 	scores := make([]float64, len(c.Endpoints))
 	var maxQ int64
 	for i := range c.Endpoints {

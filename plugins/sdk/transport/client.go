@@ -1,10 +1,11 @@
-package sdk
+package transport
 
 import (
 	"context"
 	"fmt"
 	"sync/atomic"
 
+	"github.com/foresight-router/foresight/plugins/sdk"
 	pb "github.com/foresight-router/foresight/proto/foresight/v1"
 	"google.golang.org/grpc"
 )
@@ -20,12 +21,12 @@ type PluginClient struct {
 
 // Info asks the plugin what it is. From then on the client sends only the cycle fields the plugin
 // declared it reads; an invalid declaration is an error.
-func (c *PluginClient) Info(ctx context.Context) (Info, error) {
+func (c *PluginClient) Info(ctx context.Context) (sdk.Info, error) {
 	resp, err := c.plugin.GetInfo(ctx, &pb.GetInfoRequest{})
 	if err != nil {
-		return Info{}, err
+		return sdk.Info{}, err
 	}
-	info := InfoFromProto(resp)
+	info := infoFromProto(resp)
 	p, err := compileReads(info.Reads)
 	if err != nil {
 		return info, fmt.Errorf("the plugin declares %w", err)
@@ -34,7 +35,8 @@ func (c *PluginClient) Info(ctx context.Context) (Info, error) {
 	return info, nil
 }
 
-// Configure sends the parameters (a JSON object); a rejection is a *StatusError naming the problem.
+// Configure sends the parameters (a JSON object); a rejection is a *sdk.StatusError naming the
+// problem.
 func (c *PluginClient) Configure(ctx context.Context, params []byte) error {
 	resp, err := c.plugin.Configure(ctx, &pb.ConfigureRequest{Parameters: params})
 	if err != nil {
@@ -45,42 +47,42 @@ func (c *PluginClient) Configure(ctx context.Context, params []byte) error {
 
 // Configurer is what every stage client offers besides its stage calls.
 type Configurer interface {
-	Info(ctx context.Context) (Info, error)
+	Info(ctx context.Context) (sdk.Info, error)
 	Configure(ctx context.Context, params []byte) error
 }
 
 // NewClient returns the client for stage over conn, which implements Configurer and the stage's
-// Batch interface (e.g. *FilterClient for StageFilter).
-func NewClient(stage Stage, conn grpc.ClientConnInterface) (Configurer, error) {
+// Batch interface (e.g. *FilterClient for sdk.StageFilter).
+func NewClient(stage sdk.Stage, conn grpc.ClientConnInterface) (Configurer, error) {
 	pc := &PluginClient{plugin: pb.NewPluginServiceClient(conn)}
 	switch stage {
-	case StageProducer:
+	case sdk.StageProducer:
 		c := pb.NewProducerServiceClient(conn)
 		return &ProducerClient{pc, c, streamPool[pb.ProduceRequest, pb.ProduceResponse]{open: c.Produce}}, nil
-	case StageFilter:
+	case sdk.StageFilter:
 		return &FilterClient{pc, streamPool[pb.FilterRequest, pb.FilterResponse]{open: pb.NewFilterServiceClient(conn).Filter}}, nil
-	case StageScorer:
+	case sdk.StageScorer:
 		return &ScorerClient{pc, streamPool[pb.ScoreRequest, pb.ScoreResponse]{open: pb.NewScorerServiceClient(conn).Score}}, nil
-	case StageAdmitter:
+	case sdk.StageAdmitter:
 		return &AdmitterClient{pc, streamPool[pb.AdmitRequest, pb.AdmitResponse]{open: pb.NewAdmitterServiceClient(conn).Admit}}, nil
-	case StagePicker:
+	case sdk.StagePicker:
 		return &PickerClient{pc, streamPool[pb.PickRequest, pb.PickResponse]{open: pb.NewPickerServiceClient(conn).Pick}}, nil
 	}
 	return nil, fmt.Errorf("no client for stage %v", stage)
 }
 
-// cycles returns the wire form of cycles as this plugin receives them (see Reader).
-func (c *PluginClient) cycles(cycles []*Cycle) []*pb.Cycle {
+// cycles returns the wire form of cycles as this plugin receives them (see sdk.Reader).
+func (c *PluginClient) cycles(cycles []*sdk.Cycle) []*pb.Cycle {
 	p := c.reads.Load()
 	out := make([]*pb.Cycle, len(cycles))
 	for i, cy := range cycles {
-		out[i] = p.apply(wireOf(cy))
+		out[i] = p.apply(encodingOf(cy))
 	}
 	return out
 }
 
 // collect converts a batch answer, checking it has one result per cycle; conv may reject one result.
-func collect[R interface{ GetStatus() *pb.Status }, T any](cycles []*Cycle, results []R, conv func(c *Cycle, r R) (T, error)) ([]Result[T], error) {
+func collect[R interface{ GetStatus() *pb.Status }, T any](cycles []*sdk.Cycle, results []R, conv func(c *sdk.Cycle, r R) (T, error)) ([]Result[T], error) {
 	if len(results) != len(cycles) {
 		return nil, fmt.Errorf("plugin answered %d results for %d cycles", len(results), len(cycles))
 	}
@@ -103,28 +105,28 @@ type ProducerClient struct {
 }
 
 // ProduceBatch asks for predictions for every cycle.
-func (c *ProducerClient) ProduceBatch(ctx context.Context, cycles []*Cycle) ([]Result[[]Prediction], error) {
+func (c *ProducerClient) ProduceBatch(ctx context.Context, cycles []*sdk.Cycle) ([]Result[[]sdk.Prediction], error) {
 	resp, err := c.produce.call(ctx, &pb.ProduceRequest{Cycles: c.cycles(cycles)})
 	if err != nil {
 		return nil, err
 	}
-	return collect(cycles, resp.GetResults(), func(cy *Cycle, r *pb.ProduceResult) ([]Prediction, error) {
-		return PredictionsFromProto(r.GetPredictions(), len(cy.Endpoints))
+	return collect(cycles, resp.GetResults(), func(cy *sdk.Cycle, r *pb.ProduceResult) ([]sdk.Prediction, error) {
+		return predictionsFromProto(r.GetPredictions(), len(cy.Endpoints))
 	})
 }
 
 // Observe sends finished-request samples and returns how many the producer accepted, with its
 // prediction quality if it reports one.
-func (c *ProducerClient) Observe(ctx context.Context, samples []Sample) (ObserveResult, error) {
+func (c *ProducerClient) Observe(ctx context.Context, samples []sdk.Sample) (sdk.ObserveResult, error) {
 	req := &pb.ObserveRequest{Samples: make([]*pb.Sample, len(samples))}
 	for i := range samples {
-		req.Samples[i] = SampleToProto(&samples[i])
+		req.Samples[i] = sampleToProto(&samples[i])
 	}
 	resp, err := c.stage.Observe(ctx, req)
 	if err != nil {
-		return ObserveResult{}, err
+		return sdk.ObserveResult{}, err
 	}
-	return ObserveResult{Accepted: int(resp.GetAccepted()), Stats: PredictorStatsFromProto(resp.GetStats())},
+	return sdk.ObserveResult{Accepted: int(resp.GetAccepted()), Stats: predictorStatsFromProto(resp.GetStats())},
 		statusFromProto(resp.GetStatus())
 }
 
@@ -135,14 +137,14 @@ type FilterClient struct {
 }
 
 // FilterBatch asks which endpoints to keep for every cycle.
-func (c *FilterClient) FilterBatch(ctx context.Context, cycles []*Cycle) ([]Result[FilterVerdict], error) {
+func (c *FilterClient) FilterBatch(ctx context.Context, cycles []*sdk.Cycle) ([]Result[sdk.FilterVerdict], error) {
 	resp, err := c.filter.call(ctx, &pb.FilterRequest{Cycles: c.cycles(cycles)})
 	if err != nil {
 		return nil, err
 	}
-	return collect(cycles, resp.GetResults(), func(cy *Cycle, r *pb.FilterResult) (FilterVerdict, error) {
+	return collect(cycles, resp.GetResults(), func(cy *sdk.Cycle, r *pb.FilterResult) (sdk.FilterVerdict, error) {
 		kept, err := indicesFromProto(r.GetKept(), len(cy.Endpoints))
-		return FilterVerdict{Kept: kept, Reason: r.GetReason()}, err
+		return sdk.FilterVerdict{Kept: kept, Reason: r.GetReason()}, err
 	})
 }
 
@@ -153,12 +155,12 @@ type ScorerClient struct {
 }
 
 // ScoreBatch asks for scores for every cycle.
-func (c *ScorerClient) ScoreBatch(ctx context.Context, cycles []*Cycle) ([]Result[[]float64], error) {
+func (c *ScorerClient) ScoreBatch(ctx context.Context, cycles []*sdk.Cycle) ([]Result[[]float64], error) {
 	resp, err := c.score.call(ctx, &pb.ScoreRequest{Cycles: c.cycles(cycles)})
 	if err != nil {
 		return nil, err
 	}
-	return collect(cycles, resp.GetResults(), func(cy *Cycle, r *pb.ScoreResult) ([]float64, error) {
+	return collect(cycles, resp.GetResults(), func(cy *sdk.Cycle, r *pb.ScoreResult) ([]float64, error) {
 		return r.GetScores(), checkScores(r.GetScores(), len(cy.Endpoints))
 	})
 }
@@ -170,13 +172,13 @@ type AdmitterClient struct {
 }
 
 // AdmitBatch asks for a verdict for every cycle.
-func (c *AdmitterClient) AdmitBatch(ctx context.Context, cycles []*Cycle) ([]Result[AdmitVerdict], error) {
+func (c *AdmitterClient) AdmitBatch(ctx context.Context, cycles []*sdk.Cycle) ([]Result[sdk.AdmitVerdict], error) {
 	resp, err := c.admit.call(ctx, &pb.AdmitRequest{Cycles: c.cycles(cycles)})
 	if err != nil {
 		return nil, err
 	}
-	return collect(cycles, resp.GetResults(), func(_ *Cycle, r *pb.AdmitResult) (AdmitVerdict, error) {
-		return AdmitVerdict{Admitted: r.GetAdmitted(), Reason: r.GetReason()}, nil
+	return collect(cycles, resp.GetResults(), func(_ *sdk.Cycle, r *pb.AdmitResult) (sdk.AdmitVerdict, error) {
+		return sdk.AdmitVerdict{Admitted: r.GetAdmitted(), Reason: r.GetReason()}, nil
 	})
 }
 
@@ -187,7 +189,7 @@ type PickerClient struct {
 }
 
 // PickBatch asks for a preference order for every cycle; scores[i] belongs to cycles[i].
-func (c *PickerClient) PickBatch(ctx context.Context, cycles []*Cycle, scores [][]float64) ([]Result[[]int], error) {
+func (c *PickerClient) PickBatch(ctx context.Context, cycles []*sdk.Cycle, scores [][]float64) ([]Result[[]int], error) {
 	if len(scores) != len(cycles) {
 		return nil, fmt.Errorf("pick batch has %d score sets for %d cycles", len(scores), len(cycles))
 	}
@@ -199,7 +201,7 @@ func (c *PickerClient) PickBatch(ctx context.Context, cycles []*Cycle, scores []
 	if err != nil {
 		return nil, err
 	}
-	return collect(cycles, resp.GetResults(), func(cy *Cycle, r *pb.PickResult) ([]int, error) {
+	return collect(cycles, resp.GetResults(), func(cy *sdk.Cycle, r *pb.PickResult) ([]int, error) {
 		return indicesFromProto(r.GetOrder(), len(cy.Endpoints))
 	})
 }

@@ -1,4 +1,4 @@
-package sdk
+package transport
 
 import (
 	"context"
@@ -92,21 +92,5 @@ func (p *streamPool[Req, Resp]) put(ps *pooledStream[Req, Resp]) {
 	if ps != nil {
 		_ = ps.s.CloseSend()
 		ps.cancel()
-	}
-}
-
-// serveStream answers each request of a stage stream with handle, in order, until the host closes it.
-func serveStream[Req, Resp any](s grpc.BidiStreamingServer[Req, Resp], handle func(context.Context, *Req) *Resp) error {
-	for {
-		req, err := s.Recv()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if err := s.Send(handle(s.Context(), req)); err != nil {
-			return err
-		}
 	}
 }

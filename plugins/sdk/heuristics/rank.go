@@ -1,4 +1,4 @@
-package sdk
+package heuristics
 
 import (
 	"cmp"
@@ -39,4 +39,13 @@ func RankByScore(scores []float64, r *rand.Rand) []int {
 		order[i] = x.index
 	}
 	return order
+}
+
+// AllIndices returns 0, 1, …, n−1: the verdict of a filter that keeps every endpoint.
+func AllIndices(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
 }

@@ -1,0 +1,13 @@
+package sdk
+
+import "github.com/hashicorp/go-plugin"
+
+// Exported for the round-trip tests in package sdk_test, which run both sides of the protocol.
+
+// NewServerPlugin returns the plugin's half of the go-plugin glue that ServeProtocol serves.
+func NewServerPlugin(stage Stage, impl Plugin, version string) plugin.GRPCPlugin {
+	return &grpcServer{stage: stage, impl: impl, version: version}
+}
+
+// CycleFromProto is the plugin side's decoding of a wire cycle.
+var CycleFromProto = cycleFromProto
