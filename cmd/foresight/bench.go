@@ -17,6 +17,7 @@ import (
 	"github.com/foresight-router/foresight/host/feedback"
 	"github.com/foresight-router/foresight/host/pipeline"
 	"github.com/foresight-router/foresight/host/pluginhost"
+	"github.com/foresight-router/foresight/internal/quantile"
 	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/spf13/cobra"
 )
@@ -226,12 +227,14 @@ func measure(n, conc int, fn func(i int)) ([]time.Duration, time.Duration) {
 	return lat, time.Since(began)
 }
 
-// pct returns the q-quantile of lat in microseconds (nearest rank).
+// pct returns the q-quantile of lat in microseconds (internal/quantile); 0 for no latencies.
 func pct(lat []time.Duration, q float64) float64 {
-	s := slices.Clone(lat)
-	slices.Sort(s)
-	i := min(len(s)-1, max(0, int(q*float64(len(s))+0.5)-1))
-	return float64(s[i].Nanoseconds()) / 1000
+	us := make([]float64, len(lat))
+	for i, d := range lat {
+		us[i] = float64(d.Nanoseconds()) / 1000
+	}
+	slices.Sort(us)
+	return quantile.Sorted(us, q)
 }
 
 // processStages counts the pipeline's stages served by plugin processes (each a round trip).

@@ -128,7 +128,10 @@ func TestFaultResultJSON(t *testing.T) {
 	}
 	want := map[string]float64{
 		"requests": 203, "failed": 3, "swaps": 2, "kills": 2, "bad_reloads_rejected": 1,
-		"max_restart_ms": 340.25, "p99_ttft_ms_during_faults": 118, "p99_ttft_ms_baseline": 108, // nearest rank: the 99th of 100
+		// 100 TTFTs per window, 10..109 ms and 20..119 ms: the p99 sits at rank 0.99·(100−1) = 98.01,
+		// between the 99th and the 100th, 108 + 0.01·(109 − 108) = 108.01 and 118 + 0.01 = 118.01
+		// (nearest rank, before internal/quantile, gave the 99th: 108 and 118).
+		"max_restart_ms": 340.25, "p99_ttft_ms_during_faults": 118.01, "p99_ttft_ms_baseline": 108.01,
 		"requests_baseline": 101, "failed_baseline": 1, "requests_during_faults": 102, "failed_during_faults": 2,
 		"swap_failures": 1, "kill_failures": 0, "bad_reload_failures": 1, "rate_achieved": 5.1,
 	}
