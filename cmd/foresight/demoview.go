@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -16,6 +15,9 @@ import (
 	"github.com/foresight-router/foresight/host/pipeline"
 	"github.com/foresight-router/foresight/sim/loadgen"
 	"github.com/foresight-router/foresight/sim/workload"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // demoEndpoint is one emulated server as the router knows it.
@@ -77,7 +79,9 @@ func (m *monitor) scrape(ctx context.Context) fleetState {
 				return
 			}
 			l.ok = true
-			l.running, l.waiting, l.kv = v["vllm:num_requests_running"], v["vllm:num_requests_waiting"], v["vllm:kv_cache_usage_perc"]
+			l.running, _ = v.sum("vllm:num_requests_running")
+			l.waiting, _ = v.sum("vllm:num_requests_waiting")
+			l.kv, _ = v.sum("vllm:kv_cache_usage_perc")
 		})
 	}
 	wg.Go(func() {
@@ -87,13 +91,14 @@ func (m *monitor) scrape(ctx context.Context) fleetState {
 		}
 		p := &st.predictor
 		p.ok = true
-		_, p.producer = v["foresight_predictor_observe_batches_total"]
-		p.version, p.rows = v["foresight_predictor_model_version"], v["foresight_predictor_training_rows"]
-		p.accepted = v[`foresight_predictor_samples_total{result="accepted"}`]
-		if x, ok := v[`foresight_predictor_mape{target="ttft"}`]; ok {
+		_, p.producer = v.sum("foresight_predictor_observe_batches_total")
+		p.version, _ = v.sum("foresight_predictor_model_version")
+		p.rows, _ = v.sum("foresight_predictor_training_rows")
+		p.accepted, _ = v.with("foresight_predictor_samples_total", "result", "accepted")
+		if x, ok := v.with("foresight_predictor_mape", "target", "ttft"); ok {
 			p.mapeTTFT = x
 		}
-		if x, ok := v[`foresight_predictor_mape{target="tpot"}`]; ok {
+		if x, ok := v.with("foresight_predictor_mape", "target", "tpot"); ok {
 			p.mapeTPOT = x
 		}
 	})
@@ -114,11 +119,16 @@ func (m *monitor) scrape(ctx context.Context) fleetState {
 	return st
 }
 
+// textFormat asks for the classic Prometheus text format, as host/endpoints does.
+const textFormat = "text/plain;version=0.0.4;q=1,*/*;q=0.1"
+
+// get reads the Prometheus text exposition at url into its metric families.
 func (m *monitor) get(ctx context.Context, url string) (promValues, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
+	req.Header.Set("Accept", textFormat)
 	resp, err := m.client.Do(req)
 	if err != nil {
 		return nil, err
@@ -130,50 +140,55 @@ func (m *monitor) get(ctx context.Context, url string) (promValues, error) {
 	return parseProm(resp.Body)
 }
 
-// promValues maps each sample of a Prometheus text exposition to its value, keyed by the series
-// as written (`name{labels}`) and by the bare name, which holds the sum over the name's series.
-type promValues map[string]float64
+// promValues are the metric families of one Prometheus text exposition, by name.
+type promValues map[string]*dto.MetricFamily
 
-// parseProm reads the Prometheus text format's samples; comments and lines it cannot read are
-// skipped.
+// parseProm reads a Prometheus text exposition with expfmt (UTF-8 names, so vLLM's
+// "vllm:…" read as they are); a body it cannot read is an error.
 func parseProm(r io.Reader) (promValues, error) {
-	v := promValues{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		series, value, ok := cutValue(line)
-		if !ok {
-			continue
-		}
-		x, err := strconv.ParseFloat(value, 64)
-		if err != nil {
-			continue
-		}
-		v[series] = x
-		if name, _, found := strings.Cut(series, "{"); found {
-			v[name] += x
-		}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(r)
+	if err != nil {
+		return nil, fmt.Errorf("parsing metrics: %w", err)
 	}
-	return v, sc.Err()
+	return fams, nil
 }
 
-// cutValue splits a sample line into its series and value (an optional timestamp is dropped).
-func cutValue(line string) (series, value string, ok bool) {
-	end := 0
-	if i := strings.LastIndexByte(line, '}'); i >= 0 {
-		end = i + 1
-	} else if end = strings.IndexByte(line, ' '); end < 0 {
-		return "", "", false
+// sum returns the sum of the gauge, counter or untyped metric name over its series; ok is false
+// when the exposition has no sample of it.
+func (v promValues) sum(name string) (x float64, ok bool) {
+	for _, m := range v[name].GetMetric() {
+		if y, isValue := sampleValue(m); isValue {
+			x, ok = x+y, true
+		}
 	}
-	fields := strings.Fields(line[end:])
-	if len(fields) == 0 {
-		return "", "", false
+	return x, ok
+}
+
+// with returns the value of the series of name whose label is value; ok is false when there is
+// none.
+func (v promValues) with(name, label, value string) (float64, bool) {
+	for _, m := range v[name].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == label && l.GetValue() == value {
+				return sampleValue(m)
+			}
+		}
 	}
-	return line[:end], fields[0], true
+	return 0, false
+}
+
+// sampleValue reads a gauge, counter or untyped sample.
+func sampleValue(m *dto.Metric) (float64, bool) {
+	switch {
+	case m.Gauge != nil:
+		return m.Gauge.GetValue(), true
+	case m.Counter != nil:
+		return m.Counter.GetValue(), true
+	case m.Untyped != nil:
+		return m.Untyped.GetValue(), true
+	}
+	return 0, false
 }
 
 // isTerminalWriter reports whether w is a terminal, where the view redraws.

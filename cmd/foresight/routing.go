@@ -23,6 +23,7 @@ import (
 	"github.com/foresight-router/foresight/sim/workload"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 )
 
 // strategyConfigs maps the routing bench's strategies to the example pipelines an operator would
@@ -215,10 +216,8 @@ func newProgress(w io.Writer, total int, name string) *progressbar.ProgressBar {
 		progressbar.OptionShowCount(), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
 }
 
-func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
+// isTerminal reports whether f is a terminal.
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
 
 // strategy is one way of routing the bench runs: a router, the observer that feeds its producer
 // (nil without one), and the function that releases it.
