@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -16,6 +15,7 @@ import (
 	"github.com/foresight-router/foresight/sim/emulator"
 	"github.com/foresight-router/foresight/sim/engine"
 	"github.com/foresight-router/foresight/sim/loadgen"
+	"github.com/foresight-router/foresight/sim/testbed"
 	"github.com/foresight-router/foresight/sim/workload"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
@@ -39,8 +39,6 @@ var defaultDemoClasses = []string{
 
 // Demo defaults and bounds.
 const (
-	// demoReadyTimeout bounds the wait for the router to list the fleet's model.
-	demoReadyTimeout = 10 * time.Second
 	// demoMaxRequests bounds the workload generated for a run.
 	demoMaxRequests = 1_000_000
 )
@@ -198,16 +196,12 @@ func runDemo(ctx context.Context, out io.Writer, o demoOptions) error {
 		return err
 	}
 
-	ef, err := startEmulatedFleet(ctx, cfg, o.servers, o.preset, o.seed, o.log)
+	tb, err := testbed.Start(ctx, cfg, testbed.Options{Servers: o.servers, Preset: o.preset, Seed: o.seed, Log: o.log})
 	if err != nil {
 		return err
 	}
-	atExit(ef.Close)
-	eps := make([]demoEndpoint, 0, o.servers)
-	for i, addr := range ef.fleet.Addrs() {
-		eps = append(eps, demoEndpoint{id: ef.ids[i], addr: addr})
-	}
-	r := ef.router
+	atExit(tb.Close)
+	r := tb.Router
 	base := "http://" + r.Addr()
 	lg, err := loadgen.New(loadgen.Options{BaseURL: base, Model: emulator.DefaultModel, Duration: o.duration, Drain: o.drain})
 	if err != nil {
@@ -216,7 +210,7 @@ func runDemo(ctx context.Context, out io.Writer, o demoOptions) error {
 
 	info := demoInfo{scenario: w.Name, servers: o.servers, preset: o.preset, rate: w.Rate, duration: o.duration,
 		api: r.Addr(), admin: r.AdminAddr(), config: o.config, classes: classes, addedObjectives: added}
-	mon := &monitor{endpoints: eps, admin: "http://" + r.AdminAddr(), decisions: r.Server().Decisions,
+	mon := &monitor{endpoints: tb.Endpoints, admin: "http://" + r.AdminAddr(), decisions: r.Server().Decisions,
 		client: &http.Client{Timeout: 500 * time.Millisecond}}
 	v := newView(out, isTerminalWriter(out), info)
 	v.start()
@@ -263,47 +257,4 @@ loop:
 		select {} // the signal handler stops the router and the fleet, then exits 130
 	}
 	return nil
-}
-
-// waitModel waits until the router lists model in /v1/models: it has scraped the fleet.
-func waitModel(ctx context.Context, base, model string, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	client := &http.Client{Timeout: time.Second}
-	defer client.CloseIdleConnections()
-	for {
-		if ok, _ := hasModel(ctx, client, base, model); ok {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for the router at %s to list model %q: not within %v", base, model, timeout)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-func hasModel(ctx context.Context, client *http.Client, base, model string) (bool, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/models", nil)
-	if err != nil {
-		return false, err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return false, err
-	}
-	defer resp.Body.Close()
-	var list struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
-		return false, err
-	}
-	return slices.ContainsFunc(list.Data, func(m struct {
-		ID string `json:"id"`
-	}) bool {
-		return m.ID == model
-	}), nil
 }

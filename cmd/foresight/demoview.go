@@ -14,14 +14,12 @@ import (
 
 	"github.com/foresight-router/foresight/host/pipeline"
 	"github.com/foresight-router/foresight/sim/loadgen"
+	"github.com/foresight-router/foresight/sim/testbed"
 	"github.com/foresight-router/foresight/sim/workload"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
-
-// demoEndpoint is one emulated server as the router knows it.
-type demoEndpoint struct{ id, addr string }
 
 // demoInfo is what the view says about the run.
 type demoInfo struct {
@@ -59,7 +57,7 @@ type fleetState struct {
 
 // monitor scrapes the emulated servers' and the router's metrics.
 type monitor struct {
-	endpoints []demoEndpoint
+	endpoints []testbed.Endpoint
 	admin     string
 	decisions func() []*pipeline.Trace
 	client    *http.Client
@@ -73,8 +71,8 @@ func (m *monitor) scrape(ctx context.Context) fleetState {
 	for i, e := range m.endpoints {
 		wg.Go(func() {
 			l := &st.endpoints[i]
-			l.id = e.id
-			v, err := m.get(ctx, "http://"+e.addr+"/metrics")
+			l.id = e.ID
+			v, err := m.get(ctx, "http://"+e.Addr+"/metrics")
 			if err != nil {
 				return
 			}
@@ -105,7 +103,7 @@ func (m *monitor) scrape(ctx context.Context) fleetState {
 	wg.Wait()
 	idx := map[string]int{}
 	for i, e := range m.endpoints {
-		idx[e.id] = i
+		idx[e.ID] = i
 	}
 	for _, t := range m.decisions() {
 		if t.Outcome() != "picked" {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/foresight-router/foresight/host/config"
 	"github.com/foresight-router/foresight/internal/filewatch"
+	"github.com/foresight-router/foresight/sim/testbed"
 	"github.com/spf13/cobra"
 )
 
@@ -221,13 +222,13 @@ func benchFaults(ctx context.Context, o faultOptions) (*faultResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	ef, err := startEmulatedFleet(ctx, cfg, o.servers, "llama-3.1-8b-h100-tp2", o.seed, logger())
+	tb, err := testbed.Start(ctx, cfg, testbed.Options{Servers: o.servers, Seed: o.seed, Log: logger()})
 	if err != nil {
 		return nil, err
 	}
-	defer ef.Close()
-	atExit(ef.Close)
-	r := ef.router
+	defer tb.Close()
+	atExit(tb.Close)
+	r := tb.Router
 	adm := &adminClient{base: "http://" + r.AdminAddr(), token: cfg.AdminToken(), c: &http.Client{Timeout: 30 * time.Second}}
 	defer adm.c.CloseIdleConnections()
 	if _, err := adm.pipeline(ctx); err != nil {

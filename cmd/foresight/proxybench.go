@@ -14,6 +14,7 @@ import (
 
 	"github.com/foresight-router/foresight/host/config"
 	"github.com/foresight-router/foresight/sim/emulator"
+	"github.com/foresight-router/foresight/sim/testbed"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 )
@@ -106,12 +107,12 @@ func benchProxy(ctx context.Context, o proxyOptions) (*proxyResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	ef, err := startEmulatedFleet(ctx, cfg, o.servers, "llama-3.1-8b-h100-tp2", 1, zerolog.Nop())
+	tb, err := testbed.Start(ctx, cfg, testbed.Options{Servers: o.servers, Seed: 1, Log: zerolog.Nop()})
 	if err != nil {
 		return nil, err
 	}
-	defer ef.Close()
-	fleet, r := ef.fleet, ef.router
+	defer tb.Close()
+	fleet, r := tb.Fleet, tb.Router
 	maxConc := 0
 	for _, c := range levels {
 		maxConc = max(maxConc, c)
