@@ -212,7 +212,7 @@ func runDemo(ctx context.Context, out io.Writer, o demoOptions) error {
 		api: r.Addr(), admin: r.AdminAddr(), config: o.config, classes: classes, addedObjectives: added}
 	mon := &monitor{endpoints: tb.Endpoints, admin: "http://" + r.AdminAddr(), decisions: r.Server().Decisions,
 		client: &http.Client{Timeout: 500 * time.Millisecond}}
-	v := newView(out, isTerminalWriter(out), info)
+	v := newView(out, isTerminal(out), info)
 	v.start()
 
 	// Ctrl-C runs the atExit functions, last registered first: this one stops the run and waits

@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -187,12 +186,6 @@ func sampleValue(m *dto.Metric) (float64, bool) {
 		return m.Untyped.GetValue(), true
 	}
 	return 0, false
-}
-
-// isTerminalWriter reports whether w is a terminal, where the view redraws.
-func isTerminalWriter(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && isTerminal(f)
 }
 
 // compactEvery is how often the view prints a line when it cannot redraw (the first comes at

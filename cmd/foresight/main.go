@@ -4,6 +4,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -14,6 +15,7 @@ import (
 	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 )
 
 // version is stamped at build time from the VERSION file at the repository root.
@@ -94,4 +96,11 @@ func newRoot() *cobra.Command {
 // logger returns the host's structured logger (JSON on stderr).
 func logger() zerolog.Logger {
 	return zerolog.New(os.Stderr).With().Timestamp().Logger()
+}
+
+// isTerminal reports whether w is a terminal: where the demo redraws its view and bench routing
+// draws progress bars.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }

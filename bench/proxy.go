@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -13,130 +13,121 @@ import (
 	"time"
 
 	"github.com/foresight-router/foresight/host/config"
+	"github.com/foresight-router/foresight/internal/quantile"
 	"github.com/foresight-router/foresight/sim/emulator"
 	"github.com/foresight-router/foresight/sim/testbed"
 	"github.com/rs/zerolog"
-	"github.com/spf13/cobra"
 )
 
-// proxyOptions are bench proxy's flags.
-type proxyOptions struct {
-	config, streams, cpuProfile   string
-	servers, requests, rpsWorkers int
-	maxTokens                     int
-	rpsFor                        time.Duration
-	asJSON                        bool
+// ProxyOptions are what RunProxy measures: bench proxy's flags.
+type ProxyOptions struct {
+	// Config is the router's config file (its endpoints and listeners are replaced).
+	Config string
+	// Streams are the comma-separated numbers of concurrent streams, e.g. "1,100,1000".
+	Streams string
+	// Servers is the number of emulated servers; Requests the least requests per concurrency and
+	// mode (each client sends at least 2); RPSWorkers the clients of the max-rate phase (all at
+	// least 1).
+	Servers, Requests, RPSWorkers int
+	// MaxTokens are the output tokens of each streamed request.
+	MaxTokens int
+	// RPSFor is the length of the max-rate phase, positive.
+	RPSFor time.Duration
 }
 
-// percentiles are a latency distribution's p50 and p99, in µs.
-type percentiles struct {
+// Percentiles are a latency distribution's p50 and p99, in µs.
+type Percentiles struct {
+	// P50 and P99 are internal/quantile's estimates.
 	P50 float64 `json:"p50"`
 	P99 float64 `json:"p99"`
 }
 
-// proxyResult is the JSON bench proxy prints.
-type proxyResult struct {
+// ProxyResult is what RunProxy measured; its JSON is bench proxy's.
+type ProxyResult struct {
 	Config  string `json:"config"`
 	Servers int    `json:"servers"`
 	// AddedTTFTUs is, per concurrency ("c1", "c100", …), the routed TTFT's percentile minus the
 	// direct TTFT's (the same requests, the same fleet, one after the other): the difference of
 	// the percentiles, not a percentile of paired differences.
-	AddedTTFTUs map[string]percentiles `json:"added_ttft_us"`
-	DirectUs    map[string]percentiles `json:"direct_ttft_us"`
-	RoutedUs    map[string]percentiles `json:"routed_ttft_us"`
+	AddedTTFTUs map[string]Percentiles `json:"added_ttft_us"`
+	DirectUs    map[string]Percentiles `json:"direct_ttft_us"`
+	RoutedUs    map[string]Percentiles `json:"routed_ttft_us"`
 	Errors      map[string]int64       `json:"errors"`
 	// MaxRPS is the rate of one-token, non-streamed requests the router completed with
-	// rpsWorkers clients sending back to back.
+	// RPSWorkers clients sending back to back.
 	MaxRPS float64 `json:"max_rps"`
+	// streams is ProxyOptions.Streams as given: the text's lines, in order.
+	streams string
 }
 
-func newBenchProxy() *cobra.Command {
-	var o proxyOptions
-	cmd := &cobra.Command{
-		Use:   "proxy",
-		Short: "Measure the TTFT the router adds over going straight to the emulated servers",
-		Long: "bench proxy starts --servers emulated vLLM servers and the router of --config in front of them.\n" +
-			"For each concurrency in --streams it runs that many clients sending streamed completions of\n" +
-			"--max-tokens tokens one after another (at least --requests in all, and 2 per client), first\n" +
-			"straight to the servers (round-robin) and then through the router, and reports the TTFT\n" +
-			"percentiles of both and their difference. Then it\n" +
-			"measures the highest rate of one-token requests the router completes (--rps-workers clients\n" +
-			"back to back for --rps-for).",
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runBench(cmd.OutOrStdout(), o.cpuProfile, o.asJSON,
-				func() (*proxyResult, error) { return benchProxy(cmd.Context(), o) },
-				func(out io.Writer, res *proxyResult) error { return printProxy(out, res, o.streams) })
-		},
-	}
-	f := cmd.Flags()
-	f.StringVar(&o.config, "config", "examples/pipeline.yaml", "the router's configuration (its endpoints and listeners are replaced)")
-	f.IntVar(&o.servers, "servers", 4, "emulated servers")
-	f.StringVar(&o.streams, "streams", "1,100,1000", "comma-separated numbers of concurrent streams")
-	f.IntVar(&o.maxTokens, "max-tokens", 128, "output tokens of each streamed request: how long a stream lasts (~9 ms per token)")
-	f.IntVar(&o.requests, "requests", 300, "least requests per concurrency and mode (each client sends at least 2)")
-	f.IntVar(&o.rpsWorkers, "rps-workers", 64, "clients of the max-rate phase")
-	f.DurationVar(&o.rpsFor, "rps-for", 5*time.Second, "length of the max-rate phase")
-	f.BoolVar(&o.asJSON, "json", false, "print one JSON object")
-	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write the CPU profile of this process (router, emulated servers and clients) to this file")
-	return cmd
-}
-
-// printProxy prints the proxy bench's result as text, one line per concurrency in streams.
-func printProxy(out io.Writer, res *proxyResult, streams string) error {
-	fmt.Fprintf(out, "%s on %d emulated servers\n", res.Config, res.Servers)
-	for _, c := range strings.Split(streams, ",") {
-		k := "c" + strings.TrimSpace(c)
-		fmt.Fprintf(out, "%5s streams: TTFT direct p50 %.0f p99 %.0f µs, routed p50 %.0f p99 %.0f µs, added p50 %.0f p99 %.0f µs, errors %d\n",
-			strings.TrimPrefix(k, "c"), res.DirectUs[k].P50, res.DirectUs[k].P99, res.RoutedUs[k].P50, res.RoutedUs[k].P99,
-			res.AddedTTFTUs[k].P50, res.AddedTTFTUs[k].P99, res.Errors[k])
-	}
-	_, err := fmt.Fprintf(out, "max rate: %.0f requests/s\n", res.MaxRPS)
-	return err
-}
-
-func benchProxy(ctx context.Context, o proxyOptions) (*proxyResult, error) {
-	levels, err := parseLevels(o.streams)
+// RunProxy starts o.Servers emulated vLLM servers and the router of o.Config in front of them
+// (sim/testbed). For each concurrency in o.Streams it runs that many clients sending streamed
+// completions of o.MaxTokens tokens one after another (at least o.Requests in all, and 2 per
+// client), first straight to the servers (round-robin) and then through the router, and
+// measures the TTFT percentiles of both and their difference. Then it measures the highest rate
+// of one-token requests the router completes (o.RPSWorkers clients back to back for o.RPSFor).
+// It stops the servers and the router before it returns.
+func RunProxy(ctx context.Context, o ProxyOptions) (*ProxyResult, error) {
+	levels, err := parseLevels(o.Streams)
 	if err != nil {
 		return nil, err
 	}
-	if o.servers < 1 || o.requests < 1 || o.rpsWorkers < 1 || o.rpsFor <= 0 {
+	if o.Servers < 1 || o.Requests < 1 || o.RPSWorkers < 1 || o.RPSFor <= 0 {
 		return nil, fmt.Errorf("--servers, --requests and --rps-workers must be at least 1, --rps-for positive")
 	}
-	cfg, err := config.Load(o.config)
+	cfg, err := config.Load(o.Config)
 	if err != nil {
 		return nil, err
 	}
-	tb, err := testbed.Start(ctx, cfg, testbed.Options{Servers: o.servers, Seed: 1, Log: zerolog.Nop()})
+	tb, err := testbed.Start(ctx, cfg, testbed.Options{Servers: o.Servers, Seed: 1, Log: zerolog.Nop()})
 	if err != nil {
 		return nil, err
 	}
 	defer tb.Close()
-	fleet, r := tb.Fleet, tb.Router
 	maxConc := 0
 	for _, c := range levels {
 		maxConc = max(maxConc, c)
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: maxConc + 64, MaxIdleConns: 4*maxConc + 256}}
 	defer client.CloseIdleConnections()
-	res := &proxyResult{Config: o.config, Servers: o.servers, AddedTTFTUs: map[string]percentiles{},
-		DirectUs: map[string]percentiles{}, RoutedUs: map[string]percentiles{}, Errors: map[string]int64{}}
-	direct := fleet.Addrs()
-	routed := []string{r.Addr()}
+	res := &ProxyResult{Config: o.Config, Servers: o.Servers, AddedTTFTUs: map[string]Percentiles{},
+		DirectUs: map[string]Percentiles{}, RoutedUs: map[string]Percentiles{}, Errors: map[string]int64{}, streams: o.Streams}
+	direct := tb.Fleet.Addrs()
+	routed := []string{tb.Router.Addr()}
 	for _, c := range levels {
 		k := "c" + strconv.Itoa(c)
-		per := max(2, (o.requests+c-1)/c)
-		d, derr := streams(ctx, client, direct, c, per, o.maxTokens)
-		rt, rerr := streams(ctx, client, routed, c, per, o.maxTokens)
+		per := max(2, (o.Requests+c-1)/c)
+		d, derr := streams(ctx, client, direct, c, per, o.MaxTokens)
+		rt, rerr := streams(ctx, client, routed, c, per, o.MaxTokens)
 		res.Errors[k] = derr + rerr
-		res.DirectUs[k] = percentiles{pct(d, 0.5), pct(d, 0.99)}
-		res.RoutedUs[k] = percentiles{pct(rt, 0.5), pct(rt, 0.99)}
-		res.AddedTTFTUs[k] = percentiles{res.RoutedUs[k].P50 - res.DirectUs[k].P50, res.RoutedUs[k].P99 - res.DirectUs[k].P99}
+		res.DirectUs[k], res.RoutedUs[k] = percentiles(d), percentiles(rt)
+		res.AddedTTFTUs[k] = Percentiles{res.RoutedUs[k].P50 - res.DirectUs[k].P50, res.RoutedUs[k].P99 - res.DirectUs[k].P99}
 	}
-	res.MaxRPS = maxRate(ctx, client, r.Addr(), o.rpsWorkers, o.rpsFor)
+	res.MaxRPS = maxRate(ctx, client, tb.Router.Addr(), o.RPSWorkers, o.RPSFor)
 	return res, nil
 }
 
+// WriteText prints the result as bench proxy's text, one line per concurrency of the options'
+// Streams, in their order.
+func (r *ProxyResult) WriteText(out io.Writer) error {
+	fmt.Fprintf(out, "%s on %d emulated servers\n", r.Config, r.Servers)
+	for _, c := range strings.Split(r.streams, ",") {
+		k := "c" + strings.TrimSpace(c)
+		fmt.Fprintf(out, "%5s streams: TTFT direct p50 %.0f p99 %.0f µs, routed p50 %.0f p99 %.0f µs, added p50 %.0f p99 %.0f µs, errors %d\n",
+			strings.TrimPrefix(k, "c"), r.DirectUs[k].P50, r.DirectUs[k].P99, r.RoutedUs[k].P50, r.RoutedUs[k].P99,
+			r.AddedTTFTUs[k].P50, r.AddedTTFTUs[k].P99, r.Errors[k])
+	}
+	_, err := fmt.Fprintf(out, "max rate: %.0f requests/s\n", r.MaxRPS)
+	return err
+}
+
+// percentiles reads the p50 and p99 of lat in µs.
+func percentiles(lat []time.Duration) Percentiles {
+	us := sortedMicros(lat)
+	return Percentiles{quantile.Sorted(us, 0.50), quantile.Sorted(us, 0.99)}
+}
+
+// parseLevels reads the comma-separated concurrencies of --streams.
 func parseLevels(s string) ([]int, error) {
 	var out []int
 	for _, f := range strings.Split(s, ",") {
