@@ -160,6 +160,7 @@ func simulatedSamples(o PredictorOptions) (train, held []sdk.Sample, err error) 
 // expectation there as the prediction: the error floor of any predictor (see OracleTTFTMAPE).
 type randomRouter struct{ rng *rand.Rand }
 
+// Route picks a server uniformly at random and predicts the simulation's expected TTFT there.
 func (r randomRouter) Route(_ *sdk.Cycle, f *cluster.Fleet) (cluster.Decision, error) {
 	i := r.rng.IntN(len(f.Engines))
 	ttft, err := f.ExpectedTTFT(i)

@@ -63,6 +63,7 @@ type StrategyStats struct {
 // unavailable is a strategy that cannot run yet, reported rather than faked.
 type unavailable struct{ reason string }
 
+// Error returns the reason.
 func (u unavailable) Error() string { return u.reason }
 
 // RoutingOptions are what RunRouting compares: bench routing's flags.

@@ -18,6 +18,7 @@ const (
 	kindBadReload
 )
 
+// String is the kind's name in the JSON: swap, kill or bad-reload.
 func (k kind) String() string {
 	switch k {
 	case kindSwap:

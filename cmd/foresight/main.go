@@ -1,5 +1,12 @@
 // Command foresight is the Foresight router host: it runs scheduling pipelines made of plugin
 // processes, checks configurations, replays cycles and benchmarks the pipeline.
+//
+// Each command is one file that wires its flags to library calls: serve to host/router, check
+// and schedule to host/pipeline, emulate to sim/emulator, demo to demo, bench's subcommands to
+// bench and bench/faults, and the hidden noop-plugin to bench.NoopFilter. This file holds what
+// they share: the root command, the logger, terminal detection, and the cleanups that run when
+// the command ends or on SIGINT/SIGTERM (then the exit code is 130), so that plugin processes
+// never outlive the host.
 package main
 
 import (
