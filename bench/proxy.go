@@ -16,7 +16,6 @@ import (
 	"github.com/foresight-router/foresight/internal/quantile"
 	"github.com/foresight-router/foresight/sim/emulator"
 	"github.com/foresight-router/foresight/sim/testbed"
-	"github.com/rs/zerolog"
 )
 
 // ProxyOptions are what RunProxy measures: bench proxy's flags.
@@ -79,7 +78,7 @@ func RunProxy(ctx context.Context, o ProxyOptions) (*ProxyResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	tb, err := testbed.Start(ctx, cfg, testbed.Options{Servers: o.Servers, Seed: 1, Log: zerolog.Nop()})
+	tb, err := testbed.Start(ctx, cfg, testbed.Options{Servers: o.Servers, Seed: 1}) // the router logs nothing
 	if err != nil {
 		return nil, err
 	}
