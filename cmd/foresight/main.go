@@ -1,9 +1,17 @@
 // Command foresight is the Foresight router host: it runs scheduling pipelines made of plugin
 // processes, checks configurations, replays cycles and benchmarks the pipeline.
+//
+// Each command is one file that wires its flags to library calls: serve to host/router, check
+// and schedule to host/pipeline, emulate to sim/emulator, demo to demo, bench's subcommands to
+// bench and bench/faults, and the hidden noop-plugin to bench.NoopFilter. This file holds what
+// they share: the root command, the logger, terminal detection, and the cleanups that run when
+// the command ends or on SIGINT/SIGTERM (then the exit code is 130), so that plugin processes
+// never outlive the host.
 package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -14,6 +22,7 @@ import (
 	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 )
 
 // version is stamped at build time from the VERSION file at the repository root.
@@ -94,4 +103,11 @@ func newRoot() *cobra.Command {
 // logger returns the host's structured logger (JSON on stderr).
 func logger() zerolog.Logger {
 	return zerolog.New(os.Stderr).With().Timestamp().Logger()
+}
+
+// isTerminal reports whether w is a terminal: where the demo redraws its view and bench routing
+// draws progress bars.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }

@@ -14,7 +14,7 @@
 // window.
 //
 //   - Quantiles use linear interpolation between order statistics (Hyndman and Fan type 7, the
-//     default of R and NumPy) over the non-failed outcomes of the window in which the value was
+//     default of R and NumPy; internal/quantile, the repository's one estimator) over the non-failed outcomes of the window in which the value was
 //     observed. A quantile with no observations is reported as 0.
 //   - SLO attainment is met / with_slo, where with_slo counts the window's outcomes with at least
 //     one objective. An outcome meets its SLO when it did not fail and every objective it has was

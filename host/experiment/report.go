@@ -3,6 +3,8 @@ package experiment
 import (
 	"slices"
 	"time"
+
+	"github.com/foresight-router/foresight/internal/quantile"
 )
 
 // Report is what GET /admin/experiments serves for one experiment.
@@ -136,11 +138,11 @@ func summarize(name string, window []Outcome) (ArmReport, armStats) {
 	ar := ArmReport{
 		Name:      name,
 		Window:    len(window),
-		TTFTp50Ms: quantile(ttft, 0.5),
-		TTFTp95Ms: quantile(ttft, 0.95),
-		TPOTp50Ms: quantile(tpot, 0.5),
-		TPOTp95Ms: quantile(tpot, 0.95),
-		E2Ep50Ms:  quantile(e2e, 0.5),
+		TTFTp50Ms: quantile.Sorted(ttft, 0.5),
+		TTFTp95Ms: quantile.Sorted(ttft, 0.95),
+		TPOTp50Ms: quantile.Sorted(tpot, 0.5),
+		TPOTp95Ms: quantile.Sorted(tpot, 0.95),
+		E2Ep50Ms:  quantile.Sorted(e2e, 0.5),
 		WithSLO:   st.withSLO,
 	}
 	if st.withSLO > 0 {

@@ -3,6 +3,8 @@ package experiment
 import (
 	"fmt"
 	"math"
+
+	"github.com/foresight-router/foresight/internal/quantile"
 )
 
 // z95 is the standard normal quantile of 0.975, the "1.96" of a two-sided 95% interval.
@@ -13,21 +15,6 @@ const (
 	MinTTFTObservations = 20 // per arm, for the TTFT median difference
 	MinSLOOutcomes      = 10 // outcomes with an objective per arm, for the attainment difference
 )
-
-// quantile returns the p-quantile of sorted (ascending) by linear interpolation between order
-// statistics (type 7), or 0 when sorted is empty.
-func quantile(sorted []float64, p float64) float64 {
-	n := len(sorted)
-	if n == 0 {
-		return 0
-	}
-	h := float64(n-1) * p
-	lo := int(math.Floor(h))
-	if lo >= n-1 {
-		return sorted[n-1]
-	}
-	return sorted[lo] + (h-float64(lo))*(sorted[lo+1]-sorted[lo])
-}
 
 // medianRanks returns the 1-based ranks of the order statistics bounding a distribution-free 95%
 // confidence interval for the median of n > 0 observations: (n+1)/2 ± 1.96·√n/2, rounded
@@ -57,7 +44,7 @@ func medianDiff(baseline, arm []float64) Interval {
 	}
 	se1, se2 := medianSE(baseline), medianSE(arm)
 	half := z95 * math.Sqrt(se1*se1+se2*se2)
-	iv.Estimate = quantile(arm, 0.5) - quantile(baseline, 0.5)
+	iv.Estimate = quantile.Sorted(arm, 0.5) - quantile.Sorted(baseline, 0.5)
 	iv.Low, iv.High = iv.Estimate-half, iv.Estimate+half
 	iv.Significant = iv.Low > 0 || iv.High < 0
 	return iv

@@ -7,23 +7,6 @@ import (
 
 func near(a, b, tol float64) bool { return math.Abs(a-b) <= tol }
 
-func TestQuantileType7(t *testing.T) {
-	x := []float64{1, 2, 3, 4}
-	for _, tc := range []struct{ p, want float64 }{
-		{0, 1}, {0.5, 2.5}, {0.95, 3.85}, {1, 4}, // R: quantile(1:4, c(0, .5, .95, 1))
-	} {
-		if got := quantile(x, tc.p); !near(got, tc.want, 1e-12) {
-			t.Errorf("quantile(1..4, %v) = %v, want %v", tc.p, got, tc.want)
-		}
-	}
-	if got := quantile([]float64{7}, 0.95); got != 7 {
-		t.Errorf("quantile of one value = %v, want 7", got)
-	}
-	if got := quantile(nil, 0.5); got != 0 {
-		t.Errorf("quantile of nothing = %v, want 0", got)
-	}
-}
-
 func TestMedianRanks(t *testing.T) {
 	// (n+1)/2 ± 1.96·√n/2, rounded outward: n=20 → 10.5 ± 4.38 → [6.12, 14.88] → ranks 6, 15;
 	// n=100 → 50.5 ± 9.80 → [40.70, 60.30] → 40, 61 (the textbook ranks for these n).

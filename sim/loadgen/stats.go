@@ -1,10 +1,11 @@
 package loadgen
 
 import (
-	"math"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/foresight-router/foresight/internal/quantile"
 )
 
 // numKinds is the number of Kind values.
@@ -39,8 +40,8 @@ type Summary struct {
 	PromptTokens, CachedTokens, CompletionTokens int
 }
 
-// Percentiles are the p50, p95 and p99 of N values in ms (numpy's linear interpolation, as
-// sim/stats); all 0 when N is 0.
+// Percentiles are the p50, p95 and p99 of N values in ms (internal/quantile's linear
+// interpolation, numpy's default); all 0 when N is 0.
 type Percentiles struct {
 	N             int
 	P50, P95, P99 float64
@@ -177,11 +178,5 @@ func percentiles(v []float64) Percentiles {
 		return Percentiles{}
 	}
 	slices.Sort(v)
-	at := func(p float64) float64 {
-		pos := p / 100 * float64(len(v)-1)
-		lo := int(math.Floor(pos))
-		hi := min(lo+1, len(v)-1)
-		return v[lo] + (v[hi]-v[lo])*(pos-float64(lo))
-	}
-	return Percentiles{N: len(v), P50: at(50), P95: at(95), P99: at(99)}
+	return Percentiles{N: len(v), P50: quantile.Sorted(v, 0.50), P95: quantile.Sorted(v, 0.95), P99: quantile.Sorted(v, 0.99)}
 }

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/foresight-router/foresight/internal/quantile"
 	"github.com/foresight-router/foresight/sim/stats"
 )
 
@@ -45,7 +46,8 @@ func timeBuckets(outs []stats.Outcome, start, end time.Duration, n int) []bucket
 		mid := time.Duration(float64(start) + width*(float64(k)+0.5))
 		out[k] = bucket{midS: mid.Seconds(), n: len(v)}
 		if len(v) > 0 {
-			out[k].p50, out[k].p95 = stats.Percentile(v, 50), stats.Percentile(v, 95)
+			slices.Sort(v)
+			out[k].p50, out[k].p95 = quantile.Sorted(v, 0.50), quantile.Sorted(v, 0.95)
 		}
 	}
 	return out

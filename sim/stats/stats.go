@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/foresight-router/foresight/internal/quantile"
 	"github.com/foresight-router/foresight/plugins/sdk"
 )
 
@@ -55,7 +56,8 @@ type Summary struct {
 	Requests       int  `json:"requests"`
 }
 
-// Percentiles3 holds p50, p95 and p99.
+// Percentiles3 holds p50, p95 and p99 (internal/quantile's linear interpolation, as every
+// percentile of the repository).
 type Percentiles3 struct {
 	P50 float64 `json:"p50"`
 	P95 float64 `json:"p95"`
@@ -118,9 +120,12 @@ func Summarize(outcomes []Outcome) Summary {
 			}
 		}
 	}
-	s.TTFTMs = Percentiles3{Percentile(ttft, 50), Percentile(ttft, 95), Percentile(ttft, 99)}
-	s.TPOTMs = Percentiles2{Percentile(tpot, 50), Percentile(tpot, 99)}
-	s.E2EMs = PercentilesE{Percentile(e2e, 50), Percentile(e2e, 95)}
+	slices.Sort(ttft)
+	slices.Sort(tpot)
+	slices.Sort(e2e)
+	s.TTFTMs = Percentiles3{quantile.Sorted(ttft, 0.50), quantile.Sorted(ttft, 0.95), quantile.Sorted(ttft, 0.99)}
+	s.TPOTMs = Percentiles2{quantile.Sorted(tpot, 0.50), quantile.Sorted(tpot, 0.99)}
+	s.E2EMs = PercentilesE{quantile.Sorted(e2e, 0.50), quantile.Sorted(e2e, 0.95)}
 	if span := (last - first).Seconds(); len(outcomes) > 0 && span > 0 {
 		s.ThroughputTokS = float64(tokens) / span
 		s.GoodputRPS = float64(good) / span
@@ -134,20 +139,6 @@ func Summarize(outcomes []Outcome) Summary {
 	}
 	s.PredictionMAPE = MAPE{TTFT: ttftErr.mean(), TPOT: tpotErr.mean()}
 	return s
-}
-
-// Percentile returns the p-th percentile of values by linear interpolation between closest ranks
-// (numpy's default); 0 for no values. values is not modified.
-func Percentile(values []float64, p float64) float64 {
-	if len(values) == 0 {
-		return 0
-	}
-	v := slices.Clone(values)
-	slices.Sort(v)
-	pos := p / 100 * float64(len(v)-1)
-	lo := int(math.Floor(pos))
-	hi := min(lo+1, len(v)-1)
-	return v[lo] + (v[hi]-v[lo])*(pos-float64(lo))
 }
 
 type errSum struct {

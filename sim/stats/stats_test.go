@@ -8,28 +8,6 @@ import (
 	"github.com/foresight-router/foresight/plugins/sdk"
 )
 
-func TestPercentile(t *testing.T) {
-	v := []float64{4, 1, 3, 2, 5} // sorted 1..5
-	tests := []struct {
-		p, want float64
-	}{
-		{0, 1}, {50, 3}, {100, 5},
-		{95, 4.8}, // position 0.95·4 = 3.8: 4 + 0.8·(5 − 4)
-		{25, 2},   // position 1
-	}
-	for _, tt := range tests {
-		if got := Percentile(v, tt.p); got != tt.want {
-			t.Errorf("p%v = %v, want %v", tt.p, got, tt.want)
-		}
-	}
-	if Percentile(nil, 50) != 0 {
-		t.Error("empty input should give 0")
-	}
-	if v[0] != 4 {
-		t.Error("Percentile must not sort its input")
-	}
-}
-
 func TestSummarize(t *testing.T) {
 	ms := time.Millisecond
 	out := []Outcome{

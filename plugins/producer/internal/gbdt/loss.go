@@ -3,6 +3,8 @@ package gbdt
 import (
 	"math"
 	"slices"
+
+	"github.com/foresight-router/foresight/internal/quantile"
 )
 
 // initScore is the constant the first tree starts from: the mean for squared
@@ -81,16 +83,9 @@ func renewQuantileLeaves(t *tree, g *grower, p *Params, label, score []float64, 
 	return buf
 }
 
-// quantileOf returns the alpha-quantile of v by linear interpolation between
-// the order statistics at alpha*(n-1) (NumPy's default "linear" method). It
-// sorts v in place.
+// quantileOf sorts v in place and returns its alpha-quantile, by the repository's one
+// estimator (internal/quantile: linear interpolation at rank alpha·(n−1), NumPy's default).
 func quantileOf(v []float64, alpha float64) float64 {
 	slices.Sort(v)
-	pos := alpha * float64(len(v)-1)
-	lo := int(math.Floor(pos))
-	if lo >= len(v)-1 {
-		return v[len(v)-1]
-	}
-	frac := pos - float64(lo)
-	return v[lo] + frac*(v[lo+1]-v[lo])
+	return quantile.Sorted(v, alpha)
 }

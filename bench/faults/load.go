@@ -1,4 +1,4 @@
-package main
+package faults
 
 import (
 	"cmp"
@@ -13,12 +13,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/foresight-router/foresight/internal/quantile"
 	"github.com/foresight-router/foresight/sim/emulator"
 	"github.com/foresight-router/foresight/sim/loadgen"
 )
 
-// faultLoad sends the open-loop load and records every request's outcome.
-type faultLoad struct {
+// load sends the open-loop load and records every request's outcome.
+type load struct {
 	url      string
 	client   *http.Client
 	began    time.Time
@@ -38,14 +39,15 @@ type requestOutcome struct {
 	reason string // "" when it succeeded
 }
 
-func newFaultLoad(base string, baseline time.Duration) *faultLoad {
-	return &faultLoad{url: base + "/v1/completions", baseline: baseline, slots: make(chan struct{}, faultMaxInFlight),
+// newLoad returns the load of the router at base; baseline is the length of its first window.
+func newLoad(base string, baseline time.Duration) *load {
+	return &load{url: base + "/v1/completions", baseline: baseline, slots: make(chan struct{}, maxInFlight),
 		client: &http.Client{Transport: &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 1024}}}
 }
 
 // run sends one request at each arrival time (late ones at once), each in its own goroutine; an
-// arrival finding faultMaxInFlight requests in flight fails without being sent.
-func (l *faultLoad) run(ctx context.Context, arrivals []time.Duration) {
+// arrival finding maxInFlight requests in flight fails without being sent.
+func (l *load) run(ctx context.Context, arrivals []time.Duration) {
 	for n, at := range arrivals {
 		sleepUntil(ctx, l.began.Add(at))
 		if ctx.Err() != nil {
@@ -55,7 +57,7 @@ func (l *faultLoad) run(ctx context.Context, arrivals []time.Duration) {
 		select {
 		case l.slots <- struct{}{}:
 		default:
-			l.record(requestOutcome{at: at, reason: fmt.Sprintf("not sent: %d requests in flight", faultMaxInFlight)})
+			l.record(requestOutcome{at: at, reason: fmt.Sprintf("not sent: %d requests in flight", maxInFlight)})
 			continue
 		}
 		l.sent++
@@ -69,26 +71,26 @@ func (l *faultLoad) run(ctx context.Context, arrivals []time.Duration) {
 	}
 }
 
-func (l *faultLoad) wait() { l.wg.Wait() }
+func (l *load) wait() { l.wg.Wait() }
 
-func (l *faultLoad) record(o requestOutcome) {
+func (l *load) record(o requestOutcome) {
 	l.mu.Lock()
 	l.outcomes = append(l.outcomes, o)
 	l.mu.Unlock()
 }
 
 // one sends request n and reads its stream to the end: the TTFT, or the reason it failed.
-func (l *faultLoad) one(ctx context.Context, n int) (time.Duration, string) {
-	ctx, cancel := context.WithTimeout(ctx, faultRequestTimeout)
+func (l *load) one(ctx context.Context, n int) (time.Duration, string) {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	body := fmt.Sprintf(`{"model":%q,"prompt":"fault bench request %d","max_tokens":%d,"stream":true}`,
-		emulator.DefaultModel, n, faultMaxTokens)
+		emulator.DefaultModel, n, maxTokens)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.url, strings.NewReader(body))
 	if err != nil {
 		return 0, "building the request: " + err.Error()
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("x-llm-d-slo-ttft-ms", strconv.Itoa(faultSLOTTFTMs))
+	req.Header.Set("x-llm-d-slo-ttft-ms", strconv.Itoa(sloTTFTMs))
 	began := time.Now()
 	resp, err := l.client.Do(req)
 	if err != nil {
@@ -111,12 +113,12 @@ func (l *faultLoad) one(ctx context.Context, n int) (time.Duration, string) {
 
 // result summarizes the outcomes by window: those due before baseline, and the others; span is
 // the whole load's length.
-func (l *faultLoad) result(baseline, span time.Duration) *faultResult {
+func (l *load) result(baseline, span time.Duration) *Result {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	slices.SortFunc(l.outcomes, func(a, b requestOutcome) int { return cmp.Compare(a.at, b.at) })
-	res := &faultResult{Requests: len(l.outcomes), Failures: map[string]int{}, RestartMs: []float64{}, Faults: []faultEvent{}}
-	var base, faults []time.Duration
+	res := &Result{Requests: len(l.outcomes), Failures: map[string]int{}, RestartMs: []float64{}, Faults: []Event{}}
+	var base, faults []float64 // TTFTs in µs
 	for _, o := range l.outcomes {
 		inBase := o.at < baseline
 		if inBase {
@@ -132,21 +134,30 @@ func (l *faultLoad) result(baseline, span time.Duration) *faultResult {
 			} else {
 				res.FailedDuringFaults++
 			}
-			if len(res.FailureSamples) < faultFailureSamples {
-				res.FailureSamples = append(res.FailureSamples, failureSample{AtMs: ms(o.at), Reason: o.reason})
+			if len(res.FailureSamples) < failureSamples {
+				res.FailureSamples = append(res.FailureSamples, FailureSample{AtMs: ms(o.at), Reason: o.reason})
 			}
 			continue
 		}
+		us := float64(o.ttft.Nanoseconds()) / 1000
 		if inBase {
-			base = append(base, o.ttft)
+			base = append(base, us)
 		} else {
-			faults = append(faults, o.ttft)
+			faults = append(faults, us)
 		}
 	}
-	res.P50TTFTBaselineMs, res.P99TTFTBaselineMs = pctMs(base, 0.5), pctMs(base, 0.99)
-	res.P50TTFTFaultsMs, res.P99TTFTFaultsMs = pctMs(faults, 0.5), pctMs(faults, 0.99)
+	slices.Sort(base)
+	slices.Sort(faults)
+	res.P50TTFTBaselineMs, res.P99TTFTBaselineMs = msAt(base, 0.5), msAt(base, 0.99)
+	res.P50TTFTFaultsMs, res.P99TTFTFaultsMs = msAt(faults, 0.5), msAt(faults, 0.99)
 	if span > 0 {
 		res.RateAchieved = math.Round(float64(l.sent)/span.Seconds()*10) / 10
 	}
 	return res
+}
+
+// msAt returns the q-quantile (internal/quantile) of sorted TTFTs in µs, in milliseconds rounded
+// to the microsecond; 0 for none.
+func msAt(sortedUs []float64, q float64) float64 {
+	return math.Round(quantile.Sorted(sortedUs, q)) / 1000
 }

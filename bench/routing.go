@@ -1,10 +1,11 @@
-package main
+package bench
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,8 +22,8 @@ import (
 	"github.com/foresight-router/foresight/sim/report"
 	"github.com/foresight-router/foresight/sim/stats"
 	"github.com/foresight-router/foresight/sim/workload"
+	"github.com/rs/zerolog"
 	"github.com/schollz/progressbar/v3"
-	"github.com/spf13/cobra"
 )
 
 // strategyConfigs maps the routing bench's strategies to the example pipelines an operator would
@@ -35,18 +36,19 @@ var strategyConfigs = map[string]string{
 	"predicted-latency": "pipeline.yaml",
 }
 
-// routingResult is the JSON bench routing prints.
-type routingResult struct {
+// RoutingResult is what RunRouting measured; its JSON is bench routing's.
+type RoutingResult struct {
 	Scenario   string                   `json:"scenario"`
 	Seed       uint64                   `json:"seed"`
 	Servers    int                      `json:"servers"`
 	Requests   int                      `json:"requests"`
 	Preset     string                   `json:"preset"`
-	Strategies map[string]strategyStats `json:"strategies"`
+	Strategies map[string]StrategyStats `json:"strategies"`
 	order      []string                 // strategies in the order they were asked for
 }
 
-type strategyStats struct {
+// StrategyStats are one strategy's figures: the sim/stats summary of its run and more.
+type StrategyStats struct {
 	*stats.Summary
 	// outcomes are kept for the report, not printed.
 	outcomes      []stats.Outcome
@@ -61,108 +63,78 @@ type strategyStats struct {
 // unavailable is a strategy that cannot run yet, reported rather than faked.
 type unavailable struct{ reason string }
 
+// Error returns the reason.
 func (u unavailable) Error() string { return u.reason }
 
-type routingOptions struct {
-	scenario, strategies, preset, examples, trace, report string
-	cpuProfile                                            string
-	classes                                               []string
-	servers, requests                                     int
-	rate, noise                                           float64
-	seed                                                  uint64
-	asJSON                                                bool
+// RoutingOptions are what RunRouting compares: bench routing's flags.
+type RoutingOptions struct {
+	// Scenario is the workload (sim/workload), Strategies the comma-separated strategies (see
+	// RunRouting), Preset the engine preset, Examples the directory of the strategies' pipeline
+	// configs and Trace the trace file of the trace scenarios.
+	Scenario, Strategies, Preset, Examples, Trace string
+	// Classes are request classes NAME:WEIGHT[:ttft=MS][:tpot=MS][:priority=N][:nostream].
+	Classes []string
+	// Servers is the number of simulated servers; Requests the requests to simulate (0: the
+	// scenario's default; traces: every row).
+	Servers, Requests int
+	// Rate is the arrival rate per server in requests/s (0: the scenario's default); Noise the
+	// relative standard deviation of engine step times.
+	Rate, Noise float64
+	// Seed seeds the workload, the engines' noise and the cycles.
+	Seed uint64
+	// Progress, when set, gets a progress bar per strategy: give it a terminal only.
+	Progress io.Writer
+	// Log is the logger of the strategies' pipelines and plugins; the zero value logs nothing.
+	Log zerolog.Logger
+	// AtExit, when set, registers each pipeline's stop function (see the package documentation).
+	AtExit func(func())
 }
 
-func newBenchRouting() *cobra.Command {
-	var o routingOptions
-	cmd := &cobra.Command{
-		Use:   "routing --scenario NAME",
-		Short: "Compare routing strategies on the same simulated arrivals",
-		Long: "bench routing generates one workload, then runs it through a simulated vLLM fleet once per\n" +
-			"strategy: each strategy but the oracle is an example pipeline run through the real host pipeline;\n" +
-			"the oracle simulates every candidate forward and takes the true lowest TTFT. It prints a table on\n" +
-			"stderr and, with --json, one JSON object on stdout.",
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			stop, err := startCPUProfile(o.cpuProfile)
-			if err != nil {
-				return err
-			}
-			defer stop()
-			res, err := benchRouting(cmd.Context(), o, cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			if o.report != "" {
-				if err := writeReport(o.report, res); err != nil {
-					return err
-				}
-			}
-			printRoutingTable(cmd.ErrOrStderr(), res)
-			if o.asJSON {
-				return printJSON(cmd.OutOrStdout(), res)
-			}
-			return nil
-		},
-	}
-	f := cmd.Flags()
-	f.StringVar(&o.scenario, "scenario", "C", "workload: "+strings.Join(workload.Names(), ", "))
-	f.IntVar(&o.servers, "servers", 8, "simulated servers")
-	f.IntVar(&o.requests, "requests", 0, "requests to simulate (0: the scenario's default; traces: every row)")
-	f.StringVar(&o.strategies, "strategies", "rr,least-load,load-prefix-111,load-prefix-322,predicted-latency,oracle", "comma-separated strategies")
-	f.Uint64Var(&o.seed, "seed", 1, "seed of the workload, the engines' noise and the cycles")
-	f.StringVar(&o.preset, "preset", "llama-3.1-8b-h100-tp2", "engine preset: "+strings.Join(engine.Presets(), ", "))
-	f.Float64Var(&o.noise, "noise", 0.05, "relative standard deviation of engine step times")
-	f.Float64Var(&o.rate, "rate", 0, "arrival rate per server in requests/s (0: the scenario's default)")
-	f.StringVar(&o.trace, "trace", "", "trace file for azure-conv, azure-code and mooncake")
-	f.StringVar(&o.examples, "examples", "examples", "directory of the strategies' pipeline configs")
-	f.BoolVar(&o.asJSON, "json", false, "print one JSON object on stdout")
-	f.StringVar(&o.report, "report", "", "write a self-contained HTML report with charts to this file")
-	f.StringArrayVar(&o.classes, "class", nil, "request class NAME:WEIGHT[:ttft=MS][:tpot=MS][:priority=N][:nostream], repeatable; requests draw one each (default: no SLO, priority 0, streaming)")
-	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write the host's CPU profile (simulator included) to this file (go tool pprof)")
-	return cmd
-}
-
-func benchRouting(ctx context.Context, o routingOptions, progress io.Writer) (*routingResult, error) {
+// RunRouting generates one workload, then runs it through a simulated vLLM fleet (sim/cluster)
+// once per strategy: each strategy but the oracle is an example pipeline (rr, least-load,
+// load-prefix-111, load-prefix-322, predicted-latency) run through the real host pipeline; the
+// oracle simulates every candidate forward and takes the true lowest TTFT. A strategy that
+// cannot run is reported with the reason rather than failing the bench.
+func RunRouting(ctx context.Context, o RoutingOptions) (*RoutingResult, error) {
 	var classes []workload.Class
-	for _, s := range o.classes {
+	for _, s := range o.Classes {
 		c, err := workload.ParseClass(s)
 		if err != nil {
 			return nil, fmt.Errorf("--class: %w", err)
 		}
 		classes = append(classes, c)
 	}
-	w, err := workload.Scenario(o.scenario, workload.Params{Servers: o.servers, RatePerServer: o.rate,
-		Requests: o.requests, Seed: o.seed, TracePath: o.trace, Classes: classes})
+	w, err := workload.Scenario(o.Scenario, workload.Params{Servers: o.Servers, RatePerServer: o.Rate,
+		Requests: o.Requests, Seed: o.Seed, TracePath: o.Trace, Classes: classes})
 	if err != nil {
 		return nil, err
 	}
-	ec, err := engine.Preset(o.preset)
+	ec, err := engine.Preset(o.Preset)
 	if err != nil {
 		return nil, err
 	}
-	fleet := cluster.Config{Seed: o.seed}
-	for i := range o.servers {
+	fleet := cluster.Config{Seed: o.Seed}
+	for i := range o.Servers {
 		c := ec
-		c.Noise, c.Seed = o.noise, o.seed*1000+uint64(i)
+		c.Noise, c.Seed = o.Noise, o.Seed*1000+uint64(i)
 		fleet.Engines = append(fleet.Engines, c)
 	}
-	res := &routingResult{Scenario: o.scenario, Seed: o.seed, Servers: o.servers, Requests: len(w.Requests),
-		Preset: o.preset, Strategies: map[string]strategyStats{}}
-	for _, name := range strings.Split(o.strategies, ",") {
+	res := &RoutingResult{Scenario: o.Scenario, Seed: o.Seed, Servers: o.Servers, Requests: len(w.Requests),
+		Preset: o.Preset, Strategies: map[string]StrategyStats{}}
+	for _, name := range strings.Split(o.Strategies, ",") {
 		name = strings.TrimSpace(name)
 		res.order = append(res.order, name)
-		st, err := newStrategy(ctx, name, o.examples)
+		st, err := newStrategy(ctx, name, o)
 		var u unavailable
 		if errors.As(err, &u) {
-			res.Strategies[name] = strategyStats{Unavailable: u.reason}
+			res.Strategies[name] = StrategyStats{Unavailable: u.reason}
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
 		began := time.Now()
-		bar := newProgress(progress, len(w.Requests), name)
+		bar := newProgress(o.Progress, len(w.Requests), name)
 		fleet.Progress = func() { _ = bar.Add(1) }
 		run, err := cluster.Run(fleet, w.Requests, st.router, st.observe)
 		_ = bar.Finish()
@@ -176,14 +148,15 @@ func benchRouting(ctx context.Context, o routingOptions, progress io.Writer) (*r
 			return nil, fmt.Errorf("strategy %q: %w", name, err)
 		}
 		sum := stats.Summarize(run.Outcomes)
-		res.Strategies[name] = strategyStats{Summary: &sum, outcomes: run.Outcomes, PrefixHitRate: run.PrefixHitRate(),
+		res.Strategies[name] = StrategyStats{Summary: &sum, outcomes: run.Outcomes, PrefixHitRate: run.PrefixHitRate(),
 			WallSeconds: time.Since(began).Seconds(), Predictor: predictor}
 	}
 	return res, nil
 }
 
-// writeReport writes the HTML report of r to file.
-func writeReport(file string, r *routingResult) error {
+// WriteReport writes the self-contained HTML report of the run, with its charts (sim/report),
+// to file.
+func (r *RoutingResult) WriteReport(file string) error {
 	in := report.Input{Title: fmt.Sprintf("Routing bench: scenario %s, %d servers (%s), %d requests, seed %d",
 		r.Scenario, r.Servers, r.Preset, r.Requests, r.Seed)}
 	for _, name := range r.order {
@@ -205,19 +178,14 @@ func writeReport(file string, r *routingResult) error {
 	return f.Close()
 }
 
-// newProgress returns a progress bar on w when w is a terminal, and a silent one otherwise (logs
-// and pipes get the table only).
+// newProgress returns a progress bar on w, or a silent one when w is nil (logs and pipes get the
+// table only).
 func newProgress(w io.Writer, total int, name string) *progressbar.ProgressBar {
-	if f, ok := w.(*os.File); !ok || !isTerminal(f) {
+	if w == nil {
 		return progressbar.DefaultSilent(int64(total))
 	}
 	return progressbar.NewOptions(total, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(fmt.Sprintf("%-18s", name)),
 		progressbar.OptionShowCount(), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
-}
-
-func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // strategy is one way of routing the bench runs: a router, the observer that feeds its producer
@@ -233,7 +201,7 @@ type strategy struct {
 // real host pipeline. A producer in the pipeline learns from the simulated requests as it would
 // from live ones: samples batched every second of virtual time or 256 samples (host/feedback).
 // For reproducible runs it trains inline (trainInline) and starts cold (no modelDir).
-func newStrategy(ctx context.Context, name, examples string) (*strategy, error) {
+func newStrategy(ctx context.Context, name string, o RoutingOptions) (*strategy, error) {
 	if name == "oracle" {
 		return &strategy{router: cluster.Oracle{}, close: func() {}}, nil
 	}
@@ -241,7 +209,7 @@ func newStrategy(ctx context.Context, name, examples string) (*strategy, error) 
 	if !ok {
 		return nil, fmt.Errorf("unknown strategy %q (known: rr, least-load, load-prefix-111, load-prefix-322, predicted-latency, oracle)", name)
 	}
-	cfg, err := config.Load(filepath.Join(examples, file))
+	cfg, err := config.Load(filepath.Join(o.Examples, file))
 	if err != nil {
 		return nil, err
 	}
@@ -256,11 +224,11 @@ func newStrategy(ctx context.Context, name, examples string) (*strategy, error) 
 		spec.Parameters["trainInline"] = true
 		spec.Parameters["modelDir"] = ""
 	}
-	p, err := pipeline.Build(ctx, cfg, logger())
+	p, err := pipeline.Build(ctx, cfg, o.Log)
 	if err != nil {
 		return nil, fmt.Errorf("strategy %q: %w", name, err)
 	}
-	atExit(p.Close)
+	onExit(o.AtExit, p.Close)
 	st := &strategy{router: cluster.PipelineRouter{Pipeline: p}, close: p.Close}
 	if p.HasProducer() {
 		st.samples = feedback.New(p.Observe, 0, 0)
@@ -269,12 +237,14 @@ func newStrategy(ctx context.Context, name, examples string) (*strategy, error) 
 	return st, nil
 }
 
-func printRoutingTable(out io.Writer, r *routingResult) {
+// WriteTable prints the strategies' figures as bench routing's table (latencies in ms), then the
+// strategies that could not run.
+func (r *RoutingResult) WriteTable(out io.Writer) {
 	fmt.Fprintf(out, "\nscenario %s, %d servers (%s), %d requests, seed %d\n", r.Scenario, r.Servers, r.Preset, r.Requests, r.Seed)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "strategy\tTTFT p50\tp95\tp99\tTPOT p50\tp99\tE2E p50\tp95\ttok/s\tSLO att.\tgoodput\tshed\thit rate\twall s\t")
 	var missing []string
-	for _, name := range sortedKeys(r.Strategies) {
+	for _, name := range slices.Sorted(maps.Keys(r.Strategies)) {
 		s := r.Strategies[name]
 		if s.Unavailable != "" {
 			missing = append(missing, fmt.Sprintf("%s: unavailable: %s", name, s.Unavailable))
@@ -293,13 +263,4 @@ func printRoutingTable(out io.Writer, r *routingResult) {
 	for _, m := range missing {
 		fmt.Fprintln(out, m)
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -1,35 +1,43 @@
-package main
+package bench
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"runtime"
 	"strconv"
 	"time"
 
+	"github.com/foresight-router/foresight/internal/quantile"
 	"github.com/foresight-router/foresight/plugins/producer/predictor"
 	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/foresight-router/foresight/sim/cluster"
 	"github.com/foresight-router/foresight/sim/engine"
 	"github.com/foresight-router/foresight/sim/workload"
-	"github.com/spf13/cobra"
 )
 
-// predictorOptions are bench predictor's flags.
-type predictorOptions struct {
-	scenario, preset, params string
-	servers, rows, endpoints int
-	cycles                   int
-	rate, noise              float64
-	seed                     uint64
-	asJSON                   bool
+// PredictorOptions are what RunPredictor measures: bench predictor's flags.
+type PredictorOptions struct {
+	// Scenario is the workload the samples come from, Preset the engine preset.
+	Scenario, Preset string
+	// Params are producer parameters merged over the defaults, as JSON ("" for none).
+	Params string
+	// Servers is the number of simulated servers; Rows the training rows (at least 100);
+	// Endpoints the endpoints per predicted cycle and Cycles the cycles Produce is timed on
+	// (both positive).
+	Servers, Rows, Endpoints, Cycles int
+	// Rate is the arrival rate per server in requests/s (0: the scenario's default); Noise the
+	// relative standard deviation of engine step times.
+	Rate, Noise float64
+	// Seed seeds the workload, the noise and the routing.
+	Seed uint64
 }
 
-// predictorResult is the JSON bench predictor prints.
-type predictorResult struct {
+// PredictorResult is what RunPredictor measured; its JSON is bench predictor's.
+type PredictorResult struct {
 	Scenario  string  `json:"scenario"`
 	Preset    string  `json:"preset"`
 	Noise     float64 `json:"noise"`
@@ -56,68 +64,30 @@ type predictorResult struct {
 	QuantileMs     float64 `json:"quantile_train_ms"`
 }
 
-func newBenchPredictor() *cobra.Command {
-	var o predictorOptions
-	cmd := &cobra.Command{
-		Use:   "predictor",
-		Short: "Measure the producer's training time, prediction latency and accuracy on simulated samples",
-		Long: "bench predictor simulates a fleet (the engine model with its step-time noise) under a workload,\n" +
-			"routing each request to a random server so that samples span idle to loaded states, and keeps\n" +
-			"every finished request's sample. It trains the producer on --rows of them (one core), measures\n" +
-			"Produce for cycles of --endpoints endpoints in process, and scores the mean model's MAPE and the\n" +
-			"p90 model's coverage on the samples it did not train on.",
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			res, err := benchPredictor(o)
-			if err != nil {
-				return err
-			}
-			if o.asJSON {
-				return printJSON(cmd.OutOrStdout(), res)
-			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s on %s, noise %.2f: %d trees × %d leaves\n"+
-				"train %d rows: %.0f ms (p90 model %.0f ms)\nProduce, %d endpoints: p50 %.1f µs, p99 %.1f µs\n"+
-				"held out %d rows: TTFT MAPE %.2f%% (the simulation's own expectation: %.2f%%), TPOT MAPE %.2f%%, p90 coverage TTFT %.3f TPOT %.3f\n",
-				res.Scenario, res.Preset, res.Noise, res.Trees, res.NumLeaves, res.TrainRows, res.TrainMs, res.QuantileMs,
-				res.PredictEndpoints, res.PredictUsP50, res.PredictUsP99, res.HeldOut, 100*res.TTFTMAPE, 100*res.OracleTTFTMAPE, 100*res.TPOTMAPE,
-				res.TTFTP90Cover, res.TPOTP90Cover)
-			return err
-		},
-	}
-	f := cmd.Flags()
-	f.StringVar(&o.scenario, "scenario", "sharegpt", "workload the samples come from")
-	f.StringVar(&o.preset, "preset", "llama-3.1-8b-h100-tp2", "engine preset")
-	f.Float64Var(&o.noise, "noise", 0.05, "relative standard deviation of engine step times")
-	f.Float64Var(&o.rate, "rate", 0, "arrival rate per server in requests/s (0: the scenario's default)")
-	f.IntVar(&o.servers, "servers", 8, "simulated servers")
-	f.IntVar(&o.rows, "rows", 20000, "training rows")
-	f.IntVar(&o.endpoints, "endpoints", 100, "endpoints per predicted cycle")
-	f.IntVar(&o.cycles, "cycles", 2000, "cycles to time Produce on")
-	f.Uint64Var(&o.seed, "seed", 1, "seed of the workload, the noise and the routing")
-	f.StringVar(&o.params, "params", "", `producer parameters merged over the defaults, as JSON (e.g. '{"model":{"trees":60}}')`)
-	f.BoolVar(&o.asJSON, "json", false, "print one JSON object")
-	return cmd
-}
-
-func benchPredictor(o predictorOptions) (*predictorResult, error) {
-	if o.rows < 100 || o.endpoints < 1 || o.cycles < 1 {
+// RunPredictor simulates a fleet (the engine model with its step-time noise) under a workload,
+// routing each request to a random server so that samples span idle to loaded states, and keeps
+// every finished request's sample. It trains the producer on o.Rows of them (one core), measures
+// Produce for cycles of o.Endpoints endpoints in process, and scores the mean model's MAPE and the
+// p90 model's coverage on the samples it did not train on.
+func RunPredictor(o PredictorOptions) (*PredictorResult, error) {
+	if o.Rows < 100 || o.Endpoints < 1 || o.Cycles < 1 {
 		return nil, fmt.Errorf("--rows must be at least 100, --endpoints and --cycles positive")
 	}
 	train, held, err := simulatedSamples(o)
 	if err != nil {
 		return nil, err
 	}
-	res := &predictorResult{Scenario: o.scenario, Preset: o.preset, Noise: o.noise, Seed: o.seed,
-		TrainRows: uint64(len(train)), HeldOut: len(held), PredictEndpoints: o.endpoints}
+	res := &PredictorResult{Scenario: o.Scenario, Preset: o.Preset, Noise: o.Noise, Seed: o.Seed,
+		TrainRows: uint64(len(train)), HeldOut: len(held), PredictEndpoints: o.Endpoints}
 
 	prev := runtime.GOMAXPROCS(1) // training is single-threaded; measure it on one core
-	mean, took, err := trainPredictor(o.params, "mean", train)
+	mean, took, err := trainPredictor(o.Params, "mean", train)
 	if err != nil {
 		runtime.GOMAXPROCS(prev)
 		return nil, err
 	}
 	res.TrainMs = ms(took)
-	p90, took, err := trainPredictor(o.params, "quantile", train)
+	p90, took, err := trainPredictor(o.Params, "quantile", train)
 	runtime.GOMAXPROCS(prev)
 	if err != nil {
 		return nil, err
@@ -136,32 +106,43 @@ func benchPredictor(o predictorOptions) (*predictorResult, error) {
 	for i := range held {
 		res.OracleTTFTMAPE += math.Abs(held[i].Predicted.TTFTMs-held[i].ActualTTFTMs) / held[i].ActualTTFTMs / float64(len(held))
 	}
-	lat := timeProduce(mean, held, o.endpoints, o.cycles)
-	res.PredictUsP50, res.PredictUsP99 = pct(lat, 0.50), pct(lat, 0.99)
+	us := sortedMicros(timeProduce(mean, held, o.Endpoints, o.Cycles))
+	res.PredictUsP50, res.PredictUsP99 = quantile.Sorted(us, 0.50), quantile.Sorted(us, 0.99)
 	return res, nil
+}
+
+// WriteText prints the result as bench predictor's text.
+func (r *PredictorResult) WriteText(out io.Writer) error {
+	_, err := fmt.Fprintf(out, "%s on %s, noise %.2f: %d trees × %d leaves\n"+
+		"train %d rows: %.0f ms (p90 model %.0f ms)\nProduce, %d endpoints: p50 %.1f µs, p99 %.1f µs\n"+
+		"held out %d rows: TTFT MAPE %.2f%% (the simulation's own expectation: %.2f%%), TPOT MAPE %.2f%%, p90 coverage TTFT %.3f TPOT %.3f\n",
+		r.Scenario, r.Preset, r.Noise, r.Trees, r.NumLeaves, r.TrainRows, r.TrainMs, r.QuantileMs,
+		r.PredictEndpoints, r.PredictUsP50, r.PredictUsP99, r.HeldOut, 100*r.TTFTMAPE, 100*r.OracleTTFTMAPE, 100*r.TPOTMAPE,
+		r.TTFTP90Cover, r.TPOTP90Cover)
+	return err
 }
 
 // simulatedSamples runs the workload through the simulated fleet with random routing and returns
 // rows training samples and every later sample with a target, held out.
-func simulatedSamples(o predictorOptions) (train, held []sdk.Sample, err error) {
-	ec, err := engine.Preset(o.preset)
+func simulatedSamples(o PredictorOptions) (train, held []sdk.Sample, err error) {
+	ec, err := engine.Preset(o.Preset)
 	if err != nil {
 		return nil, nil, err
 	}
-	want := o.rows + max(o.rows/4, 200) // the rest is held out
-	w, err := workload.Scenario(o.scenario, workload.Params{Servers: o.servers, RatePerServer: o.rate,
-		Requests: want, Seed: o.seed})
+	want := o.Rows + max(o.Rows/4, 200) // the rest is held out
+	w, err := workload.Scenario(o.Scenario, workload.Params{Servers: o.Servers, RatePerServer: o.Rate,
+		Requests: want, Seed: o.Seed})
 	if err != nil {
 		return nil, nil, err
 	}
-	fleet := cluster.Config{Seed: o.seed}
-	for i := range o.servers {
+	fleet := cluster.Config{Seed: o.Seed}
+	for i := range o.Servers {
 		c := ec
-		c.Noise, c.Seed = o.noise, o.seed*1000+uint64(i)
+		c.Noise, c.Seed = o.Noise, o.Seed*1000+uint64(i)
 		fleet.Engines = append(fleet.Engines, c)
 	}
 	var all []sdk.Sample
-	router := randomRouter{rand.New(rand.NewPCG(o.seed, 0x7a2d))}
+	router := randomRouter{rand.New(rand.NewPCG(o.Seed, 0x7a2d))}
 	if _, err := cluster.Run(fleet, w.Requests, router, func(s sdk.Sample, _ time.Time) {
 		if s.Request.Streaming && s.ActualTTFTMs > 0 && s.OutputTokens >= 2 {
 			all = append(all, s)
@@ -169,16 +150,17 @@ func simulatedSamples(o predictorOptions) (train, held []sdk.Sample, err error) 
 	}); err != nil {
 		return nil, nil, err
 	}
-	if len(all) < o.rows+100 {
-		return nil, nil, fmt.Errorf("the simulation gave %d samples; %d rows and 100 held out need more requests", len(all), o.rows)
+	if len(all) < o.Rows+100 {
+		return nil, nil, fmt.Errorf("the simulation gave %d samples; %d rows and 100 held out need more requests", len(all), o.Rows)
 	}
-	return all[:o.rows], all[o.rows:], nil
+	return all[:o.Rows], all[o.Rows:], nil
 }
 
 // randomRouter sends each request to a uniformly random server, with the simulation's own TTFT
 // expectation there as the prediction: the error floor of any predictor (see OracleTTFTMAPE).
 type randomRouter struct{ rng *rand.Rand }
 
+// Route picks a server uniformly at random and predicts the simulation's expected TTFT there.
 func (r randomRouter) Route(_ *sdk.Cycle, f *cluster.Fleet) (cluster.Decision, error) {
 	i := r.rng.IntN(len(f.Engines))
 	ttft, err := f.ExpectedTTFT(i)
@@ -244,5 +226,3 @@ func timeProduce(p *predictor.Producer, held []sdk.Sample, n, cycles int) []time
 	}
 	return lat
 }
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

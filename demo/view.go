@@ -1,185 +1,25 @@
-package main
+package demo
 
 import (
-	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"math"
-	"net/http"
-	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/foresight-router/foresight/host/pipeline"
 	"github.com/foresight-router/foresight/sim/loadgen"
 	"github.com/foresight-router/foresight/sim/workload"
 )
 
-// demoEndpoint is one emulated server as the router knows it.
-type demoEndpoint struct{ id, addr string }
-
-// demoInfo is what the view says about the run.
-type demoInfo struct {
+// runInfo is what the view says about the run.
+type runInfo struct {
 	scenario, preset, api, admin, config string
 	servers                              int
 	rate                                 float64
 	duration                             time.Duration
 	classes                              []workload.Class
 	addedObjectives                      []string // declared by the demo, missing from the config
-}
-
-// endpointLoad is one server's scraped gauges and its share of the router's recent picks.
-type endpointLoad struct {
-	id                   string
-	ok                   bool // the scrape worked
-	running, waiting, kv float64
-	picks                int
-}
-
-// predictorState is the producer's figures from the router's /metrics.
-type predictorState struct {
-	ok                 bool // the scrape worked
-	producer           bool // the pipeline has a producer (its metrics are there)
-	version, rows      float64
-	accepted           float64 // samples the producer accepted
-	mapeTTFT, mapeTPOT float64 // NaN until the producer reports an error
-}
-
-// fleetState is one scrape of the fleet and the router.
-type fleetState struct {
-	endpoints []endpointLoad
-	decisions int // decision traces the picks count
-	predictor predictorState
-}
-
-// monitor scrapes the emulated servers' and the router's metrics.
-type monitor struct {
-	endpoints []demoEndpoint
-	admin     string
-	decisions func() []*pipeline.Trace
-	client    *http.Client
-}
-
-// scrape reads every server's /metrics and the router's, concurrently; what fails shows as
-// unknown.
-func (m *monitor) scrape(ctx context.Context) fleetState {
-	st := fleetState{endpoints: make([]endpointLoad, len(m.endpoints)), predictor: predictorState{mapeTTFT: math.NaN(), mapeTPOT: math.NaN()}}
-	var wg sync.WaitGroup
-	for i, e := range m.endpoints {
-		wg.Go(func() {
-			l := &st.endpoints[i]
-			l.id = e.id
-			v, err := m.get(ctx, "http://"+e.addr+"/metrics")
-			if err != nil {
-				return
-			}
-			l.ok = true
-			l.running, l.waiting, l.kv = v["vllm:num_requests_running"], v["vllm:num_requests_waiting"], v["vllm:kv_cache_usage_perc"]
-		})
-	}
-	wg.Go(func() {
-		v, err := m.get(ctx, m.admin+"/metrics")
-		if err != nil {
-			return
-		}
-		p := &st.predictor
-		p.ok = true
-		_, p.producer = v["foresight_predictor_observe_batches_total"]
-		p.version, p.rows = v["foresight_predictor_model_version"], v["foresight_predictor_training_rows"]
-		p.accepted = v[`foresight_predictor_samples_total{result="accepted"}`]
-		if x, ok := v[`foresight_predictor_mape{target="ttft"}`]; ok {
-			p.mapeTTFT = x
-		}
-		if x, ok := v[`foresight_predictor_mape{target="tpot"}`]; ok {
-			p.mapeTPOT = x
-		}
-	})
-	wg.Wait()
-	idx := map[string]int{}
-	for i, e := range m.endpoints {
-		idx[e.id] = i
-	}
-	for _, t := range m.decisions() {
-		if t.Outcome() != "picked" {
-			continue
-		}
-		st.decisions++
-		if i, ok := idx[t.Candidates[t.Order[0]].ID]; ok {
-			st.endpoints[i].picks++
-		}
-	}
-	return st
-}
-
-func (m *monitor) get(ctx context.Context, url string) (promValues, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := m.client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	return parseProm(resp.Body)
-}
-
-// promValues maps each sample of a Prometheus text exposition to its value, keyed by the series
-// as written (`name{labels}`) and by the bare name, which holds the sum over the name's series.
-type promValues map[string]float64
-
-// parseProm reads the Prometheus text format's samples; comments and lines it cannot read are
-// skipped.
-func parseProm(r io.Reader) (promValues, error) {
-	v := promValues{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		series, value, ok := cutValue(line)
-		if !ok {
-			continue
-		}
-		x, err := strconv.ParseFloat(value, 64)
-		if err != nil {
-			continue
-		}
-		v[series] = x
-		if name, _, found := strings.Cut(series, "{"); found {
-			v[name] += x
-		}
-	}
-	return v, sc.Err()
-}
-
-// cutValue splits a sample line into its series and value (an optional timestamp is dropped).
-func cutValue(line string) (series, value string, ok bool) {
-	end := 0
-	if i := strings.LastIndexByte(line, '}'); i >= 0 {
-		end = i + 1
-	} else if end = strings.IndexByte(line, ' '); end < 0 {
-		return "", "", false
-	}
-	fields := strings.Fields(line[end:])
-	if len(fields) == 0 {
-		return "", "", false
-	}
-	return line[:end], fields[0], true
-}
-
-// isTerminalWriter reports whether w is a terminal, where the view redraws.
-func isTerminalWriter(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && isTerminal(f)
 }
 
 // compactEvery is how often the view prints a line when it cannot redraw (the first comes at
@@ -191,11 +31,11 @@ const compactEvery = 5 * time.Second
 type view struct {
 	out        io.Writer
 	tty        bool
-	info       demoInfo
+	info       runInfo
 	lastBucket int // the compactEvery period of the last line printed
 }
 
-func newView(out io.Writer, tty bool, info demoInfo) *view {
+func newView(out io.Writer, tty bool, info runInfo) *view {
 	return &view{out: out, tty: tty, info: info, lastBucket: -1} // a first line at the first update
 }
 
@@ -227,7 +67,7 @@ func (v *view) summary(s loadgen.Snapshot, f fleetState, wall time.Duration, int
 }
 
 // header describes the run.
-func header(in demoInfo) string {
+func header(in runInfo) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "foresight demo: %s at %.1f req/s for %v on %d emulated servers (%s)\n",
 		in.scenario, in.rate, in.duration, in.servers, in.preset)
@@ -311,7 +151,7 @@ func renderLine(s loadgen.Snapshot, f fleetState) string {
 }
 
 // renderSummary gives the run's figures once it has ended.
-func renderSummary(in demoInfo, s loadgen.Snapshot, f fleetState, wall time.Duration, interrupted bool) string {
+func renderSummary(in runInfo, s loadgen.Snapshot, f fleetState, wall time.Duration, interrupted bool) string {
 	var b strings.Builder
 	r := &s.Run
 	how := fmt.Sprintf("%v sending, %s wall", in.duration, wall.Round(100*time.Millisecond))

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -7,8 +7,8 @@ import (
 )
 
 func TestBenchProxySmall(t *testing.T) {
-	res, err := benchProxy(context.Background(), proxyOptions{config: "../../examples/load-prefix-322.yaml",
-		streams: "1,4", servers: 2, requests: 8, maxTokens: 2, rpsWorkers: 4, rpsFor: 200 * time.Millisecond})
+	res, err := RunProxy(context.Background(), ProxyOptions{Config: "../examples/load-prefix-322.yaml",
+		Streams: "1,4", Servers: 2, Requests: 8, MaxTokens: 2, RPSWorkers: 4, RPSFor: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,24 +1,17 @@
-package main
+package faults
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"math/rand/v2"
 	"net/http"
-	"net/url"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/foresight-router/foresight/host/admin"
 	"github.com/foresight-router/foresight/host/config"
-
-	"github.com/foresight-router/foresight/sim/loadgen"
 	"gopkg.in/yaml.v3"
 )
 
@@ -34,15 +27,16 @@ type faulter struct {
 	restartMs []float64
 }
 
-func (f *faulter) perform(ctx context.Context, pf plannedFault) faultEvent {
+// perform does the planned fault and says how it went.
+func (f *faulter) perform(ctx context.Context, pf planned) Event {
 	began := time.Now()
-	var ev faultEvent
+	var ev Event
 	switch pf.Kind {
-	case faultSwap:
+	case kindSwap:
 		ev = f.swapScorer(ctx)
-	case faultKill:
+	case kindKill:
 		ev = f.kill(ctx)
-	case faultBadReload:
+	case kindBadReload:
 		ev = f.badReload(ctx, pf.N)
 	}
 	ev.Kind = pf.Kind.String()
@@ -51,23 +45,23 @@ func (f *faulter) perform(ctx context.Context, pf plannedFault) faultEvent {
 }
 
 // swapScorer serves the swapped slot with the latency scorer's other strategy.
-func (f *faulter) swapScorer(ctx context.Context) faultEvent {
+func (f *faulter) swapScorer(ctx context.Context) Event {
 	strategy := []string{"most", "least"}[f.swaps%2]
 	f.swaps++
 	body, err := swapBody(f.swap, strategy)
 	if err != nil {
-		return faultEvent{Detail: err.Error()}
+		return Event{Detail: err.Error()}
 	}
-	status, answer, err := f.adm.do(ctx, http.MethodPut, "/admin/stages/"+faultSwapSlot, body)
+	status, answer, err := f.adm.do(ctx, http.MethodPut, "/admin/stages/"+swapSlot, body)
 	switch {
 	case err != nil:
-		return faultEvent{Detail: "headroomSelectionStrategy " + strategy + ": " + err.Error()}
+		return Event{Detail: "headroomSelectionStrategy " + strategy + ": " + err.Error()}
 	case status != http.StatusOK:
-		return faultEvent{Detail: fmt.Sprintf("headroomSelectionStrategy %s: status %d: %s", strategy, status, errorMessage(answer))}
+		return Event{Detail: fmt.Sprintf("headroomSelectionStrategy %s: status %d: %s", strategy, status, errorMessage(answer))}
 	}
 	var res admin.Result
 	_ = json.Unmarshal(answer, &res)
-	return faultEvent{OK: true, Detail: fmt.Sprintf("headroomSelectionStrategy %s: generation %d", strategy, res.Generation)}
+	return Event{OK: true, Detail: fmt.Sprintf("headroomSelectionStrategy %s: generation %d", strategy, res.Generation)}
 }
 
 // swapBody is PUT /admin/stages' body serving spec with the given headroomSelectionStrategy.
@@ -97,10 +91,10 @@ func swapBody(spec config.PluginSpec, strategy string) ([]byte, error) {
 }
 
 // kill SIGKILLs a random plugin process and waits until the plugin serves again with a new pid.
-func (f *faulter) kill(ctx context.Context) faultEvent {
+func (f *faulter) kill(ctx context.Context) Event {
 	d, err := f.adm.pipeline(ctx)
 	if err != nil {
-		return faultEvent{Detail: err.Error()}
+		return Event{Detail: err.Error()}
 	}
 	var alive []admin.Plugin
 	for _, p := range d.Plugins {
@@ -109,20 +103,20 @@ func (f *faulter) kill(ctx context.Context) faultEvent {
 		}
 	}
 	if len(alive) == 0 {
-		return faultEvent{Detail: "no plugin process is up"}
+		return Event{Detail: "no plugin process is up"}
 	}
 	victim := alive[f.rng.IntN(len(alive))]
 	proc, err := os.FindProcess(victim.PID)
 	if err != nil {
-		return faultEvent{Detail: fmt.Sprintf("%s (pid %d): %v", victim.Name, victim.PID, err)}
+		return Event{Detail: fmt.Sprintf("%s (pid %d): %v", victim.Name, victim.PID, err)}
 	}
 	killed := time.Now()
 	if err := proc.Kill(); err != nil {
-		return faultEvent{Detail: fmt.Sprintf("killing %s (pid %d): %v", victim.Name, victim.PID, err)}
+		return Event{Detail: fmt.Sprintf("killing %s (pid %d): %v", victim.Name, victim.PID, err)}
 	}
-	deadline := killed.Add(faultRestartTimeout)
+	deadline := killed.Add(restartTimeout)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		time.Sleep(faultRestartPoll)
+		time.Sleep(restartPoll)
 		d, err := f.adm.pipeline(ctx)
 		if err != nil {
 			continue // the next poll may answer; the deadline bounds the wait
@@ -134,11 +128,11 @@ func (f *faulter) kill(ctx context.Context) faultEvent {
 			measured := ms(time.Since(killed))
 			restart := max(measured, p.LastRestartMs)
 			f.restartMs = append(f.restartMs, restart)
-			return faultEvent{OK: true, Detail: fmt.Sprintf("%s pid %d → %d: last_restart_ms %.1f, measured %.1f ms, restarts %d",
+			return Event{OK: true, Detail: fmt.Sprintf("%s pid %d → %d: last_restart_ms %.1f, measured %.1f ms, restarts %d",
 				victim.Name, victim.PID, p.PID, p.LastRestartMs, measured, p.Restarts)}
 		}
 	}
-	return faultEvent{Detail: fmt.Sprintf("%s (pid %d) did not serve again with a new pid within %v", victim.Name, victim.PID, faultRestartTimeout)}
+	return Event{Detail: fmt.Sprintf("%s (pid %d) did not serve again with a new pid within %v", victim.Name, victim.PID, restartTimeout)}
 }
 
 // The kinds of invalid config the bad reloads write, in turn.
@@ -147,36 +141,36 @@ var badConfigKinds = []string{"broken-yaml", "missing-binary", "unknown-paramete
 // badReload writes the n-th kind of invalid config, asks for a reload, which must answer 422 and
 // leave the generation unchanged, then restores the valid config and lets the router's file
 // watcher settle.
-func (f *faulter) badReload(ctx context.Context, n int) faultEvent {
+func (f *faulter) badReload(ctx context.Context, n int) Event {
 	kind := badConfigKinds[n%len(badConfigKinds)]
 	data, err := badConfig(f.valid, f.target, kind)
 	if err != nil {
-		return faultEvent{Detail: kind + ": " + err.Error()}
+		return Event{Detail: kind + ": " + err.Error()}
 	}
 	before, err := f.adm.pipeline(ctx)
 	if err != nil {
-		return faultEvent{Detail: kind + ": " + err.Error()}
+		return Event{Detail: kind + ": " + err.Error()}
 	}
 	if err := writeAtomically(f.file, data); err != nil {
-		return faultEvent{Detail: kind + ": " + err.Error()}
+		return Event{Detail: kind + ": " + err.Error()}
 	}
 	status, answer, reqErr := f.adm.do(ctx, http.MethodPost, "/admin/reload", nil)
 	after, genErr := f.adm.pipeline(ctx)
 	restoreErr := writeAtomically(f.file, f.valid)
-	sleepUntil(ctx, time.Now().Add(faultSettle))
+	sleepUntil(ctx, time.Now().Add(settle))
 	switch {
 	case restoreErr != nil:
-		return faultEvent{Detail: kind + ": restoring the valid config: " + restoreErr.Error()}
+		return Event{Detail: kind + ": restoring the valid config: " + restoreErr.Error()}
 	case reqErr != nil:
-		return faultEvent{Detail: kind + ": " + reqErr.Error()}
+		return Event{Detail: kind + ": " + reqErr.Error()}
 	case status != http.StatusUnprocessableEntity:
-		return faultEvent{Detail: fmt.Sprintf("%s: status %d, want 422: %s", kind, status, errorMessage(answer))}
+		return Event{Detail: fmt.Sprintf("%s: status %d, want 422: %s", kind, status, errorMessage(answer))}
 	case genErr != nil:
-		return faultEvent{Detail: kind + ": " + genErr.Error()}
+		return Event{Detail: kind + ": " + genErr.Error()}
 	case after.Generation != before.Generation:
-		return faultEvent{Detail: fmt.Sprintf("%s: answered 422 but the generation went from %d to %d", kind, before.Generation, after.Generation)}
+		return Event{Detail: fmt.Sprintf("%s: answered 422 but the generation went from %d to %d", kind, before.Generation, after.Generation)}
 	}
-	return faultEvent{OK: true, Detail: fmt.Sprintf("%s: 422 at generation %d: %s", kind, after.Generation, clip(errorMessage(answer), 200))}
+	return Event{OK: true, Detail: fmt.Sprintf("%s: 422 at generation %d: %s", kind, after.Generation, clip(errorMessage(answer), 200))}
 }
 
 // badConfig returns valid made invalid in the way kind names: broken YAML; plugin's path pointing
@@ -248,88 +242,4 @@ func setKey(m *yaml.Node, key string, v *yaml.Node) {
 		}
 	}
 	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: key}, v)
-}
-
-// adminClient calls the router's admin API.
-type adminClient struct {
-	base, token string
-	c           *http.Client
-}
-
-// do sends a request and returns the status and the body of the answer.
-func (a *adminClient) do(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, a.base+path, rd)
-	if err != nil {
-		return 0, nil, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if a.token != "" {
-		req.Header.Set("Authorization", "Bearer "+a.token)
-	}
-	resp, err := a.c.Do(req)
-	if err != nil {
-		return 0, nil, fmt.Errorf("%s %s: %s", method, path, transportError(err))
-	}
-	defer resp.Body.Close()
-	answer, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return resp.StatusCode, answer, fmt.Errorf("%s %s: reading the answer: %w", method, path, err)
-	}
-	return resp.StatusCode, answer, nil
-}
-
-// pipeline returns GET /admin/pipeline's description.
-func (a *adminClient) pipeline(ctx context.Context) (admin.Description, error) {
-	var d admin.Description
-	status, body, err := a.do(ctx, http.MethodGet, "/admin/pipeline", nil)
-	if err != nil {
-		return d, err
-	}
-	if status != http.StatusOK {
-		return d, fmt.Errorf("GET /admin/pipeline: status %d: %s", status, errorMessage(body))
-	}
-	if err := json.Unmarshal(body, &d); err != nil {
-		return d, fmt.Errorf("GET /admin/pipeline: %w", err)
-	}
-	return d, nil
-}
-
-// writeAtomically replaces file with data through a rename, so that the router's file watcher
-// never reads it half written.
-func writeAtomically(file string, data []byte) error {
-	tmp := file + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, file); err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	return nil
-}
-
-// errorMessage returns an OpenAI error body's message, else the body's start.
-func errorMessage(body []byte) string { return clip(loadgen.ErrorText(body), 200) }
-
-// transportError returns err without the method and URL an *url.Error repeats.
-func transportError(err error) string {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err
-	}
-	return clip(err.Error(), 200)
-}
-
-func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

@@ -1,4 +1,4 @@
-package main
+package faults
 
 import (
 	"encoding/json"
@@ -15,17 +15,17 @@ import (
 
 func TestFaultScheduleCountsSpreadAndInterleaving(t *testing.T) {
 	const window = 30 * time.Second
-	counts := map[faultKind]int{faultSwap: 20, faultKill: 5, faultBadReload: 3}
+	counts := map[kind]int{kindSwap: 20, kindKill: 5, kindBadReload: 3}
 	orders := map[string]bool{}
 	for seed := uint64(1); seed <= 50; seed++ {
-		s := faultSchedule(counts[faultSwap], counts[faultKill], counts[faultBadReload], window, seed)
+		s := schedule(counts[kindSwap], counts[kindKill], counts[kindBadReload], window, seed)
 		if len(s) != 28 {
 			t.Fatalf("seed %d: %d faults, want 28", seed, len(s))
 		}
-		if !slices.Equal(s, faultSchedule(20, 5, 3, window, seed)) {
+		if !slices.Equal(s, schedule(20, 5, 3, window, seed)) {
 			t.Fatalf("seed %d: the schedule is not reproducible", seed)
 		}
-		next := map[faultKind]int{}
+		next := map[kind]int{}
 		var order strings.Builder
 		for j, f := range s {
 			// Equal slots, each fault at its slot's centre.
@@ -42,7 +42,7 @@ func TestFaultScheduleCountsSpreadAndInterleaving(t *testing.T) {
 				t.Errorf("seed %d: %v #%d at %v is %.3f of the window off its even place", seed, f.Kind, f.N, f.At, off)
 			}
 			// Interleaved: no two kills or two bad reloads in a row.
-			if j > 0 && f.Kind != faultSwap && s[j-1].Kind == f.Kind {
+			if j > 0 && f.Kind != kindSwap && s[j-1].Kind == f.Kind {
 				t.Errorf("seed %d: faults %d and %d are both %v", seed, j-1, j, f.Kind)
 			}
 			order.WriteString(f.Kind.String()[:1])
@@ -57,10 +57,10 @@ func TestFaultScheduleCountsSpreadAndInterleaving(t *testing.T) {
 	if len(orders) < 2 {
 		t.Errorf("50 seeds gave one order: the order is not seeded")
 	}
-	if s := faultSchedule(0, 0, 0, window, 1); len(s) != 0 {
+	if s := schedule(0, 0, 0, window, 1); len(s) != 0 {
 		t.Errorf("no faults asked, got %v", s)
 	}
-	s := faultSchedule(0, 3, 0, 6*time.Second, 1)
+	s := schedule(0, 3, 0, 6*time.Second, 1)
 	if len(s) != 3 || s[0].At != time.Second || s[1].At != 3*time.Second || s[2].At != 5*time.Second {
 		t.Errorf("3 kills over 6 s: %+v", s)
 	}
@@ -101,7 +101,7 @@ func TestArrivalTimes(t *testing.T) {
 }
 
 func TestFaultResultJSON(t *testing.T) {
-	l := newFaultLoad("http://127.0.0.1:1", 10*time.Second)
+	l := newLoad("http://127.0.0.1:1", 10*time.Second)
 	ms := time.Millisecond
 	for i := range 100 {
 		l.record(requestOutcome{at: time.Duration(i) * 100 * ms, ttft: time.Duration(10+i) * ms}) // baseline
@@ -112,7 +112,7 @@ func TestFaultResultJSON(t *testing.T) {
 	l.record(requestOutcome{at: 16 * time.Second, reason: "not sent: 2000 requests in flight"})
 	l.sent = 202
 	res := l.result(10*time.Second, 40*time.Second)
-	tallyFaults(res, []faultEvent{
+	tally(res, []Event{
 		{Kind: "swap", OK: true}, {Kind: "swap", OK: false}, {Kind: "swap", OK: true},
 		{Kind: "kill", OK: true}, {Kind: "kill", OK: true},
 		{Kind: "bad-reload", OK: true}, {Kind: "bad-reload", OK: false},
@@ -128,7 +128,10 @@ func TestFaultResultJSON(t *testing.T) {
 	}
 	want := map[string]float64{
 		"requests": 203, "failed": 3, "swaps": 2, "kills": 2, "bad_reloads_rejected": 1,
-		"max_restart_ms": 340.25, "p99_ttft_ms_during_faults": 118, "p99_ttft_ms_baseline": 108, // nearest rank: the 99th of 100
+		// 100 TTFTs per window, 10..109 ms and 20..119 ms: the p99 sits at rank 0.99·(100−1) = 98.01,
+		// between the 99th and the 100th, 108 + 0.01·(109 − 108) = 108.01 and 118 + 0.01 = 118.01
+		// (nearest rank, before internal/quantile, gave the 99th: 108 and 118).
+		"max_restart_ms": 340.25, "p99_ttft_ms_during_faults": 118.01, "p99_ttft_ms_baseline": 108.01,
 		"requests_baseline": 101, "failed_baseline": 1, "requests_during_faults": 102, "failed_during_faults": 2,
 		"swap_failures": 1, "kill_failures": 0, "bad_reload_failures": 1, "rate_achieved": 5.1,
 	}
@@ -149,8 +152,8 @@ func TestFaultResultJSON(t *testing.T) {
 	}
 
 	// No request in a window: percentiles are 0, not a panic; the lists are [] rather than null.
-	empty := newFaultLoad("http://127.0.0.1:1", 0).result(0, time.Second)
-	tallyFaults(empty, nil, nil)
+	empty := newLoad("http://127.0.0.1:1", 0).result(0, time.Second)
+	tally(empty, nil, nil)
 	b, _ = json.Marshal(empty)
 	for _, s := range []string{`"p99_ttft_ms_baseline":0`, `"restart_ms":[]`, `"faults":[]`, `"failures":{}`} {
 		if !strings.Contains(string(b), s) {
@@ -199,7 +202,7 @@ func TestFaultTargetsAndSwapBody(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, target, err := faultTargets(cfg, "pipeline.yaml", true, true)
+	spec, target, err := targets(cfg, "pipeline.yaml", true, true)
 	if err != nil || spec.Name != "latency-scorer" || target != "latency-scorer" {
 		t.Fatalf("spec %+v, target %q, err %v", spec, target, err)
 	}
@@ -226,11 +229,11 @@ func TestFaultTargetsAndSwapBody(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := faultTargets(other, "mine.yaml", true, true); err == nil || !strings.Contains(err.Error(), "other-scorer") ||
+	if _, _, err := targets(other, "mine.yaml", true, true); err == nil || !strings.Contains(err.Error(), "other-scorer") ||
 		!strings.HasPrefix(err.Error(), "mine.yaml: ") {
 		t.Errorf("swaps on a non-latency scorer: %v", err)
 	}
-	if _, target, err := faultTargets(other, "mine.yaml", false, true); err != nil || target != "latency-scorer" {
+	if _, target, err := targets(other, "mine.yaml", false, true); err != nil || target != "latency-scorer" {
 		t.Errorf("no swaps: target %q, err %v", target, err)
 	}
 
@@ -245,10 +248,10 @@ pipeline:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := faultTargets(builtins, "b.yaml", false, true); err == nil || !strings.Contains(err.Error(), "--kills 0") {
+	if _, _, err := targets(builtins, "b.yaml", false, true); err == nil || !strings.Contains(err.Error(), "--kills 0") {
 		t.Errorf("kills without plugin processes: %v", err)
 	}
-	if _, target, err := faultTargets(builtins, "b.yaml", false, false); err != nil || target != "least-inflight" {
+	if _, target, err := targets(builtins, "b.yaml", false, false); err != nil || target != "least-inflight" {
 		t.Errorf("built-ins only: target %q, err %v", target, err)
 	}
 }

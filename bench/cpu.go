@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"fmt"
@@ -39,6 +39,7 @@ type cpuMeter struct {
 	start []time.Duration
 }
 
+// newCPUMeter takes the first reading of the processes pids.
 func newCPUMeter(pids ...int) *cpuMeter {
 	m := &cpuMeter{pids: pids, start: make([]time.Duration, len(pids))}
 	for i, pid := range pids {

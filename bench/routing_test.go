@@ -1,25 +1,22 @@
-package main
+package bench
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/foresight-router/foresight/plugins/producer/predictor"
 )
 
 // TestBenchRoutingIsDeterministic runs a small routing bench twice: the same seed gives the same
 // figures (wall times aside) and the JSON has the documented shape.
 func TestBenchRoutingIsDeterministic(t *testing.T) {
-	o := routingOptions{scenario: "C", servers: 2, requests: 120, seed: 1, preset: "llama-3.1-8b-h100-tp2",
-		noise: 0.05, strategies: "rr,load-prefix-322,oracle", examples: "../../examples"}
+	o := RoutingOptions{Scenario: "C", Servers: 2, Requests: 120, Seed: 1, Preset: "llama-3.1-8b-h100-tp2",
+		Noise: 0.05, Strategies: "rr,load-prefix-322,oracle", Examples: "../examples"}
 	run := func() map[string]any {
-		res, err := benchRouting(context.Background(), o, io.Discard)
+		res, err := RunRouting(context.Background(), o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,18 +65,17 @@ func TestPredictedLatencyWithoutProducerIsUnavailable(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "pipeline.yaml"), []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	o := routingOptions{scenario: "C", servers: 2, requests: 20, seed: 1, preset: "llama-3.1-8b-h100-tp2",
-		strategies: "predicted-latency,rr", examples: "../../examples"}
-	_, err := newStrategy(context.Background(), "predicted-latency", dir)
+	o := RoutingOptions{Scenario: "C", Servers: 2, Requests: 20, Seed: 1, Preset: "llama-3.1-8b-h100-tp2",
+		Strategies: "predicted-latency,rr", Examples: dir}
+	_, err := newStrategy(context.Background(), "predicted-latency", o)
 	var u unavailable
 	if !errors.As(err, &u) || !strings.Contains(u.reason, "no producer") {
 		t.Fatalf("got %v, want the strategy reported unavailable for lack of a producer", err)
 	}
-	o.examples = dir
 	if err := os.WriteFile(filepath.Join(dir, "round-robin.yaml"), []byte("plugins:\n  - name: rr\n    type: round-robin-picker\npipeline:\n  picker:\n    pluginRef: rr\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	res, err := benchRouting(context.Background(), o, io.Discard)
+	res, err := RunRouting(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,34 +86,11 @@ func TestPredictedLatencyWithoutProducerIsUnavailable(t *testing.T) {
 		t.Errorf("rr = %+v, want a summary of 20 requests", s)
 	}
 	file := filepath.Join(dir, "report.html")
-	if err := writeReport(file, res); err != nil {
+	if err := res.WriteReport(file); err != nil {
 		t.Fatal(err)
 	}
 	page, err := os.ReadFile(file)
 	if err != nil || !strings.HasPrefix(string(page), "<!DOCTYPE html>") || !strings.Contains(string(page), "no producer") {
 		t.Errorf("report: %v, %.80q…", err, page)
-	}
-}
-
-func TestBenchPredictorSmall(t *testing.T) {
-	o := predictorOptions{scenario: "sharegpt", preset: "llama-3.1-8b-h100-tp2", servers: 2, rows: 400, endpoints: 10,
-		cycles: 20, noise: 0.05, seed: 2}
-	res, err := benchPredictor(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.TrainRows != 400 || res.HeldOut < 100 || res.TrainMs <= 0 || res.PredictUsP50 <= 0 || res.Trees != predictor.DefaultParams().Model.Trees {
-		t.Errorf("result %+v", res)
-	}
-	for name, v := range map[string]float64{"ttft_mape": res.TTFTMAPE, "tpot_mape": res.TPOTMAPE, "oracle": res.OracleTTFTMAPE} {
-		if !(v > 0 && v < 1) {
-			t.Errorf("%s = %v, want a fraction", name, v)
-		}
-	}
-	if res.TTFTP90Cover < 0.6 || res.TTFTP90Cover > 1 {
-		t.Errorf("p90 coverage %v", res.TTFTP90Cover)
-	}
-	if _, err := benchPredictor(predictorOptions{rows: 10}); err == nil {
-		t.Error("10 rows were accepted")
 	}
 }

@@ -1,0 +1,232 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/foresight-router/foresight/host/config"
+	"github.com/foresight-router/foresight/host/feedback"
+	"github.com/foresight-router/foresight/host/pipeline"
+	"github.com/foresight-router/foresight/host/pluginhost"
+	"github.com/foresight-router/foresight/internal/quantile"
+	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/foresight-router/foresight/plugins/sdk/transport"
+	"github.com/rs/zerolog"
+)
+
+// PipelineOptions are what RunPipeline measures: bench pipeline's flags.
+type PipelineOptions struct {
+	// Config is the pipeline config's file.
+	Config string
+	// Endpoints per cycle, Cycles to run and Concurrency (cycles in flight at once), all positive.
+	Endpoints, Cycles, Concurrency int
+	// Seed seeds the synthetic fleet.
+	Seed uint64
+	// FloorPlugin is the command serving NoopFilter, which the transport floor is measured
+	// against: a binary and its arguments (foresight's own binary with its hidden noop-plugin
+	// command).
+	FloorPlugin []string
+	// Log is the logger of the pipeline and its plugins; the zero value logs nothing.
+	Log zerolog.Logger
+	// AtExit, when set, registers each stop function of the plugin processes (see the package
+	// documentation).
+	AtExit func(func())
+}
+
+// Validate says what is wrong with the options' numbers, naming the flags.
+func (o *PipelineOptions) Validate() error {
+	if o.Endpoints < 1 || o.Cycles < 1 || o.Concurrency < 1 {
+		return fmt.Errorf("--endpoints, --cycles and --concurrency must be positive")
+	}
+	return nil
+}
+
+// PipelineResult is what RunPipeline measured; its JSON is bench pipeline's.
+type PipelineResult struct {
+	Endpoints     int     `json:"endpoints"`
+	Cycles        int     `json:"cycles"`
+	Concurrency   int     `json:"concurrency"`
+	Stages        int     `json:"stages"`
+	P50Us         float64 `json:"p50_us"`
+	P99Us         float64 `json:"p99_us"`
+	DecisionsPerS float64 `json:"decisions_per_s"`
+	FloorP50Us    float64 `json:"floor_p50_us"`
+	FloorP99Us    float64 `json:"floor_p99_us"`
+	FloorPerS     float64 `json:"floor_cycles_per_s"`
+	Fallbacks     int64   `json:"fallbacks"`
+	MeanBatch     float64 `json:"mean_batch"`
+	// CPU time per decision in the host and in the pipeline's plugin processes (Linux only).
+	HostCPUUs    float64 `json:"host_cpu_us_per_decision,omitempty"`
+	PluginsCPUUs float64 `json:"plugins_cpu_us_per_decision,omitempty"`
+	PayloadBytes int     `json:"payload_bytes"`
+	WallSeconds  float64 `json:"wall_s"`
+}
+
+// RunPipeline runs synthetic cycles (with predictions when the config has no producer) through
+// the configured pipeline at the given concurrency, then, in the same run and at the same
+// concurrency, the same number of cycles as sequential bare round trips to the no-op plugin
+// carrying the same payload, one per stage: the transport floor. A producer is first taught the
+// synthetic fleet until its first model serves. The pipeline's plugins and the floor's are
+// stopped when it returns.
+func RunPipeline(ctx context.Context, o PipelineOptions) (*PipelineResult, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if len(o.FloorPlugin) == 0 {
+		return nil, errors.New("no command serves the floor's no-op plugin")
+	}
+	cfg, err := config.Load(o.Config)
+	if err != nil {
+		return nil, err
+	}
+	p, err := pipeline.Build(ctx, cfg, o.Log)
+	if err != nil {
+		return nil, err
+	}
+	onExit(o.AtExit, p.Close)
+	defer p.Close()
+	pool := synthCycles(64, o.Endpoints, o.Seed, cfg.Pipeline.Producer == nil)
+	if p.HasProducer() {
+		if err := warmProducer(ctx, p, pool); err != nil {
+			return nil, err
+		}
+	}
+	res := &PipelineResult{Endpoints: o.Endpoints, Cycles: o.Cycles, Concurrency: o.Concurrency, Stages: processStages(p),
+		PayloadBytes: payloadSize(pool[0])}
+
+	run := func(i int) { c := *pool[i%len(pool)]; c.Seed = uint64(i); p.Run(ctx, &c) }
+	measure(min(o.Cycles, 500), o.Concurrency, run) // warm up connections, caches and the scheduler
+	before := totals(p.Stats())
+	host, plugins := newCPUMeter(os.Getpid()), newCPUMeter(pluginPIDs(p)...)
+	lat, wall := measure(o.Cycles, o.Concurrency, run)
+	if used, ok := host.used(); ok {
+		res.HostCPUUs = float64(used.Microseconds()) / float64(o.Cycles)
+	}
+	if used, ok := plugins.used(); ok && len(plugins.pids) > 0 {
+		res.PluginsCPUUs = float64(used.Microseconds()) / float64(o.Cycles)
+	}
+	us := sortedMicros(lat)
+	res.P50Us, res.P99Us = quantile.Sorted(us, 0.50), quantile.Sorted(us, 0.99)
+	res.DecisionsPerS = float64(o.Cycles) / wall.Seconds()
+	res.WallSeconds = wall.Seconds()
+	after := totals(p.Stats())
+	res.Fallbacks = after.Fallbacks - before.Fallbacks
+	if b := after.Batches - before.Batches; b > 0 {
+		res.MeanBatch = float64(after.Calls-before.Calls) / float64(b)
+	}
+
+	for _, c := range pool {
+		transport.Seal(c) // the floor sends pre-encoded cycles: bare round trips
+	}
+	flat, fwall, err := measureFloor(ctx, o, pool, max(res.Stages, 1))
+	if err != nil {
+		return nil, err
+	}
+	us = sortedMicros(flat)
+	res.FloorP50Us, res.FloorP99Us = quantile.Sorted(us, 0.50), quantile.Sorted(us, 0.99)
+	res.FloorPerS = float64(o.Cycles) / fwall.Seconds()
+	return res, nil
+}
+
+// WriteText prints the result as bench pipeline's text.
+func (r *PipelineResult) WriteText(out io.Writer) error {
+	fmt.Fprintf(out, "pipeline: %d cycles × %d endpoints, %d plugin stages, concurrency %d, payload %d B\n",
+		r.Cycles, r.Endpoints, r.Stages, r.Concurrency, r.PayloadBytes)
+	fmt.Fprintf(out, "  decision  p50 %8.0f µs  p99 %8.0f µs  %8.0f decisions/s  fallbacks %d  mean batch %.2f\n", r.P50Us, r.P99Us, r.DecisionsPerS, r.Fallbacks, r.MeanBatch)
+	if r.HostCPUUs > 0 {
+		fmt.Fprintf(out, "  cpu       host %6.0f µs + plugins %6.0f µs per decision\n", r.HostCPUUs, r.PluginsCPUUs)
+	}
+	fmt.Fprintf(out, "  floor     p50 %8.0f µs  p99 %8.0f µs  (%d sequential no-op round trips per cycle)\n", r.FloorP50Us, r.FloorP99Us, max(r.Stages, 1))
+	return nil
+}
+
+// warmProducer teaches the producer the synthetic fleet's latencies and waits until its first
+// model is in service, so that the bench measures decisions made with predictions.
+func warmProducer(ctx context.Context, p *pipeline.Pipeline, pool []*sdk.Cycle) error {
+	samples := synthSamples(pool, 2000)
+	for i := 0; i < len(samples); i += feedback.DefaultMaxBatch {
+		if _, err := p.Observe(ctx, samples[i:min(i+feedback.DefaultMaxBatch, len(samples))]); err != nil {
+			return fmt.Errorf("warming the producer up: %w", err)
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		res, err := p.Observe(ctx, nil)
+		switch {
+		case err != nil:
+			return fmt.Errorf("warming the producer up: %w", err)
+		case res.Stats != nil && res.Stats.ModelVersion > 0:
+			return nil
+		case time.Now().After(deadline):
+			return errors.New("warming the producer up: no model after 30 s of training")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// measureFloor times, per cycle, trips sequential round trips of the cycle to the no-op plugin.
+func measureFloor(ctx context.Context, o PipelineOptions, pool []*sdk.Cycle, trips int) ([]time.Duration, time.Duration, error) {
+	floor, err := pluginhost.Launch(ctx, pluginhost.Spec{Name: "floor", Type: NoopType, Stage: sdk.StageFilter,
+		Path: o.FloorPlugin[0], Args: o.FloorPlugin[1:]}, o.Log)
+	if err != nil {
+		return nil, 0, err
+	}
+	onExit(o.AtExit, floor.Stop)
+	defer floor.Stop()
+	client := floor.Client().(transport.BatchFilter)
+	var failed atomic.Pointer[error]
+	roundTrips := func(i int) {
+		batch := []*sdk.Cycle{pool[i%len(pool)]}
+		for range trips {
+			if _, err := client.FilterBatch(ctx, batch); err != nil {
+				failed.CompareAndSwap(nil, &err)
+				return
+			}
+		}
+	}
+	measure(min(o.Cycles, 500), o.Concurrency, roundTrips)
+	lat, wall := measure(o.Cycles, o.Concurrency, roundTrips)
+	if err := failed.Load(); err != nil {
+		return nil, 0, fmt.Errorf("floor round trip failed: %w", *err)
+	}
+	return lat, wall, nil
+}
+
+// totals sums the stats of every slot.
+func totals(stats []pipeline.Stats) pipeline.Stats {
+	var t pipeline.Stats
+	for _, s := range stats {
+		t.Calls, t.Fallbacks, t.Batches = t.Calls+s.Calls, t.Fallbacks+s.Fallbacks, t.Batches+s.Batches
+	}
+	return t
+}
+
+// processStages counts the pipeline's stages served by plugin processes (each a round trip).
+func processStages(p *pipeline.Pipeline) int {
+	n := 0
+	for _, s := range p.Stats() {
+		for _, pl := range p.Plugins() {
+			if pl.Name() == s.Plugin && !pl.Status().Builtin {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
+// pluginPIDs returns the pids of the pipeline's plugin processes.
+func pluginPIDs(p *pipeline.Pipeline) []int {
+	var pids []int
+	for _, pl := range p.Plugins() {
+		if st := pl.Status(); st.PID != 0 {
+			pids = append(pids, st.PID)
+		}
+	}
+	return pids
+}

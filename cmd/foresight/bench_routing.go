@@ -1,0 +1,68 @@
+package main
+
+import (
+	"strings"
+
+	"github.com/foresight-router/foresight/bench"
+	"github.com/foresight-router/foresight/sim/engine"
+	"github.com/foresight-router/foresight/sim/workload"
+	"github.com/spf13/cobra"
+)
+
+func newBenchRouting() *cobra.Command {
+	var (
+		o                  bench.RoutingOptions
+		asJSON             bool
+		report, cpuProfile string
+	)
+	cmd := &cobra.Command{
+		Use:   "routing --scenario NAME",
+		Short: "Compare routing strategies on the same simulated arrivals",
+		Long: "bench routing generates one workload, then runs it through a simulated vLLM fleet once per\n" +
+			"strategy: each strategy but the oracle is an example pipeline run through the real host pipeline;\n" +
+			"the oracle simulates every candidate forward and takes the true lowest TTFT. It prints a table on\n" +
+			"stderr and, with --json, one JSON object on stdout.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			stop, err := startCPUProfile(cpuProfile)
+			if err != nil {
+				return err
+			}
+			defer stop()
+			if isTerminal(cmd.ErrOrStderr()) {
+				o.Progress = cmd.ErrOrStderr()
+			}
+			o.Log, o.AtExit = logger(), atExit
+			res, err := bench.RunRouting(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			if report != "" {
+				if err := res.WriteReport(report); err != nil {
+					return err
+				}
+			}
+			res.WriteTable(cmd.ErrOrStderr())
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), res)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Scenario, "scenario", "C", "workload: "+strings.Join(workload.Names(), ", "))
+	f.IntVar(&o.Servers, "servers", 8, "simulated servers")
+	f.IntVar(&o.Requests, "requests", 0, "requests to simulate (0: the scenario's default; traces: every row)")
+	f.StringVar(&o.Strategies, "strategies", "rr,least-load,load-prefix-111,load-prefix-322,predicted-latency,oracle", "comma-separated strategies")
+	f.Uint64Var(&o.Seed, "seed", 1, "seed of the workload, the engines' noise and the cycles")
+	f.StringVar(&o.Preset, "preset", "llama-3.1-8b-h100-tp2", "engine preset: "+strings.Join(engine.Presets(), ", "))
+	f.Float64Var(&o.Noise, "noise", 0.05, "relative standard deviation of engine step times")
+	f.Float64Var(&o.Rate, "rate", 0, "arrival rate per server in requests/s (0: the scenario's default)")
+	f.StringVar(&o.Trace, "trace", "", "trace file for azure-conv, azure-code and mooncake")
+	f.StringVar(&o.Examples, "examples", "examples", "directory of the strategies' pipeline configs")
+	f.BoolVar(&asJSON, "json", false, "print one JSON object on stdout")
+	f.StringVar(&report, "report", "", "write a self-contained HTML report with charts to this file")
+	f.StringArrayVar(&o.Classes, "class", nil, "request class NAME:WEIGHT[:ttft=MS][:tpot=MS][:priority=N][:nostream], repeatable; requests draw one each (default: no SLO, priority 0, streaming)")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write the host's CPU profile (simulator included) to this file (go tool pprof)")
+	return cmd
+}

@@ -1,0 +1,257 @@
+// Package demo is `foresight demo`: the router of a config in front of emulated vLLM servers
+// (sim/testbed), a scenario of sim/workload replayed through its OpenAI API in real time
+// (sim/loadgen), and a live view of the fleet, the latencies, the objectives and the predictor
+// (view.go), fed by scrapes of the servers' and the router's /metrics (monitor.go).
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/foresight-router/foresight/host/config"
+	"github.com/foresight-router/foresight/sim/emulator"
+	"github.com/foresight-router/foresight/sim/loadgen"
+	"github.com/foresight-router/foresight/sim/testbed"
+	"github.com/foresight-router/foresight/sim/workload"
+	"github.com/rs/zerolog"
+)
+
+// DefaultClasses are the demo's request classes when Options.Classes is empty (--class is not
+// given). The objectives
+// sit inside what the emulated fleet (llama-3.1-8b-h100-tp2, 4 servers) does under ShareGPT at
+// its default 2 req/s per server, measured with this demo on the 2-core development machine:
+// TTFT p50 ≈ 21 ms, p95 ≈ 33 ms, p99 ≈ 45 ms (a long prompt's prefill, or a prompt arriving during
+// another's); TPOT p50 ≈ 9.3 ms, p95 ≈ 9.4 ms (a 7 ms step plus the batch's work), rising to a
+// p95 of 10.2 ms at --rate 4 as batches grow. Interactive requests ask for 30 ms TTFT, so about
+// one in ten misses (the long prompts, and whoever lands behind one), and 10 ms TPOT, which holds
+// until the batches grow; which endpoint a request goes to decides part of that. Batch requests
+// are sheddable (priority −1) with a looser 200 ms TTFT, so the admitter may shed them when no
+// endpoint is predicted to serve them in time. The emulator runs in real time: on a busy machine
+// its steps stretch and both figures rise.
+var DefaultClasses = []string{
+	"interactive:0.8:ttft=30:tpot=10",
+	"batch:0.2:ttft=200:priority=-1",
+}
+
+// maxRequests bounds the workload generated for a run.
+const maxRequests = 1_000_000
+
+// Options are what Run runs: foresight demo's flags.
+type Options struct {
+	// Config is the router's config file; its endpoints and listeners are replaced, and the
+	// objectives interactive and batch added when it lacks them.
+	Config string
+	// Scenario is the workload: A, B, C, D, sharegpt or production (any case).
+	Scenario string
+	// Preset is the emulated servers' engine preset ("" is testbed.DefaultPreset).
+	Preset string
+	// Duration is how long requests are sent, positive; Drain how long those in flight at the end
+	// may finish before they are cut, not negative.
+	Duration, Drain time.Duration
+	// Servers is the number of emulated servers, at least 1.
+	Servers int
+	// Seed seeds the workload and the engines' noise.
+	Seed uint64
+	// Rate is the arrival rate per server in requests/s (0: the scenario's default).
+	Rate float64
+	// Classes are request classes NAME:WEIGHT[:ttft=MS][:tpot=MS][:priority=N][:nostream]; none
+	// means DefaultClasses.
+	Classes []string
+	// Log is the router's logger; the zero value logs nothing.
+	Log zerolog.Logger
+	// TTY says the output is a terminal: the view is redrawn in place every second rather than
+	// printed as a line every 5 s.
+	TTY bool
+	// AtExit, when set, registers with the caller's exit handling, which also runs on SIGINT or
+	// SIGTERM: the stop of the router and the servers, then a function that ends the run early and
+	// waits (up to 10 s) for its summary. Without it only ctx ends the run early.
+	AtExit func(func())
+}
+
+// ErrInterrupted is what Run returns when the caller's exit handling (Options.AtExit) ended the
+// run: the summary is printed, and that handling is stopping the router and the servers.
+var ErrInterrupted = errors.New("the demo was interrupted")
+
+// scenarios are the scenarios the demo can generate (the trace replays need a trace file).
+var scenarios = []string{"A", "B", "C", "D", "sharegpt", "production"}
+
+// validate says what is wrong with the options, naming the flags.
+func (o *Options) validate() error {
+	switch {
+	case o.Servers < 1:
+		return fmt.Errorf("--servers must be at least 1, got %d", o.Servers)
+	case o.Duration <= 0:
+		return fmt.Errorf("--duration must be > 0, got %v", o.Duration)
+	case o.Drain < 0:
+		return fmt.Errorf("--drain must be >= 0, got %v", o.Drain)
+	case o.Rate < 0 || math.IsNaN(o.Rate) || math.IsInf(o.Rate, 0):
+		return fmt.Errorf("--rate must be a number of requests/s >= 0, got %v", o.Rate)
+	case !slices.ContainsFunc(scenarios, func(s string) bool { return strings.EqualFold(s, o.Scenario) }):
+		return fmt.Errorf("--scenario %q: the demo runs one of %s (trace replays need `foresight bench routing --trace`)",
+			o.Scenario, strings.Join(scenarios, ", "))
+	}
+	return nil
+}
+
+// parseClasses parses the --class flags, or DefaultClasses.
+func parseClasses(specs []string) ([]workload.Class, error) {
+	if len(specs) == 0 {
+		specs = DefaultClasses
+	}
+	out := make([]workload.Class, 0, len(specs))
+	for _, s := range specs {
+		c, err := workload.ParseClass(s)
+		if err != nil {
+			return nil, fmt.Errorf("--class: %w", err)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// objectives are the objectives the demo sends, with the priorities examples/pipeline.yaml
+// gives them.
+var objectives = []config.Objective{
+	{Name: loadgen.ObjectiveInteractive, Priority: 1},
+	{Name: loadgen.ObjectiveBatch, Priority: -1},
+}
+
+// addObjectives declares the demo's objectives the config lacks (only examples/pipeline.yaml
+// declares them), so that every example config can run the demo; it returns the names added.
+// Without them the router would answer every request 400 (unknown objective).
+func addObjectives(cfg *config.Config) []string {
+	var added []string
+	for _, obj := range objectives {
+		if _, ok := cfg.Priority(obj.Name); !ok {
+			cfg.Objectives = append(cfg.Objectives, obj)
+			added = append(added, fmt.Sprintf("%s (priority %d)", obj.Name, obj.Priority))
+		}
+	}
+	return added
+}
+
+// generate generates enough of the scenario to last the duration at its rate for the fleet.
+// The production ladder is squeezed into the duration (its 8 stages each duration/8 long), so
+// the demo shows every load step.
+func generate(o Options, classes []workload.Class) (*workload.Workload, error) {
+	p := workload.Params{Servers: o.Servers, Seed: o.Seed, Classes: classes, RatePerServer: o.Rate}
+	if strings.EqualFold(o.Scenario, "production") {
+		p.StageDuration = max(o.Duration/8, time.Second)
+		return workload.Scenario(o.Scenario, p) // Requests 0: one pass over the ladder
+	}
+	p.Requests = 64
+	w, err := workload.Scenario(o.Scenario, p)
+	if err != nil {
+		return nil, err
+	}
+	// Poisson arrivals: 1.2 × the mean count plus 64 outlasts the duration with near certainty;
+	// double until it does.
+	p.Requests = int(math.Min(w.Rate*o.Duration.Seconds()*1.2+64, maxRequests))
+	for {
+		if w, err = workload.Scenario(o.Scenario, p); err != nil {
+			return nil, err
+		}
+		n := len(w.Requests)
+		if n == 0 || w.Requests[n-1].Arrival >= o.Duration || p.Requests >= maxRequests {
+			return w, nil
+		}
+		p.Requests = min(2*p.Requests, maxRequests)
+	}
+}
+
+// Run runs the demo, printing the view to out, until the duration (and the drain) ends, ctx ends
+// or the caller's exit handling interrupts it (then it returns ErrInterrupted); either way it
+// prints the summary of the run. It stops the router and the servers before it returns.
+func Run(ctx context.Context, out io.Writer, o Options) error {
+	if err := o.validate(); err != nil {
+		return err
+	}
+	classes, err := parseClasses(o.Classes)
+	if err != nil {
+		return err
+	}
+	cfg, err := config.Load(o.Config)
+	if err != nil {
+		return err
+	}
+	added := addObjectives(cfg)
+	w, err := generate(o, classes)
+	if err != nil {
+		return err
+	}
+
+	tb, err := testbed.Start(ctx, cfg, testbed.Options{Servers: o.Servers, Preset: o.Preset, Seed: o.Seed, Log: o.Log})
+	if err != nil {
+		return err
+	}
+	defer tb.Close()
+	if o.AtExit != nil {
+		o.AtExit(tb.Close)
+	}
+	r := tb.Router
+	base := "http://" + r.Addr()
+	lg, err := loadgen.New(loadgen.Options{BaseURL: base, Model: emulator.DefaultModel, Duration: o.Duration, Drain: o.Drain})
+	if err != nil {
+		return err
+	}
+
+	info := runInfo{scenario: w.Name, servers: o.Servers, preset: o.Preset, rate: w.Rate, duration: o.Duration,
+		api: r.Addr(), admin: r.AdminAddr(), config: o.Config, classes: classes, addedObjectives: added}
+	mon := &monitor{endpoints: tb.Endpoints, admin: "http://" + r.AdminAddr(), decisions: r.Server().Decisions,
+		client: &http.Client{Timeout: 500 * time.Millisecond}}
+	v := newView(out, o.TTY, info)
+	v.start()
+
+	// Ctrl-C runs the AtExit functions, last registered first: this one stops the run and waits
+	// (bounded) for the summary, before the router and the fleet stop.
+	stopping, finished := make(chan struct{}), make(chan struct{})
+	var interrupted atomic.Bool // also set by the normal exit's cleanups, after the summary
+	if o.AtExit != nil {
+		o.AtExit(func() {
+			if interrupted.CompareAndSwap(false, true) {
+				close(stopping)
+			}
+			select {
+			case <-finished:
+			case <-time.After(10 * time.Second):
+			}
+		})
+	}
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	runDone := make(chan loadgen.Snapshot, 1)
+	started := time.Now()
+	go func() { runDone <- lg.Run(runCtx, w.Requests) }()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var final loadgen.Snapshot
+loop:
+	for {
+		select {
+		case final = <-runDone:
+			break loop
+		case <-stopping:
+			cancel()
+			final = <-runDone
+			break loop
+		case <-tick.C:
+			v.update(lg.Snapshot(), mon.scrape(ctx))
+		}
+	}
+	stop := interrupted.Load()
+	v.summary(final, mon.scrape(ctx), time.Since(started), stop)
+	close(finished)
+	if stop {
+		return ErrInterrupted
+	}
+	return nil
+}
