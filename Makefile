@@ -12,6 +12,8 @@ TS_PROTO := $(TOOLS)/npm/node_modules/.bin/protoc-gen-ts_proto
 # Debian's (protobuf-compiler, protobuf-compiler-grpc), which .ci/run installs.
 PROTOC_GEN_GO_VERSION      := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
+# golang.org/x/tools for deadcode, the unreachable-code check of make lint.
+X_TOOLS_VERSION            := v0.52.0
 
 # The Go plugins are the folders plugins/<name> that hold a main.go (test/e2e finds them the same way).
 GO_PLUGINS := $(patsubst plugins/%/main.go,%,$(wildcard plugins/*/main.go))
@@ -55,10 +57,11 @@ test: system-tools $(NODE_DEPS) ## run the whole test suite: Go (unit, shim, end
 	cd plugins/ts-filter && npm test --silent
 
 .PHONY: lint
-lint: tools ## go vet, gofmt check, buf lint and buf breaking against main
+lint: tools ## go vet, gofmt check, unreachable code, buf lint and buf breaking against main
 	$(GO) vet ./...
 	@unformatted=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go' | grep -v '\.pb\.go$$')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
+	tools/deadcode.sh $(TOOLS)/bin/deadcode
 	$(BUF) lint
 	$(MAKE) --no-print-directory breaking
 
@@ -85,7 +88,7 @@ run: build ## build everything and run the demo
 	bin/foresight demo --config examples/pipeline.yaml
 
 .PHONY: tools
-tools: $(TOOLS)/bin/protoc-gen-go $(TOOLS)/bin/protoc-gen-go-grpc $(BUF) system-tools ## install the pinned code generators into .tools
+tools: $(TOOLS)/bin/protoc-gen-go $(TOOLS)/bin/protoc-gen-go-grpc $(TOOLS)/bin/deadcode $(BUF) system-tools ## install the pinned code generators into .tools
 
 .PHONY: system-tools
 system-tools: ## install what Debian provides and the build needs, when missing (npm, gcc, protoc, Python gRPC)
@@ -96,6 +99,9 @@ $(TOOLS)/bin/protoc-gen-go:
 
 $(TOOLS)/bin/protoc-gen-go-grpc:
 	GOBIN=$(TOOLS)/bin $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+
+$(TOOLS)/bin/deadcode:
+	GOBIN=$(TOOLS)/bin $(GO) install golang.org/x/tools/cmd/deadcode@$(X_TOOLS_VERSION)
 
 $(BUF) $(TS_PROTO) &: tools/package.json tools/package-lock.json
 	mkdir -p $(TOOLS)/npm && cp tools/package.json tools/package-lock.json $(TOOLS)/npm/

@@ -1,7 +1,5 @@
 package gbdt
 
-import "math"
-
 // tree is one regression tree in LightGBM's array layout: internal node i
 // sends x[splitFeature[i]] <= threshold[i] to left[i], the rest to right[i];
 // a child c < 0 is the leaf ^c. A tree with one leaf has no internal nodes.
@@ -21,30 +19,6 @@ type tree struct {
 }
 
 func (t *tree) numLeaves() int { return len(t.leafValue) }
-
-// predict walks the tree on raw feature values exactly as leaves does for a
-// numerical split with missing_type=None: NaN becomes 0, then x <= threshold
-// goes left.
-func (t *tree) predict(row []float64) float64 {
-	if len(t.splitFeature) == 0 {
-		return t.leafValue[0]
-	}
-	node := 0
-	for {
-		x := row[t.splitFeature[node]]
-		if math.IsNaN(x) {
-			x = 0
-		}
-		next := t.right[node]
-		if x <= t.threshold[node] {
-			next = t.left[node]
-		}
-		if next < 0 {
-			return t.leafValue[^next]
-		}
-		node = next
-	}
-}
 
 // predictBinned is predict on the binned training matrix.
 func (t *tree) predictBinned(b *binned, r int) float64 {
