@@ -116,6 +116,9 @@ func (s *Server) dispatch(x *exchange, ep sdk.Endpoint) *attempt {
 	f := s.inflight.Dispatch(ep.ID, inflight.Request{ID: r.ID, PrefillTokens: uncached, OutputTokens: output,
 		TPOTSLOMs: r.SLO.TPOTMs})
 	s.prefix.Record(ep.ID, r.PrefixBlockHashes)
+	if s.o.EndpointMetrics != nil {
+		s.o.EndpointMetrics.Dispatched(ep.ID)
+	}
 	return &attempt{ep: ep, flight: f, dispatched: s.o.Now()}
 }
 

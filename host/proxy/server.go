@@ -58,9 +58,11 @@ type Options struct {
 	Outcomes interface {
 		Record(t *pipeline.Trace, o experiment.Outcome)
 	}
-	// Metrics records every answered request, Stages every cycle's stage calls; nil records nothing.
-	Metrics *metrics.Requests
-	Stages  *metrics.Stages
+	// Metrics records every answered request, Stages every cycle's stage calls, EndpointMetrics
+	// every dispatch to an endpoint; nil records nothing.
+	Metrics         *metrics.Requests
+	Stages          *metrics.Stages
+	EndpointMetrics *metrics.Endpoints
 	Log     zerolog.Logger
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
@@ -112,6 +114,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.Serve
 
 // Decisions returns the kept decision traces, oldest first.
 func (s *Server) Decisions() []*pipeline.Trace { return s.decisions.all() }
+
+// EndpointGauges returns every endpoint's health, scraped gauges and the router's in-flight
+// count, for metrics.Endpoints.
+func (s *Server) EndpointGauges() []metrics.EndpointGauges {
+	states := s.o.Endpoints.Snapshot()
+	out := make([]metrics.EndpointGauges, 0, len(states))
+	now := s.o.Now()
+	for _, st := range states {
+		var es sdk.EndpointState
+		s.inflight.Fill(st.ID, now, &es)
+		out = append(out, metrics.EndpointGauges{ID: st.ID, Healthy: st.Healthy, Inflight: es.InflightRequests,
+			Waiting: st.Waiting, Running: st.Running, KVCacheUsage: st.KVCacheUsage})
+	}
+	return out
+}
 
 // Close releases idle upstream connections.
 func (s *Server) Close() { s.client.CloseIdleConnections() }

@@ -110,8 +110,13 @@ func newFixtureFor(t *testing.T, interval time.Duration, eps []endpoints.Endpoin
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(Options{Pipeline: p, Endpoints: set, MaxBodyBytes: 4096, ConnectTimeout: time.Second, PrefixBlocks: 1 << 16,
-		UpstreamTimeout: 30 * time.Second, Decisions: 8, Metrics: reqs, Stages: stages, Log: zerolog.New(logs),
+	var srv *Server
+	perEndpoint, err := metrics.NewEndpoints(reg, func() []metrics.EndpointGauges { return srv.EndpointGauges() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err = New(Options{Pipeline: p, Endpoints: set, MaxBodyBytes: 4096, ConnectTimeout: time.Second, PrefixBlocks: 1 << 16,
+		UpstreamTimeout: 30 * time.Second, Decisions: 8, Metrics: reqs, Stages: stages, EndpointMetrics: perEndpoint, Log: zerolog.New(logs),
 		Priority: func(name string) (int32, bool) {
 			if name == "batch" {
 				return -1, true
@@ -127,6 +132,22 @@ func newFixtureFor(t *testing.T, interval time.Duration, eps []endpoints.Endpoin
 	t.Cleanup(adminSrv.Close)
 	t.Cleanup(srv.Close)
 	return &fixture{log: logs, srv: srv, url: api.URL, admin: adminSrv.URL, reg: reg}
+}
+
+// wantMetrics fails the test for each line of want that /metrics on the admin listener lacks.
+func (f *fixture) wantMetrics(t *testing.T, want ...string) {
+	t.Helper()
+	resp, err := http.Get(f.admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, w := range want {
+		if !bytes.Contains(data, []byte(w)) {
+			t.Errorf("/metrics lacks %q:\n%s", w, data)
+		}
+	}
 }
 
 // syncBuffer is a bytes.Buffer safe for the server's concurrent log writes.
@@ -271,6 +292,10 @@ func TestFailsOverToTheNextPickedEndpoint(t *testing.T) {
 	if logs := f.log.String(); !strings.Contains(logs, `"attempts":2`) || !strings.Contains(logs, `"endpoint":"vllm-0"`) {
 		t.Errorf("no request failed over to vllm-0:\n%s", logs)
 	}
+	// Three dispatches: the dead endpoint once, vllm-0 twice (once first, once as the failover).
+	// The dead one is still in the rotation (healthy 1) and neither has a request in flight.
+	f.wantMetrics(t, `foresight_endpoint_requests_total{endpoint="dead-a"} 1`, `foresight_endpoint_requests_total{endpoint="vllm-0"} 2`,
+		`foresight_endpoint_healthy{endpoint="dead-a"} 1`, `foresight_endpoint_inflight_requests{endpoint="vllm-0"} 0`)
 }
 
 func TestNoReachableEndpointIs502(t *testing.T) {
@@ -350,19 +375,12 @@ func TestModelsAndMetrics(t *testing.T) {
 		t.Errorf("/v1/models: %s", data)
 	}
 	f.post(t, "/v1/chat/completions", chatBody(true, ""))
-	resp, err = http.Get(f.admin + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, _ = io.ReadAll(resp.Body)
-	resp.Body.Close()
-	for _, want := range []string{`foresight_requests_total{code="200"} 1`, "llm_d_epp_request_ttft_seconds_count 1",
+	f.wantMetrics(t, `foresight_requests_total{code="200"} 1`, "llm_d_epp_request_ttft_seconds_count 1",
 		"llm_d_epp_request_streaming_tpot_seconds_count 1", `foresight_stage_duration_seconds_count{plugin="rr",stage="picker"} 1`,
-		`foresight_plugin_up{plugin="rr"} 1`, `foresight_plugin_restarts_total{plugin="rr"} 0`} {
-		if !bytes.Contains(data, []byte(want)) {
-			t.Errorf("/metrics lacks %q:\n%s", want, data)
-		}
-	}
+		`foresight_plugin_up{plugin="rr"} 1`, `foresight_plugin_restarts_total{plugin="rr"} 0`,
+		// Round-robin's first pick is the first endpoint; the other has had none (no series yet).
+		`foresight_endpoint_requests_total{endpoint="vllm-0"} 1`, `foresight_endpoint_healthy{endpoint="vllm-1"} 1`,
+		`foresight_endpoint_waiting_requests{endpoint="vllm-1"} 0`, `foresight_endpoint_inflight_requests{endpoint="vllm-0"} 0`)
 	resp, err = http.Get(f.admin + "/debug/decisions")
 	if err != nil {
 		t.Fatal(err)

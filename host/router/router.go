@@ -94,10 +94,16 @@ func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger) (_ *Rout
 	for _, o := range cfg.Objectives {
 		objectives = append(objectives, o.Name)
 	}
+	// The gauges read the proxy's endpoint states and ledger at scrape time; r.srv is set below,
+	// before either listener serves.
+	perEndpoint, err := metrics.NewEndpoints(reg, func() []metrics.EndpointGauges { return r.srv.EndpointGauges() })
+	if err != nil {
+		return nil, err
+	}
 	r.srv, err = proxy.New(proxy.Options{Pipeline: r.pipes, Outcomes: r.pipes, Endpoints: set, Samples: samples,
 		Priority: cfg.Priority, Objectives: objectives, MaxBodyBytes: cfg.Server.MaxBodyBytes,
 		ConnectTimeout: cfg.Server.ConnectTimeout, UpstreamTimeout: cfg.Server.UpstreamTimeout,
-		Decisions: cfg.Server.Decisions, PrefixBlocks: cfg.Server.PrefixIndexBlocks, Metrics: reqs, Stages: stages, Log: log})
+		Decisions: cfg.Server.Decisions, PrefixBlocks: cfg.Server.PrefixIndexBlocks, Metrics: reqs, Stages: stages, EndpointMetrics: perEndpoint, Log: log})
 	if err != nil {
 		return nil, err
 	}
