@@ -63,7 +63,7 @@ type Options struct {
 	Metrics         *metrics.Requests
 	Stages          *metrics.Stages
 	EndpointMetrics *metrics.Endpoints
-	Log     zerolog.Logger
+	Log             zerolog.Logger
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 }
