@@ -55,7 +55,7 @@ type Router interface {
 
 // Fleet is the simulated servers as a router may inspect them (the oracle simulates them forward).
 type Fleet struct {
-	Engines []*engine.Engine
+	Engines []engine.Engine
 	// Arrival is the request being routed, as the engines would receive it.
 	Arrival engine.Request
 	// Now is the arrival time.
@@ -124,7 +124,7 @@ type sim struct {
 	reqs        []workload.Request
 	router      Router
 	observe     Observer
-	engines     []*engine.Engine
+	engines     []engine.Engine
 	ids         []string
 	scraped     []engine.Metrics
 	scrapeAt    time.Duration

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -8,9 +9,20 @@ import (
 	"github.com/foresight-router/foresight/sim/engine"
 )
 
+// cloneEngine returns an independent copy of e, of either family.
+func cloneEngine(e engine.Engine) engine.Engine {
+	switch e := e.(type) {
+	case *engine.Batch:
+		return e.Clone()
+	case *engine.Slot:
+		return e.Clone()
+	}
+	panic(fmt.Sprintf("cannot clone a %T", e))
+}
+
 // cloneFirstToken is the oracle's forward simulation as it was before Speculate: on a clone.
-func cloneFirstToken(e *engine.Engine, r engine.Request, now time.Duration) (time.Duration, error) {
-	c := e.Clone()
+func cloneFirstToken(e engine.Engine, r engine.Request, now time.Duration) (time.Duration, error) {
+	c := cloneEngine(e)
 	c.ExpectStepTimes()
 	return firstToken(c, r, now)
 }
@@ -75,7 +87,7 @@ func (s *snapshotter) Route(_ *sdk.Cycle, f *Fleet) (Decision, error) {
 	if s.seen >= s.from && s.seen < s.from+s.n {
 		snap := Fleet{Arrival: f.Arrival, Now: f.Now}
 		for _, e := range f.Engines {
-			snap.Engines = append(snap.Engines, e.Clone())
+			snap.Engines = append(snap.Engines, cloneEngine(e))
 		}
 		s.fleets = append(s.fleets, snap)
 	}

@@ -67,7 +67,7 @@ func fastest(f *Fleet, ttft func(i int) (time.Duration, error)) (Decision, error
 func (f *Fleet) ExpectedTTFT(i int) (time.Duration, error) {
 	var ttft time.Duration
 	var err error
-	f.Engines[i].Speculate(func(s *engine.Engine) {
+	f.Engines[i].Speculate(func(s engine.Engine) {
 		s.ExpectStepTimes()
 		ttft, err = firstToken(s, f.Arrival, f.Now)
 	})
@@ -75,7 +75,7 @@ func (f *Fleet) ExpectedTTFT(i int) (time.Duration, error) {
 }
 
 // firstToken adds r to e at now and steps e until r's first token; it returns the TTFT.
-func firstToken(e *engine.Engine, r engine.Request, now time.Duration) (time.Duration, error) {
+func firstToken(e engine.Engine, r engine.Request, now time.Duration) (time.Duration, error) {
 	if err := e.Add(r, now); err != nil {
 		return 0, err
 	}

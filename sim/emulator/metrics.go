@@ -22,6 +22,11 @@ func (s *Server) handleMetrics(w http.ResponseWriter, _ *http.Request) {
 	metric("vllm:prefix_cache_queries_total", "counter", "Prefix cache queries, in terms of number of queried tokens.", label, m.PrefixCacheQueries)
 	metric("vllm:prefix_cache_hits_total", "counter", "Prefix cache hits, in terms of number of cached tokens.", label, m.PrefixCacheHits)
 	metric("vllm:num_preemptions_total", "counter", "Cumulative number of preemption from the engine.", label, m.Preemptions)
+	// Output is always max_tokens long, so every request finishes by length; "stop" stays 0.
+	name := "vllm:request_success_total"
+	fmt.Fprintf(&b, "# HELP %s Count of successfully processed requests.\n# TYPE %s counter\n", name, name)
+	fmt.Fprintf(&b, "%s{finished_reason=\"stop\",model_name=%q} 0\n", name, s.model)
+	fmt.Fprintf(&b, "%s{finished_reason=\"length\",model_name=%q} %d\n", name, s.model, s.Finished())
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	_, _ = w.Write([]byte(b.String()))
 }

@@ -42,10 +42,11 @@ type Server struct {
 	close    sync.Once
 	nextID   atomic.Uint64
 
-	mu      sync.Mutex
-	metrics engine.Metrics // snapshot after the last Add or Step
+	mu       sync.Mutex
+	metrics  engine.Metrics // snapshot after the last Add or Step
+	finished int64          // requests the engine finished, as of the same snapshot
 
-	eng   *engine.Engine   // owned by run
+	eng   engine.Engine    // owned by run
 	sinks map[uint64]*sink // owned by run
 }
 
@@ -92,6 +93,14 @@ func (s *Server) Metrics() engine.Metrics {
 	return s.metrics
 }
 
+// Finished returns how many requests the engine has finished (vllm:request_success_total), as
+// of its last step: every finish, whether or not its client was still there to read it.
+func (s *Server) Finished() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.finished
+}
+
 // Handler returns the HTTP handler serving the OpenAI-compatible API, /health and /metrics.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
@@ -111,6 +120,7 @@ func (s *Server) run() {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	notBefore := time.Duration(0) // set after an empty step to avoid spinning
+	finished := int64(0)
 	for {
 		var wake <-chan time.Time
 		if next := s.eng.NextStep(); next >= 0 {
@@ -135,6 +145,9 @@ func (s *Server) run() {
 		case <-wake:
 			res := s.eng.Step(s.elapsed())
 			for _, ev := range res.Events {
+				if ev.Kind == engine.Finish {
+					finished++
+				}
 				k := s.sinks[ev.ID]
 				if k == nil {
 					continue
@@ -145,13 +158,14 @@ func (s *Server) run() {
 				}
 			}
 			notBefore = 0
-			if res.End == res.Start {
+			if next := s.eng.NextStep(); next >= 0 && next <= res.Start {
+				// The step made no progress (a batch step that scheduled nothing): retry later.
 				notBefore = s.elapsed() + idleRetry
 			}
 		}
 		m := s.eng.Metrics()
 		s.mu.Lock()
-		s.metrics = m
+		s.metrics, s.finished = m, finished
 		s.mu.Unlock()
 	}
 }

@@ -8,7 +8,7 @@ import (
 // loaded returns a TP 2 engine in steady state: about `running` requests decoding (1,000-token
 // prompts from 8 prefix families, 200-token answers), new ones arriving as old ones finish, and
 // a KV cache full of cached blocks. next is the id of the next request.
-func loaded(b *testing.B, running int) (e *Engine, next uint64) {
+func loaded(b *testing.B, running int) (e *Batch, next uint64) {
 	b.Helper()
 	cfg, err := Preset("llama-3.1-8b-h100-tp2")
 	if err != nil {
@@ -24,7 +24,7 @@ func loaded(b *testing.B, running int) (e *Engine, next uint64) {
 }
 
 // topUp adds requests until `running` are in the engine.
-func topUp(b *testing.B, e *Engine, running int, next uint64) uint64 {
+func topUp(b *testing.B, e *Batch, running int, next uint64) uint64 {
 	m := e.Metrics()
 	for n := m.Running + m.Waiting + m.Pending; n < running; n++ {
 		family := next % 8

@@ -5,11 +5,11 @@ import "slices"
 // Clone returns an independent copy of e: feeding both the same calls gives the same results
 // (including the noise), and nothing done to one affects the other. The KV cache is shared
 // page by page until either side writes, so a clone costs O(requests + pages), not O(blocks).
-func (e *Engine) Clone() *Engine {
+func (e *Batch) Clone() *Batch {
 	if len(e.kv.deferred) > 0 { // inside Speculate: the clone must see every registration
 		e.kv.flush()
 	}
-	c := &Engine{
+	c := &Batch{
 		cfg:         e.cfg,
 		tokenDelay:  e.tokenDelay,
 		noise:       e.noise,
@@ -28,11 +28,12 @@ func (e *Engine) Clone() *Engine {
 // Speculate calls f with e and then puts e back exactly as it was: f may Add, Step and read e
 // as it likes (an oracle simulating a candidate arrival forward), and afterwards e behaves as if f
 // had never run — the same events, metrics and noise stream as an engine that did not speculate.
+// f receives e itself (as an Engine).
 // It gives the same results as running f on e.Clone(), without copying the KV cache's pages:
 // every write to the KV cache is journalled and undone at the end. Events returned by e.Step
 // before the call stay valid. f must not call Speculate on e; e must not be used concurrently,
 // not even by Clone, while f runs. Clones taken inside f are independent of e, as always.
-func (e *Engine) Speculate(f func(e *Engine)) {
+func (e *Batch) Speculate(f func(e Engine)) {
 	if e.spec.active {
 		panic("engine: nested Speculate")
 	}

@@ -19,35 +19,55 @@ type Coefficients struct {
 	Beta  [3]float64
 }
 
-// Config describes one vLLM server. Preset returns the documented configurations; every field
-// is checked by Validate (New calls it).
+// Config describes one server of either family. Family selects the model; fields that only one
+// family uses say so. Preset returns the documented configurations; every field is checked by
+// Validate (New calls it).
 type Config struct {
-	// MaxNumSeqs caps the running requests (vLLM --max-num-seqs).
+	// Family selects the engine model: FamilyBatch (or "") or FamilySlot.
+	Family Family
+	// MaxNumSeqs caps the running requests (vLLM and llm-d-inference-sim --max-num-seqs); for the
+	// slot family it is the number of slots.
 	MaxNumSeqs int
-	// MaxNumBatchedTokens is the token budget of one step (vLLM --max-num-batched-tokens).
+	// MaxNumBatchedTokens is the token budget of one step (vLLM --max-num-batched-tokens). Batch
+	// family only; 0 for the slot family.
 	MaxNumBatchedTokens int
-	// BlockSize is the number of tokens per KV block (vLLM --block-size).
+	// BlockSize is the number of tokens per KV block (--block-size).
 	BlockSize int
-	// NumGPUBlocks is the KV cache capacity in blocks, including the null block vLLM reserves
-	// (vllm:cache_config_info num_gpu_blocks). At least 2.
+	// NumGPUBlocks is the KV cache capacity in blocks (vllm:cache_config_info num_gpu_blocks):
+	// for the batch family including the null block vLLM reserves, at least 2; for the slot
+	// family llm-d-inference-sim's --kv-cache-size, at least 1.
 	NumGPUBlocks int
-	// MaxModelLen rejects requests whose input plus output tokens exceed it (vLLM
-	// --max-model-len); 0 means only the KV capacity limits a request.
+	// MaxModelLen rejects requests whose input plus output tokens exceed it (--max-model-len);
+	// 0 means no such limit.
 	MaxModelLen int
-	// Coefficients give step times and overheads.
+	// Coefficients give step times and overheads. Batch family only; zero for the slot family.
 	Coefficients Coefficients
 	// Noise is the relative standard deviation of step time: each non-empty step's time is
 	// multiplied by an independent lognormal factor with mean 1 and this coefficient of
-	// variation. 0 disables noise.
+	// variation. 0 disables noise. The slot family ignores it: its jitter is Slot's std-devs.
 	Noise float64
-	// Speed multiplies every step time (1 = the preset's hardware, 1.25 = 25 % slower).
+	// Speed multiplies every step time (batch) or every latency mean and std-dev (slot): 1 = the
+	// preset's hardware, 1.25 = 25 % slower.
 	Speed float64
-	// Seed seeds the noise; the same Config and inputs give the same events.
+	// Seed seeds the noise (batch) or the jitter (slot); the same Config and inputs give the
+	// same events.
 	Seed uint64
+	// Slot is the slot family's latency model. Slot family only; zero for the batch family.
+	Slot SlotConfig
 }
 
-// Validate reports every problem with c at once.
+// Validate reports every problem with c at once, checking the fields of c's family.
 func (c Config) Validate() error {
+	switch c.Family {
+	case "", FamilyBatch:
+		return c.validateBatch()
+	case FamilySlot:
+		return c.validateSlot()
+	}
+	return fmt.Errorf("family must be %q or %q, got %q", FamilyBatch, FamilySlot, c.Family)
+}
+
+func (c Config) validateBatch() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if c.MaxNumSeqs < 1 {
@@ -84,6 +104,9 @@ func (c Config) Validate() error {
 	if !(c.Speed > 0) || math.IsInf(c.Speed, 0) {
 		bad("speed must be a finite factor > 0 (1 = preset speed), got %v", c.Speed)
 	}
+	if c.Slot != (SlotConfig{}) {
+		bad("slot settings apply only to family %q; the batch family needs them zero", FamilySlot)
+	}
 	return errors.Join(errs...)
 }
 
@@ -117,7 +140,8 @@ func gpuBlocks(totalGiB, util float64, weightBytes int64, activationGiB, nonTorc
 	return int(kvBytes) / (blockSize * kvBytesPerToken / tp)
 }
 
-// presets are the documented server configurations (README.md gives every source).
+// presets are the batch family's documented server configurations (README.md gives every
+// source); slotPresets are the slot family's.
 var presets = map[string]func() Config{
 	// BLIS defaults.yaml, Llama-3.1-8B-Instruct, H100, TP 2, vLLM v0.8.4.
 	"llama-3.1-8b-h100-tp2": func() Config {
@@ -161,19 +185,25 @@ func h100Llama31(tp int, c Coefficients) Config {
 	}
 }
 
-// Presets lists the preset names, sorted.
+// Presets lists the preset names of both families, sorted.
 func Presets() []string {
-	names := make([]string, 0, len(presets))
+	names := make([]string, 0, len(presets)+len(slotPresets))
 	for n := range presets {
+		names = append(names, n)
+	}
+	for n := range slotPresets {
 		names = append(names, n)
 	}
 	slices.Sort(names)
 	return names
 }
 
-// Preset returns the named configuration with no noise, speed 1 and seed 0.
+// Preset returns the named configuration, of either family, with no noise, speed 1 and seed 0.
 func Preset(name string) (Config, error) {
 	p, ok := presets[name]
+	if !ok {
+		p, ok = slotPresets[name]
+	}
 	if !ok {
 		return Config{}, fmt.Errorf("unknown engine preset %q; known presets: %s", name, strings.Join(Presets(), ", "))
 	}

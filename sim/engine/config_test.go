@@ -33,7 +33,7 @@ func TestPresets(t *testing.T) {
 		beta:   [3]float64{6472.01, 19.80, 304.40},
 		blocks: 26318,
 	}}
-	if got := len(Presets()); got != len(tests) {
+	if got := len(presets); got != len(tests) {
 		t.Errorf("%d presets, %d tested", got, len(tests))
 	}
 	for _, tt := range tests {

@@ -1,14 +1,3 @@
-// Package engine models one vLLM server (V1 engine) step by step: continuous batching under
-// max_num_seqs and a per-step token budget with chunked prefill, a paged KV cache of fixed-size
-// blocks with prefix caching and LRU eviction, preemption by recompute when blocks run out, and
-// step times from the BLIS "blackbox" α/β latency model with optional noise and a per-server
-// speed factor.
-//
-// Time is a time.Duration since the start of the simulation, so the same Engine runs in virtual
-// time (a discrete-event cluster calls Step at NextStep) and in real time (an emulator sleeps
-// until NextStep, calls Step, and replays the events at their times). The model is deterministic:
-// the same Config, requests and call times give the same events. README.md gives the source of
-// every rule and constant and lists what is simplified.
 package engine
 
 import (
@@ -38,9 +27,11 @@ type reqState struct {
 	numCached   int     // leading blocks registered in the hash table
 }
 
-// Engine is one simulated vLLM server. Its methods are not safe for concurrent use, except that
-// several goroutines may Clone the same Engine at once while nothing else uses it.
-type Engine struct {
+// Batch is the batch family's engine: one simulated vLLM server with continuous batching, a
+// per-step token budget with chunked prefill, a paged KV cache with prefix caching and
+// preemption, and BLIS α/β step times. Its methods are not safe for concurrent use, except that
+// several goroutines may Clone the same Batch at once while nothing else uses it.
+type Batch struct {
 	cfg        Config
 	tokenDelay time.Duration // α2
 	kv         kvCache
@@ -73,12 +64,16 @@ type specState struct {
 	events, eventBuf           []Event
 }
 
-// New returns an idle engine, or an error naming every invalid Config field.
-func New(cfg Config) (*Engine, error) {
+// NewBatch returns an idle batch engine, or an error naming every invalid Config field. cfg's
+// Family must be FamilyBatch (or empty).
+func NewBatch(cfg Config) (*Batch, error) {
+	if cfg.Family != "" && cfg.Family != FamilyBatch {
+		return nil, fmt.Errorf("invalid engine config: NewBatch needs family %q, got %q", FamilyBatch, cfg.Family)
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid engine config: %w", err)
 	}
-	e := &Engine{
+	e := &Batch{
 		cfg:        cfg,
 		tokenDelay: micros(cfg.Coefficients.Alpha[2]),
 		noise:      newNoise(cfg.Noise, cfg.Seed),
@@ -88,15 +83,15 @@ func New(cfg Config) (*Engine, error) {
 }
 
 // Config returns the engine's configuration.
-func (e *Engine) Config() Config { return e.cfg }
+func (e *Batch) Config() Config { return e.cfg }
 
 // Clock returns the end of the last step (0 before the first).
-func (e *Engine) Clock() time.Duration { return e.clock }
+func (e *Batch) Clock() time.Duration { return e.clock }
 
 // Add accepts a request arriving at now. It becomes schedulable α0 + α1·InputTokens later (BLIS's
 // queueing delay). Add rejects, with the reason, a request vLLM would reject: empty prompt or
 // output, more hashes than full blocks, longer than MaxModelLen, or larger than the whole KV cache.
-func (e *Engine) Add(r Request, now time.Duration) error {
+func (e *Batch) Add(r Request, now time.Duration) error {
 	if err := e.check(r); err != nil {
 		return fmt.Errorf("adding request %d: %w", r.ID, err)
 	}
@@ -119,7 +114,7 @@ func (e *Engine) Add(r Request, now time.Duration) error {
 	return nil
 }
 
-func (e *Engine) check(r Request) error {
+func (e *Batch) check(r Request) error {
 	bs := e.cfg.BlockSize
 	total := r.InputTokens + r.OutputTokens
 	switch {
@@ -147,7 +142,7 @@ func (e *Engine) check(r Request) error {
 // which stay cached for later prefix hits, as vLLM's abort_requests does when a client
 // disconnects. It emits no event and reports whether the request was there. Call it between
 // steps.
-func (e *Engine) Abort(id uint64) bool {
+func (e *Batch) Abort(id uint64) bool {
 	for _, q := range []*[]reqState{&e.pending, &e.waiting, &e.running} {
 		for i := range *q {
 			if r := &(*q)[i]; r.id == id {
@@ -161,13 +156,13 @@ func (e *Engine) Abort(id uint64) bool {
 }
 
 // Busy reports whether the engine holds any request (pending, waiting or running).
-func (e *Engine) Busy() bool {
+func (e *Batch) Busy() bool {
 	return len(e.pending)+len(e.waiting)+len(e.running) > 0
 }
 
 // NextStep returns when the next step can start: the end of the last step while requests are
 // waiting or running, else when the first pending request becomes schedulable; −1 when idle.
-func (e *Engine) NextStep() time.Duration {
+func (e *Batch) NextStep() time.Duration {
 	if len(e.waiting)+len(e.running) > 0 {
 		return e.clock
 	}
@@ -181,7 +176,7 @@ func (e *Engine) NextStep() time.Duration {
 // delay has passed into the waiting queue, schedules running requests first and then waiting
 // ones (vLLM V1's Scheduler.schedule), advances the clock by the step time and reports what the
 // step produced. On an idle engine it does nothing and returns Start = End = now.
-func (e *Engine) Step(now time.Duration) StepResult {
+func (e *Batch) Step(now time.Duration) StepResult {
 	e.events = e.events[:0]
 	next := e.NextStep()
 	if next < 0 {
@@ -210,7 +205,7 @@ func (e *Engine) Step(now time.Duration) StepResult {
 // until they fit or the request itself was the one preempted. Waiting requests are admitted FCFS
 // only if nothing was preempted, while there is budget and fewer than MaxNumSeqs run, each with
 // its longest cached prefix; the first that does not fit stops admission.
-func (e *Engine) schedule(start time.Duration) {
+func (e *Batch) schedule(start time.Duration) {
 	budget := e.cfg.MaxNumBatchedTokens
 	e.sched = e.sched[:0]
 	preempted := false
@@ -263,7 +258,7 @@ running:
 
 // findHits returns the cached blocks of r's longest cached prefix. Like vLLM it never hits the
 // last token (its logits must be computed), so at most ⌊(numTokens−1)/BlockSize⌋ blocks.
-func (e *Engine) findHits(r *reqState) []int32 {
+func (e *Batch) findHits(r *reqState) []int32 {
 	bs := e.cfg.BlockSize
 	e.hitBuf = e.hitBuf[:0]
 	for j := range (r.numTokens - 1) / bs {
@@ -281,7 +276,7 @@ func (e *Engine) findHits(r *reqState) []int32 {
 // queue cannot supply the new blocks plus the hit blocks it would lose. Blocks that the
 // scheduled tokens fill are registered for prefix caching right away, as vLLM does at
 // scheduling time, so a request admitted later in the same step can already hit them.
-func (e *Engine) allocate(r *reqState, hits []int32, n int) bool {
+func (e *Batch) allocate(r *reqState, hits []int32, n int) bool {
 	bs := e.cfg.BlockSize
 	tokens := r.computed + n
 	need := ceilDiv(tokens, bs) - len(r.blocks) - len(hits)
@@ -312,7 +307,7 @@ func (e *Engine) allocate(r *reqState, hits []int32, n int) bool {
 
 // preempt frees the blocks of running[i], which must be the last running request, and puts it
 // at the front of the waiting queue to recompute later (vLLM's _preempt_request).
-func (e *Engine) preempt(i int, t time.Duration) {
+func (e *Batch) preempt(i int, t time.Duration) {
 	r := &e.running[i]
 	e.free(r)
 	r.computed, r.numCached = 0, 0
@@ -326,7 +321,7 @@ func (e *Engine) preempt(i int, t time.Duration) {
 
 // free releases r's blocks last to first, so that a request's tail blocks are evicted before its
 // head blocks, which other requests are likelier to share (vLLM frees in reverse order).
-func (e *Engine) free(r *reqState) {
+func (e *Batch) free(r *reqState) {
 	for j := len(r.blocks) - 1; j >= 0; j-- {
 		e.kv.release(r.blocks[j])
 	}
@@ -336,7 +331,7 @@ func (e *Engine) free(r *reqState) {
 // countTokens splits the scheduled tokens into the step formula's two kinds. A decode is one
 // token of a request that has output and whose other tokens are all computed; everything else —
 // prompt chunks and the recompute of a preempted request — is prefill.
-func (e *Engine) countTokens() (prefill, decode int) {
+func (e *Batch) countTokens() (prefill, decode int) {
 	for j, n := range e.sched {
 		r := &e.running[j]
 		switch {
@@ -352,7 +347,7 @@ func (e *Engine) countTokens() (prefill, decode int) {
 
 // stepTime is the BLIS step time scaled by the speed factor and the noise, at least 1 ns so that
 // time always advances.
-func (e *Engine) stepTime(prefill, decode int) time.Duration {
+func (e *Batch) stepTime(prefill, decode int) time.Duration {
 	b := e.cfg.Coefficients.Beta
 	us := (b[0] + b[1]*float64(prefill) + b[2]*float64(decode)) * e.cfg.Speed * e.noise.factor()
 	return max(micros(us), 1)
@@ -361,7 +356,7 @@ func (e *Engine) stepTime(prefill, decode int) time.Duration {
 // complete applies the step's results at its end: scheduled tokens become computed; a request
 // whose tokens are all computed samples its next token; one that reached its output length
 // finishes and frees its blocks.
-func (e *Engine) complete(end time.Duration) {
+func (e *Batch) complete(end time.Duration) {
 	w := 0
 	for j := range e.running {
 		r := &e.running[j]
@@ -393,7 +388,7 @@ func (e *Engine) complete(end time.Duration) {
 }
 
 // Metrics returns the engine's vLLM metrics as of the end of the last step.
-func (e *Engine) Metrics() Metrics {
+func (e *Batch) Metrics() Metrics {
 	return Metrics{
 		Waiting:            len(e.waiting),
 		Running:            len(e.running),
@@ -428,4 +423,4 @@ func ceilDiv(a, b int) int { return (a + b - 1) / b }
 // foresee the noise, which no router can (on an idle engine the next draw never changes, so an
 // oracle that saw it would shun that engine for as long as the draw was unlucky). Speculate
 // restores the noise when f returns; on a clone or any other engine it lasts.
-func (e *Engine) ExpectStepTimes() { e.noise.sigma = 0 }
+func (e *Batch) ExpectStepTimes() { e.noise.sigma = 0 }

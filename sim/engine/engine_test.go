@@ -25,16 +25,16 @@ func testConfig() Config {
 
 func us(n float64) time.Duration { return micros(n) }
 
-func newEngine(t testing.TB, cfg Config) *Engine {
+func newEngine(t testing.TB, cfg Config) *Batch {
 	t.Helper()
-	e, err := New(cfg)
+	e, err := NewBatch(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return e
 }
 
-func add(t testing.TB, e *Engine, r Request, at time.Duration) {
+func add(t testing.TB, e *Batch, r Request, at time.Duration) {
 	t.Helper()
 	if err := e.Add(r, at); err != nil {
 		t.Fatal(err)
@@ -42,7 +42,7 @@ func add(t testing.TB, e *Engine, r Request, at time.Duration) {
 }
 
 // drain steps e until it is idle and returns every step (with a private copy of its events).
-func drain(t testing.TB, e *Engine) []StepResult {
+func drain(t testing.TB, e *Batch) []StepResult {
 	t.Helper()
 	var steps []StepResult
 	for e.Busy() {
@@ -409,7 +409,7 @@ func TestSpeedFactor(t *testing.T) {
 }
 
 // workload adds n requests with varied sizes and shared prefixes, arriving every 2 ms.
-func workload(t testing.TB, e *Engine, n int, idBase uint64) {
+func workload(t testing.TB, e *Batch, n int, idBase uint64) {
 	t.Helper()
 	for i := range n {
 		in := 20 + (i*37)%300
@@ -495,7 +495,7 @@ func TestClone(t *testing.T) {
 	cfg := testConfig()
 	cfg.NumGPUBlocks = 80
 	cfg.Noise, cfg.Seed = 0.1, 3
-	build := func() *Engine {
+	build := func() *Batch {
 		e := newEngine(t, cfg)
 		workload(t, e, 100, 0)
 		for range 40 {
@@ -525,7 +525,7 @@ func TestClone(t *testing.T) {
 	if diff := cmp.Diff(events(drain(t, twin)), events(drain(t, c))); diff != "" {
 		t.Fatalf("clone diverged from an identical engine (-twin +clone):\n%s", diff)
 	}
-	if diff := cmp.Diff(cloneEvents, events(drain(t, func() *Engine {
+	if diff := cmp.Diff(cloneEvents, events(drain(t, func() *Batch {
 		e := build()
 		workload(t, e, 150, 10000)
 		return e

@@ -46,7 +46,7 @@ type kvCache struct {
 	tail      int32
 	numFree   int32
 
-	// Undo journal, on during Engine.Speculate: every write to a block or table slot first
+	// Undo journal, on during Batch.Speculate: every write to a block or table slot first
 	// records the old value, so rollback can put them back in reverse order.
 	journal  bool
 	blockLog []blockUndo

@@ -9,7 +9,7 @@ import (
 // checkKV verifies the block pool's invariants against the requests holding blocks: the free
 // queue is a consistent list of exactly the unreferenced blocks, reference counts equal the
 // block tables' uses, and every registered block is findable under its hash.
-func checkKV(t *testing.T, e *Engine) {
+func checkKV(t *testing.T, e *Batch) {
 	t.Helper()
 	k := &e.kv
 	uses := make([]int32, k.numBlocks)
@@ -75,7 +75,7 @@ func TestKVInvariantsUnderLoad(t *testing.T) {
 		e := newEngine(t, cfg)
 		workload(t, e, 150, 0)
 		c := e.Clone()
-		for _, x := range []*Engine{e, c} {
+		for _, x := range []*Batch{e, c} {
 			for x.Busy() {
 				x.Step(x.NextStep())
 				checkKV(t, x)

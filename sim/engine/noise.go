@@ -6,7 +6,7 @@ import (
 )
 
 // noise draws the multiplicative step-time factors. It is a value (PCG state plus constants), so
-// copying an Engine copies the stream position: a clone fed the same inputs draws the same factors.
+// copying a Batch copies the stream position: a clone fed the same inputs draws the same factors.
 type noise struct {
 	pcg   rand.PCG
 	sigma float64 // of the underlying normal

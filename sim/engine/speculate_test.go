@@ -19,7 +19,7 @@ type logicalState struct {
 	Head, Tail, NumFree        int32
 }
 
-func stateOf(e *Engine) logicalState {
+func stateOf(e *Batch) logicalState {
 	s := logicalState{
 		Clock: e.clock, Noise: e.noise, Queries: e.queries, Hits: e.hits, Preemptions: e.preemptions,
 		Pending: cloneReqs(e.pending), Waiting: cloneReqs(e.waiting), Running: cloneReqs(e.running),
@@ -35,7 +35,7 @@ func stateOf(e *Engine) logicalState {
 }
 
 // runToFirstToken adds r at now and steps until its first token, returning the time.
-func runToFirstToken(t testing.TB, e *Engine, r Request, now time.Duration) time.Duration {
+func runToFirstToken(t testing.TB, e *Batch, r Request, now time.Duration) time.Duration {
 	if err := e.Add(r, now); err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,8 @@ func TestSpeculateMatchesCloneAndRestores(t *testing.T) {
 		}
 		var got time.Duration
 		var pre int64
-		e.Speculate(func(s *Engine) {
+		e.Speculate(func(se Engine) {
+			s := se.(*Batch)
 			got = runToFirstToken(t, s, r, now)
 			pre = s.preemptions
 			clone := s.Clone() // a clone taken inside must survive the rollback
@@ -119,7 +120,9 @@ func TestSpeculateKeepsCallersEvents(t *testing.T) {
 		res = e.Step(e.NextStep())
 	}
 	want := append([]Event(nil), res.Events...)
-	e.Speculate(func(s *Engine) { runToFirstToken(t, s, Request{ID: 999, InputTokens: 50, OutputTokens: 2}, s.Clock()) })
+	e.Speculate(func(s Engine) {
+		runToFirstToken(t, s.(*Batch), Request{ID: 999, InputTokens: 50, OutputTokens: 2}, s.Clock())
+	})
 	if diff := cmp.Diff(want, res.Events); diff != "" {
 		t.Fatalf("Speculate overwrote the last step's events:\n%s", diff)
 	}
