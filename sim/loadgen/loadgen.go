@@ -40,8 +40,16 @@ const (
 // Options configure a Generator.
 type Options struct {
 	// BaseURL is the API's base, e.g. "http://127.0.0.1:8080"; requests go to BaseURL +
-	// "/v1/completions". Required.
+	// "/v1/completions". Required unless Targets is set.
 	BaseURL string
+	// Targets, in place of BaseURL, are several APIs' bases the generator spreads its requests
+	// over itself, as a client-side load balancer does; Chooser picks each request's target
+	// (nil: NewRoundRobin) and Result.Target says which one it was.
+	Targets []string
+	Chooser Chooser
+	// OmitObjective leaves out the x-llm-d-inference-objective header: a router whose config
+	// declares no objectives answers 400 to any.
+	OmitObjective bool
 	// Model is the request's "model". Required.
 	Model string
 	// Duration ends dispatching: no request whose arrival is at or after Duration is sent (0:
@@ -62,18 +70,30 @@ type Options struct {
 
 // Generator replays workloads. Its Snapshot may be read while Run runs, from any goroutine.
 type Generator struct {
-	opts     Options
-	endpoint string
-	client   *http.Client
-	stats    stats
-	runMu    sync.Mutex
+	opts      Options
+	endpoints []string // the completions URL of each target (one: BaseURL's)
+	chooser   Chooser
+	client    *http.Client
+	stats     stats
+	runMu     sync.Mutex
 }
 
 // New validates opts and returns a generator.
 func New(opts Options) (*Generator, error) {
-	u, err := url.Parse(opts.BaseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("base URL %q: want http(s)://host:port", opts.BaseURL)
+	bases := opts.Targets
+	switch {
+	case len(bases) == 0:
+		bases = []string{opts.BaseURL}
+	case opts.BaseURL != "":
+		return nil, fmt.Errorf("base URL %q and %d targets: set one or the other", opts.BaseURL, len(opts.Targets))
+	}
+	endpoints := make([]string, len(bases))
+	for i, base := range bases {
+		u, err := url.Parse(base)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("base URL %q: want http(s)://host:port", base)
+		}
+		endpoints[i] = strings.TrimSuffix(base, "/") + "/v1/completions"
 	}
 	switch {
 	case opts.Model == "":
@@ -91,8 +111,9 @@ func New(opts Options) (*Generator, error) {
 	opts.MaxInFlight = cmp.Or(opts.MaxInFlight, DefaultMaxInFlight)
 	opts.Window = cmp.Or(opts.Window, DefaultWindow)
 	g := &Generator{
-		opts:     opts,
-		endpoint: strings.TrimSuffix(opts.BaseURL, "/") + "/v1/completions",
+		opts:      opts,
+		endpoints: endpoints,
+		chooser:   cmp.Or(opts.Chooser, NewRoundRobin(len(endpoints))),
 		client: &http.Client{Transport: &http.Transport{
 			Proxy:               nil, // loopback and lab fleets: never through an HTTP proxy
 			MaxIdleConnsPerHost: opts.MaxInFlight,
@@ -152,10 +173,12 @@ dispatch:
 			continue
 		}
 		g.stats.dispatch()
+		target := g.chooser.Pick()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res := g.do(ctx, start, r)
+			res := g.do(ctx, start, r, target)
+			g.chooser.Done(target)
 			g.stats.add(&res, time.Since(start))
 			<-slots
 			if g.opts.OnResult != nil {

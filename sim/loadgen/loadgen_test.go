@@ -369,6 +369,8 @@ func TestNewValidates(t *testing.T) {
 		{"negative duration", Options{BaseURL: "http://127.0.0.1:1", Model: "m", Duration: -1}, "duration"},
 		{"negative drain", Options{BaseURL: "http://127.0.0.1:1", Model: "m", Drain: -1}, "drain"},
 		{"negative cap", Options{BaseURL: "http://127.0.0.1:1", Model: "m", MaxInFlight: -1}, "max in flight"},
+		{"both", Options{BaseURL: "http://127.0.0.1:1", Targets: []string{"http://127.0.0.1:2"}, Model: "m"}, "one or the other"},
+		{"bad target", Options{Targets: []string{"http://127.0.0.1:2", "127.0.0.1:3"}, Model: "m"}, `"127.0.0.1:3"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

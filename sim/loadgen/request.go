@@ -77,8 +77,11 @@ func objective(priority int32) string {
 	return ObjectiveInteractive
 }
 
-// newRequest builds the HTTP request of r.
-func (g *Generator) newRequest(ctx context.Context, r *workload.Request) (*http.Request, error) {
+// newRequest builds the HTTP request of r to target.
+func (g *Generator) newRequest(ctx context.Context, r *workload.Request, target int) (*http.Request, error) {
+	if target < 0 || target >= len(g.endpoints) {
+		return nil, fmt.Errorf("the chooser picked target %d of %d", target, len(g.endpoints))
+	}
 	body := completionRequest{Model: g.opts.Model, Prompt: Prompt(r), MaxTokens: max(r.OutputTokens, 1), Stream: r.Streaming}
 	if r.Streaming {
 		body.StreamOptions = &streamOptions{IncludeUsage: true}
@@ -87,7 +90,7 @@ func (g *Generator) newRequest(ctx context.Context, r *workload.Request) (*http.
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.endpoint, bytes.NewReader(b))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.endpoints[target], bytes.NewReader(b))
 	if err != nil {
 		return nil, err
 	}
@@ -99,17 +102,19 @@ func (g *Generator) newRequest(ctx context.Context, r *workload.Request) (*http.
 	if r.SLO.TPOTMs > 0 {
 		h.Set(headerSLOTPOT, strconv.FormatFloat(r.SLO.TPOTMs, 'f', -1, 64))
 	}
-	h.Set(headerObjective, objective(r.Priority))
+	if !g.opts.OmitObjective {
+		h.Set(headerObjective, objective(r.Priority))
+	}
 	if r.SessionID != "" {
 		h.Set(headerSession, r.SessionID)
 	}
 	return req, nil
 }
 
-// do sends r and measures its answer. It never fails: every problem is a Result kind.
-func (g *Generator) do(ctx context.Context, start time.Time, r *workload.Request) Result {
-	res := Result{ID: r.ID, Objective: objective(r.Priority), SLO: r.SLO, Streamed: r.Streaming}
-	req, err := g.newRequest(ctx, r)
+// do sends r to target and measures its answer. It never fails: every problem is a Result kind.
+func (g *Generator) do(ctx context.Context, start time.Time, r *workload.Request, target int) Result {
+	res := Result{ID: r.ID, Target: target, Objective: objective(r.Priority), SLO: r.SLO, Streamed: r.Streaming}
+	req, err := g.newRequest(ctx, r, target)
 	if err != nil {
 		res.Kind, res.Err = ClientError, err.Error()
 		return res

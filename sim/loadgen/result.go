@@ -43,7 +43,10 @@ func (k Kind) String() string {
 type Result struct {
 	// ID is the workload request's ID.
 	ID uint64
-	// Objective is the x-llm-d-inference-objective sent (ObjectiveInteractive or ObjectiveBatch).
+	// Target is the index in Options.Targets of the API the request went to (0 with BaseURL).
+	Target int
+	// Objective is the request's objective (ObjectiveInteractive or ObjectiveBatch), sent in
+	// x-llm-d-inference-objective unless Options.OmitObjective.
 	Objective string
 	// SLO is the objective sent in the SLO headers; Streamed whether the answer was asked as a
 	// stream.
