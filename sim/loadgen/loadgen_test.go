@@ -119,7 +119,7 @@ func TestRunMeasures(t *testing.T) {
 		} else if res.TPOT != 0 || res.TTFT != res.E2E {
 			t.Errorf("request %d (not streamed): TPOT %v, TTFT %v, E2E %v: want TPOT 0 and TTFT = E2E", i, res.TPOT, res.TTFT, res.E2E)
 		}
-		if want := objective(r.Priority); res.Objective != want {
+		if want := Objective(r.Priority); res.Objective != want {
 			t.Errorf("request %d: objective %q, want %q", i, res.Objective, want)
 		}
 		if got, want := res.Sent, r.Arrival; got < want || got > want+200*time.Millisecond {

@@ -69,8 +69,9 @@ type errorBody struct {
 	} `json:"error"`
 }
 
-// objective names the objective of a priority.
-func objective(priority int32) string {
+// Objective names the objective a request of priority is sent with: ObjectiveInteractive for
+// priority >= 0, ObjectiveBatch below.
+func Objective(priority int32) string {
 	if priority < 0 {
 		return ObjectiveBatch
 	}
@@ -103,7 +104,7 @@ func (g *Generator) newRequest(ctx context.Context, r *workload.Request, target 
 		h.Set(headerSLOTPOT, strconv.FormatFloat(r.SLO.TPOTMs, 'f', -1, 64))
 	}
 	if !g.opts.OmitObjective {
-		h.Set(headerObjective, objective(r.Priority))
+		h.Set(headerObjective, Objective(r.Priority))
 	}
 	if r.SessionID != "" {
 		h.Set(headerSession, r.SessionID)
@@ -113,7 +114,7 @@ func (g *Generator) newRequest(ctx context.Context, r *workload.Request, target 
 
 // do sends r to target and measures its answer. It never fails: every problem is a Result kind.
 func (g *Generator) do(ctx context.Context, start time.Time, r *workload.Request, target int) Result {
-	res := Result{ID: r.ID, Target: target, Objective: objective(r.Priority), SLO: r.SLO, Streamed: r.Streaming}
+	res := Result{ID: r.ID, Target: target, Objective: Objective(r.Priority), SLO: r.SLO, Streamed: r.Streaming}
 	req, err := g.newRequest(ctx, r, target)
 	if err != nil {
 		res.Kind, res.Err = ClientError, err.Error()

@@ -1,0 +1,328 @@
+package bench
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/foresight-router/foresight/host/config"
+	"github.com/foresight-router/foresight/sim/emulator"
+	"github.com/foresight-router/foresight/sim/loadgen"
+	"github.com/foresight-router/foresight/sim/testbed"
+	"github.com/foresight-router/foresight/sim/workload"
+)
+
+// Defaults of LiveOptions.
+const (
+	// DefaultLiveMaxDuration bounds the arrivals of a live run: the workload is cut there.
+	DefaultLiveMaxDuration = 2 * time.Minute
+	// DefaultLiveDrain is how long requests in flight after the last arrival may finish.
+	DefaultLiveDrain = 30 * time.Second
+	// DefaultLiveReadyTimeout bounds the wait for a router to be ready (plugins started, the
+	// fleet scraped).
+	DefaultLiveReadyTimeout = 30 * time.Second
+	// DefaultLiveStopGrace is how long a router has to exit after SIGTERM before its process
+	// group is killed.
+	DefaultLiveStopGrace = 10 * time.Second
+	// DefaultLiveMaxInFlight caps the requests in flight: far above what a few emulated
+	// servers run at once, so that an arrival is skipped (and counted) only under a pile-up.
+	DefaultLiveMaxInFlight = 2048
+	// livePollPeriod is how often the servers' waiting queues are sampled.
+	livePollPeriod = 100 * time.Millisecond
+)
+
+// The client-side references of --baselines.
+const (
+	BaselineRoundRobin       = "round-robin"
+	BaselineLeastOutstanding = "least-outstanding"
+)
+
+// LiveOptions are what RunLive measures: bench live's flags.
+type LiveOptions struct {
+	// Configs are the router configs, comma-separated; Baselines the client-side references,
+	// comma-separated: round-robin, least-outstanding, or none.
+	Configs, Baselines string
+	// Scenario is the workload (sim/workload), Trace the trace file of the trace scenarios,
+	// Preset the emulated servers' engine preset ("" is testbed.DefaultPreset).
+	Scenario, Trace, Preset string
+	// Classes are request classes NAME:WEIGHT[:ttft=MS][:tpot=MS][:priority=N][:nostream].
+	Classes []string
+	// Servers is the number of emulated servers; Requests the requests to generate (0: the
+	// scenario's default; traces: every row, up to MaxDuration).
+	Servers, Requests int
+	// Rate is the arrival rate per server in requests/s (0: the scenario's default; traces:
+	// their own pace); Speedup then divides every arrival time (0 is 1).
+	Rate, Speedup float64
+	// Seed seeds the workload and the engines' noise.
+	Seed uint64
+	// MaxDuration cuts the workload: arrivals at or after it are not generated for any run
+	// (default DefaultLiveMaxDuration). Drain is how long requests in flight after the last
+	// arrival may finish before they are cut (default DefaultLiveDrain).
+	MaxDuration, Drain time.Duration
+	// Binary is the foresight binary whose serve command runs each config (the command passes
+	// its own, os.Executable). Required when Configs is not empty.
+	Binary string
+	// RouterLogLevel is the routers' --log-level (default error).
+	RouterLogLevel string
+	// ReadyTimeout, StopGrace and MaxInFlight default to DefaultLiveReadyTimeout,
+	// DefaultLiveStopGrace and DefaultLiveMaxInFlight.
+	ReadyTimeout, StopGrace time.Duration
+	MaxInFlight             int
+	// Progress, when set, gets a line as each run starts and ends.
+	Progress io.Writer
+	// AtExit, when set, registers the stop of each router process and emulated fleet (see the
+	// package documentation).
+	AtExit func(func())
+}
+
+// liveRunSpec is one run: a router config, or a client-side baseline.
+type liveRunSpec struct {
+	name, config, baseline string
+	objectives             bool // the router knows every objective the workload sends
+}
+
+// RunLive generates one workload, then replays it in real time, open loop, once per router
+// config and once per baseline, each time against fresh emulated servers (sim/emulator): through
+// the config's router, run as a separate `foresight serve` process exactly as a user runs it,
+// or with the client choosing the server itself (round-robin, least-outstanding). Every run
+// gets the same arrivals. A config whose router cannot start is reported unavailable.
+func RunLive(ctx context.Context, o LiveOptions) (*LiveResult, error) {
+	o.Preset = cmp.Or(o.Preset, testbed.DefaultPreset)
+	o.Speedup = cmp.Or(o.Speedup, 1)
+	o.MaxDuration = cmp.Or(o.MaxDuration, DefaultLiveMaxDuration)
+	o.Drain = cmp.Or(o.Drain, DefaultLiveDrain)
+	o.ReadyTimeout = cmp.Or(o.ReadyTimeout, DefaultLiveReadyTimeout)
+	o.StopGrace = cmp.Or(o.StopGrace, DefaultLiveStopGrace)
+	o.MaxInFlight = cmp.Or(o.MaxInFlight, DefaultLiveMaxInFlight)
+	o.RouterLogLevel = cmp.Or(o.RouterLogLevel, "error")
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	w, classes, err := liveWorkload(o)
+	if err != nil {
+		return nil, err
+	}
+	specs, err := liveRuns(o, w)
+	if err != nil {
+		return nil, err
+	}
+	res := newLiveResult(o, w)
+	for i, s := range specs {
+		progress(o.Progress, "live: %d/%d %s: %d requests over %.1f s, %d servers\n", i+1, len(specs), s.name,
+			len(w.Requests), res.SpanSeconds, o.Servers)
+		run, err := runLive(ctx, o, s, w, classes)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.name, err)
+		}
+		if run.Unavailable != "" {
+			progress(o.Progress, "live: %s: unavailable: %s\n", s.name, run.Unavailable)
+		} else {
+			progress(o.Progress, "live: %s: %d ok of %d sent in %.1f s\n", s.name, run.OK, run.Sent, run.WallSeconds)
+		}
+		res.Runs = append(res.Runs, run)
+	}
+	return res, nil
+}
+
+// validate says what is wrong with the options, naming the flags.
+func (o *LiveOptions) validate() error {
+	switch {
+	case o.Servers < 1:
+		return fmt.Errorf("--servers must be at least 1, got %d", o.Servers)
+	case o.Requests < 0:
+		return fmt.Errorf("--requests must be >= 0, got %d", o.Requests)
+	case o.Rate < 0 || math.IsNaN(o.Rate) || math.IsInf(o.Rate, 0):
+		return fmt.Errorf("--rate must be a number of requests/s >= 0, got %v", o.Rate)
+	case o.Speedup < 0 || math.IsNaN(o.Speedup) || math.IsInf(o.Speedup, 0):
+		return fmt.Errorf("--speedup must be a factor > 0, got %v", o.Speedup)
+	case o.MaxDuration < 0:
+		return fmt.Errorf("--max-duration must be > 0, got %v", o.MaxDuration)
+	case o.Drain < 0:
+		return fmt.Errorf("--drain must be >= 0, got %v", o.Drain)
+	}
+	return nil
+}
+
+// liveWorkload generates the workload every run replays, as bench routing does from the same
+// flags, then applies the speedup and cuts it at MaxDuration.
+func liveWorkload(o LiveOptions) (*workload.Workload, []workload.Class, error) {
+	var classes []workload.Class
+	for _, s := range o.Classes {
+		c, err := workload.ParseClass(s)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--class: %w", err)
+		}
+		classes = append(classes, c)
+	}
+	w, err := workload.Scenario(o.Scenario, workload.Params{Servers: o.Servers, RatePerServer: o.Rate,
+		Requests: o.Requests, Seed: o.Seed, TracePath: o.Trace, Classes: classes})
+	if err != nil {
+		return nil, nil, err
+	}
+	n := len(w.Requests)
+	for i := range w.Requests {
+		r := &w.Requests[i]
+		r.Arrival = time.Duration(float64(r.Arrival) / o.Speedup)
+		if r.Arrival >= o.MaxDuration {
+			n = min(n, i)
+		}
+	}
+	w.Requests = w.Requests[:n]
+	w.Rate *= o.Speedup
+	if n == 0 {
+		return nil, nil, fmt.Errorf("--max-duration %v: no arrival before it", o.MaxDuration)
+	}
+	return w, classes, nil
+}
+
+// liveRuns reads --configs and --baselines into the runs, in that order. Each config is loaded
+// (a config error fails the bench before any run) to see whether it declares the objectives the
+// workload's requests would send; when it does not, they are sent without one, as to a router
+// that ignores objectives.
+func liveRuns(o LiveOptions, w *workload.Workload) ([]liveRunSpec, error) {
+	var specs []liveRunSpec
+	for _, path := range splitList(o.Configs) {
+		if o.Binary == "" {
+			return nil, fmt.Errorf("--configs: the foresight binary to run them is not known")
+		}
+		cfg, err := config.Load(path)
+		if err != nil {
+			return nil, fmt.Errorf("--configs: %w", err)
+		}
+		s := liveRunSpec{name: filepath.Base(path), config: path, objectives: true}
+		for i := range w.Requests {
+			if _, ok := cfg.Priority(loadgen.Objective(w.Requests[i].Priority)); !ok {
+				s.objectives = false
+				break
+			}
+		}
+		specs = append(specs, s)
+	}
+	for _, b := range splitList(o.Baselines) {
+		switch b {
+		case BaselineRoundRobin, BaselineLeastOutstanding:
+			specs = append(specs, liveRunSpec{name: "client:" + b, baseline: b})
+		case "none":
+		default:
+			return nil, fmt.Errorf("--baselines %q: want %s, %s or none", b, BaselineRoundRobin, BaselineLeastOutstanding)
+		}
+	}
+	if len(specs) == 0 {
+		return nil, fmt.Errorf("--configs and --baselines: nothing to run")
+	}
+	return specs, nil
+}
+
+// splitList splits a comma-separated flag, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func progress(w io.Writer, format string, args ...any) {
+	if w != nil {
+		fmt.Fprintf(w, format, args...)
+	}
+}
+
+// runLive runs one config or baseline: fresh servers, the router process when there is one,
+// the replay with the servers' queues sampled, then the router's metrics and CPU time; it stops
+// the router and the servers before it returns, whatever happens.
+func runLive(ctx context.Context, o LiveOptions, s liveRunSpec, w *workload.Workload, classes []workload.Class) (LiveRun, error) {
+	run := LiveRun{Name: s.name, Config: s.config, Client: s.baseline}
+	fleet, err := emulator.Start(o.Servers, 0, o.Preset, o.Seed)
+	if err != nil {
+		return run, err
+	}
+	stopFleet := sync.OnceFunc(fleet.Close)
+	onExit(o.AtExit, stopFleet)
+	defer stopFleet()
+	addrs := fleet.Addrs()
+
+	var results []loadgen.Result
+	var mu sync.Mutex
+	lo := loadgen.Options{Model: emulator.DefaultModel, Drain: o.Drain, MaxInFlight: o.MaxInFlight,
+		OnResult: func(r loadgen.Result) {
+			mu.Lock()
+			defer mu.Unlock()
+			results = append(results, r)
+		}}
+	var (
+		proc             *routerProc
+		routerCPU, plugs *cpuMeter
+	)
+	if s.config != "" {
+		if proc, err = startRouter(ctx, o.Binary, s.config, addrs, o.RouterLogLevel, emulator.DefaultModel, o.ReadyTimeout); err != nil {
+			run.Unavailable = strings.Join(strings.Fields(err.Error()), " ")
+			return run, nil
+		}
+		stopRouter := func() { proc.stop(o.StopGrace) }
+		onExit(o.AtExit, stopRouter)
+		defer stopRouter()
+		run.RouterPID = proc.pid
+		lo.BaseURL, lo.OmitObjective = "http://"+proc.api, !s.objectives
+		run.ObjectiveHeader = s.objectives
+		kids := children(proc.pid) // the plugin processes, all started before the router is ready
+		routerCPU, plugs = newCPUMeter(proc.pid), newCPUMeter(kids...)
+		run.PluginProcesses = len(kids)
+	} else {
+		for _, a := range addrs {
+			lo.Targets = append(lo.Targets, "http://"+a)
+		}
+		lo.Chooser = loadgen.NewRoundRobin(len(addrs))
+		if s.baseline == BaselineLeastOutstanding {
+			lo.Chooser = loadgen.NewLeastOutstanding(len(addrs))
+		}
+		run.ObjectiveHeader = true
+	}
+	lg, err := loadgen.New(lo)
+	if err != nil {
+		return run, err
+	}
+	queues := pollQueues(addrs, livePollPeriod)
+	began := time.Now()
+	snap := lg.Run(ctx, w.Requests)
+	run.WallSeconds = time.Since(began).Seconds()
+	maxWaiting, meanWaiting := queues.stop()
+
+	var fig routerFigures
+	if proc != nil {
+		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: nil}}
+		fig, err = readRouter(ctx, client, proc.admin)
+		client.CloseIdleConnections()
+		if err != nil {
+			return run, err
+		}
+		if d, ok := routerCPU.used(); ok {
+			run.RouterCPUSeconds = ptr(d.Seconds())
+		}
+		if d, ok := plugs.used(); ok && len(plugs.pids) > 0 {
+			run.PluginsCPUSeconds = ptr(d.Seconds())
+		}
+		proc.stop(o.StopGrace)
+	}
+	stopFleet()
+	run.summarize(snap, results, w, classes)
+	run.servers(addrs, results, fig, maxWaiting, meanWaiting)
+	if run.RouterCPUSeconds != nil && run.Sent > 0 {
+		run.CPUMsPerRequest = ptr(*run.RouterCPUSeconds * 1000 / float64(run.Sent))
+	}
+	if len(fig.mape) > 0 {
+		run.PredictorMAPE = fig.mape
+	}
+	return run, nil
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,243 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// routerProc is a `foresight serve` process the live bench started: the router exactly as a
+// user runs it, in its own process group (its plugin processes with it), so that a terminal's
+// Ctrl-C reaches the bench only and the bench stops it itself.
+type routerProc struct {
+	cmd        *exec.Cmd
+	pid        int
+	api, admin string // host:port on 127.0.0.1
+	out        *tail  // its stdout and stderr, the last few KB
+	exited     chan struct{}
+	stopOnce   sync.Once
+}
+
+// startRouter starts `bin serve --config config --endpoints … --listen … --admin …` on free
+// loopback ports and waits (at most timeout) until it is ready: its admin listener answers
+// /health and its API lists model. A port taken between choosing and binding it (the router
+// exits saying so) is retried with new ports, twice. On error nothing is left running.
+func startRouter(ctx context.Context, bin, config string, endpoints []string, logLevel, model string, timeout time.Duration) (*routerProc, error) {
+	for attempt := 0; ; attempt++ {
+		p, err := spawnRouter(bin, config, endpoints, logLevel)
+		if err != nil {
+			return nil, err
+		}
+		err = p.waitReady(ctx, model, timeout)
+		if err == nil {
+			return p, nil
+		}
+		p.stop(time.Second)
+		if attempt == 2 || !strings.Contains(p.out.String(), "address already in use") {
+			return nil, fmt.Errorf("%s serve --config %s: %w", bin, config, err)
+		}
+	}
+}
+
+// spawnRouter starts `bin serve` on free loopback ports, without waiting for it.
+func spawnRouter(bin, config string, endpoints []string, logLevel string) (*routerProc, error) {
+	ports, err := freePorts(2)
+	if err != nil {
+		return nil, err
+	}
+	p, err := spawn(bin, "serve", "--config", config, "--endpoints", strings.Join(endpoints, ","),
+		"--listen", ports[0], "--admin", ports[1], "--log-level", logLevel)
+	if err != nil {
+		return nil, err
+	}
+	p.api, p.admin = ports[0], ports[1]
+	return p, nil
+}
+
+// spawn starts bin with args in a process group of its own, its output kept in a tail.
+func spawn(bin string, args ...string) (*routerProc, error) {
+	p := &routerProc{out: &tail{max: 16 << 10}, exited: make(chan struct{})}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	// Its own group, which also holds its plugin processes: stop kills the group when SIGTERM is
+	// not enough. Pdeathsig: should the bench die without stopping it, the kernel sends SIGTERM.
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	if err := p.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", bin, err)
+	}
+	p.pid = p.cmd.Process.Pid
+	go func() {
+		_ = p.cmd.Wait()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// freePorts returns n distinct free 127.0.0.1 ports, as host:port.
+func freePorts(n int) ([]string, error) {
+	var addrs []string
+	var lns []net.Listener
+	defer func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}()
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("choosing a free port: %w", err)
+		}
+		lns = append(lns, ln)
+		addrs = append(addrs, ln.Addr().String())
+	}
+	return addrs, nil
+}
+
+// waitReady waits until the admin listener answers /health and the API lists model: the router
+// has scraped the fleet. It gives up at timeout, or when the process exits.
+func (p *routerProc) waitReady(ctx context.Context, model string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{Proxy: nil}}
+	defer client.CloseIdleConnections()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if healthy(ctx, client, "http://"+p.admin+"/health") && listsModel(ctx, client, "http://"+p.api+"/v1/models", model) {
+			return nil
+		}
+		select {
+		case <-p.exited:
+			return fmt.Errorf("the router exited before it was ready: %s", p.out.last())
+		case <-ctx.Done():
+			return fmt.Errorf("the router at %s was not ready (admin /health, model %q listed) within %v: %s", p.api, model, timeout, p.out.last())
+		case <-tick.C:
+		}
+	}
+}
+
+// healthy reports whether GET url answers 200.
+func healthy(ctx context.Context, client *http.Client, url string) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// listsModel reports whether the OpenAI model list at url has model.
+func listsModel(ctx context.Context, client *http.Client, url, model string) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&list) != nil {
+		return false
+	}
+	return slices.ContainsFunc(list.Data, func(m struct {
+		ID string `json:"id"`
+	}) bool {
+		return m.ID == model
+	})
+}
+
+// stop sends the router SIGTERM (it lets requests in flight finish and stops its plugins), and
+// after grace kills its whole process group; it returns once the router has exited. Leftovers
+// of the group (a plugin the router did not stop) are killed too. Safe to call more than once
+// and from several goroutines.
+func (p *routerProc) stop(grace time.Duration) {
+	p.stopOnce.Do(func() {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.exited:
+		case <-time.After(grace):
+			_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+			<-p.exited
+		}
+		_ = syscall.Kill(-p.pid, syscall.SIGKILL) // ESRCH when the group is empty, as it should be
+	})
+	<-p.exited
+}
+
+// children returns the pids of the processes whose parent is pid (the router's plugins), from
+// /proc; none where /proc is missing.
+func children(pid int) []int {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var out []int
+	for _, f := range stats {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		// After the command name's closing parenthesis: state, ppid, …
+		fields := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+		if len(fields) < 2 || fields[1] != strconv.Itoa(pid) {
+			continue
+		}
+		if c, err := strconv.Atoi(filepath.Base(filepath.Dir(f))); err == nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// tail keeps the last max bytes written to it; safe for concurrent use.
+type tail struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+// Write appends b, dropping the oldest bytes beyond max.
+func (t *tail) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, b...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(b), nil
+}
+
+// String returns what is kept.
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
+
+// last returns the last non-empty line kept, or a note that there was no output.
+func (t *tail) last() string {
+	lines := strings.Split(strings.TrimSpace(t.String()), "\n")
+	if l := strings.TrimSpace(lines[len(lines)-1]); l != "" {
+		return l
+	}
+	return "no output"
+}

@@ -1,0 +1,324 @@
+package bench
+
+import (
+	"cmp"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/foresight-router/foresight/internal/quantile"
+	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/foresight-router/foresight/sim/loadgen"
+	"github.com/foresight-router/foresight/sim/report"
+	"github.com/foresight-router/foresight/sim/stats"
+	"github.com/foresight-router/foresight/sim/workload"
+)
+
+// LiveResult is what RunLive measured; its JSON is bench live's.
+type LiveResult struct {
+	Scenario string `json:"scenario"`
+	// Trace is the trace file's name (trace scenarios).
+	Trace   string   `json:"trace,omitempty"`
+	Seed    uint64   `json:"seed"`
+	Servers int      `json:"servers"`
+	Preset  string   `json:"preset"`
+	Classes []string `json:"classes,omitempty"`
+	// Requests is the number of arrivals every run replays; RateRPS their mean rate over the
+	// fleet after Speedup; SpanSeconds the time of the last one.
+	Requests    int     `json:"requests"`
+	Speedup     float64 `json:"speedup"`
+	RateRPS     float64 `json:"rate_rps"`
+	SpanSeconds float64 `json:"span_s"`
+	// Runs are the configs, then the baselines, in the order asked for.
+	Runs []LiveRun `json:"runs"`
+}
+
+// LiveRun is one config's or baseline's figures. Latencies are as the client measured them,
+// in ms, from the moment each request was sent.
+type LiveRun struct {
+	// Name is the config's file name, or client:round-robin / client:least-outstanding.
+	Name   string `json:"name"`
+	Config string `json:"config,omitempty"`
+	Client string `json:"client,omitempty"`
+	// Unavailable says why the run could not happen (its router did not start); nothing else
+	// is set then.
+	Unavailable string `json:"unavailable,omitempty"`
+	// Sent counts the requests sent, Skipped the arrivals not sent because MaxInFlight were in
+	// flight; the sent ended OK, Shed (429), as Errors (other failures) or Cut by the drain.
+	Sent    int `json:"sent"`
+	Skipped int `json:"skipped"`
+	OK      int `json:"ok"`
+	Shed    int `json:"shed"`
+	Errors  int `json:"errors"`
+	Cut     int `json:"cut"`
+	// TTFTMs, TPOTMs and E2EMs are over the OK requests (internal/quantile).
+	TTFTMs stats.Percentiles3 `json:"ttft_ms"`
+	TPOTMs stats.Percentiles3 `json:"tpot_ms"`
+	E2EMs  stats.Percentiles3 `json:"e2e_ms"`
+	// SLOAttainment is the share of requests with an objective, cut ones aside, that met all of
+	// theirs (loadgen.Result.MetSLO); nil without objectives. ByClass splits it by --class.
+	SLOAttainment *float64          `json:"slo_attainment"`
+	ByClass       []ClassAttainment `json:"by_class,omitempty"`
+	// CachedShare is the usage blocks' cached prompt tokens over their prompt tokens.
+	CachedShare *float64 `json:"cached_share"`
+	// Dispatches counts the requests the servers were sent: the router's
+	// foresight_endpoint_requests_total over its endpoints (a failover counts each endpoint
+	// tried), or the client's own count. ServerStats splits it, with each server's queue.
+	Dispatches    int                `json:"dispatches"`
+	ServerStats   []LiveServer       `json:"server_stats"`
+	PredictorMAPE map[string]float64 `json:"predictor_mape,omitempty"`
+	// RouterPID is the router process's pid (stopped when the run ended).
+	RouterPID int `json:"router_pid,omitempty"`
+	// RouterCPUSeconds is the router process's user+system CPU time from ready to stop
+	// (/proc/<pid>/stat), CPUMsPerRequest that over Sent; PluginsCPUSeconds its plugin
+	// processes' (PluginProcesses of them). Routers only.
+	RouterCPUSeconds  *float64 `json:"router_cpu_s,omitempty"`
+	CPUMsPerRequest   *float64 `json:"cpu_ms_per_request,omitempty"`
+	PluginsCPUSeconds *float64 `json:"plugins_cpu_s,omitempty"`
+	PluginProcesses   int      `json:"plugin_processes,omitempty"`
+	// ObjectiveHeader says whether x-llm-d-inference-objective was sent (not to a router whose
+	// config lacks the workload's objectives).
+	ObjectiveHeader bool `json:"objective_header"`
+	// SendLagMs is how late requests were sent after their arrival time; Arrivals a
+	// fingerprint of the (ID, arrival) of every request sent: equal across runs that sent the
+	// same arrivals.
+	SendLagMs   stats.Percentiles3 `json:"send_lag_ms"`
+	Arrivals    string             `json:"arrivals"`
+	WallSeconds float64            `json:"wall_s"`
+	outcomes    []stats.Outcome    // for the report
+}
+
+// ClassAttainment is one request class's SLO attainment.
+type ClassAttainment struct {
+	Name       string   `json:"name"`
+	Sent       int      `json:"sent"`
+	WithSLO    int      `json:"with_slo"`
+	Met        int      `json:"met"`
+	Attainment *float64 `json:"attainment"`
+}
+
+// LiveServer is one emulated server's part of a run.
+type LiveServer struct {
+	Addr     string  `json:"addr"`
+	Requests int     `json:"requests"`
+	Share    float64 `json:"share"`
+	// MaxWaiting and MeanWaiting are its vllm:num_requests_waiting, sampled every 100 ms.
+	MaxWaiting  float64 `json:"max_waiting"`
+	MeanWaiting float64 `json:"mean_waiting"`
+}
+
+// newLiveResult heads the result of replaying w with o.
+func newLiveResult(o LiveOptions, w *workload.Workload) *LiveResult {
+	r := &LiveResult{Scenario: o.Scenario, Seed: o.Seed, Servers: o.Servers, Preset: o.Preset, Classes: o.Classes,
+		Requests: len(w.Requests), Speedup: o.Speedup, RateRPS: w.Rate,
+		SpanSeconds: w.Requests[len(w.Requests)-1].Arrival.Seconds()}
+	if o.Trace != "" {
+		r.Trace = filepath.Base(o.Trace)
+	}
+	return r
+}
+
+// summarize fills the run's outcome figures from the generator's final snapshot and the results.
+func (r *LiveRun) summarize(snap loadgen.Snapshot, results []loadgen.Result, w *workload.Workload, classes []workload.Class) {
+	s := &snap.Run
+	r.Sent, r.Skipped = snap.Dispatched, snap.Skipped
+	r.OK, r.Shed, r.Errors, r.Cut = s.Count(loadgen.OK), s.Count(loadgen.Shed), s.Errors(), s.Count(loadgen.Cut)
+	p3 := func(p loadgen.Percentiles) stats.Percentiles3 {
+		return stats.Percentiles3{P50: p.P50, P95: p.P95, P99: p.P99}
+	}
+	r.TTFTMs, r.TPOTMs, r.E2EMs = p3(s.TTFT), p3(s.TPOT), p3(s.E2E)
+	if a, ok := s.Attainment(); ok {
+		r.SLOAttainment = ptr(a)
+	}
+	if c, ok := s.PrefixHitRate(); ok {
+		r.CachedShare = ptr(c)
+	}
+	slices.SortFunc(results, func(a, b loadgen.Result) int { return cmp.Compare(a.ID, b.ID) })
+	h := fnv.New64a()
+	lag := make([]float64, 0, len(results))
+	byClass := map[string]*ClassAttainment{}
+	for i := range results {
+		res := &results[i]
+		req := &w.Requests[res.ID]
+		fmt.Fprintf(h, "%d@%d;", res.ID, req.Arrival)
+		lag = append(lag, ms(max(res.Sent-req.Arrival, 0)))
+		if len(classes) > 0 {
+			name := className(req, classes)
+			c := byClass[name]
+			if c == nil {
+				c = &ClassAttainment{Name: name}
+				byClass[name] = c
+			}
+			c.Sent++
+			if res.HasSLO() && res.Kind != loadgen.Cut {
+				c.WithSLO++
+				if res.MetSLO() {
+					c.Met++
+				}
+			}
+		}
+		r.outcomes = append(r.outcomes, stats.Outcome{Arrival: req.Arrival, Shed: res.Kind != loadgen.OK,
+			TTFT: res.TTFT, E2E: res.E2E, TPOTMs: ms(res.TPOT), OutputTokens: res.CompletionTokens,
+			SLO: sdk.SLO{TTFTMs: res.SLO.TTFTMs, TPOTMs: res.SLO.TPOTMs}})
+	}
+	r.Arrivals = fmt.Sprintf("%016x", h.Sum64())
+	slices.Sort(lag)
+	if len(lag) > 0 {
+		r.SendLagMs = stats.Percentiles3{P50: quantile.Sorted(lag, 0.5), P95: quantile.Sorted(lag, 0.95), P99: quantile.Sorted(lag, 0.99)}
+	}
+	for _, name := range slices.Sorted(maps.Keys(byClass)) {
+		c := byClass[name]
+		if c.WithSLO > 0 {
+			c.Attainment = ptr(float64(c.Met) / float64(c.WithSLO))
+		}
+		r.ByClass = append(r.ByClass, *c)
+	}
+}
+
+// className names the class a request drew: the classes with its SLO, priority and streaming
+// (classes alike in all three cannot be told apart, and are named together, joined by "+").
+func className(r *workload.Request, classes []workload.Class) string {
+	var names []string
+	for _, c := range classes {
+		if c.SLO == r.SLO && c.Priority == r.Priority && c.Streaming == r.Streaming {
+			names = append(names, c.Name)
+		}
+	}
+	return cmp.Or(strings.Join(names, "+"), "none")
+}
+
+// servers fills each server's share of the requests (the router's count when fig has one, else
+// the client's by target) and its sampled waiting queue.
+func (r *LiveRun) servers(addrs []string, results []loadgen.Result, fig routerFigures, maxWaiting, meanWaiting []float64) {
+	counts := make([]int, len(addrs))
+	if fig.dispatched != nil {
+		for i, a := range addrs {
+			counts[i] = int(fig.dispatched[a])
+		}
+	} else {
+		for i := range results {
+			counts[results[i].Target]++
+		}
+	}
+	r.Dispatches = 0
+	for _, c := range counts {
+		r.Dispatches += c
+	}
+	r.ServerStats = make([]LiveServer, len(addrs))
+	for i, a := range addrs {
+		s := LiveServer{Addr: a, Requests: counts[i], MaxWaiting: maxWaiting[i], MeanWaiting: meanWaiting[i]}
+		if r.Dispatches > 0 {
+			s.Share = float64(counts[i]) / float64(r.Dispatches)
+		}
+		r.ServerStats[i] = s
+	}
+}
+
+// WriteText prints the runs as two tables, outcomes and latencies (ms), then servers and cost,
+// and the SLO attainment by class when there are several classes.
+func (r *LiveResult) WriteText(out io.Writer) error {
+	trace := ""
+	if r.Trace != "" {
+		trace = " (" + r.Trace + ")"
+	}
+	fmt.Fprintf(out, "\nscenario %s%s, %d requests over %.1f s (%.2f req/s, speedup %g), %d servers (%s), seed %d\n",
+		r.Scenario, trace, r.Requests, r.SpanSeconds, r.RateRPS, r.Speedup, r.Servers, r.Preset, r.Seed)
+	if len(r.Classes) > 0 {
+		fmt.Fprintf(out, "classes %s\n", strings.Join(r.Classes, ", "))
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "run\tTTFT p50\tp95\tp99\tTPOT p50\tp95\tp99\tE2E p50\tp95\tp99\tSLO att.\tok\tshed\terr\tcut\tcached\t")
+	var missing []string
+	for _, run := range r.Runs {
+		if run.Unavailable != "" {
+			missing = append(missing, fmt.Sprintf("%s: unavailable: %s", run.Name, run.Unavailable))
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.2f\t%.2f\t%.2f\t%.0f\t%.0f\t%.0f\t%s\t%d\t%d\t%d\t%d\t%s\t\n", run.Name,
+			run.TTFTMs.P50, run.TTFTMs.P95, run.TTFTMs.P99, run.TPOTMs.P50, run.TPOTMs.P95, run.TPOTMs.P99,
+			run.E2EMs.P50, run.E2EMs.P95, run.E2EMs.P99, fraction(run.SLOAttainment), run.OK, run.Shed, run.Errors, run.Cut,
+			fraction(run.CachedShare))
+	}
+	_ = tw.Flush()
+	fmt.Fprintln(out, "(latencies in ms, as the client measured them)")
+	fmt.Fprintln(out)
+	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "run\trequests by server\tmax waiting\tMAPE ttft\ttpot\trouter CPU s\tms/req\tplugins CPU s\tsend lag p99 ms\twall s\t")
+	for _, run := range r.Runs {
+		if run.Unavailable != "" {
+			continue
+		}
+		var shares, waits []string
+		for _, s := range run.ServerStats {
+			shares = append(shares, fmt.Sprint(s.Requests))
+			waits = append(waits, fmt.Sprintf("%.0f", s.MaxWaiting))
+		}
+		mape := func(t string) string {
+			if v, ok := run.PredictorMAPE[t]; ok {
+				return fmt.Sprintf("%.1f%%", 100*v)
+			}
+			return "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%.1f\t\n", run.Name, strings.Join(shares, "/"), strings.Join(waits, "/"),
+			mape("ttft"), mape("tpot"), decimal(run.RouterCPUSeconds, 2), decimal(run.CPUMsPerRequest, 3),
+			decimal(run.PluginsCPUSeconds, 2), run.SendLagMs.P99, run.WallSeconds)
+	}
+	_ = tw.Flush()
+	if len(r.Classes) > 1 {
+		fmt.Fprintln(out)
+		for _, run := range r.Runs {
+			var parts []string
+			for _, c := range run.ByClass {
+				parts = append(parts, fmt.Sprintf("%s %s", c.Name, fraction(c.Attainment)))
+			}
+			if len(parts) > 0 {
+				fmt.Fprintf(out, "%s: SLO attainment by class: %s\n", run.Name, strings.Join(parts, ", "))
+			}
+		}
+	}
+	for _, m := range missing {
+		fmt.Fprintln(out, m)
+	}
+	return nil
+}
+
+// fraction formats a share with three decimals, or "-" when absent.
+func fraction(f *float64) string { return decimal(f, 3) }
+
+// decimal formats *f with n decimals, or "-" when absent.
+func decimal(f *float64, n int) string {
+	if f == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.*f", n, *f)
+}
+
+// WriteReport writes the self-contained HTML report of the run (sim/report, as bench routing's:
+// the table and the charts) to file. Requests that did not end OK (shed, failed or cut) count
+// as shed there.
+func (r *LiveResult) WriteReport(file string) error {
+	in := report.Input{Title: fmt.Sprintf("Live bench: scenario %s, %d servers (%s), %d requests at %.2f req/s, seed %d",
+		r.Scenario, r.Servers, r.Preset, r.Requests, r.RateRPS, r.Seed)}
+	for _, run := range r.Runs {
+		st := report.Strategy{Name: run.Name, Unavailable: run.Unavailable, Outcomes: run.outcomes}
+		if run.Unavailable == "" {
+			st.Summary = stats.Summarize(run.outcomes)
+		}
+		in.Strategies = append(in.Strategies, st)
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return fmt.Errorf("creating the report: %w", err)
+	}
+	if err := report.Write(f, in); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

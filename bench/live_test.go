@@ -1,0 +1,318 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/foresight-router/foresight/sim/loadgen"
+	"github.com/foresight-router/foresight/sim/workload"
+)
+
+// helperEnv makes the test binary a stand-in process for the router-process tests: "ignore-term"
+// ignores SIGTERM and waits to be killed; "fail" fails as foresight serve does on a bad flag.
+const helperEnv = "FORESIGHT_BENCH_LIVE_HELPER"
+
+func TestMain(m *testing.M) {
+	switch os.Getenv(helperEnv) {
+	case "ignore-term":
+		signal.Ignore(syscall.SIGTERM)
+		fmt.Println("ignoring SIGTERM")
+		select {}
+	case "fail":
+		fmt.Fprintln(os.Stderr, `foresight: --listen: address "x" is wrong`)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
+// writeTrace writes an Azure 2023 trace of n rows, step apart, with short prompts (100–400
+// tokens) and answers (4–11 tokens), and returns its path.
+func writeTrace(t *testing.T, n int, step time.Duration) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("TIMESTAMP,ContextTokens,GeneratedTokens\n")
+	t0 := time.Date(2023, 11, 16, 18, 0, 0, 0, time.UTC)
+	for i := range n {
+		fmt.Fprintf(&b, "%s,%d,%d\n", t0.Add(time.Duration(i)*step).Format("2006-01-02 15:04:05.0000000"), 100+37*i%300, 4+i%8)
+	}
+	path := filepath.Join(t.TempDir(), "trace.csv")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// waitFor waits (at most 5 s) until cond holds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 5 s for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestLiveWorkloadSpeedupAndCut(t *testing.T) {
+	trace := writeTrace(t, 10, 100*time.Millisecond)
+	o := LiveOptions{Scenario: "azure-conv", Trace: trace, Servers: 2, Seed: 1, Speedup: 2, MaxDuration: 300 * time.Millisecond}
+	w, _, err := liveWorkload(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Rows 100 ms apart, twice as fast: 0, 50, …, 450 ms; cut at 300 ms: 0…250 ms, 6 requests.
+	if len(w.Requests) != 6 || w.Requests[5].Arrival != 250*time.Millisecond {
+		t.Fatalf("%d requests, last at %v; want 6, the last at 250ms", len(w.Requests), w.Requests[len(w.Requests)-1].Arrival)
+	}
+	// 9 intervals over 0.9 s is 10 req/s, twice as fast 20.
+	if w.Rate != 20 {
+		t.Errorf("rate %v, want 20", w.Rate)
+	}
+	o.MaxDuration = time.Nanosecond // only the first arrival, at 0
+	if w, _, err = liveWorkload(o); err != nil || len(w.Requests) != 1 {
+		t.Errorf("cut at 1ns: %v, %v; want the request at 0", err, w)
+	}
+}
+
+func TestLiveOptionsAreChecked(t *testing.T) {
+	trace := writeTrace(t, 4, 100*time.Millisecond)
+	good := LiveOptions{Scenario: "azure-conv", Trace: trace, Servers: 1, Speedup: 1, MaxDuration: time.Minute,
+		Configs: "../examples/round-robin.yaml", Binary: "foresight"}
+	tests := []struct {
+		name string
+		edit func(*LiveOptions)
+		want string
+	}{
+		{"servers", func(o *LiveOptions) { o.Servers = 0 }, "--servers"},
+		{"speedup", func(o *LiveOptions) { o.Speedup = -2 }, "--speedup"},
+		{"rate", func(o *LiveOptions) { o.Rate = -1 }, "--rate"},
+		{"class", func(o *LiveOptions) { o.Classes = []string{"chat"} }, "--class"},
+		{"baseline", func(o *LiveOptions) { o.Baselines = "random" }, `--baselines "random": want round-robin, least-outstanding or none`},
+		{"nothing", func(o *LiveOptions) { o.Configs, o.Baselines = "", "none" }, "nothing to run"},
+		{"no binary", func(o *LiveOptions) { o.Binary = "" }, "binary"},
+		{"no config", func(o *LiveOptions) { o.Configs = "missing.yaml" }, "missing.yaml"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := good
+			tt.edit(&o)
+			_, err := RunLive(context.Background(), o)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("RunLive = %v, want an error about %s", err, tt.want)
+			}
+		})
+	}
+}
+
+// The objective header goes only to routers that declare the workload's objectives.
+func TestLiveRunsObjectives(t *testing.T) {
+	w := &workload.Workload{Requests: []workload.Request{{Priority: 0}, {Priority: 1}}}
+	specs, err := liveRuns(LiveOptions{Configs: "../examples/round-robin.yaml, ../examples/pipeline.yaml,", Binary: "x",
+		Baselines: "least-outstanding,none"}, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []liveRunSpec{
+		{name: "round-robin.yaml", config: "../examples/round-robin.yaml"},             // declares no objectives
+		{name: "pipeline.yaml", config: "../examples/pipeline.yaml", objectives: true}, // interactive (priority ≥ 0)
+		{name: "client:least-outstanding", baseline: "least-outstanding"},
+	}
+	if fmt.Sprint(specs) != fmt.Sprint(want) {
+		t.Errorf("runs %+v, want %+v", specs, want)
+	}
+}
+
+func TestLiveSummarize(t *testing.T) {
+	chat := workload.Class{Name: "chat", Weight: 1, SLO: workload.SLO{TTFTMs: 100}, Streaming: true}
+	bulk := workload.Class{Name: "bulk", Weight: 1, Priority: -1, Streaming: true}
+	w := &workload.Workload{Requests: []workload.Request{
+		{ID: 0, Arrival: 0, SLO: chat.SLO, Streaming: true},
+		{ID: 1, Arrival: 10 * time.Millisecond, SLO: chat.SLO, Streaming: true},
+		{ID: 2, Arrival: 20 * time.Millisecond, Priority: -1, Streaming: true},
+		{ID: 3, Arrival: 30 * time.Millisecond, SLO: chat.SLO, Streaming: true},
+	}}
+	ms := time.Millisecond
+	results := []loadgen.Result{ // in the order they ended, not by ID
+		{ID: 2, Target: 1, Kind: loadgen.OK, Sent: 22 * ms, TTFT: 500 * ms, E2E: 600 * ms},
+		{ID: 0, Target: 0, Kind: loadgen.OK, Sent: 1 * ms, SLO: chat.SLO, TTFT: 50 * ms, E2E: 90 * ms},
+		{ID: 1, Target: 1, Kind: loadgen.OK, Sent: 10 * ms, SLO: chat.SLO, TTFT: 150 * ms, E2E: 200 * ms},
+		{ID: 3, Target: 1, Kind: loadgen.Cut, Sent: 34 * ms, SLO: chat.SLO},
+	}
+	var r LiveRun
+	r.summarize(loadgen.Snapshot{Dispatched: 4}, results, w, []workload.Class{chat, bulk})
+	// chat: 3 sent; 0 met (50 ≤ 100), 1 missed (150 > 100), 3 cut and left out: 1 of 2.
+	// bulk: 1 sent, no objective.
+	if len(r.ByClass) != 2 || r.ByClass[0].Name != "bulk" || r.ByClass[1].Name != "chat" {
+		t.Fatalf("by class %+v, want bulk then chat", r.ByClass)
+	}
+	if c := r.ByClass[1]; c.Sent != 3 || c.WithSLO != 2 || c.Met != 1 || *c.Attainment != 0.5 {
+		t.Errorf("chat %+v, want 3 sent, 1 met of 2", c)
+	}
+	if c := r.ByClass[0]; c.Sent != 1 || c.WithSLO != 0 || c.Attainment != nil {
+		t.Errorf("bulk %+v, want 1 sent and no attainment", c)
+	}
+	// Send lags 1, 0, 2, 4 ms: sorted 0 1 2 4, p50 = 1.5.
+	if r.SendLagMs.P50 != 1.5 || r.SendLagMs.P99 < 3.9 {
+		t.Errorf("send lag %+v, want p50 1.5 and p99 near 4", r.SendLagMs)
+	}
+	// The fingerprint is of the arrivals sent, whatever order the results came in.
+	var again LiveRun
+	again.summarize(loadgen.Snapshot{}, []loadgen.Result{results[3], results[1], results[0], results[2]}, w, nil)
+	if r.Arrivals != again.Arrivals || r.Arrivals == "" {
+		t.Errorf("fingerprints %q and %q of the same arrivals differ", r.Arrivals, again.Arrivals)
+	}
+	var fewer LiveRun
+	fewer.summarize(loadgen.Snapshot{}, results[:3], w, nil)
+	if fewer.Arrivals == r.Arrivals {
+		t.Errorf("3 arrivals have the fingerprint of 4")
+	}
+	if len(r.outcomes) != 4 || !r.outcomes[3].Shed || r.outcomes[0].Shed {
+		t.Errorf("outcomes %+v: want 4, the cut one not served", r.outcomes)
+	}
+
+	addrs := []string{"127.0.0.1:1", "127.0.0.1:2"}
+	tests := []struct {
+		name     string
+		fig      routerFigures
+		requests []int
+		shares   []float64
+	}{
+		// the client's own count by target: 0 once, 1 three times
+		{"client", routerFigures{}, []int{1, 3}, []float64{0.25, 0.75}},
+		// the router's counter, by endpoint id; an endpoint not in the fleet is not a server
+		{"router", routerFigures{dispatched: map[string]float64{"127.0.0.1:1": 3, "127.0.0.1:2": 2, "other": 9}}, []int{3, 2}, []float64{0.6, 0.4}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var run LiveRun
+			run.servers(addrs, results, tt.fig, []float64{4, 0}, []float64{0.5, 0})
+			for i, s := range run.ServerStats {
+				if s.Requests != tt.requests[i] || s.Share != tt.shares[i] || s.Addr != addrs[i] {
+					t.Errorf("server %d: %+v, want %d requests, share %v", i, s, tt.requests[i], tt.shares[i])
+				}
+			}
+			if run.ServerStats[0].MaxWaiting != 4 || run.ServerStats[0].MeanWaiting != 0.5 {
+				t.Errorf("server 0's queue %+v, want max 4, mean 0.5", run.ServerStats[0])
+			}
+		})
+	}
+}
+
+func TestReadRouterMetrics(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, `# TYPE foresight_endpoint_requests_total counter
+foresight_endpoint_requests_total{endpoint="127.0.0.1:8000"} 12
+foresight_endpoint_requests_total{endpoint="127.0.0.1:8001"} 9
+# TYPE foresight_predictor_mape gauge
+foresight_predictor_mape{target="ttft"} 0.051
+foresight_predictor_mape{target="tpot"} 0.004
+`)
+	}))
+	defer ts.Close()
+	fig, err := readRouter(context.Background(), ts.Client(), strings.TrimPrefix(ts.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fig.dispatched["127.0.0.1:8000"] != 12 || fig.dispatched["127.0.0.1:8001"] != 9 || len(fig.dispatched) != 2 {
+		t.Errorf("dispatched %v", fig.dispatched)
+	}
+	if fig.mape["ttft"] != 0.051 || fig.mape["tpot"] != 0.004 {
+		t.Errorf("mape %v", fig.mape)
+	}
+}
+
+// The poller keeps each server's largest and mean waiting queue over its samples.
+func TestQueuePoller(t *testing.T) {
+	values := []int{3, 7, 1}
+	var served atomic.Int64
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		n := served.Add(1)
+		v := values[min(int(n)-1, len(values)-1)] // then 1 for ever
+		fmt.Fprintf(w, "vllm:num_requests_waiting{model_name=\"m\"} %d\n", v)
+	}))
+	defer ts.Close()
+	q := pollQueues([]string{strings.TrimPrefix(ts.URL, "http://"), "127.0.0.1:1"}, time.Millisecond)
+	waitFor(t, "three samples", func() bool { return served.Load() >= 3 })
+	maxW, mean := q.stop()
+	// Samples 3, 7, 1, 1, …: max 7, mean between 1 and 11/3.
+	if maxW[0] != 7 || mean[0] <= 1 || mean[0] > 11.0/3 {
+		t.Errorf("max %v, mean %v; want 7 and a mean in (1, 3.67]", maxW[0], mean[0])
+	}
+	if maxW[1] != 0 || mean[1] != 0 { // nobody listening: no sample
+		t.Errorf("unreachable server: max %v, mean %v; want 0", maxW[1], mean[1])
+	}
+}
+
+// A router that ignores SIGTERM is killed after the grace, with its process group.
+func TestRouterStopEscalates(t *testing.T) {
+	t.Setenv(helperEnv, "ignore-term")
+	p, err := spawn(os.Args[0], "-test.run=^$")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the helper to ignore SIGTERM", func() bool { return strings.Contains(p.out.String(), "ignoring") })
+	began := time.Now()
+	p.stop(200 * time.Millisecond)
+	if el := time.Since(began); el < 200*time.Millisecond {
+		t.Errorf("stopped after %v, before the grace", el)
+	}
+	if err := syscall.Kill(p.pid, 0); err == nil {
+		t.Errorf("process %d still exists", p.pid)
+	}
+	p.stop(time.Second) // again: a no-op
+}
+
+// A router that does not start is reported unavailable with its error, and the bench goes on to
+// the baselines, which send the same arrivals and spread them over the servers.
+func TestRunLiveRouterUnavailable(t *testing.T) {
+	t.Setenv(helperEnv, "fail")
+	trace := writeTrace(t, 24, 20*time.Millisecond)
+	var stops int
+	res, err := RunLive(context.Background(), LiveOptions{Configs: "../examples/round-robin.yaml", Binary: os.Args[0],
+		Baselines: "round-robin,least-outstanding", Scenario: "azure-conv", Trace: trace, Servers: 2, Seed: 1, Speedup: 2,
+		AtExit: func(func()) { stops++ }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Runs) != 3 || !strings.Contains(res.Runs[0].Unavailable, `--listen: address "x" is wrong`) {
+		t.Fatalf("runs %+v: want the router's failure first", res.Runs)
+	}
+	for _, run := range res.Runs[1:] {
+		if run.Sent != 24 || run.OK != 24 || run.Dispatches != 24 || run.Arrivals != res.Runs[2].Arrivals {
+			t.Errorf("%s: %d sent, %d ok, %d dispatched, arrivals %s; want 24 of the same arrivals", run.Name, run.Sent, run.OK,
+				run.Dispatches, run.Arrivals)
+		}
+		if run.RouterCPUSeconds != nil {
+			t.Errorf("%s: a router CPU time without a router", run.Name)
+		}
+	}
+	// Round-robin over 2 servers: 12 each.
+	if s := res.Runs[1].ServerStats; s[0].Requests != 12 || s[1].Requests != 12 {
+		t.Errorf("client round-robin: %+v, want 12 and 12", s)
+	}
+	if stops < 3 { // a fleet per run
+		t.Errorf("%d stop functions registered, want one per fleet at least", stops)
+	}
+	var b strings.Builder
+	if err := res.WriteText(&b); err != nil || !strings.Contains(b.String(), "round-robin.yaml: unavailable") {
+		t.Errorf("text: %v\n%s", err, b.String())
+	}
+	file := filepath.Join(t.TempDir(), "live.html")
+	if err := res.WriteReport(file); err != nil {
+		t.Fatal(err)
+	}
+	if page, err := os.ReadFile(file); err != nil || !strings.Contains(string(page), "client:least-outstanding") {
+		t.Errorf("report: %v", err)
+	}
+}

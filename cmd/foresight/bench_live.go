@@ -1,0 +1,78 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/foresight-router/foresight/bench"
+	"github.com/foresight-router/foresight/sim/engine"
+	"github.com/foresight-router/foresight/sim/testbed"
+	"github.com/foresight-router/foresight/sim/workload"
+	"github.com/spf13/cobra"
+)
+
+func newBenchLive() *cobra.Command {
+	var (
+		o      bench.LiveOptions
+		asJSON bool
+		report string
+	)
+	cmd := &cobra.Command{
+		Use:   "live [--configs a.yaml,b.yaml] [--scenario NAME] [--trace FILE] [--speedup X] [--baselines …]",
+		Short: "The real router, live, against client-side references, on the same arrivals",
+		Long: "bench live generates one workload, then replays it in real time, open loop, once per router config\n" +
+			"and once per baseline, each time against fresh emulated vLLM servers on loopback: through the\n" +
+			"config's router, run as `foresight serve --config … --endpoints … --listen … --admin …` from this\n" +
+			"binary exactly as a user runs it, or with the client picking the server itself (--baselines\n" +
+			"round-robin, least-outstanding). Every run gets the same arrivals. It reports TTFT/TPOT/E2E\n" +
+			"percentiles, SLO attainment, errors, the cached-token share, each server's share of the requests\n" +
+			"(the router's foresight_endpoint_requests_total) and largest waiting queue, the producer's MAPE\n" +
+			"and the router process's CPU time. Table on stderr; --json prints one JSON object on stdout.\n" +
+			"Ctrl-C stops every router process and server.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			bin, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("finding the foresight binary to run the routers: %w", err)
+			}
+			o.Binary, o.AtExit, o.Progress = bin, atExit, cmd.ErrOrStderr()
+			res, err := bench.RunLive(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			if report != "" {
+				if err := res.WriteReport(report); err != nil {
+					return err
+				}
+			}
+			if err := res.WriteText(cmd.ErrOrStderr()); err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), res)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Configs, "configs", "examples/round-robin.yaml,examples/least-load.yaml,examples/load-prefix-322.yaml,examples/pipeline.yaml",
+		"comma-separated router configs (their endpoints and listeners are replaced by flags of serve)")
+	f.StringVar(&o.Baselines, "baselines", bench.BaselineRoundRobin+","+bench.BaselineLeastOutstanding,
+		"comma-separated client-side references straight to the servers: round-robin, least-outstanding, or none")
+	f.StringVar(&o.Scenario, "scenario", "sharegpt", "workload: "+strings.Join(workload.Names(), ", "))
+	f.StringVar(&o.Trace, "trace", "", "trace file for azure-conv, azure-code and mooncake")
+	f.IntVar(&o.Requests, "requests", 0, "requests to generate (0: the scenario's default; traces: every row), cut at --max-duration")
+	f.Float64Var(&o.Rate, "rate", 0, "arrival rate per server in requests/s (0: the scenario's default; traces: their own pace)")
+	f.Float64Var(&o.Speedup, "speedup", 1, "divide every arrival time by this factor (replay a trace X times faster)")
+	f.StringArrayVar(&o.Classes, "class", nil, "request class NAME:WEIGHT[:ttft=MS][:tpot=MS][:priority=N][:nostream], repeatable; requests draw one each (default: no SLO, priority 0, streaming)")
+	f.IntVar(&o.Servers, "servers", 4, "emulated servers")
+	f.StringVar(&o.Preset, "preset", testbed.DefaultPreset, "engine preset: "+strings.Join(engine.Presets(), ", "))
+	f.Uint64Var(&o.Seed, "seed", 1, "seed of the workload and of the engines' noise")
+	f.DurationVar(&o.MaxDuration, "max-duration", bench.DefaultLiveMaxDuration, "cut the workload's arrivals here (each run lasts about this plus the drain)")
+	f.DurationVar(&o.Drain, "drain", bench.DefaultLiveDrain, "how long requests in flight after the last arrival may finish before they are cut")
+	f.StringVar(&o.RouterLogLevel, "router-log-level", "error", "the routers' --log-level")
+	f.BoolVar(&asJSON, "json", false, "print one JSON object on stdout")
+	f.StringVar(&report, "report", "", "write a self-contained HTML report with charts to this file")
+	return cmd
+}
