@@ -11,10 +11,13 @@
 //   - proxy ([RunProxy]): the TTFT the router adds over going straight to emulated servers
 //     (sim/testbed), and the highest rate it completes.
 //   - routing ([RunRouting]): routing strategies compared on the same simulated arrivals.
+//   - live ([RunLive]): router configs, each run as its own `foresight serve` process, and
+//     client-side references, replaying the same arrivals in real time against fresh emulated
+//     servers (sim/emulator).
 //
 // The fault bench, which swaps, kills and badly reloads plugins under load, is the sub-package
 // bench/faults: it has a vocabulary of its own (a fault schedule, the faulter, an admin API
-// client, an open-loop load) and shares nothing with these four but the conventions.
+// client, an open-loop load) and shares nothing with these five but the conventions.
 //
 // Conventions: every percentile goes through internal/quantile (linear interpolation, numpy's
 // default). Errors about options name the command's flags (--endpoints, --params, …), which
