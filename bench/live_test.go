@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -117,15 +118,28 @@ func TestLiveOptionsAreChecked(t *testing.T) {
 
 // The objective header goes only to routers that declare the workload's objectives.
 func TestLiveRunsObjectives(t *testing.T) {
+	rr, err := os.ReadFile("../examples/round-robin.yaml") // declares no objectives
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	plain, withObjectives := filepath.Join(dir, "plain.yaml"), filepath.Join(dir, "objectives.yaml")
+	if err := os.WriteFile(plain, rr, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	objectives := append(slices.Clip(rr), "objectives:\n  - {name: interactive, priority: 1}\n  - {name: batch, priority: -1}\n"...)
+	if err := os.WriteFile(withObjectives, objectives, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	w := &workload.Workload{Requests: []workload.Request{{Priority: 0}, {Priority: 1}}}
-	specs, err := liveRuns(LiveOptions{Configs: "../examples/round-robin.yaml, ../examples/pipeline.yaml,", Binary: "x",
+	specs, err := liveRuns(LiveOptions{Configs: plain + ", " + withObjectives + ",", Binary: "x",
 		Baselines: "least-outstanding,none"}, w)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []liveRunSpec{
-		{name: "round-robin.yaml", config: "../examples/round-robin.yaml"},             // declares no objectives
-		{name: "pipeline.yaml", config: "../examples/pipeline.yaml", objectives: true}, // interactive (priority ≥ 0)
+		{name: "plain.yaml", config: plain},
+		{name: "objectives.yaml", config: withObjectives, objectives: true}, // interactive (priority ≥ 0)
 		{name: "client:least-outstanding", baseline: "least-outstanding"},
 	}
 	if fmt.Sprint(specs) != fmt.Sprint(want) {
