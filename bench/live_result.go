@@ -6,7 +6,6 @@ import (
 	"hash/fnv"
 	"io"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -312,13 +311,5 @@ func (r *LiveResult) WriteReport(file string) error {
 		}
 		in.Strategies = append(in.Strategies, st)
 	}
-	f, err := os.Create(file)
-	if err != nil {
-		return fmt.Errorf("creating the report: %w", err)
-	}
-	if err := report.Write(f, in); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return report.WriteFile(file, in)
 }

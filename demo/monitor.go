@@ -2,17 +2,13 @@ package demo
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"sync"
 
 	"github.com/foresight-router/foresight/host/pipeline"
+	"github.com/foresight-router/foresight/internal/promtext"
 	"github.com/foresight-router/foresight/sim/testbed"
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 )
 
 // endpointLoad is one server's scraped gauges and its share of the router's recent picks.
@@ -56,31 +52,31 @@ func (m *monitor) scrape(ctx context.Context) fleetState {
 		wg.Go(func() {
 			l := &st.endpoints[i]
 			l.id = e.ID
-			v, err := m.get(ctx, "http://"+e.Addr+"/metrics")
+			v, err := promtext.Scrape(ctx, m.client, "http://"+e.Addr+"/metrics")
 			if err != nil {
 				return
 			}
 			l.ok = true
-			l.running, _ = v.sum("vllm:num_requests_running")
-			l.waiting, _ = v.sum("vllm:num_requests_waiting")
-			l.kv, _ = v.sum("vllm:kv_cache_usage_perc")
+			l.running, _ = v.Sum("vllm:num_requests_running")
+			l.waiting, _ = v.Sum("vllm:num_requests_waiting")
+			l.kv, _ = v.Sum("vllm:kv_cache_usage_perc")
 		})
 	}
 	wg.Go(func() {
-		v, err := m.get(ctx, m.admin+"/metrics")
+		v, err := promtext.Scrape(ctx, m.client, m.admin+"/metrics")
 		if err != nil {
 			return
 		}
 		p := &st.predictor
 		p.ok = true
-		_, p.producer = v.sum("foresight_predictor_observe_batches_total")
-		p.version, _ = v.sum("foresight_predictor_model_version")
-		p.rows, _ = v.sum("foresight_predictor_training_rows")
-		p.accepted, _ = v.with("foresight_predictor_samples_total", "result", "accepted")
-		if x, ok := v.with("foresight_predictor_mape", "target", "ttft"); ok {
+		_, p.producer = v.Sum("foresight_predictor_observe_batches_total")
+		p.version, _ = v.Sum("foresight_predictor_model_version")
+		p.rows, _ = v.Sum("foresight_predictor_training_rows")
+		p.accepted, _ = v.With("foresight_predictor_samples_total", "result", "accepted")
+		if x, ok := v.With("foresight_predictor_mape", "target", "ttft"); ok {
 			p.mapeTTFT = x
 		}
-		if x, ok := v.with("foresight_predictor_mape", "target", "tpot"); ok {
+		if x, ok := v.With("foresight_predictor_mape", "target", "tpot"); ok {
 			p.mapeTPOT = x
 		}
 	})
@@ -99,76 +95,4 @@ func (m *monitor) scrape(ctx context.Context) fleetState {
 		}
 	}
 	return st
-}
-
-// textFormat asks for the classic Prometheus text format, as host/endpoints does.
-const textFormat = "text/plain;version=0.0.4;q=1,*/*;q=0.1"
-
-// get reads the Prometheus text exposition at url into its metric families.
-func (m *monitor) get(ctx context.Context, url string) (promValues, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Accept", textFormat)
-	resp, err := m.client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	return parseProm(resp.Body)
-}
-
-// promValues are the metric families of one Prometheus text exposition, by name.
-type promValues map[string]*dto.MetricFamily
-
-// parseProm reads a Prometheus text exposition with expfmt (UTF-8 names, so vLLM's
-// "vllm:…" read as they are); a body it cannot read is an error.
-func parseProm(r io.Reader) (promValues, error) {
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(r)
-	if err != nil {
-		return nil, fmt.Errorf("parsing metrics: %w", err)
-	}
-	return fams, nil
-}
-
-// sum returns the sum of the gauge, counter or untyped metric name over its series; ok is false
-// when the exposition has no sample of it.
-func (v promValues) sum(name string) (x float64, ok bool) {
-	for _, m := range v[name].GetMetric() {
-		if y, isValue := sampleValue(m); isValue {
-			x, ok = x+y, true
-		}
-	}
-	return x, ok
-}
-
-// with returns the value of the series of name whose label is value; ok is false when there is
-// none.
-func (v promValues) with(name, label, value string) (float64, bool) {
-	for _, m := range v[name].GetMetric() {
-		for _, l := range m.GetLabel() {
-			if l.GetName() == label && l.GetValue() == value {
-				return sampleValue(m)
-			}
-		}
-	}
-	return 0, false
-}
-
-// sampleValue reads a gauge, counter or untyped sample.
-func sampleValue(m *dto.Metric) (float64, bool) {
-	switch {
-	case m.Gauge != nil:
-		return m.Gauge.GetValue(), true
-	case m.Counter != nil:
-		return m.Counter.GetValue(), true
-	case m.Untyped != nil:
-		return m.Untyped.GetValue(), true
-	}
-	return 0, false
 }

@@ -10,6 +10,7 @@ import (
 	"html"
 	"io"
 	"math"
+	"os"
 	"time"
 
 	"github.com/foresight-router/foresight/sim/stats"
@@ -42,6 +43,19 @@ type Strategy struct {
 	// Unavailable, when non-empty, is why the strategy did not run: it is listed with this
 	// reason and no data.
 	Unavailable string
+}
+
+// WriteFile renders in as one HTML page into the file path, created or truncated.
+func WriteFile(path string, in Input) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("creating the report: %w", err)
+	}
+	if err := Write(f, in); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // Write renders in as one HTML page to w. The output depends only on in (same input, same bytes).

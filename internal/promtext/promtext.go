@@ -1,0 +1,105 @@
+// Package promtext reads Prometheus text expositions for the tools that watch a router and its
+// servers from outside (the demo's live view, bench live): one scrape, parsed with expfmt, and
+// the few ways they read a value out of it.
+package promtext
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// accept asks for the classic Prometheus text format, as the router's endpoint scraper does.
+const accept = "text/plain;version=0.0.4;q=1,*/*;q=0.1"
+
+// Families are the metric families of one exposition, by name.
+type Families map[string]*dto.MetricFamily
+
+// Scrape GETs the exposition at url and parses it; a status other than 200 is an error.
+func Scrape(ctx context.Context, client *http.Client, url string) (Families, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", accept)
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return Parse(resp.Body)
+}
+
+// Parse reads a text exposition with UTF-8 names, so that vLLM's "vllm:…" read as they are; a
+// body it cannot read is an error.
+func Parse(r io.Reader) (Families, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(r)
+	if err != nil {
+		return nil, fmt.Errorf("parsing metrics: %w", err)
+	}
+	return fams, nil
+}
+
+// Sum returns the sum of the gauge, counter or untyped metric name over its series; ok is false
+// when the exposition has no sample of it.
+func (f Families) Sum(name string) (x float64, ok bool) {
+	for _, m := range f[name].GetMetric() {
+		if y, isValue := value(m); isValue {
+			x, ok = x+y, true
+		}
+	}
+	return x, ok
+}
+
+// With returns the value of the first series of name whose label has the value want; ok is false when
+// there is none.
+func (f Families) With(name, label, want string) (float64, bool) {
+	for _, m := range f[name].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == label && l.GetValue() == want {
+				return value(m)
+			}
+		}
+	}
+	return 0, false
+}
+
+// ByLabel returns the values of name's series summed by the value of their label (series
+// without it are left out).
+func (f Families) ByLabel(name, label string) map[string]float64 {
+	out := map[string]float64{}
+	for _, m := range f[name].GetMetric() {
+		x, ok := value(m)
+		if !ok {
+			continue
+		}
+		for _, l := range m.GetLabel() {
+			if l.GetName() == label {
+				out[l.GetValue()] += x
+			}
+		}
+	}
+	return out
+}
+
+// value reads a gauge, counter or untyped sample; ok is false for other types.
+func value(m *dto.Metric) (float64, bool) {
+	switch {
+	case m.Gauge != nil:
+		return m.Gauge.GetValue(), true
+	case m.Counter != nil:
+		return m.Counter.GetValue(), true
+	case m.Untyped != nil:
+		return m.Untyped.GetValue(), true
+	}
+	return 0, false
+}
