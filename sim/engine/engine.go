@@ -365,14 +365,8 @@ func (e *Batch) complete(end time.Duration) {
 			if r.computed == r.numTokens {
 				r.generated++
 				r.numTokens++
-				ev := Event{Kind: Token, ID: r.id, Time: end + time.Duration(r.generated)*e.tokenDelay, Tokens: r.generated, CachedTokens: r.cached}
-				if r.generated == 1 {
-					ev.Kind = FirstToken
-				}
-				e.events = append(e.events, ev)
-				if r.generated == r.output {
-					ev.Kind = Finish
-					e.events = append(e.events, ev)
+				var done bool
+				if e.events, done = appendToken(e.events, r.id, end+time.Duration(r.generated)*e.tokenDelay, r.generated, r.output, r.cached); done {
 					e.free(r)
 					continue
 				}

@@ -108,3 +108,20 @@ type Metrics struct {
 	// Preemptions is vllm:num_preemptions.
 	Preemptions int64
 }
+
+// appendToken appends the events of a request's token number generated (of output) at t:
+// FirstToken for the first, Token for the others, and Finish after the last; done reports the
+// last.
+func appendToken(events []Event, id uint64, t time.Duration, generated, output, cached int) (_ []Event, done bool) {
+	ev := Event{Kind: Token, ID: id, Time: t, Tokens: generated, CachedTokens: cached}
+	if generated == 1 {
+		ev.Kind = FirstToken
+	}
+	events = append(events, ev)
+	if generated == output {
+		ev.Kind = Finish
+		events = append(events, ev)
+		return events, true
+	}
+	return events, false
+}

@@ -165,14 +165,8 @@ func (e *Slot) Step(now time.Duration) StepResult {
 		if r.next == t {
 			r.generated++
 			res.DecodeTokens++
-			ev := Event{Kind: Token, ID: r.id, Time: t, Tokens: r.generated, CachedTokens: r.cached}
-			if r.generated == 1 {
-				ev.Kind = FirstToken
-			}
-			e.events = append(e.events, ev)
-			if r.generated == r.output {
-				ev.Kind = Finish
-				e.events = append(e.events, ev)
+			var done bool
+			if e.events, done = appendToken(e.events, r.id, t, r.generated, r.output, r.cached); done {
 				e.release(r)
 				continue
 			}
