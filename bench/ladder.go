@@ -136,8 +136,14 @@ func RunLadder(ctx context.Context, o LadderOptions) (*LadderResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	say := func(format string, args ...any) { // on a terminal only, as the progress bars
+		if o.Progress != nil {
+			fmt.Fprintf(o.Progress, format+"\n", args...)
+		}
+	}
 	res := &LadderResult{Saturation: Saturation{FleetRPS: o.Saturation}}
 	if o.Saturation == 0 {
+		say("measuring the saturation rate (round-robin, bisection)…")
 		if res.Saturation, err = MeasureSaturation(fleet, base.Requests); err != nil {
 			return nil, err
 		}
@@ -145,6 +151,7 @@ func RunLadder(ctx context.Context, o LadderOptions) (*LadderResult, error) {
 	res.Saturation.PerServerRPS = res.Saturation.FleetRPS / float64(o.Servers)
 	for _, load := range o.Loads {
 		rate := load * res.Saturation.FleetRPS
+		say("load %.2f: %.2f req/s fleet", load, rate)
 		w, err := rungWorkload(o.RoutingOptions, base, rate)
 		if err != nil {
 			return nil, fmt.Errorf("load %v: %w", load, err)

@@ -21,6 +21,16 @@ func slotOptions(servers int) RoutingOptions {
 		Noise: 0.05, Strategies: "rr,oracle", Examples: "../examples"}
 }
 
+// slots sets every server's slots (or max_num_seqs) to n and its speed to speed: fewer slots
+// make shorter measuring runs.
+func slots(n int, speed float64) func(*cluster.Config) {
+	return func(c *cluster.Config) {
+		for i := range c.Engines {
+			c.Engines[i].MaxNumSeqs, c.Engines[i].Speed = n, speed
+		}
+	}
+}
+
 func saturationOf(t *testing.T, o RoutingOptions, tweak func(*cluster.Config)) Saturation {
 	t.Helper()
 	w, err := routingWorkload(o)
@@ -44,44 +54,33 @@ func saturationOf(t *testing.T, o RoutingOptions, tweak func(*cluster.Config)) S
 	return s
 }
 
-// The saturation rate is deterministic, scales with the fleet (round-robin spreads work a little
-// less evenly over more servers: 4 give 1.8 times 2 here), and falls with slower servers
+// The saturation rate is deterministic, scales with the fleet, and falls with slower servers
 // (a Speed 2 fleet, the 70B slot preset), for both engine families.
 func TestSaturation(t *testing.T) {
-	two := saturationOf(t, slotOptions(2), nil)
-	if again := saturationOf(t, slotOptions(2), nil); again.FleetRPS != two.FleetRPS || again.Runs != two.Runs {
+	small := func(servers int) RoutingOptions { o := slotOptions(servers); o.Requests = 100; return o }
+	two := saturationOf(t, small(2), slots(4, 1))
+	if again := saturationOf(t, small(2), slots(4, 1)); again.FleetRPS != two.FleetRPS || again.Runs != two.Runs {
 		t.Fatalf("two measurements with seed 1 differ: %+v and %+v", two, again)
 	}
 	if math.Abs(two.PerServerRPS*2-two.FleetRPS) > 1e-9 {
 		t.Errorf("per server %v, fleet %v on 2 servers", two.PerServerRPS, two.FleetRPS)
 	}
-	four := saturationOf(t, slotOptions(4), nil)
+	four := saturationOf(t, small(4), slots(4, 1))
 	if r := four.FleetRPS / two.FleetRPS; r < 1.7 || r > 2.3 {
 		t.Errorf("4 servers saturate at %.2f req/s, 2 at %.2f: ratio %.2f, want about 2", four.FleetRPS, two.FleetRPS, r)
 	}
-	slow := saturationOf(t, slotOptions(2), func(c *cluster.Config) {
-		for i := range c.Engines {
-			c.Engines[i].Speed = 2
-		}
-	})
+	slow := saturationOf(t, small(2), slots(4, 2))
 	if r := slow.FleetRPS / two.FleetRPS; r < 0.4 || r > 0.65 {
 		t.Errorf("Speed 2 saturates at %.2f req/s against %.2f: ratio %.2f, want about a half", slow.FleetRPS, two.FleetRPS, r)
 	}
-	big := slotOptions(2)
+	big := small(2)
 	big.Preset = "sim-70b-h100-tp8-32slots"
-	if b := saturationOf(t, big, nil); b.FleetRPS >= two.FleetRPS*0.8 {
+	if b := saturationOf(t, big, slots(4, 1)); b.FleetRPS >= two.FleetRPS*0.8 {
 		t.Errorf("the 70B preset saturates at %.2f req/s, the 8B one at %.2f: want it clearly lower", b.FleetRPS, two.FleetRPS)
 	}
-	// The batch family, with a small max_num_seqs to keep the runs short.
-	batch := RoutingOptions{Scenario: "C", Servers: 2, Requests: 150, Seed: 1, Preset: "llama-3.1-8b-h100-tp2", Noise: 0.05}
-	small := func(speed float64) func(*cluster.Config) {
-		return func(c *cluster.Config) {
-			for i := range c.Engines {
-				c.Engines[i].MaxNumSeqs, c.Engines[i].Speed = 16, speed
-			}
-		}
-	}
-	fast, slowBatch := saturationOf(t, batch, small(1)), saturationOf(t, batch, small(2))
+	// The batch family, with a small max_num_seqs too.
+	batch := RoutingOptions{Scenario: "sharegpt", Servers: 2, Requests: 100, Seed: 1, Preset: "llama-3.1-8b-h100-tp2", Noise: 0.05}
+	fast, slowBatch := saturationOf(t, batch, slots(4, 1)), saturationOf(t, batch, slots(4, 2))
 	t.Logf("slot: 2 servers %.2f, 4 servers %.2f, Speed 2 %.2f req/s; batch: %.2f, Speed 2 %.2f", two.FleetRPS, four.FleetRPS, slow.FleetRPS, fast.FleetRPS, slowBatch.FleetRPS)
 	if slowBatch.FleetRPS >= fast.FleetRPS*0.8 {
 		t.Errorf("batch family: Speed 2 saturates at %.2f req/s, Speed 1 at %.2f: want it clearly lower", slowBatch.FleetRPS, fast.FleetRPS)
@@ -104,16 +103,20 @@ func TestLadder(t *testing.T) {
 				r.Result.Strategies[name] = s
 			}
 		}
-		res.Saturation.WallSeconds = 0
-		b, err := json.Marshal(res)
+		c := *res // the rungs, whether the rate was measured or given
+		c.Saturation = Saturation{FleetRPS: res.Saturation.FleetRPS, PerServerRPS: res.Saturation.PerServerRPS}
+		b, err := json.Marshal(c)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return res, string(b)
 	}
 	res, a := run()
+	measured := res.Saturation.FleetRPS
+	// Given the measured rate (--saturation), the ladder repeats itself exactly.
+	o.Saturation = measured
 	if _, b := run(); a != b {
-		t.Fatalf("two ladders with seed 1 differ:\n%s\n%s", a, b)
+		t.Fatalf("the ladder at the measured saturation rate and at that rate given differ:\n%s\n%s", a, b)
 	}
 	ttft := func(i int) float64 { return res.Loads[i].Result.Strategies["rr"].TTFTMs.P50 }
 	if idle, half := ttft(0), ttft(1); half > 1.5*idle {
@@ -122,7 +125,7 @@ func TestLadder(t *testing.T) {
 	if idle, over := ttft(0), ttft(2); over < 5*idle {
 		t.Errorf("round-robin's TTFT p50 at load 1.5 is %.0f ms, unloaded %.0f ms: the queues should grow", over, idle)
 	}
-	sat := res.Saturation.FleetRPS
+	sat := measured
 	for i, r := range res.Loads {
 		if r.Load != o.Loads[i] || math.Abs(r.RateFleet-r.Load*sat) > 1e-9 || math.Abs(r.RatePerServer*2-r.RateFleet) > 1e-9 {
 			t.Errorf("load %v: rate %v fleet, %v per server; saturation %v", r.Load, r.RateFleet, r.RatePerServer, sat)
@@ -223,8 +226,15 @@ func TestRungWorkloads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w, err = rungWorkload(c, base, 10); err != nil || w.Rate != 10 || w.Requests[50].InputTokens != base.Requests[50].InputTokens {
-		t.Errorf("C at 10 req/s: %v, rate %v", err, w.Rate)
+	// A steady Poisson scenario is generated at the rate, as --rate would.
+	c.Rate = 5
+	want, err := routingWorkload(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Rate = 0
+	if w, err = rungWorkload(c, base, 10); err != nil || w.Rate != 10 || w.Requests[50].Arrival != want.Requests[50].Arrival || w.Requests[50].InputTokens != want.Requests[50].InputTokens {
+		t.Errorf("C at 10 req/s: %v, rate %v, request 50 at %v, want %v", err, w.Rate, w.Requests[50].Arrival, want.Requests[50].Arrival)
 	}
 }
 
@@ -268,7 +278,8 @@ func TestKeepsUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	fleet, _ := routingFleet(o)
-	sat := saturationOf(t, o, nil)
+	slots(8, 1)(&fleet)
+	sat := saturationOf(t, o, slots(8, 1))
 	reqs, _ := copiesFor(fleet, w.Requests)
 	for _, tt := range []struct {
 		load float64
