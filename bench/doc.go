@@ -10,7 +10,9 @@
 //     on samples of the simulated fleet (sim/cluster), in process.
 //   - proxy ([RunProxy]): the TTFT the router adds over going straight to emulated servers
 //     (sim/testbed), and the highest rate it completes.
-//   - routing ([RunRouting]): routing strategies compared on the same simulated arrivals.
+//   - routing ([RunRouting]): routing strategies compared on the same simulated arrivals; with
+//     --load, the load ladder ([RunLadder]): the fleet's saturation rate measured
+//     ([MeasureSaturation]), then the strategies compared at fractions of it.
 //   - live ([RunLive]): router configs, each run as its own `foresight serve` process, and
 //     client-side references, replaying the same arrivals in real time against fresh emulated
 //     servers (sim/emulator).

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -96,6 +95,19 @@ type RoutingOptions struct {
 // oracle simulates every candidate forward and takes the true lowest TTFT. A strategy that
 // cannot run is reported with the reason rather than failing the bench.
 func RunRouting(ctx context.Context, o RoutingOptions) (*RoutingResult, error) {
+	w, err := routingWorkload(o)
+	if err != nil {
+		return nil, err
+	}
+	fleet, err := routingFleet(o)
+	if err != nil {
+		return nil, err
+	}
+	return runStrategies(ctx, o, fleet, w)
+}
+
+// routingWorkload generates the workload o describes.
+func routingWorkload(o RoutingOptions) (*workload.Workload, error) {
 	var classes []workload.Class
 	for _, s := range o.Classes {
 		c, err := workload.ParseClass(s)
@@ -104,14 +116,15 @@ func RunRouting(ctx context.Context, o RoutingOptions) (*RoutingResult, error) {
 		}
 		classes = append(classes, c)
 	}
-	w, err := workload.Scenario(o.Scenario, workload.Params{Servers: o.Servers, RatePerServer: o.Rate,
+	return workload.Scenario(o.Scenario, workload.Params{Servers: o.Servers, RatePerServer: o.Rate,
 		Requests: o.Requests, Seed: o.Seed, TracePath: o.Trace, Classes: classes})
-	if err != nil {
-		return nil, err
-	}
+}
+
+// routingFleet is o's simulated fleet: o.Servers engines of o.Preset, each with its own seed.
+func routingFleet(o RoutingOptions) (cluster.Config, error) {
 	ec, err := engine.Preset(o.Preset)
 	if err != nil {
-		return nil, err
+		return cluster.Config{}, err
 	}
 	fleet := cluster.Config{Seed: o.Seed}
 	for i := range o.Servers {
@@ -119,6 +132,11 @@ func RunRouting(ctx context.Context, o RoutingOptions) (*RoutingResult, error) {
 		c.Noise, c.Seed = o.Noise, o.Seed*1000+uint64(i)
 		fleet.Engines = append(fleet.Engines, c)
 	}
+	return fleet, nil
+}
+
+// runStrategies runs w through fleet once per strategy of o.
+func runStrategies(ctx context.Context, o RoutingOptions, fleet cluster.Config, w *workload.Workload) (*RoutingResult, error) {
 	res := &RoutingResult{Scenario: o.Scenario, Seed: o.Seed, Servers: o.Servers, Requests: len(w.Requests),
 		Preset: o.Preset, Strategies: map[string]StrategyStats{}}
 	for _, name := range strings.Split(o.Strategies, ",") {
@@ -167,15 +185,7 @@ func (r *RoutingResult) WriteReport(file string) error {
 		}
 		in.Strategies = append(in.Strategies, st)
 	}
-	f, err := os.Create(file)
-	if err != nil {
-		return fmt.Errorf("creating the report: %w", err)
-	}
-	if err := report.Write(f, in); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return report.WriteFile(file, in)
 }
 
 // newProgress returns a progress bar on w, or a silent one when w is nil (logs and pipes get the
@@ -239,8 +249,15 @@ func newStrategy(ctx context.Context, name string, o RoutingOptions) (*strategy,
 
 // WriteTable prints the strategies' figures as bench routing's table (latencies in ms), then the
 // strategies that could not run.
-func (r *RoutingResult) WriteTable(out io.Writer) {
-	fmt.Fprintf(out, "\nscenario %s, %d servers (%s), %d requests, seed %d\n", r.Scenario, r.Servers, r.Preset, r.Requests, r.Seed)
+func (r *RoutingResult) WriteTable(out io.Writer) { r.writeTable(out, "") }
+
+// writeTable is WriteTable with a heading line before the usual one when heading is not "".
+func (r *RoutingResult) writeTable(out io.Writer, heading string) {
+	fmt.Fprintln(out)
+	if heading != "" {
+		fmt.Fprintln(out, heading)
+	}
+	fmt.Fprintf(out, "scenario %s, %d servers (%s), %d requests, seed %d\n", r.Scenario, r.Servers, r.Preset, r.Requests, r.Seed)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "strategy\tTTFT p50\tp95\tp99\tTPOT p50\tp99\tE2E p50\tp95\ttok/s\tSLO att.\tgoodput\tshed\thit rate\twall s\t")
 	var missing []string

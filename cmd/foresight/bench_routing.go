@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/foresight-router/foresight/bench"
@@ -11,7 +12,8 @@ import (
 
 func newBenchRouting() *cobra.Command {
 	var (
-		o                  bench.RoutingOptions
+		lo                 bench.LadderOptions
+		o                  = &lo.RoutingOptions
 		asJSON             bool
 		report, cpuProfile string
 	)
@@ -21,7 +23,15 @@ func newBenchRouting() *cobra.Command {
 		Long: "bench routing generates one workload, then runs it through a simulated vLLM fleet once per\n" +
 			"strategy: each strategy but the oracle is an example pipeline run through the real host pipeline;\n" +
 			"the oracle simulates every candidate forward and takes the true lowest TTFT. It prints a table on\n" +
-			"stderr and, with --json, one JSON object on stdout.",
+			"stderr and, with --json, one JSON object on stdout.\n\n" +
+			"With --load L1,L2,… (the load ladder) it first measures the fleet's saturation rate — the highest\n" +
+			"rate at which round-robin keeps up with the workload (bisection on runs of evenly spaced arrivals;\n" +
+			"docs/benchmarks.md) — unless --saturation gives it, then runs every strategy at each load ×\n" +
+			"saturation: Poisson scenarios generated at that rate, trace replays and the production ladder\n" +
+			"time-scaled to it (production: its high stages). It prints each load's table with the\n" +
+			"predictor's and the oracle's difference from the best heuristic, then a summary across loads;\n" +
+			"--json gives {saturation, loads, summary}; --report charts TTFT per strategy against load\n" +
+			"(without the per-load charts of a single run).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			stop, err := startCPUProfile(cpuProfile)
@@ -33,7 +43,13 @@ func newBenchRouting() *cobra.Command {
 				o.Progress = cmd.ErrOrStderr()
 			}
 			o.Log, o.AtExit = logger(), atExit
-			res, err := bench.RunRouting(cmd.Context(), o)
+			if len(lo.Loads) > 0 {
+				return runLadder(cmd, lo, report, asJSON)
+			}
+			if lo.Saturation != 0 {
+				return fmt.Errorf("--saturation sets the rate the loads of --load are fractions of: give --load too")
+			}
+			res, err := bench.RunRouting(cmd.Context(), *o)
 			if err != nil {
 				return err
 			}
@@ -61,8 +77,28 @@ func newBenchRouting() *cobra.Command {
 	f.StringVar(&o.Trace, "trace", "", "trace file for azure-conv, azure-code and mooncake")
 	f.StringVar(&o.Examples, "examples", "examples", "directory of the strategies' pipeline configs")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object on stdout")
-	f.StringVar(&report, "report", "", "write a self-contained HTML report with charts to this file")
+	f.StringVar(&report, "report", "", "write a self-contained HTML report with charts to this file (with --load: TTFT against load)")
 	f.StringArrayVar(&o.Classes, "class", nil, "request class NAME:WEIGHT[:ttft=MS][:tpot=MS][:priority=N][:nostream], repeatable; requests draw one each (default: no SLO, priority 0, streaming)")
+	f.Float64SliceVar(&lo.Loads, "load", nil, "run the load ladder at these fractions of the measured saturation rate, each in (0, 2], e.g. 0.5,0.7,0.85,0.95 (excludes --rate)")
+	f.Float64Var(&lo.Saturation, "saturation", 0, "with --load: the fleet's saturation rate in requests/s, instead of measuring it")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write the host's CPU profile (simulator included) to this file (go tool pprof)")
 	return cmd
+}
+
+// runLadder runs bench routing --load and prints its results.
+func runLadder(cmd *cobra.Command, o bench.LadderOptions, report string, asJSON bool) error {
+	res, err := bench.RunLadder(cmd.Context(), o)
+	if err != nil {
+		return err
+	}
+	if report != "" {
+		if err := res.WriteReport(report); err != nil {
+			return err
+		}
+	}
+	res.WriteTable(cmd.ErrOrStderr())
+	if asJSON {
+		return printJSON(cmd.OutOrStdout(), res)
+	}
+	return nil
 }

@@ -45,13 +45,22 @@ type Strategy struct {
 	Unavailable string
 }
 
-// WriteFile renders in as one HTML page into the file path, created or truncated.
+// WriteFile renders in as one HTML page (Write) into the file path, created or truncated.
 func WriteFile(path string, in Input) error {
+	return toFile(path, func(w io.Writer) error { return Write(w, in) })
+}
+
+// WriteLadderFile renders in as one HTML page (WriteLadder) into the file path.
+func WriteLadderFile(path string, in LadderInput) error {
+	return toFile(path, func(w io.Writer) error { return WriteLadder(w, in) })
+}
+
+func toFile(path string, write func(io.Writer) error) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("creating the report: %w", err)
 	}
-	if err := Write(f, in); err != nil {
+	if err := write(f); err != nil {
 		f.Close()
 		return err
 	}

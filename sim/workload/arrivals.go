@@ -1,7 +1,10 @@
 package workload
 
 import (
+	"fmt"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 )
 
@@ -61,4 +64,31 @@ func stagedArrivals(r *rand.Rand, n int, stages []Stage) []time.Duration {
 			return out
 		}
 	}
+}
+
+// AtRate returns a copy of w whose arrival times are all multiplied by one factor so that its
+// rate, w.Rate, becomes rate (fleet-wide requests/s): the same requests in the same order with
+// the same relative arrival pattern, only faster or slower. For a trace w.Rate is the replay's
+// mean rate, (n−1) / (last arrival − first arrival), which the copy therefore has exactly; for a
+// generated workload it is the rate it was generated for, and the stages (the production
+// ladder's included) scale with the arrivals. w is not modified; the copy shares the requests'
+// read-only block slices. It fails when rate or w.Rate is not positive and finite.
+func (w *Workload) AtRate(rate float64) (*Workload, error) {
+	if !(rate > 0) || math.IsInf(rate, 0) {
+		return nil, fmt.Errorf("rate must be a finite number > 0 requests/s, got %v", rate)
+	}
+	if !(w.Rate > 0) || math.IsInf(w.Rate, 0) {
+		return nil, fmt.Errorf("the workload has no rate to scale (%d requests, rate %v)", len(w.Requests), w.Rate)
+	}
+	k := w.Rate / rate // new time = old time × k
+	scale := func(d time.Duration) time.Duration { return time.Duration(math.Round(float64(d) * k)) }
+	out := &Workload{Name: w.Name, Requests: slices.Clone(w.Requests), Rate: rate, Stages: slices.Clone(w.Stages)}
+	for i := range out.Requests {
+		out.Requests[i].Arrival = scale(out.Requests[i].Arrival)
+	}
+	for i := range out.Stages {
+		s := &out.Stages[i]
+		s.Start, s.Duration, s.Rate = scale(s.Start), scale(s.Duration), s.Rate/k
+	}
+	return out, nil
 }
