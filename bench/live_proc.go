@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -128,13 +127,18 @@ func (p *routerProc) waitReady(ctx context.Context, model string, timeout time.D
 	}
 }
 
-// healthy reports whether GET url answers 200.
-func healthy(ctx context.Context, client *http.Client, url string) bool {
+// get sends GET url; the caller closes the body.
+func get(ctx context.Context, client *http.Client, url string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return false
+		return nil, err
 	}
-	resp, err := client.Do(req)
+	return client.Do(req)
+}
+
+// healthy reports whether GET url answers 200.
+func healthy(ctx context.Context, client *http.Client, url string) bool {
+	resp, err := get(ctx, client, url)
 	if err != nil {
 		return false
 	}
@@ -144,11 +148,7 @@ func healthy(ctx context.Context, client *http.Client, url string) bool {
 
 // listsModel reports whether the OpenAI model list at url has model.
 func listsModel(ctx context.Context, client *http.Client, url, model string) bool {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return false
-	}
-	resp, err := client.Do(req)
+	resp, err := get(ctx, client, url)
 	if err != nil {
 		return false
 	}
@@ -161,11 +161,12 @@ func listsModel(ctx context.Context, client *http.Client, url, model string) boo
 	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&list) != nil {
 		return false
 	}
-	return slices.ContainsFunc(list.Data, func(m struct {
-		ID string `json:"id"`
-	}) bool {
-		return m.ID == model
-	})
+	for _, m := range list.Data {
+		if m.ID == model {
+			return true
+		}
+	}
+	return false
 }
 
 // stop sends the router SIGTERM (it lets requests in flight finish and stops its plugins), and

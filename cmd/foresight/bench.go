@@ -53,6 +53,26 @@ func startCPUProfile(file string) (func(), error) {
 }
 
 // printJSON writes v as one line of JSON.
+// reporter is a bench result that can write its HTML report.
+type reporter interface{ WriteReport(file string) error }
+
+// emitResult writes res's HTML report if report names a file, its table on stderr, and, with
+// asJSON, res as one JSON object on stdout: the output of every bench that runs strategies.
+func emitResult(cmd *cobra.Command, res reporter, table func(io.Writer) error, report string, asJSON bool) error {
+	if report != "" {
+		if err := res.WriteReport(report); err != nil {
+			return err
+		}
+	}
+	if err := table(cmd.ErrOrStderr()); err != nil {
+		return err
+	}
+	if asJSON {
+		return printJSON(cmd.OutOrStdout(), res)
+	}
+	return nil
+}
+
 func printJSON(w io.Writer, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {

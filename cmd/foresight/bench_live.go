@@ -41,18 +41,7 @@ func newBenchLive() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if report != "" {
-				if err := res.WriteReport(report); err != nil {
-					return err
-				}
-			}
-			if err := res.WriteText(cmd.ErrOrStderr()); err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), res)
-			}
-			return nil
+			return emitResult(cmd, res, res.WriteText, report, asJSON)
 		},
 	}
 	f := cmd.Flags()

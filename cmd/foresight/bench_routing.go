@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/foresight-router/foresight/bench"
@@ -53,16 +54,7 @@ func newBenchRouting() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if report != "" {
-				if err := res.WriteReport(report); err != nil {
-					return err
-				}
-			}
-			res.WriteTable(cmd.ErrOrStderr())
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), res)
-			}
-			return nil
+			return emitResult(cmd, res, noError(res.WriteTable), report, asJSON)
 		},
 	}
 	f := cmd.Flags()
@@ -91,14 +83,10 @@ func runLadder(cmd *cobra.Command, o bench.LadderOptions, report string, asJSON 
 	if err != nil {
 		return err
 	}
-	if report != "" {
-		if err := res.WriteReport(report); err != nil {
-			return err
-		}
-	}
-	res.WriteTable(cmd.ErrOrStderr())
-	if asJSON {
-		return printJSON(cmd.OutOrStdout(), res)
-	}
-	return nil
+	return emitResult(cmd, res, noError(res.WriteTable), report, asJSON)
+}
+
+// noError adapts a table writer that cannot fail to emitResult.
+func noError(write func(io.Writer)) func(io.Writer) error {
+	return func(w io.Writer) error { write(w); return nil }
 }

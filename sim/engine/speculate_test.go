@@ -34,22 +34,6 @@ func stateOf(e *Batch) logicalState {
 	return s
 }
 
-// runToFirstToken adds r at now and steps until its first token, returning the time.
-func runToFirstToken(t testing.TB, e *Batch, r Request, now time.Duration) time.Duration {
-	if err := e.Add(r, now); err != nil {
-		t.Fatal(err)
-	}
-	for e.Busy() {
-		for _, ev := range e.Step(e.NextStep()).Events {
-			if ev.ID == r.ID && ev.Kind == FirstToken {
-				return ev.Time
-			}
-		}
-	}
-	t.Fatalf("request %d: no first token", r.ID)
-	return 0
-}
-
 // TestSpeculateMatchesCloneAndRestores speculates many arrivals on an engine under pressure
 // (evictions, preemptions, shared prefixes, noise): each gives the same first-token time as the
 // same simulation on a clone, leaves the engine's full state unchanged, and the engine then
@@ -70,7 +54,7 @@ func TestSpeculateMatchesCloneAndRestores(t *testing.T) {
 		r := Request{ID: 1e6 + uint64(i), InputTokens: 30 + (i*53)%400, OutputTokens: 3, Blocks: seqHashes(uint64(i%5)*1000, (30+(i*53)%400)/16)}
 		now := e.Clock()
 		before := stateOf(e)
-		want := runToFirstToken(t, e.Clone(), r, now)
+		want := firstTokenAt(t, e.Clone(), r, now)
 		if !reflect.DeepEqual(before, stateOf(e)) {
 			t.Fatalf("step %d: Clone changed the original", i)
 		}
@@ -78,7 +62,7 @@ func TestSpeculateMatchesCloneAndRestores(t *testing.T) {
 		var pre int64
 		e.Speculate(func(se Engine) {
 			s := se.(*Batch)
-			got = runToFirstToken(t, s, r, now)
+			got = firstTokenAt(t, s, r, now)
 			pre = s.preemptions
 			clone := s.Clone() // a clone taken inside must survive the rollback
 			clone.Step(clone.NextStep())
@@ -121,7 +105,7 @@ func TestSpeculateKeepsCallersEvents(t *testing.T) {
 	}
 	want := append([]Event(nil), res.Events...)
 	e.Speculate(func(s Engine) {
-		runToFirstToken(t, s.(*Batch), Request{ID: 999, InputTokens: 50, OutputTokens: 2}, s.Clock())
+		firstTokenAt(t, s.(*Batch), Request{ID: 999, InputTokens: 50, OutputTokens: 2}, s.Clock())
 	})
 	if diff := cmp.Diff(want, res.Events); diff != "" {
 		t.Fatalf("Speculate overwrote the last step's events:\n%s", diff)
