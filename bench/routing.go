@@ -91,7 +91,8 @@ type RoutingOptions struct {
 
 // RunRouting generates one workload, then runs it through a simulated vLLM fleet (sim/cluster)
 // once per strategy: each strategy but the oracle is an example pipeline (rr, least-load,
-// load-prefix-111, load-prefix-322, predicted-latency) run through the real host pipeline; the
+// load-prefix-111, load-prefix-322, predicted-latency) or a pipeline config named by its path
+// (FILE.yaml) run through the real host pipeline; the
 // oracle simulates every candidate forward and takes the true lowest TTFT. A strategy that
 // cannot run is reported with the reason rather than failing the bench.
 func RunRouting(ctx context.Context, o RoutingOptions) (*RoutingResult, error) {
@@ -215,11 +216,14 @@ func newStrategy(ctx context.Context, name string, o RoutingOptions) (*strategy,
 	if name == "oracle" {
 		return &strategy{router: cluster.Oracle{}, close: func() {}}, nil
 	}
-	file, ok := strategyConfigs[name]
-	if !ok {
-		return nil, fmt.Errorf("unknown strategy %q (known: rr, least-load, load-prefix-111, load-prefix-322, predicted-latency, oracle)", name)
+	path := name // a config file of the operator's own
+	if file, ok := strategyConfigs[name]; ok {
+		path = filepath.Join(o.Examples, file)
+	} else if ext := filepath.Ext(name); ext != ".yaml" && ext != ".yml" {
+		return nil, fmt.Errorf("unknown strategy %q (known: rr, least-load, load-prefix-111, load-prefix-322, predicted-latency, oracle, or a pipeline config FILE.yaml)", name)
 	}
-	cfg, err := config.Load(filepath.Join(o.Examples, file))
+	file := filepath.Base(path)
+	cfg, err := config.Load(path)
 	if err != nil {
 		return nil, err
 	}

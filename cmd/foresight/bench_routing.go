@@ -61,7 +61,7 @@ func newBenchRouting() *cobra.Command {
 	f.StringVar(&o.Scenario, "scenario", "C", "workload: "+strings.Join(workload.Names(), ", "))
 	f.IntVar(&o.Servers, "servers", 8, "simulated servers")
 	f.IntVar(&o.Requests, "requests", 0, "requests to simulate (0: the scenario's default; traces: every row)")
-	f.StringVar(&o.Strategies, "strategies", "rr,least-load,load-prefix-111,load-prefix-322,predicted-latency,oracle", "comma-separated strategies")
+	f.StringVar(&o.Strategies, "strategies", "rr,least-load,load-prefix-111,load-prefix-322,predicted-latency,oracle", "comma-separated strategies; FILE.yaml names a pipeline config of your own")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the workload, the engines' noise and the cycles")
 	f.StringVar(&o.Preset, "preset", "llama-3.1-8b-h100-tp2", "engine preset: "+strings.Join(engine.Presets(), ", "))
 	f.Float64Var(&o.Noise, "noise", 0.05, "relative standard deviation of engine step times")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/foresight-router/foresight/plugins/producer/internal/gbdt"
+	"github.com/foresight-router/foresight/plugins/producer/internal/prior"
 	"github.com/foresight-router/foresight/plugins/sdk"
 )
 
@@ -24,8 +25,21 @@ const (
 	LossSquared = "squared"
 )
 
+// The values of the prior parameter.
+const (
+	// PriorResidual predicts with the analytical prior alone until the first trees, and with the
+	// prior times trees that learn the ratio of the actual latency to it afterwards.
+	PriorResidual = "residual"
+	// PriorOff predicts with trees alone, learned on the latencies themselves (the producer of
+	// version 2), and nothing before the first trees.
+	PriorOff = "off"
+)
+
 // Params are the producer's parameters, decoded from JSON over DefaultParams.
 type Params struct {
+	// Prior is PriorResidual or PriorOff; PriorFit configures the prior's online fit.
+	Prior    string       `json:"prior"`
+	PriorFit prior.Params `json:"priorFit"`
 	// Objective is ObjectiveMean or ObjectiveQuantile; Quantile is the level of the latter.
 	Objective string  `json:"objective"`
 	Quantile  float64 `json:"quantile"`
@@ -35,6 +49,12 @@ type Params struct {
 	RetrainIntervalMs float64 `json:"retrainIntervalMs"`
 	// MinNewSamples is how many new training samples a training needs.
 	MinNewSamples int `json:"minNewSamples"`
+	// While the model in service was trained on fewer than YoungRows rows (or there is none), a
+	// training needs only YoungMinNewSamples new samples and YoungRetrainIntervalMs since the
+	// last: a young model learns from every few dozen samples instead of every hundred.
+	YoungRows              int     `json:"youngRows"`
+	YoungMinNewSamples     int     `json:"youngMinNewSamples"`
+	YoungRetrainIntervalMs float64 `json:"youngRetrainIntervalMs"`
 	// SamplesPerBucket caps each stratum of the training store (FIFO).
 	SamplesPerBucket int `json:"samplesPerBucket"`
 	// HoldoutEvery sends one sample in this many to the held-out set (0: none); HoldoutSamples
@@ -76,26 +96,33 @@ type ModelParams struct {
 	Seed           uint64  `json:"seed"`
 }
 
-// DefaultParams returns the defaults: llm-d's store (strata capped at 500, ~10 % held out),
-// retraining every 10 s when 100 new samples arrived, the mean objective with the gamma loss (p90
-// for quantile), and trees sized for the hot path: 16 trees of depth 6 (48 leaves), the
-// trainer's other defaults (gbdt.DefaultParams). README.md has the measurements.
+// DefaultParams returns the defaults: the residual prior (prior.DefaultParams), llm-d's store
+// (strata capped at 500, ~10 % held out), retraining every 10 s when 100 new samples arrived
+// (every 1 s and 25 samples while the model has trained on fewer than 1,000 rows), the mean
+// objective with the gamma loss (p90 for quantile), and trees sized for the hot path: 16 trees of
+// depth 6 (48 leaves), the trainer's other defaults (gbdt.DefaultParams). README.md has the
+// measurements.
 func DefaultParams() Params {
 	g := gbdt.DefaultParams()
 	g.Trees, g.MaxDepth, g.NumLeaves = 16, 6, 48
 	return Params{
-		Objective:         ObjectiveMean,
-		Quantile:          0.9,
-		MeanLoss:          LossGamma,
-		RetrainIntervalMs: 10_000,
-		MinNewSamples:     100,
-		SamplesPerBucket:  500,
-		HoldoutEvery:      10,
-		HoldoutSamples:    2000,
-		QualityWindow:     500,
-		DriftMAPE:         0.25,
-		DriftFactor:       2,
-		DriftMinSamples:   100,
+		Prior:                  PriorResidual,
+		PriorFit:               prior.DefaultParams(),
+		YoungRows:              1000,
+		YoungMinNewSamples:     25,
+		YoungRetrainIntervalMs: 1000,
+		Objective:              ObjectiveMean,
+		Quantile:               0.9,
+		MeanLoss:               LossGamma,
+		RetrainIntervalMs:      10_000,
+		MinNewSamples:          100,
+		SamplesPerBucket:       500,
+		HoldoutEvery:           10,
+		HoldoutSamples:         2000,
+		QualityWindow:          500,
+		DriftMAPE:              0.25,
+		DriftFactor:            2,
+		DriftMinSamples:        100,
 		Model: ModelParams{Trees: g.Trees, MaxDepth: g.MaxDepth, NumLeaves: g.NumLeaves, LearningRate: g.LearningRate,
 			Lambda: g.Lambda, MinChildWeight: g.MinChildWeight, MinSamplesLeaf: g.MinSamplesLeaf,
 			Subsample: g.Subsample, MaxBins: g.MaxBins, Seed: g.Seed},
@@ -105,6 +132,10 @@ func DefaultParams() Params {
 // Validate checks every parameter against its accepted range.
 func (p *Params) Validate() error {
 	errs := []error{
+		sdk.CheckOneOf("prior", p.Prior, PriorResidual, PriorOff),
+		sdk.CheckRange("youngRows", float64(p.YoungRows), 0, 1e9),
+		sdk.CheckRange("youngMinNewSamples", float64(p.YoungMinNewSamples), 1, 1e7),
+		sdk.CheckRange("youngRetrainIntervalMs", p.YoungRetrainIntervalMs, 0, 24*3600e3),
 		sdk.CheckOneOf("objective", p.Objective, ObjectiveMean, ObjectiveQuantile),
 		sdk.CheckRange("quantile", p.Quantile, 0.01, 0.99),
 		sdk.CheckOneOf("meanLoss", p.MeanLoss, LossGamma, LossSquared),
@@ -117,6 +148,9 @@ func (p *Params) Validate() error {
 		sdk.CheckRange("driftMAPE", p.DriftMAPE, 0, 1e3),
 		sdk.CheckRange("driftFactor", p.DriftFactor, 1, 1e3),
 		sdk.CheckRange("driftMinSamples", float64(p.DriftMinSamples), 1, 1e7),
+	}
+	if err := p.PriorFit.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("parameter \"priorFit\": %w", err))
 	}
 	if err := p.gbdt(ObjectiveMean).Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("parameter \"model\": %w", err))

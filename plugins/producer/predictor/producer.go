@@ -15,6 +15,7 @@ import (
 
 	"github.com/foresight-router/foresight/plugins/producer/internal/features"
 	"github.com/foresight-router/foresight/plugins/producer/internal/model"
+	"github.com/foresight-router/foresight/plugins/producer/internal/prior"
 	"github.com/foresight-router/foresight/plugins/producer/internal/quality"
 	"github.com/foresight-router/foresight/plugins/producer/internal/store"
 	"github.com/foresight-router/foresight/plugins/sdk"
@@ -38,6 +39,9 @@ type Producer struct {
 	store     *store.Store
 	ttftQ     *quality.Window
 	tpotQ     *quality.Window
+	prior     *prior.Prior    // nil with the prior off
+	priorTTFT *quality.Window // the prior alone, scored on every sample before it learns from it
+	priorTPOT *quality.Window
 	tripAt    float64 // the threshold in force when the drift guard went on
 	training  bool
 	lastTrain time.Time
@@ -45,11 +49,35 @@ type Producer struct {
 	trained   sync.Cond // signalled when a background training ends (for Close and tests)
 }
 
-// serving is what Produce reads: the models in service (nil before the first) and whether the
-// drift guard holds their predictions back. It is the only record of either.
+// serving is what Produce reads: the models in service (nil before the first), whether the
+// drift guard holds their predictions back, the prior's latest state (nil with the prior off)
+// and whether the prior alone is good enough to serve while the guard is on. It is the only
+// record of each.
 type serving struct {
-	set   *model.Set
-	drift bool
+	set          *model.Set
+	drift        bool
+	prior        *prior.Snapshot
+	priorTrusted bool
+}
+
+// mode says how s predicts: with trees (times the prior for residual trees), with the prior
+// alone, or not at all (both false). Residual trees need their prior; the prior serves alone
+// before the first trees and, while it is trusted, when the drift guard holds the trees back.
+func (s *serving) mode() (trees, priorOnly bool) {
+	if s == nil {
+		return false, false
+	}
+	ready := s.prior.Ready()
+	trees = s.set != nil && !s.drift && (!s.set.Meta.Residual || ready)
+	priorOnly = !trees && ready && (s.set == nil || s.drift && s.priorTrusted)
+	return trees, priorOnly
+}
+
+// publish makes a copy of what serves, changed by edit, the serving state; the caller holds mu.
+func (p *Producer) publish(edit func(*serving)) {
+	next := p.current()
+	edit(&next)
+	p.serving.Store(&next)
 }
 
 // current returns what serves now.
@@ -114,9 +142,19 @@ func (p *Producer) Configure(raw []byte) error {
 			return fmt.Errorf("parameter \"modelDir\": %w", err)
 		}
 	}
+	if loaded != nil && loaded.Meta.Residual && params.Prior == PriorOff {
+		sdk.Log().Warn().Str("dir", params.ModelDir).Msg("starting without a model: the models in modelDir correct the prior, which prior \"off\" disables")
+		loaded = nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.apply(params)
+	if loaded != nil && loaded.Meta.Residual {
+		if err := p.prior.Restore(loaded.Meta.Prior); err != nil {
+			return fmt.Errorf("parameter \"modelDir\": %w", err)
+		}
+		p.publish(func(s *serving) { s.prior = p.prior.Snapshot() })
+	}
 	if loaded != nil {
 		p.resetQuality()
 		p.putInService(loaded)
@@ -137,14 +175,26 @@ func (p *Producer) apply(params Params) {
 	}
 	if p.ttftQ == nil || old.QualityWindow != params.QualityWindow {
 		p.ttftQ, p.tpotQ = quality.NewWindow(params.QualityWindow), quality.NewWindow(params.QualityWindow)
+		p.priorTTFT, p.priorTPOT = quality.NewWindow(params.QualityWindow), quality.NewWindow(params.QualityWindow)
 	}
+	switch {
+	case params.Prior == PriorOff:
+		p.prior = nil
+	case p.prior == nil || old.PriorFit != params.PriorFit:
+		p.prior = prior.New(params.PriorFit)
+	}
+	var snap *prior.Snapshot
+	if p.prior != nil {
+		snap = p.prior.Snapshot()
+	}
+	p.publish(func(s *serving) { s.prior = snap })
 }
 
 // putInService makes s the model set Produce uses; the caller holds mu. The quality windows
 // keep rolling across retrainings (they describe the recent predictions, whichever model made
 // them); they start afresh only when the drift guard clears or a model is loaded from disk.
-func (p *Producer) putInService(s *model.Set) {
-	p.serving.Store(&serving{set: s, drift: p.current().drift})
+func (p *Producer) putInService(set *model.Set) {
+	p.publish(func(s *serving) { s.set = set })
 }
 
 // resetQuality empties the quality windows; the caller holds mu.
@@ -159,7 +209,7 @@ func (p *Producer) setDrift(on bool) {
 	if cur.drift == on {
 		return
 	}
-	p.serving.Store(&serving{set: cur.set, drift: on})
+	p.publish(func(s *serving) { s.drift = on })
 	ev := sdk.Log().Warn()
 	if !on {
 		ev = sdk.Log().Info()
@@ -168,8 +218,10 @@ func (p *Producer) setDrift(on bool) {
 		Msg("drift guard")
 }
 
-// Produce predicts every endpoint's TTFT and TPOT for c. Before the first model, and while the
-// drift guard is on, every prediction is invalid, which every stage handles.
+// Produce predicts every endpoint's TTFT and TPOT for c: with the trees in service (times the
+// prior for residual trees), with the prior alone before the first trees or, while it is
+// trusted, when the drift guard holds the trees back; otherwise every prediction is invalid,
+// which every stage handles.
 func (p *Producer) Produce(_ context.Context, c *sdk.Cycle) ([]sdk.Prediction, error) {
 	if c == nil {
 		return nil, errors.New("producing: nil cycle")
@@ -177,25 +229,39 @@ func (p *Producer) Produce(_ context.Context, c *sdk.Cycle) ([]sdk.Prediction, e
 	p.seen(c.Now)
 	out := make([]sdk.Prediction, len(c.Endpoints))
 	s := p.serving.Load()
-	if s == nil || s.set == nil || s.drift {
+	trees, priorOnly := s.mode()
+	if !trees && !priorOnly {
 		return out, nil
 	}
 	n, nt, np := len(c.Endpoints), len(features.TTFT), len(features.TPOT)
-	buf := make([]float64, n*(nt+np+2))
-	ttftRows, tpotRows, ttft, tpot := buf[:n*nt], buf[n*nt:n*(nt+np)], buf[n*(nt+np):n*(nt+np+1)], buf[n*(nt+np+1):]
-	for i := range c.Endpoints {
-		st := &c.Endpoints[i].State
-		features.FillTTFT(ttftRows[i*nt:(i+1)*nt], &c.Request, st)
-		features.FillTPOT(tpotRows[i*np:(i+1)*np], &c.Request, st)
+	buf := make([]float64, n*(nt+np+4)+len(prior.TTFTTerms))
+	ttftRows, tpotRows := buf[:n*nt], buf[n*nt:n*(nt+np)]
+	ttft, tpot := buf[n*(nt+np):n*(nt+np+1)], buf[n*(nt+np+1):n*(nt+np+2)]
+	baseTTFT, baseTPOT, row := buf[n*(nt+np+2):n*(nt+np+3)], buf[n*(nt+np+3):n*(nt+np+4)], buf[n*(nt+np+4):]
+	for i := range out {
+		baseTTFT[i], baseTPOT[i], ttft[i], tpot[i] = 1, 1, 1, 1
 	}
-	if err := s.set.TTFT.PredictRows(ttftRows, n, ttft); err != nil {
-		return nil, fmt.Errorf("TTFT model: %w", err)
+	if priorOnly || s.set.Meta.Residual {
+		for i := range c.Endpoints {
+			e := &c.Endpoints[i]
+			baseTTFT[i], baseTPOT[i], _ = s.prior.Predict(row, &c.Request, e.ID, &e.State)
+		}
 	}
-	if err := s.set.TPOT.PredictRows(tpotRows, n, tpot); err != nil {
-		return nil, fmt.Errorf("TPOT model: %w", err)
+	if trees {
+		for i := range c.Endpoints {
+			st := &c.Endpoints[i].State
+			features.FillTTFT(ttftRows[i*nt:(i+1)*nt], &c.Request, st)
+			features.FillTPOT(tpotRows[i*np:(i+1)*np], &c.Request, st)
+		}
+		if err := s.set.TTFT.PredictRows(ttftRows, n, ttft); err != nil {
+			return nil, fmt.Errorf("TTFT model: %w", err)
+		}
+		if err := s.set.TPOT.PredictRows(tpotRows, n, tpot); err != nil {
+			return nil, fmt.Errorf("TPOT model: %w", err)
+		}
 	}
 	for i := range out {
-		out[i] = sdk.Prediction{Valid: true, TTFTMs: floor(ttft[i]), TPOTMs: floor(tpot[i])}
+		out[i] = sdk.Prediction{Valid: true, TTFTMs: floor(baseTTFT[i] * ttft[i]), TPOTMs: floor(baseTPOT[i] * tpot[i])}
 	}
 	return out, nil
 }
@@ -243,7 +309,9 @@ func (p *Producer) Observe(_ context.Context, samples []sdk.Sample) (sdk.Observe
 			}
 		}
 		p.store.Add(*s)
+		p.learnPrior(s)
 	}
+	p.refreshPrior()
 	p.checkDrift()
 	p.maybeTrain()
 	return sdk.ObserveResult{Accepted: accepted, Stats: p.stats()}, nil
@@ -308,4 +376,38 @@ func (p *Producer) Stats() sdk.PredictorStats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return *p.stats()
+}
+
+// learnPrior scores the prior alone on s, then teaches it s; the caller holds mu.
+func (p *Producer) learnPrior(s *sdk.Sample) {
+	if p.prior == nil {
+		return
+	}
+	ttft, tpot := ttftTarget(s), tpotTarget(s)
+	var row [16]float64
+	if pt, pp, ok := p.prior.Snapshot().Predict(row[:], &s.Request, s.EndpointID, &s.State); ok {
+		if ttft > 0 {
+			p.priorTTFT.Add(floor(pt), ttft)
+		}
+		if tpot > 0 {
+			p.priorTPOT.Add(floor(pp), tpot)
+		}
+	}
+	p.prior.Add(s, ttft, tpot)
+}
+
+// refreshPrior publishes what the prior learned from the last samples and whether it is trusted
+// to serve alone while the drift guard is on: while its own rolling MAPE on both targets is
+// within DriftFactor × DriftMAPE (or it has been scored on fewer than DriftMinSamples samples).
+// Looser than the trees' bar: when the trees are held back the prior's alternative is a load
+// heuristic that knows nothing of prompt lengths. The caller holds mu.
+func (p *Producer) refreshPrior() {
+	if p.prior == nil {
+		return
+	}
+	snap := p.prior.Refresh()
+	bar := p.params.DriftFactor * p.params.DriftMAPE
+	ok := func(w *quality.Window) bool { return w.Len() < p.params.DriftMinSamples || !(w.MAPE() > bar) }
+	trusted := ok(p.priorTTFT) && ok(p.priorTPOT)
+	p.publish(func(s *serving) { s.prior, s.priorTrusted = snap, trusted })
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/foresight-router/foresight/plugins/producer/internal/features"
 	"github.com/foresight-router/foresight/plugins/producer/internal/gbdt"
 	"github.com/foresight-router/foresight/plugins/producer/internal/model"
+	"github.com/foresight-router/foresight/plugins/producer/internal/prior"
 	"github.com/foresight-router/foresight/plugins/sdk"
 )
 
@@ -20,6 +21,10 @@ type job struct {
 	samples  []sdk.Sample
 	holdout  []sdk.Sample
 	previous *model.Set
+	// prior is the base residual trees learn the ratio to, and priorState its state to persist
+	// with them; nil with the prior off or not yet ready (the trees then learn latencies).
+	prior      *prior.Snapshot
+	priorState []byte
 }
 
 // Training describes a finished training run.
@@ -50,18 +55,30 @@ type result struct {
 // maybeTrain starts a training run when none runs, MinNewSamples new samples arrived and
 // RetrainIntervalMs of cycle time passed since the last; the caller holds mu.
 func (p *Producer) maybeTrain() {
-	if p.training || p.store.Added() < uint64(p.params.MinNewSamples) {
+	prev := p.current().set
+	minNew, intervalMs := p.params.MinNewSamples, p.params.RetrainIntervalMs
+	if p.params.YoungRows > 0 && (prev == nil || prev.Meta.TrainingRows < uint64(p.params.YoungRows)) {
+		minNew, intervalMs = p.params.YoungMinNewSamples, p.params.YoungRetrainIntervalMs
+	}
+	if p.training || p.store.Added() < uint64(minNew) {
 		return
 	}
 	now := time.Unix(0, p.lastNow.Load())
-	interval := time.Duration(p.params.RetrainIntervalMs * float64(time.Millisecond))
+	interval := time.Duration(intervalMs * float64(time.Millisecond))
 	if !p.lastTrain.IsZero() && now.Sub(p.lastTrain) < interval {
 		return
 	}
-	prev := p.current().set
 	j := &job{params: p.params, at: now, samples: p.store.Training(nil), holdout: p.store.Holdout(nil), previous: prev, version: 1}
 	if prev != nil {
 		j.version = prev.Meta.Version + 1
+	}
+	if p.prior != nil && p.prior.Snapshot().Ready() {
+		state, err := p.prior.MarshalJSON()
+		if err != nil {
+			sdk.Log().Error().Err(err).Msg("encoding the prior; training on latencies")
+		} else {
+			j.prior, j.priorState = p.prior.Snapshot(), state
+		}
 	}
 	p.store.MarkTrained()
 	p.lastTrain = now
@@ -108,6 +125,9 @@ func (p *Producer) finish(r result) {
 	if r.set == nil {
 		return
 	}
+	if p.current().set == nil {
+		p.resetQuality() // the errors so far are the prior's alone, not the trees'
+	}
 	if t := p.tripAt; p.current().drift && !(r.ttftMAPE > t) && !(r.tpotMAPE > t) {
 		p.setDrift(false)
 		p.resetQuality() // the errors that tripped the guard are the old model's
@@ -125,11 +145,12 @@ func (p *Producer) finish(r result) {
 func (j *job) run() result {
 	began := time.Now()
 	minRows := max(2*j.params.Model.MinSamplesLeaf, 2)
-	ttftData := dataset(j.samples, features.TTFT, ttftTarget, features.FillTTFT)
-	tpotData := dataset(j.samples, features.TPOT, tpotTarget, features.FillTPOT)
+	ttft, tpot := j.base(ttftTarget, 0), j.base(tpotTarget, 1)
+	ttftData := dataset(j.samples, features.TTFT, ttft.ratio, features.FillTTFT)
+	tpotData := dataset(j.samples, features.TPOT, tpot.ratio, features.FillTPOT)
 	set := &model.Set{Meta: model.Meta{Version: j.version, Source: "trained", TrainedAt: j.at,
 		Objective: j.params.Objective, TTFTFeatures: features.TTFT, TPOTFeatures: features.TPOT,
-		TrainingRows: uint64(len(ttftData.Label))}}
+		TrainingRows: uint64(len(ttftData.Label)), Residual: j.prior != nil, Prior: j.priorState}}
 	if j.params.Objective == ObjectiveQuantile {
 		set.Meta.Quantile = j.params.Quantile
 	}
@@ -144,8 +165,8 @@ func (j *job) run() result {
 		return result{}
 	}
 	r := result{set: set,
-		ttftMAPE: heldOutMAPE(set.TTFT, j.holdout, ttftTarget, features.FillTTFT, len(features.TTFT)),
-		tpotMAPE: heldOutMAPE(set.TPOT, j.holdout, tpotTarget, features.FillTPOT, len(features.TPOT)),
+		ttftMAPE: heldOutMAPE(set.TTFT, j.holdout, ttft, features.FillTTFT, len(features.TTFT)),
+		tpotMAPE: heldOutMAPE(set.TPOT, j.holdout, tpot, features.FillTPOT, len(features.TPOT)),
 		took:     time.Since(began)}
 	set.Meta.HoldoutTTFTMAPE, set.Meta.HoldoutTPOTMAPE = finiteOr0(r.ttftMAPE), finiteOr0(r.tpotMAPE)
 	if dir := j.params.ModelDir; dir != "" {
@@ -203,13 +224,52 @@ func dataset(samples []sdk.Sample, names []string, target func(*sdk.Sample) floa
 	return d
 }
 
-// heldOutMAPE is m's mean absolute percentage error on the samples with a target; NaN without any.
-func heldOutMAPE(m *model.Model, samples []sdk.Sample, target func(*sdk.Sample) float64, fill filler, nFeatures int) float64 {
+// target is one target of a training job: its latency, and the prior's prediction it is learned
+// relative to (1 without a prior).
+type target struct {
+	latency func(*sdk.Sample) float64
+	prior   func(*sdk.Sample) float64
+}
+
+// base returns the job's target of latency, whose prior prediction is the which-th (0 TTFT,
+// 1 TPOT) of the job's prior.
+func (j *job) base(latency func(*sdk.Sample) float64, which int) target {
+	t := target{latency: latency, prior: func(*sdk.Sample) float64 { return 1 }}
+	if j.prior != nil {
+		row := make([]float64, len(prior.TTFTTerms))
+		t.prior = func(s *sdk.Sample) float64 {
+			ttft, tpot, _ := j.prior.Predict(row, &s.Request, s.EndpointID, &s.State)
+			return floor([2]float64{ttft, tpot}[which])
+		}
+	}
+	return t
+}
+
+// ratio is what the trees learn: the latency over the prior's prediction (the latency itself
+// without a prior); 0 when the sample has no such latency.
+func (t target) ratio(s *sdk.Sample) float64 {
+	y := t.latency(s)
+	if y <= 0 {
+		return 0
+	}
+	return y / t.prior(s)
+}
+
+// heldOutMAPE is the mean absolute percentage error of prior × m on the samples with a target;
+// NaN without any.
+func heldOutMAPE(m *model.Model, samples []sdk.Sample, t target, fill filler, nFeatures int) float64 {
 	sum, n := 0.0, 0
-	eachRow(samples, nFeatures, target, fill, func(row []float64, y float64) {
-		sum += math.Abs(floor(m.Predict(row))-y) / y
+	row := make([]float64, nFeatures)
+	for i := range samples {
+		s := &samples[i]
+		y := t.latency(s)
+		if y <= 0 {
+			continue
+		}
+		fill(row, &s.Request, &s.State)
+		sum += math.Abs(floor(t.prior(s)*m.Predict(row))-y) / y
 		n++
-	})
+	}
 	if n == 0 {
 		return math.NaN()
 	}

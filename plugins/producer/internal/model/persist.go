@@ -42,8 +42,12 @@ type Meta struct {
 	Quantile        float64  `json:"quantile,omitempty"`
 	TTFTFeatures    []string `json:"ttft_features,omitempty"`
 	TPOTFeatures    []string `json:"tpot_features,omitempty"`
-	TTFTSHA256      string   `json:"ttft_sha256,omitempty"`
-	TPOTSHA256      string   `json:"tpot_sha256,omitempty"`
+	// Residual marks trees that learned the ratio of the latency to the producer's analytical
+	// prior: they predict prior × trees, with Prior, the prior's state when they were trained.
+	Residual   bool            `json:"residual,omitempty"`
+	Prior      json.RawMessage `json:"prior,omitempty"`
+	TTFTSHA256 string          `json:"ttft_sha256,omitempty"`
+	TPOTSHA256 string          `json:"tpot_sha256,omitempty"`
 }
 
 // Save writes s to dir so that a reader sees the previous set or this one, never a mix: the

@@ -1,0 +1,175 @@
+// Package prior is the producer's analytical latency model: TTFT and TPOT as non-negative linear
+// combinations of terms that carry an engine's physics (basis.go), fitted online from the first
+// samples, times a speed factor per endpoint. It predicts from a few dozen samples, before any
+// tree model exists, and, being linear in the load, it keeps scaling where the load goes beyond
+// anything sampled, where trees go flat. The producer's trees learn the ratio of the actual
+// latency to this prior, so they correct its shape without having to carry its scale.
+package prior
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/foresight-router/foresight/plugins/sdk"
+)
+
+// Params configure the prior.
+type Params struct {
+	// HalfLife is how many samples it takes for a sample's weight in the fit to halve.
+	HalfLife int `json:"halfLife"`
+	// MinSamples is how many samples of a target the fit needs before it predicts.
+	MinSamples int `json:"minSamples"`
+	// EndpointWindow is how many recent samples of an endpoint its speed factor averages.
+	EndpointWindow int `json:"endpointWindow"`
+	// EndpointShrink pulls an endpoint's speed factor toward the fleet's (1) as if it had this
+	// many samples at the fleet's speed, so one slow request does not brand an endpoint slow.
+	EndpointShrink float64 `json:"endpointShrink"`
+}
+
+// DefaultParams: a half-life of 2,000 samples (minutes of traffic on a busy fleet, long enough
+// to average over load swings, short enough to follow a changed engine), predictions from 16
+// samples (enough for 7 coefficients, most of which the data leaves at 0 at first), speed factors
+// over about an endpoint's last 100 samples, shrunk by 8.
+func DefaultParams() Params {
+	return Params{HalfLife: 2000, MinSamples: 16, EndpointWindow: 100, EndpointShrink: 8}
+}
+
+// Validate checks every parameter's range.
+func (p *Params) Validate() error {
+	return errors.Join(
+		sdk.CheckRange("halfLife", float64(p.HalfLife), 10, 1e7),
+		sdk.CheckRange("minSamples", float64(p.MinSamples), 1, 1e6),
+		sdk.CheckRange("endpointWindow", float64(p.EndpointWindow), 1, 1e6),
+		sdk.CheckRange("endpointShrink", p.EndpointShrink, 0, 1e6),
+	)
+}
+
+// maxLogRatio bounds one sample's log(actual / prior) in a speed factor: a request 20× slower or
+// faster than the fleet's model says is an outlier (a hiccup, a preemption), not a speed.
+var maxLogRatio = math.Log(20)
+
+// Prior is the online fit. It is not safe for concurrent use: the producer serialises Add and
+// Snapshot, and Produce reads only Snapshots, which are immutable.
+type Prior struct {
+	params     Params
+	ttft, tpot *fit
+	nTTFT      int
+	nTPOT      int
+	speed      map[string]*speed
+	snap       *Snapshot
+	row        []float64
+}
+
+// speed is one endpoint's running mean of log(actual / fleet model) per target.
+type speed struct {
+	TTFTLog float64 `json:"ttft_log"`
+	TPOTLog float64 `json:"tpot_log"`
+	NTTFT   float64 `json:"n_ttft"`
+	NTPOT   float64 `json:"n_tpot"`
+}
+
+// New returns an empty prior; params must be valid.
+func New(params Params) *Prior {
+	decay := math.Exp(-math.Ln2 / float64(params.HalfLife))
+	return &Prior{params: params, ttft: newFit(len(TTFTTerms), decay), tpot: newFit(len(TPOTTerms), decay),
+		speed: map[string]*speed{}, snap: &Snapshot{}, row: make([]float64, len(TTFTTerms))}
+}
+
+// Add learns from one finished request; ttft or tpot ≤ 0 means the sample has no such target.
+// The fleet model learns every endpoint's latencies; an endpoint's speed factor learns how far
+// its latencies are from that model (a mixed fleet's fast and slow servers), measured against
+// the last published model. The fleet model does not learn from the factors: fitting each to
+// the other drifts while both are young.
+func (p *Prior) Add(s *sdk.Sample, ttft, tpot float64) {
+	sp := p.speed[s.EndpointID]
+	if sp == nil {
+		sp = &speed{}
+		p.speed[s.EndpointID] = sp
+	}
+	window := float64(p.params.EndpointWindow)
+	if ttft > 0 {
+		x := p.row[:len(TTFTTerms)]
+		ttftRow(x, &s.Request, &s.State)
+		if g := predict(p.snap.TTFT, x); p.snap.TTFTReady && g > 0 {
+			sp.NTTFT = min(sp.NTTFT+1, window)
+			sp.TTFTLog += (clampLog(math.Log(ttft/g)) - sp.TTFTLog) / sp.NTTFT
+		}
+		p.ttft.add(x, ttft)
+		p.nTTFT++
+	}
+	if tpot > 0 {
+		x := p.row[:len(TPOTTerms)]
+		tpotRow(x, &s.Request, &s.State)
+		if g := predict(p.snap.TPOT, x); p.snap.TPOTReady && g > 0 {
+			sp.NTPOT = min(sp.NTPOT+1, window)
+			sp.TPOTLog += (clampLog(math.Log(tpot/g)) - sp.TPOTLog) / sp.NTPOT
+		}
+		p.tpot.add(x, tpot)
+		p.nTPOT++
+	}
+}
+
+func clampLog(v float64) float64 { return min(max(v, -maxLogRatio), maxLogRatio) }
+
+// factor is the speed factor of an endpoint with this mean log ratio over n samples.
+func (p *Prior) factor(meanLog, n float64) float64 {
+	return math.Exp(meanLog * n / (n + p.params.EndpointShrink))
+}
+
+// Refresh solves the fits and publishes what Add learned since the last Refresh as a new
+// Snapshot. The producer calls it once per batch of samples.
+func (p *Prior) Refresh() *Snapshot {
+	s := &Snapshot{
+		TTFT:      p.ttft.solve(),
+		TPOT:      p.tpot.solve(),
+		TTFTReady: p.nTTFT >= p.params.MinSamples,
+		TPOTReady: p.nTPOT >= p.params.MinSamples,
+		speed:     make(map[string][2]float64, len(p.speed)),
+	}
+	for id, sp := range p.speed {
+		s.speed[id] = [2]float64{p.factor(sp.TTFTLog, sp.NTTFT), p.factor(sp.TPOTLog, sp.NTPOT)}
+	}
+	p.snap = s
+	return s
+}
+
+// Snapshot returns the last published snapshot (empty, never ready, before the first Refresh).
+func (p *Prior) Snapshot() *Snapshot { return p.snap }
+
+// Snapshot is an immutable state of the prior, safe for concurrent use.
+type Snapshot struct {
+	TTFT, TPOT           []float64 // the fleet model's coefficients, in the order of TTFTTerms and TPOTTerms
+	TTFTReady, TPOTReady bool      // whether the target has had MinSamples samples
+	speed                map[string][2]float64
+}
+
+// Ready reports whether both targets predict.
+func (s *Snapshot) Ready() bool { return s != nil && s.TTFTReady && s.TPOTReady }
+
+// Speed returns the endpoint's TTFT and TPOT speed factors (1, 1 for one it has not seen).
+func (s *Snapshot) Speed(endpoint string) (ttft, tpot float64) {
+	if f, ok := s.speed[endpoint]; ok {
+		return f[0], f[1]
+	}
+	return 1, 1
+}
+
+// Predict returns the prior's TTFT and TPOT of r on endpoint in state st, in ms, and whether the
+// prior is ready. row must have len(TTFTTerms) elements; it is scratch space.
+func (s *Snapshot) Predict(row []float64, r *sdk.Request, endpoint string, st *sdk.EndpointState) (ttft, tpot float64, ok bool) {
+	if !s.Ready() {
+		return 0, 0, false
+	}
+	ft, fp := s.Speed(endpoint)
+	ttftRow(row, r, st)
+	ttft = predict(s.TTFT, row[:len(TTFTTerms)]) * ft
+	tpotRow(row, r, st)
+	tpot = predict(s.TPOT, row[:len(TPOTTerms)]) * fp
+	return ttft, tpot, true
+}
+
+// String describes the coefficients, for logs.
+func (s *Snapshot) String() string {
+	return fmt.Sprintf("ttft %v (ready %v), tpot %v (ready %v), %d endpoints", s.TTFT, s.TTFTReady, s.TPOT, s.TPOTReady, len(s.speed))
+}

@@ -1,0 +1,129 @@
+package prior
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/foresight-router/foresight/plugins/sdk"
+)
+
+// engine is a known latency law: TTFT = 5 + 0.1·uncached + 0.02·uncached·in_flight and
+// TPOT = 8 + 0.5·in_flight ms, times the endpoint's slowness.
+func engine(r *sdk.Request, s *sdk.EndpointState, slow float64) (ttft, tpot float64) {
+	uncached := (1 - s.PrefixMatch) * float64(r.InputTokens)
+	n := float64(s.InflightRequests)
+	return slow * (5 + 0.1*uncached + 0.02*uncached*n), slow * (8 + 0.5*n)
+}
+
+func sample(rng *rand.Rand, endpoint string, maxInflight int64) sdk.Sample {
+	return sdk.Sample{EndpointID: endpoint,
+		Request: sdk.Request{InputTokens: 100 + rng.Int64N(2000)},
+		State:   sdk.EndpointState{InflightRequests: rng.Int64N(maxInflight + 1), PrefixMatch: 0.25 * float64(rng.IntN(4))}}
+}
+
+// TestPriorLearnsTheLawAndExtrapolates fits a noiseless law on loads up to 4 in flight, on two
+// endpoints one twice as slow as the other, and predicts loads up to 32 within 8 %, each
+// endpoint at its own speed: what trees, which go flat beyond their data, cannot do. (Not
+// exactly: one fleet model fits both endpoints' samples, whose mix differs a little by chance.)
+func TestPriorLearnsTheLawAndExtrapolates(t *testing.T) {
+	p := New(DefaultParams())
+	rng := rand.New(rand.NewPCG(1, 2))
+	slow := map[string]float64{"fast": 1, "slow": 2}
+	for i := range 600 {
+		id := []string{"fast", "slow"}[i%2]
+		s := sample(rng, id, 4)
+		ttft, tpot := engine(&s.Request, &s.State, slow[id])
+		p.Add(&s, ttft, tpot)
+		if i%50 == 49 {
+			p.Refresh()
+		}
+	}
+	snap := p.Refresh()
+	row := make([]float64, len(TTFTTerms))
+	for range 200 {
+		id := []string{"fast", "slow"}[rng.IntN(2)]
+		s := sample(rng, id, 32)
+		wantTTFT, wantTPOT := engine(&s.Request, &s.State, slow[id])
+		ttft, tpot, ok := snap.Predict(row, &s.Request, id, &s.State)
+		if !ok {
+			t.Fatal("not ready after 600 samples")
+		}
+		if e := math.Abs(ttft-wantTTFT) / wantTTFT; e > 0.08 {
+			t.Fatalf("%s, %d in flight, %d tokens: TTFT %.2f, want %.2f (%.1f %% off); %v", id, s.State.InflightRequests, s.Request.InputTokens, ttft, wantTTFT, 100*e, snap)
+		}
+		if e := math.Abs(tpot-wantTPOT) / wantTPOT; e > 0.08 {
+			t.Fatalf("%s, %d in flight: TPOT %.2f, want %.2f; %v", id, s.State.InflightRequests, tpot, wantTPOT, snap)
+		}
+	}
+	ft, _ := snap.Speed("fast")
+	st, _ := snap.Speed("slow")
+	if r := st / ft; r < 1.9 || r > 2.1 {
+		t.Errorf("speed factors fast %.3f, slow %.3f: ratio %.3f, want 2", ft, st, r)
+	}
+}
+
+// TestPriorReadiness: no prediction before MinSamples samples of each target, one from then on.
+func TestPriorReadiness(t *testing.T) {
+	params := DefaultParams()
+	p := New(params)
+	rng := rand.New(rand.NewPCG(3, 4))
+	row := make([]float64, len(TTFTTerms))
+	for i := range params.MinSamples {
+		s := sample(rng, "e", 4)
+		if _, _, ok := p.Refresh().Predict(row, &s.Request, "e", &s.State); ok {
+			t.Fatalf("ready after %d samples", i)
+		}
+		ttft, tpot := engine(&s.Request, &s.State, 1)
+		p.Add(&s, ttft, tpot)
+	}
+	s := sample(rng, "e", 4)
+	if _, _, ok := p.Refresh().Predict(row, &s.Request, "e", &s.State); !ok {
+		t.Fatalf("not ready after %d samples", params.MinSamples)
+	}
+}
+
+// TestPriorCoefficientsNonNegative: on a law where latency falls with a term (which no engine
+// has), the fit keeps that coefficient at 0 rather than learning a negative one.
+func TestPriorCoefficientsNonNegative(t *testing.T) {
+	p := New(DefaultParams())
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 300 {
+		s := sample(rng, "e", 8)
+		ttft := 200 - 10*float64(s.State.InflightRequests) + 0.05*float64(s.Request.InputTokens)
+		p.Add(&s, ttft, 10)
+	}
+	for i, b := range p.Refresh().TTFT {
+		if b < 0 {
+			t.Errorf("coefficient %s = %v < 0", TTFTTerms[i], b)
+		}
+	}
+}
+
+// TestPriorFollowsAChangedEngine: after the engine becomes 3× slower, the prior follows within a
+// few half-lives.
+func TestPriorFollowsAChangedEngine(t *testing.T) {
+	params := DefaultParams()
+	params.HalfLife, params.EndpointWindow = 100, 50
+	p := New(params)
+	rng := rand.New(rand.NewPCG(7, 8))
+	for i := range 2000 {
+		slow := 1.0
+		if i >= 1000 {
+			slow = 3
+		}
+		s := sample(rng, []string{"a", "b"}[i%2], 8)
+		ttft, tpot := engine(&s.Request, &s.State, slow)
+		p.Add(&s, ttft, tpot)
+		if i%25 == 24 {
+			p.Refresh()
+		}
+	}
+	snap := p.Refresh()
+	s := sample(rng, "a", 8)
+	want, _ := engine(&s.Request, &s.State, 3)
+	got, _, _ := snap.Predict(make([]float64, len(TTFTTerms)), &s.Request, "a", &s.State)
+	if e := math.Abs(got-want) / want; e > 0.08 {
+		t.Errorf("TTFT %.1f after the change, want %.1f (%.1f %% off)", got, want, 100*e)
+	}
+}
