@@ -94,3 +94,30 @@ func TestPredictedLatencyWithoutProducerIsUnavailable(t *testing.T) {
 		t.Errorf("report: %v, %.80q…", err, page)
 	}
 }
+
+// TestStrategyFromAConfigPath: a strategy ending in .yaml is a pipeline config of the operator's
+// own, run and named by its path, with the same figures as the example it copies; any other
+// unknown name is an error that lists what is known.
+func TestStrategyFromAConfigPath(t *testing.T) {
+	own := filepath.Join(t.TempDir(), "mine.yaml")
+	yaml, err := os.ReadFile("../examples/round-robin.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(own, yaml, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := RoutingOptions{Scenario: "C", Servers: 2, Requests: 40, Seed: 1, Preset: "llama-3.1-8b-h100-tp2",
+		Strategies: "rr," + own, Examples: "../examples"}
+	res, err := RunRouting(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr, mine := res.Strategies["rr"].Summary, res.Strategies[own].Summary
+	if rr == nil || mine == nil || rr.TTFTMs != mine.TTFTMs {
+		t.Fatalf("rr %+v, %s %+v: want the same figures", rr, own, mine)
+	}
+	if _, err := newStrategy(context.Background(), "nosuch", o); err == nil || !strings.Contains(err.Error(), "FILE.yaml") {
+		t.Errorf("an unknown strategy: %v", err)
+	}
+}
