@@ -28,7 +28,9 @@ var (
 
 // The queue signals QueueScorer can read.
 const (
-	// QueueSourceWaiting is the engine's scraped waiting-queue gauge, as llm-d's queue-scorer reads.
+	// QueueSourceWaiting is the engine's waiting queue as llm-d's queue-scorer reads it, made fresh:
+	// the scraped gauge plus the requests the router dispatched there since that scrape
+	// (heuristics.FreshWaiting), so a burst between two scrapes does not herd.
 	QueueSourceWaiting = "waiting"
 	// QueueSourceInflight is the router's own in-flight request count, fresh at every decision.
 	QueueSourceInflight = "inflight"
@@ -45,18 +47,21 @@ func (p *QueueParams) Validate() error {
 	return sdk.CheckOneOf("source", p.Source, QueueSourceWaiting, QueueSourceInflight)
 }
 
-// defaultQueueParams returns QueueScorer's defaults: the engine waiting queue, as llm-d reads.
+// defaultQueueParams returns QueueScorer's defaults: the engine waiting queue, as llm-d reads,
+// counting the dispatches since the scrape.
 func defaultQueueParams() QueueParams { return QueueParams{Source: QueueSourceWaiting} }
 
 // QueueScorer scores (maxQ − q)/(maxQ − minQ) over the cycle (heuristics.QueueScores); every
-// endpoint scores 1 when all queues are equal. Its Configure (from sdk.Params) merges params over
-// the defaults (source "waiting") and is safe against concurrent Score calls; on error the previous
+// endpoint scores 1 when all queues are equal. q is heuristics.FreshWaiting (source "waiting") or
+// heuristics.Inflight (source "inflight"). Its Configure (from sdk.Params) merges params over the
+// defaults (source "waiting") and is safe against concurrent Score calls; on error the previous
 // parameters stay in force.
 type QueueScorer struct {
 	sdk.Params[QueueParams]
 }
 
-// NewQueueScorer returns a queue scorer reading the engine waiting queue.
+// NewQueueScorer returns a queue scorer reading the engine waiting queue plus the dispatches since
+// its scrape.
 func NewQueueScorer() *QueueScorer {
 	s := &QueueScorer{}
 	s.Init(defaultQueueParams)
@@ -76,7 +81,7 @@ func (s *QueueScorer) Score(_ context.Context, c *sdk.Cycle) ([]float64, error) 
 	if err := checkCycle("scoring", c); err != nil {
 		return nil, err
 	}
-	queue := heuristics.Waiting
+	queue := heuristics.FreshWaiting
 	if s.Get().Source == QueueSourceInflight {
 		queue = heuristics.Inflight
 	}
@@ -136,7 +141,8 @@ func (s *PrefixScorer) Score(_ context.Context, c *sdk.Cycle) ([]float64, error)
 }
 
 // CompositeScorer is llm-d's load fallback, wkv·(1 − kv) + wq·(maxQ − q)/maxQ + wp·prefix divided
-// by the weights' sum (heuristics.CompositeScores); parameters are heuristics.CompositeWeights,
+// by the weights' sum, q the waiting queue plus the dispatches since its scrape
+// (heuristics.CompositeScores); parameters are heuristics.CompositeWeights,
 // default 1/1/1. Its Configure (from sdk.Params) merges params (kvCacheWeight, queueWeight,
 // prefixWeight) over 1/1/1 and is safe against concurrent Score calls; on error the previous
 // weights stay in force.

@@ -33,6 +33,14 @@ func TestScorers(t *testing.T) {
 			want: []float64{1, 0.5, 0},
 		},
 		{
+			name: "queue, waiting counts the dispatches since the scrape", scorer: NewQueueScorer(), params: `{"source":"waiting"}`,
+			// Fresh queues 0 + 6, 5 + 0, 10 + 0 (gauge + dispatched since the scrape), min 5, max 10:
+			// (10 − q)/5. The first endpoint's empty gauge no longer makes it the best.
+			cycle: withStates(sdk.EndpointState{DispatchedSinceScrape: 6, InflightRequests: 6},
+				sdk.EndpointState{Waiting: 5}, sdk.EndpointState{Waiting: 10}),
+			want: []float64{0.8, 1, 0},
+		},
+		{
 			name: "queue, inflight", scorer: NewQueueScorer(), params: `{"source":"inflight"}`,
 			// in-flight 2, 4, 3 (min 2, max 4): (4−2)/2 = 1, (4−4)/2 = 0, (4−3)/2 = 0.5; waiting ignored.
 			cycle: withStates(sdk.EndpointState{InflightRequests: 2, Waiting: 50},
@@ -79,6 +87,15 @@ func TestScorers(t *testing.T) {
 				sdk.EndpointState{KVCacheUsage: 0.5, Waiting: 4},
 				sdk.EndpointState{KVCacheUsage: 0.9, Waiting: 2, PrefixMatch: 0.5}),
 			want: []float64{6.4 / 7, 1.5 / 7, 2.3 / 7},
+		},
+		{
+			name: "composite, queue counts the dispatches since the scrape", scorer: NewCompositeScorer(), params: ``,
+			// Fresh queues 0 + 2, 4 + 0, 2 + 2 (maxQ 4), so the first endpoint's term is (4 − 2)/4:
+			//   (0.8 + 0.5 + 1) / 3; (0.5 + 0 + 0) / 3; (0.1 + 0 + 0.5) / 3
+			cycle: withStates(sdk.EndpointState{KVCacheUsage: 0.2, DispatchedSinceScrape: 2, PrefixMatch: 1},
+				sdk.EndpointState{KVCacheUsage: 0.5, Waiting: 4},
+				sdk.EndpointState{KVCacheUsage: 0.9, Waiting: 2, DispatchedSinceScrape: 2, PrefixMatch: 0.5}),
+			want: []float64{2.3 / 3, 0.5 / 3, 0.6 / 3},
 		},
 		{
 			name: "composite, queues all zero", scorer: NewCompositeScorer(), params: `{"prefixWeight":0}`,

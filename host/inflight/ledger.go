@@ -1,8 +1,9 @@
 // Package inflight keeps the router's own, always fresh account of what it has in flight on each
-// endpoint: requests dispatched and not finished, uncached prompt tokens not yet past their first
-// token, output tokens still to generate, and the tightest TPOT objective among them. The live
-// router and the simulator both fill a cycle's router-side state from it; engine gauges come from
-// scraping instead and are as old as the last scrape.
+// endpoint: requests dispatched and not finished, how many of them were dispatched since the
+// endpoint's gauges were last scraped, uncached prompt tokens not yet past their first token,
+// output tokens still to generate, and the tightest TPOT objective among them. The live router and
+// the simulator both fill a cycle's router-side state from it; engine gauges come from scraping
+// instead and are as old as the last scrape.
 package inflight
 
 import (
@@ -22,6 +23,9 @@ type Request struct {
 	OutputTokens int64
 	// TPOTSLOMs is the request's TPOT objective; 0 when it has none (it then masks nobody's).
 	TPOTSLOMs float64
+	// DispatchedAt is when the router sent it, on the clock of the endpoints' scrape times: Fill
+	// counts it in DispatchedSinceScrape while it is not before the endpoint's last scrape.
+	DispatchedAt time.Time
 }
 
 // Flight is one dispatched request, as its dispatcher reports its progress. Its methods are safe
@@ -131,30 +135,36 @@ func (f *Flight) output(at time.Time) {
 	}
 }
 
-// Fill sets the router-side fields of s for endpoint as of now: InflightRequests,
+// Fill sets the router-side fields of s for endpoint as of now, given the time of the endpoint's
+// last successful scrape (zero before one): InflightRequests, DispatchedSinceScrape (the requests
+// in flight whose DispatchedAt is not before scrapedAt; every one before a first scrape),
 // PrefillTokensInFlight, DecodeTokensInFlight, MinRunningTPOTSLOMs (0 when no request there has a
 // TPOT objective) and LastOutputAgeMs (−1 with nothing in flight or no output seen yet).
-func (t *Ledger) Fill(endpoint string, now time.Time, s *sdk.EndpointState) {
+func (t *Ledger) Fill(endpoint string, now, scrapedAt time.Time, s *sdk.EndpointState) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e := t.eps[endpoint]
 	s.LastOutputAgeMs = -1
 	if e == nil {
-		s.InflightRequests, s.PrefillTokensInFlight, s.DecodeTokensInFlight, s.MinRunningTPOTSLOMs = 0, 0, 0, 0
+		s.InflightRequests, s.DispatchedSinceScrape, s.PrefillTokensInFlight, s.DecodeTokensInFlight, s.MinRunningTPOTSLOMs = 0, 0, 0, 0, 0
 		return
 	}
 	if len(e.flights) > 0 && !e.lastOutput.IsZero() {
 		s.LastOutputAgeMs = max(float64(now.Sub(e.lastOutput))/float64(time.Millisecond), 0)
 	}
 	slo := math.Inf(1)
+	var unscraped int64
 	for _, f := range e.flights {
 		if f.req.TPOTSLOMs > 0 {
 			slo = min(slo, f.req.TPOTSLOMs)
+		}
+		if !f.req.DispatchedAt.Before(scrapedAt) {
+			unscraped++
 		}
 	}
 	if math.IsInf(slo, 1) {
 		slo = 0
 	}
-	s.InflightRequests, s.PrefillTokensInFlight, s.DecodeTokensInFlight, s.MinRunningTPOTSLOMs =
-		int64(len(e.flights)), e.prefill, e.decode, slo
+	s.InflightRequests, s.DispatchedSinceScrape, s.PrefillTokensInFlight, s.DecodeTokensInFlight, s.MinRunningTPOTSLOMs =
+		int64(len(e.flights)), unscraped, e.prefill, e.decode, slo
 }

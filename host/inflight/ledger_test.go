@@ -9,10 +9,11 @@ import (
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// state fills an endpoint's state at t0 + 100 ms.
+// state fills an endpoint's state at t0 + 100 ms, scraped at t0 (so a request dispatched at the zero
+// time does not count as dispatched since the scrape).
 func state(t *Ledger, ep string) sdk.EndpointState {
 	var s sdk.EndpointState
-	t.Fill(ep, t0.Add(100*time.Millisecond), &s)
+	t.Fill(ep, t0.Add(100*time.Millisecond), t0, &s)
 	return s
 }
 
@@ -83,10 +84,44 @@ func TestFillLeavesEngineFieldsAlone(t *testing.T) {
 	tr := New()
 	tr.Dispatch("a", Request{ID: "r", PrefillTokens: 10, OutputTokens: 5})
 	s := sdk.EndpointState{KVCacheUsage: 0.4, Waiting: 3, Running: 7, PrefixMatch: 0.5, MetricsAgeMs: 20}
-	tr.Fill("a", t0, &s)
+	tr.Fill("a", t0, t0, &s)
 	want := sdk.EndpointState{KVCacheUsage: 0.4, Waiting: 3, Running: 7, PrefixMatch: 0.5, MetricsAgeMs: 20,
 		InflightRequests: 1, PrefillTokensInFlight: 10, LastOutputAgeMs: -1}
 	if s != want {
 		t.Errorf("got %+v, want %+v", s, want)
+	}
+}
+
+func TestDispatchedSinceScrape(t *testing.T) {
+	tr := New()
+	tr.Dispatch("a", Request{ID: "before", DispatchedAt: at(5)})
+	tr.Dispatch("a", Request{ID: "at-scrape", DispatchedAt: at(10)}) // a scrape, then a dispatch at the same instant
+	after := tr.Dispatch("a", Request{ID: "after", DispatchedAt: at(30)})
+	tr.Dispatch("b", Request{ID: "other", DispatchedAt: at(30)})
+	count := func(ep string, scrapedAt time.Time) int64 {
+		var s sdk.EndpointState
+		tr.Fill(ep, at(40), scrapedAt, &s)
+		return s.DispatchedSinceScrape
+	}
+	tests := []struct {
+		name      string
+		ep        string
+		scrapedAt time.Time
+		want      int64
+	}{
+		{"never scraped: everything in flight", "a", time.Time{}, 3},
+		{"scraped at 10 ms: the dispatches from 10 ms on", "a", at(10), 2},
+		{"scraped at 35 ms: none", "a", at(35), 0},
+		{"another endpoint counts its own", "b", at(10), 1},
+		{"an endpoint the ledger never saw", "c", time.Time{}, 0},
+	}
+	for _, tt := range tests {
+		if got := count(tt.ep, tt.scrapedAt); got != tt.want {
+			t.Errorf("%s: DispatchedSinceScrape %d, want %d", tt.name, got, tt.want)
+		}
+	}
+	after.Finish()
+	if got := count("a", at(10)); got != 1 {
+		t.Errorf("after a finish: DispatchedSinceScrape %d, want 1 (a finished request is no load)", got)
 	}
 }

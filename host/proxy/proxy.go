@@ -105,7 +105,8 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, x *exchange) {
 	s.finish(x, &out)
 }
 
-// dispatch records the request as in flight on ep and in ep's prefix index.
+// dispatch records the request as in flight on ep and in ep's prefix index. The ledger takes the
+// dispatch time from the endpoint set's clock, the one its scrape times are on.
 func (s *Server) dispatch(x *exchange, ep sdk.Endpoint) *attempt {
 	r := &x.cycle.Request
 	uncached := int64(float64(r.InputTokens) * (1 - ep.State.PrefixMatch))
@@ -114,7 +115,7 @@ func (s *Server) dispatch(x *exchange, ep sdk.Endpoint) *attempt {
 		output = defaultOutputTokens
 	}
 	f := s.inflight.Dispatch(ep.ID, inflight.Request{ID: r.ID, PrefillTokens: uncached, OutputTokens: output,
-		TPOTSLOMs: r.SLO.TPOTMs})
+		TPOTSLOMs: r.SLO.TPOTMs, DispatchedAt: s.o.Endpoints.Config().Now()})
 	s.prefix.Record(ep.ID, r.PrefixBlockHashes)
 	if s.o.EndpointMetrics != nil {
 		s.o.EndpointMetrics.Dispatched(ep.ID)

@@ -123,7 +123,7 @@ func (s *Server) EndpointGauges() []metrics.EndpointGauges {
 	now := s.o.Now()
 	for _, st := range states {
 		var es sdk.EndpointState
-		s.inflight.Fill(st.ID, now, &es)
+		s.inflight.Fill(st.ID, now, st.ScrapedAt, &es)
 		out = append(out, metrics.EndpointGauges{ID: st.ID, Healthy: st.Healthy, Inflight: es.InflightRequests,
 			Waiting: st.Waiting, Running: st.Running, KVCacheUsage: st.KVCacheUsage})
 	}
@@ -238,8 +238,8 @@ func (s *Server) noEndpoint(model string, states []endpoints.State) *openai.Erro
 }
 
 // cycle builds the scheduling cycle: every healthy endpoint that serves the model (or has not
-// said yet what it serves), with its scraped gauges, the router's in-flight accounting and its
-// prefix match.
+// said yet what it serves), with its scraped gauges, the router's in-flight accounting (with what
+// it dispatched there since that scrape) and its prefix match.
 func (s *Server) cycle(req *openai.Request, m meta, now time.Time) (*sdk.Cycle, []endpoints.State) {
 	blocks := openai.PrefixBlocks(nil, req.Prompt)
 	c := &sdk.Cycle{
@@ -260,7 +260,7 @@ func (s *Server) cycle(req *openai.Request, m meta, now time.Time) (*sdk.Cycle, 
 		}
 		es := sdk.EndpointState{KVCacheUsage: st.KVCacheUsage, Waiting: st.Waiting, Running: st.Running,
 			PrefixMatch: s.prefix.Fraction(st.ID, blocks), MetricsAgeMs: float64(st.MetricsAge) / float64(time.Millisecond)}
-		s.inflight.Fill(st.ID, now, &es)
+		s.inflight.Fill(st.ID, now, st.ScrapedAt, &es)
 		c.Endpoints = append(c.Endpoints, sdk.Endpoint{ID: st.ID, Labels: st.Labels, State: es})
 	}
 	return c, states

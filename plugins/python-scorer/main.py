@@ -54,6 +54,7 @@ class CostAwareScorer(fp.Scorer):
         "endpoints.states.min_running_tpot_slo_ms",
         "endpoints.states.kv_cache_usage",
         "endpoints.states.waiting",
+        "endpoints.states.dispatched_since_scrape",
         "endpoints.states.prefix_match",
     ]
 

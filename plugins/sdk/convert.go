@@ -35,6 +35,7 @@ func cycleFromProto(p *pb.Cycle) (*Cycle, error) {
 	minTPOT := wire.Column(&cols, "min_running_tpot_slo_ms", s.GetMinRunningTpotSloMs())
 	age := wire.Column(&cols, "metrics_age_ms", s.GetMetricsAgeMs())
 	outputAge := wire.Column(&cols, "last_output_age_ms", s.GetLastOutputAgeMs())
+	sinceScrape := wire.Column(&cols, "dispatched_since_scrape", s.GetDispatchedSinceScrape())
 	pr := eps.GetPredictions()
 	valid := wire.Column(&cols, "predictions.valid", pr.GetValid())
 	ttft := wire.Column(&cols, "predictions.ttft_ms", pr.GetTtftMs())
@@ -58,6 +59,7 @@ func cycleFromProto(p *pb.Cycle) (*Cycle, error) {
 				MinRunningTPOTSLOMs:   minTPOT(i),
 				MetricsAgeMs:          age(i),
 				LastOutputAgeMs:       outputAge(i),
+				DispatchedSinceScrape: sinceScrape(i),
 			},
 			Prediction: Prediction{Valid: valid(i), TTFTMs: ttft(i), TPOTMs: tpot(i)},
 		}
@@ -114,6 +116,7 @@ func sampleFromProto(p *pb.Sample) Sample {
 			MinRunningTPOTSLOMs:   st.GetMinRunningTpotSloMs(),
 			MetricsAgeMs:          st.GetMetricsAgeMs(),
 			LastOutputAgeMs:       st.GetLastOutputAgeMs(),
+			DispatchedSinceScrape: st.GetDispatchedSinceScrape(),
 		},
 		Predicted: Prediction{
 			Valid:  p.GetPredicted().GetValid(),

@@ -100,7 +100,8 @@ func testCycle(id string) *sdk.Cycle {
 		},
 		Endpoints: []sdk.Endpoint{
 			{ID: "a:1", State: sdk.EndpointState{KVCacheUsage: 0.25, Waiting: 3, Running: 4, InflightRequests: 5,
-				PrefillTokensInFlight: 600, DecodeTokensInFlight: 700, PrefixMatch: 0.5, MinRunningTPOTSLOMs: 40, MetricsAgeMs: 12, LastOutputAgeMs: 7.5}},
+				PrefillTokensInFlight: 600, DecodeTokensInFlight: 700, PrefixMatch: 0.5, MinRunningTPOTSLOMs: 40, MetricsAgeMs: 12, LastOutputAgeMs: 7.5,
+				DispatchedSinceScrape: 2}},
 			{ID: "b:2", Labels: map[string]string{"role": "decode"}, State: sdk.EndpointState{KVCacheUsage: 0.75, Waiting: 1, PrefixMatch: 1},
 				Prediction: sdk.Prediction{Valid: true, TTFTMs: 80, TPOTMs: 9}},
 		},

@@ -102,7 +102,8 @@ type Endpoint struct {
 }
 
 // EndpointState is what the router knows of one endpoint at decision time: engine gauges from the
-// last scrape (MetricsAgeMs old) and the router's own fresh in-flight accounting.
+// last scrape (MetricsAgeMs old) and the router's own fresh in-flight accounting, including what it
+// dispatched since that scrape (DispatchedSinceScrape).
 type EndpointState struct {
 	// KVCacheUsage is the engine's KV-cache utilisation in [0, 1].
 	KVCacheUsage float64 `json:"kv_cache_usage"`
@@ -125,6 +126,11 @@ type EndpointState struct {
 	// token, a first token or a finished response of any request in flight there), which tells
 	// where the engine is in its current step; −1 when the router has nothing in flight there.
 	LastOutputAgeMs float64 `json:"last_output_age_ms,omitempty"`
+	// DispatchedSinceScrape counts the requests the router dispatched there after the last
+	// successful scrape of Waiting, Running and KVCacheUsage and that have not finished: load the
+	// scraped gauges do not show yet, because they do not move between two scrapes. Before the
+	// first scrape every request in flight there counts.
+	DispatchedSinceScrape int64 `json:"dispatched_since_scrape,omitempty"`
 }
 
 // Idle reports whether the router has nothing in flight on the endpoint.

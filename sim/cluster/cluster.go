@@ -312,7 +312,7 @@ func (s *sim) arrive(n int) error {
 	id, state := s.ids[d.Endpoint], c.Endpoints[d.Endpoint].State
 	uncached := int64(float64(r.InputTokens) * (1 - state.PrefixMatch))
 	tracked := s.inflight.Dispatch(id, inflight.Request{ID: c.Request.ID, PrefillTokens: uncached,
-		OutputTokens: int64(r.OutputTokens), TPOTSLOMs: r.SLO.TPOTMs})
+		OutputTokens: int64(r.OutputTokens), TPOTSLOMs: r.SLO.TPOTMs, DispatchedAt: c.Now})
 	s.prefix.Record(id, r.Blocks)
 	s.flights[n] = &flight{idx: n, tracked: tracked, sample: sdk.Sample{
 		Request: c.Request, EndpointID: id, State: state, Predicted: d.Predicted, DispatchedAt: c.Now}}
@@ -337,7 +337,7 @@ func (s *sim) cycle(r *workload.Request, now time.Duration) *sdk.Cycle {
 	for i, m := range s.scraped {
 		st := sdk.EndpointState{KVCacheUsage: m.KVCacheUsage, Waiting: int64(m.Waiting), Running: int64(m.Running),
 			PrefixMatch: s.prefix.Fraction(s.ids[i], r.Blocks), MetricsAgeMs: age}
-		s.inflight.Fill(s.ids[i], c.Now, &st)
+		s.inflight.Fill(s.ids[i], c.Now, Epoch.Add(s.scrapeAt), &st)
 		c.Endpoints[i] = sdk.Endpoint{ID: s.ids[i], State: st}
 	}
 	return c

@@ -111,9 +111,10 @@ func TestPluginLogsReachTheHostLog(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
+	version := `"version":"` + pluginVersion(t, "scorer") + `"`
 	for _, line := range strings.Split(stderr, "\n") {
 		if strings.Contains(line, `"message":"plugin serving"`) && strings.Contains(line, `"plugin":"latency-scorer"`) &&
-			strings.Contains(line, `"type":"latency-scorer"`) && strings.Contains(line, `"version":"1.0.0"`) {
+			strings.Contains(line, `"type":"latency-scorer"`) && strings.Contains(line, version) {
 			return
 		}
 	}

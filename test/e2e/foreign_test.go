@@ -18,8 +18,9 @@ import (
 
 // foreignCase is a stage written in another language, in a pipeline the test runs live.
 type foreignCase struct {
-	yaml, plugin, typ, slot string
-	cycle                   func(seed uint64) *sdk.Cycle
+	// dir is the plugin's folder under plugins/, whose VERSION file holds the version it reports.
+	yaml, plugin, typ, slot, dir string
+	cycle                        func(seed uint64) *sdk.Cycle
 	// served reports whether the foreign plugin decided the cycle as it should (no fallback).
 	served func(tr *pipeline.Trace) bool
 	// goSpec is a Go plugin for the same slot, swapped in and out; goServed checks its cycles.
@@ -41,7 +42,7 @@ func exerciseForeign(t *testing.T, fc foreignCase) {
 	}
 	t.Cleanup(l.Close)
 	info := described(t, l.Describe(), fc.plugin)
-	if info.Info.Type != fc.typ || info.Info.Version != "1.0.0" || info.PID == 0 || info.Protocol != 1 {
+	if info.Info.Type != fc.typ || info.Info.Version != pluginVersion(t, fc.dir) || info.PID == 0 || info.Protocol != 1 {
 		t.Fatalf("the plugin as the host sees it: %+v", info)
 	}
 	for n := range 20 {
@@ -123,7 +124,7 @@ pipeline:
   picker: {pluginRef: pick}
   stageTimeout: 5s
 `,
-		plugin: "cost", typ: "cost-aware-scorer", slot: "scorers.0", cycle: labelled,
+		plugin: "cost", typ: "cost-aware-scorer", slot: "scorers.0", dir: "python-scorer", cycle: labelled,
 		// The a100s are cheaper; of them vllm-2 is the faster.
 		served: func(tr *pipeline.Trace) bool {
 			return tr.Scorers[0].Plugin == "cost" && tr.Scorers[0].Fallback == "" && first(tr) == "vllm-2:8000"
@@ -149,7 +150,7 @@ pipeline:
   filters: [{pluginRef: pool}]
   stageTimeout: 5s
 `,
-		plugin: "pool", typ: "label-selector-filter", slot: "filters.0", cycle: labelled,
+		plugin: "pool", typ: "label-selector-filter", slot: "filters.0", dir: "ts-filter", cycle: labelled,
 		served: func(tr *pipeline.Trace) bool {
 			f := tr.Filters[0]
 			return f.Plugin == "pool" && f.Fallback == "" && slices.Equal(f.Kept, []int{1, 3})

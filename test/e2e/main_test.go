@@ -126,6 +126,16 @@ func buildTypeScript() error {
 
 func pluginBin(stage string) string { return filepath.Join(root, "bin", "plugins", stage) }
 
+// pluginVersion returns the version in plugins/<dir>/VERSION, the one the plugin reports.
+func pluginVersion(t *testing.T, dir string) string {
+	t.Helper()
+	v, err := os.ReadFile(filepath.Join(repo, "plugins", dir, "VERSION"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(v))
+}
+
 // foresight runs the host binary and returns stdout, stderr and the exit code.
 func foresight(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()

@@ -3,6 +3,15 @@
 // KV-cache headroom, prefix match and their weighted composite), an endpoint's headroom inside a
 // request's SLOs, and the seeded ranking of endpoints by score.
 //
+// The load scores must not herd. The engine gauges in an EndpointState stand still between two
+// scrapes, so every request arriving in between sees the same ones; ranking by them alone would
+// send a whole burst to one endpoint. The queue the load scores read is therefore FreshWaiting,
+// the waiting gauge plus the requests the router dispatched there since that scrape
+// (EndpointState.DispatchedSinceScrape), which moves with every dispatch. The KV term stays the
+// scraped usage: what a dispatched request takes of the cache depends on the engine's cache size
+// and on whether it runs or waits, which the state does not carry. Equal scores are ranked at
+// random from the cycle's seed (RankByScore), never by index.
+//
 // A plugin imports it next to package sdk; every function here is a pure function of the cycle
 // (and, for RankByScore, of a random source drawn from it with sdk.Rand), so stages that use it
 // stay reproducible.

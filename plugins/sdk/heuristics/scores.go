@@ -31,8 +31,13 @@ func QueueScores(c *sdk.Cycle, queue func(*sdk.EndpointState) int64) []float64 {
 	return scores
 }
 
-// Waiting returns the engine's waiting-queue gauge (llm-d's queue-scorer signal).
-func Waiting(s *sdk.EndpointState) int64 { return s.Waiting }
+// FreshWaiting returns the engine's scraped waiting-queue gauge (llm-d's queue-scorer signal) plus
+// the requests the router dispatched to the endpoint since that scrape and that have not finished
+// (DispatchedSinceScrape): each of them either joined the queue or took a running place, load the
+// gauge does not show yet either way. It moves with every dispatch, where the gauge alone stands
+// still between two scrapes: a burst of arrivals in between spreads instead of herding on the
+// endpoint whose gauge was lowest.
+func FreshWaiting(s *sdk.EndpointState) int64 { return s.Waiting + s.DispatchedSinceScrape }
 
 // Inflight returns the router's own in-flight request count (fresh, unlike the scraped gauges).
 func Inflight(s *sdk.EndpointState) int64 { return s.InflightRequests }
@@ -81,13 +86,18 @@ func (w *CompositeWeights) Validate() error {
 	return nil
 }
 
-// CompositeScores is llm-d's fallback score wkv·(1 − kv) + wq·(maxQ − q)/maxQ + wp·prefix over the
-// engine waiting queue, divided by the weights' sum so it stays in [0, 1]. Queues all zero score 1.
+// CompositeScores is llm-d's fallback score wkv·(1 − kv) + wq·(maxQ − q)/maxQ + wp·prefix, divided
+// by the weights' sum so it stays in [0, 1]. Queues all zero score 1. The queue q is FreshWaiting
+// (the scraped waiting gauge plus the requests dispatched since that scrape), where llm-d reads the
+// gauge alone: between two scrapes the gauge and the KV usage stand still, and every arrival would
+// score the same endpoint best. The KV term stays the scraped usage: how much KV a dispatched
+// request takes depends on the engine's cache size and on whether it waits or runs, which the
+// state does not tell.
 func CompositeScores(c *sdk.Cycle, w CompositeWeights) []float64 {
 	scores := make([]float64, len(c.Endpoints))
 	var maxQ int64
 	for i := range c.Endpoints {
-		maxQ = max(maxQ, c.Endpoints[i].State.Waiting)
+		maxQ = max(maxQ, FreshWaiting(&c.Endpoints[i].State))
 	}
 	total := w.KVCache + w.Queue + w.Prefix
 	if total <= 0 {
@@ -97,7 +107,7 @@ func CompositeScores(c *sdk.Cycle, w CompositeWeights) []float64 {
 		s := &c.Endpoints[i].State
 		q := 1.0
 		if maxQ > 0 {
-			q = float64(maxQ-s.Waiting) / float64(maxQ)
+			q = float64(maxQ-FreshWaiting(s)) / float64(maxQ)
 		}
 		scores[i] = (w.KVCache*clamp01(1-s.KVCacheUsage) + w.Queue*q + w.Prefix*clamp01(s.PrefixMatch)) / total
 	}

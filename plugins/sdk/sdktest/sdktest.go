@@ -40,7 +40,7 @@ func RandomCycle(rng *rand.Rand) *sdk.Cycle {
 				KVCacheUsage: rng.Float64(), Waiting: rng.Int64N(20), Running: rng.Int64N(64),
 				InflightRequests: rng.Int64N(3) * rng.Int64N(30), PrefillTokensInFlight: rng.Int64N(9000),
 				DecodeTokensInFlight: rng.Int64N(30000), PrefixMatch: float64(rng.IntN(5)) / 4,
-				MetricsAgeMs: rng.Float64() * 60,
+				MetricsAgeMs: rng.Float64() * 60, DispatchedSinceScrape: rng.Int64N(2) * rng.Int64N(12),
 			},
 		}
 		if rng.IntN(3) == 0 {

@@ -29,6 +29,7 @@ func CycleToProto(c *sdk.Cycle) *pb.Cycle {
 			MinRunningTpotSloMs:   make([]float64, n),
 			MetricsAgeMs:          make([]float64, n),
 			LastOutputAgeMs:       make([]float64, n),
+			DispatchedSinceScrape: make([]int64, n),
 		},
 	}
 	var labels, predictions bool
@@ -46,6 +47,7 @@ func CycleToProto(c *sdk.Cycle) *pb.Cycle {
 		s.MinRunningTpotSloMs[i] = st.MinRunningTPOTSLOMs
 		s.MetricsAgeMs[i] = st.MetricsAgeMs
 		s.LastOutputAgeMs[i] = st.LastOutputAgeMs
+		s.DispatchedSinceScrape[i] = st.DispatchedSinceScrape
 		labels = labels || len(e.Labels) > 0
 		predictions = predictions || e.Prediction.Valid
 	}
@@ -129,6 +131,7 @@ func sampleToProto(s *sdk.Sample) *pb.Sample {
 			MinRunningTpotSloMs:   st.MinRunningTPOTSLOMs,
 			MetricsAgeMs:          st.MetricsAgeMs,
 			LastOutputAgeMs:       st.LastOutputAgeMs,
+			DispatchedSinceScrape: st.DispatchedSinceScrape,
 		},
 		Predicted:    &pb.Prediction{Valid: s.Predicted.Valid, TtftMs: s.Predicted.TTFTMs, TpotMs: s.Predicted.TPOTMs},
 		ActualTtftMs: s.ActualTTFTMs,

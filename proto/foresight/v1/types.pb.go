@@ -493,8 +493,12 @@ type EndpointStates struct {
 	// token or a finished response of any request in flight there): where the engine is in its
 	// current step. −1 when the router has nothing in flight there.
 	LastOutputAgeMs []float64 `protobuf:"fixed64,10,rep,packed,name=last_output_age_ms,json=lastOutputAgeMs,proto3" json:"last_output_age_ms,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Requests the router dispatched there after the last successful scrape of the gauges above and
+	// that have not finished: load the scraped waiting and running gauges do not show yet. Every
+	// request in flight there counts before the first scrape.
+	DispatchedSinceScrape []int64 `protobuf:"varint,11,rep,packed,name=dispatched_since_scrape,json=dispatchedSinceScrape,proto3" json:"dispatched_since_scrape,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *EndpointStates) Reset() {
@@ -597,6 +601,13 @@ func (x *EndpointStates) GetLastOutputAgeMs() []float64 {
 	return nil
 }
 
+func (x *EndpointStates) GetDispatchedSinceScrape() []int64 {
+	if x != nil {
+		return x.DispatchedSinceScrape
+	}
+	return nil
+}
+
 // Predictions holds, per endpoint, the latency a producer predicts for the request.
 type Predictions struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -684,8 +695,10 @@ type EndpointState struct {
 	MetricsAgeMs float64 `protobuf:"fixed64,9,opt,name=metrics_age_ms,json=metricsAgeMs,proto3" json:"metrics_age_ms,omitempty"`
 	// Milliseconds since the router last saw output from the endpoint; −1 with nothing in flight.
 	LastOutputAgeMs float64 `protobuf:"fixed64,10,opt,name=last_output_age_ms,json=lastOutputAgeMs,proto3" json:"last_output_age_ms,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Requests dispatched there after the last successful scrape and not finished.
+	DispatchedSinceScrape int64 `protobuf:"varint,11,opt,name=dispatched_since_scrape,json=dispatchedSinceScrape,proto3" json:"dispatched_since_scrape,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *EndpointState) Reset() {
@@ -784,6 +797,13 @@ func (x *EndpointState) GetMetricsAgeMs() float64 {
 func (x *EndpointState) GetLastOutputAgeMs() float64 {
 	if x != nil {
 		return x.LastOutputAgeMs
+	}
+	return 0
+}
+
+func (x *EndpointState) GetDispatchedSinceScrape() int64 {
+	if x != nil {
+		return x.DispatchedSinceScrape
 	}
 	return 0
 }
@@ -946,7 +966,7 @@ const file_foresight_v1_types_proto_rawDesc = "" +
 	"\x06values\x18\x01 \x03(\v2 .foresight.v1.Labels.ValuesEntryR\x06values\x1a9\n" +
 	"\vValuesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb3\x03\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xeb\x03\n" +
 	"\x0eEndpointStates\x12$\n" +
 	"\x0ekv_cache_usage\x18\x01 \x03(\x01R\fkvCacheUsage\x12\x18\n" +
 	"\awaiting\x18\x02 \x03(\x03R\awaiting\x12\x18\n" +
@@ -958,11 +978,12 @@ const file_foresight_v1_types_proto_rawDesc = "" +
 	"\x17min_running_tpot_slo_ms\x18\b \x03(\x01R\x13minRunningTpotSloMs\x12$\n" +
 	"\x0emetrics_age_ms\x18\t \x03(\x01R\fmetricsAgeMs\x12+\n" +
 	"\x12last_output_age_ms\x18\n" +
-	" \x03(\x01R\x0flastOutputAgeMs\"U\n" +
+	" \x03(\x01R\x0flastOutputAgeMs\x126\n" +
+	"\x17dispatched_since_scrape\x18\v \x03(\x03R\x15dispatchedSinceScrape\"U\n" +
 	"\vPredictions\x12\x14\n" +
 	"\x05valid\x18\x01 \x03(\bR\x05valid\x12\x17\n" +
 	"\attft_ms\x18\x02 \x03(\x01R\x06ttftMs\x12\x17\n" +
-	"\atpot_ms\x18\x03 \x03(\x01R\x06tpotMs\"\xb2\x03\n" +
+	"\atpot_ms\x18\x03 \x03(\x01R\x06tpotMs\"\xea\x03\n" +
 	"\rEndpointState\x12$\n" +
 	"\x0ekv_cache_usage\x18\x01 \x01(\x01R\fkvCacheUsage\x12\x18\n" +
 	"\awaiting\x18\x02 \x01(\x03R\awaiting\x12\x18\n" +
@@ -974,7 +995,8 @@ const file_foresight_v1_types_proto_rawDesc = "" +
 	"\x17min_running_tpot_slo_ms\x18\b \x01(\x01R\x13minRunningTpotSloMs\x12$\n" +
 	"\x0emetrics_age_ms\x18\t \x01(\x01R\fmetricsAgeMs\x12+\n" +
 	"\x12last_output_age_ms\x18\n" +
-	" \x01(\x01R\x0flastOutputAgeMs\"T\n" +
+	" \x01(\x01R\x0flastOutputAgeMs\x126\n" +
+	"\x17dispatched_since_scrape\x18\v \x01(\x03R\x15dispatchedSinceScrape\"T\n" +
 	"\n" +
 	"Prediction\x12\x14\n" +
 	"\x05valid\x18\x01 \x01(\bR\x05valid\x12\x17\n" +

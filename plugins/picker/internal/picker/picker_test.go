@@ -138,6 +138,11 @@ func TestPickFirstDistribution(t *testing.T) {
 			scores: []float64{0.2, 0.5, 0.6, 0.9}, want: []float64{0.249126, 0.249874, 0.250124, 0.250876},
 		},
 		{
+			name: "softmax, all equal is uniform", params: `{"strategy":"softmax"}`,
+			// Equal scores weigh e^0 = 1 each: an idle fleet is not filled from its first endpoint.
+			scores: []float64{0.7, 0.7, 0.7, 0.7}, want: []float64{0.25, 0.25, 0.25, 0.25},
+		},
+		{
 			name: "softmax, NaN never first", params: `{"strategy":"softmax","temperature":1}`,
 			// NaN has weight 0; (s − 1)/1 = −1, 0 → e^−1 = 0.367879, 1; Σ = 1.367879.
 			scores: []float64{0, nan, 1}, want: []float64{0.268941, 0, 0.731059},

@@ -41,6 +41,12 @@ func load(id string, kv float64, waiting int64, prefix float64) sdk.Endpoint {
 	return sdk.Endpoint{ID: id, State: sdk.EndpointState{KVCacheUsage: kv, Waiting: waiting, PrefixMatch: prefix}}
 }
 
+// dispatched returns e with n requests dispatched there since its gauges were scraped.
+func dispatched(e sdk.Endpoint, n int64) sdk.Endpoint {
+	e.State.DispatchedSinceScrape = n
+	return e
+}
+
 // ranked maps v in [0, 1] onto a ranked endpoint's score, as rank does.
 func ranked(v float64) float64 { return minRankedScore + (1-minRankedScore)*v }
 
@@ -66,6 +72,17 @@ func TestScore(t *testing.T) {
 				(0.8 + 1 + 0.5) / 3, // a: 0.766667
 				(0.4 + 0 + 0) / 3,   // b: 0.133333
 				(0 + 0.5 + 1) / 3,   // c: 0.5
+			},
+		},
+		{
+			name: "no predictions: the fallback's queue counts the dispatches since the scrape",
+			// a's gauge is empty but 6 requests went there since it was scraped: fresh queues 6, 4, 2,
+			// maxQ = 6; score = ((1 − kv) + (6 − q)/6 + prefix) / 3.
+			endpoints: []sdk.Endpoint{dispatched(load("a", 0.2, 0, 0.5), 6), load("b", 0.6, 4, 0), load("c", 1, 2, 1)},
+			want: []float64{
+				(0.8 + 0 + 0.5) / 3,   // a: 0.433333
+				(0.4 + 1.0/3 + 0) / 3, // b: 0.244444
+				(0 + 2.0/3 + 1) / 3,   // c: 0.555556
 			},
 		},
 		{

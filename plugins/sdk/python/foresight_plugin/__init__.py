@@ -26,7 +26,9 @@ from .cycle import (
     Prediction, PredictorStats, Request, Sample, TargetStats,
 )
 from .convert import cycle_from_proto, cycle_to_proto
-from .heuristics import CompositeWeights, Headroom, composite_scores, effective_tpot_slo, headroom_of
+from .heuristics import (
+    CompositeWeights, Headroom, composite_scores, effective_tpot_slo, fresh_waiting, headroom_of,
+)
 from .log import Logger, logger
 from .params import check_one_of, check_range, check_range_open_low, decode_params, resolve_path
 from .server import serve
@@ -54,5 +56,6 @@ __all__ = [
     # logging
     "logger", "Logger",
     # heuristics shared with the Go stages
-    "CompositeWeights", "composite_scores", "Headroom", "headroom_of", "effective_tpot_slo",
+    "CompositeWeights", "composite_scores", "fresh_waiting", "Headroom", "headroom_of",
+    "effective_tpot_slo",
 ]

@@ -67,7 +67,8 @@ class Request:
 class EndpointState(namedtuple("EndpointState", (
         "kv_cache_usage", "waiting", "running", "inflight_requests", "prefill_tokens_in_flight",
         "decode_tokens_in_flight", "prefix_match", "min_running_tpot_slo_ms", "metrics_age_ms",
-        "last_output_age_ms"), defaults=(0.0, 0, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0.0))):
+        "last_output_age_ms", "dispatched_since_scrape"),
+        defaults=(0.0, 0, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0))):
     """One endpoint's state at decision time: scraped engine gauges and the router's accounting.
 
     kv_cache_usage: engine KV-cache utilisation in [0, 1]. waiting, running: the engine's queue
@@ -78,6 +79,9 @@ class EndpointState(namedtuple("EndpointState", (
     believed to cache, in [0, 1]. min_running_tpot_slo_ms: tightest TPOT objective among requests
     running there (0: none). metrics_age_ms: age of the scraped gauges. last_output_age_ms:
     milliseconds since the router last saw output from the endpoint (-1 with nothing in flight).
+    dispatched_since_scrape: requests the router dispatched there after the last successful scrape
+    and that have not finished, load the scraped gauges do not show yet (before a first scrape,
+    every request in flight there).
     """
     __slots__ = ()
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .cycle import Cycle, Endpoint, Request
+from .cycle import Cycle, Endpoint, EndpointState, Request
 from .params import check_range
 
-__all__ = ["CompositeWeights", "composite_scores", "Headroom", "headroom_of", "effective_tpot_slo"]
+__all__ = ["CompositeWeights", "composite_scores", "fresh_waiting", "Headroom", "headroom_of",
+           "effective_tpot_slo"]
 
 
 @dataclass(slots=True)
@@ -33,20 +34,28 @@ def _clamp01(v: float) -> float:
     return 1.0 if v > 1 else v
 
 
+def fresh_waiting(s: EndpointState) -> int:
+    """The scraped waiting-queue gauge plus the requests dispatched since that scrape and not yet
+    finished (heuristics.FreshWaiting): load the gauge does not show yet. Unlike the gauge, which
+    stands still between two scrapes, it moves with every dispatch."""
+    return s.waiting + s.dispatched_since_scrape
+
+
 def composite_scores(cycle: Cycle, w: CompositeWeights = CompositeWeights()) -> list[float]:
     """llm-d's load fallback, per endpoint:
-    (wkv·(1 − kv) + wq·(maxQ − q)/maxQ + wp·prefix) / (wkv + wq + wp), q the waiting queue;
-    the queue term is 1 when every queue is empty."""
+    (wkv·(1 − kv) + wq·(maxQ − q)/maxQ + wp·prefix) / (wkv + wq + wp), q the waiting queue plus
+    the dispatches since its scrape (fresh_waiting), so a burst between two scrapes spreads; the
+    queue term is 1 when every queue is empty."""
     eps = cycle.endpoints
     total = w.kv_cache + w.queue + w.prefix
     if total <= 0:
         return [0.0] * len(eps)
-    max_q = max((e.state.waiting for e in eps), default=0)
+    max_q = max((fresh_waiting(e.state) for e in eps), default=0)
     max_q = max(max_q, 0)
     out = []
     for e in eps:
         s = e.state
-        q = (max_q - s.waiting) / max_q if max_q > 0 else 1.0
+        q = (max_q - fresh_waiting(s)) / max_q if max_q > 0 else 1.0
         out.append((w.kv_cache * _clamp01(1 - s.kv_cache_usage) + w.queue * q
                     + w.prefix * _clamp01(s.prefix_match)) / total)
     return out

@@ -32,6 +32,7 @@ def wire_cycle():
     s.min_running_tpot_slo_ms.extend([0.0, 30.0, 50.0])
     s.metrics_age_ms.extend([1.0, 2.0, 3.0])
     s.last_output_age_ms.extend([-1.0, 4.5, 9.0])
+    s.dispatched_since_scrape.extend([0, 2, 5])
     e.predictions.valid.extend([True, False, True])
     e.predictions.ttft_ms.extend([120.0, 0.0, 900.0])
     e.predictions.tpot_ms.extend([10.0, 0.0, 45.0])
@@ -62,7 +63,8 @@ class CycleFromProtoTest(unittest.TestCase):
         self.assertEqual(b.state, fp.EndpointState(
             kv_cache_usage=0.5, waiting=3, running=2, inflight_requests=4,
             prefill_tokens_in_flight=1000, decode_tokens_in_flight=6, prefix_match=0.0,
-            min_running_tpot_slo_ms=30.0, metrics_age_ms=2.0, last_output_age_ms=4.5))
+            min_running_tpot_slo_ms=30.0, metrics_age_ms=2.0, last_output_age_ms=4.5,
+            dispatched_since_scrape=2))
         self.assertFalse(b.prediction.valid)
         self.assertEqual(dict(b.labels), {})
         a, cc = c.endpoints[0], c.endpoints[2]

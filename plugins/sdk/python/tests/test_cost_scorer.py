@@ -127,6 +127,15 @@ class CostAwareScorerTest(unittest.TestCase):
         self.assertAlmostEqual(scores[0], (2 * 0.5 + 0 + 1) / 4)
         self.assertAlmostEqual(scores[1], (2 * 1 + 1 + 0) / 4)
 
+    def test_the_composite_queue_counts_the_dispatches_since_the_scrape(self):
+        # The first endpoint's gauge is empty, but 6 requests went there since it was scraped:
+        # fresh queues 0 + 6 and 4 + 0, maxQ 6; queue weight only: (6 − q)/6.
+        s = scorer('{"kvCacheWeight": 0, "queueWeight": 1, "prefixWeight": 0}')
+        scores = s.score(cycle(ep(waiting=0, dispatched_since_scrape=6), ep(waiting=4)))
+        self.assertAlmostEqual(scores[0], 0.0)
+        self.assertAlmostEqual(scores[1], 2 / 6)
+        self.assertEqual(fp.fresh_waiting(fp.EndpointState(waiting=4, dispatched_since_scrape=3)), 7)
+
     def test_scores_stay_in_range_on_random_cycles(self):
         s = scorer(PRICED)
         rng = random.Random(5)
@@ -142,14 +151,16 @@ class CostAwareScorerTest(unittest.TestCase):
         s = scorer(PRICED)
         self.assertTrue(set(s.reads) <= set(fp.read_paths()))
         rng = random.Random(9)
-        for _ in range(300):
-            full = convert.cycle_to_proto(random_cycle(rng))
+        # Mostly predicted cycles, then cycles without a prediction (the composite fallback's reads).
+        for predicted in [0.8] * 300 + [0.0] * 100:
+            full = convert.cycle_to_proto(random_cycle(rng, predicted))
             want = s.score(convert.cycle_from_proto(full))
             got = s.score(convert.cycle_from_proto(project(full, s.reads)))
             self.assertEqual(got, want)
 
 
-def random_cycle(rng):
+def random_cycle(rng, predicted=0.8):
+    """A random cycle whose endpoints each have a valid prediction with probability predicted."""
     n = rng.randint(0, 12)
     eps = []
     for i in range(n):
@@ -160,8 +171,9 @@ def random_cycle(rng):
             fp.EndpointState(kv_cache_usage=rng.random(), waiting=rng.randint(0, 9),
                              running=rng.randint(0, 9), inflight_requests=rng.randint(0, 3),
                              prefix_match=rng.random(),
-                             min_running_tpot_slo_ms=rng.choice([0.0, 25.0, 60.0])),
-            fp.Prediction(pred < 0.8, rng.uniform(-10, 1200), rng.uniform(0, 80))))
+                             min_running_tpot_slo_ms=rng.choice([0.0, 25.0, 60.0]),
+                             dispatched_since_scrape=rng.choice([0, 0, 3, 7])),
+            fp.Prediction(pred < predicted, rng.uniform(-10, 1200), rng.uniform(0, 80))))
     slo = rng.choice([fp.SLO(), fp.SLO(500, 0), fp.SLO(0, 40), fp.SLO(800, 40)])
     return fp.Cycle(request=fp.Request(id="r", slo=slo, streaming=rng.random() < 0.5,
                                        priority=rng.randint(-1, 1)), endpoints=eps,

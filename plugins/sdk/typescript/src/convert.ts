@@ -148,6 +148,7 @@ function stateFromProto(p: PbEndpointState | undefined): EndpointState {
     minRunningTpotSloMs: p?.minRunningTpotSloMs ?? 0,
     metricsAgeMs: p?.metricsAgeMs ?? 0,
     lastOutputAgeMs: p?.lastOutputAgeMs ?? 0,
+    dispatchedSinceScrape: toNumber(p?.dispatchedSinceScrape ?? 0n),
   };
 }
 
@@ -215,6 +216,7 @@ export function cycleFromWire(w: WireCycle): Cycle {
   const minTpot = cols.col("min_running_tpot_slo_ms", s?.minRunningTpotSloMs, 0);
   const age = cols.col("metrics_age_ms", s?.metricsAgeMs, 0);
   const outputAge = cols.col("last_output_age_ms", s?.lastOutputAgeMs, 0);
+  const sinceScrape = cols.col("dispatched_since_scrape", s?.dispatchedSinceScrape, 0n);
   const valid = cols.col("predictions.valid", pr?.valid, false);
   const ttft = cols.col("predictions.ttft_ms", pr?.ttftMs, 0);
   const tpot = cols.col("predictions.tpot_ms", pr?.tpotMs, 0);
@@ -236,6 +238,7 @@ export function cycleFromWire(w: WireCycle): Cycle {
         minRunningTpotSloMs: minTpot(i),
         metricsAgeMs: age(i),
         lastOutputAgeMs: outputAge(i),
+        dispatchedSinceScrape: toNumber(sinceScrape(i)),
       },
       prediction: { valid: valid(i), ttftMs: ttft(i), tpotMs: tpot(i) },
     };
@@ -270,6 +273,7 @@ export function endpointsToProto(eps: readonly Endpoint[]): PbEndpoints {
       minRunningTpotSloMs: col((e) => e.state.minRunningTpotSloMs),
       metricsAgeMs: col((e) => e.state.metricsAgeMs),
       lastOutputAgeMs: col((e) => e.state.lastOutputAgeMs),
+      dispatchedSinceScrape: int64Col("dispatchedSinceScrape"),
     },
     predictions: undefined,
   };

@@ -68,6 +68,12 @@ export interface EndpointState {
   metricsAgeMs: number;
   /** Milliseconds since the router last saw output from the endpoint; −1 with nothing in flight. */
   lastOutputAgeMs: number;
+  /**
+   * Requests the router dispatched there after the last successful scrape and that have not
+   * finished: load the scraped gauges do not show yet (before a first scrape, every request in
+   * flight there).
+   */
+  dispatchedSinceScrape: number;
 }
 
 /**
@@ -249,6 +255,7 @@ export const READ_PATHS: readonly string[] = [
   "endpoints.states.min_running_tpot_slo_ms",
   "endpoints.states.metrics_age_ms",
   "endpoints.states.last_output_age_ms",
+  "endpoints.states.dispatched_since_scrape",
   "endpoints.predictions",
 ];
 

@@ -184,6 +184,12 @@ export interface EndpointStates {
    * current step. −1 when the router has nothing in flight there.
    */
   lastOutputAgeMs: number[];
+  /**
+   * Requests the router dispatched there after the last successful scrape of the gauges above and
+   * that have not finished: load the scraped waiting and running gauges do not show yet. Every
+   * request in flight there counts before the first scrape.
+   */
+  dispatchedSinceScrape: bigint[];
 }
 
 /** Predictions holds, per endpoint, the latency a producer predicts for the request. */
@@ -218,6 +224,8 @@ export interface EndpointState {
   metricsAgeMs: number;
   /** Milliseconds since the router last saw output from the endpoint; −1 with nothing in flight. */
   lastOutputAgeMs: number;
+  /** Requests dispatched there after the last successful scrape and not finished. */
+  dispatchedSinceScrape: bigint;
 }
 
 /** Prediction is one endpoint's predicted latency as a single record. */
@@ -1170,6 +1178,7 @@ function createBaseEndpointStates(): EndpointStates {
     minRunningTpotSloMs: [],
     metricsAgeMs: [],
     lastOutputAgeMs: [],
+    dispatchedSinceScrape: [],
   };
 }
 
@@ -1259,6 +1268,18 @@ export const EndpointStates: MessageFns<EndpointStates> = {
       writer.uint32(82).fork();
       for (const v of message.lastOutputAgeMs) {
         writer.double(v);
+      }
+      writer.join();
+    }
+    if (message.dispatchedSinceScrape.length !== 0) {
+      writer.uint32(90).fork();
+      for (const v of message.dispatchedSinceScrape) {
+        if (BigInt.asIntN(64, v) !== v) {
+          throw new globalThis.Error(
+            "a value provided in array field dispatchedSinceScrape of type int64 is too large",
+          );
+        }
+        writer.int64(v);
       }
       writer.join();
     }
@@ -1458,6 +1479,24 @@ export const EndpointStates: MessageFns<EndpointStates> = {
 
             break;
           }
+          case 11: {
+            if (tag === 88) {
+              message.dispatchedSinceScrape.push(reader.int64() as bigint);
+
+              continue;
+            }
+
+            if (tag === 90) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.dispatchedSinceScrape.push(reader.int64() as bigint);
+              }
+
+              continue;
+            }
+
+            break;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1514,6 +1553,11 @@ export const EndpointStates: MessageFns<EndpointStates> = {
         : globalThis.Array.isArray(object?.last_output_age_ms)
         ? object.last_output_age_ms.map((e: any) => globalThis.Number(e))
         : [],
+      dispatchedSinceScrape: globalThis.Array.isArray(object?.dispatchedSinceScrape)
+        ? object.dispatchedSinceScrape.map((e: any) => BigInt(e))
+        : globalThis.Array.isArray(object?.dispatched_since_scrape)
+        ? object.dispatched_since_scrape.map((e: any) => BigInt(e))
+        : [],
     };
   },
 
@@ -1549,6 +1593,9 @@ export const EndpointStates: MessageFns<EndpointStates> = {
     if (message.lastOutputAgeMs?.length) {
       obj.lastOutputAgeMs = message.lastOutputAgeMs.map((e) => floatToJson(e));
     }
+    if (message.dispatchedSinceScrape?.length) {
+      obj.dispatchedSinceScrape = message.dispatchedSinceScrape.map((e) => e.toString());
+    }
     return obj;
   },
 
@@ -1567,6 +1614,7 @@ export const EndpointStates: MessageFns<EndpointStates> = {
     message.minRunningTpotSloMs = object.minRunningTpotSloMs?.map((e) => e) || [];
     message.metricsAgeMs = object.metricsAgeMs?.map((e) => e) || [];
     message.lastOutputAgeMs = object.lastOutputAgeMs?.map((e) => e) || [];
+    message.dispatchedSinceScrape = object.dispatchedSinceScrape?.map((e) => BigInt(e)) || [];
     return message;
   },
 };
@@ -1734,6 +1782,7 @@ function createBaseEndpointState(): EndpointState {
     minRunningTpotSloMs: 0,
     metricsAgeMs: 0,
     lastOutputAgeMs: 0,
+    dispatchedSinceScrape: 0n,
   };
 }
 
@@ -1783,6 +1832,12 @@ export const EndpointState: MessageFns<EndpointState> = {
     }
     if (message.lastOutputAgeMs !== 0) {
       writer.uint32(81).double(message.lastOutputAgeMs);
+    }
+    if (message.dispatchedSinceScrape !== 0n) {
+      if (BigInt.asIntN(64, message.dispatchedSinceScrape) !== message.dispatchedSinceScrape) {
+        throw new globalThis.Error("value provided for field message.dispatchedSinceScrape of type int64 too large");
+      }
+      writer.uint32(88).int64(message.dispatchedSinceScrape);
     }
     return writer;
   },
@@ -1880,6 +1935,14 @@ export const EndpointState: MessageFns<EndpointState> = {
             message.lastOutputAgeMs = reader.double();
             continue;
           }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.dispatchedSinceScrape = reader.int64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1936,6 +1999,11 @@ export const EndpointState: MessageFns<EndpointState> = {
         : isSet(object.last_output_age_ms)
         ? globalThis.Number(object.last_output_age_ms)
         : 0,
+      dispatchedSinceScrape: isSet(object.dispatchedSinceScrape)
+        ? BigInt(object.dispatchedSinceScrape)
+        : isSet(object.dispatched_since_scrape)
+        ? BigInt(object.dispatched_since_scrape)
+        : 0n,
     };
   },
 
@@ -1971,6 +2039,9 @@ export const EndpointState: MessageFns<EndpointState> = {
     if (message.lastOutputAgeMs !== 0) {
       obj.lastOutputAgeMs = floatToJson(message.lastOutputAgeMs);
     }
+    if (message.dispatchedSinceScrape !== 0n) {
+      obj.dispatchedSinceScrape = message.dispatchedSinceScrape.toString();
+    }
     return obj;
   },
 
@@ -1996,6 +2067,10 @@ export const EndpointState: MessageFns<EndpointState> = {
     message.minRunningTpotSloMs = object.minRunningTpotSloMs ?? 0;
     message.metricsAgeMs = object.metricsAgeMs ?? 0;
     message.lastOutputAgeMs = object.lastOutputAgeMs ?? 0;
+    message.dispatchedSinceScrape =
+      (object.dispatchedSinceScrape !== undefined && object.dispatchedSinceScrape !== null)
+        ? BigInt(object.dispatchedSinceScrape)
+        : 0n;
     return message;
   },
 };
