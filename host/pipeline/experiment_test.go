@@ -10,7 +10,6 @@ import (
 	"github.com/foresight-router/foresight/host/config"
 	"github.com/foresight-router/foresight/host/experiment"
 	"github.com/foresight-router/foresight/host/pipeline"
-	"github.com/foresight-router/foresight/host/pluginhost"
 	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/rs/zerolog"
 )
@@ -226,16 +225,10 @@ pipeline:
 	if err != nil {
 		t.Fatal(err)
 	}
-	var launched []*pluginhost.Plugin
-	for _, spec := range cfg.Plugins {
-		pl, err := pluginhost.Launch(context.Background(), pluginhost.Spec{Name: spec.Name, Type: spec.Type,
-			Stage: cfg.StageOf(spec.Name), Local: impls[spec.Name]}, zerolog.Nop())
-		if err != nil {
-			t.Fatal(err)
-		}
-		launched = append(launched, pl)
+	p, err := pipeline.BuildInProcess(context.Background(), cfg, impls, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
 	}
-	p := pipeline.Assemble(cfg, launched, zerolog.Nop())
 	t.Cleanup(p.Close)
 
 	for n := range 10 {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/foresight-router/foresight/host/config"
 	"github.com/foresight-router/foresight/host/pipeline"
-	"github.com/foresight-router/foresight/host/pluginhost"
 	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/rs/zerolog"
@@ -141,17 +140,10 @@ func build(t *testing.T, stageTimeout string, specs ...stageSpec) *pipeline.Pipe
 	if err != nil {
 		t.Fatalf("config:\n%s\n%v", yaml, err)
 	}
-	var launched []*pluginhost.Plugin
-	for _, spec := range cfg.Plugins {
-		p, err := pluginhost.Launch(context.Background(), pluginhost.Spec{
-			Name: spec.Name, Type: spec.Type, Stage: cfg.StageOf(spec.Name), Local: impls[spec.Name],
-		}, zerolog.Nop())
-		if err != nil {
-			t.Fatalf("launching %s: %v", spec.Name, err)
-		}
-		launched = append(launched, p)
+	p, err := pipeline.BuildInProcess(context.Background(), cfg, impls, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
 	}
-	p := pipeline.Assemble(cfg, launched, zerolog.Nop())
 	t.Cleanup(p.Close)
 	return p
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/foresight-router/foresight/host/config"
 	"github.com/foresight-router/foresight/host/pipeline"
-	"github.com/foresight-router/foresight/host/pluginhost"
 	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/foresight-router/foresight/sim/workload"
 	"github.com/rs/zerolog"
@@ -111,17 +110,10 @@ func yamlPipeline(t *testing.T, yaml string, local map[string]sdk.Plugin) Router
 	if err != nil {
 		t.Fatal(err)
 	}
-	var launched []*pluginhost.Plugin
-	for _, spec := range cfg.Plugins {
-		p, err := pluginhost.Launch(context.Background(), pluginhost.Spec{
-			Name: spec.Name, Type: spec.Type, Stage: cfg.StageOf(spec.Name), Local: local[spec.Name],
-		}, zerolog.Nop())
-		if err != nil {
-			t.Fatalf("launching %s: %v", spec.Name, err)
-		}
-		launched = append(launched, p)
+	p, err := pipeline.BuildInProcess(context.Background(), cfg, local, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
 	}
-	p := pipeline.Assemble(cfg, launched, zerolog.Nop())
 	t.Cleanup(p.Close)
 	return PipelineRouter{Pipeline: p}
 }

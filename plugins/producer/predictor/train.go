@@ -199,15 +199,15 @@ func (j *job) fit(d gbdt.Dataset, minRows, nFeatures int, prev *model.Set, of fu
 // filler writes a target's features of a request on an endpoint into a row.
 type filler func([]float64, *sdk.Request, *sdk.EndpointState)
 
-// eachRow calls f with the features and the target of every sample that has the target; row is
+// eachRow calls f with every sample that has the target, its features and the target; row is
 // reused between calls.
-func eachRow(samples []sdk.Sample, nFeatures int, target func(*sdk.Sample) float64, fill filler, f func(row []float64, y float64)) {
+func eachRow(samples []sdk.Sample, nFeatures int, target func(*sdk.Sample) float64, fill filler, f func(s *sdk.Sample, row []float64, y float64)) {
 	row := make([]float64, nFeatures)
 	for i := range samples {
 		s := &samples[i]
 		if y := target(s); y > 0 {
 			fill(row, &s.Request, &s.State)
-			f(row, y)
+			f(s, row, y)
 		}
 	}
 }
@@ -215,7 +215,7 @@ func eachRow(samples []sdk.Sample, nFeatures int, target func(*sdk.Sample) float
 // dataset builds the column-major training data of one target.
 func dataset(samples []sdk.Sample, names []string, target func(*sdk.Sample) float64, fill filler) gbdt.Dataset {
 	d := gbdt.Dataset{Names: names, Cols: make([][]float64, len(names))}
-	eachRow(samples, len(names), target, fill, func(row []float64, y float64) {
+	eachRow(samples, len(names), target, fill, func(_ *sdk.Sample, row []float64, y float64) {
 		for f, v := range row {
 			d.Cols[f] = append(d.Cols[f], v)
 		}
@@ -259,17 +259,10 @@ func (t target) ratio(s *sdk.Sample) float64 {
 // NaN without any.
 func heldOutMAPE(m *model.Model, samples []sdk.Sample, t target, fill filler, nFeatures int) float64 {
 	sum, n := 0.0, 0
-	row := make([]float64, nFeatures)
-	for i := range samples {
-		s := &samples[i]
-		y := t.latency(s)
-		if y <= 0 {
-			continue
-		}
-		fill(row, &s.Request, &s.State)
+	eachRow(samples, nFeatures, t.latency, fill, func(s *sdk.Sample, row []float64, y float64) {
 		sum += math.Abs(floor(t.prior(s)*m.Predict(row))-y) / y
 		n++
-	}
+	})
 	if n == 0 {
 		return math.NaN()
 	}

@@ -52,27 +52,33 @@ var maxLogRatio = math.Log(20)
 // Prior is the online fit. It is not safe for concurrent use: the producer serialises Add and
 // Snapshot, and Produce reads only Snapshots, which are immutable.
 type Prior struct {
-	params     Params
-	ttft, tpot *fit
-	nTTFT      int
-	nTPOT      int
-	speed      map[string]*speed
-	snap       *Snapshot
-	row        []float64
+	params Params
+	fits   [2]*fit // TTFT, TPOT
+	n      [2]int  // samples each fit has learned from
+	speed  map[string]*speed
+	snap   *Snapshot
+	row    []float64
 }
 
-// speed is one endpoint's running mean of log(actual / fleet model) per target.
+// The targets, as indices of the prior's per-target arrays.
+const (
+	ttftTarget = iota
+	tpotTarget
+)
+
+// rows writes each target's terms.
+var rows = [2]func([]float64, *sdk.Request, *sdk.EndpointState){ttftRow, tpotRow}
+
+// speed is one endpoint's running mean of log(actual / fleet model) over N samples, per target.
 type speed struct {
-	TTFTLog float64 `json:"ttft_log"`
-	TPOTLog float64 `json:"tpot_log"`
-	NTTFT   float64 `json:"n_ttft"`
-	NTPOT   float64 `json:"n_tpot"`
+	Log [2]float64 `json:"log"`
+	N   [2]float64 `json:"n"`
 }
 
 // New returns an empty prior; params must be valid.
 func New(params Params) *Prior {
 	decay := math.Exp(-math.Ln2 / float64(params.HalfLife))
-	return &Prior{params: params, ttft: newFit(len(TTFTTerms), decay), tpot: newFit(len(TPOTTerms), decay),
+	return &Prior{params: params, fits: [2]*fit{newFit(len(TTFTTerms), decay), newFit(len(TPOTTerms), decay)},
 		speed: map[string]*speed{}, snap: &Snapshot{}, row: make([]float64, len(TTFTTerms))}
 }
 
@@ -87,48 +93,48 @@ func (p *Prior) Add(s *sdk.Sample, ttft, tpot float64) {
 		sp = &speed{}
 		p.speed[s.EndpointID] = sp
 	}
-	window := float64(p.params.EndpointWindow)
-	if ttft > 0 {
-		x := p.row[:len(TTFTTerms)]
-		ttftRow(x, &s.Request, &s.State)
-		if g := predict(p.snap.TTFT, x); p.snap.TTFTReady && g > 0 {
-			sp.NTTFT = min(sp.NTTFT+1, window)
-			sp.TTFTLog += (clampLog(math.Log(ttft/g)) - sp.TTFTLog) / sp.NTTFT
+	for k, y := range [2]float64{ttft, tpot} {
+		if !(y > 0) {
+			continue
 		}
-		p.ttft.add(x, ttft)
-		p.nTTFT++
-	}
-	if tpot > 0 {
-		x := p.row[:len(TPOTTerms)]
-		tpotRow(x, &s.Request, &s.State)
-		if g := predict(p.snap.TPOT, x); p.snap.TPOTReady && g > 0 {
-			sp.NTPOT = min(sp.NTPOT+1, window)
-			sp.TPOTLog += (clampLog(math.Log(tpot/g)) - sp.TPOTLog) / sp.NTPOT
+		f := p.fits[k]
+		x := p.row[:f.k]
+		rows[k](x, &s.Request, &s.State)
+		if coef, ready := p.snap.target(k); ready {
+			if g := predict(coef, x); g > 0 {
+				sp.N[k] = min(sp.N[k]+1, float64(p.params.EndpointWindow))
+				sp.Log[k] += (clampLog(math.Log(y/g)) - sp.Log[k]) / sp.N[k]
+			}
 		}
-		p.tpot.add(x, tpot)
-		p.nTPOT++
+		f.add(x, y)
+		p.n[k]++
 	}
 }
 
 func clampLog(v float64) float64 { return min(max(v, -maxLogRatio), maxLogRatio) }
 
-// factor is the speed factor of an endpoint with this mean log ratio over n samples.
-func (p *Prior) factor(meanLog, n float64) float64 {
-	return math.Exp(meanLog * n / (n + p.params.EndpointShrink))
+// factors are the endpoint's TTFT and TPOT speed factors: exp of each mean log ratio, shrunk
+// toward 0 by EndpointShrink pseudo-samples.
+func (p *Prior) factors(sp *speed) [2]float64 {
+	var f [2]float64
+	for k := range f {
+		f[k] = math.Exp(sp.Log[k] * sp.N[k] / (sp.N[k] + p.params.EndpointShrink))
+	}
+	return f
 }
 
 // Refresh solves the fits and publishes what Add learned since the last Refresh as a new
 // Snapshot. The producer calls it once per batch of samples.
 func (p *Prior) Refresh() *Snapshot {
 	s := &Snapshot{
-		TTFT:      p.ttft.solve(),
-		TPOT:      p.tpot.solve(),
-		TTFTReady: p.nTTFT >= p.params.MinSamples,
-		TPOTReady: p.nTPOT >= p.params.MinSamples,
+		TTFT:      p.fits[ttftTarget].solve(),
+		TPOT:      p.fits[tpotTarget].solve(),
+		TTFTReady: p.n[ttftTarget] >= p.params.MinSamples,
+		TPOTReady: p.n[tpotTarget] >= p.params.MinSamples,
 		speed:     make(map[string][2]float64, len(p.speed)),
 	}
 	for id, sp := range p.speed {
-		s.speed[id] = [2]float64{p.factor(sp.TTFTLog, sp.NTTFT), p.factor(sp.TPOTLog, sp.NTPOT)}
+		s.speed[id] = p.factors(sp)
 	}
 	p.snap = s
 	return s
@@ -142,6 +148,14 @@ type Snapshot struct {
 	TTFT, TPOT           []float64 // the fleet model's coefficients, in the order of TTFTTerms and TPOTTerms
 	TTFTReady, TPOTReady bool      // whether the target has had MinSamples samples
 	speed                map[string][2]float64
+}
+
+// target returns target k's coefficients and whether it predicts.
+func (s *Snapshot) target(k int) ([]float64, bool) {
+	if k == ttftTarget {
+		return s.TTFT, s.TTFTReady
+	}
+	return s.TPOT, s.TPOTReady
 }
 
 // Ready reports whether both targets predict.

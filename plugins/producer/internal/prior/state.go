@@ -19,8 +19,9 @@ type state struct {
 
 // MarshalJSON encodes what the prior learned, so that a restarted producer continues from it.
 func (p *Prior) MarshalJSON() ([]byte, error) {
-	st := state{TTFTA: p.ttft.a, TTFTB: p.ttft.b, TPOTA: p.tpot.a, TPOTB: p.tpot.b,
-		NTTFT: p.nTTFT, NTPOT: p.nTPOT, Speed: map[string]speed{}}
+	t, q := p.fits[ttftTarget], p.fits[tpotTarget]
+	st := state{TTFTA: t.a, TTFTB: t.b, TPOTA: q.a, TPOTB: q.b,
+		NTTFT: p.n[ttftTarget], NTPOT: p.n[tpotTarget], Speed: map[string]speed{}}
 	for id, sp := range p.speed {
 		st.Speed[id] = *sp
 	}
@@ -45,11 +46,12 @@ func (p *Prior) Restore(data []byte) error {
 			}
 		}
 	}
-	copy(p.ttft.a, st.TTFTA)
-	copy(p.ttft.b, st.TTFTB)
-	copy(p.tpot.a, st.TPOTA)
-	copy(p.tpot.b, st.TPOTB)
-	p.nTTFT, p.nTPOT = st.NTTFT, st.NTPOT
+	t, q := p.fits[ttftTarget], p.fits[tpotTarget]
+	copy(t.a, st.TTFTA)
+	copy(t.b, st.TTFTB)
+	copy(q.a, st.TPOTA)
+	copy(q.b, st.TPOTB)
+	p.n = [2]int{st.NTTFT, st.NTPOT}
 	p.speed = map[string]*speed{}
 	for id, sp := range st.Speed {
 		p.speed[id] = &sp
