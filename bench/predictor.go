@@ -16,6 +16,7 @@ import (
 	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/foresight-router/foresight/sim/cluster"
 	"github.com/foresight-router/foresight/sim/engine"
+	"github.com/foresight-router/foresight/sim/stats"
 	"github.com/foresight-router/foresight/sim/workload"
 )
 
@@ -34,6 +35,13 @@ type PredictorOptions struct {
 	Rate, Noise float64
 	// Seed seeds the workload, the noise and the routing.
 	Seed uint64
+	// OnlineLoad, when positive, also runs the predicted-latency pipeline (examples/pipeline.yaml
+	// in Examples) on the scenario at this fraction of the fleet's saturation rate (Saturation,
+	// or measured as bench routing --load does; Trace for the trace scenarios) and scores its
+	// dispatch-time predictions as the run went on: the producer learning online from its first
+	// request, as it does behind a router.
+	OnlineLoad, Saturation float64
+	Examples, Trace        string
 }
 
 // PredictorResult is what RunPredictor measured; its JSON is bench predictor's.
@@ -62,6 +70,11 @@ type PredictorResult struct {
 	TTFTP90Cover   float64 `json:"ttft_p90_coverage"`
 	TPOTP90Cover   float64 `json:"tpot_p90_coverage"`
 	QuantileMs     float64 `json:"quantile_train_ms"`
+	// Online is the online run's accuracy (with OnlineLoad), OnlineSaturation the saturation rate
+	// (fleet requests/s) its load is a fraction of.
+	Online           *stats.Accuracy `json:"online_accuracy,omitempty"`
+	OnlineLoad       float64         `json:"online_load,omitempty"`
+	OnlineSaturation float64         `json:"online_saturation_rps,omitempty"`
 }
 
 // RunPredictor simulates a fleet (the engine model with its step-time noise) under a workload,
@@ -108,7 +121,33 @@ func RunPredictor(o PredictorOptions) (*PredictorResult, error) {
 	}
 	us := sortedMicros(timeProduce(mean, held, o.Endpoints, o.Cycles))
 	res.PredictUsP50, res.PredictUsP99 = quantile.Sorted(us, 0.50), quantile.Sorted(us, 0.99)
+	if o.OnlineLoad > 0 {
+		if err := res.runOnline(o); err != nil {
+			return nil, err
+		}
+	}
 	return res, nil
+}
+
+// runOnline runs the predicted-latency pipeline on o's scenario at o.OnlineLoad and keeps the
+// accuracy of its predictions.
+func (r *PredictorResult) runOnline(o PredictorOptions) error {
+	lo := LadderOptions{RoutingOptions: RoutingOptions{Scenario: o.Scenario, Strategies: "predicted-latency",
+		Preset: o.Preset, Examples: o.Examples, Trace: o.Trace, Servers: o.Servers, Noise: o.Noise, Seed: o.Seed},
+		Loads: []float64{o.OnlineLoad}, Saturation: o.Saturation}
+	lr, err := RunLadder(context.Background(), lo)
+	if err != nil {
+		return fmt.Errorf("online run: %w", err)
+	}
+	st := lr.Loads[0].Result.Strategies["predicted-latency"]
+	if st.Unavailable != "" {
+		return fmt.Errorf("online run: %s", st.Unavailable)
+	}
+	if st.Online == nil {
+		return fmt.Errorf("online run: no request had a valid prediction")
+	}
+	r.Online, r.OnlineLoad, r.OnlineSaturation = st.Online, o.OnlineLoad, lr.Saturation.FleetRPS
+	return nil
 }
 
 // WriteText prints the result as bench predictor's text.
@@ -119,6 +158,9 @@ func (r *PredictorResult) WriteText(out io.Writer) error {
 		r.Scenario, r.Preset, r.Noise, r.Trees, r.NumLeaves, r.TrainRows, r.TrainMs, r.QuantileMs,
 		r.PredictEndpoints, r.PredictUsP50, r.PredictUsP99, r.HeldOut, 100*r.TTFTMAPE, 100*r.OracleTTFTMAPE, 100*r.TPOTMAPE,
 		r.TTFTP90Cover, r.TPOTP90Cover)
+	if err == nil && r.Online != nil {
+		_, err = fmt.Fprintf(out, "online at load %.2f of %.2f req/s: %s\n", r.OnlineLoad, r.OnlineSaturation, r.Online)
+	}
 	return err
 }
 
@@ -131,7 +173,7 @@ func simulatedSamples(o PredictorOptions) (train, held []sdk.Sample, err error) 
 	}
 	want := o.Rows + max(o.Rows/4, 200) // the rest is held out
 	w, err := workload.Scenario(o.Scenario, workload.Params{Servers: o.Servers, RatePerServer: o.Rate,
-		Requests: want, Seed: o.Seed})
+		Requests: want, Seed: o.Seed, TracePath: o.Trace})
 	if err != nil {
 		return nil, nil, err
 	}

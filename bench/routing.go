@@ -55,6 +55,9 @@ type StrategyStats struct {
 	WallSeconds   float64 `json:"wall_s"`
 	// Predictor is the producer's own report at the end of the run (pipelines with a producer).
 	Predictor *sdk.PredictorStats `json:"predictor,omitempty"`
+	// Online is how the dispatch-time predictions held as the run went on (strategies that
+	// predict).
+	Online *stats.Accuracy `json:"online_accuracy,omitempty"`
 	// Unavailable says why a strategy could not run (then nothing else is set).
 	Unavailable string `json:"unavailable,omitempty"`
 }
@@ -168,7 +171,7 @@ func runStrategies(ctx context.Context, o RoutingOptions, fleet cluster.Config, 
 		}
 		sum := stats.Summarize(run.Outcomes)
 		res.Strategies[name] = StrategyStats{Summary: &sum, outcomes: run.Outcomes, PrefixHitRate: run.PrefixHitRate(),
-			WallSeconds: time.Since(began).Seconds(), Predictor: predictor}
+			WallSeconds: time.Since(began).Seconds(), Predictor: predictor, Online: stats.Online(run.Outcomes)}
 	}
 	return res, nil
 }
@@ -281,6 +284,11 @@ func (r *RoutingResult) writeTable(out io.Writer, heading string) {
 	}
 	_ = tw.Flush()
 	fmt.Fprintln(out, "(latencies in ms)")
+	for _, name := range slices.Sorted(maps.Keys(r.Strategies)) {
+		if a := r.Strategies[name].Online; a != nil && name != "oracle" {
+			fmt.Fprintf(out, "%s predictions: %s\n", name, a)
+		}
+	}
 	for _, m := range missing {
 		fmt.Fprintln(out, m)
 	}

@@ -17,7 +17,13 @@ func newBenchPredictor() *cobra.Command {
 			"routing each request to a random server so that samples span idle to loaded states, and keeps\n" +
 			"every finished request's sample. It trains the producer on --rows of them (one core), measures\n" +
 			"Produce for cycles of --endpoints endpoints in process, and scores the mean model's MAPE and the\n" +
-			"p90 model's coverage on the samples it did not train on.",
+			"p90 model's coverage on the samples it did not train on.\n\n" +
+			"With --online L it also runs the predicted-latency pipeline (examples/pipeline.yaml) on the\n" +
+			"scenario at load L (a fraction of the saturation rate, measured as bench routing --load does\n" +
+			"unless --saturation gives it), the producer learning from its first request as behind a router,\n" +
+			"and scores the predictions made for the chosen servers: TTFT MAPE over requests [0,100),\n" +
+			"[100,300), [300,1000) and from 1000 on, the mean predicted/actual TTFT of the longest tenth,\n" +
+			"and the TPOT MAPE.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runBench(cmd.OutOrStdout(), "", asJSON,
@@ -35,6 +41,10 @@ func newBenchPredictor() *cobra.Command {
 	f.IntVar(&o.Cycles, "cycles", 2000, "cycles to time Produce on")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the workload, the noise and the routing")
 	f.StringVar(&o.Params, "params", "", `producer parameters merged over the defaults, as JSON (e.g. '{"model":{"trees":60}}')`)
+	f.Float64Var(&o.OnlineLoad, "online", 0, "also score the producer online, routing with examples/pipeline.yaml at this fraction of the saturation rate (0: off)")
+	f.Float64Var(&o.Saturation, "saturation", 0, "with --online: the fleet's saturation rate in requests/s, instead of measuring it")
+	f.StringVar(&o.Examples, "examples", "examples", "with --online: directory of the example pipeline configs")
+	f.StringVar(&o.Trace, "trace", "", "trace file for azure-conv, azure-code and mooncake")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	return cmd
 }
