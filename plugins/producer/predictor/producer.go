@@ -234,7 +234,7 @@ func (p *Producer) Produce(_ context.Context, c *sdk.Cycle) ([]sdk.Prediction, e
 		return out, nil
 	}
 	n, nt, np := len(c.Endpoints), len(features.TTFT), len(features.TPOT)
-	buf := make([]float64, n*(nt+np+4)+len(prior.TTFTTerms))
+	buf := make([]float64, n*(nt+np+4)+prior.RowLen())
 	ttftRows, tpotRows := buf[:n*nt], buf[n*nt:n*(nt+np)]
 	ttft, tpot := buf[n*(nt+np):n*(nt+np+1)], buf[n*(nt+np+1):n*(nt+np+2)]
 	baseTTFT, baseTPOT, row := buf[n*(nt+np+2):n*(nt+np+3)], buf[n*(nt+np+3):n*(nt+np+4)], buf[n*(nt+np+4):]
@@ -384,8 +384,8 @@ func (p *Producer) learnPrior(s *sdk.Sample) {
 		return
 	}
 	ttft, tpot := ttftTarget(s), tpotTarget(s)
-	var row [16]float64
-	if pt, pp, ok := p.prior.Snapshot().Predict(row[:], &s.Request, s.EndpointID, &s.State); ok {
+	row := make([]float64, prior.RowLen())
+	if pt, pp, ok := p.prior.Snapshot().Predict(row, &s.Request, s.EndpointID, &s.State); ok {
 		if ttft > 0 {
 			p.priorTTFT.Add(floor(pt), ttft)
 		}

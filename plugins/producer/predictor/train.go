@@ -236,7 +236,7 @@ type target struct {
 func (j *job) base(latency func(*sdk.Sample) float64, which int) target {
 	t := target{latency: latency, prior: func(*sdk.Sample) float64 { return 1 }}
 	if j.prior != nil {
-		row := make([]float64, len(prior.TTFTTerms))
+		row := make([]float64, prior.RowLen())
 		t.prior = func(s *sdk.Sample) float64 {
 			ttft, tpot, _ := j.prior.Predict(row, &s.Request, s.EndpointID, &s.State)
 			return floor([2]float64{ttft, tpot}[which])

@@ -5,6 +5,7 @@ package features
 
 import (
 	"math"
+	"slices"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
 )
@@ -32,8 +33,11 @@ var TTFT = []string{"is_queued", "kv_cache_usage", "input_tokens", "waiting", "r
 	"last_output_age_ms", "prefill_tokens_ahead"}
 
 // TPOT are the TPOT model's features, in column order: the load an output token is generated
-// under (the first seven TTFT features).
-var TPOT = TTFT[:7]
+// under (the first seven TTFT features), and
+//
+//	max_output_tokens         the request's max_tokens (0 when the client set none): how many
+//	                          steps the prefill work that arrives while it decodes is spread over
+var TPOT = append(slices.Clip(TTFT[:7]), "max_output_tokens")
 
 // FillTTFT writes the TTFT features of r on an endpoint in state s into dst, which must have
 // len(TTFT) elements.
@@ -48,7 +52,10 @@ func FillTTFT(dst []float64, r *sdk.Request, s *sdk.EndpointState) {
 }
 
 // FillTPOT writes the TPOT features into dst, which must have len(TPOT) elements.
-func FillTPOT(dst []float64, r *sdk.Request, s *sdk.EndpointState) { fillLoad(dst, r, s) }
+func FillTPOT(dst []float64, r *sdk.Request, s *sdk.EndpointState) {
+	fillLoad(dst, r, s)
+	dst[7] = float64(max(r.MaxOutputTokens, 0))
+}
 
 func fillLoad(dst []float64, r *sdk.Request, s *sdk.EndpointState) {
 	queued := 0.0

@@ -8,7 +8,7 @@ import (
 )
 
 func TestFill(t *testing.T) {
-	r := sdk.Request{InputTokens: 1000}
+	r := sdk.Request{InputTokens: 1000, MaxOutputTokens: 250}
 	s := sdk.EndpointState{KVCacheUsage: 0.3, Waiting: 2, Running: 9, InflightRequests: 5,
 		PrefillTokensInFlight: 700, DecodeTokensInFlight: 4000, PrefixMatch: 0.6, LastOutputAgeMs: 3.5}
 	ttft := make([]float64, len(TTFT))
@@ -18,8 +18,12 @@ func TestFill(t *testing.T) {
 	}
 	tpot := make([]float64, len(TPOT))
 	FillTPOT(tpot, &r, &s)
-	if !slices.Equal(tpot, ttft[:7]) {
-		t.Errorf("TPOT features %v, want the first seven TTFT ones %v", tpot, ttft[:7])
+	if want := append(slices.Clone(ttft[:7]), 250); !slices.Equal(tpot, want) {
+		t.Errorf("TPOT features %v, want the first seven TTFT ones and max_tokens %v", tpot, want)
+	}
+	r.MaxOutputTokens = 0 // none set
+	if FillTPOT(tpot, &r, &s); tpot[7] != 0 {
+		t.Errorf("TPOT max_output_tokens without max_tokens: %v, want 0", tpot[7])
 	}
 	s.Waiting, s.PrefixMatch = 0, 1.5 // an out-of-range match is clamped
 	FillTTFT(ttft, &r, &s)

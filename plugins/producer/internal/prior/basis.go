@@ -28,6 +28,9 @@ var (
 		"kv_cache_usage"}
 )
 
+// RowLen is the length of the row buffer Predict needs: the longer of the two targets' terms.
+func RowLen() int { return max(len(TTFTTerms), len(TPOTTerms)) }
+
 // ttftRow writes the TTFT terms of r on an endpoint in state s into dst (len(TTFTTerms)).
 func ttftRow(dst []float64, r *sdk.Request, s *sdk.EndpointState) {
 	p := min(max(s.PrefixMatch, 0), 1)

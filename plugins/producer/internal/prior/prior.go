@@ -79,7 +79,7 @@ type speed struct {
 func New(params Params) *Prior {
 	decay := math.Exp(-math.Ln2 / float64(params.HalfLife))
 	return &Prior{params: params, fits: [2]*fit{newFit(len(TTFTTerms), decay), newFit(len(TPOTTerms), decay)},
-		speed: map[string]*speed{}, snap: &Snapshot{}, row: make([]float64, len(TTFTTerms))}
+		speed: map[string]*speed{}, snap: &Snapshot{}, row: make([]float64, RowLen())}
 }
 
 // Add learns from one finished request; ttft or tpot ≤ 0 means the sample has no such target.
