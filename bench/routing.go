@@ -213,7 +213,7 @@ type strategy struct {
 
 // newStrategy builds a strategy: the simulator's oracle, or an example pipeline run through the
 // real host pipeline. A producer in the pipeline learns from the simulated requests as it would
-// from live ones: samples batched every second of virtual time or 256 samples (host/feedback).
+// from live ones: samples batched every 100 ms of virtual time or 256 samples (host/feedback).
 // For reproducible runs it trains inline (trainInline) and starts cold (no modelDir).
 func newStrategy(ctx context.Context, name string, o RoutingOptions) (*strategy, error) {
 	if name == "oracle" {
