@@ -183,10 +183,7 @@ func (p *Producer) apply(params Params) {
 	case p.prior == nil || old.PriorFit != params.PriorFit:
 		p.prior = prior.New(params.PriorFit)
 	}
-	var snap *prior.Snapshot
-	if p.prior != nil {
-		snap = p.prior.Snapshot()
-	}
+	snap := p.prior.Snapshot()
 	p.publish(func(s *serving) { s.prior = snap })
 }
 
@@ -234,17 +231,17 @@ func (p *Producer) Produce(_ context.Context, c *sdk.Cycle) ([]sdk.Prediction, e
 		return out, nil
 	}
 	n, nt, np := len(c.Endpoints), len(features.TTFT), len(features.TPOT)
-	buf := make([]float64, n*(nt+np+4)+prior.RowLen())
+	buf := make([]float64, n*(nt+np+4))
 	ttftRows, tpotRows := buf[:n*nt], buf[n*nt:n*(nt+np)]
 	ttft, tpot := buf[n*(nt+np):n*(nt+np+1)], buf[n*(nt+np+1):n*(nt+np+2)]
-	baseTTFT, baseTPOT, row := buf[n*(nt+np+2):n*(nt+np+3)], buf[n*(nt+np+3):n*(nt+np+4)], buf[n*(nt+np+4):]
+	baseTTFT, baseTPOT := buf[n*(nt+np+2):n*(nt+np+3)], buf[n*(nt+np+3):]
 	for i := range out {
 		baseTTFT[i], baseTPOT[i], ttft[i], tpot[i] = 1, 1, 1, 1
 	}
 	if priorOnly || s.set.Meta.Residual {
 		for i := range c.Endpoints {
 			e := &c.Endpoints[i]
-			baseTTFT[i], baseTPOT[i], _ = s.prior.Predict(row, &c.Request, e.ID, &e.State)
+			baseTTFT[i], baseTPOT[i], _ = s.prior.Predict(&c.Request, e.ID, &e.State)
 		}
 	}
 	if trees {
@@ -384,8 +381,7 @@ func (p *Producer) learnPrior(s *sdk.Sample) {
 		return
 	}
 	ttft, tpot := ttftTarget(s), tpotTarget(s)
-	row := make([]float64, prior.RowLen())
-	if pt, pp, ok := p.prior.Snapshot().Predict(row, &s.Request, s.EndpointID, &s.State); ok {
+	if pt, pp, ok := p.prior.Snapshot().Predict(&s.Request, s.EndpointID, &s.State); ok {
 		if ttft > 0 {
 			p.priorTTFT.Add(floor(pt), ttft)
 		}

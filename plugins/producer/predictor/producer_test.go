@@ -326,10 +326,9 @@ func TestDriftGuard(t *testing.T) {
 	// The trees are held back; the prior, still accurate, serves alone.
 	c := cycle(rng, 4, t0.Add(42*time.Second))
 	preds, _ := p.Produce(context.Background(), c)
-	row := make([]float64, 16)
 	for i, pr := range preds {
 		e := &c.Endpoints[i]
-		ttft, tpot, _ := p.current().prior.Predict(row, &c.Request, e.ID, &e.State)
+		ttft, tpot, _ := p.current().prior.Predict(&c.Request, e.ID, &e.State)
 		if !pr.Valid || pr.TTFTMs != floor(ttft) || pr.TPOTMs != floor(tpot) {
 			t.Fatalf("endpoint %d under drift: %+v, want the prior's %.2f / %.2f", i, pr, ttft, tpot)
 		}

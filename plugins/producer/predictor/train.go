@@ -72,12 +72,12 @@ func (p *Producer) maybeTrain() {
 	if prev != nil {
 		j.version = prev.Meta.Version + 1
 	}
-	if p.prior != nil && p.prior.Snapshot().Ready() {
+	if snap := p.prior.Snapshot(); snap.Ready() {
 		state, err := p.prior.MarshalJSON()
 		if err != nil {
 			sdk.Log().Error().Err(err).Msg("encoding the prior; training on latencies")
 		} else {
-			j.prior, j.priorState = p.prior.Snapshot(), state
+			j.prior, j.priorState = snap, state
 		}
 	}
 	p.store.MarkTrained()
@@ -236,9 +236,8 @@ type target struct {
 func (j *job) base(latency func(*sdk.Sample) float64, which int) target {
 	t := target{latency: latency, prior: func(*sdk.Sample) float64 { return 1 }}
 	if j.prior != nil {
-		row := make([]float64, prior.RowLen())
 		t.prior = func(s *sdk.Sample) float64 {
-			ttft, tpot, _ := j.prior.Predict(row, &s.Request, s.EndpointID, &s.State)
+			ttft, tpot, _ := j.prior.Predict(&s.Request, s.EndpointID, &s.State)
 			return floor([2]float64{ttft, tpot}[which])
 		}
 	}

@@ -22,14 +22,14 @@ import "github.com/foresight-router/foresight/plugins/sdk"
 // f · kv_cache_usage: a decode step's cost grows with the batch, with prefill chunks scheduled
 // into it, with the request's own context, and with the KV cache the step reads.
 var (
-	TTFTTerms = []string{"1", "uncached_tokens", "prefill_tokens_in_flight", "uncached_x_in_flight",
+	TTFTTerms = [...]string{"1", "uncached_tokens", "prefill_tokens_in_flight", "uncached_x_in_flight",
 		"in_flight", "waiting_x_remaining_per_request", "decode_tokens_in_flight", "waiting"}
-	TPOTTerms = []string{"1", "in_flight", "prefill_tokens_in_flight", "input_tokens", "decode_tokens_in_flight",
+	TPOTTerms = [...]string{"1", "in_flight", "prefill_tokens_in_flight", "input_tokens", "decode_tokens_in_flight",
 		"kv_cache_usage"}
 )
 
-// RowLen is the length of the row buffer Predict needs: the longer of the two targets' terms.
-func RowLen() int { return max(len(TTFTTerms), len(TPOTTerms)) }
+// maxTerms is the longer of the two targets' terms: the size of a row of either.
+const maxTerms = max(len(TTFTTerms), len(TPOTTerms))
 
 // ttftRow writes the TTFT terms of r on an endpoint in state s into dst (len(TTFTTerms)).
 func ttftRow(dst []float64, r *sdk.Request, s *sdk.EndpointState) {

@@ -57,7 +57,7 @@ type Prior struct {
 	n      [2]int  // samples each fit has learned from
 	speed  map[string]*speed
 	snap   *Snapshot
-	row    []float64
+	row    [maxTerms]float64
 }
 
 // The targets, as indices of the prior's per-target arrays.
@@ -79,7 +79,7 @@ type speed struct {
 func New(params Params) *Prior {
 	decay := math.Exp(-math.Ln2 / float64(params.HalfLife))
 	return &Prior{params: params, fits: [2]*fit{newFit(len(TTFTTerms), decay), newFit(len(TPOTTerms), decay)},
-		speed: map[string]*speed{}, snap: &Snapshot{}, row: make([]float64, RowLen())}
+		speed: map[string]*speed{}, snap: &Snapshot{}}
 }
 
 // Add learns from one finished request; ttft or tpot ≤ 0 means the sample has no such target.
@@ -140,8 +140,14 @@ func (p *Prior) Refresh() *Snapshot {
 	return s
 }
 
-// Snapshot returns the last published snapshot (empty, never ready, before the first Refresh).
-func (p *Prior) Snapshot() *Snapshot { return p.snap }
+// Snapshot returns the last published snapshot (empty, never ready, before the first Refresh;
+// nil, never ready either, for a nil Prior: the prior off).
+func (p *Prior) Snapshot() *Snapshot {
+	if p == nil {
+		return nil
+	}
+	return p.snap
+}
 
 // Snapshot is an immutable state of the prior, safe for concurrent use.
 type Snapshot struct {
@@ -170,12 +176,14 @@ func (s *Snapshot) Speed(endpoint string) (ttft, tpot float64) {
 }
 
 // Predict returns the prior's TTFT and TPOT of r on endpoint in state st, in ms, and whether the
-// prior is ready. row must have len(TTFTTerms) elements; it is scratch space.
-func (s *Snapshot) Predict(row []float64, r *sdk.Request, endpoint string, st *sdk.EndpointState) (ttft, tpot float64, ok bool) {
+// prior is ready.
+func (s *Snapshot) Predict(r *sdk.Request, endpoint string, st *sdk.EndpointState) (ttft, tpot float64, ok bool) {
 	if !s.Ready() {
 		return 0, 0, false
 	}
 	ft, fp := s.Speed(endpoint)
+	var buf [maxTerms]float64
+	row := buf[:]
 	ttftRow(row, r, st)
 	ttft = predict(s.TTFT, row[:len(TTFTTerms)]) * ft
 	tpotRow(row, r, st)

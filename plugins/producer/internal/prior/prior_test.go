@@ -40,12 +40,11 @@ func TestPriorLearnsTheLawAndExtrapolates(t *testing.T) {
 		}
 	}
 	snap := p.Refresh()
-	row := make([]float64, len(TTFTTerms))
 	for range 200 {
 		id := []string{"fast", "slow"}[rng.IntN(2)]
 		s := sample(rng, id, 32)
 		wantTTFT, wantTPOT := engine(&s.Request, &s.State, slow[id])
-		ttft, tpot, ok := snap.Predict(row, &s.Request, id, &s.State)
+		ttft, tpot, ok := snap.Predict(&s.Request, id, &s.State)
 		if !ok {
 			t.Fatal("not ready after 600 samples")
 		}
@@ -68,17 +67,16 @@ func TestPriorReadiness(t *testing.T) {
 	params := DefaultParams()
 	p := New(params)
 	rng := rand.New(rand.NewPCG(3, 4))
-	row := make([]float64, len(TTFTTerms))
 	for i := range params.MinSamples {
 		s := sample(rng, "e", 4)
-		if _, _, ok := p.Refresh().Predict(row, &s.Request, "e", &s.State); ok {
+		if _, _, ok := p.Refresh().Predict(&s.Request, "e", &s.State); ok {
 			t.Fatalf("ready after %d samples", i)
 		}
 		ttft, tpot := engine(&s.Request, &s.State, 1)
 		p.Add(&s, ttft, tpot)
 	}
 	s := sample(rng, "e", 4)
-	if _, _, ok := p.Refresh().Predict(row, &s.Request, "e", &s.State); !ok {
+	if _, _, ok := p.Refresh().Predict(&s.Request, "e", &s.State); !ok {
 		t.Fatalf("not ready after %d samples", params.MinSamples)
 	}
 }
@@ -122,7 +120,7 @@ func TestPriorFollowsAChangedEngine(t *testing.T) {
 	snap := p.Refresh()
 	s := sample(rng, "a", 8)
 	want, _ := engine(&s.Request, &s.State, 3)
-	got, _, _ := snap.Predict(make([]float64, len(TTFTTerms)), &s.Request, "a", &s.State)
+	got, _, _ := snap.Predict(&s.Request, "a", &s.State)
 	if e := math.Abs(got-want) / want; e > 0.08 {
 		t.Errorf("TTFT %.1f after the change, want %.1f (%.1f %% off)", got, want, 100*e)
 	}
