@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strconv"
 	"time"
 
@@ -183,15 +184,22 @@ func simulatedSamples(o PredictorOptions) (train, held []sdk.Sample, err error) 
 		c.Noise, c.Seed = o.Noise, o.Seed*1000+uint64(i)
 		fleet.Engines = append(fleet.Engines, c)
 	}
+	// A request's TTFT sample comes at its first token, its TPOT sample when it finishes: a row
+	// here is both, in the order of first tokens.
 	var all []sdk.Sample
+	row := map[string]int{}
 	router := randomRouter{rand.New(rand.NewPCG(o.Seed, 0x7a2d))}
 	if _, err := cluster.Run(fleet, w.Requests, router, func(s sdk.Sample, _ time.Time) {
-		if s.Request.Streaming && s.ActualTTFTMs > 0 && s.OutputTokens >= 2 {
+		if s.ActualTTFTMs > 0 {
+			row[s.Request.ID] = len(all)
 			all = append(all, s)
+		} else if i, ok := row[s.Request.ID]; ok {
+			all[i].ActualTPOTMs, all[i].OutputTokens = s.ActualTPOTMs, s.OutputTokens
 		}
 	}); err != nil {
 		return nil, nil, err
 	}
+	all = slices.DeleteFunc(all, func(s sdk.Sample) bool { return !s.Request.Streaming || s.OutputTokens < 2 })
 	if len(all) < o.Rows+100 {
 		return nil, nil, fmt.Errorf("the simulation gave %d samples; %d rows and 100 held out need more requests", len(all), o.Rows)
 	}

@@ -192,8 +192,11 @@ func (s *Server) relayStream(w http.ResponseWriter, resp *http.Response, x *exch
 	}
 	w.WriteHeader(http.StatusOK)
 	flush()
-	res, err := openai.Relay(w, flush, resp.Body, x.req.HiddenUsage(), s.o.Now,
-		a.flight.FirstToken, a.flight.Tokens)
+	first := func(at time.Time) {
+		a.flight.FirstToken(at)
+		s.observe(x, a, sdk.Sample{ActualTTFTMs: ms(at.Sub(a.dispatched))}, at)
+	}
+	res, err := openai.Relay(w, flush, resp.Body, x.req.HiddenUsage(), s.o.Now, first, a.flight.Tokens)
 	out.e2e = s.o.Now().Sub(a.dispatched)
 	if err != nil {
 		out.err = "stream: " + err.Error()
@@ -210,7 +213,9 @@ func (s *Server) relayStream(w http.ResponseWriter, resp *http.Response, x *exch
 	}
 	if err == nil {
 		s.recordAnswer(a.ep.ID, x, res.Answer)
-		s.observe(x, a, out)
+		if out.tpot > 0 {
+			s.observe(x, a, sdk.Sample{ActualTPOTMs: out.tpot, OutputTokens: res.Usage.CompletionTokens}, s.o.Now())
+		}
 	}
 }
 
@@ -234,20 +239,19 @@ func (s *Server) recordAnswer(id string, x *exchange, answer string) {
 	s.prefix.Record(id, openai.ExtendBlocks(known, x.req.Prompt+x.req.AnswerText(answer)))
 }
 
-// observe sends the finished request to the producer: the state and prediction at dispatch and
-// the latencies measured. Without a TTFT (nothing streamed) there is nothing to learn.
-func (s *Server) observe(x *exchange, a *attempt, out *outcome) {
-	if s.o.Samples == nil || out.ttft <= 0 {
+// observe sends the producer one measure of a streamed request, taken at at: its TTFT at the
+// first token, so the producer learns while the answer still decodes, and its TPOT when the
+// stream ends (see sdk.Sample). The sample carries the request, the endpoint's state and the
+// prediction as they were at dispatch. A whole (non-streamed) answer has no first token to time.
+func (s *Server) observe(x *exchange, a *attempt, measured sdk.Sample, at time.Time) {
+	if s.o.Samples == nil {
 		return
 	}
-	req := x.cycle.Request
-	req.PrefixBlockHashes = nil // the producer does not read them
-	smp := sdk.Sample{Request: req, EndpointID: a.ep.ID, State: a.ep.State, Predicted: a.ep.Prediction,
-		ActualTTFTMs: out.ttft, ActualTPOTMs: out.tpot, DispatchedAt: a.dispatched}
-	if out.usage != nil {
-		smp.OutputTokens = out.usage.CompletionTokens
-	}
-	s.o.Samples.Add(context.Background(), smp, s.o.Now())
+	smp := measured
+	smp.Request = x.cycle.Request
+	smp.Request.PrefixBlockHashes = nil // the producer does not read them
+	smp.EndpointID, smp.State, smp.Predicted, smp.DispatchedAt = a.ep.ID, a.ep.State, a.ep.Prediction, a.dispatched
+	s.o.Samples.Add(context.Background(), smp, at)
 }
 
 // finish records the exchange in the metrics and the experiment, and writes its access line.

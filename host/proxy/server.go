@@ -39,7 +39,8 @@ type Scheduler interface {
 type Options struct {
 	Pipeline  Scheduler
 	Endpoints *endpoints.Set
-	// Samples batches finished requests to the producer; nil when the pipeline has none.
+	// Samples batches streamed requests' samples (TTFT at first token, TPOT at the end) to the
+	// producer; nil when the pipeline has none.
 	Samples *feedback.Batcher
 	// Priority maps an x-llm-d-inference-objective value to a priority; Objectives lists the
 	// accepted names for error messages.

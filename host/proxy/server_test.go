@@ -17,8 +17,10 @@ import (
 	"github.com/foresight-router/foresight/host/admin"
 	"github.com/foresight-router/foresight/host/config"
 	"github.com/foresight-router/foresight/host/endpoints"
+	"github.com/foresight-router/foresight/host/feedback"
 	"github.com/foresight-router/foresight/host/metrics"
 	"github.com/foresight-router/foresight/host/pipeline"
+	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/foresight-router/foresight/sim/emulator"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -229,6 +231,38 @@ func TestStreamingChatHidesTheUsageTheClientDidNotAskFor(t *testing.T) {
 	traces := f.srv.Decisions()
 	if len(traces) != 1 || traces[0].RequestID != "req-1" {
 		t.Fatalf("decision traces: %d", len(traces))
+	}
+}
+
+// TestStreamedRequestsTeachTTFTAtTheFirstToken: a streamed request gives the producer its TTFT
+// sample at the first token and its TPOT sample when the stream ends, each measure once, with
+// the endpoint and dispatch time it was routed with.
+func TestStreamedRequestsTeachTTFTAtTheFirstToken(t *testing.T) {
+	f := newFixture(t, 1)
+	var mu sync.Mutex
+	var got []sdk.Sample
+	f.srv.o.Samples = feedback.New(func(_ context.Context, s []sdk.Sample) (sdk.ObserveResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, s...)
+		return sdk.ObserveResult{Accepted: len(s)}, nil
+	}, 1, time.Hour)
+	code, _, body := f.post(t, "/v1/chat/completions", chatBody(true, ""), HeaderRequestID, "req-s")
+	if code != http.StatusOK {
+		t.Fatalf("status %d: %s", code, body)
+	}
+	waitFor(t, "two samples", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 2 })
+	first, last := got[0], got[1]
+	for _, s := range got {
+		if s.EndpointID != "vllm-0" || s.DispatchedAt.IsZero() || !s.Request.Streaming || s.Request.MaxOutputTokens != 12 {
+			t.Errorf("sample without its request or dispatch: %+v", s)
+		}
+	}
+	if !(first.ActualTTFTMs > 0) || first.ActualTPOTMs != 0 || first.OutputTokens != 0 {
+		t.Errorf("first sample %+v, want the TTFT alone", first)
+	}
+	if last.ActualTTFTMs != 0 || !(last.ActualTPOTMs > 0) || last.OutputTokens != 12 {
+		t.Errorf("last sample %+v, want the TPOT and 12 output tokens alone", last)
 	}
 }
 

@@ -141,19 +141,28 @@ func (s EndpointState) Idle() bool { return s.InflightRequests == 0 }
 type Prediction struct {
 	Valid  bool    `json:"valid"`
 	TTFTMs float64 `json:"ttft_ms,omitempty"`
+	// TPOTMs is 0 when the producer has no TPOT estimate yet (it has seen first tokens but no
+	// finished answers): stages treat TPOT as unknown then, not as instant.
 	TPOTMs float64 `json:"tpot_ms,omitempty"`
 }
 
-// Sample is one finished request as the producer learns from it: the request and the chosen
-// endpoint's state as they were at dispatch, the prediction made then, and the latencies observed.
+// Sample is one measurement of a request as the producer learns from it: the request and the
+// chosen endpoint's state as they were at dispatch, the prediction made then, and a latency
+// observed. A streamed request gives two samples, each measure once: one at its first token
+// (ActualTTFTMs only), so the producer learns TTFT while long answers still decode, and one when
+// it finishes (ActualTPOTMs and OutputTokens, ActualTTFTMs 0). A zero latency is "not measured
+// by this sample".
 type Sample struct {
-	Request      Request       `json:"request"`
-	EndpointID   string        `json:"endpoint_id"`
-	State        EndpointState `json:"state"`
-	Predicted    Prediction    `json:"predicted"`
-	ActualTTFTMs float64       `json:"actual_ttft_ms"`
-	// ActualTPOTMs is (last token − first token) / (output tokens − 1); 0 when fewer than two tokens.
-	ActualTPOTMs float64   `json:"actual_tpot_ms"`
+	Request    Request       `json:"request"`
+	EndpointID string        `json:"endpoint_id"`
+	State      EndpointState `json:"state"`
+	Predicted  Prediction    `json:"predicted"`
+	// ActualTTFTMs is the time from dispatch to the first token; 0 when not measured here.
+	ActualTTFTMs float64 `json:"actual_ttft_ms"`
+	// ActualTPOTMs is (last token − first token) / (output tokens − 1); 0 when not measured here
+	// or fewer than two tokens.
+	ActualTPOTMs float64 `json:"actual_tpot_ms"`
+	// OutputTokens is the answer's length, from its usage block; 0 in a first-token sample.
 	OutputTokens int64     `json:"output_tokens"`
 	DispatchedAt time.Time `json:"dispatched_at"`
 }

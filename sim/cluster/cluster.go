@@ -62,9 +62,10 @@ type Fleet struct {
 	Now time.Duration
 }
 
-// Observer receives every finished request's sample, as the host sends them to a producer, with
-// the (virtual) time the request finished.
-type Observer func(s sdk.Sample, finished time.Time)
+// Observer receives the samples the host sends a producer, with the (virtual) time each was
+// measured: a request's TTFT sample at its first token and its TPOT sample when it finishes (see
+// sdk.Sample).
+type Observer func(s sdk.Sample, at time.Time)
 
 // Result is what a run produced.
 type Result struct {
@@ -249,6 +250,7 @@ func (s *sim) deliver(i int) {
 		case engine.FirstToken:
 			f.first = ev.Time
 			f.tracked.FirstToken(Epoch.Add(u.at))
+			s.firstToken(f, Epoch.Add(ev.Time))
 		case engine.Token:
 			f.tracked.Tokens(int64(ev.Tokens), Epoch.Add(u.at))
 		case engine.Finish:
@@ -270,6 +272,18 @@ func (s *sim) recordAnswer(f *flight) {
 	s.prefix.Record(f.sample.EndpointID, s.answer)
 }
 
+// firstToken sends the request's TTFT sample, as the live router does when the first token
+// streams (a request that is not streamed has no TTFT to learn).
+func (s *sim) firstToken(f *flight, at time.Time) {
+	if s.observe == nil || !f.sample.Request.Streaming {
+		return
+	}
+	smp := f.sample
+	smp.ActualTTFTMs = float64(f.first-s.reqs[f.idx].Arrival) / float64(time.Millisecond)
+	s.observe(smp, at)
+}
+
+// finish records the request's outcome and sends its TPOT sample.
 func (s *sim) finish(f *flight, ev engine.Event) {
 	r := &s.reqs[f.idx]
 	o := &s.outcomes[f.idx]
@@ -281,7 +295,6 @@ func (s *sim) finish(f *flight, ev engine.Event) {
 	}
 	if s.observe != nil {
 		smp := f.sample
-		smp.ActualTTFTMs = float64(o.TTFT) / float64(time.Millisecond)
 		smp.ActualTPOTMs = o.TPOTMs
 		smp.OutputTokens = int64(ev.Tokens)
 		s.observe(smp, Epoch.Add(ev.Time))

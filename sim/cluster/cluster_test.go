@@ -117,18 +117,34 @@ func (r *recorder) Route(c *sdk.Cycle, _ *Fleet) (Decision, error) {
 func TestCyclesShowWhatTheRouterWouldKnow(t *testing.T) {
 	reqs := scenarioC(t, 2, 60)
 	rec := &recorder{}
-	samples := 0
-	observe := func(s sdk.Sample, finished time.Time) {
-		samples++
-		if e2e := finished.Sub(s.DispatchedAt); e2e <= 0 || float64(e2e)/1e6 < s.ActualTTFTMs {
-			t.Errorf("sample %s finished %v after dispatch, with a TTFT of %v ms", s.Request.ID, e2e, s.ActualTTFTMs)
+	// Each streamed request gives its TTFT sample at its first token, then its TPOT sample when it
+	// finishes; a request that is not streamed gives only the second.
+	ttfts, finished, streamed := map[string]bool{}, map[string]bool{}, 0
+	for _, r := range reqs {
+		if r.Streaming {
+			streamed++
+		}
+	}
+	observe := func(s sdk.Sample, at time.Time) {
+		since := float64(at.Sub(s.DispatchedAt)) / 1e6
+		switch id := s.Request.ID; {
+		case s.ActualTTFTMs > 0:
+			if ttfts[id] || finished[id] || s.ActualTPOTMs != 0 || s.OutputTokens != 0 || since < s.ActualTTFTMs {
+				t.Errorf("TTFT sample %+v at %v ms after dispatch (TTFT seen %v, finished %v)", s, since, ttfts[id], finished[id])
+			}
+			ttfts[id] = true
+		default:
+			if finished[id] || ttfts[id] != s.Request.Streaming || s.OutputTokens <= 0 || since <= 0 {
+				t.Errorf("finish sample %+v at %v ms after dispatch (TTFT seen %v, finished %v)", s, since, ttfts[id], finished[id])
+			}
+			finished[id] = true
 		}
 	}
 	if _, err := Run(fleet(t, 2), reqs, rec, observe); err != nil {
 		t.Fatal(err)
 	}
-	if samples != len(reqs) {
-		t.Errorf("observer got %d samples for %d requests", samples, len(reqs))
+	if len(finished) != len(reqs) || len(ttfts) != streamed {
+		t.Errorf("observer got %d finish and %d TTFT samples for %d requests, %d streamed", len(finished), len(ttfts), len(reqs), streamed)
 	}
 	for i, c := range rec.cycles {
 		if c.Now != Epoch.Add(reqs[i].Arrival) || len(c.Endpoints) != 2 {

@@ -146,8 +146,10 @@ type errSum struct {
 	n   int
 }
 
+// add scores one prediction; an unmeasured actual or an absent estimate (a TPOT of 0: a young
+// producer's "unknown") does not count.
 func (e *errSum) add(predicted, actual float64) {
-	if actual <= 0 {
+	if actual <= 0 || predicted <= 0 {
 		return
 	}
 	e.sum += math.Abs(predicted-actual) / actual

@@ -116,7 +116,7 @@ func DefaultParams() Params {
 		MeanLoss:               LossGamma,
 		RetrainIntervalMs:      10_000,
 		MinNewSamples:          100,
-		SamplesPerBucket:       500,
+		SamplesPerBucket:       1000,
 		HoldoutEvery:           10,
 		HoldoutSamples:         2000,
 		QualityWindow:          500,

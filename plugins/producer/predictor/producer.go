@@ -67,9 +67,8 @@ func (s *serving) mode() (trees, priorOnly bool) {
 	if s == nil {
 		return false, false
 	}
-	ready := s.prior.Ready()
-	trees = s.set != nil && !s.drift && (!s.set.Meta.Residual || ready)
-	priorOnly = !trees && ready && (s.set == nil || s.drift && s.priorTrusted)
+	trees = s.set != nil && !s.drift && (!s.set.Meta.Residual || s.prior.Ready())
+	priorOnly = !trees && s.prior.Serves() && (s.set == nil || s.drift && s.priorTrusted)
 	return trees, priorOnly
 }
 
@@ -241,7 +240,7 @@ func (p *Producer) Produce(_ context.Context, c *sdk.Cycle) ([]sdk.Prediction, e
 	if priorOnly || s.set.Meta.Residual {
 		for i := range c.Endpoints {
 			e := &c.Endpoints[i]
-			baseTTFT[i], baseTPOT[i], _ = s.prior.Predict(&c.Request, e.ID, &e.State)
+			baseTTFT[i], baseTPOT[i] = s.prior.Predict(&c.Request, e.ID, &e.State)
 		}
 	}
 	if trees {
@@ -258,7 +257,10 @@ func (p *Producer) Produce(_ context.Context, c *sdk.Cycle) ([]sdk.Prediction, e
 		}
 	}
 	for i := range out {
-		out[i] = sdk.Prediction{Valid: true, TTFTMs: floor(baseTTFT[i] * ttft[i]), TPOTMs: floor(baseTPOT[i] * tpot[i])}
+		out[i] = sdk.Prediction{Valid: true, TTFTMs: floor(baseTTFT[i] * ttft[i])}
+		if baseTPOT[i] > 0 { // 0: a prior serving alone that has seen no finished answer, TPOT unknown
+			out[i].TPOTMs = floor(baseTPOT[i] * tpot[i])
+		}
 	}
 	return out, nil
 }
@@ -301,7 +303,7 @@ func (p *Producer) Observe(_ context.Context, samples []sdk.Sample) (sdk.Observe
 			if hasTTFT {
 				p.ttftQ.Add(s.Predicted.TTFTMs, s.ActualTTFTMs)
 			}
-			if hasTPOT {
+			if hasTPOT && s.Predicted.TPOTMs > 0 {
 				p.tpotQ.Add(s.Predicted.TPOTMs, s.ActualTPOTMs)
 			}
 		}
@@ -381,13 +383,12 @@ func (p *Producer) learnPrior(s *sdk.Sample) {
 		return
 	}
 	ttft, tpot := ttftTarget(s), tpotTarget(s)
-	if pt, pp, ok := p.prior.Snapshot().Predict(&s.Request, s.EndpointID, &s.State); ok {
-		if ttft > 0 {
-			p.priorTTFT.Add(floor(pt), ttft)
-		}
-		if tpot > 0 {
-			p.priorTPOT.Add(floor(pp), tpot)
-		}
+	pt, pp := p.prior.Snapshot().Predict(&s.Request, s.EndpointID, &s.State)
+	if ttft > 0 && pt > 0 {
+		p.priorTTFT.Add(floor(pt), ttft)
+	}
+	if tpot > 0 && pp > 0 {
+		p.priorTPOT.Add(floor(pp), tpot)
 	}
 	p.prior.Add(s, ttft, tpot)
 }

@@ -328,7 +328,7 @@ func TestDriftGuard(t *testing.T) {
 	preds, _ := p.Produce(context.Background(), c)
 	for i, pr := range preds {
 		e := &c.Endpoints[i]
-		ttft, tpot, _ := p.current().prior.Predict(&c.Request, e.ID, &e.State)
+		ttft, tpot := p.current().prior.Predict(&c.Request, e.ID, &e.State)
 		if !pr.Valid || pr.TTFTMs != floor(ttft) || pr.TPOTMs != floor(tpot) {
 			t.Fatalf("endpoint %d under drift: %+v, want the prior's %.2f / %.2f", i, pr, ttft, tpot)
 		}
@@ -401,6 +401,53 @@ func TestPriorServesBeforeTheFirstTrees(t *testing.T) {
 		}
 		if prior == PriorResidual && mape > 0.15 {
 			t.Errorf("the prior's TTFT MAPE after 40 samples: %.3f, want <= 0.15", mape)
+		}
+	}
+}
+
+// TestFirstTokenSamplesServeTTFT: a producer that has seen only first-token samples (a fleet
+// whose answers are still decoding) predicts TTFT with TPOT unknown (0); the finished samples
+// that follow add TPOT.
+func TestFirstTokenSamplesServeTTFT(t *testing.T) {
+	p := New()
+	configure(t, p, map[string]any{"minNewSamples": 1000, "youngRows": 0})
+	rng := rand.New(rand.NewPCG(13, 14))
+	all := samples(rng, 80, t0, nil)
+	first, finished := all[:40], all[40:]
+	for i := range first {
+		first[i].ActualTPOTMs, first[i].OutputTokens = 0, 0
+		finished[i].ActualTTFTMs = 0
+	}
+	produce := func(stage string) []sdk.Prediction {
+		t.Helper()
+		res, err := p.Observe(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := cycle(rng, 20, t0.Add(time.Second))
+		preds, _ := p.Produce(context.Background(), c)
+		for i, pr := range preds {
+			ttft, _ := truth(&c.Request, &c.Endpoints[i].State)
+			if !pr.Valid || math.Abs(pr.TTFTMs-ttft)/ttft > 0.3 {
+				t.Fatalf("%s: endpoint %d %+v, true TTFT %.1f; %+v", stage, i, pr, ttft, res.Stats)
+			}
+		}
+		return preds
+	}
+	if res, _ := p.Observe(context.Background(), first); res.Accepted != len(first) {
+		t.Fatalf("accepted %d of %d first-token samples", res.Accepted, len(first))
+	}
+	for i, pr := range produce("first tokens only") {
+		if pr.TPOTMs != 0 {
+			t.Fatalf("endpoint %d predicts TPOT %.2f without a finished answer", i, pr.TPOTMs)
+		}
+	}
+	if res, _ := p.Observe(context.Background(), finished); res.Accepted != len(finished) {
+		t.Fatalf("accepted %d of %d finished samples", res.Accepted, len(finished))
+	}
+	for i, pr := range produce("both") {
+		if !(pr.TPOTMs > 0) {
+			t.Fatalf("endpoint %d predicts no TPOT after %d finished answers", i, len(finished))
 		}
 	}
 }

@@ -437,8 +437,12 @@ func (x *TargetStats) GetQuantileCoverage() float64 {
 	return 0
 }
 
-// Sample is one finished request: the request and the chosen endpoint's state as they were at
-// dispatch, the prediction made then, and the latencies the router observed.
+// Sample is one measurement of a request: the request and the chosen endpoint's state as they were
+// at dispatch, the prediction made then, and a latency the router observed. A streamed request
+// gives two samples, each measure once: one at its first token (actual_ttft_ms set,
+// actual_tpot_ms and output_tokens 0), so a producer learns TTFT while long answers still decode,
+// and one when it finishes (actual_tpot_ms and output_tokens set, actual_ttft_ms 0). A zero
+// latency means "not measured by this sample".
 type Sample struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The request as it was scheduled.
@@ -449,11 +453,12 @@ type Sample struct {
 	State *EndpointState `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`
 	// The prediction made at dispatch.
 	Predicted *Prediction `protobuf:"bytes,4,opt,name=predicted,proto3" json:"predicted,omitempty"`
-	// Observed time to first token in ms.
+	// Observed time to first token in ms; 0 when this sample does not measure it.
 	ActualTtftMs float64 `protobuf:"fixed64,5,opt,name=actual_ttft_ms,json=actualTtftMs,proto3" json:"actual_ttft_ms,omitempty"`
-	// Observed (last − first token time) / (output tokens − 1) in ms; 0 with fewer than two tokens.
+	// Observed (last − first token time) / (output tokens − 1) in ms; 0 when this sample does not
+	// measure it or with fewer than two tokens.
 	ActualTpotMs float64 `protobuf:"fixed64,6,opt,name=actual_tpot_ms,json=actualTpotMs,proto3" json:"actual_tpot_ms,omitempty"`
-	// Output tokens generated, from the usage block.
+	// Output tokens generated, from the usage block; 0 in a first-token sample.
 	OutputTokens int64 `protobuf:"varint,7,opt,name=output_tokens,json=outputTokens,proto3" json:"output_tokens,omitempty"`
 	// When the request was dispatched.
 	DispatchedAt  *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=dispatched_at,json=dispatchedAt,proto3" json:"dispatched_at,omitempty"`

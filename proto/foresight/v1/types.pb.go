@@ -615,7 +615,8 @@ type Predictions struct {
 	Valid []bool `protobuf:"varint,1,rep,packed,name=valid,proto3" json:"valid,omitempty"`
 	// Predicted time to first token in ms.
 	TtftMs []float64 `protobuf:"fixed64,2,rep,packed,name=ttft_ms,json=ttftMs,proto3" json:"ttft_ms,omitempty"`
-	// Predicted time per output token in ms.
+	// Predicted time per output token in ms; 0 when the producer has no TPOT estimate yet (a
+	// young producer that has seen first tokens but no finished answers): TPOT unknown.
 	TpotMs        []float64 `protobuf:"fixed64,3,rep,packed,name=tpot_ms,json=tpotMs,proto3" json:"tpot_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -815,7 +816,7 @@ type Prediction struct {
 	Valid bool `protobuf:"varint,1,opt,name=valid,proto3" json:"valid,omitempty"`
 	// Predicted time to first token in ms.
 	TtftMs float64 `protobuf:"fixed64,2,opt,name=ttft_ms,json=ttftMs,proto3" json:"ttft_ms,omitempty"`
-	// Predicted time per output token in ms.
+	// Predicted time per output token in ms; 0: no TPOT estimate yet.
 	TpotMs        float64 `protobuf:"fixed64,3,opt,name=tpot_ms,json=tpotMs,proto3" json:"tpot_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -164,8 +164,12 @@ func (s *Snapshot) target(k int) ([]float64, bool) {
 	return s.TPOT, s.TPOTReady
 }
 
-// Ready reports whether both targets predict.
+// Ready reports whether both targets predict: the prior can be the base residual trees learn from.
 func (s *Snapshot) Ready() bool { return s != nil && s.TTFTReady && s.TPOTReady }
+
+// Serves reports whether the prior can serve predictions: TTFT predicts (TPOT may not yet: a
+// producer learns TTFT at first tokens and TPOT only when answers finish).
+func (s *Snapshot) Serves() bool { return s != nil && s.TTFTReady }
 
 // Speed returns the endpoint's TTFT and TPOT speed factors (1, 1 for one it has not seen).
 func (s *Snapshot) Speed(endpoint string) (ttft, tpot float64) {
@@ -175,20 +179,33 @@ func (s *Snapshot) Speed(endpoint string) (ttft, tpot float64) {
 	return 1, 1
 }
 
-// Predict returns the prior's TTFT and TPOT of r on endpoint in state st, in ms, and whether the
-// prior is ready.
-func (s *Snapshot) Predict(r *sdk.Request, endpoint string, st *sdk.EndpointState) (ttft, tpot float64, ok bool) {
-	if !s.Ready() {
-		return 0, 0, false
+// Predict returns the prior's TTFT and TPOT of r on endpoint in state st, in ms, each 0 when that
+// target is not ready.
+func (s *Snapshot) Predict(r *sdk.Request, endpoint string, st *sdk.EndpointState) (ttft, tpot float64) {
+	if s == nil {
+		return 0, 0
 	}
 	ft, fp := s.Speed(endpoint)
 	var buf [maxTerms]float64
 	row := buf[:]
-	ttftRow(row, r, st)
-	ttft = predict(s.TTFT, row[:len(TTFTTerms)]) * ft
-	tpotRow(row, r, st)
-	tpot = predict(s.TPOT, row[:len(TPOTTerms)]) * fp
-	return ttft, tpot, true
+	if s.TTFTReady {
+		ttftRow(row, r, st)
+		ttft = positive(predict(s.TTFT, row[:len(TTFTTerms)]) * ft)
+	}
+	if s.TPOTReady {
+		tpotRow(row, r, st)
+		tpot = positive(predict(s.TPOT, row[:len(TPOTTerms)]) * fp)
+	}
+	return ttft, tpot
+}
+
+// positive is v, or the smallest positive number when a fit extrapolates to v ≤ 0 (or NaN): a
+// ready target's prediction is never 0, which means "not ready".
+func positive(v float64) float64 {
+	if v > 0 {
+		return v
+	}
+	return math.SmallestNonzeroFloat64
 }
 
 // String describes the coefficients, for logs.

@@ -1,6 +1,7 @@
 package prior
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -44,8 +45,8 @@ func TestPriorLearnsTheLawAndExtrapolates(t *testing.T) {
 		id := []string{"fast", "slow"}[rng.IntN(2)]
 		s := sample(rng, id, 32)
 		wantTTFT, wantTPOT := engine(&s.Request, &s.State, slow[id])
-		ttft, tpot, ok := snap.Predict(&s.Request, id, &s.State)
-		if !ok {
+		ttft, tpot := snap.Predict(&s.Request, id, &s.State)
+		if !snap.Ready() {
 			t.Fatal("not ready after 600 samples")
 		}
 		if e := math.Abs(ttft-wantTTFT) / wantTTFT; e > 0.08 {
@@ -62,22 +63,37 @@ func TestPriorLearnsTheLawAndExtrapolates(t *testing.T) {
 	}
 }
 
-// TestPriorReadiness: no prediction before MinSamples samples of each target, one from then on.
+// TestPriorReadiness: each target predicts (non-zero) from its MinSamples-th sample on, whatever
+// the other has seen: first-token samples (TTFT only) make the prior serve before any answer
+// finished, and it is the residual trees' base (Ready) only once both targets are.
 func TestPriorReadiness(t *testing.T) {
 	params := DefaultParams()
 	p := New(params)
 	rng := rand.New(rand.NewPCG(3, 4))
-	for i := range params.MinSamples {
+	check := func(stage string, wantTTFT, wantTPOT bool) {
+		t.Helper()
 		s := sample(rng, "e", 4)
-		if _, _, ok := p.Refresh().Predict(&s.Request, "e", &s.State); ok {
-			t.Fatalf("ready after %d samples", i)
+		snap := p.Refresh()
+		ttft, tpot := snap.Predict(&s.Request, "e", &s.State)
+		if ttft > 0 != wantTTFT || tpot > 0 != wantTPOT || snap.Serves() != wantTTFT || snap.Ready() != (wantTTFT && wantTPOT) {
+			t.Fatalf("%s: TTFT %.2f, TPOT %.2f, serves %v, ready %v; want TTFT %v, TPOT %v", stage, ttft, tpot, snap.Serves(), snap.Ready(), wantTTFT, wantTPOT)
 		}
-		ttft, tpot := engine(&s.Request, &s.State, 1)
-		p.Add(&s, ttft, tpot)
 	}
-	s := sample(rng, "e", 4)
-	if _, _, ok := p.Refresh().Predict(&s.Request, "e", &s.State); !ok {
-		t.Fatalf("not ready after %d samples", params.MinSamples)
+	for i := range params.MinSamples {
+		check(fmt.Sprintf("after %d first-token samples", i), false, false)
+		s := sample(rng, "e", 4)
+		ttft, _ := engine(&s.Request, &s.State, 1)
+		p.Add(&s, ttft, 0)
+	}
+	for i := range params.MinSamples {
+		check(fmt.Sprintf("after %d finished samples", i), true, false)
+		s := sample(rng, "e", 4)
+		_, tpot := engine(&s.Request, &s.State, 1)
+		p.Add(&s, 0, tpot)
+	}
+	check("after both", true, true)
+	if (*Snapshot)(nil).Serves() {
+		t.Error("a nil snapshot (the prior off) serves")
 	}
 }
 
@@ -120,7 +136,7 @@ func TestPriorFollowsAChangedEngine(t *testing.T) {
 	snap := p.Refresh()
 	s := sample(rng, "a", 8)
 	want, _ := engine(&s.Request, &s.State, 3)
-	got, _, _ := snap.Predict(&s.Request, "a", &s.State)
+	got, _ := snap.Predict(&s.Request, "a", &s.State)
 	if e := math.Abs(got-want) / want; e > 0.08 {
 		t.Errorf("TTFT %.1f after the change, want %.1f (%.1f %% off)", got, want, 100*e)
 	}

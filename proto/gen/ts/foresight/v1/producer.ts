@@ -107,8 +107,12 @@ export interface TargetStats {
 }
 
 /**
- * Sample is one finished request: the request and the chosen endpoint's state as they were at
- * dispatch, the prediction made then, and the latencies the router observed.
+ * Sample is one measurement of a request: the request and the chosen endpoint's state as they were
+ * at dispatch, the prediction made then, and a latency the router observed. A streamed request
+ * gives two samples, each measure once: one at its first token (actual_ttft_ms set,
+ * actual_tpot_ms and output_tokens 0), so a producer learns TTFT while long answers still decode,
+ * and one when it finishes (actual_tpot_ms and output_tokens set, actual_ttft_ms 0). A zero
+ * latency means "not measured by this sample".
  */
 export interface Sample {
   /** The request as it was scheduled. */
@@ -125,11 +129,14 @@ export interface Sample {
   predicted:
     | Prediction
     | undefined;
-  /** Observed time to first token in ms. */
+  /** Observed time to first token in ms; 0 when this sample does not measure it. */
   actualTtftMs: number;
-  /** Observed (last − first token time) / (output tokens − 1) in ms; 0 with fewer than two tokens. */
+  /**
+   * Observed (last − first token time) / (output tokens − 1) in ms; 0 when this sample does not
+   * measure it or with fewer than two tokens.
+   */
   actualTpotMs: number;
-  /** Output tokens generated, from the usage block. */
+  /** Output tokens generated, from the usage block; 0 in a first-token sample. */
   outputTokens: bigint;
   /** When the request was dispatched. */
   dispatchedAt: Date | undefined;

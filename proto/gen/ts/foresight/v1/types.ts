@@ -198,7 +198,10 @@ export interface Predictions {
   valid: boolean[];
   /** Predicted time to first token in ms. */
   ttftMs: number[];
-  /** Predicted time per output token in ms. */
+  /**
+   * Predicted time per output token in ms; 0 when the producer has no TPOT estimate yet (a
+   * young producer that has seen first tokens but no finished answers): TPOT unknown.
+   */
   tpotMs: number[];
 }
 
@@ -234,7 +237,7 @@ export interface Prediction {
   valid: boolean;
   /** Predicted time to first token in ms. */
   ttftMs: number;
-  /** Predicted time per output token in ms. */
+  /** Predicted time per output token in ms; 0: no TPOT estimate yet. */
   tpotMs: number;
 }
 
