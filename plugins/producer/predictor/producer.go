@@ -37,39 +37,25 @@ type Producer struct {
 	mu        sync.Mutex // guards everything below
 	params    Params
 	store     *store.Store
-	ttftQ     *quality.Window
-	tpotQ     *quality.Window
-	prior     *prior.Prior    // nil with the prior off
-	priorTTFT *quality.Window // the prior alone, scored on every sample before it learns from it
-	priorTPOT *quality.Window
-	tripAt    float64 // the threshold in force when the drift guard went on
+	q         [2]*quality.Window // per target (targetTTFT, targetTPOT): the predictions served
+	prior     *prior.Prior       // nil with the prior off
+	priorQ    [2]*quality.Window // the prior alone, scored on every sample before it learns from it
+	tripAt    [2]float64         // per target, the threshold in force when its drift guard went on
 	training  bool
 	lastTrain time.Time
 	last      Training
 	trained   sync.Cond // signalled when a background training ends (for Close and tests)
 }
 
-// serving is what Produce reads: the models in service (nil before the first), whether the
-// drift guard holds their predictions back, the prior's latest state (nil with the prior off)
-// and whether the prior alone is good enough to serve while the guard is on. It is the only
-// record of each.
+// serving is what Produce reads: the models in service (nil before the first), per target
+// whether the drift guard holds its trees back, the prior's latest state (nil with the prior off)
+// and per target whether the prior alone is good enough to serve while the guard is on. It is the
+// only record of each.
 type serving struct {
 	set          *model.Set
-	drift        bool
+	drift        [2]bool
 	prior        *prior.Snapshot
-	priorTrusted bool
-}
-
-// mode says how s predicts: with trees (times the prior for residual trees), with the prior
-// alone, or not at all (both false). Residual trees need their prior; the prior serves alone
-// before the first trees and, while it is trusted, when the drift guard holds the trees back.
-func (s *serving) mode() (trees, priorOnly bool) {
-	if s == nil {
-		return false, false
-	}
-	trees = s.set != nil && !s.drift && (!s.set.Meta.Residual || s.prior.Ready())
-	priorOnly = !trees && s.prior.Serves() && (s.set == nil || s.drift && s.priorTrusted)
-	return trees, priorOnly
+	priorTrusted [2]bool
 }
 
 // publish makes a copy of what serves, changed by edit, the serving state; the caller holds mu.
@@ -155,7 +141,7 @@ func (p *Producer) Configure(raw []byte) error {
 		p.publish(func(s *serving) { s.prior = p.prior.Snapshot() })
 	}
 	if loaded != nil {
-		p.resetQuality()
+		p.resetQuality(targetTTFT, targetTPOT)
 		p.putInService(loaded)
 		sdk.Log().Info().Str("dir", params.ModelDir).Uint64("model_version", loaded.Meta.Version).
 			Str("source", loaded.Meta.Source).Uint64("training_rows", loaded.Meta.TrainingRows).Msg("model loaded")
@@ -172,9 +158,10 @@ func (p *Producer) apply(params Params) {
 		old.HoldoutSamples != params.HoldoutSamples {
 		p.store = store.New(params.SamplesPerBucket, params.HoldoutEvery, params.HoldoutSamples)
 	}
-	if p.ttftQ == nil || old.QualityWindow != params.QualityWindow {
-		p.ttftQ, p.tpotQ = quality.NewWindow(params.QualityWindow), quality.NewWindow(params.QualityWindow)
-		p.priorTTFT, p.priorTPOT = quality.NewWindow(params.QualityWindow), quality.NewWindow(params.QualityWindow)
+	if p.q[targetTTFT] == nil || old.QualityWindow != params.QualityWindow {
+		for k := range p.q {
+			p.q[k], p.priorQ[k] = quality.NewWindow(params.QualityWindow), quality.NewWindow(params.QualityWindow)
+		}
 	}
 	switch {
 	case params.Prior == PriorOff:
@@ -193,31 +180,17 @@ func (p *Producer) putInService(set *model.Set) {
 	p.publish(func(s *serving) { s.set = set })
 }
 
-// resetQuality empties the quality windows; the caller holds mu.
-func (p *Producer) resetQuality() {
-	p.ttftQ.Reset()
-	p.tpotQ.Reset()
+// resetQuality empties the quality windows of the targets; the caller holds mu.
+func (p *Producer) resetQuality(targets ...int) {
+	for _, k := range targets {
+		p.q[k].Reset()
+	}
 }
 
-// setDrift changes the drift guard's state; the caller holds mu.
-func (p *Producer) setDrift(on bool) {
-	cur := p.current()
-	if cur.drift == on {
-		return
-	}
-	p.publish(func(s *serving) { s.drift = on })
-	ev := sdk.Log().Warn()
-	if !on {
-		ev = sdk.Log().Info()
-	}
-	ev.Bool("drift", on).Float64("ttft_mape", p.ttftQ.MAPE()).Float64("tpot_mape", p.tpotQ.MAPE()).
-		Msg("drift guard")
-}
-
-// Produce predicts every endpoint's TTFT and TPOT for c: with the trees in service (times the
-// prior for residual trees), with the prior alone before the first trees or, while it is
-// trusted, when the drift guard holds the trees back; otherwise every prediction is invalid,
-// which every stage handles.
+// Produce predicts every endpoint's TTFT and TPOT for c, each target from its source (see
+// sources): trees (times the prior for residual trees) or the prior alone. Without a TTFT source
+// every prediction is invalid, which every stage handles; without a TPOT source TPOT is 0,
+// unknown.
 func (p *Producer) Produce(_ context.Context, c *sdk.Cycle) ([]sdk.Prediction, error) {
 	if c == nil {
 		return nil, errors.New("producing: nil cycle")
@@ -225,41 +198,51 @@ func (p *Producer) Produce(_ context.Context, c *sdk.Cycle) ([]sdk.Prediction, e
 	p.seen(c.Now)
 	out := make([]sdk.Prediction, len(c.Endpoints))
 	s := p.serving.Load()
-	trees, priorOnly := s.mode()
-	if !trees && !priorOnly {
+	src := s.sources()
+	if src[targetTTFT] == fromNone {
 		return out, nil
 	}
 	n, nt, np := len(c.Endpoints), len(features.TTFT), len(features.TPOT)
 	buf := make([]float64, n*(nt+np+4))
-	ttftRows, tpotRows := buf[:n*nt], buf[n*nt:n*(nt+np)]
-	ttft, tpot := buf[n*(nt+np):n*(nt+np+1)], buf[n*(nt+np+1):n*(nt+np+2)]
-	baseTTFT, baseTPOT := buf[n*(nt+np+2):n*(nt+np+3)], buf[n*(nt+np+3):]
-	for i := range out {
-		baseTTFT[i], baseTPOT[i], ttft[i], tpot[i] = 1, 1, 1, 1
+	rows := [2][]float64{buf[:n*nt], buf[n*nt : n*(nt+np)]}
+	factor := [2][]float64{buf[n*(nt+np) : n*(nt+np+1)], buf[n*(nt+np+1) : n*(nt+np+2)]}
+	base := [2][]float64{buf[n*(nt+np+2) : n*(nt+np+3)], buf[n*(nt+np+3):]}
+	var withPrior [2]bool
+	for k := range src {
+		withPrior[k] = src[k] == fromPrior || src[k] == fromTrees && s.set.Meta.Residual
+		for i := range n {
+			base[k][i], factor[k][i] = 1, 1
+		}
 	}
-	if priorOnly || s.set.Meta.Residual {
+	if withPrior[targetTTFT] || withPrior[targetTPOT] {
 		for i := range c.Endpoints {
 			e := &c.Endpoints[i]
-			baseTTFT[i], baseTPOT[i] = s.prior.Predict(&c.Request, e.ID, &e.State)
+			pt, pp := s.prior.Predict(&c.Request, e.ID, &e.State)
+			if withPrior[targetTTFT] {
+				base[targetTTFT][i] = pt
+			}
+			if withPrior[targetTPOT] {
+				base[targetTPOT][i] = pp
+			}
 		}
 	}
-	if trees {
+	for k, width := range [2]int{nt, np} {
+		if src[k] != fromTrees {
+			continue
+		}
+		m := [2]*model.Model{s.set.TTFT, s.set.TPOT}[k]
+		fill := [2]filler{features.FillTTFT, features.FillTPOT}[k]
 		for i := range c.Endpoints {
-			st := &c.Endpoints[i].State
-			features.FillTTFT(ttftRows[i*nt:(i+1)*nt], &c.Request, st)
-			features.FillTPOT(tpotRows[i*np:(i+1)*np], &c.Request, st)
+			fill(rows[k][i*width:(i+1)*width], &c.Request, &c.Endpoints[i].State)
 		}
-		if err := s.set.TTFT.PredictRows(ttftRows, n, ttft); err != nil {
-			return nil, fmt.Errorf("TTFT model: %w", err)
-		}
-		if err := s.set.TPOT.PredictRows(tpotRows, n, tpot); err != nil {
-			return nil, fmt.Errorf("TPOT model: %w", err)
+		if err := m.PredictRows(rows[k], n, factor[k]); err != nil {
+			return nil, fmt.Errorf("%s model: %w", targetName[k], err)
 		}
 	}
 	for i := range out {
-		out[i] = sdk.Prediction{Valid: true, TTFTMs: floor(baseTTFT[i] * ttft[i])}
-		if baseTPOT[i] > 0 { // 0: a prior serving alone that has seen no finished answer, TPOT unknown
-			out[i].TPOTMs = floor(baseTPOT[i] * tpot[i])
+		out[i] = sdk.Prediction{Valid: true, TTFTMs: floor(base[targetTTFT][i] * factor[targetTTFT][i])}
+		if src[targetTPOT] != fromNone && base[targetTPOT][i] > 0 { // 0: a prior that has seen no finished answer
+			out[i].TPOTMs = floor(base[targetTPOT][i] * factor[targetTPOT][i])
 		}
 	}
 	return out, nil
@@ -301,10 +284,10 @@ func (p *Producer) Observe(_ context.Context, samples []sdk.Sample) (sdk.Observe
 		accepted++
 		if s.Predicted.Valid {
 			if hasTTFT {
-				p.ttftQ.Add(s.Predicted.TTFTMs, s.ActualTTFTMs)
+				p.q[targetTTFT].Add(s.Predicted.TTFTMs, s.ActualTTFTMs)
 			}
 			if hasTPOT && s.Predicted.TPOTMs > 0 {
-				p.tpotQ.Add(s.Predicted.TPOTMs, s.ActualTPOTMs)
+				p.q[targetTPOT].Add(s.Predicted.TPOTMs, s.ActualTPOTMs)
 			}
 		}
 		p.store.Add(*s)
@@ -333,37 +316,12 @@ func tpotTarget(s *sdk.Sample) float64 {
 	return s.ActualTPOTMs
 }
 
-// checkDrift turns the guard on when either target's rolling MAPE is above its threshold; the
-// caller holds mu. Only a retrained model turns it off (see finish).
-func (p *Producer) checkDrift() {
-	cur := p.current()
-	if p.params.DriftMAPE <= 0 || cur.drift || cur.set == nil {
-		return
-	}
-	n := p.params.DriftMinSamples
-	tt, tp := p.driftThreshold(cur.set.Meta.HoldoutTTFTMAPE), p.driftThreshold(cur.set.Meta.HoldoutTPOTMAPE)
-	switch {
-	case p.ttftQ.Len() >= n && p.ttftQ.MAPE() > tt:
-		p.tripAt = tt
-	case p.tpotQ.Len() >= n && p.tpotQ.MAPE() > tp:
-		p.tripAt = tp
-	default:
-		return
-	}
-	p.setDrift(true)
-}
-
-// driftThreshold is the rolling MAPE above which a model with this held-out MAPE (0: unknown)
-// is taken to have drifted.
-func (p *Producer) driftThreshold(holdout float64) float64 {
-	return max(p.params.DriftMAPE, p.params.DriftFactor*holdout)
-}
-
 // stats reports the model in service and the rolling error; the caller holds mu.
 func (p *Producer) stats() *sdk.PredictorStats {
 	q := p.params.Objective == ObjectiveQuantile
 	cur := p.current()
-	s := &sdk.PredictorStats{TTFT: p.ttftQ.Stats(q), TPOT: p.tpotQ.Stats(q), Drift: cur.drift}
+	s := &sdk.PredictorStats{TTFT: p.q[targetTTFT].Stats(q), TPOT: p.q[targetTPOT].Stats(q),
+		Drift: cur.drift[targetTTFT] || cur.drift[targetTPOT]}
 	if cur.set != nil {
 		s.ModelVersion, s.TrainingRows = cur.set.Meta.Version, cur.set.Meta.TrainingRows
 	}
@@ -385,26 +343,10 @@ func (p *Producer) learnPrior(s *sdk.Sample) {
 	ttft, tpot := ttftTarget(s), tpotTarget(s)
 	pt, pp := p.prior.Snapshot().Predict(&s.Request, s.EndpointID, &s.State)
 	if ttft > 0 && pt > 0 {
-		p.priorTTFT.Add(floor(pt), ttft)
+		p.priorQ[targetTTFT].Add(floor(pt), ttft)
 	}
 	if tpot > 0 && pp > 0 {
-		p.priorTPOT.Add(floor(pp), tpot)
+		p.priorQ[targetTPOT].Add(floor(pp), tpot)
 	}
 	p.prior.Add(s, ttft, tpot)
-}
-
-// refreshPrior publishes what the prior learned from the last samples and whether it is trusted
-// to serve alone while the drift guard is on: while its own rolling MAPE on both targets is
-// within DriftFactor × DriftMAPE (or it has been scored on fewer than DriftMinSamples samples).
-// Looser than the trees' bar: when the trees are held back the prior's alternative is a load
-// heuristic that knows nothing of prompt lengths. The caller holds mu.
-func (p *Producer) refreshPrior() {
-	if p.prior == nil {
-		return
-	}
-	snap := p.prior.Refresh()
-	bar := p.params.DriftFactor * p.params.DriftMAPE
-	ok := func(w *quality.Window) bool { return w.Len() < p.params.DriftMinSamples || !(w.MAPE() > bar) }
-	trusted := ok(p.priorTTFT) && ok(p.priorTPOT)
-	p.publish(func(s *serving) { s.prior, s.priorTrusted = snap, trusted })
 }

@@ -315,6 +315,8 @@ func TestRejectsAnUnusableModelDir(t *testing.T) {
 func TestDriftGuard(t *testing.T) {
 	p, rng := trainedProducer(t, map[string]any{"driftMAPE": 0.3, "driftMinSamples": 50, "retrainIntervalMs": 60000})
 	v := p.Stats().ModelVersion
+	c := cycle(rng, 4, t0.Add(42*time.Second))
+	before, _ := p.Produce(context.Background(), c)
 	way := func(r *sdk.Request, s *sdk.EndpointState) sdk.Prediction {
 		ttft, tpot := truth(r, s)
 		return sdk.Prediction{Valid: true, TTFTMs: ttft * 3, TPOTMs: tpot}
@@ -323,14 +325,14 @@ func TestDriftGuard(t *testing.T) {
 	if !res.Stats.Drift || res.Stats.ModelVersion != v {
 		t.Fatalf("after 60 predictions 200 %% off: %+v", res.Stats)
 	}
-	// The trees are held back; the prior, still accurate, serves alone.
-	c := cycle(rng, 4, t0.Add(42*time.Second))
+	// The TTFT trees are held back and the prior, still accurate, serves TTFT alone; the TPOT
+	// trees still serve TPOT (on a prior base that moved a little with the last samples).
 	preds, _ := p.Produce(context.Background(), c)
 	for i, pr := range preds {
 		e := &c.Endpoints[i]
 		ttft, tpot := p.current().prior.Predict(&c.Request, e.ID, &e.State)
-		if !pr.Valid || pr.TTFTMs != floor(ttft) || pr.TPOTMs != floor(tpot) {
-			t.Fatalf("endpoint %d under drift: %+v, want the prior's %.2f / %.2f", i, pr, ttft, tpot)
+		if !pr.Valid || pr.TTFTMs != floor(ttft) || pr.TPOTMs == floor(tpot) || math.Abs(pr.TPOTMs/before[i].TPOTMs-1) > 0.02 {
+			t.Fatalf("endpoint %d under TTFT drift: %+v, want the prior's TTFT %.2f and the trees' TPOT (%.2f before)", i, pr, ttft, before[i].TPOTMs)
 		}
 	}
 	// A minute later, retraining on the same (truthful) samples brings the held-out error down.
@@ -341,6 +343,29 @@ func TestDriftGuard(t *testing.T) {
 	preds, _ = p.Produce(context.Background(), cycle(rng, 4, t0.Add(2*time.Minute)))
 	if !preds[0].Valid {
 		t.Error("predictions still invalid after the drift cleared")
+	}
+}
+
+// TestTPOTDriftSparesTTFT: a drifting TPOT model falls back to the prior's TPOT while the TTFT
+// trees keep serving.
+func TestTPOTDriftSparesTTFT(t *testing.T) {
+	p, rng := trainedProducer(t, map[string]any{"driftMAPE": 0.3, "driftMinSamples": 50, "retrainIntervalMs": 60000})
+	c := cycle(rng, 4, t0.Add(42*time.Second))
+	before, _ := p.Produce(context.Background(), c)
+	way := func(r *sdk.Request, s *sdk.EndpointState) sdk.Prediction {
+		ttft, tpot := truth(r, s)
+		return sdk.Prediction{Valid: true, TTFTMs: ttft, TPOTMs: tpot * 3}
+	}
+	if res, _ := p.Observe(context.Background(), samples(rng, 60, t0.Add(41*time.Second), way)); !res.Stats.Drift {
+		t.Fatalf("after 60 TPOT predictions 200 %% off: %+v", res.Stats)
+	}
+	preds, _ := p.Produce(context.Background(), c)
+	for i, pr := range preds {
+		e := &c.Endpoints[i]
+		ttft, tpot := p.current().prior.Predict(&c.Request, e.ID, &e.State)
+		if !pr.Valid || pr.TTFTMs == floor(ttft) || math.Abs(pr.TTFTMs/before[i].TTFTMs-1) > 0.02 || pr.TPOTMs != floor(tpot) {
+			t.Fatalf("endpoint %d under TPOT drift: %+v, want the trees' TTFT (%.2f before) and the prior's TPOT %.2f", i, pr, before[i].TTFTMs, tpot)
+		}
 	}
 }
 

@@ -113,9 +113,9 @@ func (p *Producer) WaitIdle() {
 	}
 }
 
-// finish puts a training result in service; the caller holds mu. A drift guard that is on goes
-// off when the new models' held-out error is under the threshold (or there is no held-out data
-// to judge them by).
+// finish puts a training result in service; the caller holds mu. A target's drift guard that is
+// on goes off when its new model's held-out error is under the threshold (or there is no
+// held-out data to judge it by).
 func (p *Producer) finish(r result) {
 	log := sdk.Log()
 	if r.err != nil {
@@ -126,12 +126,9 @@ func (p *Producer) finish(r result) {
 		return
 	}
 	if p.current().set == nil {
-		p.resetQuality() // the errors so far are the prior's alone, not the trees'
+		p.resetQuality(targetTTFT, targetTPOT) // the errors so far are the prior's alone, not the trees'
 	}
-	if t := p.tripAt; p.current().drift && !(r.ttftMAPE > t) && !(r.tpotMAPE > t) {
-		p.setDrift(false)
-		p.resetQuality() // the errors that tripped the guard are the old model's
-	}
+	p.clearDrift([2]float64{r.ttftMAPE, r.tpotMAPE})
 	p.putInService(r.set)
 	p.last = Training{Rows: r.set.Meta.TrainingRows, Took: r.took, TTFTMAPE: r.ttftMAPE, TPOTMAPE: r.tpotMAPE}
 	log.Info().Uint64("model_version", r.set.Meta.Version).Uint64("training_rows", r.set.Meta.TrainingRows).
