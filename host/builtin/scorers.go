@@ -26,30 +26,20 @@ var (
 	_ sdk.Scorer = (*CompositeScorer)(nil)
 )
 
-// The queue signals QueueScorer can read.
-const (
-	// QueueSourceWaiting is the engine's waiting queue as llm-d's queue-scorer reads it, made fresh:
-	// the scraped gauge plus the requests the router dispatched there since that scrape
-	// (heuristics.FreshWaiting), so a burst between two scrapes does not herd.
-	QueueSourceWaiting = "waiting"
-	// QueueSourceInflight is the router's own in-flight request count, fresh at every decision.
-	QueueSourceInflight = "inflight"
-)
-
 // QueueParams are QueueScorer's parameters.
 type QueueParams struct {
-	// Source is the queue signal: QueueSourceWaiting (default) or QueueSourceInflight.
+	// Source is the queue signal: heuristics.QueueWaiting (default) or heuristics.QueueInflight.
 	Source string `json:"source"`
 }
 
 // Validate returns an error unless Source is a known signal.
 func (p *QueueParams) Validate() error {
-	return sdk.CheckOneOf("source", p.Source, QueueSourceWaiting, QueueSourceInflight)
+	return sdk.CheckOneOf("source", p.Source, heuristics.QueueWaiting, heuristics.QueueInflight)
 }
 
 // defaultQueueParams returns QueueScorer's defaults: the engine waiting queue, as llm-d reads,
 // counting the dispatches since the scrape.
-func defaultQueueParams() QueueParams { return QueueParams{Source: QueueSourceWaiting} }
+func defaultQueueParams() QueueParams { return QueueParams{Source: heuristics.QueueWaiting} }
 
 // QueueScorer scores (maxQ − q)/(maxQ − minQ) over the cycle (heuristics.QueueScores); every
 // endpoint scores 1 when all queues are equal. q is heuristics.FreshWaiting (source "waiting") or
@@ -81,11 +71,7 @@ func (s *QueueScorer) Score(_ context.Context, c *sdk.Cycle) ([]float64, error) 
 	if err := checkCycle("scoring", c); err != nil {
 		return nil, err
 	}
-	queue := heuristics.FreshWaiting
-	if s.Get().Source == QueueSourceInflight {
-		queue = heuristics.Inflight
-	}
-	return heuristics.QueueScores(c, queue), nil
+	return heuristics.QueueScores(c, heuristics.Queue(s.Get().Source)), nil
 }
 
 // KVCacheScorer scores 1 − KV-cache usage, clamped to [0, 1] (heuristics.KVCacheScores). No
@@ -140,20 +126,20 @@ func (s *PrefixScorer) Score(_ context.Context, c *sdk.Cycle) ([]float64, error)
 	return heuristics.PrefixScores(c), nil
 }
 
-// CompositeScorer is llm-d's load fallback, wkv·(1 − kv) + wq·(maxQ − q)/maxQ + wp·prefix divided
-// by the weights' sum, q the waiting queue plus the dispatches since its scrape
-// (heuristics.CompositeScores); parameters are heuristics.CompositeWeights,
-// default 1/1/1. Its Configure (from sdk.Params) merges params (kvCacheWeight, queueWeight,
-// prefixWeight) over 1/1/1 and is safe against concurrent Score calls; on error the previous
-// weights stay in force.
+// CompositeScorer is llm-d's load fallback, wkv·(1 − kv) + wq·queue + wp·prefix divided by the
+// weights' sum, the queue term min–max normalised over the cycle (heuristics.CompositeScores);
+// parameters are heuristics.CompositeParams, default 1/1/1 on the waiting queue plus the
+// dispatches since its scrape. Its Configure (from sdk.Params) merges params (kvCacheWeight,
+// queueWeight, prefixWeight, queueSource) over the defaults and is safe against concurrent Score
+// calls; on error the previous parameters stay in force.
 type CompositeScorer struct {
-	sdk.Params[heuristics.CompositeWeights]
+	sdk.Params[heuristics.CompositeParams]
 }
 
-// NewCompositeScorer returns a composite scorer with heuristics.DefaultCompositeWeights.
+// NewCompositeScorer returns a composite scorer with heuristics.DefaultCompositeParams.
 func NewCompositeScorer() *CompositeScorer {
 	s := &CompositeScorer{}
-	s.Init(func() heuristics.CompositeWeights { return heuristics.DefaultCompositeWeights })
+	s.Init(func() heuristics.CompositeParams { return heuristics.DefaultCompositeParams })
 	return s
 }
 

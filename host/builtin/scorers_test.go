@@ -90,12 +90,20 @@ func TestScorers(t *testing.T) {
 		},
 		{
 			name: "composite, queue counts the dispatches since the scrape", scorer: NewCompositeScorer(), params: ``,
-			// Fresh queues 0 + 2, 4 + 0, 2 + 2 (maxQ 4), so the first endpoint's term is (4 − 2)/4:
-			//   (0.8 + 0.5 + 1) / 3; (0.5 + 0 + 0) / 3; (0.1 + 0 + 0.5) / 3
-			cycle: withStates(sdk.EndpointState{KVCacheUsage: 0.2, DispatchedSinceScrape: 2, PrefixMatch: 1},
+			// Fresh queues 0 + 3, 4 + 0, 2 + 2 (min 3, max 4), so the first endpoint's term is 1:
+			//   (0.8 + 1 + 1) / 3; (0.5 + 0 + 0) / 3; (0.1 + 0 + 0.5) / 3
+			cycle: withStates(sdk.EndpointState{KVCacheUsage: 0.2, DispatchedSinceScrape: 3, PrefixMatch: 1},
 				sdk.EndpointState{KVCacheUsage: 0.5, Waiting: 4},
 				sdk.EndpointState{KVCacheUsage: 0.9, Waiting: 2, DispatchedSinceScrape: 2, PrefixMatch: 0.5}),
-			want: []float64{2.3 / 3, 0.5 / 3, 0.6 / 3},
+			want: []float64{2.8 / 3, 0.5 / 3, 0.6 / 3},
+		},
+		{
+			name: "composite on the in-flight count", scorer: NewCompositeScorer(),
+			params: `{"queueSource":"inflight","kvCacheWeight":0,"prefixWeight":0}`,
+			// In flight 1, 3, 2 (the waiting gauges are not read): (3 − q)/2.
+			cycle: withStates(sdk.EndpointState{InflightRequests: 1, Waiting: 5}, sdk.EndpointState{InflightRequests: 3},
+				sdk.EndpointState{InflightRequests: 2}),
+			want: []float64{1, 0, 0.5},
 		},
 		{
 			name: "composite, queues all zero", scorer: NewCompositeScorer(), params: `{"prefixWeight":0}`,

@@ -5,9 +5,9 @@
 //
 // The load scores must not herd. The engine gauges in an EndpointState stand still between two
 // scrapes, so every request arriving in between sees the same ones; ranking by them alone would
-// send a whole burst to one endpoint. The queue the load scores read is therefore FreshWaiting,
-// the waiting gauge plus the requests the router dispatched there since that scrape
-// (EndpointState.DispatchedSinceScrape), which moves with every dispatch. The KV term stays the
+// send a whole burst to one endpoint. The queues the load scores read therefore move with every
+// dispatch: FreshWaiting, the waiting gauge plus the requests the router dispatched there since
+// that scrape (EndpointState.DispatchedSinceScrape), or Inflight, the router's own count. The KV term stays the
 // scraped usage: what a dispatched request takes of the cache depends on the engine's cache size
 // and on whether it runs or waits, which the state does not carry. Equal scores are ranked at
 // random from the cycle's seed (RankByScore), never by index.

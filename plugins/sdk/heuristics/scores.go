@@ -60,18 +60,40 @@ func PrefixScores(c *sdk.Cycle) []float64 {
 	return scores
 }
 
-// CompositeWeights weighs the three load signals of CompositeScores.
-type CompositeWeights struct {
+// The queue signals the load scores can read.
+const (
+	// QueueWaiting is the engine's waiting queue as llm-d's scorers read it, made fresh:
+	// FreshWaiting, the scraped gauge plus the requests dispatched there since that scrape.
+	QueueWaiting = "waiting"
+	// QueueInflight is the router's own in-flight request count (Inflight): every request it
+	// sent there that has not finished, waiting or running, fresh at every decision.
+	QueueInflight = "inflight"
+)
+
+// Queue returns the queue signal named source (QueueWaiting or QueueInflight; anything else
+// reads as QueueWaiting, validated by the callers' parameters).
+func Queue(source string) func(*sdk.EndpointState) int64 {
+	if source == QueueInflight {
+		return Inflight
+	}
+	return FreshWaiting
+}
+
+// CompositeParams weigh the three load signals of CompositeScores and name its queue signal.
+type CompositeParams struct {
 	KVCache float64 `json:"kvCacheWeight"`
 	Queue   float64 `json:"queueWeight"`
 	Prefix  float64 `json:"prefixWeight"`
+	// QueueSource is QueueWaiting or QueueInflight.
+	QueueSource string `json:"queueSource"`
 }
 
-// DefaultCompositeWeights are llm-d's latency-scorer fallback weights (1, 1, 1).
-var DefaultCompositeWeights = CompositeWeights{KVCache: 1, Queue: 1, Prefix: 1}
+// DefaultCompositeParams are llm-d's latency-scorer fallback: weights 1, 1, 1 on the waiting queue.
+var DefaultCompositeParams = CompositeParams{KVCache: 1, Queue: 1, Prefix: 1, QueueSource: QueueWaiting}
 
-// Validate checks that every weight is in [0, 100] and at least one is positive.
-func (w *CompositeWeights) Validate() error {
+// Validate checks that every weight is in [0, 100], at least one is positive, and the queue
+// source is known.
+func (w *CompositeParams) Validate() error {
 	for _, p := range []struct {
 		name string
 		v    float64
@@ -83,33 +105,27 @@ func (w *CompositeWeights) Validate() error {
 	if w.KVCache+w.Queue+w.Prefix == 0 {
 		return errors.New("at least one of kvCacheWeight, queueWeight, prefixWeight must be positive")
 	}
-	return nil
+	return sdk.CheckOneOf("queueSource", w.QueueSource, QueueWaiting, QueueInflight)
 }
 
-// CompositeScores is llm-d's fallback score wkv·(1 − kv) + wq·(maxQ − q)/maxQ + wp·prefix, divided
-// by the weights' sum so it stays in [0, 1]. Queues all zero score 1. The queue q is FreshWaiting
-// (the scraped waiting gauge plus the requests dispatched since that scrape), where llm-d reads the
-// gauge alone: between two scrapes the gauge and the KV usage stand still, and every arrival would
-// score the same endpoint best. The KV term stays the scraped usage: how much KV a dispatched
-// request takes depends on the engine's cache size and on whether it waits or runs, which the
-// state does not tell.
-func CompositeScores(c *sdk.Cycle, w CompositeWeights) []float64 {
-	scores := make([]float64, len(c.Endpoints))
-	var maxQ int64
-	for i := range c.Endpoints {
-		maxQ = max(maxQ, FreshWaiting(&c.Endpoints[i].State))
-	}
+// CompositeScores is llm-d's fallback score wkv·(1 − kv) + wq·queue + wp·prefix, divided by the
+// weights' sum so it stays in [0, 1]. The queue term is QueueScores over the signal QueueSource
+// names, min–max normalised like llm-d's queue-scorer (llm-d's composite divides by the largest
+// queue alone; the two agree whenever some endpoint has none, and min–max still tells endpoints
+// apart when all of them queue). Both signals move with every dispatch, where llm-d reads the
+// waiting gauge alone: between two scrapes the gauge and the KV usage stand still, and every
+// arrival would score the same endpoint best. The KV term stays the scraped usage: how much KV a
+// dispatched request takes depends on the engine's cache size and on whether it waits or runs,
+// which the state does not tell.
+func CompositeScores(c *sdk.Cycle, w CompositeParams) []float64 {
 	total := w.KVCache + w.Queue + w.Prefix
 	if total <= 0 {
-		return scores
+		return make([]float64, len(c.Endpoints))
 	}
+	scores := QueueScores(c, Queue(w.QueueSource))
 	for i := range c.Endpoints {
 		s := &c.Endpoints[i].State
-		q := 1.0
-		if maxQ > 0 {
-			q = float64(maxQ-FreshWaiting(s)) / float64(maxQ)
-		}
-		scores[i] = (w.KVCache*clamp01(1-s.KVCacheUsage) + w.Queue*q + w.Prefix*clamp01(s.PrefixMatch)) / total
+		scores[i] = (w.KVCache*clamp01(1-s.KVCacheUsage) + w.Queue*scores[i] + w.Prefix*clamp01(s.PrefixMatch)) / total
 	}
 	return scores
 }

@@ -41,7 +41,7 @@ func TestCompositeScoresCountDispatchesSinceScrape(t *testing.T) {
 	tests := []struct {
 		name   string
 		states []sdk.EndpointState
-		w      CompositeWeights
+		w      CompositeParams
 		want   []float64
 	}{
 		{
@@ -49,30 +49,37 @@ func TestCompositeScoresCountDispatchesSinceScrape(t *testing.T) {
 			// Fresh queues 0, 4, 2 (no gauge yet), maxQ 4; (1·(1 − kv) + 1·(4 − q)/4 + 1·prefix) / 3:
 			//   (1 + 1 + 0) / 3, (1 + 0 + 0) / 3, (1 + 0.5 + 0) / 3.
 			states: []sdk.EndpointState{{}, {DispatchedSinceScrape: 4}, {DispatchedSinceScrape: 2}},
-			w:      DefaultCompositeWeights,
+			w:      DefaultCompositeParams,
 			want:   []float64{2.0 / 3, 1.0 / 3, 1.5 / 3},
 		},
 		{
 			name: "gauge and dispatches add up",
-			// Fresh queues 1 + 3 = 4 and 2 + 0 = 2, maxQ 4; queue weight only: 0 and 0.5.
+			// Fresh queues 1 + 3 = 4 and 2 + 0 = 2, min–max (4 − q)/2; queue weight only: 0 and 1.
 			states: []sdk.EndpointState{{Waiting: 1, DispatchedSinceScrape: 3}, {Waiting: 2}},
-			w:      CompositeWeights{Queue: 1},
-			want:   []float64{0, 0.5},
+			w:      CompositeParams{Queue: 1},
+			want:   []float64{0, 1},
 		},
 		{
 			name: "the lowest stale gauge loses its lead once it took the burst",
-			// Scraped: 0 and 2 waiting. After 3 dispatches to the first, fresh queues 3 and 2, maxQ 3;
-			// the KV term is the scraped usage: (2·(1 − 0.5) + 1·(3 − q)/3) / 3.
+			// Scraped: 0 and 2 waiting. After 3 dispatches to the first, fresh queues 3 and 2;
+			// the KV term is the scraped usage: (2·(1 − 0.5) + 1·(3 − q)/1) / 3.
 			states: []sdk.EndpointState{{KVCacheUsage: 0.5, DispatchedSinceScrape: 3}, {KVCacheUsage: 0.5, Waiting: 2}},
-			w:      CompositeWeights{KVCache: 2, Queue: 1},
-			want:   []float64{1.0 / 3, (1 + 1.0/3) / 3},
+			w:      CompositeParams{KVCache: 2, Queue: 1},
+			want:   []float64{1.0 / 3, 2.0 / 3},
 		},
 		{
 			name: "in-flight requests the gauge already shows do not count twice",
 			// InflightRequests is not read: fresh queues 0 and 1, maxQ 1.
 			states: []sdk.EndpointState{{InflightRequests: 10}, {DispatchedSinceScrape: 1, InflightRequests: 1}},
-			w:      CompositeWeights{Queue: 1},
+			w:      CompositeParams{Queue: 1},
 			want:   []float64{1, 0},
+		},
+		{
+			name: "the in-flight source reads the router's count alone",
+			// In flight 10 and 1 (the second's gauge says 5 waiting): min–max 0 and 1.
+			states: []sdk.EndpointState{{InflightRequests: 10}, {Waiting: 5, InflightRequests: 1}},
+			w:      CompositeParams{Queue: 1, QueueSource: QueueInflight},
+			want:   []float64{0, 1},
 		},
 	}
 	for _, tt := range tests {
@@ -98,7 +105,7 @@ func TestCompositeBurstSpreads(t *testing.T) {
 	c := cycleOf(sdk.EndpointState{KVCacheUsage: 0.1}, sdk.EndpointState{KVCacheUsage: 0.1, Waiting: 1},
 		sdk.EndpointState{KVCacheUsage: 0.1, Waiting: 1}, sdk.EndpointState{KVCacheUsage: 0.1, Waiting: 1})
 	for n := range uint64(arrivals) {
-		best := RankByScore(CompositeScores(c, DefaultCompositeWeights), rand.New(rand.NewPCG(n, 9)))[0]
+		best := RankByScore(CompositeScores(c, DefaultCompositeParams), rand.New(rand.NewPCG(n, 9)))[0]
 		c.Endpoints[best].State.DispatchedSinceScrape++
 	}
 	// 3 waiting + 40 dispatched = 43 over 4 endpoints: the fresh queues end at 10 or 11 each.

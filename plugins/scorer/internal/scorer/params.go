@@ -26,20 +26,27 @@ type Params struct {
 	HeadroomSelectionStrategy string `json:"headroomSelectionStrategy"`
 	// SLOBufferFactor scales the TPOT objective before the predicted TPOT is subtracted.
 	SLOBufferFactor float64 `json:"sloBufferFactor"`
-	// CompositeWeights weigh the load heuristics used when no endpoint has a prediction.
-	heuristics.CompositeWeights
+	// CompositeParams weigh the load heuristics used when no endpoint has a prediction and name
+	// their queue signal.
+	heuristics.CompositeParams
 }
 
 // DefaultParams returns llm-d's latency-scorer defaults: TTFT 0.8, TPOT 0.2, strategy least,
-// buffer factor 1 and composite fallback weights 1/1/1.
+// buffer factor 1, but a fallback of its own: the router's in-flight count and the prefix match,
+// weights 1 and 1, without the scraped KV usage (see README.md).
 func DefaultParams() Params {
 	return Params{
 		TTFTWeight:                0.8,
 		TPOTWeight:                0.2,
 		HeadroomSelectionStrategy: StrategyLeast,
 		SLOBufferFactor:           1.0,
-		CompositeWeights:          heuristics.DefaultCompositeWeights,
+		CompositeParams:           fallback(),
 	}
+}
+
+// fallback is the composite on the router's in-flight count and the prefix match.
+func fallback() heuristics.CompositeParams {
+	return heuristics.CompositeParams{KVCache: 0, Queue: 1, Prefix: 1, QueueSource: heuristics.QueueInflight}
 }
 
 // Validate checks every parameter against its accepted range.
@@ -59,5 +66,5 @@ func (p *Params) Validate() error {
 	if err := sdk.CheckRangeOpenLow("sloBufferFactor", p.SLOBufferFactor, 0, 10); err != nil {
 		return err
 	}
-	return p.CompositeWeights.Validate()
+	return p.CompositeParams.Validate()
 }

@@ -32,7 +32,7 @@ func score(c *sdk.Cycle, p *Params) []float64 {
 		}
 	}
 	if len(predicted) == 0 {
-		return heuristics.CompositeScores(c, p.CompositeWeights)
+		return heuristics.CompositeScores(c, p.CompositeParams)
 	}
 	if c.Request.SLO.Any() {
 		if group, strategy, ok := headroomGroup(c, predicted, p); ok {

@@ -3,9 +3,11 @@ package scorer
 import (
 	"context"
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/foresight-router/foresight/plugins/sdk/heuristics"
 )
 
 const tol = 1e-6
@@ -37,13 +39,13 @@ func noPred(id string) sdk.Endpoint {
 }
 
 // load returns an endpoint without a prediction and with the composite fallback's signals.
-func load(id string, kv float64, waiting int64, prefix float64) sdk.Endpoint {
-	return sdk.Endpoint{ID: id, State: sdk.EndpointState{KVCacheUsage: kv, Waiting: waiting, PrefixMatch: prefix}}
+func load(id string, kv float64, inflight int64, prefix float64) sdk.Endpoint {
+	return sdk.Endpoint{ID: id, State: sdk.EndpointState{KVCacheUsage: kv, InflightRequests: inflight, PrefixMatch: prefix}}
 }
 
-// dispatched returns e with n requests dispatched there since its gauges were scraped.
-func dispatched(e sdk.Endpoint, n int64) sdk.Endpoint {
-	e.State.DispatchedSinceScrape = n
+// waiting returns e with n requests in its scraped waiting queue.
+func waiting(e sdk.Endpoint, n int64) sdk.Endpoint {
+	e.State.Waiting = n
 	return e
 }
 
@@ -66,40 +68,42 @@ func TestScore(t *testing.T) {
 	}{
 		{
 			name: "no predictions: composite fallback",
-			// maxQ = 4; score = ((1 − kv) + (4 − q)/4 + prefix) / 3.
+			// In flight 0, 4, 2: queue term (4 − q)/4; the KV usage is not read by default:
+			// score = ((4 − q)/4 + prefix) / 2.
 			endpoints: []sdk.Endpoint{load("a", 0.2, 0, 0.5), load("b", 0.6, 4, 0), load("c", 1, 2, 1)},
 			want: []float64{
-				(0.8 + 1 + 0.5) / 3, // a: 0.766667
-				(0.4 + 0 + 0) / 3,   // b: 0.133333
-				(0 + 0.5 + 1) / 3,   // c: 0.5
+				(1 + 0.5) / 2, // a: 0.75
+				(0 + 0) / 2.0, // b: 0
+				(0.5 + 1) / 2, // c: 0.75
 			},
 		},
 		{
-			name: "no predictions: the fallback's queue counts the dispatches since the scrape",
-			// a's gauge is empty but 6 requests went there since it was scraped: fresh queues 6, 4, 2,
-			// maxQ = 6; score = ((1 − kv) + (6 − q)/6 + prefix) / 3.
-			endpoints: []sdk.Endpoint{dispatched(load("a", 0.2, 0, 0.5), 6), load("b", 0.6, 4, 0), load("c", 1, 2, 1)},
+			name: "no predictions: the fallback's queue is the router's in-flight count",
+			// a's scraped waiting gauge is empty but 6 of the router's requests are there; the
+			// gauges b and c show are not read. In flight 6, 4, 2: queue term (6 − q)/4;
+			// score = ((6 − q)/4 + prefix) / 2.
+			endpoints: []sdk.Endpoint{load("a", 0.2, 6, 0.5), waiting(load("b", 0.6, 4, 0), 9), waiting(load("c", 1, 2, 1), 9)},
 			want: []float64{
-				(0.8 + 0 + 0.5) / 3,   // a: 0.433333
-				(0.4 + 1.0/3 + 0) / 3, // b: 0.244444
-				(0 + 2.0/3 + 1) / 3,   // c: 0.555556
+				(0 + 0.5) / 2, // a: 0.25
+				(0.5 + 0) / 2, // b: 0.25
+				(1 + 1.0) / 2, // c: 1
 			},
 		},
 		{
 			name:   "no predictions: composite fallback with configured weights",
-			params: `{"kvCacheWeight": 2, "queueWeight": 0, "prefixWeight": 0}`,
+			params: `{"kvCacheWeight": 2, "queueWeight": 0, "prefixWeight": 0, "queueSource": "waiting"}`,
 			// score = 2·(1 − kv) / 2.
 			endpoints: []sdk.Endpoint{load("a", 0.2, 0, 0.5), load("b", 0.6, 4, 0)},
 			want:      []float64{0.8, 0.4},
 		},
 		{
 			name: "a valid prediction with a NaN counts as none",
-			// Both fall back: maxQ = 0 so the queue term is 1; a: (1 + 1 + 0)/3, b: (0.5 + 1 + 0)/3.
+			// Both fall back: nothing in flight so the queue term is 1, no prefix: (1 + 0)/2 each.
 			endpoints: []sdk.Endpoint{
 				{ID: "a", Prediction: sdk.Prediction{Valid: true, TTFTMs: math.NaN()}},
 				load("b", 0.5, 0, 0),
 			},
-			want: []float64{2.0 / 3, 1.5 / 3},
+			want: []float64{0.5, 0.5},
 		},
 		{
 			name: "no SLO: lowest predicted latency wins",
@@ -269,5 +273,29 @@ func TestScore(t *testing.T) {
 func TestScoreNilCycle(t *testing.T) {
 	if _, err := New().Score(context.Background(), nil); err == nil {
 		t.Fatal("Score(nil) succeeded, want an error")
+	}
+}
+
+// TestFallbackBurstSpreads: with no predictions, a burst of arrivals between two scrapes (every
+// one sees the same stale gauges, where one endpoint looks idle) spreads evenly over the
+// endpoints: the fallback reads the router's in-flight count, which moves with every dispatch.
+func TestFallbackBurstSpreads(t *testing.T) {
+	const arrivals = 40
+	s := New()
+	c := &sdk.Cycle{Endpoints: []sdk.Endpoint{load("a", 0, 0, 0), waiting(load("b", 0.9, 0, 0), 5),
+		waiting(load("c", 0.9, 0, 0), 5), waiting(load("d", 0.9, 0, 0), 5)}}
+	for n := range uint64(arrivals) {
+		scores, err := s.Score(context.Background(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		best := heuristics.RankByScore(scores, rand.New(rand.NewPCG(n, 3)))[0]
+		c.Endpoints[best].State.InflightRequests++
+		c.Endpoints[best].State.DispatchedSinceScrape++
+	}
+	for _, e := range c.Endpoints {
+		if e.State.InflightRequests != arrivals/4 {
+			t.Errorf("endpoint %s took %d of %d arrivals, want %d", e.ID, e.State.InflightRequests, arrivals, arrivals/4)
+		}
 	}
 }
