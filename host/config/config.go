@@ -6,6 +6,7 @@ package config
 import (
 	"bytes"
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -57,6 +58,19 @@ type PluginSpec struct {
 	Timeout time.Duration `yaml:"timeout"`
 	// Parameters are sent to the plugin's Configure as a JSON object.
 	Parameters map[string]any `yaml:"parameters"`
+}
+
+// ParametersJSON returns Parameters as the JSON object Configure receives; nil when the config
+// gives none (the plugin keeps its defaults).
+func (p *PluginSpec) ParametersJSON() ([]byte, error) {
+	if p.Parameters == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(p.Parameters)
+	if err != nil {
+		return nil, fmt.Errorf("plugin %q: parameters are not JSON-encodable: %w", p.Name, err)
+	}
+	return b, nil
 }
 
 // Environ returns Env as sorted "KEY=value" entries.

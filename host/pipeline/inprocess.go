@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/foresight-router/foresight/host/config"
@@ -25,12 +24,9 @@ func BuildInProcess(ctx context.Context, cfg *config.Config, local map[string]sd
 	}
 	for i := range cfg.Plugins {
 		spec := &cfg.Plugins[i]
-		var params []byte
-		if spec.Parameters != nil {
-			var err error
-			if params, err = json.Marshal(spec.Parameters); err != nil {
-				return fail(fmt.Errorf("plugin %q: parameters are not JSON-encodable: %w", spec.Name, err))
-			}
+		params, err := spec.ParametersJSON()
+		if err != nil {
+			return fail(err)
 		}
 		p, err := pluginhost.Launch(ctx, pluginhost.Spec{Name: spec.Name, Type: spec.Type,
 			Stage: cfg.StageOf(spec.Name), Local: local[spec.Name], Params: params}, log)

@@ -5,9 +5,7 @@ package pipeline
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/foresight-router/foresight/host/builtin"
@@ -163,13 +161,10 @@ func launchAll(ctx context.Context, cfg *config.Config, pool *pluginhost.Pool, l
 	var wg sync.WaitGroup
 	for i := range cfg.Plugins {
 		spec := &cfg.Plugins[i]
-		params, err := json.Marshal(spec.Parameters)
+		params, err := spec.ParametersJSON()
 		if err != nil {
-			errs[i] = fmt.Errorf("plugin %q: parameters are not JSON-encodable: %w", spec.Name, err)
+			errs[i] = err
 			continue
-		}
-		if spec.Parameters == nil {
-			params = nil
 		}
 		wg.Add(1)
 		go func() {

@@ -1,16 +1,12 @@
 package predictor
 
 import (
+	"github.com/foresight-router/foresight/plugins/producer/internal/prior"
 	"github.com/foresight-router/foresight/plugins/producer/internal/quality"
 	"github.com/foresight-router/foresight/plugins/sdk"
 )
 
-// The two targets, as indices of the producer's per-target arrays.
-const (
-	targetTTFT = 0
-	targetTPOT = 1
-)
-
+// targetName names the targets, indexed like every per-target array (prior.TTFT, prior.TPOT).
 var targetName = [2]string{"TTFT", "TPOT"}
 
 // source is where a target's predictions come from.
@@ -33,11 +29,10 @@ func (s *serving) sources() (src [2]source) {
 		return src
 	}
 	for k := range src {
-		ready := s.prior != nil && [2]bool{s.prior.TTFTReady, s.prior.TPOTReady}[k]
 		switch {
 		case s.set != nil && !s.drift[k] && (!s.set.Meta.Residual || s.prior.Ready()):
 			src[k] = fromTrees
-		case ready && (s.set == nil || s.drift[k] && s.priorTrusted[k]):
+		case s.prior.Learned(k) && (s.set == nil || s.drift[k] && s.priorTrusted[k]):
 			src[k] = fromPrior
 		}
 	}
@@ -106,6 +101,6 @@ func (p *Producer) refreshPrior() {
 	snap := p.prior.Refresh()
 	bar := p.params.DriftFactor * p.params.DriftMAPE
 	ok := func(w *quality.Window) bool { return w.Len() < p.params.DriftMinSamples || !(w.MAPE() > bar) }
-	trusted := [2]bool{ok(p.priorQ[targetTTFT]), ok(p.priorQ[targetTPOT])}
+	trusted := [2]bool{ok(p.priorQ[prior.TTFT]), ok(p.priorQ[prior.TPOT])}
 	p.publish(func(s *serving) { s.prior, s.priorTrusted = snap, trusted })
 }

@@ -37,7 +37,7 @@ type Producer struct {
 	mu        sync.Mutex // guards everything below
 	params    Params
 	store     *store.Store
-	q         [2]*quality.Window // per target (targetTTFT, targetTPOT): the predictions served
+	q         [2]*quality.Window // per target (prior.TTFT, prior.TPOT): the predictions served
 	prior     *prior.Prior       // nil with the prior off
 	priorQ    [2]*quality.Window // the prior alone, scored on every sample before it learns from it
 	tripAt    [2]float64         // per target, the threshold in force when its drift guard went on
@@ -141,7 +141,7 @@ func (p *Producer) Configure(raw []byte) error {
 		p.publish(func(s *serving) { s.prior = p.prior.Snapshot() })
 	}
 	if loaded != nil {
-		p.resetQuality(targetTTFT, targetTPOT)
+		p.resetQuality(prior.TTFT, prior.TPOT)
 		p.putInService(loaded)
 		sdk.Log().Info().Str("dir", params.ModelDir).Uint64("model_version", loaded.Meta.Version).
 			Str("source", loaded.Meta.Source).Uint64("training_rows", loaded.Meta.TrainingRows).Msg("model loaded")
@@ -158,7 +158,7 @@ func (p *Producer) apply(params Params) {
 		old.HoldoutSamples != params.HoldoutSamples {
 		p.store = store.New(params.SamplesPerBucket, params.HoldoutEvery, params.HoldoutSamples)
 	}
-	if p.q[targetTTFT] == nil || old.QualityWindow != params.QualityWindow {
+	if p.q[prior.TTFT] == nil || old.QualityWindow != params.QualityWindow {
 		for k := range p.q {
 			p.q[k], p.priorQ[k] = quality.NewWindow(params.QualityWindow), quality.NewWindow(params.QualityWindow)
 		}
@@ -199,7 +199,7 @@ func (p *Producer) Produce(_ context.Context, c *sdk.Cycle) ([]sdk.Prediction, e
 	out := make([]sdk.Prediction, len(c.Endpoints))
 	s := p.serving.Load()
 	src := s.sources()
-	if src[targetTTFT] == fromNone {
+	if src[prior.TTFT] == fromNone {
 		return out, nil
 	}
 	n, nt, np := len(c.Endpoints), len(features.TTFT), len(features.TPOT)
@@ -214,15 +214,15 @@ func (p *Producer) Produce(_ context.Context, c *sdk.Cycle) ([]sdk.Prediction, e
 			base[k][i], factor[k][i] = 1, 1
 		}
 	}
-	if withPrior[targetTTFT] || withPrior[targetTPOT] {
+	if withPrior[prior.TTFT] || withPrior[prior.TPOT] {
 		for i := range c.Endpoints {
 			e := &c.Endpoints[i]
 			pt, pp := s.prior.Predict(&c.Request, e.ID, &e.State)
-			if withPrior[targetTTFT] {
-				base[targetTTFT][i] = pt
+			if withPrior[prior.TTFT] {
+				base[prior.TTFT][i] = pt
 			}
-			if withPrior[targetTPOT] {
-				base[targetTPOT][i] = pp
+			if withPrior[prior.TPOT] {
+				base[prior.TPOT][i] = pp
 			}
 		}
 	}
@@ -240,9 +240,9 @@ func (p *Producer) Produce(_ context.Context, c *sdk.Cycle) ([]sdk.Prediction, e
 		}
 	}
 	for i := range out {
-		out[i] = sdk.Prediction{Valid: true, TTFTMs: floor(base[targetTTFT][i] * factor[targetTTFT][i])}
-		if src[targetTPOT] != fromNone && base[targetTPOT][i] > 0 { // 0: a prior that has seen no finished answer
-			out[i].TPOTMs = floor(base[targetTPOT][i] * factor[targetTPOT][i])
+		out[i] = sdk.Prediction{Valid: true, TTFTMs: floor(base[prior.TTFT][i] * factor[prior.TTFT][i])}
+		if src[prior.TPOT] != fromNone { // none: TPOT unknown, 0
+			out[i].TPOTMs = floor(base[prior.TPOT][i] * factor[prior.TPOT][i])
 		}
 	}
 	return out, nil
@@ -284,10 +284,10 @@ func (p *Producer) Observe(_ context.Context, samples []sdk.Sample) (sdk.Observe
 		accepted++
 		if s.Predicted.Valid {
 			if hasTTFT {
-				p.q[targetTTFT].Add(s.Predicted.TTFTMs, s.ActualTTFTMs)
+				p.q[prior.TTFT].Add(s.Predicted.TTFTMs, s.ActualTTFTMs)
 			}
 			if hasTPOT && s.Predicted.TPOTMs > 0 {
-				p.q[targetTPOT].Add(s.Predicted.TPOTMs, s.ActualTPOTMs)
+				p.q[prior.TPOT].Add(s.Predicted.TPOTMs, s.ActualTPOTMs)
 			}
 		}
 		p.store.Add(*s)
@@ -320,8 +320,8 @@ func tpotTarget(s *sdk.Sample) float64 {
 func (p *Producer) stats() *sdk.PredictorStats {
 	q := p.params.Objective == ObjectiveQuantile
 	cur := p.current()
-	s := &sdk.PredictorStats{TTFT: p.q[targetTTFT].Stats(q), TPOT: p.q[targetTPOT].Stats(q),
-		Drift: cur.drift[targetTTFT] || cur.drift[targetTPOT]}
+	s := &sdk.PredictorStats{TTFT: p.q[prior.TTFT].Stats(q), TPOT: p.q[prior.TPOT].Stats(q),
+		Drift: cur.drift[prior.TTFT] || cur.drift[prior.TPOT]}
 	if cur.set != nil {
 		s.ModelVersion, s.TrainingRows = cur.set.Meta.Version, cur.set.Meta.TrainingRows
 	}
@@ -343,10 +343,10 @@ func (p *Producer) learnPrior(s *sdk.Sample) {
 	ttft, tpot := ttftTarget(s), tpotTarget(s)
 	pt, pp := p.prior.Snapshot().Predict(&s.Request, s.EndpointID, &s.State)
 	if ttft > 0 && pt > 0 {
-		p.priorQ[targetTTFT].Add(floor(pt), ttft)
+		p.priorQ[prior.TTFT].Add(floor(pt), ttft)
 	}
 	if tpot > 0 && pp > 0 {
-		p.priorQ[targetTPOT].Add(floor(pp), tpot)
+		p.priorQ[prior.TPOT].Add(floor(pp), tpot)
 	}
 	p.prior.Add(s, ttft, tpot)
 }

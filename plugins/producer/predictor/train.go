@@ -126,7 +126,7 @@ func (p *Producer) finish(r result) {
 		return
 	}
 	if p.current().set == nil {
-		p.resetQuality(targetTTFT, targetTPOT) // the errors so far are the prior's alone, not the trees'
+		p.resetQuality(prior.TTFT, prior.TPOT) // the errors so far are the prior's alone, not the trees'
 	}
 	p.clearDrift([2]float64{r.ttftMAPE, r.tpotMAPE})
 	p.putInService(r.set)
@@ -142,7 +142,7 @@ func (p *Producer) finish(r result) {
 func (j *job) run() result {
 	began := time.Now()
 	minRows := max(2*j.params.Model.MinSamplesLeaf, 2)
-	ttft, tpot := j.base(ttftTarget, 0), j.base(tpotTarget, 1)
+	ttft, tpot := j.base(ttftTarget, prior.TTFT), j.base(tpotTarget, prior.TPOT)
 	ttftData := dataset(j.samples, features.TTFT, ttft.ratio, features.FillTTFT)
 	tpotData := dataset(j.samples, features.TPOT, tpot.ratio, features.FillTPOT)
 	set := &model.Set{Meta: model.Meta{Version: j.version, Source: "trained", TrainedAt: j.at,
@@ -228,8 +228,8 @@ type target struct {
 	prior   func(*sdk.Sample) float64
 }
 
-// base returns the job's target of latency, whose prior prediction is the which-th (0 TTFT,
-// 1 TPOT) of the job's prior.
+// base returns the job's target of latency, whose prior prediction is the which-th (prior.TTFT
+// or prior.TPOT) of the job's prior.
 func (j *job) base(latency func(*sdk.Sample) float64, which int) target {
 	t := target{latency: latency, prior: func(*sdk.Sample) float64 { return 1 }}
 	if j.prior != nil {

@@ -60,10 +60,10 @@ type Prior struct {
 	row    [maxTerms]float64
 }
 
-// The targets, as indices of the prior's per-target arrays.
+// The targets, as indices of every per-target array here and in the producer.
 const (
-	ttftTarget = iota
-	tpotTarget
+	TTFT = iota
+	TPOT
 )
 
 // rows writes each target's terms.
@@ -100,8 +100,8 @@ func (p *Prior) Add(s *sdk.Sample, ttft, tpot float64) {
 		f := p.fits[k]
 		x := p.row[:f.k]
 		rows[k](x, &s.Request, &s.State)
-		if coef, ready := p.snap.target(k); ready {
-			if g := predict(coef, x); g > 0 {
+		if p.snap.Learned(k) {
+			if g := predict(p.snap.Coef[k], x); g > 0 {
 				sp.N[k] = min(sp.N[k]+1, float64(p.params.EndpointWindow))
 				sp.Log[k] += (clampLog(math.Log(y/g)) - sp.Log[k]) / sp.N[k]
 			}
@@ -126,12 +126,9 @@ func (p *Prior) factors(sp *speed) [2]float64 {
 // Refresh solves the fits and publishes what Add learned since the last Refresh as a new
 // Snapshot. The producer calls it once per batch of samples.
 func (p *Prior) Refresh() *Snapshot {
-	s := &Snapshot{
-		TTFT:      p.fits[ttftTarget].solve(),
-		TPOT:      p.fits[tpotTarget].solve(),
-		TTFTReady: p.n[ttftTarget] >= p.params.MinSamples,
-		TPOTReady: p.n[tpotTarget] >= p.params.MinSamples,
-		speed:     make(map[string][2]float64, len(p.speed)),
+	s := &Snapshot{speed: make(map[string][2]float64, len(p.speed))}
+	for k, f := range p.fits {
+		s.Coef[k], s.learned[k] = f.solve(), p.n[k] >= p.params.MinSamples
 	}
 	for id, sp := range p.speed {
 		s.speed[id] = p.factors(sp)
@@ -151,52 +148,43 @@ func (p *Prior) Snapshot() *Snapshot {
 
 // Snapshot is an immutable state of the prior, safe for concurrent use.
 type Snapshot struct {
-	TTFT, TPOT           []float64 // the fleet model's coefficients, in the order of TTFTTerms and TPOTTerms
-	TTFTReady, TPOTReady bool      // whether the target has had MinSamples samples
-	speed                map[string][2]float64
+	// Coef holds each target's fleet model coefficients, in the order of TTFTTerms and TPOTTerms.
+	Coef    [2][]float64
+	learned [2]bool // whether the target has had MinSamples samples
+	speed   map[string][2]float64
 }
 
-// target returns target k's coefficients and whether it predicts.
-func (s *Snapshot) target(k int) ([]float64, bool) {
-	if k == ttftTarget {
-		return s.TTFT, s.TTFTReady
-	}
-	return s.TPOT, s.TPOTReady
-}
+// Learned reports whether target k (TTFT or TPOT) predicts: it has had MinSamples samples. A
+// producer learns TTFT at first tokens and TPOT only when answers finish, so TTFT comes first.
+func (s *Snapshot) Learned(k int) bool { return s != nil && s.learned[k] }
 
 // Ready reports whether both targets predict: the prior can be the base residual trees learn from.
-func (s *Snapshot) Ready() bool { return s != nil && s.TTFTReady && s.TPOTReady }
-
-// Serves reports whether the prior can serve predictions: TTFT predicts (TPOT may not yet: a
-// producer learns TTFT at first tokens and TPOT only when answers finish).
-func (s *Snapshot) Serves() bool { return s != nil && s.TTFTReady }
+func (s *Snapshot) Ready() bool { return s.Learned(TTFT) && s.Learned(TPOT) }
 
 // Speed returns the endpoint's TTFT and TPOT speed factors (1, 1 for one it has not seen).
-func (s *Snapshot) Speed(endpoint string) (ttft, tpot float64) {
+func (s *Snapshot) Speed(endpoint string) [2]float64 {
 	if f, ok := s.speed[endpoint]; ok {
-		return f[0], f[1]
+		return f
 	}
-	return 1, 1
+	return [2]float64{1, 1}
 }
 
 // Predict returns the prior's TTFT and TPOT of r on endpoint in state st, in ms, each 0 when that
-// target is not ready.
+// target has not been learned.
 func (s *Snapshot) Predict(r *sdk.Request, endpoint string, st *sdk.EndpointState) (ttft, tpot float64) {
-	if s == nil {
+	var out [2]float64
+	if !s.Learned(TTFT) && !s.Learned(TPOT) {
 		return 0, 0
 	}
-	ft, fp := s.Speed(endpoint)
-	var buf [maxTerms]float64
-	row := buf[:]
-	if s.TTFTReady {
-		ttftRow(row, r, st)
-		ttft = positive(predict(s.TTFT, row[:len(TTFTTerms)]) * ft)
+	var row [maxTerms]float64
+	speed := s.Speed(endpoint)
+	for k := range out {
+		if s.Learned(k) {
+			rows[k](row[:], r, st)
+			out[k] = positive(predict(s.Coef[k], row[:]) * speed[k])
+		}
 	}
-	if s.TPOTReady {
-		tpotRow(row, r, st)
-		tpot = positive(predict(s.TPOT, row[:len(TPOTTerms)]) * fp)
-	}
-	return ttft, tpot
+	return out[TTFT], out[TPOT]
 }
 
 // positive is v, or the smallest positive number when a fit extrapolates to v ≤ 0 (or NaN): a
@@ -210,5 +198,5 @@ func positive(v float64) float64 {
 
 // String describes the coefficients, for logs.
 func (s *Snapshot) String() string {
-	return fmt.Sprintf("ttft %v (ready %v), tpot %v (ready %v), %d endpoints", s.TTFT, s.TTFTReady, s.TPOT, s.TPOTReady, len(s.speed))
+	return fmt.Sprintf("ttft %v (learned %v), tpot %v (learned %v), %d endpoints", s.Coef[TTFT], s.learned[TTFT], s.Coef[TPOT], s.learned[TPOT], len(s.speed))
 }

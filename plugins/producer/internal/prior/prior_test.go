@@ -56,8 +56,7 @@ func TestPriorLearnsTheLawAndExtrapolates(t *testing.T) {
 			t.Fatalf("%s, %d in flight: TPOT %.2f, want %.2f; %v", id, s.State.InflightRequests, tpot, wantTPOT, snap)
 		}
 	}
-	ft, _ := snap.Speed("fast")
-	st, _ := snap.Speed("slow")
+	ft, st := snap.Speed("fast")[TTFT], snap.Speed("slow")[TTFT]
 	if r := st / ft; r < 1.9 || r > 2.1 {
 		t.Errorf("speed factors fast %.3f, slow %.3f: ratio %.3f, want 2", ft, st, r)
 	}
@@ -75,8 +74,8 @@ func TestPriorReadiness(t *testing.T) {
 		s := sample(rng, "e", 4)
 		snap := p.Refresh()
 		ttft, tpot := snap.Predict(&s.Request, "e", &s.State)
-		if ttft > 0 != wantTTFT || tpot > 0 != wantTPOT || snap.Serves() != wantTTFT || snap.Ready() != (wantTTFT && wantTPOT) {
-			t.Fatalf("%s: TTFT %.2f, TPOT %.2f, serves %v, ready %v; want TTFT %v, TPOT %v", stage, ttft, tpot, snap.Serves(), snap.Ready(), wantTTFT, wantTPOT)
+		if ttft > 0 != wantTTFT || tpot > 0 != wantTPOT || snap.Learned(TTFT) != wantTTFT || snap.Learned(TPOT) != wantTPOT || snap.Ready() != (wantTTFT && wantTPOT) {
+			t.Fatalf("%s: TTFT %.2f, TPOT %.2f, learned %v/%v, ready %v; want TTFT %v, TPOT %v", stage, ttft, tpot, snap.Learned(TTFT), snap.Learned(TPOT), snap.Ready(), wantTTFT, wantTPOT)
 		}
 	}
 	for i := range params.MinSamples {
@@ -92,7 +91,7 @@ func TestPriorReadiness(t *testing.T) {
 		p.Add(&s, 0, tpot)
 	}
 	check("after both", true, true)
-	if (*Snapshot)(nil).Serves() {
+	if (*Snapshot)(nil).Learned(TTFT) {
 		t.Error("a nil snapshot (the prior off) serves")
 	}
 }
@@ -107,7 +106,7 @@ func TestPriorCoefficientsNonNegative(t *testing.T) {
 		ttft := 200 - 10*float64(s.State.InflightRequests) + 0.05*float64(s.Request.InputTokens)
 		p.Add(&s, ttft, 10)
 	}
-	for i, b := range p.Refresh().TTFT {
+	for i, b := range p.Refresh().Coef[TTFT] {
 		if b < 0 {
 			t.Errorf("coefficient %s = %v < 0", TTFTTerms[i], b)
 		}

@@ -19,9 +19,9 @@ type state struct {
 
 // MarshalJSON encodes what the prior learned, so that a restarted producer continues from it.
 func (p *Prior) MarshalJSON() ([]byte, error) {
-	t, q := p.fits[ttftTarget], p.fits[tpotTarget]
+	t, q := p.fits[TTFT], p.fits[TPOT]
 	st := state{TTFTA: t.a, TTFTB: t.b, TPOTA: q.a, TPOTB: q.b,
-		NTTFT: p.n[ttftTarget], NTPOT: p.n[tpotTarget], Speed: map[string]speed{}}
+		NTTFT: p.n[TTFT], NTPOT: p.n[TPOT], Speed: map[string]speed{}}
 	for id, sp := range p.speed {
 		st.Speed[id] = *sp
 	}
@@ -46,7 +46,7 @@ func (p *Prior) Restore(data []byte) error {
 			}
 		}
 	}
-	t, q := p.fits[ttftTarget], p.fits[tpotTarget]
+	t, q := p.fits[TTFT], p.fits[TPOT]
 	copy(t.a, st.TTFTA)
 	copy(t.b, st.TTFTB)
 	copy(q.a, st.TPOTA)
