@@ -66,8 +66,16 @@ const (
 	TPOT
 )
 
-// rows writes each target's terms.
-var rows = [2]func([]float64, *sdk.Request, *sdk.EndpointState){ttftRow, tpotRow}
+// fillRow writes target k's terms of r on an endpoint in state st into dst. A direct call, not
+// one through a table of functions: through one, dst would escape and every Predict would
+// allocate its row.
+func fillRow(k int, dst []float64, r *sdk.Request, st *sdk.EndpointState) {
+	if k == TTFT {
+		ttftRow(dst, r, st)
+	} else {
+		tpotRow(dst, r, st)
+	}
+}
 
 // speed is one endpoint's running mean of log(actual / fleet model) over N samples, per target.
 type speed struct {
@@ -99,7 +107,7 @@ func (p *Prior) Add(s *sdk.Sample, ttft, tpot float64) {
 		}
 		f := p.fits[k]
 		x := p.row[:f.k]
-		rows[k](x, &s.Request, &s.State)
+		fillRow(k, x, &s.Request, &s.State)
 		if p.snap.Learned(k) {
 			if g := predict(p.snap.Coef[k], x); g > 0 {
 				sp.N[k] = min(sp.N[k]+1, float64(p.params.EndpointWindow))
@@ -180,7 +188,7 @@ func (s *Snapshot) Predict(r *sdk.Request, endpoint string, st *sdk.EndpointStat
 	speed := s.Speed(endpoint)
 	for k := range out {
 		if s.Learned(k) {
-			rows[k](row[:], r, st)
+			fillRow(k, row[:], r, st)
 			out[k] = positive(predict(s.Coef[k], row[:]) * speed[k])
 		}
 	}
