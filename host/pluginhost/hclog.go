@@ -28,6 +28,9 @@ func newZlog(z zerolog.Logger, level hclog.Level) *zlog {
 }
 
 func (l *zlog) Log(level hclog.Level, msg string, args ...any) {
+	if level == hclog.Error && killedExit(msg, args) {
+		level = hclog.Debug
+	}
 	if level == hclog.Off || level < l.GetLevel() {
 		return
 	}
@@ -52,12 +55,33 @@ func (l *zlog) Log(level hclog.Level, msg string, args ...any) {
 	ev.Msg(msg)
 }
 
+// killedExit reports go-plugin's "plugin process exited" line for a process ended by SIGKILL. The
+// host kills the plugins it stops or rejects (an incompatible protocol, a failed handshake), and
+// that line, logged from go-plugin's own goroutine, can come before the host has silenced the
+// client; a plugin killed by anyone else is reported by the host's own restart line. Either way it
+// is no error of its own.
+func killedExit(msg string, args []any) bool {
+	if msg != "plugin process exited" {
+		return false
+	}
+	for i := 0; i+1 < len(args); i += 2 {
+		if fmt.Sprint(args[i]) == "error" {
+			return fmt.Sprint(args[i+1]) == "signal: killed"
+		}
+	}
+	return false
+}
+
 func addPairs(ev *zerolog.Event, args []any) {
 	for i := 0; i < len(args); i += 2 {
 		key := fmt.Sprint(args[i])
 		if i+1 == len(args) {
 			ev.Interface("EXTRA_VALUE_AT_END", args[i])
 			return
+		}
+		if err, ok := args[i+1].(error); ok {
+			ev.AnErr(key, err) // as Interface, an error value marshals to {}
+			continue
 		}
 		ev.Interface(key, args[i+1])
 	}
