@@ -256,8 +256,14 @@ func TestQueuePoller(t *testing.T) {
 		fmt.Fprintf(w, "vllm:num_requests_waiting{model_name=\"m\"} %d\n", v)
 	}))
 	defer ts.Close()
-	q := pollQueues([]string{strings.TrimPrefix(ts.URL, "http://"), "127.0.0.1:1"}, time.Millisecond)
-	waitFor(t, "three samples", func() bool { return served.Load() >= 3 })
+	// The period is also each scrape's timeout: long enough for a loaded machine (-race, CI) to
+	// answer, so no served value is lost to a timeout.
+	q := pollQueues([]string{strings.TrimPrefix(ts.URL, "http://"), "127.0.0.1:1"}, 50*time.Millisecond)
+	waitFor(t, "three samples", func() bool {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return q.samples[0] >= 3
+	})
 	maxW, mean := q.stop()
 	// Samples 3, 7, 1, 1, …: max 7, mean between 1 and 11/3.
 	if maxW[0] != 7 || mean[0] <= 1 || mean[0] > 11.0/3 {

@@ -104,7 +104,7 @@ func TestParseValid(t *testing.T) {
 		Server: config.Server{Listen: config.DefaultListen, AdminListen: config.DefaultAdminListen,
 			MaxBodyBytes: config.DefaultMaxBodyBytes, UpstreamTimeout: config.DefaultUpstreamTimeout,
 			ConnectTimeout: config.DefaultConnectTimeout, Decisions: config.DefaultDecisions,
-			PrefixIndexBlocks: config.DefaultPrefixBlocks},
+			PrefixIndexBlocks: config.DefaultPrefixBlocks, DecisionConcurrency: config.DefaultDecisionConc},
 		Scrape: config.Scrape{Interval: config.DefaultScrapeInterval, Engine: config.DefaultEngine},
 	}
 	if diff := cmp.Diff(want, c, cmpopts.IgnoreUnexported(config.Config{})); diff != "" {
@@ -257,7 +257,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown top-level field", withPipeline(plugins(), "servers: {}"),
 			`test.yaml:6: unknown field "servers" in the top level (known: plugins, pipeline, server, endpoints, scrape, objectives)`, false},
 		{"unknown field in server", withPipeline(plugins(), "server: {port: 80}"),
-			`test.yaml:6: unknown field "port" in server (known: listen, adminListen, adminToken, maxBodyBytes, upstreamTimeout, connectTimeout, decisions, prefixIndexBlocks)`, false},
+			`test.yaml:6: unknown field "port" in server (known: listen, adminListen, adminToken, maxBodyBytes, upstreamTimeout, connectTimeout, decisions, prefixIndexBlocks, decisionConcurrency)`, false},
 		{"unknown field in an endpoint", withPipeline(plugins(), "endpoints:", "  static:", "    - {addr: 127.0.0.1:8000}"),
 			`test.yaml:8: unknown field "addr" in an endpoint entry (known: id, address, labels)`, false},
 		{"listen not host:port", withPipeline(plugins(), "server: {listen: \"8080\"}"),
@@ -405,6 +405,7 @@ func TestParseRouterSections(t *testing.T) {
 		"pipeline:", "  scorers: [{pluginRef: q}]",
 		"server:", "  listen: 0.0.0.0:8000", "  adminListen: 127.0.0.1:9100", "  maxBodyBytes: 1024",
 		"  upstreamTimeout: 30s", "  connectTimeout: 500ms", "  decisions: 10", "  prefixIndexBlocks: 1000",
+		"  decisionConcurrency: 4",
 		"endpoints:", "  static:",
 		"    - {id: a, address: 10.0.0.1:8000, labels: {accelerator: h100}}",
 		"    - {address: http://10.0.0.2:8000}",
@@ -417,7 +418,7 @@ func TestParseRouterSections(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := config.Server{Listen: "0.0.0.0:8000", AdminListen: "127.0.0.1:9100", MaxBodyBytes: 1024,
-		UpstreamTimeout: 30 * time.Second, ConnectTimeout: 500 * time.Millisecond, Decisions: 10, PrefixIndexBlocks: 1000}
+		UpstreamTimeout: 30 * time.Second, ConnectTimeout: 500 * time.Millisecond, Decisions: 10, PrefixIndexBlocks: 1000, DecisionConcurrency: 4}
 	if diff := cmp.Diff(want, c.Server); diff != "" {
 		t.Errorf("server (-want +got):\n%s", diff)
 	}

@@ -35,6 +35,11 @@ type Server struct {
 	// the engine reports its own capacity (vllm:cache_config_info num_gpu_blocks; SGLang does
 	// not) (default 65536: a 1M-token KV cache).
 	PrefixIndexBlocks int `yaml:"prefixIndexBlocks"`
+	// DecisionConcurrency is how many requests may be decided at once, each from reading the
+	// endpoints' state to recording its dispatch (default 1: one after the other, so every decision
+	// counts the requests decided before it; requests that arrive together would otherwise all be
+	// decided on the same state and sent to the same endpoint).
+	DecisionConcurrency int `yaml:"decisionConcurrency"`
 }
 
 // Endpoints lists the model servers: a static list, a file watched for changes, or both.
@@ -88,6 +93,7 @@ const (
 	DefaultConnectTimeout  = 2 * time.Second
 	DefaultDecisions       = 256
 	DefaultPrefixBlocks    = 1 << 16
+	DefaultDecisionConc    = 1
 	DefaultScrapeInterval  = 50 * time.Millisecond
 	DefaultEngine          = "vllm"
 )
@@ -101,6 +107,7 @@ func (c *Config) applyRouterDefaults() {
 	s.ConnectTimeout = cmp.Or(s.ConnectTimeout, DefaultConnectTimeout)
 	s.Decisions = cmp.Or(s.Decisions, DefaultDecisions)
 	s.PrefixIndexBlocks = cmp.Or(s.PrefixIndexBlocks, DefaultPrefixBlocks)
+	s.DecisionConcurrency = cmp.Or(s.DecisionConcurrency, DefaultDecisionConc)
 	c.Scrape.Interval = cmp.Or(c.Scrape.Interval, DefaultScrapeInterval)
 	c.Scrape.Engine = cmp.Or(c.Scrape.Engine, DefaultEngine)
 	for i := range c.Endpoints.Static {
@@ -154,7 +161,7 @@ func (c *Config) ValidateRouter() error {
 	}{
 		{"maxBodyBytes", s.MaxBodyBytes > 0}, {"upstreamTimeout", s.UpstreamTimeout > 0},
 		{"connectTimeout", s.ConnectTimeout > 0}, {"decisions", s.Decisions > 0},
-		{"prefixIndexBlocks", s.PrefixIndexBlocks > 0},
+		{"prefixIndexBlocks", s.PrefixIndexBlocks > 0}, {"decisionConcurrency", s.DecisionConcurrency > 0},
 	}
 	for _, p := range positive {
 		if !p.ok {

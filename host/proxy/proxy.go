@@ -34,6 +34,8 @@ type exchange struct {
 	cycle    *sdk.Cycle
 	trace    *pipeline.Trace
 	received time.Time
+	body     []byte
+	release  func()
 }
 
 // attempt is one endpoint tried for an exchange.
@@ -59,11 +61,7 @@ type outcome struct {
 // answer. A connection failure before any byte of a response moves on to the next endpoint;
 // anything later is the client's answer.
 func (s *Server) proxy(w http.ResponseWriter, r *http.Request, x *exchange) {
-	body, err := x.req.UpstreamBody()
-	if err != nil {
-		openai.WriteError(w, &openai.Error{Status: http.StatusInternalServerError, Type: "server_error", Message: "encoding the upstream request: " + err.Error()})
-		return
-	}
+	body := x.body
 	ctx, cancel := context.WithTimeout(r.Context(), s.o.UpstreamTimeout)
 	defer cancel()
 	var failures []string
@@ -72,6 +70,7 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, x *exchange) {
 		ep := x.trace.Candidates[idx] // the cycle's endpoint with the producer's prediction
 		out.attempts++
 		a := s.dispatch(x, ep)
+		x.release()
 		resp, err := s.send(ctx, ep.ID, x, body)
 		if err != nil {
 			a.flight.Finish()

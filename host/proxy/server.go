@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/foresight-router/foresight/host/endpoints"
@@ -54,6 +55,9 @@ type Options struct {
 	Decisions int
 	// PrefixBlocks bounds each endpoint's prefix index until its engine reports num_gpu_blocks.
 	PrefixBlocks int
+	// DecisionConcurrency is how many requests may be between reading the endpoints' state and
+	// recording their dispatch at once (below 1: 1). At 1 every decision sees every earlier one.
+	DecisionConcurrency int
 	// Outcomes receives every decided request's outcome for the experiment that decided it (the
 	// live pipeline); nil records nothing.
 	Outcomes interface {
@@ -78,6 +82,7 @@ type Server struct {
 	client    *http.Client
 	decisions *ring
 	mux       *http.ServeMux
+	decide    chan struct{} // a slot per decision that may run at once (DecisionConcurrency)
 }
 
 // New returns a server over o.
@@ -101,7 +106,8 @@ func New(o Options) (*Server, error) {
 		DisableCompression:    true, // SSE must reach the client as it comes
 	}
 	s := &Server{o: o, inflight: inflight.New(), prefix: prefix.New(max(o.PrefixBlocks, 1)),
-		client: &http.Client{Transport: transport}, decisions: newRing(max(o.Decisions, 1))}
+		client: &http.Client{Transport: transport}, decisions: newRing(max(o.Decisions, 1)),
+		decide: make(chan struct{}, max(o.DecisionConcurrency, 1))}
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, openai.Completions) })
 	s.mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, openai.Chat) })
@@ -193,6 +199,18 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, kind openai.Kind)
 	}
 	id = m.id
 	w.Header().Set(HeaderRequestID, m.id)
+	upstream, err := req.UpstreamBody()
+	if err != nil {
+		openai.WriteError(w, &openai.Error{Status: http.StatusInternalServerError, Type: "server_error", Message: "encoding the upstream request: " + err.Error()})
+		return
+	}
+	release, ok := s.awaitDecision(r.Context())
+	if !ok {
+		s.o.Log.Info().Str("request_id", id).Str("model", model).Int("status", statusClientClosed).
+			Str("error", "client went away before a decision").Msg("request")
+		return
+	}
+	defer release()
 	c, states := s.cycle(req, m, received)
 	if len(c.Endpoints) == 0 {
 		refuse(s.noEndpoint(req.Model, states))
@@ -219,7 +237,24 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, kind openai.Kind)
 			Message: "no endpoint can take this request: " + t.Reason})
 		return
 	}
-	s.proxy(w, r, &exchange{client: r.Context(), req: req, meta: m, cycle: c, trace: t, received: received})
+	s.proxy(w, r, &exchange{client: r.Context(), req: req, meta: m, cycle: c, trace: t, received: received, body: upstream, release: release})
+}
+
+// awaitDecision waits for a decision slot and returns the function that frees it (safe to call
+// more than once); ok is false when the client went away first. A request holds its slot from
+// reading the endpoints' state to recording its dispatch in the in-flight ledger, so that with one
+// slot (the default) each decision sees every earlier one. Requests that arrive together — a
+// trace's burst, a client's batch — are then decided one after the other, on a state that counts
+// the ones before, instead of all at once on the same state, which sends them all to the same
+// endpoint: the herd that fresh in-flight counts exist to prevent.
+func (s *Server) awaitDecision(ctx context.Context) (release func(), ok bool) {
+	select {
+	case s.decide <- struct{}{}:
+	case <-ctx.Done():
+		return nil, false
+	}
+	var once sync.Once
+	return func() { once.Do(func() { <-s.decide }) }, true
 }
 
 // noEndpoint explains why a request has no candidate.

@@ -76,23 +76,7 @@ func newFixtureScraping(t *testing.T, interval time.Duration, live int, dead ...
 // ID starts with "vllm-".
 func newFixtureFor(t *testing.T, interval time.Duration, eps []endpoints.Endpoint) *fixture {
 	t.Helper()
-	set, err := endpoints.New(endpoints.Config{Interval: interval}, eps)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { set.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	waitFor(t, "the live endpoints' first scrape", func() bool {
-		for _, st := range set.Snapshot() {
-			if strings.HasPrefix(st.ID, "vllm-") && (st.ScrapedAt.IsZero() || st.Models == nil) {
-				return false
-			}
-		}
-		return true
-	})
-
+	set := startSet(t, interval, eps)
 	cfg, err := config.Parse("test.yaml", []byte(builtinPipeline))
 	if err != nil {
 		t.Fatal(err)
@@ -134,6 +118,29 @@ func newFixtureFor(t *testing.T, interval time.Duration, eps []endpoints.Endpoin
 	t.Cleanup(adminSrv.Close)
 	t.Cleanup(srv.Close)
 	return &fixture{log: logs, srv: srv, url: api.URL, admin: adminSrv.URL, reg: reg}
+}
+
+// startSet runs an endpoint set over eps until the test ends, once the endpoints whose ID starts
+// with "vllm-" have been scraped.
+func startSet(t *testing.T, interval time.Duration, eps []endpoints.Endpoint) *endpoints.Set {
+	t.Helper()
+	set, err := endpoints.New(endpoints.Config{Interval: interval}, eps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { set.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	waitFor(t, "the live endpoints' first scrape", func() bool {
+		for _, st := range set.Snapshot() {
+			if strings.HasPrefix(st.ID, "vllm-") && (st.ScrapedAt.IsZero() || st.Models == nil) {
+				return false
+			}
+		}
+		return true
+	})
+	return set
 }
 
 // wantMetrics fails the test for each line of want that /metrics on the admin listener lacks.
