@@ -2,12 +2,16 @@ package metrics
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // latencyBuckets span 1 ms to ~65 s, doubling: TTFTs from a cached short prompt to a long queue.
 var latencyBuckets = prometheus.ExponentialBuckets(0.001, 2, 17)
+
+// waitBuckets span 10 µs to ~1.3 s, doubling: from a free decision slot to a long queue for it.
+var waitBuckets = prometheus.ExponentialBuckets(1e-5, 2, 18)
 
 // tpotBuckets span 1 ms to ~1 s per token.
 var tpotBuckets = prometheus.ExponentialBuckets(0.001, 1.5, 18)
@@ -20,6 +24,7 @@ var tpotBuckets = prometheus.ExponentialBuckets(0.001, 1.5, 18)
 //	llm_d_epp_request_predicted_tpot_seconds            the TPOT prediction
 //	llm_d_epp_request_slo_violation_total{type}         requests that missed their ttft or tpot objective
 //	foresight_requests_total{code}                      answered requests by HTTP status (499: the client left)
+//	foresight_decision_wait_seconds                     time a request waited for a decision slot
 //
 // and, for the requests of an experiment's arms (an arm label on the llm-d names would change
 // their series for every user, so the arms have their own):
@@ -32,6 +37,7 @@ type Requests struct {
 	ttft, predictedTTFT, tpot, predictedTPOT prometheus.Histogram
 	violations                               *prometheus.CounterVec
 	total                                    *prometheus.CounterVec
+	decisionWait                             prometheus.Histogram
 	armTTFT, armTPOT, armE2E                 *prometheus.HistogramVec
 	armTotal                                 *prometheus.CounterVec
 }
@@ -50,13 +56,14 @@ func NewRequests(reg prometheus.Registerer) (*Requests, error) {
 			Help: "Requests that missed an objective, by type (ttft, tpot)."}, []string{"type"}),
 		total: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "foresight_requests_total",
 			Help: "Requests answered, by HTTP status code (499: the client went away first)."}, []string{"code"}),
-		armTTFT: armHist("foresight_experiment_ttft_seconds", "Observed time to first token, by experiment arm.", latencyBuckets),
-		armTPOT: armHist("foresight_experiment_tpot_seconds", "Observed time per output token, by experiment arm.", tpotBuckets),
-		armE2E:  armHist("foresight_experiment_e2e_seconds", "Time from dispatch to the answer's last byte, by experiment arm.", latencyBuckets),
+		decisionWait: hist("foresight_decision_wait_seconds", "Time a request waited for a decision slot (server.decisionConcurrency).", waitBuckets),
+		armTTFT:      armHist("foresight_experiment_ttft_seconds", "Observed time to first token, by experiment arm.", latencyBuckets),
+		armTPOT:      armHist("foresight_experiment_tpot_seconds", "Observed time per output token, by experiment arm.", tpotBuckets),
+		armE2E:       armHist("foresight_experiment_e2e_seconds", "Time from dispatch to the answer's last byte, by experiment arm.", latencyBuckets),
 		armTotal: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "foresight_experiment_requests_total",
 			Help: "Requests of an experiment's arms by result: slo_met, slo_missed, no_slo, failed (429 or 5xx)."}, []string{"arm", "result"}),
 	}
-	for _, c := range []prometheus.Collector{r.ttft, r.predictedTTFT, r.tpot, r.predictedTPOT, r.violations, r.total,
+	for _, c := range []prometheus.Collector{r.ttft, r.predictedTTFT, r.tpot, r.predictedTPOT, r.violations, r.total, r.decisionWait,
 		r.armTTFT, r.armTPOT, r.armE2E, r.armTotal} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -104,6 +111,9 @@ func (m *Requests) Observe(r Request) {
 		m.observeArm(r)
 	}
 }
+
+// ObserveDecisionWait records how long a request waited for a decision slot.
+func (m *Requests) ObserveDecisionWait(d time.Duration) { m.decisionWait.Observe(d.Seconds()) }
 
 // observeArm records r under its experiment arm.
 func (m *Requests) observeArm(r Request) {

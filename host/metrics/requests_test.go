@@ -3,6 +3,7 @@ package metrics
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -28,6 +29,10 @@ llm_d_epp_request_slo_violation_total{type="ttft"} 1
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "foresight_requests_total", "llm_d_epp_request_slo_violation_total"); err != nil {
 		t.Error(err)
+	}
+	m.ObserveDecisionWait(3 * time.Millisecond)
+	if n := testutil.CollectAndCount(m.decisionWait); n != 1 {
+		t.Errorf("%d decision-wait histograms", n)
 	}
 	if n := testutil.CollectAndCount(m.ttft); n != 1 {
 		t.Errorf("%d TTFT histograms", n)

@@ -205,7 +205,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, kind openai.Kind)
 		return
 	}
 	release, ok := s.awaitDecision(r.Context())
-	if !ok {
+	if !ok { // nobody to answer: counted and logged as a 499, like a client that leaves mid-answer
+		if s.o.Metrics != nil {
+			s.o.Metrics.Observe(metrics.Request{Code: statusClientClosed})
+		}
 		s.o.Log.Info().Str("request_id", id).Str("model", model).Int("status", statusClientClosed).
 			Str("error", "client went away before a decision").Msg("request")
 		return
@@ -248,10 +251,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, kind openai.Kind)
 // the ones before, instead of all at once on the same state, which sends them all to the same
 // endpoint: the herd that fresh in-flight counts exist to prevent.
 func (s *Server) awaitDecision(ctx context.Context) (release func(), ok bool) {
+	began := s.o.Now()
 	select {
 	case s.decide <- struct{}{}:
 	case <-ctx.Done():
 		return nil, false
+	}
+	if s.o.Metrics != nil {
+		s.o.Metrics.ObserveDecisionWait(s.o.Now().Sub(began))
 	}
 	var once sync.Once
 	return func() { once.Do(func() { <-s.decide }) }, true
