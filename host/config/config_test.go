@@ -104,7 +104,7 @@ func TestParseValid(t *testing.T) {
 		Server: config.Server{Listen: config.DefaultListen, AdminListen: config.DefaultAdminListen,
 			MaxBodyBytes: config.DefaultMaxBodyBytes, UpstreamTimeout: config.DefaultUpstreamTimeout,
 			ConnectTimeout: config.DefaultConnectTimeout, Decisions: config.DefaultDecisions,
-			PrefixIndexBlocks: config.DefaultPrefixBlocks, DecisionConcurrency: config.DefaultDecisionConc},
+			PrefixIndexBlocks: config.DefaultPrefixBlocks, DecisionConcurrency: config.DefaultDecisionConcurrency},
 		Scrape: config.Scrape{Interval: config.DefaultScrapeInterval, Engine: config.DefaultEngine},
 	}
 	if diff := cmp.Diff(want, c, cmpopts.IgnoreUnexported(config.Config{})); diff != "" {

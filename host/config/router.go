@@ -86,16 +86,16 @@ type Objective struct {
 
 // Router defaults.
 const (
-	DefaultListen          = "127.0.0.1:8080"
-	DefaultAdminListen     = "127.0.0.1:9090"
-	DefaultMaxBodyBytes    = 4 << 20
-	DefaultUpstreamTimeout = 10 * time.Minute
-	DefaultConnectTimeout  = 2 * time.Second
-	DefaultDecisions       = 256
-	DefaultPrefixBlocks    = 1 << 16
-	DefaultDecisionConc    = 1
-	DefaultScrapeInterval  = 50 * time.Millisecond
-	DefaultEngine          = "vllm"
+	DefaultListen              = "127.0.0.1:8080"
+	DefaultAdminListen         = "127.0.0.1:9090"
+	DefaultMaxBodyBytes        = 4 << 20
+	DefaultUpstreamTimeout     = 10 * time.Minute
+	DefaultConnectTimeout      = 2 * time.Second
+	DefaultDecisions           = 256
+	DefaultPrefixBlocks        = 1 << 16
+	DefaultDecisionConcurrency = 1
+	DefaultScrapeInterval      = 50 * time.Millisecond
+	DefaultEngine              = "vllm"
 )
 
 func (c *Config) applyRouterDefaults() {
@@ -107,7 +107,7 @@ func (c *Config) applyRouterDefaults() {
 	s.ConnectTimeout = cmp.Or(s.ConnectTimeout, DefaultConnectTimeout)
 	s.Decisions = cmp.Or(s.Decisions, DefaultDecisions)
 	s.PrefixIndexBlocks = cmp.Or(s.PrefixIndexBlocks, DefaultPrefixBlocks)
-	s.DecisionConcurrency = cmp.Or(s.DecisionConcurrency, DefaultDecisionConc)
+	s.DecisionConcurrency = cmp.Or(s.DecisionConcurrency, DefaultDecisionConcurrency)
 	c.Scrape.Interval = cmp.Or(c.Scrape.Interval, DefaultScrapeInterval)
 	c.Scrape.Engine = cmp.Or(c.Scrape.Engine, DefaultEngine)
 	for i := range c.Endpoints.Static {
