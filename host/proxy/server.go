@@ -201,16 +201,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, kind openai.Kind)
 	w.Header().Set(HeaderRequestID, m.id)
 	upstream, err := req.UpstreamBody()
 	if err != nil {
-		openai.WriteError(w, &openai.Error{Status: http.StatusInternalServerError, Type: "server_error", Message: "encoding the upstream request: " + err.Error()})
+		refuse(&openai.Error{Status: http.StatusInternalServerError, Type: "server_error", Message: "encoding the upstream request: " + err.Error()})
 		return
 	}
 	release, ok := s.awaitDecision(r.Context())
-	if !ok { // nobody to answer: counted and logged as a 499, like a client that leaves mid-answer
-		if s.o.Metrics != nil {
-			s.o.Metrics.Observe(metrics.Request{Code: statusClientClosed})
-		}
-		s.o.Log.Info().Str("request_id", id).Str("model", model).Int("status", statusClientClosed).
-			Str("error", "client went away before a decision").Msg("request")
+	if !ok { // counted and logged as a 499 like a client that leaves mid-answer; nobody reads the body
+		refuse(&openai.Error{Status: statusClientClosed, Type: "invalid_request_error", Message: "the client went away before a decision"})
 		return
 	}
 	defer release()

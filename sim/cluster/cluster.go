@@ -283,7 +283,7 @@ func (s *sim) firstToken(f *flight, at time.Time) {
 	s.observe(smp, at)
 }
 
-// finish records the request's outcome and sends its TPOT sample.
+// finish records the request's outcome and sends its TPOT sample (streamed, two tokens or more).
 func (s *sim) finish(f *flight, ev engine.Event) {
 	r := &s.reqs[f.idx]
 	o := &s.outcomes[f.idx]
@@ -293,7 +293,8 @@ func (s *sim) finish(f *flight, ev engine.Event) {
 	if ev.Tokens >= 2 {
 		o.TPOTMs = float64(ev.Time-f.first) / float64(time.Millisecond) / float64(ev.Tokens-1)
 	}
-	if s.observe != nil {
+	// As the live router: a TPOT sample only for a streamed answer it could time token by token.
+	if s.observe != nil && f.sample.Request.Streaming && o.TPOTMs > 0 {
 		smp := f.sample
 		smp.ActualTPOTMs = o.TPOTMs
 		smp.OutputTokens = int64(ev.Tokens)

@@ -106,7 +106,7 @@ func writeLadderTable(b *bytes.Buffer, in LadderInput, slo bool) {
 			}
 			fmt.Fprintf(b, "<td>%.1f</td><td>%.1f</td>", m.TTFTMs.P50, m.TTFTMs.P99)
 			if slo {
-				fmt.Fprintf(b, "<td>%s</td>", percent(m.SLOAttainment))
+				fmt.Fprintf(b, "<td>%s</td>", stats.Percent(m.SLOAttainment))
 			}
 		}
 		b.WriteString("</tr>\n")

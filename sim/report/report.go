@@ -117,18 +117,10 @@ func writeTable(b *bytes.Buffer, ss []Strategy) {
 			fmt.Fprintf(b, "<td>%.1f</td>", v)
 		}
 		fmt.Fprintf(b, "<td>%.0f</td><td>%s</td><td>%.2f</td><td>%.1f%%</td><td>%s</td><td>%s</td></tr>\n",
-			m.ThroughputTokS, percent(m.SLOAttainment), m.GoodputRPS, 100*m.ShedRate,
-			percent(m.PredictionMAPE.TTFT), percent(m.PredictionMAPE.TPOT))
+			m.ThroughputTokS, stats.Percent(m.SLOAttainment), m.GoodputRPS, 100*m.ShedRate,
+			stats.Percent(m.PredictionMAPE.TTFT), stats.Percent(m.PredictionMAPE.TPOT))
 	}
 	b.WriteString("</tbody>\n</table>\n")
-}
-
-// percent formats a fraction as a percentage, or "–" when absent.
-func percent(f *float64) string {
-	if f == nil {
-		return "–"
-	}
-	return fmt.Sprintf("%.1f%%", 100**f)
 }
 
 // drawn is a strategy that has data for the charts, with its display index for the colour.

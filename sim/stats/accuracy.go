@@ -103,16 +103,16 @@ func (a *Accuracy) String() string {
 		if w.To > 0 {
 			to = fmt.Sprint(w.To)
 		}
-		fmt.Fprintf(&b, " [%d,%s) %s (%d/%d predicted);", w.From, to, percent(w.TTFTMAPE), w.Predicted, w.Served)
+		fmt.Fprintf(&b, " [%d,%s) %s (%d/%d predicted);", w.From, to, Percent(w.TTFTMAPE), w.Predicted, w.Served)
 	}
-	fmt.Fprintf(&b, " top-decile predicted/actual %.2f; TPOT MAPE %s", *a.TopDecileRatio, percent(a.TPOTMAPE))
+	fmt.Fprintf(&b, " top-decile predicted/actual %.2f; TPOT MAPE %s", *a.TopDecileRatio, Percent(a.TPOTMAPE))
 	return b.String()
 }
 
-// percent prints a fraction as a percentage, "-" for nil.
-func percent(f *float64) string {
+// Percent prints a fraction as a percentage, "–" when absent (nil).
+func Percent(f *float64) string {
 	if f == nil {
-		return "-"
+		return "–"
 	}
 	return fmt.Sprintf("%.1f%%", 100**f)
 }

@@ -169,8 +169,12 @@ func (s *Snapshot) Learned(k int) bool { return s != nil && s.learned[k] }
 // Ready reports whether both targets predict: the prior can be the base residual trees learn from.
 func (s *Snapshot) Ready() bool { return s.Learned(TTFT) && s.Learned(TPOT) }
 
-// Speed returns the endpoint's TTFT and TPOT speed factors (1, 1 for one it has not seen).
+// Speed returns the endpoint's TTFT and TPOT speed factors (1, 1 for one it has not seen, or a
+// nil Snapshot).
 func (s *Snapshot) Speed(endpoint string) [2]float64 {
+	if s == nil {
+		return [2]float64{1, 1}
+	}
 	if f, ok := s.speed[endpoint]; ok {
 		return f
 	}
@@ -181,9 +185,6 @@ func (s *Snapshot) Speed(endpoint string) [2]float64 {
 // target has not been learned.
 func (s *Snapshot) Predict(r *sdk.Request, endpoint string, st *sdk.EndpointState) (ttft, tpot float64) {
 	var out [2]float64
-	if !s.Learned(TTFT) && !s.Learned(TPOT) {
-		return 0, 0
-	}
 	var row [maxTerms]float64
 	speed := s.Speed(endpoint)
 	for k := range out {

@@ -140,3 +140,14 @@ func TestPriorFollowsAChangedEngine(t *testing.T) {
 		t.Errorf("TTFT %.1f after the change, want %.1f (%.1f %% off)", got, want, 100*e)
 	}
 }
+
+// TestNilSnapshotPredictsNothing: the prior off (a nil Prior's nil Snapshot) is never learned and
+// predicts 0, 0, unknown, at speed 1.
+func TestNilSnapshotPredictsNothing(t *testing.T) {
+	var p *Prior
+	s := p.Snapshot()
+	r, st := sdk.Request{InputTokens: 100}, sdk.EndpointState{InflightRequests: 2}
+	if ttft, tpot := s.Predict(&r, "e", &st); ttft != 0 || tpot != 0 || s.Learned(TTFT) || s.Ready() || s.Speed("e") != [2]float64{1, 1} {
+		t.Errorf("nil snapshot: predict %v, %v, learned %v, ready %v, speed %v", ttft, tpot, s.Learned(TTFT), s.Ready(), s.Speed("e"))
+	}
+}
