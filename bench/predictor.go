@@ -16,7 +16,6 @@ import (
 	"github.com/foresight-router/foresight/plugins/producer/predictor"
 	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/foresight-router/foresight/sim/cluster"
-	"github.com/foresight-router/foresight/sim/engine"
 	"github.com/foresight-router/foresight/sim/stats"
 	"github.com/foresight-router/foresight/sim/workload"
 )
@@ -168,7 +167,7 @@ func (r *PredictorResult) WriteText(out io.Writer) error {
 // simulatedSamples runs the workload through the simulated fleet with random routing and returns
 // rows training samples and every later sample with a target, held out.
 func simulatedSamples(o PredictorOptions) (train, held []sdk.Sample, err error) {
-	ec, err := engine.Preset(o.Preset)
+	fleet, err := simulatedFleet(o.Preset, o.Servers, o.Noise, o.Seed)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -177,12 +176,6 @@ func simulatedSamples(o PredictorOptions) (train, held []sdk.Sample, err error) 
 		Requests: want, Seed: o.Seed, TracePath: o.Trace})
 	if err != nil {
 		return nil, nil, err
-	}
-	fleet := cluster.Config{Seed: o.Seed}
-	for i := range o.Servers {
-		c := ec
-		c.Noise, c.Seed = o.Noise, o.Seed*1000+uint64(i)
-		fleet.Engines = append(fleet.Engines, c)
 	}
 	// A request's TTFT sample comes at its first token, its TPOT sample when it finishes: a row
 	// here is both, in the order of first tokens.

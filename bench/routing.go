@@ -124,19 +124,22 @@ func routingWorkload(o RoutingOptions) (*workload.Workload, error) {
 		Requests: o.Requests, Seed: o.Seed, TracePath: o.Trace, Classes: classes})
 }
 
-// routingFleet is o's simulated fleet: o.Servers engines of o.Preset, each with its own seed.
+// routingFleet is o's simulated fleet: o.Servers engines of o.Preset (a preset or a mixed fleet,
+// engine.Fleet), each with its own seed.
 func routingFleet(o RoutingOptions) (cluster.Config, error) {
-	ec, err := engine.Preset(o.Preset)
+	return simulatedFleet(o.Preset, o.Servers, o.Noise, o.Seed)
+}
+
+// simulatedFleet is n engines of the fleet spec with the given noise, server i seeded seed·1000+i.
+func simulatedFleet(spec string, n int, noise float64, seed uint64) (cluster.Config, error) {
+	engines, err := engine.Fleet(spec, n)
 	if err != nil {
 		return cluster.Config{}, err
 	}
-	fleet := cluster.Config{Seed: o.Seed}
-	for i := range o.Servers {
-		c := ec
-		c.Noise, c.Seed = o.Noise, o.Seed*1000+uint64(i)
-		fleet.Engines = append(fleet.Engines, c)
+	for i := range engines {
+		engines[i].Noise, engines[i].Seed = noise, seed*1000+uint64(i)
 	}
-	return fleet, nil
+	return cluster.Config{Seed: seed, Engines: engines}, nil
 }
 
 // runStrategies runs w through fleet once per strategy of o.

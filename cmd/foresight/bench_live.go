@@ -56,7 +56,7 @@ func newBenchLive() *cobra.Command {
 	f.Float64Var(&o.Speedup, "speedup", 1, "divide every arrival time by this factor (replay a trace X times faster)")
 	f.StringArrayVar(&o.Classes, "class", nil, "request class NAME:WEIGHT[:ttft=MS][:tpot=MS][:priority=N][:nostream], repeatable; requests draw one each (default: no SLO, priority 0, streaming)")
 	f.IntVar(&o.Servers, "servers", 4, "emulated servers")
-	f.StringVar(&o.Preset, "preset", testbed.DefaultPreset, "engine preset: "+strings.Join(engine.Presets(), ", "))
+	f.StringVar(&o.Preset, "preset", testbed.DefaultPreset, engine.FleetUsage())
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the workload and of the engines' noise")
 	f.DurationVar(&o.MaxDuration, "max-duration", bench.DefaultLiveMaxDuration, "cut the workload's arrivals here (each run lasts about this plus the drain)")
 	f.DurationVar(&o.Drain, "drain", bench.DefaultLiveDrain, "how long requests in flight after the last arrival may finish before they are cut")

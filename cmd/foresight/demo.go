@@ -47,7 +47,7 @@ func newDemo() *cobra.Command {
 	f.IntVar(&o.Servers, "servers", 4, "number of emulated servers")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the workload and of the engines' noise")
 	f.Float64Var(&o.Rate, "rate", 0, "arrival rate per server in requests/s (0: the scenario's default)")
-	f.StringVar(&o.Preset, "preset", "llama-3.1-8b-h100-tp2", "engine preset: "+strings.Join(engine.Presets(), ", "))
+	f.StringVar(&o.Preset, "preset", "llama-3.1-8b-h100-tp2", engine.FleetUsage())
 	f.StringArrayVar(&o.Classes, "class", nil, "request class NAME:WEIGHT[:ttft=MS][:tpot=MS][:priority=N][:nostream], repeatable\n"+
 		"(default "+strings.Join(demo.DefaultClasses, " and ")+")")
 	return cmd

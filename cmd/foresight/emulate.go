@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/foresight-router/foresight/sim/emulator"
 	"github.com/foresight-router/foresight/sim/engine"
@@ -41,7 +40,7 @@ func newEmulate() *cobra.Command {
 	f := cmd.Flags()
 	f.IntVar(&servers, "servers", 4, "number of servers")
 	f.IntVar(&basePort, "base-port", 8000, "port of the first server (0: free ports)")
-	f.StringVar(&preset, "preset", "llama-3.1-8b-h100-tp2", "engine preset: "+strings.Join(engine.Presets(), ", "))
+	f.StringVar(&preset, "preset", "llama-3.1-8b-h100-tp2", engine.FleetUsage())
 	f.Uint64Var(&seed, "seed", 1, "seed of the engines' step-time noise")
 	return cmd
 }

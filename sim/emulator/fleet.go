@@ -16,7 +16,7 @@ type Fleet struct {
 	addrs   []string
 }
 
-// Start starts n servers running the engine preset, listening on 127.0.0.1:basePort+i (basePort
+// Start starts n servers of the engine fleet spec (a preset, or a mixed fleet: engine.Fleet), listening on 127.0.0.1:basePort+i (basePort
 // 0 picks free ports; Addrs reports them). Server i's engine noise is seeded with seed+i. On
 // error, whatever was started is stopped.
 func Start(n, basePort int, preset string, seed uint64) (*Fleet, error) {
@@ -26,13 +26,12 @@ func Start(n, basePort int, preset string, seed uint64) (*Fleet, error) {
 	if basePort < 0 || (basePort > 0 && basePort+n-1 > 65535) {
 		return nil, fmt.Errorf("base port must be 0 (ephemeral) or leave room for %d ports below 65536, got %d", n, basePort)
 	}
-	cfg, err := engine.Preset(preset)
+	cfgs, err := engine.Fleet(preset, n)
 	if err != nil {
 		return nil, err
 	}
 	f := &Fleet{}
-	for i := range n {
-		c := cfg
+	for i, c := range cfgs {
 		c.Seed = seed + uint64(i)
 		srv, err := NewServer(c, DefaultModel)
 		if err != nil {

@@ -17,8 +17,13 @@ type Accuracy struct {
 	// TopDecileRatio is the mean of predicted / actual TTFT over the tenth of predicted requests
 	// with the longest actual TTFT: below 1, the predictor under-predicts the long waits.
 	TopDecileRatio *float64 `json:"top_decile_ttft_ratio"`
-	// TPOTMAPE is the TPOT error over every predicted request with two tokens or more.
-	TPOTMAPE *float64 `json:"tpot_mape"`
+	// TPOTMAPE is the TPOT error over every request with two tokens or more whose TPOT was
+	// predicted (a TPOT of 0 is the producer's "unknown", not a prediction: it does not count, as
+	// in the producer's own foresight_predictor_mape). TPOTPredicted is how many those were of
+	// TPOTEligible, the predicted requests with two tokens or more.
+	TPOTMAPE      *float64 `json:"tpot_mape"`
+	TPOTPredicted int      `json:"tpot_predicted"`
+	TPOTEligible  int      `json:"tpot_eligible"`
 }
 
 // AccuracyWindow is one span of Accuracy: requests From to To (exclusive; 0 for the run's end).
@@ -69,6 +74,10 @@ func Online(outcomes []Outcome) *Accuracy {
 			ttftErr.add(o.Predicted.TTFTMs, actual)
 			ratios = append(ratios, ratio{actual, o.Predicted.TTFTMs / actual})
 			if o.OutputTokens >= 2 {
+				acc.TPOTEligible++
+			}
+			if o.OutputTokens >= 2 && o.Predicted.TPOTMs > 0 {
+				acc.TPOTPredicted++
 				tpotErr.add(o.Predicted.TPOTMs, o.TPOTMs)
 				tpotAll.add(o.Predicted.TPOTMs, o.TPOTMs)
 			}
@@ -105,7 +114,8 @@ func (a *Accuracy) String() string {
 		}
 		fmt.Fprintf(&b, " [%d,%s) %s (%d/%d predicted);", w.From, to, Percent(w.TTFTMAPE), w.Predicted, w.Served)
 	}
-	fmt.Fprintf(&b, " top-decile predicted/actual %.2f; TPOT MAPE %s", *a.TopDecileRatio, Percent(a.TPOTMAPE))
+	fmt.Fprintf(&b, " top-decile predicted/actual %.2f; TPOT MAPE %s (%d/%d predicted)", *a.TopDecileRatio,
+		Percent(a.TPOTMAPE), a.TPOTPredicted, a.TPOTEligible)
 	return b.String()
 }
 

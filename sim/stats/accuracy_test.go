@@ -14,7 +14,7 @@ func TestOnlineScoresEachWindowInArrivalOrder(t *testing.T) {
 	// but every tenth, predicted 50% high; 100–299 are predicted 20% high; from 300 on 10% low.
 	// Every request's TTFT is 100 ms but for the 120 longest (1,080 on), at 1,000 ms, which are
 	// predicted at half: the top decile's ratio is 0.5. TPOT is predicted exactly but for 5% off
-	// from 1,000 on. Request 500 is shed.
+	// from 1,000 on, and unknown (0: not a prediction) for 300–399. Request 500 is shed.
 	const n = 1200
 	out := make([]Outcome, n)
 	for k := range n {
@@ -28,8 +28,11 @@ func TestOnlineScoresEachWindowInArrivalOrder(t *testing.T) {
 		default:
 			p.TTFTMs = 90
 		}
-		if k >= 1000 {
+		switch {
+		case k >= 1000:
 			p.TPOTMs = 21
+		case k >= 300 && k < 400:
+			p.TPOTMs = 0
 		}
 		if k >= 1080 {
 			o.TTFT, p.TTFTMs = time.Second, 500
@@ -64,11 +67,11 @@ func TestOnlineScoresEachWindowInArrivalOrder(t *testing.T) {
 	if math.Abs(*a.TopDecileRatio-0.5) > 1e-9 {
 		t.Errorf("top decile ratio %.4f, want 0.5", *a.TopDecileRatio)
 	}
-	if wantTPOT := 200 * 0.05 / 1109; math.Abs(*a.TPOTMAPE-wantTPOT) > 1e-9 {
-		t.Errorf("TPOT MAPE %.5f, want %.5f", *a.TPOTMAPE, wantTPOT)
+	if wantTPOT := 200 * 0.05 / 1009; math.Abs(*a.TPOTMAPE-wantTPOT) > 1e-9 || a.TPOTPredicted != 1009 || a.TPOTEligible != 1109 {
+		t.Errorf("TPOT MAPE %.5f over %d of %d, want %.5f over 1009 of 1109", *a.TPOTMAPE, a.TPOTPredicted, a.TPOTEligible, wantTPOT)
 	}
 	line := a.String()
-	for _, s := range []string{"[0,100) 50.0% (10/100 predicted)", "[1000,end)", "top-decile predicted/actual 0.50"} {
+	for _, s := range []string{"[0,100) 50.0% (10/100 predicted)", "[1000,end)", "top-decile predicted/actual 0.50", "(1009/1109 predicted)"} {
 		if !strings.Contains(line, s) {
 			t.Errorf("String() = %q, want it to hold %q", line, s)
 		}
