@@ -20,6 +20,9 @@ func (h Headroom) Meets() bool { return h.TTFTMs >= 0 && h.TPOTMs >= 0 }
 // valid prediction. TTFT headroom = request TTFT SLO − predicted TTFT. TPOT headroom, for streaming
 // requests only, = min(request TPOT SLO, tightest TPOT SLO running on the endpoint) × bufferFactor −
 // predicted TPOT, so a new request is not placed where it would break a running request's objective.
+// A TPOT the producer does not know yet (0, sdk.Prediction) gives +Inf TPOT headroom, as if there
+// were no TPOT objective: nothing can be judged against it, and SLO − 0 would pass for the most
+// headroom there is and steer the ranking by an unknown.
 func HeadroomOf(r *sdk.Request, e *sdk.Endpoint, bufferFactor float64) (h Headroom, ok bool) {
 	if !e.Prediction.Valid {
 		return Headroom{}, false
@@ -28,7 +31,7 @@ func HeadroomOf(r *sdk.Request, e *sdk.Endpoint, bufferFactor float64) (h Headro
 	if r.SLO.TTFTMs > 0 {
 		h.TTFTMs = r.SLO.TTFTMs - e.Prediction.TTFTMs
 	}
-	if r.Streaming {
+	if r.Streaming && e.Prediction.TPOTMs > 0 {
 		if slo := EffectiveTPOTSLO(r.SLO.TPOTMs, e.State.MinRunningTPOTSLOMs); slo > 0 {
 			h.TPOTMs = slo*bufferFactor - e.Prediction.TPOTMs
 		}

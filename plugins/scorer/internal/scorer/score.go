@@ -15,8 +15,9 @@ const minRankedScore = 0.01
 // eps is the smallest difference, in milliseconds, that counts as spread within a dimension.
 const eps = 1e-9
 
-// member is one endpoint the scorer ranks: its index in the cycle and its distance from the SLO
-// boundary (or its predicted latency) in the TTFT and TPOT dimensions.
+// member is one endpoint the scorer ranks: its index in the cycle and how good it is in the TTFT
+// and TPOT dimensions, higher is better (a headroom, a deficit or a latency with the sign that
+// makes it so; ±Inf for a dimension without an objective there).
 type member struct {
 	idx        int
 	ttft, tpot float64
@@ -35,8 +36,8 @@ func score(c *sdk.Cycle, p *Params) []float64 {
 		return heuristics.CompositeScores(c, p.CompositeParams)
 	}
 	if c.Request.SLO.Any() {
-		if group, strategy, ok := headroomGroup(c, predicted, p); ok {
-			rank(group, strategy, p, scores)
+		if group, ok := headroomGroup(c, predicted, p); ok {
+			rank(group, p, scores)
 			return scores
 		}
 	}
@@ -44,9 +45,9 @@ func score(c *sdk.Cycle, p *Params) []float64 {
 	group := make([]member, len(predicted))
 	for k, i := range predicted {
 		pr := &c.Endpoints[i].Prediction
-		group[k] = member{idx: i, ttft: pr.TTFTMs, tpot: pr.TPOTMs}
+		group[k] = member{idx: i, ttft: -pr.TTFTMs, tpot: -pr.TPOTMs}
 	}
-	rank(group, StrategyLeast, p, scores)
+	rank(group, p, scores)
 	return scores
 }
 
@@ -56,13 +57,14 @@ func usable(pr *sdk.Prediction) bool {
 		!math.IsNaN(pr.TPOTMs) && !math.IsInf(pr.TPOTMs, 0)
 }
 
-// headroomGroup picks the endpoints to rank for a request with an SLO and the strategy to rank
-// them with: those meeting the SLO (configured strategy); else, among the idle endpoints if any
-// (all otherwise), the least severe deficit group, TPOT-only miss, TTFT-only miss, then both
-// (always least). Members carry the headroom (meeting) or the deficit max(0, −headroom) (missing)
-// per dimension. ok is false when no objective applies to any endpoint (every headroom is +Inf,
-// e.g. a TPOT-only SLO on a non-streaming request).
-func headroomGroup(c *sdk.Cycle, predicted []int, p *Params) (group []member, strategy string, ok bool) {
+// headroomGroup picks the endpoints to rank for a request with an SLO and how good each is: those
+// meeting the SLO, by headroom (most) or its opposite (least); else, among the idle endpoints if
+// any (all otherwise), the least severe deficit group, TPOT-only miss, TTFT-only miss, then both,
+// by the opposite of the deficit max(0, −headroom) (always least). A dimension in which no member
+// has an objective is ranked by predicted latency instead, the lowest best: a request with only a
+// TPOT objective still wants its first token soon. ok is false when no objective applies to any
+// endpoint (every headroom is +Inf, e.g. a TPOT-only SLO on a non-streaming request).
+func headroomGroup(c *sdk.Cycle, predicted []int, p *Params) (group []member, ok bool) {
 	var meets, misses []member
 	for _, i := range predicted {
 		h, _ := heuristics.HeadroomOf(&c.Request, &c.Endpoints[i], p.SLOBufferFactor)
@@ -76,10 +78,15 @@ func headroomGroup(c *sdk.Cycle, predicted []int, p *Params) (group []member, st
 		}
 	}
 	if !ok {
-		return nil, "", false
+		return nil, false
 	}
 	if len(meets) > 0 {
-		return meets, p.HeadroomSelectionStrategy, true
+		if p.HeadroomSelectionStrategy == StrategyLeast {
+			for k := range meets {
+				meets[k].ttft, meets[k].tpot = -meets[k].ttft, -meets[k].tpot
+			}
+		}
+		return byLatencyWithoutObjective(c, meets), true
 	}
 	var idle []member
 	for _, m := range misses {
@@ -92,7 +99,7 @@ func headroomGroup(c *sdk.Cycle, predicted []int, p *Params) (group []member, st
 	}
 	var tpotOnly, ttftOnly, both []member
 	for _, m := range misses {
-		d := member{idx: m.idx, ttft: max(0, -m.ttft), tpot: max(0, -m.tpot)}
+		d := member{idx: m.idx, ttft: negDeficit(m.ttft), tpot: negDeficit(m.tpot)}
 		switch {
 		case m.ttft >= 0:
 			tpotOnly = append(tpotOnly, d)
@@ -104,17 +111,45 @@ func headroomGroup(c *sdk.Cycle, predicted []int, p *Params) (group []member, st
 	}
 	for _, g := range [][]member{tpotOnly, ttftOnly} {
 		if len(g) > 0 {
-			return g, StrategyLeast, true
+			return byLatencyWithoutObjective(c, g), true
 		}
 	}
-	return both, StrategyLeast, true
+	return byLatencyWithoutObjective(c, both), true
 }
 
-// rank scores the group's members: each dimension's distances are min–max normalised, the
-// dimensions with spread and a positive weight are combined by weight, and least scores
-// 1 − combined, most scores combined, mapped onto [minRankedScore, 1]. A group in which no
-// weighted dimension has spread scores 1 throughout. Endpoints outside the group keep their score.
-func rank(group []member, strategy string, p *Params, scores []float64) {
+// negDeficit is −max(0, −headroom), a headroom of +Inf (no objective) kept as it is.
+func negDeficit(headroom float64) float64 {
+	if math.IsInf(headroom, 1) {
+		return headroom
+	}
+	return min(0, headroom)
+}
+
+// byLatencyWithoutObjective replaces, in a dimension where no member of g has an objective (every
+// value ±Inf), the members' values by their negated predicted latency.
+func byLatencyWithoutObjective(c *sdk.Cycle, g []member) []member {
+	noTTFT, noTPOT := true, true
+	for _, m := range g {
+		noTTFT = noTTFT && math.IsInf(m.ttft, 0)
+		noTPOT = noTPOT && math.IsInf(m.tpot, 0)
+	}
+	for k := range g {
+		pr := &c.Endpoints[g[k].idx].Prediction
+		if noTTFT {
+			g[k].ttft = -pr.TTFTMs
+		}
+		if noTPOT {
+			g[k].tpot = -pr.TPOTMs
+		}
+	}
+	return g
+}
+
+// rank scores the group's members: each dimension's values are min–max normalised, the
+// dimensions with spread and a positive weight are combined by weight, and the combination is
+// mapped onto [minRankedScore, 1]. A group in which no weighted dimension has spread scores 1
+// throughout. Endpoints outside the group keep their score.
+func rank(group []member, p *Params, scores []float64) {
 	ttft := make([]float64, len(group))
 	tpot := make([]float64, len(group))
 	for k, m := range group {
@@ -128,39 +163,44 @@ func rank(group []member, strategy string, p *Params, scores []float64) {
 			continue
 		}
 		combined := (wT*nT[k] + wP*nP[k]) / (wT + wP)
-		if strategy == StrategyLeast {
-			combined = 1 - combined
-		}
 		scores[m.idx] = minRankedScore + (1-minRankedScore)*min(1, max(0, combined))
 	}
 }
 
 // normalise min–max normalises one dimension into [0, 1] and returns it with the weight the
-// dimension gets: weight when it has spread, 0 otherwise. +Inf (no objective) is kept out of the
-// min and max and normalises to 1, the most headroom; finite values alongside +Inf but without
-// spread of their own normalise to 0.
+// dimension gets: weight when it has spread, 0 otherwise. ±Inf (no objective: the most headroom,
+// or, ranked least, the least) is kept out of the min and max and normalises to 1 (+Inf) or 0
+// (−Inf); finite values alongside an infinite one but without spread of their own normalise to
+// the opposite end.
 func normalise(vals []float64, weight float64) (n []float64, w float64) {
 	n = make([]float64, len(vals))
 	lo, hi := math.Inf(1), math.Inf(-1)
-	var finite, inf bool
+	var finite, posInf, negInf bool
 	for _, v := range vals {
-		if math.IsInf(v, 1) {
-			inf = true
-			continue
+		switch {
+		case math.IsInf(v, 1):
+			posInf = true
+		case math.IsInf(v, -1):
+			negInf = true
+		default:
+			finite = true
+			lo, hi = min(lo, v), max(hi, v)
 		}
-		finite = true
-		lo, hi = min(lo, v), max(hi, v)
 	}
 	spread := finite && hi-lo > eps
-	if !spread && !(finite && inf) {
+	if !spread && !(finite && (posInf || negInf)) {
 		return n, 0
 	}
 	for k, v := range vals {
 		switch {
 		case math.IsInf(v, 1):
 			n[k] = 1
+		case math.IsInf(v, -1):
+			n[k] = 0
 		case spread:
 			n[k] = (v - lo) / (hi - lo)
+		case negInf:
+			n[k] = 1
 		}
 	}
 	return n, weight

@@ -140,6 +140,22 @@ func TestScore(t *testing.T) {
 			want:      []float64{1, ranked(150.0 / 350), ranked(0)},
 		},
 		{
+			name:    "TTFT-only SLO, streaming: TPOT ranked by predicted latency",
+			params:  `{"headroomSelectionStrategy": "most"}`,
+			request: streaming(500, 0),
+			// TTFT headroom a 400, b 200: most, nT a 1, b 0. No TPOT objective anywhere: TPOT by
+			// latency, a 40 (nP 0), b 20 (1). combined a .8, b .2.
+			endpoints: []sdk.Endpoint{ep("a", 100, 40), ep("b", 300, 20)},
+			want:      []float64{ranked(0.8), ranked(0.2)},
+		},
+		{
+			name:    "TTFT-only SLO, all miss: the TTFT deficit, then TPOT by latency",
+			request: streaming(50, 0),
+			// Deficits a 50, b 250 (nT a 1, b 0); TPOT by latency a 40 (0), b 20 (1).
+			endpoints: []sdk.Endpoint{ep("a", 100, 40), ep("b", 300, 20)},
+			want:      []float64{ranked(0.8), ranked(0.2)},
+		},
+		{
 			name:    "mixed: only endpoints meeting the SLO are ranked",
 			request: streaming(500, 50),
 			// a (400, 10) and b (200, 30) meet; c (−100, 30) misses; d has no prediction.
@@ -151,10 +167,10 @@ func TestScore(t *testing.T) {
 		{
 			name:    "TPOT-only SLO, streaming",
 			request: streaming(0, 50),
-			// TTFT headroom +Inf everywhere (weight 0). TPOT headroom a 30, b 5, c −10 (misses).
-			// n a 1, b 0; least: a .01, b 1.
+			// No TTFT objective: TTFT ranked by predicted latency, a 100 (nT 1), b 900 (0). TPOT
+			// headroom a 30, b 5, c −10 (misses); least: nP a 0, b 1. combined a .8, b .2.
 			endpoints: []sdk.Endpoint{ep("a", 100, 20), ep("b", 900, 45), ep("c", 100, 60)},
-			want:      []float64{ranked(0), 1, 0},
+			want:      []float64{ranked(0.8), ranked(0.2), 0},
 		},
 		{
 			name:    "TPOT-only SLO, not streaming: no objective applies, lowest latency wins",
