@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/foresight-router/foresight/host/feedback"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -229,8 +230,12 @@ func trainPredictor(params, objective string, train []sdk.Sample) (*predictor.Pr
 	if err := p.Configure(b); err != nil {
 		return nil, 0, fmt.Errorf("--params: %w", err)
 	}
-	if _, err := p.Observe(context.Background(), train); err != nil {
-		return nil, 0, err
+	// In batches, as the router delivers them: the prior publishes what it learned (its speed
+	// factors per endpoint among it) once per batch.
+	for from := 0; from < len(train); from += feedback.DefaultMaxBatch {
+		if _, err := p.Observe(context.Background(), train[from:min(from+feedback.DefaultMaxBatch, len(train))]); err != nil {
+			return nil, 0, err
+		}
 	}
 	t := p.LastTraining()
 	if t.Rows == 0 {
@@ -243,7 +248,7 @@ func trainPredictor(params, objective string, train []sdk.Sample) (*predictor.Pr
 func heldOutErrors(p *predictor.Producer, held []sdk.Sample, score func(pred, actual float64) float64) (ttft, tpot float64) {
 	for i := range held {
 		s := &held[i]
-		c := &sdk.Cycle{Request: s.Request, Endpoints: []sdk.Endpoint{{State: s.State}}, Now: s.DispatchedAt}
+		c := &sdk.Cycle{Request: s.Request, Endpoints: []sdk.Endpoint{{ID: s.EndpointID, State: s.State}}, Now: s.DispatchedAt}
 		preds, err := p.Produce(context.Background(), c)
 		if err != nil || !preds[0].Valid {
 			return math.NaN(), math.NaN()
