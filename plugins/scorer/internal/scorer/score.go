@@ -126,12 +126,13 @@ func negDeficit(headroom float64) float64 {
 }
 
 // byLatencyWithoutObjective replaces, in a dimension where no member of g has an objective (every
-// value ±Inf), the members' values by their negated predicted latency.
+// value ±Inf), the members' values by their negated predicted latency. TPOT only when every
+// member's is known (not 0, the producer's "unknown", which would pass for the fastest).
 func byLatencyWithoutObjective(c *sdk.Cycle, g []member) []member {
 	noTTFT, noTPOT := true, true
 	for _, m := range g {
 		noTTFT = noTTFT && math.IsInf(m.ttft, 0)
-		noTPOT = noTPOT && math.IsInf(m.tpot, 0)
+		noTPOT = noTPOT && math.IsInf(m.tpot, 0) && c.Endpoints[m.idx].Prediction.TPOTMs > 0
 	}
 	for k := range g {
 		pr := &c.Endpoints[g[k].idx].Prediction

@@ -149,6 +149,14 @@ func TestScore(t *testing.T) {
 			want:      []float64{ranked(0.8), ranked(0.2)},
 		},
 		{
+			name:    "TTFT-only SLO, a TPOT unknown on one endpoint: TPOT not ranked",
+			params:  `{"headroomSelectionStrategy": "most"}`,
+			request: streaming(500, 0),
+			// b's TPOT 0 is "unknown", not the fastest: TPOT gets weight 0; TTFT a 1, b 0.
+			endpoints: []sdk.Endpoint{ep("a", 100, 40), ep("b", 300, 0)},
+			want:      []float64{1, ranked(0)},
+		},
+		{
 			name:    "TTFT-only SLO, all miss: the TTFT deficit, then TPOT by latency",
 			request: streaming(50, 0),
 			// Deficits a 50, b 250 (nT a 1, b 0); TPOT by latency a 40 (0), b 20 (1).
