@@ -1,7 +1,8 @@
 // Package feedback batches requests' samples (TTFT at first token, TPOT at the end) on their way
 // to the producer: the host sends them through Observe at least every MaxDelay, or as soon as
-// MaxBatch are waiting, so the learner sees fresh latencies without a call per request. Time comes from the caller, so the
-// same batcher serves the live router (wall clock) and the simulator (virtual time).
+// MaxBatch are waiting, so the learner sees fresh latencies without a call per request. Time
+// comes from the caller, so the same batcher serves the live router (wall clock) and the
+// simulator (virtual time).
 package feedback
 
 import (

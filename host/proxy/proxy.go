@@ -34,8 +34,8 @@ type exchange struct {
 	cycle    *sdk.Cycle
 	trace    *pipeline.Trace
 	received time.Time
-	body     []byte
-	release  func()
+	body     []byte        // the upstream request, encoded before the decision
+	slot     *decisionSlot // freed at the first dispatch
 }
 
 // attempt is one endpoint tried for an exchange.
@@ -61,7 +61,6 @@ type outcome struct {
 // answer. A connection failure before any byte of a response moves on to the next endpoint;
 // anything later is the client's answer.
 func (s *Server) proxy(w http.ResponseWriter, r *http.Request, x *exchange) {
-	body := x.body
 	ctx, cancel := context.WithTimeout(r.Context(), s.o.UpstreamTimeout)
 	defer cancel()
 	var failures []string
@@ -70,8 +69,8 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, x *exchange) {
 		ep := x.trace.Candidates[idx] // the cycle's endpoint with the producer's prediction
 		out.attempts++
 		a := s.dispatch(x, ep)
-		x.release()
-		resp, err := s.send(ctx, ep.ID, x, body)
+		x.slot.release()
+		resp, err := s.send(ctx, ep.ID, x, x.body)
 		if err != nil {
 			a.flight.Finish()
 			if r.Context().Err() != nil { // the client left: nothing to answer

@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/foresight-router/foresight/host/endpoints"
@@ -204,12 +203,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, kind openai.Kind)
 		refuse(&openai.Error{Status: http.StatusInternalServerError, Type: "server_error", Message: "encoding the upstream request: " + err.Error()})
 		return
 	}
-	release, ok := s.awaitDecision(r.Context())
+	slot, ok := s.awaitDecision(r.Context())
 	if !ok { // counted and logged as a 499 like a client that leaves mid-answer; nobody reads the body
 		refuse(&openai.Error{Status: statusClientClosed, Type: "invalid_request_error", Message: "the client went away before a decision"})
 		return
 	}
-	defer release()
+	defer slot.release()
 	c, states := s.cycle(req, m, received)
 	if len(c.Endpoints) == 0 {
 		refuse(s.noEndpoint(req.Model, states))
@@ -236,17 +235,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, kind openai.Kind)
 			Message: "no endpoint can take this request: " + t.Reason})
 		return
 	}
-	s.proxy(w, r, &exchange{client: r.Context(), req: req, meta: m, cycle: c, trace: t, received: received, body: upstream, release: release})
+	s.proxy(w, r, &exchange{client: r.Context(), req: req, meta: m, cycle: c, trace: t, received: received, body: upstream, slot: slot})
 }
 
-// awaitDecision waits for a decision slot and returns the function that frees it (safe to call
-// more than once); ok is false when the client went away first. A request holds its slot from
-// reading the endpoints' state to recording its dispatch in the in-flight ledger, so that with one
-// slot (the default) each decision sees every earlier one. Requests that arrive together — a
-// trace's burst, a client's batch — are then decided one after the other, on a state that counts
-// the ones before, instead of all at once on the same state, which sends them all to the same
-// endpoint: the herd that fresh in-flight counts exist to prevent.
-func (s *Server) awaitDecision(ctx context.Context) (release func(), ok bool) {
+// awaitDecision waits for a decision slot; ok is false when the client went away first. A
+// request holds its slot from reading the endpoints' state to recording its dispatch in the
+// in-flight ledger, so that with one slot (the default) each decision sees every earlier one.
+// Requests that arrive together — a trace's burst, a client's batch — are then decided one after
+// the other, on a state that counts the ones before, instead of all at once on the same state,
+// which sends them all to the same endpoint: the herd that fresh in-flight counts exist to prevent.
+func (s *Server) awaitDecision(ctx context.Context) (slot *decisionSlot, ok bool) {
 	began := s.o.Now()
 	select {
 	case s.decide <- struct{}{}:
@@ -256,8 +254,21 @@ func (s *Server) awaitDecision(ctx context.Context) (release func(), ok bool) {
 	if s.o.Metrics != nil {
 		s.o.Metrics.ObserveDecisionWait(s.o.Now().Sub(began))
 	}
-	var once sync.Once
-	return func() { once.Do(func() { <-s.decide }) }, true
+	return &decisionSlot{free: s.decide}, true
+}
+
+// decisionSlot is a held decision slot. Its holder releases it once its request is dispatched,
+// and again, doing nothing, when it is done; both on the request's own goroutine.
+type decisionSlot struct {
+	free     chan struct{}
+	released bool
+}
+
+func (d *decisionSlot) release() {
+	if !d.released {
+		d.released = true
+		<-d.free
+	}
 }
 
 // noEndpoint explains why a request has no candidate.

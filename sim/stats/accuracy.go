@@ -18,9 +18,9 @@ type Accuracy struct {
 	// with the longest actual TTFT: below 1, the predictor under-predicts the long waits.
 	TopDecileRatio *float64 `json:"top_decile_ttft_ratio"`
 	// TPOTMAPE is the TPOT error over every request with two tokens or more whose TPOT was
-	// predicted (a TPOT of 0 is the producer's "unknown", not a prediction: it does not count, as
-	// in the producer's own foresight_predictor_mape). TPOTPredicted is how many those were of
-	// TPOTEligible, the predicted requests with two tokens or more.
+	// predicted (errSum leaves out a TPOT of 0, the producer's "unknown", as the producer's own
+	// foresight_predictor_mape does). TPOTPredicted is how many those were of TPOTEligible, the
+	// predicted requests with two tokens or more.
 	TPOTMAPE      *float64 `json:"tpot_mape"`
 	TPOTPredicted int      `json:"tpot_predicted"`
 	TPOTEligible  int      `json:"tpot_eligible"`
@@ -75,9 +75,6 @@ func Online(outcomes []Outcome) *Accuracy {
 			ratios = append(ratios, ratio{actual, o.Predicted.TTFTMs / actual})
 			if o.OutputTokens >= 2 {
 				acc.TPOTEligible++
-			}
-			if o.OutputTokens >= 2 && o.Predicted.TPOTMs > 0 {
-				acc.TPOTPredicted++
 				tpotErr.add(o.Predicted.TPOTMs, o.TPOTMs)
 				tpotAll.add(o.Predicted.TPOTMs, o.TPOTMs)
 			}
@@ -95,7 +92,7 @@ func Online(outcomes []Outcome) *Accuracy {
 		sum += r.ratio
 	}
 	m := sum / float64(len(top))
-	acc.TopDecileRatio, acc.TPOTMAPE = &m, tpotAll.mean()
+	acc.TopDecileRatio, acc.TPOTMAPE, acc.TPOTPredicted = &m, tpotAll.mean(), tpotAll.n
 	return acc
 }
 
