@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/foresight-router/foresight/host/feedback"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -13,6 +12,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/foresight-router/foresight/host/feedback"
 	"github.com/foresight-router/foresight/internal/quantile"
 	"github.com/foresight-router/foresight/plugins/producer/predictor"
 	"github.com/foresight-router/foresight/plugins/sdk"
@@ -172,7 +172,12 @@ func simulatedSamples(o PredictorOptions) (train, held []sdk.Sample, err error) 
 	if err != nil {
 		return nil, nil, err
 	}
-	want := o.Rows + max(o.Rows/4, 200) // the rest is held out
+	// Rows to train on, then a quarter as many held out, then as many again that only keep the
+	// fleet loaded while the held-out requests decode: without them the held-out requests would
+	// be the fleet's last, decoding as the arrivals stop, and a batch engine's TPOT, which the
+	// prompts arriving during a decode slow, would be lower than any loaded state predicts.
+	heldRows := max(o.Rows/4, 200)
+	want := o.Rows + 2*heldRows
 	w, err := workload.Scenario(o.Scenario, workload.Params{Servers: o.Servers, RatePerServer: o.Rate,
 		Requests: want, Seed: o.Seed, TracePath: o.Trace})
 	if err != nil {
@@ -197,7 +202,7 @@ func simulatedSamples(o PredictorOptions) (train, held []sdk.Sample, err error) 
 	if len(all) < o.Rows+100 {
 		return nil, nil, fmt.Errorf("the simulation gave %d samples; %d rows and 100 held out need more requests", len(all), o.Rows)
 	}
-	return all[:o.Rows], all[o.Rows:], nil
+	return all[:o.Rows], all[o.Rows:min(o.Rows+heldRows, len(all))], nil
 }
 
 // randomRouter sends each request to a uniformly random server, with the simulation's own TTFT

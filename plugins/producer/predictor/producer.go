@@ -97,8 +97,9 @@ func (p *Producer) Description() string {
 	return "predicts TTFT and TPOT per endpoint with gradient-boosted trees learned online from observed latencies"
 }
 
-// Reads declares the cycle fields the producer reads: the request and every state column.
-func (p *Producer) Reads() []string { return []string{"request", "endpoints.states"} }
+// Reads declares the cycle fields the producer reads: the request, the endpoints' IDs (the
+// prior's own fits and speed factors are per endpoint) and every state column.
+func (p *Producer) Reads() []string { return []string{"request", "endpoints.ids", "endpoints.states"} }
 
 // Params returns a copy of the parameters in force.
 func (p *Producer) Params() Params {
