@@ -39,75 +39,29 @@ func (f *fit) add(x []float64, y float64) {
 	}
 }
 
-// fade forgets as if steps rows had been added since the last: an endpoint's fit, which sees
-// only that endpoint's rows, forgets at the pace of the fleet's rows, so that what it knows is as
-// recent as what the fleet model knows.
-func (f *fit) fade(steps int) {
-	if steps <= 0 {
-		return
-	}
-	d := math.Pow(f.decay, float64(steps))
-	for i := range f.a {
-		f.a[i] *= d
-	}
-	for i := range f.b {
-		f.b[i] *= d
-	}
-	f.rows *= d
-}
-
 // ridge is added to every diagonal element of the scaled normal equations (whose diagonal is 1):
 // enough to keep them solvable when two terms move together in the data so far, too little to
 // bias a term the data determines.
 const ridge = 1e-9
 
-// solve returns the fit's non-negative least-squares coefficients.
-func (f *fit) solve() []float64 { return nnls(f.k, f.a, f.b) }
-
-// solveToward returns the non-negative coefficients of f's rows plus n pseudo-rows drawn from
-// fleet's, centred on target: the minimum of f's error plus n average fleet rows' worth of
-// (β − target)ᵀ·A·(β − target), A the fleet's normal matrix. With few rows of its own the
-// answer is target; with many, it is f's own fit. scale is how many times slower than the fleet
-// the target is: the pseudo-rows' latencies scale with it, so their 1/y² weights shrink by its
-// square, as the endpoint's own rows' do.
-func (f *fit) solveToward(fleet *fit, n float64, target []float64, scale float64) []float64 {
-	if n == 0 {
-		return f.solve()
-	}
-	if !(fleet.rows > 0) { // nothing to scale the pseudo-rows by: the target alone
-		return append([]float64(nil), target...)
-	}
-	k, c := f.k, n/(fleet.rows*scale*scale)
-	a, b := make([]float64, k*k), make([]float64, k)
-	for i := range k {
-		b[i] = f.b[i]
-		for j := range k {
-			v := c * fleet.a[i*k+j]
-			a[i*k+j] = f.a[i*k+j] + v
-			b[i] += v * target[j]
-		}
-	}
-	return nnls(k, a, b)
-}
-
-// nnls returns the non-negative least-squares coefficients of the normal equations a·β = b (a is
-// k×k, row-major), by Lawson and Hanson's active-set method, scaled to a unit diagonal so that
-// terms of different sizes (a count, tens of thousands of tokens) are solved alike. Non-negative
-// because every term is a load or a size that can only add latency; it also keeps the model
-// monotone, so it extrapolates upward where the load goes beyond what it has seen, not wherever
-// a noisy negative coefficient points. A term the data has not moved yet (an all-zero column)
-// stays at 0.
-func nnls(k int, fa, fb []float64) []float64 {
+// solve returns the non-negative least-squares coefficients, by Lawson and Hanson's active-set
+// method on the normal equations, scaled to a unit diagonal so that terms of different sizes (a
+// count, tens of thousands of tokens) are solved alike. Non-negative because every term is a
+// load or a size that can only add latency; it also keeps the model monotone, so it extrapolates
+// upward where the load goes beyond what it has seen, not wherever a noisy negative coefficient
+// points. A term the data has not moved yet (an all-zero column) stays at 0.
+func (f *fit) solve() []float64 {
+	k := f.k
 	d := make([]float64, k) // the scale of each term
 	var live []int
 	for j := range k {
-		if v := fa[j*k+j]; v > 0 {
+		if v := f.a[j*k+j]; v > 0 {
 			d[j] = math.Sqrt(v)
 			live = append(live, j)
 		}
 	}
-	a := func(i, j int) float64 { return fa[i*k+j] / (d[i] * d[j]) }
-	b := func(i int) float64 { return fb[i] / d[i] }
+	a := func(i, j int) float64 { return f.a[i*k+j] / (d[i] * d[j]) }
+	b := func(i int) float64 { return f.b[i] / d[i] }
 	beta := make([]float64, k) // scaled
 	passive := make([]bool, k)
 	grad := func(j int) float64 { // b − Aβ, the direction that lowers the error

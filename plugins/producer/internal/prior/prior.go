@@ -25,12 +25,6 @@ type Params struct {
 	// EndpointShrink pulls an endpoint's speed factor toward the fleet's (1) as if it had this
 	// many samples at the fleet's speed, so one slow request does not brand an endpoint slow.
 	EndpointShrink float64 `json:"endpointShrink"`
-	// EndpointRows is how many of the fleet model's rows, scaled by the endpoint's speed factor,
-	// an endpoint's own coefficients start from: with fewer samples of its own than this, an
-	// endpoint predicts about the fleet model times its speed factor; with many more, from its
-	// own fit, whose load terms carry its own physics (0: every endpoint uses the fleet model
-	// times its speed factor).
-	EndpointRows float64 `json:"endpointRows"`
 }
 
 // DefaultParams: a half-life of 2,000 samples (minutes of traffic on a busy fleet, long enough
@@ -38,7 +32,7 @@ type Params struct {
 // samples (enough for 7 coefficients, most of which the data leaves at 0 at first), speed factors
 // over about an endpoint's last 100 samples, shrunk by 8.
 func DefaultParams() Params {
-	return Params{HalfLife: 2000, MinSamples: 16, EndpointWindow: 100, EndpointShrink: 8, EndpointRows: 16}
+	return Params{HalfLife: 2000, MinSamples: 16, EndpointWindow: 100, EndpointShrink: 8}
 }
 
 // Validate checks every parameter's range.
@@ -48,7 +42,6 @@ func (p *Params) Validate() error {
 		sdk.CheckRange("minSamples", float64(p.MinSamples), 1, 1e6),
 		sdk.CheckRange("endpointWindow", float64(p.EndpointWindow), 1, 1e6),
 		sdk.CheckRange("endpointShrink", p.EndpointShrink, 0, 1e6),
-		sdk.CheckRange("endpointRows", p.EndpointRows, 0, 1e7),
 	)
 }
 
@@ -62,7 +55,7 @@ type Prior struct {
 	params Params
 	fits   [2]*fit // TTFT, TPOT
 	n      [2]int  // samples each fit has learned from
-	ends   map[string]*endpoint
+	speed  map[string]*speed
 	snap   *Snapshot
 	row    [maxTerms]float64
 }
@@ -90,49 +83,24 @@ type speed struct {
 	N   [2]float64 `json:"n"`
 }
 
-// endpoint is what the prior learns of one endpoint: its speed factors and its own fits, and
-// which fits learned since the last Refresh.
-type endpoint struct {
-	speed
-	fits  [2]*fit
-	fresh [2]bool
-	at    [2]int       // the prior's sample count per target when the fits last faded
-	coef  [2][]float64 // as of the last Refresh
-}
-
-// catchUp fades the endpoint's target-k fit to the prior's n samples.
-func (e *endpoint) catchUp(k, n int) {
-	e.fits[k].fade(n - e.at[k])
-	e.at[k] = n
-}
-
 // New returns an empty prior; params must be valid.
 func New(params Params) *Prior {
-	return &Prior{params: params, fits: newFits(params), ends: map[string]*endpoint{}, snap: &Snapshot{}}
-}
-
-func newFits(params Params) [2]*fit {
 	decay := math.Exp(-math.Ln2 / float64(params.HalfLife))
-	return [2]*fit{newFit(len(TTFTTerms), decay), newFit(len(TPOTTerms), decay)}
-}
-
-func (p *Prior) endpoint(id string) *endpoint {
-	e := p.ends[id]
-	if e == nil {
-		e = &endpoint{fits: newFits(p.params)}
-		p.ends[id] = e
-	}
-	return e
+	return &Prior{params: params, fits: [2]*fit{newFit(len(TTFTTerms), decay), newFit(len(TPOTTerms), decay)},
+		speed: map[string]*speed{}, snap: &Snapshot{}}
 }
 
 // Add learns from one finished request; ttft or tpot ≤ 0 means the sample has no such target.
 // The fleet model learns every endpoint's latencies; an endpoint's speed factor learns how far
 // its latencies are from that model (a mixed fleet's fast and slow servers), measured against
 // the last published model. The fleet model does not learn from the factors: fitting each to
-// the other drifts while both are young. The endpoint's own fit learns its latencies too.
+// the other drifts while both are young.
 func (p *Prior) Add(s *sdk.Sample, ttft, tpot float64) {
-	e := p.endpoint(s.EndpointID)
-	sp := &e.speed
+	sp := p.speed[s.EndpointID]
+	if sp == nil {
+		sp = &speed{}
+		p.speed[s.EndpointID] = sp
+	}
 	for k, y := range [2]float64{ttft, tpot} {
 		if !(y > 0) {
 			continue
@@ -147,11 +115,7 @@ func (p *Prior) Add(s *sdk.Sample, ttft, tpot float64) {
 			}
 		}
 		f.add(x, y)
-		e.catchUp(k, p.n[k])
-		e.fits[k].add(x, y)
-		e.fresh[k] = true
 		p.n[k]++
-		e.at[k] = p.n[k]
 	}
 }
 
@@ -170,27 +134,12 @@ func (p *Prior) factors(sp *speed) [2]float64 {
 // Refresh solves the fits and publishes what Add learned since the last Refresh as a new
 // Snapshot. The producer calls it once per batch of samples.
 func (p *Prior) Refresh() *Snapshot {
-	s := &Snapshot{speed: make(map[string][2]float64, len(p.ends)), coef: make(map[string][2][]float64, len(p.ends))}
+	s := &Snapshot{speed: make(map[string][2]float64, len(p.speed))}
 	for k, f := range p.fits {
 		s.Coef[k], s.learned[k] = f.solve(), p.n[k] >= p.params.MinSamples
 	}
-	for id, e := range p.ends {
-		sp := p.factors(&e.speed)
-		s.speed[id] = sp
-		if p.params.EndpointRows == 0 {
-			continue
-		}
-		for k, f := range e.fits {
-			if e.fresh[k] || e.coef[k] == nil {
-				e.catchUp(k, p.n[k])
-				target := make([]float64, f.k)
-				for j, c := range s.Coef[k] {
-					target[j] = c * sp[k]
-				}
-				e.coef[k], e.fresh[k] = f.solveToward(p.fits[k], p.params.EndpointRows, target, sp[k]), false
-			}
-		}
-		s.coef[id] = e.coef
+	for id, sp := range p.speed {
+		s.speed[id] = p.factors(sp)
 	}
 	p.snap = s
 	return s
@@ -211,7 +160,6 @@ type Snapshot struct {
 	Coef    [2][]float64
 	learned [2]bool // whether the target has had MinSamples samples
 	speed   map[string][2]float64
-	coef    map[string][2][]float64 // each endpoint's own coefficients, when Params.EndpointRows > 0
 }
 
 // Learned reports whether target k (TTFT or TPOT) predicts: it has had MinSamples samples. A
@@ -236,21 +184,13 @@ func (s *Snapshot) Speed(endpoint string) [2]float64 {
 // Predict returns the prior's TTFT and TPOT of r on endpoint in state st, in ms, each 0 when that
 // target has not been learned.
 func (s *Snapshot) Predict(r *sdk.Request, endpoint string, st *sdk.EndpointState) (ttft, tpot float64) {
-	if s == nil {
-		return 0, 0
-	}
 	var out [2]float64
 	var row [maxTerms]float64
-	own, ok := s.coef[endpoint]
 	speed := s.Speed(endpoint)
 	for k := range out {
 		if s.Learned(k) {
 			fillRow(k, row[:], r, st)
-			if ok {
-				out[k] = positive(predict(own[k], row[:]))
-			} else {
-				out[k] = positive(predict(s.Coef[k], row[:]) * speed[k])
-			}
+			out[k] = positive(predict(s.Coef[k], row[:]) * speed[k])
 		}
 	}
 	return out[TTFT], out[TPOT]
