@@ -98,7 +98,7 @@ func (p *Producer) Description() string {
 }
 
 // Reads declares the cycle fields the producer reads: the request, the endpoints' IDs (the
-// prior's own fits and speed factors are per endpoint) and every state column.
+// prior's speed factors are per endpoint) and every state column.
 func (p *Producer) Reads() []string { return []string{"request", "endpoints.ids", "endpoints.states"} }
 
 // Params returns a copy of the parameters in force.
