@@ -16,9 +16,9 @@ type Fleet struct {
 	addrs   []string
 }
 
-// Start starts n servers of the engine fleet spec (a preset, or a mixed fleet: engine.Fleet), listening on 127.0.0.1:basePort+i (basePort
-// 0 picks free ports; Addrs reports them). Server i's engine noise is seeded with seed+i. On
-// error, whatever was started is stopped.
+// Start starts n servers of the engine fleet spec (a preset, or a mixed fleet: engine.Fleet),
+// listening on 127.0.0.1:basePort+i (basePort 0 picks free ports; Addrs reports them). Server i's
+// engine noise is seeded with seed+i. On error, whatever was started is stopped.
 func Start(n, basePort int, preset string, seed uint64) (*Fleet, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("number of servers must be at least 1, got %d", n)

@@ -24,6 +24,25 @@ func sample(rng *rand.Rand, endpoint string, maxInflight int64) sdk.Sample {
 		State:   sdk.EndpointState{InflightRequests: rng.Int64N(maxInflight + 1), PrefixMatch: 0.25 * float64(rng.IntN(4))}}
 }
 
+// slowness is how slow each of the two endpoints teachTwoSpeeds teaches.
+var slowness = map[string]float64{"fast": 1, "slow": 2}
+
+// teachTwoSpeeds adds 600 samples of the engine law, in turn from an endpoint "fast" and one
+// "slow" (twice as slow), at loads up to maxInflight, refreshing every 50, and returns the last
+// Snapshot.
+func teachTwoSpeeds(p *Prior, rng *rand.Rand, maxInflight int64) *Snapshot {
+	for i := range 600 {
+		id := []string{"fast", "slow"}[i%2]
+		s := sample(rng, id, maxInflight)
+		ttft, tpot := engine(&s.Request, &s.State, slowness[id])
+		p.Add(&s, ttft, tpot)
+		if i%50 == 49 {
+			p.Refresh()
+		}
+	}
+	return p.Refresh()
+}
+
 // TestPriorLearnsTheLawAndExtrapolates fits a noiseless law on loads up to 4 in flight, on two
 // endpoints one twice as slow as the other, and predicts loads up to 32 within 8 %, each
 // endpoint at its own speed: what trees, which go flat beyond their data, cannot do. (Not
@@ -31,21 +50,11 @@ func sample(rng *rand.Rand, endpoint string, maxInflight int64) sdk.Sample {
 func TestPriorLearnsTheLawAndExtrapolates(t *testing.T) {
 	p := New(DefaultParams())
 	rng := rand.New(rand.NewPCG(1, 2))
-	slow := map[string]float64{"fast": 1, "slow": 2}
-	for i := range 600 {
-		id := []string{"fast", "slow"}[i%2]
-		s := sample(rng, id, 4)
-		ttft, tpot := engine(&s.Request, &s.State, slow[id])
-		p.Add(&s, ttft, tpot)
-		if i%50 == 49 {
-			p.Refresh()
-		}
-	}
-	snap := p.Refresh()
+	snap := teachTwoSpeeds(p, rng, 4)
 	for range 200 {
 		id := []string{"fast", "slow"}[rng.IntN(2)]
 		s := sample(rng, id, 32)
-		wantTTFT, wantTPOT := engine(&s.Request, &s.State, slow[id])
+		wantTTFT, wantTPOT := engine(&s.Request, &s.State, slowness[id])
 		ttft, tpot := snap.Predict(&s.Request, id, &s.State)
 		if !snap.Ready() {
 			t.Fatal("not ready after 600 samples")
@@ -159,17 +168,7 @@ func TestNilSnapshotPredictsNothing(t *testing.T) {
 func TestStateRoundTrip(t *testing.T) {
 	p := New(DefaultParams())
 	rng := rand.New(rand.NewPCG(13, 14))
-	slow := map[string]float64{"fast": 1, "slow": 2}
-	for i := range 600 {
-		id := []string{"fast", "slow"}[i%2]
-		s := sample(rng, id, 8)
-		ttft, tpot := engine(&s.Request, &s.State, slow[id])
-		p.Add(&s, ttft, tpot)
-		if i%50 == 49 {
-			p.Refresh()
-		}
-	}
-	want := p.Refresh()
+	want := teachTwoSpeeds(p, rng, 8)
 	data, err := p.MarshalJSON()
 	if err != nil {
 		t.Fatal(err)
