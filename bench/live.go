@@ -71,6 +71,9 @@ type LiveOptions struct {
 	Binary string
 	// RouterLogLevel is the routers' --log-level (default error).
 	RouterLogLevel string
+	// RouterCPUProfiles, when set, is a directory where each router writes its CPU profile
+	// (serve --cpuprofile), named after the run (its config's file name, .pprof for .yaml).
+	RouterCPUProfiles string
 	// ReadyTimeout, StopGrace and MaxInFlight default to DefaultLiveReadyTimeout,
 	// DefaultLiveStopGrace and DefaultLiveMaxInFlight.
 	ReadyTimeout, StopGrace time.Duration
@@ -264,7 +267,11 @@ func runLive(ctx context.Context, o LiveOptions, s liveRunSpec, w *workload.Work
 		routerCPU, plugs *cpuMeter
 	)
 	if s.config != "" {
-		if proc, err = startRouter(ctx, o.Binary, s.config, addrs, o.RouterLogLevel, emulator.DefaultModel, o.ReadyTimeout); err != nil {
+		args := []string{"--log-level", o.RouterLogLevel}
+		if o.RouterCPUProfiles != "" {
+			args = append(args, "--cpuprofile", filepath.Join(o.RouterCPUProfiles, strings.TrimSuffix(s.name, ".yaml")+".pprof"))
+		}
+		if proc, err = startRouter(ctx, o.Binary, s.config, addrs, args, emulator.DefaultModel, o.ReadyTimeout); err != nil {
 			run.Unavailable = strings.Join(strings.Fields(err.Error()), " ")
 			return run, nil
 		}

@@ -29,13 +29,13 @@ type routerProc struct {
 	stopOnce   sync.Once
 }
 
-// startRouter starts `bin serve --config config --endpoints … --listen … --admin …` on free
-// loopback ports and waits (at most timeout) until it is ready: its admin listener answers
+// startRouter starts `bin serve --config config --endpoints … --listen … --admin … args…` on
+// free loopback ports and waits (at most timeout) until it is ready: its admin listener answers
 // /health and its API lists model. A port taken between choosing and binding it (the router
 // exits saying so) is retried with new ports, twice. On error nothing is left running.
-func startRouter(ctx context.Context, bin, config string, endpoints []string, logLevel, model string, timeout time.Duration) (*routerProc, error) {
+func startRouter(ctx context.Context, bin, config string, endpoints, args []string, model string, timeout time.Duration) (*routerProc, error) {
 	for attempt := 0; ; attempt++ {
-		p, err := spawnRouter(bin, config, endpoints, logLevel)
+		p, err := spawnRouter(bin, config, endpoints, args)
 		if err != nil {
 			return nil, err
 		}
@@ -50,14 +50,14 @@ func startRouter(ctx context.Context, bin, config string, endpoints []string, lo
 	}
 }
 
-// spawnRouter starts `bin serve` on free loopback ports, without waiting for it.
-func spawnRouter(bin, config string, endpoints []string, logLevel string) (*routerProc, error) {
+// spawnRouter starts `bin serve` on free loopback ports with the extra args, without waiting for it.
+func spawnRouter(bin, config string, endpoints, args []string) (*routerProc, error) {
 	ports, err := freePorts(2)
 	if err != nil {
 		return nil, err
 	}
-	p, err := spawn(bin, "serve", "--config", config, "--endpoints", strings.Join(endpoints, ","),
-		"--listen", ports[0], "--admin", ports[1], "--log-level", logLevel)
+	p, err := spawn(bin, append([]string{"serve", "--config", config, "--endpoints", strings.Join(endpoints, ","),
+		"--listen", ports[0], "--admin", ports[1]}, args...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -61,6 +61,7 @@ func newBenchLive() *cobra.Command {
 	f.DurationVar(&o.MaxDuration, "max-duration", bench.DefaultLiveMaxDuration, "cut the workload's arrivals here (each run lasts about this plus the drain)")
 	f.DurationVar(&o.Drain, "drain", bench.DefaultLiveDrain, "how long requests in flight after the last arrival may finish before they are cut")
 	f.StringVar(&o.RouterLogLevel, "router-log-level", "error", "the routers' --log-level")
+	f.StringVar(&o.RouterCPUProfiles, "router-cpuprofile", "", "a directory where each router writes its CPU profile (serve --cpuprofile), NAME.pprof for NAME.yaml")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object on stdout")
 	f.StringVar(&report, "report", "", "write a self-contained HTML report with charts to this file")
 	return cmd

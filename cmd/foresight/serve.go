@@ -19,8 +19,8 @@ type serveOverrides struct {
 
 func newServe() *cobra.Command {
 	var (
-		file string
-		o    serveOverrides
+		file, cpuProfile string
+		o                serveOverrides
 	)
 	cmd := &cobra.Command{
 		Use:   "serve --config FILE [--endpoints URL[,URL…]] [--listen ADDR] [--admin ADDR]",
@@ -42,6 +42,11 @@ func newServe() *cobra.Command {
 			if err := o.apply(cfg); err != nil {
 				return err
 			}
+			stopProfile, err := startCPUProfile(cpuProfile)
+			if err != nil {
+				return err
+			}
+			atExit(stopProfile) // registered first, so it stops after the router has closed
 			r, err := router.Start(cmd.Context(), cfg, logger())
 			if err != nil {
 				return err
@@ -61,6 +66,7 @@ func newServe() *cobra.Command {
 	f.StringVar(&o.endpoints, "endpoints", "", "comma-separated endpoints (http://host:port or host:port) replacing the config's")
 	f.StringVar(&o.listen, "listen", "", "the OpenAI API's address, replacing server.listen")
 	f.StringVar(&o.admin, "admin", "", "the admin listener's address, replacing server.adminListen")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write the router process's CPU profile to this file when it stops (go tool pprof)")
 	_ = cmd.MarkFlagRequired("config")
 	return cmd
 }

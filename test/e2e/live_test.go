@@ -26,9 +26,10 @@ func TestBenchLive(t *testing.T) {
 	if err := os.WriteFile(trace, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	profiles := t.TempDir()
 	stdout, stderr, code := foresight(t, "bench", "live", "--configs", "examples/round-robin.yaml",
 		"--baselines", "round-robin,least-outstanding", "--scenario", "azure-conv", "--trace", trace, "--servers", "2",
-		"--speedup", "4", "--class", "chat:1:ttft=5000", "--json")
+		"--speedup", "4", "--class", "chat:1:ttft=5000", "--router-cpuprofile", profiles, "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -69,6 +70,10 @@ func TestBenchLive(t *testing.T) {
 	// The router process is gone: no process of that pid runs the binary.
 	if exe, err := os.Readlink("/proc/" + strconv.Itoa(router.RouterPID) + "/exe"); err == nil && exe == hostBin {
 		t.Errorf("the router process %d (%s) outlived the bench", router.RouterPID, exe)
+	}
+	// The router wrote its CPU profile when it stopped: a gzipped profile.proto.
+	if prof, err := os.ReadFile(filepath.Join(profiles, "round-robin.pprof")); err != nil || len(prof) < 2 || prof[0] != 0x1f || prof[1] != 0x8b {
+		t.Errorf("the router's CPU profile: %d bytes, %v; want a gzipped profile", len(prof), err)
 	}
 	if !strings.Contains(stderr, "client:least-outstanding") || !strings.Contains(stderr, "TTFT p50") {
 		t.Errorf("no table on stderr:\n%s", stderr)
