@@ -186,22 +186,6 @@ func (r *relay) event(ev []byte) error {
 	return nil
 }
 
-// streamChunk is the part of a stream chunk Relay reads.
-type streamChunk struct {
-	Choices []struct {
-		Index int     `json:"index"`
-		Text  *string `json:"text"`
-		Delta *struct {
-			Content          *string         `json:"content"`
-			ReasoningContent *string         `json:"reasoning_content"`
-			Reasoning        *string         `json:"reasoning"`
-			ToolCalls        json.RawMessage `json:"tool_calls"`
-			FunctionCall     json.RawMessage `json:"function_call"`
-		} `json:"delta"`
-	} `json:"choices"`
-	Usage json.RawMessage `json:"usage"`
-}
-
 // inspect records the usage and end marker ev carries, and returns the bytes to write (nil to
 // drop the event), whether it carried generated content and choice 0's text.
 func (r *relay) inspect(ev []byte) (out []byte, content bool, text0 string) {
@@ -213,50 +197,23 @@ func (r *relay) inspect(ev []byte) (out []byte, content bool, text0 string) {
 		r.res.Done = true
 		return ev, false, ""
 	}
-	var c streamChunk
-	if json.Unmarshal(data, &c) != nil {
+	c, ok := readChunk(data)
+	if !ok {
 		return ev, false, "" // not a chunk (an engine's error event, say): pass it on
 	}
-	for _, ch := range c.Choices {
-		var text string
-		if ch.Text != nil {
-			text = *ch.Text
-		}
-		if d := ch.Delta; d != nil {
-			if d.Content != nil {
-				text += *d.Content
-			}
-			if nonEmpty(d.ReasoningContent) || nonEmpty(d.Reasoning) || present(d.ToolCalls) || present(d.FunctionCall) {
-				content = true
-			}
-		}
-		if text != "" {
-			content = true
-			if ch.Index == 0 {
-				text0 += text
-			}
-		}
+	if isNull(c.usage) {
+		return ev, c.content, c.text0
 	}
-	if isNull(c.Usage) {
-		return ev, content, text0
-	}
-	if u := decodeUsage(c.Usage); u != nil {
+	if u := decodeUsage(c.usage); u != nil {
 		r.res.Usage = u
 	}
 	if !r.hide {
-		return ev, content, text0
+		return ev, c.content, c.text0
 	}
-	if len(c.Choices) == 0 {
+	if c.choices == 0 {
 		return nil, false, ""
 	}
-	return replaceData(ev, removeMember(data, "usage")), content, text0
-}
-
-func nonEmpty(s *string) bool { return s != nil && *s != "" }
-
-// present reports whether a field holds something other than null, [] or {}.
-func present(raw json.RawMessage) bool {
-	return !isNull(raw) && string(raw) != "[]" && string(raw) != "{}"
+	return replaceData(ev, removeMember(data, "usage")), c.content, c.text0
 }
 
 // lines calls f with each line of ev, without its terminator, and the terminator.

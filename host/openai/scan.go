@@ -1,0 +1,233 @@
+package openai
+
+// scanner walks JSON text in b from i, checking it as it goes. Every method skips leading
+// whitespace and reports false when the text there is not what it reads (or not JSON); the
+// scanner is then in no defined place. It serves scanChunk, which gives up on any false.
+type scanner struct {
+	b []byte
+	i int
+}
+
+// maxScanDepth bounds the nesting value descends into; deeper text is left to encoding/json.
+const maxScanDepth = 64
+
+// space skips JSON whitespace.
+func (s *scanner) space() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// byte reads the character c.
+func (s *scanner) byte(c byte) bool {
+	s.space()
+	if s.i < len(s.b) && s.b[s.i] == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+// literal reads lit (true, false, null).
+func (s *scanner) literal(lit string) bool {
+	s.space()
+	if len(s.b)-s.i >= len(lit) && string(s.b[s.i:s.i+len(lit)]) == lit {
+		s.i += len(lit)
+		return true
+	}
+	return false
+}
+
+// members reads an object's members after its '{' through its '}', calling value with each key
+// (without its quotes) once the scanner stands before the member's value; value reads the value.
+// A key with an escape is not read (it may spell a field's name).
+func (s *scanner) members(value func(key []byte) bool) bool {
+	if s.byte('}') {
+		return true
+	}
+	for {
+		s.space()
+		start := s.i
+		escaped, ok := s.str()
+		end := s.i - 1 // the closing quote
+		if !ok || escaped || !s.byte(':') {
+			return false
+		}
+		if !value(s.b[start+1 : end]) {
+			return false
+		}
+		if s.byte(',') {
+			continue
+		}
+		return s.byte('}')
+	}
+}
+
+// elements reads an array's elements after its '[' through its ']', calling value for each.
+func (s *scanner) elements(value func() bool) bool {
+	if s.byte(']') {
+		return true
+	}
+	for {
+		if !value() {
+			return false
+		}
+		if s.byte(',') {
+			continue
+		}
+		return s.byte(']')
+	}
+}
+
+// value reads any JSON value nested depth deep.
+func (s *scanner) value(depth int) bool {
+	if depth > maxScanDepth {
+		return false
+	}
+	s.space()
+	if s.i >= len(s.b) {
+		return false
+	}
+	switch c := s.b[s.i]; {
+	case c == '{':
+		s.i++
+		return s.members(func([]byte) bool { return s.value(depth + 1) })
+	case c == '[':
+		s.i++
+		return s.elements(func() bool { return s.value(depth + 1) })
+	case c == '"':
+		_, ok := s.str()
+		return ok
+	case c == 't':
+		return s.literal("true")
+	case c == 'f':
+		return s.literal("false")
+	case c == 'n':
+		return s.literal("null")
+	}
+	return s.number()
+}
+
+// str reads a string, checking its escapes; escaped says whether it had any.
+func (s *scanner) str() (escaped, ok bool) {
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		return false, false
+	}
+	for s.i++; s.i < len(s.b); s.i++ {
+		switch c := s.b[s.i]; {
+		case c == '"':
+			s.i++
+			return escaped, true
+		case c < 0x20:
+			return false, false
+		case c == '\\':
+			escaped = true
+			s.i++
+			if s.i >= len(s.b) {
+				return false, false
+			}
+			switch s.b[s.i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if len(s.b)-s.i < 5 || !isHex(s.b[s.i+1]) || !isHex(s.b[s.i+2]) || !isHex(s.b[s.i+3]) || !isHex(s.b[s.i+4]) {
+					return false, false
+				}
+				s.i += 4
+			default:
+				return false, false
+			}
+		}
+	}
+	return false, false
+}
+
+func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
+
+// optString reads a string or null ("") as encoding/json decodes it into a *string.
+func (s *scanner) optString() (string, bool) {
+	if s.literal("null") {
+		return "", true
+	}
+	start := s.i
+	if _, ok := s.str(); !ok {
+		return "", false
+	}
+	return decodeString(s.b[start:s.i])
+}
+
+// integer reads a number that encoding/json decodes into an int: an optional minus and digits,
+// at most 18 of them (longer ones are left to encoding/json).
+func (s *scanner) integer() (int64, bool) {
+	s.space()
+	start, neg := s.i, false
+	if s.i < len(s.b) && s.b[s.i] == '-' {
+		neg = true
+		s.i++
+	}
+	var n int64
+	digits := 0
+	for ; s.i < len(s.b) && '0' <= s.b[s.i] && s.b[s.i] <= '9'; s.i++ {
+		n = n*10 + int64(s.b[s.i]-'0')
+		digits++
+	}
+	if digits == 0 || digits > 18 || (digits > 1 && s.b[start+boolInt(neg)] == '0') {
+		return 0, false
+	}
+	if s.i < len(s.b) && (s.b[s.i] == '.' || s.b[s.i] == 'e' || s.b[s.i] == 'E') {
+		return 0, false
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// number reads a JSON number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func (s *scanner) number() bool {
+	if s.i < len(s.b) && s.b[s.i] == '-' {
+		s.i++
+	}
+	switch {
+	case s.i < len(s.b) && s.b[s.i] == '0':
+		s.i++
+	case s.digits() == 0:
+		return false
+	}
+	if s.i < len(s.b) && s.b[s.i] == '.' {
+		s.i++
+		if s.digits() == 0 {
+			return false
+		}
+	}
+	if s.i < len(s.b) && (s.b[s.i] == 'e' || s.b[s.i] == 'E') {
+		s.i++
+		if s.i < len(s.b) && (s.b[s.i] == '+' || s.b[s.i] == '-') {
+			s.i++
+		}
+		if s.digits() == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// digits skips decimal digits and returns how many.
+func (s *scanner) digits() int {
+	n := 0
+	for ; s.i < len(s.b) && '0' <= s.b[s.i] && s.b[s.i] <= '9'; s.i++ {
+		n++
+	}
+	return n
+}
