@@ -32,9 +32,9 @@ func jsonType(raw []byte) string {
 	return "a number"
 }
 
-// decodeString decodes a JSON string value. A string without escapes in valid UTF-8 (the
-// usual prompt or message) is its bytes between the quotes, which is much cheaper than
-// json.Unmarshal; raw has been validated by the decode that produced it.
+// decodeString decodes a JSON string value as json.Unmarshal would. A string without escapes in
+// valid UTF-8 (the usual prompt or message) is its bytes between the quotes; any other is
+// unquoted in one pass.
 func decodeString(raw json.RawMessage) (string, bool) {
 	if len(raw) < 2 || raw[0] != '"' {
 		return "", false
@@ -42,8 +42,7 @@ func decodeString(raw json.RawMessage) (string, bool) {
 	if inner := raw[1 : len(raw)-1]; bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
 		return string(inner), true
 	}
-	var s string
-	return s, json.Unmarshal(raw, &s) == nil
+	return unquote(raw)
 }
 
 // promptField is the field that carries kind's input.
@@ -195,9 +194,9 @@ func chatPrompt(raw map[string]json.RawMessage) (string, *Error) {
 	if isNull(v) {
 		return "", BadRequest("messages", "messages is required (a non-empty array of {\"role\", \"content\"} objects)")
 	}
-	// One decode for the common case; a failure is looked at again for a precise message.
-	var msgs []map[string]json.RawMessage
-	if json.Unmarshal(v, &msgs) != nil {
+	// One pass for the common case; a failure is looked at again for a precise message.
+	msgs, ok := messageMaps(v)
+	if !ok && json.Unmarshal(v, &msgs) != nil {
 		var items []json.RawMessage
 		if json.Unmarshal(v, &items) != nil {
 			return "", BadRequest("messages", "messages must be an array of {\"role\", \"content\"} objects, got %s", jsonType(v))
@@ -233,6 +232,22 @@ func chatPrompt(raw map[string]json.RawMessage) (string, *Error) {
 	}
 	b.WriteString(generationPrompt)
 	return b.String(), nil
+}
+
+// messageMaps reads messages, an array of objects, in one pass (objectMembers); ok is false
+// when it is not one or the one-pass reader is unsure, and json.Unmarshal then decides.
+func messageMaps(v json.RawMessage) ([]map[string]json.RawMessage, bool) {
+	items, ok := arrayElements(v)
+	if !ok {
+		return nil, false
+	}
+	msgs := make([]map[string]json.RawMessage, len(items))
+	for i, item := range items {
+		if msgs[i], ok = objectMembers(item); !ok {
+			return nil, false
+		}
+	}
+	return msgs, true
 }
 
 // notObject is the error for message i that is not an object.

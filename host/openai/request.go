@@ -64,16 +64,18 @@ func Parse(kind Kind, body []byte) (*Request, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, BadRequest("", "request body is empty; send a JSON object with model and %s", promptField(kind))
 	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(body, &raw); err != nil {
-		var syn *json.SyntaxError
-		if errors.As(err, &syn) {
-			return nil, BadRequest("", "invalid JSON body: %v (at byte %d)", err, syn.Offset)
+	raw, ok := objectMembers(body) // one pass for the usual body; encoding/json decides the rest
+	if !ok {
+		if err := json.Unmarshal(body, &raw); err != nil {
+			var syn *json.SyntaxError
+			if errors.As(err, &syn) {
+				return nil, BadRequest("", "invalid JSON body: %v (at byte %d)", err, syn.Offset)
+			}
+			if !json.Valid(body) {
+				return nil, BadRequest("", "invalid JSON body: %v", err)
+			}
+			return nil, BadRequest("", "request body must be a JSON object, got %s", jsonType(bytes.TrimSpace(body)))
 		}
-		if !json.Valid(body) {
-			return nil, BadRequest("", "invalid JSON body: %v", err)
-		}
-		return nil, BadRequest("", "request body must be a JSON object, got %s", jsonType(bytes.TrimSpace(body)))
 	}
 	if raw == nil { // the body was null
 		return nil, BadRequest("", "request body must be a JSON object, got null")

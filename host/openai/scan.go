@@ -1,5 +1,12 @@
 package openai
 
+import (
+	"encoding/json"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
 // scanner walks JSON text in b from i, checking it as it goes. Every method skips leading
 // whitespace and reports false when the text there is not what it reads (or not JSON); the
 // scanner is then in no defined place. It serves scanChunk, which gives up on any false.
@@ -230,4 +237,129 @@ func (s *scanner) digits() int {
 		n++
 	}
 	return n
+}
+
+// objectMembers reads data, a JSON object, into its members' raw values as encoding/json reads
+// it into a map[string]json.RawMessage (the last of repeated keys wins), in one pass. ok is false
+// when data is not an object or when it is unsure: a key with an escape or invalid UTF-8 (which
+// encoding/json would decode), deep nesting, or invalid JSON.
+func objectMembers(data []byte) (map[string]json.RawMessage, bool) {
+	s := scanner{b: data}
+	if !s.byte('{') {
+		return nil, false
+	}
+	m := make(map[string]json.RawMessage, 8)
+	ok := s.members(func(key []byte) bool {
+		if !utf8.Valid(key) {
+			return false
+		}
+		s.space()
+		start := s.i
+		if !s.value(0) {
+			return false
+		}
+		m[string(key)] = data[start:s.i:s.i]
+		return true
+	})
+	s.space()
+	if !ok || s.i != len(data) {
+		return nil, false
+	}
+	return m, true
+}
+
+// arrayElements reads data, a JSON array, into its elements' raw values as encoding/json reads it
+// into a []json.RawMessage, in one pass; ok is false when it is not an array or is unsure.
+func arrayElements(data []byte) ([]json.RawMessage, bool) {
+	s := scanner{b: data}
+	if !s.byte('[') {
+		return nil, false
+	}
+	var out []json.RawMessage
+	ok := s.elements(func() bool {
+		s.space()
+		start := s.i
+		if !s.value(0) {
+			return false
+		}
+		out = append(out, data[start:s.i:s.i])
+		return true
+	})
+	s.space()
+	if !ok || s.i != len(data) {
+		return nil, false
+	}
+	return out, true
+}
+
+// unquote decodes a JSON string (with its quotes) as encoding/json decodes it into a string:
+// escapes decoded, a \u escape of a lone surrogate and every byte of invalid UTF-8 replaced by
+// U+FFFD. ok is false when raw is not a valid JSON string.
+func unquote(raw []byte) (string, bool) {
+	s := scanner{b: raw}
+	if _, ok := s.str(); !ok || s.i != len(raw) {
+		return "", false
+	}
+	in := raw[1 : len(raw)-1]
+	out := make([]byte, 0, len(in))
+	for i := 0; i < len(in); {
+		c := in[i]
+		switch {
+		case c == '\\':
+			i++
+			switch e := in[i]; e {
+			case 'b':
+				out = append(out, '\b')
+			case 'f':
+				out = append(out, '\f')
+			case 'n':
+				out = append(out, '\n')
+			case 'r':
+				out = append(out, '\r')
+			case 't':
+				out = append(out, '\t')
+			case 'u':
+				r := hex4(in[i+1 : i+5])
+				i += 4
+				if utf16.IsSurrogate(r) {
+					if len(in)-i > 6 && in[i+1] == '\\' && in[i+2] == 'u' {
+						if d := utf16.DecodeRune(r, hex4(in[i+3:i+7])); d != unicode.ReplacementChar {
+							out = utf8.AppendRune(out, d)
+							i += 7
+							continue
+						}
+					}
+					r = unicode.ReplacementChar
+				}
+				out = utf8.AppendRune(out, r)
+			default: // '"', '\\', '/'
+				out = append(out, e)
+			}
+			i++
+		case c < utf8.RuneSelf:
+			out = append(out, c)
+			i++
+		default:
+			r, size := utf8.DecodeRune(in[i:])
+			out = utf8.AppendRune(out, r) // RuneError for each invalid byte, as encoding/json
+			i += size
+		}
+	}
+	return string(out), true
+}
+
+// hex4 is the value of four hex digits (checked by str).
+func hex4(b []byte) rune {
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			r = r<<4 | rune(c-'a'+10)
+		}
+	}
+	return r
 }

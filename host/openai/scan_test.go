@@ -1,0 +1,83 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"maps"
+	"slices"
+	"testing"
+)
+
+// jsonTexts seed the one-pass readers' checks against encoding/json.
+var jsonTexts = []string{
+	`{"model":"m","prompt":"hi","stream":true,"max_tokens":16}`,
+	`{"model":"m","messages":[{"role":"user","content":"a\nb \"c\" \\ \/ \b\f\r\t \u00e9 \ud83d\ude00"}]}`,
+	` { "a" : 1 , "b" : [ 1 , 2 ] , "a" : { "c" : null } } `,
+	`{"k\u0065y":1}`, "{\"k\xffy\":1}", `{"":0}`, `{}`, `[]`, `[ {} , [] , "" , 0 ]`, `null`, `"s"`,
+	`"\ud800"`, `"\ud800\u0041"`, `"\udc00\ud800"`, `"\ud83d\ude00\ud83d"`, `"\uD83D\uDE00"`, "\"\xff\xfe ok\"",
+	`"\u0000"`, `"tab	"`, `"\x"`, `"\u12"`, `"unterminated`, `{"a":1,}`, `[1,]`, `{"a" 1}`, `{"a":01}`, `{"a":-}`,
+	`{"a":1e5,"b":-0.5E-3,"c":true,"d":false}`, `{"a":[[[[[[]]]]]]}`,
+}
+
+func FuzzUnquote(f *testing.F) {
+	for _, s := range jsonTexts {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var want string
+		err := json.Unmarshal(data, &want)
+		got, ok := unquote(data)
+		isLiteral := len(data) >= 2 && data[0] == '"' && data[len(data)-1] == '"'
+		if ok && (err != nil || got != want) || !ok && err == nil && isLiteral {
+			t.Errorf("%q: unquote %q, %v; encoding/json %q, %v", data, got, ok, want, err)
+		}
+	})
+}
+
+func FuzzObjectMembers(f *testing.F) {
+	for _, s := range jsonTexts {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, ok := objectMembers(data)
+		if !ok {
+			return
+		}
+		var want map[string]json.RawMessage
+		if err := json.Unmarshal(data, &want); err != nil || !maps.EqualFunc(got, want, rawEqual) {
+			t.Errorf("%q: objectMembers %q; encoding/json %q, %v", data, got, want, err)
+		}
+	})
+}
+
+func FuzzArrayElements(f *testing.F) {
+	for _, s := range jsonTexts {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, ok := arrayElements(data)
+		if !ok {
+			return
+		}
+		var want []json.RawMessage
+		if err := json.Unmarshal(data, &want); err != nil || !slices.EqualFunc(got, want, rawEqual) {
+			t.Errorf("%q: arrayElements %q; encoding/json %q, %v", data, got, want, err)
+		}
+	})
+}
+
+func rawEqual(a, b json.RawMessage) bool { return bytes.Equal(a, b) }
+
+// TestOnePassReadersTakeTheUsualText checks that the usual request bodies and strings are read in
+// one pass, not handed to encoding/json.
+func TestOnePassReadersTakeTheUsualText(t *testing.T) {
+	if _, ok := objectMembers([]byte(jsonTexts[1])); !ok {
+		t.Errorf("objectMembers gave up on %s", jsonTexts[1])
+	}
+	if _, ok := arrayElements([]byte(`[{"role":"user","content":"x"}, 1]`)); !ok {
+		t.Error("arrayElements gave up on a usual array")
+	}
+	if s, ok := unquote([]byte(`"a\nb\u00e9\ud83d\ude00"`)); !ok || s != "a\nbé😀" {
+		t.Errorf("unquote = %q, %v", s, ok)
+	}
+}
