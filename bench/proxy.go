@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,13 +16,17 @@ import (
 	"github.com/foresight-router/foresight/host/config"
 	"github.com/foresight-router/foresight/internal/quantile"
 	"github.com/foresight-router/foresight/sim/emulator"
+	"github.com/foresight-router/foresight/sim/loadgen"
 	"github.com/foresight-router/foresight/sim/testbed"
+	"github.com/foresight-router/foresight/sim/workload"
 )
 
 // ProxyOptions are what RunProxy measures: bench proxy's flags.
 type ProxyOptions struct {
 	// Config is the router's config file (its endpoints and listeners are replaced).
 	Config string
+	// Binary is the foresight binary whose serve command runs Config (the command passes its own).
+	Binary string
 	// Streams are the comma-separated numbers of concurrent streams, e.g. "1,100,1000".
 	Streams string
 	// Servers is the number of emulated servers; Requests the least requests per concurrency and
@@ -30,8 +35,14 @@ type ProxyOptions struct {
 	Servers, Requests, RPSWorkers int
 	// MaxTokens are the output tokens of each streamed request.
 	MaxTokens int
+	// Trace, when set, gives the streamed requests their prompts: the prompt lengths of its rows
+	// in order (an Azure 2023 CSV, or Mooncake's JSONL when it ends in .jsonl), rendered as
+	// sim/loadgen renders them. Without it every prompt is a few words.
+	Trace string
 	// RPSFor is the length of the max-rate phase, positive.
 	RPSFor time.Duration
+	// RouterCPUProfile, when set, is where the router writes its CPU profile (serve --cpuprofile).
+	RouterCPUProfile string
 }
 
 // Percentiles are a latency distribution's p50 and p99, in µs.
@@ -45,6 +56,8 @@ type Percentiles struct {
 type ProxyResult struct {
 	Config  string `json:"config"`
 	Servers int    `json:"servers"`
+	// PromptTokens is the mean prompt length of the streamed requests, in the emulator's tokens.
+	PromptTokens float64 `json:"prompt_tokens"`
 	// AddedTTFTUs is, per concurrency ("c1", "c100", …), the routed TTFT's percentile minus the
 	// direct TTFT's (the same requests, the same fleet, one after the other): the difference of
 	// the percentiles, not a percentile of paired differences.
@@ -52,6 +65,10 @@ type ProxyResult struct {
 	DirectUs    map[string]Percentiles `json:"direct_ttft_us"`
 	RoutedUs    map[string]Percentiles `json:"routed_ttft_us"`
 	Errors      map[string]int64       `json:"errors"`
+	// RouterCPUMsPerRequest is, per concurrency and for the max-rate phase ("rps"), the router
+	// process's user+system CPU time while the routed requests ran, divided by their number.
+	// Absent where /proc is not readable.
+	RouterCPUMsPerRequest map[string]float64 `json:"router_cpu_ms_per_request,omitempty"`
 	// MaxRPS is the rate of one-token, non-streamed requests the router completed with
 	// RPSWorkers clients sending back to back.
 	MaxRPS float64 `json:"max_rps"`
@@ -59,13 +76,14 @@ type ProxyResult struct {
 	streams string
 }
 
-// RunProxy starts o.Servers emulated vLLM servers and the router of o.Config in front of them
-// (sim/testbed). For each concurrency in o.Streams it runs that many clients sending streamed
-// completions of o.MaxTokens tokens one after another (at least o.Requests in all, and 2 per
-// client), first straight to the servers (round-robin) and then through the router, and
-// measures the TTFT percentiles of both and their difference. Then it measures the highest rate
-// of one-token requests the router completes (o.RPSWorkers clients back to back for o.RPSFor).
-// It stops the servers and the router before it returns.
+// RunProxy starts o.Servers emulated vLLM servers (sim/emulator) and the router of o.Config in
+// front of them, as its own `foresight serve` process. For each concurrency in o.Streams it runs
+// that many clients sending streamed completions of o.MaxTokens tokens one after another (at
+// least o.Requests in all, and 2 per client), first straight to the servers (round-robin) and
+// then through the router, and measures the TTFT percentiles of both, their difference and the
+// router's CPU time per routed request. Then it measures the highest rate of one-token requests
+// the router completes (o.RPSWorkers clients back to back for o.RPSFor). It stops the servers
+// and the router before it returns.
 func RunProxy(ctx context.Context, o ProxyOptions) (*ProxyResult, error) {
 	levels, err := parseLevels(o.Streams)
 	if err != nil {
@@ -74,15 +92,31 @@ func RunProxy(ctx context.Context, o ProxyOptions) (*ProxyResult, error) {
 	if o.Servers < 1 || o.Requests < 1 || o.RPSWorkers < 1 || o.RPSFor <= 0 {
 		return nil, fmt.Errorf("--servers, --requests and --rps-workers must be at least 1, --rps-for positive")
 	}
-	cfg, err := config.Load(o.Config)
+	if o.Binary == "" {
+		return nil, fmt.Errorf("the foresight binary to run the router is not known")
+	}
+	if _, err := config.Load(o.Config); err != nil {
+		return nil, err
+	}
+	prompts, err := tracePrompts(o.Trace)
 	if err != nil {
 		return nil, err
 	}
-	tb, err := testbed.Start(ctx, cfg, testbed.Options{Servers: o.Servers, Seed: 1}) // the router logs nothing
+	fleet, err := emulator.Start(o.Servers, 0, testbed.DefaultPreset, 1)
 	if err != nil {
 		return nil, err
 	}
-	defer tb.Close()
+	defer fleet.Close()
+	var args []string
+	if o.RouterCPUProfile != "" {
+		args = []string{"--cpuprofile", o.RouterCPUProfile}
+	}
+	proc, err := startRouter(ctx, o.Binary, o.Config, fleet.Addrs(), append(args, "--log-level", "error"),
+		emulator.DefaultModel, DefaultLiveReadyTimeout)
+	if err != nil {
+		return nil, err
+	}
+	defer proc.stop(DefaultLiveStopGrace)
 	maxConc := 0
 	for _, c := range levels {
 		maxConc = max(maxConc, c)
@@ -90,31 +124,109 @@ func RunProxy(ctx context.Context, o ProxyOptions) (*ProxyResult, error) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: maxConc + 64, MaxIdleConns: 4*maxConc + 256}}
 	defer client.CloseIdleConnections()
 	res := &ProxyResult{Config: o.Config, Servers: o.Servers, AddedTTFTUs: map[string]Percentiles{},
-		DirectUs: map[string]Percentiles{}, RoutedUs: map[string]Percentiles{}, Errors: map[string]int64{}, streams: o.Streams}
-	direct := tb.Fleet.Addrs()
-	routed := []string{tb.Router.Addr()}
+		DirectUs: map[string]Percentiles{}, RoutedUs: map[string]Percentiles{}, Errors: map[string]int64{},
+		RouterCPUMsPerRequest: map[string]float64{}, streams: o.Streams}
+	direct := fleet.Addrs()
+	routed := []string{proc.api}
+	bodies := streamBodies(prompts, o.MaxTokens)
 	for _, c := range levels {
 		k := "c" + strconv.Itoa(c)
 		per := max(2, (o.Requests+c-1)/c)
-		d, derr := streams(ctx, client, direct, c, per, o.MaxTokens)
-		rt, rerr := streams(ctx, client, routed, c, per, o.MaxTokens)
+		d, derr := streams(ctx, client, direct, bodies, c, per)
+		cpu := newCPUMeter(proc.pid)
+		rt, rerr := streams(ctx, client, routed, bodies, c, per)
+		res.cpuPerRequest(k, cpu, c*per)
 		res.Errors[k] = derr + rerr
 		res.DirectUs[k], res.RoutedUs[k] = percentiles(d), percentiles(rt)
 		res.AddedTTFTUs[k] = Percentiles{res.RoutedUs[k].P50 - res.DirectUs[k].P50, res.RoutedUs[k].P99 - res.DirectUs[k].P99}
 	}
-	res.MaxRPS = maxRate(ctx, client, tb.Router.Addr(), o.RPSWorkers, o.RPSFor)
+	res.PromptTokens = meanPromptTokens(prompts)
+	cpu := newCPUMeter(proc.pid)
+	var done int64
+	res.MaxRPS, done = maxRate(ctx, client, proc.api, o.RPSWorkers, o.RPSFor)
+	res.cpuPerRequest("rps", cpu, int(done))
 	return res, nil
+}
+
+// cpuPerRequest records the router's CPU time since cpu's reading per request under key k.
+func (r *ProxyResult) cpuPerRequest(k string, cpu *cpuMeter, requests int) {
+	if d, ok := cpu.used(); ok && requests > 0 {
+		r.RouterCPUMsPerRequest[k] = float64(d) / float64(time.Millisecond) / float64(requests)
+	}
+}
+
+// tracePrompts renders the prompts of trace's rows in order, at most maxTracePrompts of them;
+// none without a trace.
+func tracePrompts(trace string) ([]string, error) {
+	if trace == "" {
+		return nil, nil
+	}
+	scenario := "azure-conv"
+	if strings.HasSuffix(trace, ".jsonl") {
+		scenario = "mooncake"
+	}
+	w, err := workload.Scenario(scenario, workload.Params{TracePath: trace, Requests: maxTracePrompts, Seed: 1})
+	if err != nil {
+		return nil, fmt.Errorf("--trace: %w", err)
+	}
+	prompts := make([]string, len(w.Requests))
+	for i := range w.Requests {
+		prompts[i] = loadgen.Prompt(&w.Requests[i])
+	}
+	return prompts, nil
+}
+
+// maxTracePrompts bounds the prompts taken from a trace; requests beyond it reuse them in turn.
+const maxTracePrompts = 2000
+
+// meanPromptTokens is the mean length of prompts in words (one emulator token each), or of the
+// default prompt.
+func meanPromptTokens(prompts []string) float64 {
+	if len(prompts) == 0 {
+		return float64(len(strings.Fields(defaultPrompt(0))))
+	}
+	total := 0
+	for _, p := range prompts {
+		total += strings.Count(p, " ") + 1
+	}
+	return float64(total) / float64(len(prompts))
+}
+
+func defaultPrompt(n int) string { return "bench request " + strconv.Itoa(n) }
+
+// streamBodies returns the function giving request n's body: a streamed completion of maxTokens
+// tokens whose prompt is prompts[n mod len], or a few words of its own without prompts.
+func streamBodies(prompts []string, maxTokens int) func(n int) string {
+	encoded := make([]string, len(prompts))
+	for i, p := range prompts {
+		b, _ := json.Marshal(p) // a string always encodes
+		encoded[i] = string(b)
+	}
+	return func(n int) string {
+		prompt := strconv.Quote(defaultPrompt(n))
+		if len(encoded) > 0 {
+			prompt = encoded[n%len(encoded)]
+		}
+		return fmt.Sprintf(`{"model":%q,"prompt":%s,"max_tokens":%d,"stream":true}`, emulator.DefaultModel, prompt, maxTokens)
+	}
 }
 
 // WriteText prints the result as bench proxy's text, one line per concurrency of the options'
 // Streams, in their order.
 func (r *ProxyResult) WriteText(out io.Writer) error {
-	fmt.Fprintf(out, "%s on %d emulated servers\n", r.Config, r.Servers)
+	fmt.Fprintf(out, "%s on %d emulated servers, prompts of %.0f tokens on average\n", r.Config, r.Servers, r.PromptTokens)
 	for _, c := range strings.Split(r.streams, ",") {
 		k := "c" + strings.TrimSpace(c)
 		fmt.Fprintf(out, "%5s streams: TTFT direct p50 %.0f p99 %.0f µs, routed p50 %.0f p99 %.0f µs, added p50 %.0f p99 %.0f µs, errors %d\n",
 			strings.TrimPrefix(k, "c"), r.DirectUs[k].P50, r.DirectUs[k].P99, r.RoutedUs[k].P50, r.RoutedUs[k].P99,
 			r.AddedTTFTUs[k].P50, r.AddedTTFTUs[k].P99, r.Errors[k])
+	}
+	if cpu := r.RouterCPUMsPerRequest; len(cpu) > 0 {
+		fmt.Fprintf(out, "router CPU per routed request (ms):")
+		for _, c := range strings.Split(r.streams, ",") {
+			fmt.Fprintf(out, " %s streams %.3f,", strings.TrimSpace(c), cpu["c"+strings.TrimSpace(c)])
+		}
+		fmt.Fprintf(out, " max-rate phase %.3f\n", cpu["rps"])
 	}
 	_, err := fmt.Fprintf(out, "max rate: %.0f requests/s\n", r.MaxRPS)
 	return err
@@ -139,10 +251,10 @@ func parseLevels(s string) ([]int, error) {
 	return out, nil
 }
 
-// streams runs c clients, each sending per streamed completions one after another to the
-// addresses in turn, and returns every TTFT (time to the first event of the stream) and the
+// streams runs c clients, each sending per streamed completions (bodies) one after another to
+// the addresses in turn, and returns every TTFT (time to the first event of the stream) and the
 // number of failed requests.
-func streams(ctx context.Context, client *http.Client, addrs []string, c, per, maxTokens int) ([]time.Duration, int64) {
+func streams(ctx context.Context, client *http.Client, addrs []string, bodies func(int) string, c, per int) ([]time.Duration, int64) {
 	var (
 		mu     sync.Mutex
 		ttfts  = make([]time.Duration, 0, c*per)
@@ -155,7 +267,7 @@ func streams(ctx context.Context, client *http.Client, addrs []string, c, per, m
 			defer wg.Done()
 			for i := range per {
 				n := w*per + i
-				ttft, err := oneStream(ctx, client, addrs[n%len(addrs)], n, maxTokens)
+				ttft, err := oneStream(ctx, client, addrs[n%len(addrs)], bodies(n))
 				if err != nil {
 					failed.Add(1)
 					continue
@@ -170,10 +282,9 @@ func streams(ctx context.Context, client *http.Client, addrs []string, c, per, m
 	return ttfts, failed.Load()
 }
 
-// oneStream sends a streamed completion of maxTokens tokens and returns the time to its first
-// event, after reading the whole stream.
-func oneStream(ctx context.Context, client *http.Client, addr string, n, maxTokens int) (time.Duration, error) {
-	body := fmt.Sprintf(`{"model":%q,"prompt":"bench request %d","max_tokens":%d,"stream":true}`, emulator.DefaultModel, n, maxTokens)
+// oneStream sends a streamed completion and returns the time to its first event, after reading
+// the whole stream.
+func oneStream(ctx context.Context, client *http.Client, addr, body string) (time.Duration, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/v1/completions", strings.NewReader(body))
 	if err != nil {
 		return 0, err
@@ -203,8 +314,8 @@ func oneStream(ctx context.Context, client *http.Client, addr string, n, maxToke
 }
 
 // maxRate runs workers clients sending one-token non-streamed completions back to back for d
-// and returns the completed requests per second.
-func maxRate(ctx context.Context, client *http.Client, addr string, workers int, d time.Duration) float64 {
+// and returns the completed requests per second and their number.
+func maxRate(ctx context.Context, client *http.Client, addr string, workers int, d time.Duration) (float64, int64) {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var done atomic.Int64
@@ -230,5 +341,5 @@ func maxRate(ctx context.Context, client *http.Client, addr string, workers int,
 		}()
 	}
 	wg.Wait()
-	return float64(done.Load()) / time.Since(began).Seconds()
+	return float64(done.Load()) / time.Since(began).Seconds(), done.Load()
 }

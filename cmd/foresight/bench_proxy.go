@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"os"
 	"time"
 
 	"github.com/foresight-router/foresight/bench"
@@ -16,15 +18,21 @@ func newBenchProxy() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "proxy",
 		Short: "Measure the TTFT the router adds over going straight to the emulated servers",
-		Long: "bench proxy starts --servers emulated vLLM servers and the router of --config in front of them.\n" +
-			"For each concurrency in --streams it runs that many clients sending streamed completions of\n" +
-			"--max-tokens tokens one after another (at least --requests in all, and 2 per client), first\n" +
-			"straight to the servers (round-robin) and then through the router, and reports the TTFT\n" +
-			"percentiles of both and their difference. Then it\n" +
-			"measures the highest rate of one-token requests the router completes (--rps-workers clients\n" +
-			"back to back for --rps-for).",
+		Long: "bench proxy starts --servers emulated vLLM servers and the router of --config in front of them,\n" +
+			"as `foresight serve` from this binary. For each concurrency in --streams it runs that many\n" +
+			"clients sending streamed completions of --max-tokens tokens one after another (at least\n" +
+			"--requests in all, and 2 per client), first straight to the servers (round-robin) and then\n" +
+			"through the router, and reports the TTFT percentiles of both, their difference and the router\n" +
+			"process's CPU time per routed request. Prompts are a few words, or with --trace the prompt\n" +
+			"lengths of a trace's rows. Then it measures the highest rate of one-token requests the router\n" +
+			"completes (--rps-workers clients back to back for --rps-for).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			bin, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("finding the foresight binary to run the router: %w", err)
+			}
+			o.Binary = bin
 			return runBench(cmd.OutOrStdout(), cpuProfile, asJSON,
 				func() (*bench.ProxyResult, error) { return bench.RunProxy(cmd.Context(), o) }, (*bench.ProxyResult).WriteText)
 		},
@@ -38,6 +46,8 @@ func newBenchProxy() *cobra.Command {
 	f.IntVar(&o.RPSWorkers, "rps-workers", 64, "clients of the max-rate phase")
 	f.DurationVar(&o.RPSFor, "rps-for", 5*time.Second, "length of the max-rate phase")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
-	f.StringVar(&cpuProfile, "cpuprofile", "", "write the CPU profile of this process (router, emulated servers and clients) to this file")
+	f.StringVar(&o.Trace, "trace", "", "take the prompts' lengths from this trace's rows (Azure 2023 CSV, or Mooncake JSONL ending in .jsonl)")
+	f.StringVar(&o.RouterCPUProfile, "router-cpuprofile", "", "write the router process's CPU profile to this file (serve --cpuprofile)")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write the CPU profile of this process (emulated servers and clients) to this file")
 	return cmd
 }

@@ -15,17 +15,25 @@ import (
 
 // bench live runs the built binary's own serve with a built-in-stage config, and the two
 // client-side baselines, on the same 40 arrivals of a small trace replayed 4 times faster.
-func TestBenchLive(t *testing.T) {
+// writeAzureTrace writes an Azure 2023 trace of n rows 50 ms apart, row i with a prompt of
+// 64 + (29·i mod 400) tokens and 3 + (i mod 9) output tokens, and returns its path.
+func writeAzureTrace(t *testing.T, n int) string {
+	t.Helper()
 	trace := filepath.Join(t.TempDir(), "trace.csv")
 	var b strings.Builder
 	b.WriteString("TIMESTAMP,ContextTokens,GeneratedTokens\n")
 	t0 := time.Date(2023, 11, 16, 18, 0, 0, 0, time.UTC)
-	for i := range 40 { // 50 ms apart, 4 times faster: 40 arrivals over 0.49 s
+	for i := range n {
 		fmt.Fprintf(&b, "%s,%d,%d\n", t0.Add(time.Duration(i)*50*time.Millisecond).Format("2006-01-02 15:04:05.0000000"), 64+29*i%400, 3+i%9)
 	}
 	if err := os.WriteFile(trace, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return trace
+}
+
+func TestBenchLive(t *testing.T) {
+	trace := writeAzureTrace(t, 40) // 4 times faster: 40 arrivals over 0.49 s
 	profiles := t.TempDir()
 	stdout, stderr, code := foresight(t, "bench", "live", "--configs", "examples/round-robin.yaml",
 		"--baselines", "round-robin,least-outstanding", "--scenario", "azure-conv", "--trace", trace, "--servers", "2",
