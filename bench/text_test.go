@@ -27,13 +27,15 @@ func TestWriteText(t *testing.T) {
 			"  cpu       host    200 µs + plugins    333 µs per decision\n" +
 			"  floor     p50        0 µs  p99        0 µs  (7 sequential no-op round trips per cycle)\n"},
 		{"proxy, lines in the order of --streams", func(b *strings.Builder) error {
-			r := &ProxyResult{Config: "x.yaml", Servers: 2, streams: "4, 1",
+			r := &ProxyResult{Config: "x.yaml", Servers: 2, PromptTokens: 3.25, streams: "4, 1",
 				DirectUs: map[string]Percentiles{"c1": {100, 200}, "c4": {300, 400}}, RoutedUs: map[string]Percentiles{"c1": {150, 260}, "c4": {330, 480}},
-				AddedTTFTUs: map[string]Percentiles{"c1": {50, 60}, "c4": {30, 80}}, Errors: map[string]int64{"c4": 1}, MaxRPS: 1234.4}
+				AddedTTFTUs: map[string]Percentiles{"c1": {50, 60}, "c4": {30, 80}}, Errors: map[string]int64{"c4": 1}, MaxRPS: 1234.4,
+				RouterCPUMsPerRequest: map[string]float64{"c1": 2.5, "c4": 1.25, "rps": 0.125}}
 			return r.WriteText(b)
-		}, "x.yaml on 2 emulated servers\n" +
+		}, "x.yaml on 2 emulated servers, prompts of 3 tokens on average\n" +
 			"    4 streams: TTFT direct p50 300 p99 400 µs, routed p50 330 p99 480 µs, added p50 30 p99 80 µs, errors 1\n" +
 			"    1 streams: TTFT direct p50 100 p99 200 µs, routed p50 150 p99 260 µs, added p50 50 p99 60 µs, errors 0\n" +
+			"router CPU per routed request (ms): 4 streams 1.250, 1 streams 2.500, max-rate phase 0.125\n" +
 			"max rate: 1234 requests/s\n"},
 	}
 	for _, tt := range tests {
