@@ -69,7 +69,8 @@ type LiveOptions struct {
 	// Binary is the foresight binary whose serve command runs each config (the command passes
 	// its own, os.Executable). Required when Configs is not empty.
 	Binary string
-	// RouterLogLevel is the routers' --log-level (default error).
+	// RouterLogLevel is the routers' --log-level (default info: their access lines give
+	// LiveRun.AddedTTFT).
 	RouterLogLevel string
 	// RouterCPUProfiles, when set, is a directory where each router writes its CPU profile
 	// (serve --cpuprofile), named after the run (its config's file name, .pprof for .yaml).
@@ -104,7 +105,7 @@ func RunLive(ctx context.Context, o LiveOptions) (*LiveResult, error) {
 	o.ReadyTimeout = cmp.Or(o.ReadyTimeout, DefaultLiveReadyTimeout)
 	o.StopGrace = cmp.Or(o.StopGrace, DefaultLiveStopGrace)
 	o.MaxInFlight = cmp.Or(o.MaxInFlight, DefaultLiveMaxInFlight)
-	o.RouterLogLevel = cmp.Or(o.RouterLogLevel, "error")
+	o.RouterLogLevel = cmp.Or(o.RouterLogLevel, "info")
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
@@ -318,7 +319,8 @@ func runLive(ctx context.Context, o LiveOptions, s liveRunSpec, w *workload.Work
 		if d, ok := plugs.used(); ok && len(plugs.pids) > 0 {
 			run.PluginsCPUSeconds = ptr(d.Seconds())
 		}
-		proc.stop(o.StopGrace)
+		proc.stop(o.StopGrace) // its output is all read once it has stopped
+		run.AddedTTFT = proc.access.added(results)
 	}
 	stopFleet()
 	run.summarize(snap, results, w, classes)

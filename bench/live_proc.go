@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -25,6 +26,7 @@ type routerProc struct {
 	pid        int
 	api, admin string // host:port on 127.0.0.1
 	out        *tail  // its stdout and stderr, the last few KB
+	access     *accessLog
 	exited     chan struct{}
 	stopOnce   sync.Once
 }
@@ -67,9 +69,10 @@ func spawnRouter(bin, config string, endpoints, args []string) (*routerProc, err
 
 // spawn starts bin with args in a process group of its own, its output kept in a tail.
 func spawn(bin string, args ...string) (*routerProc, error) {
-	p := &routerProc{out: &tail{max: 16 << 10}, exited: make(chan struct{})}
+	p := &routerProc{out: &tail{max: 16 << 10}, access: newAccessLog(), exited: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	w := io.MultiWriter(p.out, p.access) // one writer for both, so one goroutine writes at a time
+	p.cmd.Stdout, p.cmd.Stderr = w, w
 	// Its own group, which also holds its plugin processes: stop kills the group when SIGTERM is
 	// not enough. Pdeathsig: should the bench die without stopping it, the kernel sends SIGTERM.
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/foresight-router/foresight/internal/quantile"
 	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/foresight-router/foresight/sim/loadgen"
 	"github.com/foresight-router/foresight/sim/report"
@@ -81,6 +80,8 @@ type LiveRun struct {
 	CPUMsPerRequest   *float64 `json:"cpu_ms_per_request,omitempty"`
 	PluginsCPUSeconds *float64 `json:"plugins_cpu_s,omitempty"`
 	PluginProcesses   int      `json:"plugin_processes,omitempty"`
+	// AddedTTFT is the TTFT the router added, from its access lines; nil without them.
+	AddedTTFT *AddedTTFT `json:"added_ttft,omitempty"`
 	// ObjectiveHeader says whether x-llm-d-inference-objective was sent (not to a router whose
 	// config lacks the workload's objectives).
 	ObjectiveHeader bool `json:"objective_header"`
@@ -169,7 +170,7 @@ func (r *LiveRun) summarize(snap loadgen.Snapshot, results []loadgen.Result, w *
 	r.Arrivals = fmt.Sprintf("%016x", h.Sum64())
 	slices.Sort(lag)
 	if len(lag) > 0 {
-		r.SendLagMs = stats.Percentiles3{P50: quantile.Sorted(lag, 0.5), P95: quantile.Sorted(lag, 0.95), P99: quantile.Sorted(lag, 0.99)}
+		r.SendLagMs = stats.Of3(lag)
 	}
 	for _, name := range slices.Sorted(maps.Keys(byClass)) {
 		c := byClass[name]
@@ -248,7 +249,7 @@ func (r *LiveResult) WriteText(out io.Writer) error {
 	fmt.Fprintln(out, "(latencies in ms, as the client measured them)")
 	fmt.Fprintln(out)
 	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "run\trequests by server\tmax waiting\tMAPE ttft\ttpot\trouter CPU s\tms/req\tplugins CPU s\tsend lag p99 ms\twall s\t")
+	fmt.Fprintln(tw, "run\trequests by server\tmax waiting\tMAPE ttft\ttpot\trouter CPU s\tms/req\tplugins CPU s\tadded TTFT p50\tp99\tsend lag p99 ms\twall s\t")
 	for _, run := range r.Runs {
 		if run.Unavailable != "" {
 			continue
@@ -264,11 +265,27 @@ func (r *LiveResult) WriteText(out io.Writer) error {
 			}
 			return "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%.1f\t\n", run.Name, strings.Join(shares, "/"), strings.Join(waits, "/"),
+		added50, added99 := "-", "-"
+		if a := run.AddedTTFT; a != nil {
+			added50, added99 = fmt.Sprintf("%.1f", a.Ms.P50), fmt.Sprintf("%.1f", a.Ms.P99)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%.1f\t\n", run.Name, strings.Join(shares, "/"), strings.Join(waits, "/"),
 			mape("ttft"), mape("tpot"), decimal(run.RouterCPUSeconds, 2), decimal(run.CPUMsPerRequest, 3),
-			decimal(run.PluginsCPUSeconds, 2), run.SendLagMs.P99, run.WallSeconds)
+			decimal(run.PluginsCPUSeconds, 2), added50, added99, run.SendLagMs.P99, run.WallSeconds)
 	}
 	_ = tw.Flush()
+	for _, run := range r.Runs {
+		if run.AddedTTFT == nil {
+			continue
+		}
+		var parts []string
+		for _, b := range run.AddedTTFT.ByPrompt {
+			if b.Requests > 0 {
+				parts = append(parts, fmt.Sprintf("≥ %d tokens p50 %.1f p99 %.1f (%d)", b.MinTokens, b.Ms.P50, b.Ms.P99, b.Requests))
+			}
+		}
+		fmt.Fprintf(out, "%s: added TTFT (ms, the client's TTFT minus the router's from its upstream) by prompt: %s\n", run.Name, strings.Join(parts, ", "))
+	}
 	if len(r.Classes) > 1 {
 		fmt.Fprintln(out)
 		for _, run := range r.Runs {

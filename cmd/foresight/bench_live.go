@@ -60,7 +60,7 @@ func newBenchLive() *cobra.Command {
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the workload and of the engines' noise")
 	f.DurationVar(&o.MaxDuration, "max-duration", bench.DefaultLiveMaxDuration, "cut the workload's arrivals here (each run lasts about this plus the drain)")
 	f.DurationVar(&o.Drain, "drain", bench.DefaultLiveDrain, "how long requests in flight after the last arrival may finish before they are cut")
-	f.StringVar(&o.RouterLogLevel, "router-log-level", "error", "the routers' --log-level")
+	f.StringVar(&o.RouterLogLevel, "router-log-level", "info", "the routers' --log-level (their access lines, at info, give the added TTFT)")
 	f.StringVar(&o.RouterCPUProfiles, "router-cpuprofile", "", "a directory where each router writes its CPU profile (serve --cpuprofile), NAME.pprof for NAME.yaml")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object on stdout")
 	f.StringVar(&report, "report", "", "write a self-contained HTML report with charts to this file")

@@ -64,6 +64,11 @@ type Percentiles3 struct {
 	P99 float64 `json:"p99"`
 }
 
+// Of3 returns the p50, p95 and p99 of sorted (ascending); zero when it is empty.
+func Of3(sorted []float64) Percentiles3 {
+	return Percentiles3{quantile.Sorted(sorted, 0.50), quantile.Sorted(sorted, 0.95), quantile.Sorted(sorted, 0.99)}
+}
+
 // Percentiles2 holds p50 and p99.
 type Percentiles2 struct {
 	P50 float64 `json:"p50"`
@@ -123,7 +128,7 @@ func Summarize(outcomes []Outcome) Summary {
 	slices.Sort(ttft)
 	slices.Sort(tpot)
 	slices.Sort(e2e)
-	s.TTFTMs = Percentiles3{quantile.Sorted(ttft, 0.50), quantile.Sorted(ttft, 0.95), quantile.Sorted(ttft, 0.99)}
+	s.TTFTMs = Of3(ttft)
 	s.TPOTMs = Percentiles2{quantile.Sorted(tpot, 0.50), quantile.Sorted(tpot, 0.99)}
 	s.E2EMs = PercentilesE{quantile.Sorted(e2e, 0.50), quantile.Sorted(e2e, 0.95)}
 	if span := (last - first).Seconds(); len(outcomes) > 0 && span > 0 {

@@ -79,6 +79,10 @@ func TestBenchLive(t *testing.T) {
 	if exe, err := os.Readlink("/proc/" + strconv.Itoa(router.RouterPID) + "/exe"); err == nil && exe == hostBin {
 		t.Errorf("the router process %d (%s) outlived the bench", router.RouterPID, exe)
 	}
+	// Its access lines give the TTFT it added to each streamed request.
+	if a := router.AddedTTFT; a == nil || a.Requests != 40 || a.Ms.P50 <= 0 {
+		t.Errorf("round-robin.yaml: added TTFT %+v, want 40 requests and a positive p50", a)
+	}
 	// The router wrote its CPU profile when it stopped: a gzipped profile.proto.
 	if prof, err := os.ReadFile(filepath.Join(profiles, "round-robin.pprof")); err != nil || len(prof) < 2 || prof[0] != 0x1f || prof[1] != 0x8b {
 		t.Errorf("the router's CPU profile: %d bytes, %v; want a gzipped profile", len(prof), err)

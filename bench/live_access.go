@@ -1,0 +1,117 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/foresight-router/foresight/sim/loadgen"
+	"github.com/foresight-router/foresight/sim/stats"
+)
+
+// maxLogLine bounds a router output line accessLog holds while it waits for the line's end.
+const maxLogLine = 64 << 10
+
+// accessLog reads a router's output as it comes and keeps, per request ID, the TTFT the router
+// measured from its upstream: the ttft_ms of its access lines (serve's "request" lines at
+// log level info).
+type accessLog struct {
+	mu      sync.Mutex
+	partial []byte
+	ttftMs  map[string]float64
+}
+
+func newAccessLog() *accessLog { return &accessLog{ttftMs: map[string]float64{}} }
+
+// Write takes the next piece of output; lines may come split over several writes.
+func (a *accessLog) Write(b []byte) (int, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := len(b)
+	for len(b) > 0 {
+		line, rest, complete := bytes.Cut(b, []byte{'\n'})
+		if !complete {
+			if len(a.partial)+len(line) <= maxLogLine {
+				a.partial = append(a.partial, line...)
+			} else {
+				a.partial = a.partial[:0] // a line too long to be an access line: dropped
+			}
+			break
+		}
+		if len(a.partial) > 0 {
+			line = append(a.partial, line...)
+		}
+		a.line(line)
+		a.partial, b = a.partial[:0], rest
+	}
+	return n, nil
+}
+
+// line records an access line's request ID and TTFT.
+func (a *accessLog) line(line []byte) {
+	if !bytes.Contains(line, []byte(`"ttft_ms"`)) {
+		return
+	}
+	var l struct {
+		RequestID string  `json:"request_id"`
+		TTFTMs    float64 `json:"ttft_ms"`
+	}
+	if json.Unmarshal(line, &l) == nil && l.RequestID != "" && l.TTFTMs > 0 {
+		a.ttftMs[l.RequestID] = l.TTFTMs
+	}
+}
+
+// AddedTTFT is the TTFT the router added to streamed requests: the client's TTFT minus the
+// TTFT the router measured from its upstream, request by request (joined on x-request-id).
+type AddedTTFT struct {
+	// Requests is how many requests had both figures; Ms the percentiles of the difference.
+	Requests int                `json:"requests"`
+	Ms       stats.Percentiles3 `json:"ms"`
+	// ByPrompt splits it by prompt length (the usage block's prompt tokens).
+	ByPrompt []AddedTTFTBucket `json:"by_prompt"`
+}
+
+// AddedTTFTBucket is AddedTTFT over prompts of at least MinTokens and fewer than the next
+// bucket's.
+type AddedTTFTBucket struct {
+	MinTokens int                `json:"min_tokens"`
+	Requests  int                `json:"requests"`
+	Ms        stats.Percentiles3 `json:"ms"`
+}
+
+// addedTTFTBuckets are the prompt lengths AddedTTFT.ByPrompt starts its buckets at.
+var addedTTFTBuckets = []int{0, 2_000, 10_000, 50_000}
+
+// added returns the added TTFT of the results the access log has, nil when it has none (the
+// router logged above info, or no request streamed content).
+func (a *accessLog) added(results []loadgen.Result) *AddedTTFT {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	all := []float64{}
+	by := make([][]float64, len(addedTTFTBuckets))
+	for _, r := range results {
+		routed, ok := a.ttftMs[r.RequestID]
+		if r.Kind != loadgen.OK || !r.Streamed || r.TTFT <= 0 || !ok {
+			continue
+		}
+		d := float64(r.TTFT)/float64(time.Millisecond) - routed
+		all = append(all, d)
+		i := len(addedTTFTBuckets) - 1
+		for r.PromptTokens < addedTTFTBuckets[i] {
+			i--
+		}
+		by[i] = append(by[i], d)
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	slices.Sort(all)
+	out := &AddedTTFT{Requests: len(all), Ms: stats.Of3(all)}
+	for i, v := range by {
+		slices.Sort(v)
+		out.ByPrompt = append(out.ByPrompt, AddedTTFTBucket{MinTokens: addedTTFTBuckets[i], Requests: len(v), Ms: stats.Of3(v)})
+	}
+	return out
+}
