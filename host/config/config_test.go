@@ -257,13 +257,15 @@ func TestParseErrors(t *testing.T) {
 		{"unknown top-level field", withPipeline(plugins(), "servers: {}"),
 			`test.yaml:6: unknown field "servers" in the top level (known: plugins, pipeline, server, endpoints, scrape, objectives)`, false},
 		{"unknown field in server", withPipeline(plugins(), "server: {port: 80}"),
-			`test.yaml:6: unknown field "port" in server (known: listen, adminListen, adminToken, maxBodyBytes, upstreamTimeout, connectTimeout, decisions, prefixIndexBlocks, decisionConcurrency)`, false},
+			`test.yaml:6: unknown field "port" in server (known: listen, adminListen, adminToken, maxBodyBytes, upstreamTimeout, connectTimeout, decisions, prefixIndexBlocks, decisionConcurrency, streamFlushInterval)`, false},
 		{"unknown field in an endpoint", withPipeline(plugins(), "endpoints:", "  static:", "    - {addr: 127.0.0.1:8000}"),
 			`test.yaml:8: unknown field "addr" in an endpoint entry (known: id, address, labels)`, false},
 		{"listen not host:port", withPipeline(plugins(), "server: {listen: \"8080\"}"),
 			`test.yaml:6: server.listen: "8080" is not host:port: address 8080: missing port in address`, false},
 		{"negative body limit", withPipeline(plugins(), "server: {maxBodyBytes: -1}"),
 			`test.yaml:6: server.maxBodyBytes: must be positive`, false},
+		{"negative stream flush interval", withPipeline(plugins(), "server: {streamFlushInterval: -1ms}"),
+			`test.yaml:6: server.streamFlushInterval: must not be negative, got -1ms`, false},
 		{"unknown engine", withPipeline(plugins(), "scrape: {engine: tgi}"),
 			`test.yaml:6: scrape.engine: "tgi" is not an engine: vllm or sglang`, false},
 		{"endpoint without address", withPipeline(plugins(), "endpoints:", "  static:", "    - {id: a}"),
@@ -405,7 +407,7 @@ func TestParseRouterSections(t *testing.T) {
 		"pipeline:", "  scorers: [{pluginRef: q}]",
 		"server:", "  listen: 0.0.0.0:8000", "  adminListen: 127.0.0.1:9100", "  maxBodyBytes: 1024",
 		"  upstreamTimeout: 30s", "  connectTimeout: 500ms", "  decisions: 10", "  prefixIndexBlocks: 1000",
-		"  decisionConcurrency: 4",
+		"  decisionConcurrency: 4", "  streamFlushInterval: 25ms",
 		"endpoints:", "  static:",
 		"    - {id: a, address: 10.0.0.1:8000, labels: {accelerator: h100}}",
 		"    - {address: http://10.0.0.2:8000}",
@@ -418,7 +420,8 @@ func TestParseRouterSections(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := config.Server{Listen: "0.0.0.0:8000", AdminListen: "127.0.0.1:9100", MaxBodyBytes: 1024,
-		UpstreamTimeout: 30 * time.Second, ConnectTimeout: 500 * time.Millisecond, Decisions: 10, PrefixIndexBlocks: 1000, DecisionConcurrency: 4}
+		UpstreamTimeout: 30 * time.Second, ConnectTimeout: 500 * time.Millisecond, Decisions: 10, PrefixIndexBlocks: 1000, DecisionConcurrency: 4,
+		StreamFlushInterval: 25 * time.Millisecond}
 	if diff := cmp.Diff(want, c.Server); diff != "" {
 		t.Errorf("server (-want +got):\n%s", diff)
 	}

@@ -40,6 +40,11 @@ type Server struct {
 	// counts the requests decided before it; requests that arrive together would otherwise all be
 	// decided on the same state and sent to the same endpoint).
 	DecisionConcurrency int `yaml:"decisionConcurrency"`
+	// StreamFlushInterval, when positive, lets a stream's tokens after the first wait up to this
+	// long after the previous flush, so several go to the client in one write (less router CPU per
+	// token; the first token and the end of a stream are never held). Default 0: every token as it
+	// comes.
+	StreamFlushInterval time.Duration `yaml:"streamFlushInterval"`
 }
 
 // Endpoints lists the model servers: a static list, a file watched for changes, or both.
@@ -167,6 +172,9 @@ func (c *Config) ValidateRouter() error {
 		if !p.ok {
 			return c.errorAt([]any{"server", p.field}, "must be positive")
 		}
+	}
+	if s.StreamFlushInterval < 0 {
+		return c.errorAt([]any{"server", "streamFlushInterval"}, "must not be negative, got %v", s.StreamFlushInterval)
 	}
 	if c.Scrape.Interval < time.Millisecond {
 		return c.errorAt([]any{"scrape", "interval"}, "must be at least 1ms, got %v", c.Scrape.Interval)

@@ -4,7 +4,6 @@ import (
 	"io"
 	"strings"
 	"testing"
-	"time"
 )
 
 // BenchmarkRelayChunk measures Relay's cost per streamed token chunk (a vLLM chat delta).
@@ -16,7 +15,7 @@ func BenchmarkRelayChunk(b *testing.B) {
 		b.StopTimer()
 		r := strings.NewReader(src)
 		b.StartTimer()
-		if _, err := Relay(io.Discard, nil, r, true, time.Now, nil, nil); err != nil {
+		if _, err := Relay(io.Discard, r, RelayOptions{HideUsage: true}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -79,8 +79,8 @@ func TestEmulatorStream(t *testing.T) {
 			flushes := 0
 			var first time.Time
 			var lastN int64
-			res, err := openai.Relay(&client, func() { flushes++ }, resp.Body, req.HiddenUsage(), time.Now,
-				func(at time.Time) { first = at }, func(n int64, _ time.Time) { lastN = n })
+			res, err := openai.Relay(&client, resp.Body, openai.RelayOptions{Flush: func() { flushes++ }, HideUsage: req.HiddenUsage(),
+				OnFirst: func(at time.Time) { first = at }, OnTokens: func(n int64, _ time.Time) { lastN = n }})
 			if err != nil {
 				t.Fatalf("Relay: %v", err)
 			}

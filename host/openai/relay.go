@@ -38,29 +38,51 @@ func (e *SourceError) Unwrap() error { return e.Err }
 // event is passed through unread, so memory stays bounded whatever the engine sends.
 const maxEventBytes = 4 << 20
 
-// Relay copies an SSE stream from src to dst event by event, holding at most one event. It calls
-// flush (http.Flusher's Flush) whenever it has written something and has nothing more to read
-// without waiting on src: before every read of src and before it returns, never between a write
-// and a read that could block. A burst of events that arrived together goes out in one flush
-// (one write syscall) instead of one per event, and no event waits on the engine's next one.
-// Events, comments (": ping"), multi-line data fields and "\n" or "\r\n" line endings pass
-// through byte for byte.
+// RelayOptions are Relay's collaborators and settings; the zero value relays with no flushing,
+// no callbacks and time.Now.
+type RelayOptions struct {
+	// Flush is http.Flusher's Flush (nil: nothing to flush).
+	Flush func()
+	// HideUsage drops the usage the client did not ask for (Request.HiddenUsage).
+	HideUsage bool
+	// Now gives the time (nil: time.Now); OnFirst, when non-nil, is called once with the time the
+	// first content chunk was written; OnTokens, when non-nil, with the running count of content
+	// chunks and the time after each one, the first included.
+	Now      func() time.Time
+	OnFirst  func(time.Time)
+	OnTokens func(n int64, at time.Time)
+	// FlushEvery, when positive, lets what follows the first content chunk wait until FlushEvery
+	// after the previous flush before it is flushed, reading nothing meanwhile, so the chunks the
+	// engine sent in between go out in one write and come in with one read. The first content
+	// chunk and the end of the stream are never held. Sleep waits (nil: time.Sleep).
+	FlushEvery time.Duration
+	Sleep      func(time.Duration)
+}
+
+// Relay copies an SSE stream from src to dst event by event, holding at most one event. It
+// flushes (o.Flush) whenever it has written something and has nothing more to read without
+// waiting on src: before every read of src and before it returns, never between a write and a
+// read that could block. A burst of events that arrived together goes out in one flush (one
+// write system call) instead of one per event, and no event waits on the engine's next one
+// (unless o.FlushEvery says it may). Events, comments (": ping"), multi-line data fields and "\n"
+// or "\r\n" line endings pass through byte for byte.
 //
-// When hideUsage is true (Request.HiddenUsage) it drops the usage-only chunk (choices empty,
-// usage present) and removes a non-null "usage" member the engine added to other chunks (vLLM's
+// When o.HideUsage is true it drops the usage-only chunk (choices empty, usage present) and
+// removes a non-null "usage" member the engine added to other chunks (vLLM's
 // continuous_usage_stats is not requested, but Relay does not rely on it), so the client sees
 // exactly what it would have without stream_options.include_usage. Usage is recorded either way.
-//
-// now gives the time (tests inject it). onFirst, when non-nil, is called once with the time the
-// first content chunk was written; onTokens, when non-nil, with the running count of content
-// chunks and the time after each one, the first included.
 //
 // Relay returns when src ends (nil at EOF, a *SourceError for any other read error) or when a
 // write to dst fails: the client went away, and Relay returns that error as it is so the caller
 // can cancel the upstream request.
-func Relay(dst io.Writer, flush func(), src io.Reader, hideUsage bool, now func() time.Time,
-	onFirst func(time.Time), onTokens func(n int64, at time.Time)) (StreamResult, error) {
-	r := relay{dst: dst, flush: flush, hide: hideUsage, now: now, onFirst: onFirst, onTokens: onTokens}
+func Relay(dst io.Writer, src io.Reader, o RelayOptions) (StreamResult, error) {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Sleep == nil {
+		o.Sleep = time.Sleep
+	}
+	r := relay{dst: dst, o: o}
 	br := bufio.NewReaderSize(src, 4<<10) // longer lines arrive in pieces
 	var (
 		ev        []byte // the event so far, raw
@@ -70,6 +92,7 @@ func Relay(dst io.Writer, flush func(), src io.Reader, hideUsage bool, now func(
 	)
 	for {
 		if br.Buffered() == 0 {
+			r.pace()
 			r.flushDst() // the next read may wait on the engine
 		}
 		frag, rerr := br.ReadSlice('\n')
@@ -130,16 +153,14 @@ func isBlank(line []byte) bool { return string(line) == "\n" || string(line) == 
 
 // relay is Relay's state.
 type relay struct {
-	dst      io.Writer
-	flush    func()
-	hide     bool
-	now      func() time.Time
-	onFirst  func(time.Time)
-	onTokens func(int64, time.Time)
+	dst io.Writer
+	o   RelayOptions
 
-	res     StreamResult
-	answer  strings.Builder
-	pending bool // written since the last flush
+	res          StreamResult
+	answer       strings.Builder
+	pending      bool      // written since the last flush
+	lastFlush    time.Time // when content was last flushed after the first content chunk's flush
+	firstFlushed bool      // the first content chunk has been flushed
 }
 
 func (r *relay) result() StreamResult {
@@ -150,10 +171,30 @@ func (r *relay) result() StreamResult {
 
 // flushDst flushes what was written since the last flush, if anything.
 func (r *relay) flushDst() {
-	if r.pending && r.flush != nil {
-		r.flush()
+	if !r.pending {
+		return
+	}
+	if r.o.Flush != nil {
+		r.o.Flush()
 	}
 	r.pending = false
+	if !r.res.FirstContent.IsZero() {
+		r.firstFlushed = true
+		if r.o.FlushEvery > 0 {
+			r.lastFlush = r.o.Now()
+		}
+	}
+}
+
+// pace waits, under FlushEvery, until the pending content may be flushed: FlushEvery after the
+// previous flush. Nothing waits before the first content chunk is out.
+func (r *relay) pace() {
+	if r.o.FlushEvery <= 0 || !r.pending || !r.firstFlushed {
+		return
+	}
+	if wait := r.lastFlush.Add(r.o.FlushEvery).Sub(r.o.Now()); wait > 0 {
+		r.o.Sleep(wait)
+	}
 }
 
 // event inspects one raw event (its lines and the blank line ending it), writes it (or what is
@@ -171,17 +212,17 @@ func (r *relay) event(ev []byte) error {
 		return nil
 	}
 	appendCapped(&r.answer, text)
-	at := r.now()
+	at := r.o.Now()
 	r.res.Chunks++
 	r.res.Last = at
 	if r.res.FirstContent.IsZero() {
 		r.res.FirstContent = at
-		if r.onFirst != nil {
-			r.onFirst(at)
+		if r.o.OnFirst != nil {
+			r.o.OnFirst(at)
 		}
 	}
-	if r.onTokens != nil {
-		r.onTokens(int64(r.res.Chunks), at)
+	if r.o.OnTokens != nil {
+		r.o.OnTokens(int64(r.res.Chunks), at)
 	}
 	return nil
 }
@@ -207,7 +248,7 @@ func (r *relay) inspect(ev []byte) (out []byte, content bool, text0 string) {
 	if u := decodeUsage(c.usage); u != nil {
 		r.res.Usage = u
 	}
-	if !r.hide {
+	if !r.o.HideUsage {
 		return ev, c.content, c.text0
 	}
 	if c.choices == 0 {

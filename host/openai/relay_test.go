@@ -207,9 +207,9 @@ func TestRelay(t *testing.T) {
 			var firsts []time.Time
 			var tokens []call
 			src := &pacedSource{t: t, pieces: slices.Clone(tt.events), dst: &dst}
-			res, err := Relay(&dst, dst.flush, src, tt.hide, clock(),
-				func(at time.Time) { firsts = append(firsts, at) },
-				func(n int64, at time.Time) { tokens = append(tokens, call{n, at}) })
+			res, err := Relay(&dst, src, RelayOptions{Flush: dst.flush, HideUsage: tt.hide, Now: clock(),
+				OnFirst:  func(at time.Time) { firsts = append(firsts, at) },
+				OnTokens: func(n int64, at time.Time) { tokens = append(tokens, call{n, at}) }})
 			if err != nil {
 				t.Fatalf("Relay: %v", err)
 			}
@@ -235,7 +235,7 @@ func TestRelay(t *testing.T) {
 
 func TestRelayNilCallbacks(t *testing.T) {
 	var dst bytes.Buffer
-	res, err := Relay(&dst, nil, strings.NewReader(cmplLorem+done), false, clock(), nil, nil)
+	res, err := Relay(&dst, strings.NewReader(cmplLorem+done), RelayOptions{Now: clock()})
 	if err != nil || res.Chunks != 1 || dst.String() != cmplLorem+done {
 		t.Errorf("Relay = %+v, %v; client got %q", res, err, dst.String())
 	}
@@ -258,7 +258,7 @@ func (w *failingWriter) Write(p []byte) (int, error) {
 func TestRelayClientGone(t *testing.T) {
 	gone := errors.New("broken pipe")
 	src := strings.NewReader(strings.Join([]string{chatRole, chatLorem, chatIpsum, chatDolor, chatStop, chatUsage, done}, ""))
-	res, err := Relay(&failingWriter{ok: 2, err: gone}, nil, src, true, clock(), nil, nil)
+	res, err := Relay(&failingWriter{ok: 2, err: gone}, src, RelayOptions{HideUsage: true, Now: clock()})
 	if err != gone {
 		t.Fatalf("Relay error = %v, want the writer's error as is", err)
 	}
@@ -286,7 +286,7 @@ func (r *errReader) Read(p []byte) (int, error) {
 func TestRelayUpstreamFails(t *testing.T) {
 	reset := errors.New("connection reset by peer")
 	var dst bytes.Buffer
-	res, err := Relay(&dst, nil, &errReader{data: cmplLorem + cmplIpsum[:20], err: reset}, false, clock(), nil, nil)
+	res, err := Relay(&dst, &errReader{data: cmplLorem + cmplIpsum[:20], err: reset}, RelayOptions{Now: clock()})
 	var se *SourceError
 	if !errors.As(err, &se) || !errors.Is(err, reset) {
 		t.Fatalf("Relay error = %v, want a *SourceError wrapping the read error", err)
@@ -302,7 +302,7 @@ func TestRelayLongEvent(t *testing.T) {
 	long := "data: {\"choices\":[{\"index\":0,\"text\":\"" + strings.Repeat("x", maxEventBytes) + "\"}]}\n: more\n\n"
 	var dst recorder
 	src := long + cmplLorem + done
-	res, err := Relay(&dst, dst.flush, strings.NewReader(src), true, clock(), nil, nil)
+	res, err := Relay(&dst, strings.NewReader(src), RelayOptions{Flush: dst.flush, HideUsage: true, Now: clock()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +321,7 @@ func TestRelayFlushesABurstOnce(t *testing.T) {
 	burst := strings.Join([]string{chatRole, chatLorem, chatIpsum, chatStop, chatUsage, done}, "")
 	long := "data: {\"choices\":[{\"index\":0,\"text\":\"" + strings.Repeat("x", maxEventBytes) + "\"}]}\n\n"
 	src := &pacedSource{t: t, pieces: []string{burst, long, burst}, dst: &dst}
-	if _, err := Relay(&dst, dst.flush, src, false, clock(), nil, nil); err != nil {
+	if _, err := Relay(&dst, src, RelayOptions{Flush: dst.flush, Now: clock()}); err != nil {
 		t.Fatal(err)
 	}
 	if dst.String() != burst+long+burst {
@@ -375,7 +375,7 @@ func TestRelayHoldsNothingBack(t *testing.T) {
 		}
 		failed <- ""
 	}()
-	res, err := Relay(dst, nil, pr, true, time.Now, nil, nil)
+	res, err := Relay(dst, pr, RelayOptions{HideUsage: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -421,5 +421,64 @@ func TestAppendCapped(t *testing.T) {
 	appendCapped(&b, "日本") // 3 bytes do not fit in 1: nothing of the rune is kept
 	if b.Len() != MaxAnswerBytes-1 {
 		t.Errorf("len %d, want %d (no split rune)", b.Len(), MaxAnswerBytes-1)
+	}
+}
+
+// timedSource is an engine's stream on the test's clock: piece i arrives at t0 + 5·(i+1) ms. A
+// Read returns every piece that has arrived (waiting, on the clock, for the next if none has).
+type timedSource struct {
+	pieces []string
+	next   int
+	now    *time.Time
+}
+
+func (s *timedSource) Read(p []byte) (int, error) {
+	if s.next == len(s.pieces) {
+		return 0, io.EOF
+	}
+	arrival := func(i int) time.Time { return t0.Add(time.Duration(5*(i+1)) * time.Millisecond) }
+	if at := arrival(s.next); s.now.Before(at) {
+		*s.now = at
+	}
+	n := 0
+	for s.next < len(s.pieces) && !s.now.Before(arrival(s.next)) && n+len(s.pieces[s.next]) <= len(p) {
+		n += copy(p[n:], s.pieces[s.next])
+		s.next++
+	}
+	return n, nil
+}
+
+// With FlushEvery, the first content chunk goes out at once and the chunks after it wait at most
+// FlushEvery after the previous flush, so several leave in one flush; the end is never held.
+func TestRelayFlushEvery(t *testing.T) {
+	now := t0
+	var sleeps []time.Duration
+	var dst recorder
+	var flushedAt []time.Time
+	events := []string{chatRole, chatLorem, chatIpsum, chatDolor, chatLorem, chatIpsum, chatDolor, chatStop, chatUsage, done}
+	src := &timedSource{pieces: events, now: &now}
+	res, err := Relay(&dst, src, RelayOptions{HideUsage: false, Now: func() time.Time { return now },
+		Flush:      func() { dst.flush(); flushedAt = append(flushedAt, now) },
+		FlushEvery: 20 * time.Millisecond,
+		Sleep:      func(d time.Duration) { sleeps = append(sleeps, d); now = now.Add(d) }})
+	if err != nil || dst.String() != strings.Join(events, "") || res.Chunks != 6 || !res.Done {
+		t.Fatalf("Relay = %+v, %v; client got %q", res, err, dst.String())
+	}
+	// The role chunk and the first content chunk each flushed as they came, before any wait.
+	if len(flushedAt) < 2 || !flushedAt[1].Equal(t0.Add(10*time.Millisecond)) || !res.FirstContent.Equal(flushedAt[1]) {
+		t.Errorf("flushes at %v, first content at %v: want the first content flushed at +10ms", flushedAt, res.FirstContent)
+	}
+	if len(flushedAt) >= len(events) || len(sleeps) == 0 {
+		t.Errorf("%d flushes for %d events, sleeps %v: want fewer flushes than events", len(flushedAt), len(events), sleeps)
+	}
+	for i := 2; i < len(flushedAt); i++ {
+		if gap := flushedAt[i].Sub(flushedAt[i-1]); gap > 20*time.Millisecond+5*time.Millisecond {
+			t.Errorf("flush %d came %v after the previous one", i, gap)
+		}
+	}
+	for _, d := range sleeps {
+		if d <= 0 || d > 20*time.Millisecond {
+			t.Errorf("slept %v, want (0, 20ms]", d)
+		}
 	}
 }

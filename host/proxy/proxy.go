@@ -194,7 +194,8 @@ func (s *Server) relayStream(w http.ResponseWriter, resp *http.Response, x *exch
 		a.flight.FirstToken(at)
 		s.observe(x, a, sdk.Sample{ActualTTFTMs: ms(at.Sub(a.dispatched))}, at)
 	}
-	res, err := openai.Relay(w, flush, resp.Body, x.req.HiddenUsage(), s.o.Now, first, a.flight.Tokens)
+	res, err := openai.Relay(w, resp.Body, openai.RelayOptions{Flush: flush, HideUsage: x.req.HiddenUsage(), Now: s.o.Now,
+		OnFirst: first, OnTokens: a.flight.Tokens, FlushEvery: s.o.StreamFlushInterval})
 	out.e2e = s.o.Now().Sub(a.dispatched)
 	if err != nil {
 		out.err = "stream: " + err.Error()

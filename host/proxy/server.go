@@ -57,6 +57,9 @@ type Options struct {
 	// DecisionConcurrency is how many requests may be between reading the endpoints' state and
 	// recording their dispatch at once (below 1: 1). At 1 every decision sees every earlier one.
 	DecisionConcurrency int
+	// StreamFlushInterval is server.streamFlushInterval: how long a stream's tokens after the
+	// first may wait to be flushed together (0: none).
+	StreamFlushInterval time.Duration
 	// Outcomes receives every decided request's outcome for the experiment that decided it (the
 	// live pipeline); nil records nothing.
 	Outcomes interface {
