@@ -2,6 +2,7 @@ package openai
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 )
 
@@ -84,32 +85,45 @@ func present(raw json.RawMessage) bool {
 // choice or delta that is not an object, deep nesting, or JSON it does not accept.
 func scanChunk(data []byte) (f chunkFacts, ok bool) {
 	s := scanner{b: data}
-	s.space()
-	if !s.byte('{') {
-		return f, false
-	}
-	var seenChoices, seenUsage bool
-	ok = s.members(func(key []byte) bool {
-		switch {
-		case string(key) == "choices" && !seenChoices:
-			seenChoices = true
-			return s.choices(&f)
-		case string(key) == "usage" && !seenUsage:
-			seenUsage = true
-			s.space()
-			start := s.i
-			if !s.value(0) {
-				return false
-			}
-			f.usage = json.RawMessage(data[start:s.i])
-			return true
-		case strings.EqualFold(string(key), "choices") || strings.EqualFold(string(key), "usage"):
-			return false // encoding/json matches keys regardless of case and keeps the last
+	ok = s.fields(chunkFields[:], func(field int) bool {
+		if field == 1 { // usage
+			f.usage, ok = s.raw()
+			return ok
 		}
-		return s.value(0)
+		return s.choices(&f)
 	})
 	s.space()
 	return f, ok && s.i == len(data)
+}
+
+// The members of a chunk, a choice and a delta that scanChunk reads, in the order fields numbers them.
+var (
+	chunkFields  = [...]string{"choices", "usage"}
+	choiceFields = [...]string{"index", "text", "delta"}
+	deltaFields  = [...]string{"content", "reasoning_content", "reasoning", "tool_calls", "function_call"}
+)
+
+// fields reads an object whose members of interest are names (at most 8), calling read with
+// the index in names of each one present once the scanner stands before its value; read reads
+// the value. Other members are skipped. It gives up (false) on a member present twice or one
+// whose key equals a name only regardless of case: encoding/json keeps the last of repeated
+// members and matches keys regardless of case.
+func (s *scanner) fields(names []string, read func(field int) bool) bool {
+	if !s.byte('{') {
+		return false
+	}
+	var seen uint8
+	return s.members(func(key []byte) bool {
+		field := slices.Index(names, string(key))
+		if field < 0 {
+			return !foldsTo(key, names) && s.value(0)
+		}
+		if seen&(1<<field) != 0 {
+			return false
+		}
+		seen |= 1 << field
+		return read(field)
+	})
 }
 
 // choices reads the "choices" array (or null) into f.
@@ -128,52 +142,25 @@ func (s *scanner) choices(f *chunkFacts) bool {
 
 // choice reads one member of "choices", which must be an object.
 func (s *scanner) choice(f *chunkFacts) bool {
-	if !s.byte('{') {
-		return false
-	}
 	var (
-		index              int64
-		text, content      string
-		hasText, hasDelta  bool
-		seenIndex, deltaOK bool
+		index         int64
+		text, content string
 	)
-	ok := s.members(func(key []byte) bool {
-		switch string(key) {
-		case "index":
-			if seenIndex {
-				return false
-			}
-			seenIndex = true
-			n, ok := s.integer()
-			index = n
-			return ok
-		case "text":
-			if hasText {
-				return false
-			}
-			hasText = true
-			v, ok := s.optString()
-			text = v
-			return ok
-		case "delta":
-			if hasDelta {
-				return false
-			}
-			hasDelta = true
+	ok := s.fields(choiceFields[:], func(field int) (ok bool) {
+		switch field {
+		case 0:
+			index, ok = s.integer()
+		case 1:
+			text, ok = s.optString()
+		default: // delta
 			if s.literal("null") {
 				return true
 			}
-			var gen bool
-			content, gen, deltaOK = s.delta()
-			if gen {
-				f.content = true
-			}
-			return deltaOK
+			var generated bool
+			content, generated, ok = s.delta()
+			f.content = f.content || generated
 		}
-		if foldsTo(key, "index", "text", "delta") {
-			return false
-		}
-		return s.value(0)
+		return ok
 	})
 	if !ok {
 		return false
@@ -187,38 +174,14 @@ func (s *scanner) choice(f *chunkFacts) bool {
 	return true
 }
 
-// deltaFields are the members of a delta scanChunk reads, in the order of their seen bits.
-var deltaFields = [...]string{"content", "reasoning_content", "reasoning", "tool_calls", "function_call"}
-
 // delta reads a choice's "delta" object: its content, and whether it carried generated content
 // other than that (reasoning, a tool or function call).
 func (s *scanner) delta() (content string, generated, ok bool) {
-	if !s.byte('{') {
-		return "", false, false
-	}
-	var seen uint8
-	ok = s.members(func(key []byte) bool {
-		field := -1
-		for i, name := range deltaFields {
-			if string(key) == name {
-				field = i
-			}
-		}
-		if field < 0 {
-			return !foldsTo(key, deltaFields[:]...) && s.value(0)
-		}
-		if seen&(1<<field) != 0 {
-			return false
-		}
-		seen |= 1 << field
+	ok = s.fields(deltaFields[:], func(field int) bool {
 		if field >= 3 { // a tool or function call: any value, generated unless empty
-			s.space()
-			start := s.i
-			if !s.value(0) {
-				return false
-			}
-			generated = generated || present(s.b[start:s.i])
-			return true
+			v, ok := s.raw()
+			generated = generated || ok && present(v)
+			return ok
 		}
 		v, ok := s.optString()
 		if field == 0 {
@@ -233,7 +196,7 @@ func (s *scanner) delta() (content string, generated, ok bool) {
 
 // foldsTo reports whether key equals one of names regardless of case (it is not one of them
 // exactly: the caller matched those first).
-func foldsTo(key []byte, names ...string) bool {
+func foldsTo(key []byte, names []string) bool {
 	for _, n := range names {
 		if strings.EqualFold(string(key), n) {
 			return true

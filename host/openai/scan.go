@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"bytes"
 	"encoding/json"
 	"unicode"
 	"unicode/utf16"
@@ -120,6 +121,16 @@ func (s *scanner) value(depth int) bool {
 	return s.number()
 }
 
+// raw reads any JSON value and returns its text, without the whitespace around it.
+func (s *scanner) raw() ([]byte, bool) {
+	s.space()
+	start := s.i
+	if !s.value(0) {
+		return nil, false
+	}
+	return s.b[start:s.i:s.i], true
+}
+
 // str reads a string, checking its escapes; escaped says whether it had any.
 func (s *scanner) str() (escaped, ok bool) {
 	if s.i >= len(s.b) || s.b[s.i] != '"' {
@@ -170,35 +181,22 @@ func (s *scanner) optString() (string, bool) {
 // integer reads a number that encoding/json decodes into an int: an optional minus and digits,
 // at most 18 of them (longer ones are left to encoding/json).
 func (s *scanner) integer() (int64, bool) {
-	s.space()
-	start, neg := s.i, false
-	if s.i < len(s.b) && s.b[s.i] == '-' {
-		neg = true
-		s.i++
+	span, ok := s.raw()
+	if !ok || span[0] == '"' || span[0] == '{' || span[0] == '[' || span[0] > '9' {
+		return 0, false // not a number
+	}
+	digits := bytes.TrimPrefix(span, []byte("-"))
+	if len(digits) > 18 || bytes.ContainsAny(digits, ".eE") {
+		return 0, false
 	}
 	var n int64
-	digits := 0
-	for ; s.i < len(s.b) && '0' <= s.b[s.i] && s.b[s.i] <= '9'; s.i++ {
-		n = n*10 + int64(s.b[s.i]-'0')
-		digits++
+	for _, c := range digits {
+		n = n*10 + int64(c-'0')
 	}
-	if digits == 0 || digits > 18 || (digits > 1 && s.b[start+boolInt(neg)] == '0') {
-		return 0, false
-	}
-	if s.i < len(s.b) && (s.b[s.i] == '.' || s.b[s.i] == 'e' || s.b[s.i] == 'E') {
-		return 0, false
-	}
-	if neg {
+	if len(digits) < len(span) {
 		n = -n
 	}
 	return n, true
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // number reads a JSON number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
@@ -250,15 +248,11 @@ func objectMembers(data []byte) (map[string]json.RawMessage, bool) {
 	}
 	m := make(map[string]json.RawMessage, 8)
 	ok := s.members(func(key []byte) bool {
-		if !utf8.Valid(key) {
+		v, ok := s.raw()
+		if !ok || !utf8.Valid(key) {
 			return false
 		}
-		s.space()
-		start := s.i
-		if !s.value(0) {
-			return false
-		}
-		m[string(key)] = data[start:s.i:s.i]
+		m[string(key)] = v
 		return true
 	})
 	s.space()
@@ -277,13 +271,9 @@ func arrayElements(data []byte) ([]json.RawMessage, bool) {
 	}
 	var out []json.RawMessage
 	ok := s.elements(func() bool {
-		s.space()
-		start := s.i
-		if !s.value(0) {
-			return false
-		}
-		out = append(out, data[start:s.i:s.i])
-		return true
+		v, ok := s.raw()
+		out = append(out, v)
+		return ok
 	})
 	s.space()
 	if !ok || s.i != len(data) {

@@ -35,33 +35,26 @@ func FuzzUnquote(f *testing.F) {
 }
 
 func FuzzObjectMembers(f *testing.F) {
-	for _, s := range jsonTexts {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		got, ok := objectMembers(data)
-		if !ok {
-			return
-		}
-		var want map[string]json.RawMessage
-		if err := json.Unmarshal(data, &want); err != nil || !maps.EqualFunc(got, want, rawEqual) {
-			t.Errorf("%q: objectMembers %q; encoding/json %q, %v", data, got, want, err)
-		}
-	})
+	fuzzAgainstJSON(f, objectMembers, func(a, b map[string]json.RawMessage) bool { return maps.EqualFunc(a, b, rawEqual) })
 }
 
 func FuzzArrayElements(f *testing.F) {
+	fuzzAgainstJSON(f, arrayElements, func(a, b []json.RawMessage) bool { return slices.EqualFunc(a, b, rawEqual) })
+}
+
+// fuzzAgainstJSON checks that whatever read accepts, json.Unmarshal reads into an equal T.
+func fuzzAgainstJSON[T any](f *testing.F, read func([]byte) (T, bool), equal func(a, b T) bool) {
 	for _, s := range jsonTexts {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		got, ok := arrayElements(data)
+		got, ok := read(data)
 		if !ok {
 			return
 		}
-		var want []json.RawMessage
-		if err := json.Unmarshal(data, &want); err != nil || !slices.EqualFunc(got, want, rawEqual) {
-			t.Errorf("%q: arrayElements %q; encoding/json %q, %v", data, got, want, err)
+		var want T
+		if err := json.Unmarshal(data, &want); err != nil || !equal(got, want) {
+			t.Errorf("%q: one-pass %v; encoding/json %v, %v", data, got, want, err)
 		}
 	})
 }
