@@ -98,7 +98,11 @@ func RunProxy(ctx context.Context, o ProxyOptions) (*ProxyResult, error) {
 	if _, err := config.Load(o.Config); err != nil {
 		return nil, err
 	}
-	prompts, err := tracePrompts(o.Trace)
+	most := 0 // requests in the longest phase
+	for _, c := range levels {
+		most = max(most, c*max(2, (o.Requests+c-1)/c))
+	}
+	bodies, promptTokens, err := streamBodies(o.Trace, most, o.MaxTokens)
 	if err != nil {
 		return nil, err
 	}
@@ -125,10 +129,9 @@ func RunProxy(ctx context.Context, o ProxyOptions) (*ProxyResult, error) {
 	defer client.CloseIdleConnections()
 	res := &ProxyResult{Config: o.Config, Servers: o.Servers, AddedTTFTUs: map[string]Percentiles{},
 		DirectUs: map[string]Percentiles{}, RoutedUs: map[string]Percentiles{}, Errors: map[string]int64{},
-		RouterCPUMsPerRequest: map[string]float64{}, streams: o.Streams}
+		RouterCPUMsPerRequest: map[string]float64{}, PromptTokens: promptTokens, streams: o.Streams}
 	direct := fleet.Addrs()
 	routed := []string{proc.api}
-	bodies := streamBodies(prompts, o.MaxTokens)
 	for _, c := range levels {
 		k := "c" + strconv.Itoa(c)
 		per := max(2, (o.Requests+c-1)/c)
@@ -140,7 +143,6 @@ func RunProxy(ctx context.Context, o ProxyOptions) (*ProxyResult, error) {
 		res.DirectUs[k], res.RoutedUs[k] = percentiles(d), percentiles(rt)
 		res.AddedTTFTUs[k] = Percentiles{res.RoutedUs[k].P50 - res.DirectUs[k].P50, res.RoutedUs[k].P99 - res.DirectUs[k].P99}
 	}
-	res.PromptTokens = meanPromptTokens(prompts)
 	cpu := newCPUMeter(proc.pid)
 	var done int64
 	res.MaxRPS, done = maxRate(ctx, client, proc.api, o.RPSWorkers, o.RPSFor)
@@ -155,61 +157,38 @@ func (r *ProxyResult) cpuPerRequest(k string, cpu *cpuMeter, requests int) {
 	}
 }
 
-// tracePrompts renders the prompts of trace's rows in order, at most maxTracePrompts of them;
-// none without a trace.
-func tracePrompts(trace string) ([]string, error) {
+// streamBodies returns the function giving request n's body, a streamed completion of maxTokens
+// tokens, and the mean prompt length in tokens. Without a trace every prompt is a few words of
+// its own; with one, request n's prompt is that of row n mod k, for the first k = min(requests,
+// maxTracePrompts) rows, rendered as sim/loadgen renders them.
+func streamBodies(trace string, requests, maxTokens int) (func(n int) string, float64, error) {
+	body := func(prompt string) string {
+		b, _ := json.Marshal(prompt) // a string always encodes
+		return fmt.Sprintf(`{"model":%q,"prompt":%s,"max_tokens":%d,"stream":true}`, emulator.DefaultModel, b, maxTokens)
+	}
 	if trace == "" {
-		return nil, nil
+		prompt := func(n int) string { return "bench request " + strconv.Itoa(n) }
+		return func(n int) string { return body(prompt(n)) }, float64(len(strings.Fields(prompt(0)))), nil
 	}
 	scenario := "azure-conv"
 	if strings.HasSuffix(trace, ".jsonl") {
 		scenario = "mooncake"
 	}
-	w, err := workload.Scenario(scenario, workload.Params{TracePath: trace, Requests: maxTracePrompts, Seed: 1})
+	w, err := workload.Scenario(scenario, workload.Params{TracePath: trace, Requests: min(requests, maxTracePrompts), Seed: 1})
 	if err != nil {
-		return nil, fmt.Errorf("--trace: %w", err)
+		return nil, 0, fmt.Errorf("--trace: %w", err)
 	}
-	prompts := make([]string, len(w.Requests))
+	bodies := make([]string, len(w.Requests))
+	tokens := 0
 	for i := range w.Requests {
-		prompts[i] = loadgen.Prompt(&w.Requests[i])
+		bodies[i] = body(loadgen.Prompt(&w.Requests[i]))
+		tokens += w.Requests[i].InputTokens
 	}
-	return prompts, nil
+	return func(n int) string { return bodies[n%len(bodies)] }, float64(tokens) / float64(len(bodies)), nil
 }
 
 // maxTracePrompts bounds the prompts taken from a trace; requests beyond it reuse them in turn.
 const maxTracePrompts = 2000
-
-// meanPromptTokens is the mean length of prompts in words (one emulator token each), or of the
-// default prompt.
-func meanPromptTokens(prompts []string) float64 {
-	if len(prompts) == 0 {
-		return float64(len(strings.Fields(defaultPrompt(0))))
-	}
-	total := 0
-	for _, p := range prompts {
-		total += strings.Count(p, " ") + 1
-	}
-	return float64(total) / float64(len(prompts))
-}
-
-func defaultPrompt(n int) string { return "bench request " + strconv.Itoa(n) }
-
-// streamBodies returns the function giving request n's body: a streamed completion of maxTokens
-// tokens whose prompt is prompts[n mod len], or a few words of its own without prompts.
-func streamBodies(prompts []string, maxTokens int) func(n int) string {
-	encoded := make([]string, len(prompts))
-	for i, p := range prompts {
-		b, _ := json.Marshal(p) // a string always encodes
-		encoded[i] = string(b)
-	}
-	return func(n int) string {
-		prompt := strconv.Quote(defaultPrompt(n))
-		if len(encoded) > 0 {
-			prompt = encoded[n%len(encoded)]
-		}
-		return fmt.Sprintf(`{"model":%q,"prompt":%s,"max_tokens":%d,"stream":true}`, emulator.DefaultModel, prompt, maxTokens)
-	}
-}
 
 // WriteText prints the result as bench proxy's text, one line per concurrency of the options'
 // Streams, in their order.
