@@ -32,9 +32,10 @@ func jsonType(raw []byte) string {
 	return "a number"
 }
 
-// decodeString decodes a JSON string value as json.Unmarshal would. A string without escapes in
-// valid UTF-8 (the usual prompt or message) is its bytes between the quotes; any other is
-// unquoted in one pass.
+// decodeString decodes a JSON string value as json.Unmarshal would; raw is a valid JSON value
+// (from a decode or the one-pass reader, which checked it), and ok is false when it is not a
+// string. A string without escapes in valid UTF-8 (the usual prompt or message) is its bytes
+// between the quotes; any other is unescaped in one pass.
 func decodeString(raw json.RawMessage) (string, bool) {
 	if len(raw) < 2 || raw[0] != '"' {
 		return "", false
@@ -42,7 +43,7 @@ func decodeString(raw json.RawMessage) (string, bool) {
 	if inner := raw[1 : len(raw)-1]; bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
 		return string(inner), true
 	}
-	return unquote(raw)
+	return unescape(raw), true
 }
 
 // promptField is the field that carries kind's input.

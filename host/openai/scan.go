@@ -282,14 +282,10 @@ func arrayElements(data []byte) ([]json.RawMessage, bool) {
 	return out, true
 }
 
-// unquote decodes a JSON string (with its quotes) as encoding/json decodes it into a string:
-// escapes decoded, a \u escape of a lone surrogate and every byte of invalid UTF-8 replaced by
-// U+FFFD. ok is false when raw is not a valid JSON string.
-func unquote(raw []byte) (string, bool) {
-	s := scanner{b: raw}
-	if _, ok := s.str(); !ok || s.i != len(raw) {
-		return "", false
-	}
+// unescape decodes raw, a valid JSON string with its quotes (checked by scanner.str or by the
+// decode that produced it), as encoding/json decodes it into a string: escapes decoded, a \u
+// escape of a lone surrogate and every byte of invalid UTF-8 replaced by U+FFFD.
+func unescape(raw []byte) string {
 	in := raw[1 : len(raw)-1]
 	out := make([]byte, 0, len(in))
 	for i := 0; i < len(in); {
@@ -335,10 +331,10 @@ func unquote(raw []byte) (string, bool) {
 			i += size
 		}
 	}
-	return string(out), true
+	return string(out)
 }
 
-// hex4 is the value of four hex digits (checked by str).
+// hex4 is the value of four hex digits (checked before).
 func hex4(b []byte) rune {
 	var r rune
 	for _, c := range b[:4] {

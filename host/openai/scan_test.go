@@ -19,17 +19,26 @@ var jsonTexts = []string{
 	`{"a":1e5,"b":-0.5E-3,"c":true,"d":false}`, `{"a":[[[[[[]]]]]]}`,
 }
 
-func FuzzUnquote(f *testing.F) {
+// FuzzUnescape checks that scanner.str accepts exactly the string literals encoding/json does,
+// and that unescape decodes them as it does.
+func FuzzUnescape(f *testing.F) {
 	for _, s := range jsonTexts {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var want string
 		err := json.Unmarshal(data, &want)
-		got, ok := unquote(data)
-		isLiteral := len(data) >= 2 && data[0] == '"' && data[len(data)-1] == '"'
-		if ok && (err != nil || got != want) || !ok && err == nil && isLiteral {
-			t.Errorf("%q: unquote %q, %v; encoding/json %q, %v", data, got, ok, want, err)
+		isLiteral := err == nil && len(data) >= 2 && data[0] == '"' && data[len(data)-1] == '"'
+		s := scanner{b: data}
+		_, valid := s.str()
+		if valid = valid && s.i == len(data); valid != isLiteral {
+			t.Fatalf("%q: scanner.str says valid %v; encoding/json %q, %v", data, valid, want, err)
+		}
+		if !valid {
+			return
+		}
+		if got := unescape(data); got != want {
+			t.Errorf("%q: unescape %q; encoding/json %q", data, got, want)
 		}
 	})
 }
@@ -70,7 +79,7 @@ func TestOnePassReadersTakeTheUsualText(t *testing.T) {
 	if _, ok := arrayElements([]byte(`[{"role":"user","content":"x"}, 1]`)); !ok {
 		t.Error("arrayElements gave up on a usual array")
 	}
-	if s, ok := unquote([]byte(`"a\nb\u00e9\ud83d\ude00"`)); !ok || s != "a\nbé😀" {
-		t.Errorf("unquote = %q, %v", s, ok)
+	if s, ok := decodeString([]byte(`"a\nb\u00e9\ud83d\ude00"`)); !ok || s != "a\nbé😀" {
+		t.Errorf("decodeString = %q, %v", s, ok)
 	}
 }
