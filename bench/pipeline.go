@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -206,7 +207,8 @@ func totals(stats []pipeline.Stats) pipeline.Stats {
 	return t
 }
 
-// processStages counts the pipeline's stages served by plugin processes (each a round trip).
+// processStages counts the pipeline's stages served by plugin processes (each a round trip of
+// its own, unless fused with the filters beside it: see pipeline.StageTrace.Fused).
 func processStages(p *pipeline.Pipeline) int {
 	n := 0
 	for _, s := range p.Stats() {
@@ -220,7 +222,8 @@ func processStages(p *pipeline.Pipeline) int {
 	return n
 }
 
-// pluginPIDs returns the pids of the pipeline's plugin processes.
+// pluginPIDs returns the pids of the pipeline's plugin processes, each once (instances of one
+// multi-instance binary share theirs).
 func pluginPIDs(p *pipeline.Pipeline) []int {
 	var pids []int
 	for _, pl := range p.Plugins() {
@@ -228,5 +231,6 @@ func pluginPIDs(p *pipeline.Pipeline) []int {
 			pids = append(pids, st.PID)
 		}
 	}
-	return pids
+	slices.Sort(pids)
+	return slices.Compact(pids)
 }

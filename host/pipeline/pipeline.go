@@ -27,8 +27,9 @@ type Pipeline struct {
 	fallbackScorer sdk.Scorer // composite-scorer
 	fallbackPicker sdk.Picker // max-score-picker
 
-	handles []handle // every slot's, in build order
-	exp     *trial   // the slot holding arms or a shadow; nil without one
+	handles []handle    // every slot's, in build order
+	runs    []*fusedRun // consecutive filters reached in one call
+	exp     *trial      // the slot holding arms or a shadow; nil without one
 
 	plugins    []*pluginhost.Plugin // in config order
 	reused     []bool               // per plugin: taken running from the pool, not launched
@@ -150,6 +151,7 @@ func Assemble(cfg *config.Config, plugins []*pluginhost.Plugin, log zerolog.Logg
 	if pc.Picker != nil {
 		p.picker = position(pc.Picker, sdk.StagePicker, 0).(*pickerSlot)
 	}
+	p.fuseFilters(pc.MaxBatch)
 	return p
 }
 
@@ -256,15 +258,6 @@ func (p *Pipeline) Close() {
 		go func() { defer wg.Done(); p.release(pl) }()
 	}
 	wg.Wait()
-}
-
-// subset returns a cycle holding the endpoints of c at positions keep.
-func subset(c *sdk.Cycle, keep []int) *sdk.Cycle {
-	n := &sdk.Cycle{Request: c.Request, Now: c.Now, Seed: c.Seed, Endpoints: make([]sdk.Endpoint, len(keep))}
-	for i, k := range keep {
-		n.Endpoints[i] = c.Endpoints[k]
-	}
-	return n
 }
 
 // stopCoalescers ends every stage's sender goroutine.

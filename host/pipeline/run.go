@@ -110,14 +110,19 @@ func (p *Pipeline) runCohort(ms []*member) {
 			})
 		}()
 	}
-	for i, f := range p.filters {
+	for i := 0; i < len(p.filters); i++ {
 		active := withCandidates(ms)
 		if len(active) == 0 {
 			break
 		}
+		if r := p.fusedAt(i); r != nil {
+			p.filterFused(r, active)
+			i += len(r.slots) - 1
+			continue
+		}
 		p.keepShadowInput(sdk.StageFilter, i, active, cur)
 		p.byArm(sdk.StageFilter, i, active, func(arm int, g []*member) {
-			p.filter(armSlot(p, sdk.StageFilter, i, arm, f), g)
+			p.filter(armSlot(p, sdk.StageFilter, i, arm, p.filters[i]), g)
 		})
 	}
 	if active := withCandidates(ms); len(active) > 0 {
@@ -237,7 +242,7 @@ func (p *Pipeline) filter(f *filterSlot, ms []*member) {
 		st.Kept = m.idx
 		m.t.Filters = append(m.t.Filters, st)
 		if len(keep) != len(m.cur.Endpoints) {
-			m.cur = subset(m.cur, keep)
+			m.cur = m.cur.Subset(keep)
 			transport.Seal(m.cur)
 		}
 		if len(m.idx) == 0 {

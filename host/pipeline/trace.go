@@ -50,6 +50,9 @@ type StageTrace struct {
 	Duration time.Duration
 	// Fallback names why the stage's fallback replaced its answer; empty when the plugin answered.
 	Fallback string
+	// Fused marks a filter reached in one call with the filters beside it that share its process
+	// (Duration is then the whole call's).
+	Fused    bool
 	Reason   string
 	Kept     []int     // filters: the candidates kept
 	Weight   float64   // scorers
@@ -98,6 +101,7 @@ type stageJSON struct {
 	Type       string             `json:"type"`
 	DurationUs int64              `json:"duration_us"`
 	Fallback   string             `json:"fallback,omitempty"`
+	Fused      bool               `json:"fused,omitempty"`
 	Reason     string             `json:"reason,omitempty"`
 	Kept       []string           `json:"kept,omitempty"`
 	Weight     float64            `json:"weight,omitempty"`
@@ -108,7 +112,7 @@ type stageJSON struct {
 
 func (t *Trace) stageView(s *StageTrace) stageJSON {
 	v := stageJSON{Stage: s.Stage, Plugin: s.Plugin, Type: s.Type, DurationUs: s.Duration.Microseconds(),
-		Fallback: s.Fallback, Reason: s.Reason}
+		Fallback: s.Fallback, Fused: s.Fused, Reason: s.Reason}
 	switch s.Stage {
 	case sdk.StageFilter:
 		v.Kept = t.ids(s.Kept)

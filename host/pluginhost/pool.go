@@ -21,11 +21,24 @@ import (
 // the producer keeps its learned model when only a scorer changes. Plugins are counted by
 // reference and stopped when the last pipeline using them releases them.
 //
+// Plugins that differ only in name, parameters or version constraint share a process when their
+// binary hosts several instances (sdk.Info.MultiInstance): one process of the affinity filter
+// serves both a strict and a loose instance. Each is its own Plugin, configured, swapped and
+// released on its own; the process stops with its last instance.
+//
 // Specs with a Local implementation are never shared: each Acquire launches its own.
 type Pool struct {
 	mu      sync.Mutex
 	entries map[string]*pooled // by fingerprint
 	owners  map[*Plugin]*pooled
+	procs   map[string]*shared // by process key: a multi-instance process, or its launch under way
+}
+
+// shared is a process that further instances may join. ready is closed once the launch of its
+// first instance ended; proc is then the process if it hosts several instances, else nil.
+type shared struct {
+	ready chan struct{}
+	proc  *process
 }
 
 type pooled struct {
@@ -36,7 +49,7 @@ type pooled struct {
 
 // NewPool returns an empty pool.
 func NewPool() *Pool {
-	return &Pool{entries: map[string]*pooled{}, owners: map[*Plugin]*pooled{}}
+	return &Pool{entries: map[string]*pooled{}, owners: map[*Plugin]*pooled{}, procs: map[string]*shared{}}
 }
 
 // Acquire returns a running plugin for spec: the pool's own when one with the same fingerprint
@@ -56,9 +69,8 @@ func (pl *Pool) Acquire(ctx context.Context, spec Spec, log zerolog.Logger) (p *
 		}
 		pl.mu.Unlock()
 	}
-	p, err = Launch(ctx, spec, log)
-	if err != nil {
-		return nil, false, err
+	if p, err = pl.start(ctx, spec, log); err != nil {
+		return nil, false, fmt.Errorf("plugin %q: %w", spec.Name, err)
 	}
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
@@ -73,6 +85,70 @@ func (pl *Pool) Acquire(ctx context.Context, spec Spec, log zerolog.Logger) (p *
 	}
 	pl.owners[p] = e
 	return p, false, nil
+}
+
+// start runs spec as an instance of a running multi-instance process of the same binary, or else
+// in a process of its own. Launches of one binary wait for each other, so that the second finds
+// out from the first whether it may share.
+func (pl *Pool) start(ctx context.Context, spec Spec, log zerolog.Logger) (*Plugin, error) {
+	p := newPlugin(spec, log)
+	if spec.inProcess() {
+		_, err := launchProcess(ctx, p)
+		return p, err
+	}
+	key, err := processKey(spec)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		pl.mu.Lock()
+		sh := pl.procs[key]
+		if sh == nil { // the first of its binary: launch, and let others join if it can host them
+			sh = &shared{ready: make(chan struct{})}
+			pl.procs[key] = sh
+			pl.mu.Unlock()
+			pr, err := launchProcess(ctx, p)
+			pl.mu.Lock()
+			if err == nil && pr.multi() {
+				sh.proc = pr
+			} else {
+				delete(pl.procs, key)
+			}
+			pl.mu.Unlock()
+			close(sh.ready)
+			return p, err
+		}
+		pl.mu.Unlock()
+		select {
+		case <-sh.ready:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if sh.proc == nil { // the first launch failed or hosts one instance: launch alone
+			_, err := launchProcess(ctx, p)
+			return p, err
+		}
+		err := sh.proc.attach(ctx, p)
+		switch {
+		case err == nil:
+			return p, nil
+		case sh.proc.stopped.Load(): // its last instance left meanwhile: start over
+			pl.forget(key, sh)
+			continue
+		}
+		// Restarting, or refusing p's parameters: run alone, which says the same about bad ones.
+		_, err = launchProcess(ctx, p)
+		return p, err
+	}
+}
+
+// forget removes sh from the shareable processes if it is still there.
+func (pl *Pool) forget(key string, sh *shared) {
+	pl.mu.Lock()
+	if pl.procs[key] == sh {
+		delete(pl.procs, key)
+	}
+	pl.mu.Unlock()
 }
 
 // Release drops one reference to p, stopping it when none is left. Releasing a plugin the pool
@@ -93,6 +169,15 @@ func (pl *Pool) Release(p *Plugin) {
 	}
 	pl.mu.Unlock()
 	p.Stop()
+	if p.proc.stopped.Load() { // its last instance: no one may join it any more
+		pl.mu.Lock()
+		for key, sh := range pl.procs {
+			if sh.proc == p.proc {
+				delete(pl.procs, key)
+			}
+		}
+		pl.mu.Unlock()
+	}
 }
 
 // Len returns how many distinct plugins the pool holds.
@@ -125,6 +210,15 @@ func Fingerprint(spec Spec) (string, error) {
 	}
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:]), nil
+}
+
+// processKey identifies the process a spec runs: its binary (by path and contents), arguments,
+// environment, checksum constraint, start timeout, type and stage, but not its name, parameters or
+// version constraint, which are per instance.
+func processKey(spec Spec) (string, error) {
+	instanceless := spec
+	instanceless.Name, instanceless.Params, instanceless.Version = "", nil, ""
+	return Fingerprint(instanceless)
 }
 
 // canonicalJSON re-encodes a JSON document so that key order and spacing do not matter (objects'

@@ -9,4 +9,4 @@ import (
 // version is stamped at build time from the VERSION file beside this one.
 var version = "0.0.0-dev"
 
-func main() { sdk.ServeFilter(affinity.New(), version) }
+func main() { sdk.ServeInstances(sdk.StageFilter, affinity.New, version) }

@@ -135,7 +135,8 @@ func sampleFromProto(p *pb.Sample) Sample {
 
 // infoToProto returns the wire form of i.
 func infoToProto(i Info) *pb.GetInfoResponse {
-	return &pb.GetInfoResponse{Type: i.Type, Stage: pb.Stage(i.Stage), Version: i.Version, Description: i.Description, Reads: i.Reads}
+	return &pb.GetInfoResponse{Type: i.Type, Stage: pb.Stage(i.Stage), Version: i.Version, Description: i.Description, Reads: i.Reads,
+		MultiInstance: i.MultiInstance}
 }
 
 func indicesToProto(idx []int) []uint32 {

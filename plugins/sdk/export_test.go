@@ -6,7 +6,12 @@ import "github.com/hashicorp/go-plugin"
 
 // NewServerPlugin returns the plugin's half of the go-plugin glue that ServeProtocol serves.
 func NewServerPlugin(stage Stage, impl Plugin, version string) plugin.GRPCPlugin {
-	return &grpcServer{stage: stage, impl: impl, version: version}
+	return &grpcServer{stage: stage, reg: singleInstance(impl), version: version}
+}
+
+// NewMultiServerPlugin returns the plugin's half that ServeInstances serves.
+func NewMultiServerPlugin(stage Stage, newImpl func() Plugin, version string) plugin.GRPCPlugin {
+	return &grpcServer{stage: stage, reg: multiInstance(newImpl), version: version}
 }
 
 // CycleFromProto is the plugin side's decoding of a wire cycle.

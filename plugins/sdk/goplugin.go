@@ -32,7 +32,7 @@ var Handshake = plugin.HandshakeConfig{
 type grpcServer struct {
 	plugin.NetRPCUnsupportedPlugin
 	stage   Stage
-	impl    Plugin
+	reg     *instances
 	version string // the binary's semver
 }
 
@@ -44,7 +44,7 @@ func (p *grpcServer) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
 	if err != nil {
 		return err
 	}
-	pb.RegisterPluginServiceServer(s, &pluginServer{impl: p.impl, stage: p.stage, ver: p.version})
+	pb.RegisterPluginServiceServer(s, &pluginServer{reg: p.reg, stage: p.stage, ver: p.version})
 	register(s)
 	return nil
 }
@@ -53,30 +53,31 @@ func (p *grpcServer) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
 // not implement that stage.
 func (p *grpcServer) stageService() (func(*grpc.Server), error) {
 	var register func(*grpc.Server)
+	impl, reg := p.reg.def, p.reg
 	switch p.stage {
 	case StageProducer:
-		if pr, ok := p.impl.(Producer); ok {
-			register = func(s *grpc.Server) { pb.RegisterProducerServiceServer(s, &producerServer{impl: pr}) }
+		if _, ok := impl.(Producer); ok {
+			register = func(s *grpc.Server) { pb.RegisterProducerServiceServer(s, &producerServer{reg: reg}) }
 		}
 	case StageFilter:
-		if f, ok := p.impl.(Filter); ok {
-			register = func(s *grpc.Server) { pb.RegisterFilterServiceServer(s, &filterServer{impl: f}) }
+		if _, ok := impl.(Filter); ok {
+			register = func(s *grpc.Server) { pb.RegisterFilterServiceServer(s, &filterServer{reg: reg}) }
 		}
 	case StageScorer:
-		if sc, ok := p.impl.(Scorer); ok {
-			register = func(s *grpc.Server) { pb.RegisterScorerServiceServer(s, &scorerServer{impl: sc}) }
+		if _, ok := impl.(Scorer); ok {
+			register = func(s *grpc.Server) { pb.RegisterScorerServiceServer(s, &scorerServer{reg: reg}) }
 		}
 	case StageAdmitter:
-		if a, ok := p.impl.(Admitter); ok {
-			register = func(s *grpc.Server) { pb.RegisterAdmitterServiceServer(s, &admitterServer{impl: a}) }
+		if _, ok := impl.(Admitter); ok {
+			register = func(s *grpc.Server) { pb.RegisterAdmitterServiceServer(s, &admitterServer{reg: reg}) }
 		}
 	case StagePicker:
-		if pk, ok := p.impl.(Picker); ok {
-			register = func(s *grpc.Server) { pb.RegisterPickerServiceServer(s, &pickerServer{impl: pk}) }
+		if _, ok := impl.(Picker); ok {
+			register = func(s *grpc.Server) { pb.RegisterPickerServiceServer(s, &pickerServer{reg: reg}) }
 		}
 	}
 	if register == nil {
-		return nil, fmt.Errorf("plugin %q does not implement stage %v", p.impl.Type(), p.stage)
+		return nil, fmt.Errorf("plugin %q does not implement stage %v", impl.Type(), p.stage)
 	}
 	return register, nil
 }
@@ -84,6 +85,15 @@ func (p *grpcServer) stageService() (func(*grpc.Server), error) {
 // GRPCClient fails: a plugin process calls no stage.
 func (p *grpcServer) GRPCClient(context.Context, *plugin.GRPCBroker, *grpc.ClientConn) (any, error) {
 	return nil, errors.New("the plugin's side of a stage has no client")
+}
+
+// ServeInstances serves a plugin process that hosts as many instances of one stage
+// implementation as the host configures, each made by newImpl with its own parameters and state
+// (one process for, say, a strict and a loose instance of the same filter; see Info.MultiInstance).
+// newImpl is called once at start for the default instance, which answers GetInfo, and once per
+// instance the host configures. It returns only when the host stops the plugin.
+func ServeInstances[T Plugin](stage Stage, newImpl func() T, version string) {
+	serve(ProtocolVersion, stage, multiInstance(func() Plugin { return newImpl() }), version)
 }
 
 // ServeProducer serves p as a producer plugin process; it returns only when the host stops the plugin.
@@ -123,6 +133,12 @@ const DefaultGCPercent = 400
 // setting it on the host profiles every plugin. The connection to the host uses fixed
 // flow-control windows on both sides (see transport.DialWindows).
 func ServeProtocol(protocol int, stage Stage, impl Plugin, version string) {
+	serve(protocol, stage, singleInstance(impl), version)
+}
+
+// serve serves the instances in reg as described at ServeProtocol.
+func serve(protocol int, stage Stage, reg *instances, version string) {
+	impl := reg.def
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(1)
 	}
@@ -138,7 +154,7 @@ func ServeProtocol(protocol int, stage Stage, impl Plugin, version string) {
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: Handshake,
 		VersionedPlugins: map[int]plugin.PluginSet{
-			protocol: {stage.String(): &grpcServer{stage: stage, impl: impl, version: version}},
+			protocol: {stage.String(): &grpcServer{stage: stage, reg: reg, version: version}},
 		},
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
 			return plugin.DefaultGRPCServer(append(opts,

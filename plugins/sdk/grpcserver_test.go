@@ -7,7 +7,7 @@ import (
 
 func TestGRPCServerRejectsWrongStage(t *testing.T) {
 	type onlyPlugin struct{ Plugin }
-	p := &grpcServer{stage: StageFilter, impl: onlyPlugin{&echoStageNoStages{}}}
+	p := &grpcServer{stage: StageFilter, reg: singleInstance(onlyPlugin{&echoStageNoStages{}})}
 	if err := p.GRPCServer(nil, nil); err == nil || !strings.Contains(err.Error(), "does not implement stage filter") {
 		t.Errorf("got %v", err)
 	}

@@ -67,24 +67,30 @@ func serveStream[Req, Resp any](s grpc.BidiStreamingServer[Req, Resp], handle fu
 
 type pluginServer struct {
 	pb.UnimplementedPluginServiceServer
-	impl  Plugin
+	reg   *instances
 	stage Stage
 	ver   string
 }
 
 func (s *pluginServer) GetInfo(context.Context, *pb.GetInfoRequest) (*pb.GetInfoResponse, error) {
-	info := Info{Type: s.impl.Type(), Stage: s.stage, Version: s.ver, Description: s.impl.Description()}
-	if r, ok := s.impl.(Reader); ok {
+	impl := s.reg.def
+	info := Info{Type: impl.Type(), Stage: s.stage, Version: s.ver, Description: impl.Description(), MultiInstance: s.reg.multi()}
+	if r, ok := impl.(Reader); ok {
 		info.Reads = r.Reads()
 	}
 	return infoToProto(info), nil
 }
 
 func (s *pluginServer) Configure(_ context.Context, req *pb.ConfigureRequest) (*pb.ConfigureResponse, error) {
-	if err := s.impl.Configure(req.GetParameters()); err != nil {
+	if err := s.reg.configure(req.GetInstance(), req.GetParameters()); err != nil {
 		return &pb.ConfigureResponse{Status: statusToProto(InvalidArgument(err))}, nil
 	}
 	return &pb.ConfigureResponse{}, nil
+}
+
+func (s *pluginServer) DropInstance(_ context.Context, req *pb.DropInstanceRequest) (*pb.DropInstanceResponse, error) {
+	s.reg.drop(req.GetInstance())
+	return &pb.DropInstanceResponse{}, nil
 }
 
 // decodeCycles converts a batch from the wire; a malformed cycle becomes that cycle's error.
@@ -96,23 +102,31 @@ func decodeCycles(in []*pb.Cycle) ([]*Cycle, []error) {
 	return cycles, errs
 }
 
-// serveEach answers every decodable cycle with call and every malformed one with its decoding error.
-func serveEach[T any](in []*pb.Cycle, call func(i int, c *Cycle) (T, error)) []result[T] {
-	cycles, errs := decodeCycles(in)
+// serveEach answers every decodable cycle with the instance called name, through call, and every
+// malformed one with its decoding error; an unknown instance is every cycle's error.
+func serveEach[S, T any](reg *instances, name string, in []*pb.Cycle, call func(impl S, i int, c *Cycle) (T, error)) []result[T] {
 	out := make([]result[T], len(in))
+	impl, err := stageOf[S](reg, name)
+	if err != nil {
+		for i := range out {
+			out[i].err = err
+		}
+		return out
+	}
+	cycles, errs := decodeCycles(in)
 	for i, c := range cycles {
 		if errs[i] != nil {
 			out[i].err = errs[i]
 			continue
 		}
-		out[i] = guard(func() (T, error) { return call(i, c) })
+		out[i] = guard(func() (T, error) { return call(impl, i, c) })
 	}
 	return out
 }
 
 type producerServer struct {
 	pb.UnimplementedProducerServiceServer
-	impl Producer
+	reg *instances
 }
 
 func (s *producerServer) Produce(stream grpc.BidiStreamingServer[pb.ProduceRequest, pb.ProduceResponse]) error {
@@ -120,7 +134,9 @@ func (s *producerServer) Produce(stream grpc.BidiStreamingServer[pb.ProduceReque
 }
 
 func (s *producerServer) produce(ctx context.Context, req *pb.ProduceRequest) *pb.ProduceResponse {
-	results := serveEach(req.GetCycles(), func(_ int, c *Cycle) ([]Prediction, error) { return s.impl.Produce(ctx, c) })
+	results := serveEach(s.reg, req.GetInstance(), req.GetCycles(), func(impl Producer, _ int, c *Cycle) ([]Prediction, error) {
+		return impl.Produce(ctx, c)
+	})
 	out := &pb.ProduceResponse{Results: make([]*pb.ProduceResult, len(results))}
 	for i, r := range results {
 		out.Results[i] = &pb.ProduceResult{Status: statusToProto(r.err)}
@@ -136,14 +152,20 @@ func (s *producerServer) Observe(ctx context.Context, req *pb.ObserveRequest) (*
 	for i, p := range req.GetSamples() {
 		samples[i] = sampleFromProto(p)
 	}
-	r := guard(func() (ObserveResult, error) { return s.impl.Observe(ctx, samples) })
+	r := guard(func() (ObserveResult, error) {
+		impl, err := stageOf[Producer](s.reg, req.GetInstance())
+		if err != nil {
+			return ObserveResult{}, err
+		}
+		return impl.Observe(ctx, samples)
+	})
 	return &pb.ObserveResponse{Status: statusToProto(r.err), Accepted: uint32(max(r.value.Accepted, 0)),
 		Stats: predictorStatsToProto(r.value.Stats)}, nil
 }
 
 type filterServer struct {
 	pb.UnimplementedFilterServiceServer
-	impl Filter
+	reg *instances
 }
 
 func (s *filterServer) Filter(stream grpc.BidiStreamingServer[pb.FilterRequest, pb.FilterResponse]) error {
@@ -151,7 +173,12 @@ func (s *filterServer) Filter(stream grpc.BidiStreamingServer[pb.FilterRequest, 
 }
 
 func (s *filterServer) filter(ctx context.Context, req *pb.FilterRequest) *pb.FilterResponse {
-	results := serveEach(req.GetCycles(), func(_ int, c *Cycle) (FilterVerdict, error) { return s.impl.Filter(ctx, c) })
+	if len(req.GetChain()) > 0 {
+		return s.filterChain(ctx, req)
+	}
+	results := serveEach(s.reg, req.GetInstance(), req.GetCycles(), func(impl Filter, _ int, c *Cycle) (FilterVerdict, error) {
+		return impl.Filter(ctx, c)
+	})
 	out := &pb.FilterResponse{Results: make([]*pb.FilterResult, len(results))}
 	for i, r := range results {
 		out.Results[i] = &pb.FilterResult{Status: statusToProto(r.err), Kept: indicesToProto(r.value.Kept), Reason: r.value.Reason}
@@ -161,7 +188,7 @@ func (s *filterServer) filter(ctx context.Context, req *pb.FilterRequest) *pb.Fi
 
 type scorerServer struct {
 	pb.UnimplementedScorerServiceServer
-	impl Scorer
+	reg *instances
 }
 
 func (s *scorerServer) Score(stream grpc.BidiStreamingServer[pb.ScoreRequest, pb.ScoreResponse]) error {
@@ -169,7 +196,9 @@ func (s *scorerServer) Score(stream grpc.BidiStreamingServer[pb.ScoreRequest, pb
 }
 
 func (s *scorerServer) score(ctx context.Context, req *pb.ScoreRequest) *pb.ScoreResponse {
-	results := serveEach(req.GetCycles(), func(_ int, c *Cycle) ([]float64, error) { return s.impl.Score(ctx, c) })
+	results := serveEach(s.reg, req.GetInstance(), req.GetCycles(), func(impl Scorer, _ int, c *Cycle) ([]float64, error) {
+		return impl.Score(ctx, c)
+	})
 	out := &pb.ScoreResponse{Results: make([]*pb.ScoreResult, len(results))}
 	for i, r := range results {
 		out.Results[i] = &pb.ScoreResult{Status: statusToProto(r.err), Scores: r.value}
@@ -179,7 +208,7 @@ func (s *scorerServer) score(ctx context.Context, req *pb.ScoreRequest) *pb.Scor
 
 type admitterServer struct {
 	pb.UnimplementedAdmitterServiceServer
-	impl Admitter
+	reg *instances
 }
 
 func (s *admitterServer) Admit(stream grpc.BidiStreamingServer[pb.AdmitRequest, pb.AdmitResponse]) error {
@@ -187,7 +216,9 @@ func (s *admitterServer) Admit(stream grpc.BidiStreamingServer[pb.AdmitRequest, 
 }
 
 func (s *admitterServer) admit(ctx context.Context, req *pb.AdmitRequest) *pb.AdmitResponse {
-	results := serveEach(req.GetCycles(), func(_ int, c *Cycle) (AdmitVerdict, error) { return s.impl.Admit(ctx, c) })
+	results := serveEach(s.reg, req.GetInstance(), req.GetCycles(), func(impl Admitter, _ int, c *Cycle) (AdmitVerdict, error) {
+		return impl.Admit(ctx, c)
+	})
 	out := &pb.AdmitResponse{Results: make([]*pb.AdmitResult, len(results))}
 	for i, r := range results {
 		out.Results[i] = &pb.AdmitResult{Status: statusToProto(r.err), Admitted: r.value.Admitted, Reason: r.value.Reason}
@@ -197,7 +228,7 @@ func (s *admitterServer) admit(ctx context.Context, req *pb.AdmitRequest) *pb.Ad
 
 type pickerServer struct {
 	pb.UnimplementedPickerServiceServer
-	impl Picker
+	reg *instances
 }
 
 func (s *pickerServer) Pick(stream grpc.BidiStreamingServer[pb.PickRequest, pb.PickResponse]) error {
@@ -206,11 +237,11 @@ func (s *pickerServer) Pick(stream grpc.BidiStreamingServer[pb.PickRequest, pb.P
 
 func (s *pickerServer) pick(ctx context.Context, req *pb.PickRequest) *pb.PickResponse {
 	scores := req.GetScores()
-	results := serveEach(req.GetCycles(), func(i int, c *Cycle) ([]int, error) {
+	results := serveEach(s.reg, req.GetInstance(), req.GetCycles(), func(impl Picker, i int, c *Cycle) ([]int, error) {
 		if i >= len(scores) {
 			return nil, &StatusError{Code: CodeInvalidArgument, Message: "pick request has fewer score sets than cycles"}
 		}
-		return s.impl.Pick(ctx, c, scores[i].GetValues())
+		return impl.Pick(ctx, c, scores[i].GetValues())
 	})
 	out := &pb.PickResponse{Results: make([]*pb.PickResult, len(results))}
 	for i, r := range results {

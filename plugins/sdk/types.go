@@ -51,6 +51,10 @@ type Info struct {
 	Description string `json:"description"`
 	// Reads lists the cycle fields the stage reads (see Reader); empty means everything.
 	Reads []string `json:"reads,omitempty"`
+	// MultiInstance says the process hosts several configured instances of its type (a binary
+	// served with ServeInstances): the host then runs one process for every instance of it and may
+	// fuse consecutive filters into one call.
+	MultiInstance bool `json:"multi_instance,omitempty"`
 }
 
 // Cycle is the input of one scheduling decision: the request, every candidate endpoint, the decision
@@ -63,6 +67,16 @@ type Cycle struct {
 	Seed      uint64     `json:"seed"`
 
 	host any // the host's cached wire encoding of the cycle (see transport.Seal)
+}
+
+// Subset returns a cycle holding the endpoints of c at positions keep, in that order, with c's
+// request, time and seed (the endpoints are copied; the request is shared).
+func (c *Cycle) Subset(keep []int) *Cycle {
+	n := &Cycle{Request: c.Request, Now: c.Now, Seed: c.Seed, Endpoints: make([]Endpoint, len(keep))}
+	for i, k := range keep {
+		n.Endpoints[i] = c.Endpoints[k]
+	}
+	return n
 }
 
 // Request is what the router knows about the request being scheduled.

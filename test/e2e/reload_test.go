@@ -155,20 +155,21 @@ func TestReloadKeepsTheProducer(t *testing.T) {
 	r := startFile(t, file)
 	served(t, r)
 	d := describe(t, r)
-	producer, scorer := pid(t, d, "predictor"), pid(t, d, "latency")
-	if d.Generation != 1 || producer == 0 || scorer == 0 {
+	producer, scorer := pid(t, d, "predictor"), described(t, d, "latency")
+	if d.Generation != 1 || producer == 0 || scorer.PID == 0 || scorer.Instance == "" {
 		t.Fatalf("first pipeline %+v", d)
 	}
 
-	// 1. The file changes: the watcher reloads; only the scorer restarts.
+	// 1. The file changes: the watcher reloads; only the scorer changes. Its binary hosts several
+	// instances, so the new parameters make a new instance in the running process.
 	if err := os.WriteFile(file, []byte(reloadYAML(fleet, "most", "")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	waitUntil(t, "the file's reload", func() bool { return describe(t, r).Generation == 2 })
 	d = describe(t, r)
-	if pid(t, d, "predictor") != producer || pid(t, d, "latency") == scorer {
-		t.Errorf("after the file changed: producer pid %d (was %d), scorer pid %d (was %d)",
-			pid(t, d, "predictor"), producer, pid(t, d, "latency"), scorer)
+	if now := described(t, d, "latency"); pid(t, d, "predictor") != producer || now.PID != scorer.PID || now.Instance == scorer.Instance {
+		t.Errorf("after the file changed: producer pid %d (was %d), scorer pid %d instance %q (was %d %q)",
+			pid(t, d, "predictor"), producer, now.PID, now.Instance, scorer.PID, scorer.Instance)
 	}
 	served(t, r)
 

@@ -28,6 +28,11 @@ type BatchFilter interface {
 	FilterBatch(ctx context.Context, cycles []*sdk.Cycle) ([]Result[sdk.FilterVerdict], error)
 }
 
+// ChainFilter is a multi-instance filter plugin's fused call (see FilterClient.FilterChain).
+type ChainFilter interface {
+	FilterChain(ctx context.Context, cycles []*sdk.Cycle, chain []string) ([][]Result[sdk.FilterVerdict], error)
+}
+
 // BatchScorer is a scorer as the host calls it.
 type BatchScorer interface {
 	ScoreBatch(ctx context.Context, cycles []*sdk.Cycle) ([]Result[[]float64], error)

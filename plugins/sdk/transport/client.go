@@ -17,6 +17,9 @@ import (
 type PluginClient struct {
 	plugin pb.PluginServiceClient
 	reads  atomic.Pointer[projection] // from GetInfo: what the stage's cycles carry
+	// instance names the instance of a multi-instance plugin that this client configures and
+	// calls ("" the default instance; see Bind).
+	instance string
 }
 
 // Info asks the plugin what it is. From then on the client sends only the cycle fields the plugin
@@ -38,17 +41,62 @@ func (c *PluginClient) Info(ctx context.Context) (sdk.Info, error) {
 // Configure sends the parameters (a JSON object); a rejection is a *sdk.StatusError naming the
 // problem.
 func (c *PluginClient) Configure(ctx context.Context, params []byte) error {
-	resp, err := c.plugin.Configure(ctx, &pb.ConfigureRequest{Parameters: params})
+	resp, err := c.plugin.Configure(ctx, &pb.ConfigureRequest{Parameters: params, Instance: c.instance})
 	if err != nil {
 		return err
 	}
 	return statusFromProto(resp.GetStatus())
 }
 
+// Drop tells a multi-instance plugin to forget the client's instance.
+func (c *PluginClient) Drop(ctx context.Context) error {
+	_, err := c.plugin.DropInstance(ctx, &pb.DropInstanceRequest{Instance: c.instance})
+	return err
+}
+
+// bind returns a client of the same plugin for the named instance, knowing what c knows of the
+// cycle fields the plugin reads.
+func (c *PluginClient) bind(instance string) *PluginClient {
+	b := &PluginClient{plugin: c.plugin, instance: instance}
+	b.reads.Store(c.reads.Load())
+	return b
+}
+
+// Bind returns a client for the named instance of the multi-instance plugin that c (from
+// NewClient) calls: the same type as c, sharing its connection and open streams, configuring and
+// calling that instance only.
+func Bind(c Configurer, instance string) Configurer {
+	switch c := c.(type) {
+	case *ProducerClient:
+		b := *c
+		b.PluginClient = c.bind(instance)
+		return &b
+	case *FilterClient:
+		b := *c
+		b.PluginClient = c.bind(instance)
+		return &b
+	case *ScorerClient:
+		b := *c
+		b.PluginClient = c.bind(instance)
+		return &b
+	case *AdmitterClient:
+		b := *c
+		b.PluginClient = c.bind(instance)
+		return &b
+	case *PickerClient:
+		b := *c
+		b.PluginClient = c.bind(instance)
+		return &b
+	}
+	return c
+}
+
 // Configurer is what every stage client offers besides its stage calls.
 type Configurer interface {
 	Info(ctx context.Context) (sdk.Info, error)
 	Configure(ctx context.Context, params []byte) error
+	// Drop forgets the client's instance in a multi-instance plugin (see Bind).
+	Drop(ctx context.Context) error
 }
 
 // NewClient returns the client for stage over conn, which implements Configurer and the stage's
@@ -58,15 +106,15 @@ func NewClient(stage sdk.Stage, conn grpc.ClientConnInterface) (Configurer, erro
 	switch stage {
 	case sdk.StageProducer:
 		c := pb.NewProducerServiceClient(conn)
-		return &ProducerClient{pc, c, streamPool[pb.ProduceRequest, pb.ProduceResponse]{open: c.Produce}}, nil
+		return &ProducerClient{pc, c, &streamPool[pb.ProduceRequest, pb.ProduceResponse]{open: c.Produce}}, nil
 	case sdk.StageFilter:
-		return &FilterClient{pc, streamPool[pb.FilterRequest, pb.FilterResponse]{open: pb.NewFilterServiceClient(conn).Filter}}, nil
+		return &FilterClient{pc, &streamPool[pb.FilterRequest, pb.FilterResponse]{open: pb.NewFilterServiceClient(conn).Filter}}, nil
 	case sdk.StageScorer:
-		return &ScorerClient{pc, streamPool[pb.ScoreRequest, pb.ScoreResponse]{open: pb.NewScorerServiceClient(conn).Score}}, nil
+		return &ScorerClient{pc, &streamPool[pb.ScoreRequest, pb.ScoreResponse]{open: pb.NewScorerServiceClient(conn).Score}}, nil
 	case sdk.StageAdmitter:
-		return &AdmitterClient{pc, streamPool[pb.AdmitRequest, pb.AdmitResponse]{open: pb.NewAdmitterServiceClient(conn).Admit}}, nil
+		return &AdmitterClient{pc, &streamPool[pb.AdmitRequest, pb.AdmitResponse]{open: pb.NewAdmitterServiceClient(conn).Admit}}, nil
 	case sdk.StagePicker:
-		return &PickerClient{pc, streamPool[pb.PickRequest, pb.PickResponse]{open: pb.NewPickerServiceClient(conn).Pick}}, nil
+		return &PickerClient{pc, &streamPool[pb.PickRequest, pb.PickResponse]{open: pb.NewPickerServiceClient(conn).Pick}}, nil
 	}
 	return nil, fmt.Errorf("no client for stage %v", stage)
 }
@@ -101,12 +149,12 @@ func collect[R interface{ GetStatus() *pb.Status }, T any](cycles []*sdk.Cycle, 
 type ProducerClient struct {
 	*PluginClient
 	stage   pb.ProducerServiceClient
-	produce streamPool[pb.ProduceRequest, pb.ProduceResponse]
+	produce *streamPool[pb.ProduceRequest, pb.ProduceResponse]
 }
 
 // ProduceBatch asks for predictions for every cycle.
 func (c *ProducerClient) ProduceBatch(ctx context.Context, cycles []*sdk.Cycle) ([]Result[[]sdk.Prediction], error) {
-	resp, err := c.produce.call(ctx, &pb.ProduceRequest{Cycles: c.cycles(cycles)})
+	resp, err := c.produce.call(ctx, &pb.ProduceRequest{Cycles: c.cycles(cycles), Instance: c.instance})
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +166,7 @@ func (c *ProducerClient) ProduceBatch(ctx context.Context, cycles []*sdk.Cycle) 
 // Observe sends finished-request samples and returns how many the producer accepted, with its
 // prediction quality if it reports one.
 func (c *ProducerClient) Observe(ctx context.Context, samples []sdk.Sample) (sdk.ObserveResult, error) {
-	req := &pb.ObserveRequest{Samples: make([]*pb.Sample, len(samples))}
+	req := &pb.ObserveRequest{Samples: make([]*pb.Sample, len(samples)), Instance: c.instance}
 	for i := range samples {
 		req.Samples[i] = sampleToProto(&samples[i])
 	}
@@ -133,12 +181,12 @@ func (c *ProducerClient) Observe(ctx context.Context, samples []sdk.Sample) (sdk
 // FilterClient calls a filter plugin.
 type FilterClient struct {
 	*PluginClient
-	filter streamPool[pb.FilterRequest, pb.FilterResponse]
+	filter *streamPool[pb.FilterRequest, pb.FilterResponse]
 }
 
 // FilterBatch asks which endpoints to keep for every cycle.
 func (c *FilterClient) FilterBatch(ctx context.Context, cycles []*sdk.Cycle) ([]Result[sdk.FilterVerdict], error) {
-	resp, err := c.filter.call(ctx, &pb.FilterRequest{Cycles: c.cycles(cycles)})
+	resp, err := c.filter.call(ctx, &pb.FilterRequest{Cycles: c.cycles(cycles), Instance: c.instance})
 	if err != nil {
 		return nil, err
 	}
@@ -148,15 +196,79 @@ func (c *FilterClient) FilterBatch(ctx context.Context, cycles []*sdk.Cycle) ([]
 	})
 }
 
+// FilterChain makes a fused call to a multi-instance filter plugin: the instances of chain filter
+// every cycle one after the other, each seeing what the one before it kept. It returns, per cycle,
+// one result per step in chain order; a step's kept indices are positions in the cycle as sent. A
+// step that failed (in the plugin or its answer here) is that step's error and keeps what it was
+// given; the chain ends early after a step that kept no endpoint. The returned error means the call
+// as a whole failed.
+func (c *FilterClient) FilterChain(ctx context.Context, cycles []*sdk.Cycle, chain []string) ([][]Result[sdk.FilterVerdict], error) {
+	resp, err := c.filter.call(ctx, &pb.FilterRequest{Cycles: c.cycles(cycles), Chain: chain})
+	if err != nil {
+		return nil, err
+	}
+	if len(resp.GetChains()) != len(cycles) {
+		return nil, fmt.Errorf("plugin answered %d chains for %d cycles", len(resp.GetChains()), len(cycles))
+	}
+	out := make([][]Result[sdk.FilterVerdict], len(cycles))
+	for i, ch := range resp.GetChains() {
+		out[i] = chainSteps(ch.GetSteps(), len(chain), len(cycles[i].Endpoints))
+	}
+	return out, nil
+}
+
+// chainSteps checks one cycle's steps of a fused filter call: at most one per instance, each
+// keeping a subset of what the step before kept (all n endpoints before the first). A step whose
+// answer breaks that is an invalid answer, and so is every step after it, since the plugin
+// narrowed its cycle differently from the host.
+func chainSteps(steps []*pb.FilterResult, chain, n int) []Result[sdk.FilterVerdict] {
+	if len(steps) > chain {
+		steps = steps[:chain]
+	}
+	out := make([]Result[sdk.FilterVerdict], len(steps))
+	in := make([]bool, n) // what the step may keep
+	for i := range in {
+		in[i] = true
+	}
+	var broken error
+	for k, r := range steps {
+		if broken != nil {
+			out[k].Err = broken
+			continue
+		}
+		if err := statusFromProto(r.GetStatus()); err != nil {
+			out[k].Err = err
+			continue
+		}
+		kept, err := indicesFromProto(r.GetKept(), n)
+		for _, p := range kept {
+			if err == nil && !in[p] {
+				err = fmt.Errorf("fused filter step %d kept endpoint %d, which the step before it dropped", k, p)
+			}
+		}
+		if err != nil {
+			broken = fmt.Errorf("fused filter chain broken at step %d: %w", k, err)
+			out[k].Err = broken
+			continue
+		}
+		clear(in)
+		for _, p := range kept {
+			in[p] = true
+		}
+		out[k].Value = sdk.FilterVerdict{Kept: kept, Reason: r.GetReason()}
+	}
+	return out
+}
+
 // ScorerClient calls a scorer plugin.
 type ScorerClient struct {
 	*PluginClient
-	score streamPool[pb.ScoreRequest, pb.ScoreResponse]
+	score *streamPool[pb.ScoreRequest, pb.ScoreResponse]
 }
 
 // ScoreBatch asks for scores for every cycle.
 func (c *ScorerClient) ScoreBatch(ctx context.Context, cycles []*sdk.Cycle) ([]Result[[]float64], error) {
-	resp, err := c.score.call(ctx, &pb.ScoreRequest{Cycles: c.cycles(cycles)})
+	resp, err := c.score.call(ctx, &pb.ScoreRequest{Cycles: c.cycles(cycles), Instance: c.instance})
 	if err != nil {
 		return nil, err
 	}
@@ -168,12 +280,12 @@ func (c *ScorerClient) ScoreBatch(ctx context.Context, cycles []*sdk.Cycle) ([]R
 // AdmitterClient calls an admitter plugin.
 type AdmitterClient struct {
 	*PluginClient
-	admit streamPool[pb.AdmitRequest, pb.AdmitResponse]
+	admit *streamPool[pb.AdmitRequest, pb.AdmitResponse]
 }
 
 // AdmitBatch asks for a verdict for every cycle.
 func (c *AdmitterClient) AdmitBatch(ctx context.Context, cycles []*sdk.Cycle) ([]Result[sdk.AdmitVerdict], error) {
-	resp, err := c.admit.call(ctx, &pb.AdmitRequest{Cycles: c.cycles(cycles)})
+	resp, err := c.admit.call(ctx, &pb.AdmitRequest{Cycles: c.cycles(cycles), Instance: c.instance})
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +297,7 @@ func (c *AdmitterClient) AdmitBatch(ctx context.Context, cycles []*sdk.Cycle) ([
 // PickerClient calls a picker plugin.
 type PickerClient struct {
 	*PluginClient
-	pick streamPool[pb.PickRequest, pb.PickResponse]
+	pick *streamPool[pb.PickRequest, pb.PickResponse]
 }
 
 // PickBatch asks for a preference order for every cycle; scores[i] belongs to cycles[i].
@@ -193,7 +305,7 @@ func (c *PickerClient) PickBatch(ctx context.Context, cycles []*sdk.Cycle, score
 	if len(scores) != len(cycles) {
 		return nil, fmt.Errorf("pick batch has %d score sets for %d cycles", len(scores), len(cycles))
 	}
-	req := &pb.PickRequest{Cycles: c.cycles(cycles), Scores: make([]*pb.Scores, len(scores))}
+	req := &pb.PickRequest{Cycles: c.cycles(cycles), Scores: make([]*pb.Scores, len(scores)), Instance: c.instance}
 	for i, s := range scores {
 		req.Scores[i] = &pb.Scores{Values: s}
 	}

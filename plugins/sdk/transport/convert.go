@@ -143,7 +143,8 @@ func sampleToProto(s *sdk.Sample) *pb.Sample {
 
 // infoFromProto returns the sdk form of p.
 func infoFromProto(p *pb.GetInfoResponse) sdk.Info {
-	return sdk.Info{Type: p.GetType(), Stage: sdk.Stage(p.GetStage()), Version: p.GetVersion(), Description: p.GetDescription(), Reads: p.GetReads()}
+	return sdk.Info{Type: p.GetType(), Stage: sdk.Stage(p.GetStage()), Version: p.GetVersion(), Description: p.GetDescription(), Reads: p.GetReads(),
+		MultiInstance: p.GetMultiInstance()}
 }
 
 // indicesFromProto converts endpoint indices, rejecting any outside [0, n).

@@ -25,7 +25,10 @@ const (
 type AdmitRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The cycles, answered in order.
-	Cycles        []*Cycle `protobuf:"bytes,1,rep,name=cycles,proto3" json:"cycles,omitempty"`
+	Cycles []*Cycle `protobuf:"bytes,1,rep,name=cycles,proto3" json:"cycles,omitempty"`
+	// The instance that answers, in a plugin that reported `multi_instance`; empty: the default
+	// instance. An unknown instance fails every cycle of the batch with INVALID_ARGUMENT.
+	Instance      string `protobuf:"bytes,2,opt,name=instance,proto3" json:"instance,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -65,6 +68,13 @@ func (x *AdmitRequest) GetCycles() []*Cycle {
 		return x.Cycles
 	}
 	return nil
+}
+
+func (x *AdmitRequest) GetInstance() string {
+	if x != nil {
+		return x.Instance
+	}
+	return ""
 }
 
 // AdmitResponse answers each cycle of the batch, in order.
@@ -181,9 +191,10 @@ var File_foresight_v1_admitter_proto protoreflect.FileDescriptor
 
 const file_foresight_v1_admitter_proto_rawDesc = "" +
 	"\n" +
-	"\x1bforesight/v1/admitter.proto\x12\fforesight.v1\x1a\x18foresight/v1/types.proto\";\n" +
+	"\x1bforesight/v1/admitter.proto\x12\fforesight.v1\x1a\x18foresight/v1/types.proto\"W\n" +
 	"\fAdmitRequest\x12+\n" +
-	"\x06cycles\x18\x01 \x03(\v2\x13.foresight.v1.CycleR\x06cycles\"D\n" +
+	"\x06cycles\x18\x01 \x03(\v2\x13.foresight.v1.CycleR\x06cycles\x12\x1a\n" +
+	"\binstance\x18\x02 \x01(\tR\binstance\"D\n" +
 	"\rAdmitResponse\x123\n" +
 	"\aresults\x18\x01 \x03(\v2\x19.foresight.v1.AdmitResultR\aresults\"o\n" +
 	"\vAdmitResult\x12,\n" +

@@ -25,7 +25,15 @@ const (
 type FilterRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The cycles, answered in order.
-	Cycles        []*Cycle `protobuf:"bytes,1,rep,name=cycles,proto3" json:"cycles,omitempty"`
+	Cycles []*Cycle `protobuf:"bytes,1,rep,name=cycles,proto3" json:"cycles,omitempty"`
+	// The instance that answers, in a plugin that reported `multi_instance`; empty: the default
+	// instance. An unknown instance fails every cycle of the batch with INVALID_ARGUMENT.
+	Instance string `protobuf:"bytes,2,opt,name=instance,proto3" json:"instance,omitempty"`
+	// A fused call, to a plugin that reported `multi_instance`: when set, these instances filter
+	// each cycle one after the other, each seeing only the endpoints the one before it kept (all of
+	// them after one that failed, the host's fallback for a filter), and `instance` is ignored. The
+	// response then answers in `chains`, not `results`.
+	Chain         []string `protobuf:"bytes,3,rep,name=chain,proto3" json:"chain,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -67,11 +75,27 @@ func (x *FilterRequest) GetCycles() []*Cycle {
 	return nil
 }
 
+func (x *FilterRequest) GetInstance() string {
+	if x != nil {
+		return x.Instance
+	}
+	return ""
+}
+
+func (x *FilterRequest) GetChain() []string {
+	if x != nil {
+		return x.Chain
+	}
+	return nil
+}
+
 // FilterResponse answers each cycle of the batch, in order.
 type FilterResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// One result per request cycle.
-	Results       []*FilterResult `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	Results []*FilterResult `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	// A fused call's answer: one per request cycle, in order.
+	Chains        []*FilterChainResult `protobuf:"bytes,2,rep,name=chains,proto3" json:"chains,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -113,6 +137,60 @@ func (x *FilterResponse) GetResults() []*FilterResult {
 	return nil
 }
 
+func (x *FilterResponse) GetChains() []*FilterChainResult {
+	if x != nil {
+		return x.Chains
+	}
+	return nil
+}
+
+// FilterChainResult answers one cycle of a fused call: one result per instance of the chain, in
+// the chain's order. Every step's `kept` indexes the cycle as the request carried it (not the
+// narrowed cycle the step saw), so a step keeps a subset of what the step before it kept.
+type FilterChainResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Steps         []*FilterResult        `protobuf:"bytes,1,rep,name=steps,proto3" json:"steps,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FilterChainResult) Reset() {
+	*x = FilterChainResult{}
+	mi := &file_foresight_v1_filter_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FilterChainResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FilterChainResult) ProtoMessage() {}
+
+func (x *FilterChainResult) ProtoReflect() protoreflect.Message {
+	mi := &file_foresight_v1_filter_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FilterChainResult.ProtoReflect.Descriptor instead.
+func (*FilterChainResult) Descriptor() ([]byte, []int) {
+	return file_foresight_v1_filter_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *FilterChainResult) GetSteps() []*FilterResult {
+	if x != nil {
+		return x.Steps
+	}
+	return nil
+}
+
 // FilterResult is a filter's answer for one cycle.
 type FilterResult struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -128,7 +206,7 @@ type FilterResult struct {
 
 func (x *FilterResult) Reset() {
 	*x = FilterResult{}
-	mi := &file_foresight_v1_filter_proto_msgTypes[2]
+	mi := &file_foresight_v1_filter_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -140,7 +218,7 @@ func (x *FilterResult) String() string {
 func (*FilterResult) ProtoMessage() {}
 
 func (x *FilterResult) ProtoReflect() protoreflect.Message {
-	mi := &file_foresight_v1_filter_proto_msgTypes[2]
+	mi := &file_foresight_v1_filter_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -153,7 +231,7 @@ func (x *FilterResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FilterResult.ProtoReflect.Descriptor instead.
 func (*FilterResult) Descriptor() ([]byte, []int) {
-	return file_foresight_v1_filter_proto_rawDescGZIP(), []int{2}
+	return file_foresight_v1_filter_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *FilterResult) GetStatus() *Status {
@@ -181,11 +259,16 @@ var File_foresight_v1_filter_proto protoreflect.FileDescriptor
 
 const file_foresight_v1_filter_proto_rawDesc = "" +
 	"\n" +
-	"\x19foresight/v1/filter.proto\x12\fforesight.v1\x1a\x18foresight/v1/types.proto\"<\n" +
+	"\x19foresight/v1/filter.proto\x12\fforesight.v1\x1a\x18foresight/v1/types.proto\"n\n" +
 	"\rFilterRequest\x12+\n" +
-	"\x06cycles\x18\x01 \x03(\v2\x13.foresight.v1.CycleR\x06cycles\"F\n" +
+	"\x06cycles\x18\x01 \x03(\v2\x13.foresight.v1.CycleR\x06cycles\x12\x1a\n" +
+	"\binstance\x18\x02 \x01(\tR\binstance\x12\x14\n" +
+	"\x05chain\x18\x03 \x03(\tR\x05chain\"\x7f\n" +
 	"\x0eFilterResponse\x124\n" +
-	"\aresults\x18\x01 \x03(\v2\x1a.foresight.v1.FilterResultR\aresults\"h\n" +
+	"\aresults\x18\x01 \x03(\v2\x1a.foresight.v1.FilterResultR\aresults\x127\n" +
+	"\x06chains\x18\x02 \x03(\v2\x1f.foresight.v1.FilterChainResultR\x06chains\"E\n" +
+	"\x11FilterChainResult\x120\n" +
+	"\x05steps\x18\x01 \x03(\v2\x1a.foresight.v1.FilterResultR\x05steps\"h\n" +
 	"\fFilterResult\x12,\n" +
 	"\x06status\x18\x01 \x01(\v2\x14.foresight.v1.StatusR\x06status\x12\x12\n" +
 	"\x04kept\x18\x02 \x03(\rR\x04kept\x12\x16\n" +
@@ -205,25 +288,28 @@ func file_foresight_v1_filter_proto_rawDescGZIP() []byte {
 	return file_foresight_v1_filter_proto_rawDescData
 }
 
-var file_foresight_v1_filter_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_foresight_v1_filter_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_foresight_v1_filter_proto_goTypes = []any{
-	(*FilterRequest)(nil),  // 0: foresight.v1.FilterRequest
-	(*FilterResponse)(nil), // 1: foresight.v1.FilterResponse
-	(*FilterResult)(nil),   // 2: foresight.v1.FilterResult
-	(*Cycle)(nil),          // 3: foresight.v1.Cycle
-	(*Status)(nil),         // 4: foresight.v1.Status
+	(*FilterRequest)(nil),     // 0: foresight.v1.FilterRequest
+	(*FilterResponse)(nil),    // 1: foresight.v1.FilterResponse
+	(*FilterChainResult)(nil), // 2: foresight.v1.FilterChainResult
+	(*FilterResult)(nil),      // 3: foresight.v1.FilterResult
+	(*Cycle)(nil),             // 4: foresight.v1.Cycle
+	(*Status)(nil),            // 5: foresight.v1.Status
 }
 var file_foresight_v1_filter_proto_depIdxs = []int32{
-	3, // 0: foresight.v1.FilterRequest.cycles:type_name -> foresight.v1.Cycle
-	2, // 1: foresight.v1.FilterResponse.results:type_name -> foresight.v1.FilterResult
-	4, // 2: foresight.v1.FilterResult.status:type_name -> foresight.v1.Status
-	0, // 3: foresight.v1.FilterService.Filter:input_type -> foresight.v1.FilterRequest
-	1, // 4: foresight.v1.FilterService.Filter:output_type -> foresight.v1.FilterResponse
-	4, // [4:5] is the sub-list for method output_type
-	3, // [3:4] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	4, // 0: foresight.v1.FilterRequest.cycles:type_name -> foresight.v1.Cycle
+	3, // 1: foresight.v1.FilterResponse.results:type_name -> foresight.v1.FilterResult
+	2, // 2: foresight.v1.FilterResponse.chains:type_name -> foresight.v1.FilterChainResult
+	3, // 3: foresight.v1.FilterChainResult.steps:type_name -> foresight.v1.FilterResult
+	5, // 4: foresight.v1.FilterResult.status:type_name -> foresight.v1.Status
+	0, // 5: foresight.v1.FilterService.Filter:input_type -> foresight.v1.FilterRequest
+	1, // 6: foresight.v1.FilterService.Filter:output_type -> foresight.v1.FilterResponse
+	6, // [6:7] is the sub-list for method output_type
+	5, // [5:6] is the sub-list for method input_type
+	5, // [5:5] is the sub-list for extension type_name
+	5, // [5:5] is the sub-list for extension extendee
+	0, // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_foresight_v1_filter_proto_init() }
@@ -238,7 +324,7 @@ func file_foresight_v1_filter_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_foresight_v1_filter_proto_rawDesc), len(file_foresight_v1_filter_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   3,
+			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

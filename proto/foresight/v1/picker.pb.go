@@ -27,7 +27,10 @@ type PickRequest struct {
 	// The cycles, answered in order.
 	Cycles []*Cycle `protobuf:"bytes,1,rep,name=cycles,proto3" json:"cycles,omitempty"`
 	// scores[i] holds the weighted score of every endpoint of cycles[i], in the cycle's order.
-	Scores        []*Scores `protobuf:"bytes,2,rep,name=scores,proto3" json:"scores,omitempty"`
+	Scores []*Scores `protobuf:"bytes,2,rep,name=scores,proto3" json:"scores,omitempty"`
+	// The instance that answers, in a plugin that reported `multi_instance`; empty: the default
+	// instance. An unknown instance fails every cycle of the batch with INVALID_ARGUMENT.
+	Instance      string `protobuf:"bytes,3,opt,name=instance,proto3" json:"instance,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -74,6 +77,13 @@ func (x *PickRequest) GetScores() []*Scores {
 		return x.Scores
 	}
 	return nil
+}
+
+func (x *PickRequest) GetInstance() string {
+	if x != nil {
+		return x.Instance
+	}
+	return ""
 }
 
 // Scores is one cycle's weighted scores, one per endpoint.
@@ -227,10 +237,11 @@ var File_foresight_v1_picker_proto protoreflect.FileDescriptor
 
 const file_foresight_v1_picker_proto_rawDesc = "" +
 	"\n" +
-	"\x19foresight/v1/picker.proto\x12\fforesight.v1\x1a\x18foresight/v1/types.proto\"h\n" +
+	"\x19foresight/v1/picker.proto\x12\fforesight.v1\x1a\x18foresight/v1/types.proto\"\x84\x01\n" +
 	"\vPickRequest\x12+\n" +
 	"\x06cycles\x18\x01 \x03(\v2\x13.foresight.v1.CycleR\x06cycles\x12,\n" +
-	"\x06scores\x18\x02 \x03(\v2\x14.foresight.v1.ScoresR\x06scores\" \n" +
+	"\x06scores\x18\x02 \x03(\v2\x14.foresight.v1.ScoresR\x06scores\x12\x1a\n" +
+	"\binstance\x18\x03 \x01(\tR\binstance\" \n" +
 	"\x06Scores\x12\x16\n" +
 	"\x06values\x18\x01 \x03(\x01R\x06values\"B\n" +
 	"\fPickResponse\x122\n" +

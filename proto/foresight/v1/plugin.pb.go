@@ -140,7 +140,13 @@ type GetInfoResponse struct {
 	// "endpoints.states.prefix_match"), "endpoints.predictions". The host may leave every other field
 	// out of the cycles it sends (`now`, `seed` and `endpoints.count` are always sent). Empty: the
 	// stage reads everything.
-	Reads         []string `protobuf:"bytes,5,rep,name=reads,proto3" json:"reads,omitempty"`
+	Reads []string `protobuf:"bytes,5,rep,name=reads,proto3" json:"reads,omitempty"`
+	// The process can host several configured instances of its type (added to protocol 1; a plugin
+	// that leaves it false is configured and called as before). The host then configures each
+	// instance by name (ConfigureRequest.instance), names the instance that answers each stage call
+	// (the `instance` field of every stage request), may fuse consecutive filter instances into one
+	// call (FilterRequest.chain), and drops instances it no longer uses (DropInstance).
+	MultiInstance bool `protobuf:"varint,6,opt,name=multi_instance,json=multiInstance,proto3" json:"multi_instance,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -210,11 +216,22 @@ func (x *GetInfoResponse) GetReads() []string {
 	return nil
 }
 
+func (x *GetInfoResponse) GetMultiInstance() bool {
+	if x != nil {
+		return x.MultiInstance
+	}
+	return false
+}
+
 // ConfigureRequest carries the plugin's parameters.
 type ConfigureRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// A JSON object merged over the plugin's defaults; empty means defaults.
-	Parameters    []byte `protobuf:"bytes,1,opt,name=parameters,proto3" json:"parameters,omitempty"`
+	Parameters []byte `protobuf:"bytes,1,opt,name=parameters,proto3" json:"parameters,omitempty"`
+	// The instance to configure, created when new, in a plugin that reported `multi_instance`;
+	// empty: the default instance, the only one a single-instance plugin has. Configuring an
+	// instance never changes another.
+	Instance      string `protobuf:"bytes,2,opt,name=instance,proto3" json:"instance,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -254,6 +271,13 @@ func (x *ConfigureRequest) GetParameters() []byte {
 		return x.Parameters
 	}
 	return nil
+}
+
+func (x *ConfigureRequest) GetInstance() string {
+	if x != nil {
+		return x.Instance
+	}
+	return ""
 }
 
 // ConfigureResponse says whether the parameters were accepted.
@@ -302,34 +326,123 @@ func (x *ConfigureResponse) GetStatus() *Status {
 	return nil
 }
 
+// DropInstanceRequest names the instance to forget.
+type DropInstanceRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// An instance configured before; dropping an unknown or empty name is not an error.
+	Instance      string `protobuf:"bytes,1,opt,name=instance,proto3" json:"instance,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DropInstanceRequest) Reset() {
+	*x = DropInstanceRequest{}
+	mi := &file_foresight_v1_plugin_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DropInstanceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DropInstanceRequest) ProtoMessage() {}
+
+func (x *DropInstanceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_foresight_v1_plugin_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DropInstanceRequest.ProtoReflect.Descriptor instead.
+func (*DropInstanceRequest) Descriptor() ([]byte, []int) {
+	return file_foresight_v1_plugin_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *DropInstanceRequest) GetInstance() string {
+	if x != nil {
+		return x.Instance
+	}
+	return ""
+}
+
+// DropInstanceResponse is empty: dropping always succeeds.
+type DropInstanceResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DropInstanceResponse) Reset() {
+	*x = DropInstanceResponse{}
+	mi := &file_foresight_v1_plugin_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DropInstanceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DropInstanceResponse) ProtoMessage() {}
+
+func (x *DropInstanceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_foresight_v1_plugin_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DropInstanceResponse.ProtoReflect.Descriptor instead.
+func (*DropInstanceResponse) Descriptor() ([]byte, []int) {
+	return file_foresight_v1_plugin_proto_rawDescGZIP(), []int{5}
+}
+
 var File_foresight_v1_plugin_proto protoreflect.FileDescriptor
 
 const file_foresight_v1_plugin_proto_rawDesc = "" +
 	"\n" +
 	"\x19foresight/v1/plugin.proto\x12\fforesight.v1\x1a\x18foresight/v1/types.proto\"\x10\n" +
-	"\x0eGetInfoRequest\"\xa2\x01\n" +
+	"\x0eGetInfoRequest\"\xc9\x01\n" +
 	"\x0fGetInfoResponse\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12)\n" +
 	"\x05stage\x18\x02 \x01(\x0e2\x13.foresight.v1.StageR\x05stage\x12\x18\n" +
 	"\aversion\x18\x03 \x01(\tR\aversion\x12 \n" +
 	"\vdescription\x18\x04 \x01(\tR\vdescription\x12\x14\n" +
-	"\x05reads\x18\x05 \x03(\tR\x05reads\"2\n" +
+	"\x05reads\x18\x05 \x03(\tR\x05reads\x12%\n" +
+	"\x0emulti_instance\x18\x06 \x01(\bR\rmultiInstance\"N\n" +
 	"\x10ConfigureRequest\x12\x1e\n" +
 	"\n" +
 	"parameters\x18\x01 \x01(\fR\n" +
-	"parameters\"A\n" +
+	"parameters\x12\x1a\n" +
+	"\binstance\x18\x02 \x01(\tR\binstance\"A\n" +
 	"\x11ConfigureResponse\x12,\n" +
-	"\x06status\x18\x01 \x01(\v2\x14.foresight.v1.StatusR\x06status*|\n" +
+	"\x06status\x18\x01 \x01(\v2\x14.foresight.v1.StatusR\x06status\"1\n" +
+	"\x13DropInstanceRequest\x12\x1a\n" +
+	"\binstance\x18\x01 \x01(\tR\binstance\"\x16\n" +
+	"\x14DropInstanceResponse*|\n" +
 	"\x05Stage\x12\x15\n" +
 	"\x11STAGE_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eSTAGE_PRODUCER\x10\x01\x12\x10\n" +
 	"\fSTAGE_FILTER\x10\x02\x12\x10\n" +
 	"\fSTAGE_SCORER\x10\x03\x12\x12\n" +
 	"\x0eSTAGE_ADMITTER\x10\x04\x12\x10\n" +
-	"\fSTAGE_PICKER\x10\x052\xa5\x01\n" +
+	"\fSTAGE_PICKER\x10\x052\xfc\x01\n" +
 	"\rPluginService\x12F\n" +
 	"\aGetInfo\x12\x1c.foresight.v1.GetInfoRequest\x1a\x1d.foresight.v1.GetInfoResponse\x12L\n" +
-	"\tConfigure\x12\x1e.foresight.v1.ConfigureRequest\x1a\x1f.foresight.v1.ConfigureResponseBFZDgithub.com/foresight-router/foresight/proto/foresight/v1;foresightv1b\x06proto3"
+	"\tConfigure\x12\x1e.foresight.v1.ConfigureRequest\x1a\x1f.foresight.v1.ConfigureResponse\x12U\n" +
+	"\fDropInstance\x12!.foresight.v1.DropInstanceRequest\x1a\".foresight.v1.DropInstanceResponseBFZDgithub.com/foresight-router/foresight/proto/foresight/v1;foresightv1b\x06proto3"
 
 var (
 	file_foresight_v1_plugin_proto_rawDescOnce sync.Once
@@ -344,24 +457,28 @@ func file_foresight_v1_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_foresight_v1_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_foresight_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_foresight_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_foresight_v1_plugin_proto_goTypes = []any{
-	(Stage)(0),                // 0: foresight.v1.Stage
-	(*GetInfoRequest)(nil),    // 1: foresight.v1.GetInfoRequest
-	(*GetInfoResponse)(nil),   // 2: foresight.v1.GetInfoResponse
-	(*ConfigureRequest)(nil),  // 3: foresight.v1.ConfigureRequest
-	(*ConfigureResponse)(nil), // 4: foresight.v1.ConfigureResponse
-	(*Status)(nil),            // 5: foresight.v1.Status
+	(Stage)(0),                   // 0: foresight.v1.Stage
+	(*GetInfoRequest)(nil),       // 1: foresight.v1.GetInfoRequest
+	(*GetInfoResponse)(nil),      // 2: foresight.v1.GetInfoResponse
+	(*ConfigureRequest)(nil),     // 3: foresight.v1.ConfigureRequest
+	(*ConfigureResponse)(nil),    // 4: foresight.v1.ConfigureResponse
+	(*DropInstanceRequest)(nil),  // 5: foresight.v1.DropInstanceRequest
+	(*DropInstanceResponse)(nil), // 6: foresight.v1.DropInstanceResponse
+	(*Status)(nil),               // 7: foresight.v1.Status
 }
 var file_foresight_v1_plugin_proto_depIdxs = []int32{
 	0, // 0: foresight.v1.GetInfoResponse.stage:type_name -> foresight.v1.Stage
-	5, // 1: foresight.v1.ConfigureResponse.status:type_name -> foresight.v1.Status
+	7, // 1: foresight.v1.ConfigureResponse.status:type_name -> foresight.v1.Status
 	1, // 2: foresight.v1.PluginService.GetInfo:input_type -> foresight.v1.GetInfoRequest
 	3, // 3: foresight.v1.PluginService.Configure:input_type -> foresight.v1.ConfigureRequest
-	2, // 4: foresight.v1.PluginService.GetInfo:output_type -> foresight.v1.GetInfoResponse
-	4, // 5: foresight.v1.PluginService.Configure:output_type -> foresight.v1.ConfigureResponse
-	4, // [4:6] is the sub-list for method output_type
-	2, // [2:4] is the sub-list for method input_type
+	5, // 4: foresight.v1.PluginService.DropInstance:input_type -> foresight.v1.DropInstanceRequest
+	2, // 5: foresight.v1.PluginService.GetInfo:output_type -> foresight.v1.GetInfoResponse
+	4, // 6: foresight.v1.PluginService.Configure:output_type -> foresight.v1.ConfigureResponse
+	6, // 7: foresight.v1.PluginService.DropInstance:output_type -> foresight.v1.DropInstanceResponse
+	5, // [5:8] is the sub-list for method output_type
+	2, // [2:5] is the sub-list for method input_type
 	2, // [2:2] is the sub-list for extension type_name
 	2, // [2:2] is the sub-list for extension extendee
 	0, // [0:2] is the sub-list for field type_name
@@ -379,7 +496,7 @@ func file_foresight_v1_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_foresight_v1_plugin_proto_rawDesc), len(file_foresight_v1_plugin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   4,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -19,8 +19,9 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	PluginService_GetInfo_FullMethodName   = "/foresight.v1.PluginService/GetInfo"
-	PluginService_Configure_FullMethodName = "/foresight.v1.PluginService/Configure"
+	PluginService_GetInfo_FullMethodName      = "/foresight.v1.PluginService/GetInfo"
+	PluginService_Configure_FullMethodName    = "/foresight.v1.PluginService/Configure"
+	PluginService_DropInstance_FullMethodName = "/foresight.v1.PluginService/DropInstance"
 )
 
 // PluginServiceClient is the client API for PluginService service.
@@ -33,6 +34,9 @@ type PluginServiceClient interface {
 	GetInfo(ctx context.Context, in *GetInfoRequest, opts ...grpc.CallOption) (*GetInfoResponse, error)
 	// Configure merges the parameters over the plugin's defaults and validates them.
 	Configure(ctx context.Context, in *ConfigureRequest, opts ...grpc.CallOption) (*ConfigureResponse, error)
+	// DropInstance forgets an instance of a multi-instance plugin that the host no longer uses. The
+	// host calls it only on a plugin whose GetInfo reported `multi_instance`.
+	DropInstance(ctx context.Context, in *DropInstanceRequest, opts ...grpc.CallOption) (*DropInstanceResponse, error)
 }
 
 type pluginServiceClient struct {
@@ -63,6 +67,16 @@ func (c *pluginServiceClient) Configure(ctx context.Context, in *ConfigureReques
 	return out, nil
 }
 
+func (c *pluginServiceClient) DropInstance(ctx context.Context, in *DropInstanceRequest, opts ...grpc.CallOption) (*DropInstanceResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DropInstanceResponse)
+	err := c.cc.Invoke(ctx, PluginService_DropInstance_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PluginServiceServer is the server API for PluginService service.
 // All implementations must embed UnimplementedPluginServiceServer
 // for forward compatibility.
@@ -73,6 +87,9 @@ type PluginServiceServer interface {
 	GetInfo(context.Context, *GetInfoRequest) (*GetInfoResponse, error)
 	// Configure merges the parameters over the plugin's defaults and validates them.
 	Configure(context.Context, *ConfigureRequest) (*ConfigureResponse, error)
+	// DropInstance forgets an instance of a multi-instance plugin that the host no longer uses. The
+	// host calls it only on a plugin whose GetInfo reported `multi_instance`.
+	DropInstance(context.Context, *DropInstanceRequest) (*DropInstanceResponse, error)
 	mustEmbedUnimplementedPluginServiceServer()
 }
 
@@ -88,6 +105,9 @@ func (UnimplementedPluginServiceServer) GetInfo(context.Context, *GetInfoRequest
 }
 func (UnimplementedPluginServiceServer) Configure(context.Context, *ConfigureRequest) (*ConfigureResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Configure not implemented")
+}
+func (UnimplementedPluginServiceServer) DropInstance(context.Context, *DropInstanceRequest) (*DropInstanceResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DropInstance not implemented")
 }
 func (UnimplementedPluginServiceServer) mustEmbedUnimplementedPluginServiceServer() {}
 func (UnimplementedPluginServiceServer) testEmbeddedByValue()                       {}
@@ -146,6 +166,24 @@ func _PluginService_Configure_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PluginService_DropInstance_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DropInstanceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PluginServiceServer).DropInstance(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PluginService_DropInstance_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PluginServiceServer).DropInstance(ctx, req.(*DropInstanceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // PluginService_ServiceDesc is the grpc.ServiceDesc for PluginService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -160,6 +198,10 @@ var PluginService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Configure",
 			Handler:    _PluginService_Configure_Handler,
+		},
+		{
+			MethodName: "DropInstance",
+			Handler:    _PluginService_DropInstance_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

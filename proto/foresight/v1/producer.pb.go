@@ -26,7 +26,10 @@ const (
 type ProduceRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The cycles, answered in order.
-	Cycles        []*Cycle `protobuf:"bytes,1,rep,name=cycles,proto3" json:"cycles,omitempty"`
+	Cycles []*Cycle `protobuf:"bytes,1,rep,name=cycles,proto3" json:"cycles,omitempty"`
+	// The instance that answers, in a plugin that reported `multi_instance`; empty: the default
+	// instance. An unknown instance fails every cycle of the batch with INVALID_ARGUMENT.
+	Instance      string `protobuf:"bytes,2,opt,name=instance,proto3" json:"instance,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -66,6 +69,13 @@ func (x *ProduceRequest) GetCycles() []*Cycle {
 		return x.Cycles
 	}
 	return nil
+}
+
+func (x *ProduceRequest) GetInstance() string {
+	if x != nil {
+		return x.Instance
+	}
+	return ""
 }
 
 // ProduceResponse answers each cycle of the batch, in order.
@@ -173,7 +183,10 @@ func (x *ProduceResult) GetPredictions() *Predictions {
 type ObserveRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The samples, oldest first.
-	Samples       []*Sample `protobuf:"bytes,1,rep,name=samples,proto3" json:"samples,omitempty"`
+	Samples []*Sample `protobuf:"bytes,1,rep,name=samples,proto3" json:"samples,omitempty"`
+	// The instance that answers, in a plugin that reported `multi_instance`; empty: the default
+	// instance. An unknown instance fails every cycle of the batch with INVALID_ARGUMENT.
+	Instance      string `protobuf:"bytes,2,opt,name=instance,proto3" json:"instance,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -213,6 +226,13 @@ func (x *ObserveRequest) GetSamples() []*Sample {
 		return x.Samples
 	}
 	return nil
+}
+
+func (x *ObserveRequest) GetInstance() string {
+	if x != nil {
+		return x.Instance
+	}
+	return ""
 }
 
 // ObserveResponse says how many samples were taken and how well the producer predicts.
@@ -556,16 +576,18 @@ var File_foresight_v1_producer_proto protoreflect.FileDescriptor
 
 const file_foresight_v1_producer_proto_rawDesc = "" +
 	"\n" +
-	"\x1bforesight/v1/producer.proto\x12\fforesight.v1\x1a\x18foresight/v1/types.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"=\n" +
+	"\x1bforesight/v1/producer.proto\x12\fforesight.v1\x1a\x18foresight/v1/types.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"Y\n" +
 	"\x0eProduceRequest\x12+\n" +
-	"\x06cycles\x18\x01 \x03(\v2\x13.foresight.v1.CycleR\x06cycles\"H\n" +
+	"\x06cycles\x18\x01 \x03(\v2\x13.foresight.v1.CycleR\x06cycles\x12\x1a\n" +
+	"\binstance\x18\x02 \x01(\tR\binstance\"H\n" +
 	"\x0fProduceResponse\x125\n" +
 	"\aresults\x18\x01 \x03(\v2\x1b.foresight.v1.ProduceResultR\aresults\"z\n" +
 	"\rProduceResult\x12,\n" +
 	"\x06status\x18\x01 \x01(\v2\x14.foresight.v1.StatusR\x06status\x12;\n" +
-	"\vpredictions\x18\x02 \x01(\v2\x19.foresight.v1.PredictionsR\vpredictions\"@\n" +
+	"\vpredictions\x18\x02 \x01(\v2\x19.foresight.v1.PredictionsR\vpredictions\"\\\n" +
 	"\x0eObserveRequest\x12.\n" +
-	"\asamples\x18\x01 \x03(\v2\x14.foresight.v1.SampleR\asamples\"\x8f\x01\n" +
+	"\asamples\x18\x01 \x03(\v2\x14.foresight.v1.SampleR\asamples\x12\x1a\n" +
+	"\binstance\x18\x02 \x01(\tR\binstance\"\x8f\x01\n" +
 	"\x0fObserveResponse\x12,\n" +
 	"\x06status\x18\x01 \x01(\v2\x14.foresight.v1.StatusR\x06status\x12\x1a\n" +
 	"\baccepted\x18\x02 \x01(\rR\baccepted\x122\n" +

@@ -25,7 +25,10 @@ const (
 type ScoreRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The cycles, answered in order.
-	Cycles        []*Cycle `protobuf:"bytes,1,rep,name=cycles,proto3" json:"cycles,omitempty"`
+	Cycles []*Cycle `protobuf:"bytes,1,rep,name=cycles,proto3" json:"cycles,omitempty"`
+	// The instance that answers, in a plugin that reported `multi_instance`; empty: the default
+	// instance. An unknown instance fails every cycle of the batch with INVALID_ARGUMENT.
+	Instance      string `protobuf:"bytes,2,opt,name=instance,proto3" json:"instance,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -65,6 +68,13 @@ func (x *ScoreRequest) GetCycles() []*Cycle {
 		return x.Cycles
 	}
 	return nil
+}
+
+func (x *ScoreRequest) GetInstance() string {
+	if x != nil {
+		return x.Instance
+	}
+	return ""
 }
 
 // ScoreResponse answers each cycle of the batch, in order.
@@ -173,9 +183,10 @@ var File_foresight_v1_scorer_proto protoreflect.FileDescriptor
 
 const file_foresight_v1_scorer_proto_rawDesc = "" +
 	"\n" +
-	"\x19foresight/v1/scorer.proto\x12\fforesight.v1\x1a\x18foresight/v1/types.proto\";\n" +
+	"\x19foresight/v1/scorer.proto\x12\fforesight.v1\x1a\x18foresight/v1/types.proto\"W\n" +
 	"\fScoreRequest\x12+\n" +
-	"\x06cycles\x18\x01 \x03(\v2\x13.foresight.v1.CycleR\x06cycles\"D\n" +
+	"\x06cycles\x18\x01 \x03(\v2\x13.foresight.v1.CycleR\x06cycles\x12\x1a\n" +
+	"\binstance\x18\x02 \x01(\tR\binstance\"D\n" +
 	"\rScoreResponse\x123\n" +
 	"\aresults\x18\x01 \x03(\v2\x19.foresight.v1.ScoreResultR\aresults\"S\n" +
 	"\vScoreResult\x12,\n" +

@@ -66,6 +66,9 @@ class Handlers:
                                           description=impl.description, reads=list(impl.reads or ()))
 
     def configure(self, req: plugin_pb2.ConfigureRequest) -> plugin_pb2.ConfigureResponse:
+        if req.instance:  # a host addresses named instances only in a plugin reporting multi_instance
+            msg = f"instance {req.instance!r}: this plugin serves a single instance"
+            return plugin_pb2.ConfigureResponse(status=status_to_proto(InvalidArgument(msg)))
         try:
             self.impl.set_parameters(req.parameters)
         except Exception as e:  # noqa: BLE001 - every rejection is the host's to report

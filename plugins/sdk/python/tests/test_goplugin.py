@@ -175,6 +175,12 @@ class ServedPluginTest(unittest.TestCase):
                          plugin_pb2.ConfigureRequest(parameters=b'{"acceleratorCosts": {"l4": 1}}'),
                          plugin_pb2.ConfigureResponse)
         self.assertFalse(good.HasField("status"))
+        self.assertFalse(info.multi_instance)
+        named = self.call("/foresight.v1.PluginService/Configure",
+                          plugin_pb2.ConfigureRequest(parameters=b'{}', instance="strict#1"),
+                          plugin_pb2.ConfigureResponse)
+        self.assertEqual(named.status.code, types_pb2.STATUS_CODE_INVALID_ARGUMENT)
+        self.assertIn("serves a single instance", named.status.message)
 
     def test_4_score_stream_answers_in_order(self):
         def req(ttfts):

@@ -293,8 +293,8 @@ export function cycleToProto(c: Cycle): WireCycle {
  */
 export function encodeCycleBatch(cycles: readonly Cycle[], scores?: readonly (readonly number[])[]): Uint8Array {
   const wire = cycles.map(cycleToProto);
-  if (scores === undefined) return FilterRequest.encode({ cycles: wire }).finish();
-  return PickRequest.encode({ cycles: wire, scores: scores.map((s) => ({ values: [...s] })) }).finish();
+  if (scores === undefined) return FilterRequest.encode({ cycles: wire, instance: "", chain: [] }).finish();
+  return PickRequest.encode({ cycles: wire, scores: scores.map((s) => ({ values: [...s] })), instance: "" }).finish();
 }
 
 function targetToProto(name: string, t: TargetStats): PbTargetStats {

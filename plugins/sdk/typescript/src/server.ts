@@ -183,6 +183,7 @@ export function filterResponse(rs: Result<FilterVerdict>[]): FilterResponse {
     results: rs.map((r): FilterResult =>
       r.ok ? { status: undefined, kept: r.value.kept, reason: r.value.reason ?? "" } : { status: r.status, kept: [], reason: "" },
     ),
+    chains: [],
   };
 }
 
@@ -348,7 +349,12 @@ export function stageOf(impl: AnyStage, stage?: Stage): Stage {
 }
 
 /** configure applies parameters to impl (Go: pluginServer.Configure's semantics). */
-export function configure(impl: Plugin, params: Uint8Array): ConfigureResponse {
+export function configure(impl: Plugin, params: Uint8Array, instance = ""): ConfigureResponse {
+  if (instance !== "") {
+    // A host addresses named instances only in a plugin reporting multiInstance, which this kit does not.
+    const message = `instance ${JSON.stringify(instance)}: this plugin serves a single instance`;
+    return { status: { code: Code.InvalidArgument, message } };
+  }
   const text = Buffer.from(params).toString("utf8");
   try {
     if (impl.configure !== undefined) impl.configure(text);
@@ -361,7 +367,14 @@ export function configure(impl: Plugin, params: Uint8Array): ConfigureResponse {
 
 /** info answers GetInfo. */
 export function info(impl: Plugin, stage: Stage, version: string): GetInfoResponse {
-  return { type: impl.type, stage: stage as number, version, description: impl.description, reads: [...(impl.reads ?? [])] };
+  return {
+    type: impl.type,
+    stage: stage as number,
+    version,
+    description: impl.description,
+    reads: [...(impl.reads ?? [])],
+    multiInstance: false,
+  };
 }
 
 /** addForesightServices registers PluginService and impl's stage service on server. */
@@ -371,7 +384,7 @@ export function addForesightServices(server: grpc.Server, impl: AnyStage, stage:
       cb(null, info(impl, stage, version)),
     // A rejection travels in the response (the host reports it); it is not logged here too.
     configure: (call: grpc.ServerUnaryCall<ConfigureRequest, ConfigureResponse>, cb: grpc.sendUnaryData<ConfigureResponse>) =>
-      cb(null, configure(impl, call.request.parameters)),
+      cb(null, configure(impl, call.request.parameters, call.request.instance)),
   });
   // The stage services are the generated definitions: their decoders keep 64-bit fields as bigint.
   switch (stage) {

@@ -166,6 +166,7 @@ test("observe samples decode, dispatch time and request included", () => {
         dispatchedAt: new Date(1_800_000_000_005),
       },
     ],
+    instance: "",
   }).finish();
   const [s] = decodeObserveRequest(buf);
   assert.equal(s!.endpointId, "e1");
@@ -180,7 +181,7 @@ test("observe samples decode, dispatch time and request included", () => {
   assert.equal(s!.outputTokens, 42);
   assert.equal(s!.dispatchedAt.getTime(), 1_800_000_000_005);
   // an absent dispatch time reads as Go's zero time
-  const [z] = decodeObserveRequest(ObserveRequest.encode({ samples: [{ ...ObserveRequest.decode(buf).samples[0]!, dispatchedAt: undefined }] }).finish());
+  const [z] = decodeObserveRequest(ObserveRequest.encode({ samples: [{ ...ObserveRequest.decode(buf).samples[0]!, dispatchedAt: undefined }], instance: "" }).finish());
   assert.equal(z!.dispatchedAt.getTime(), ZERO_TIME_MS);
 });
 

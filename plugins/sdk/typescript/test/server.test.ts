@@ -131,6 +131,11 @@ test("Configure: rejected parameters are INVALID_ARGUMENT and the old ones stay"
   assert.equal(f.params.get().threshold, 0.7);
   assert.deepEqual(configure(f, new Uint8Array()), { status: undefined });
   assert.equal(f.params.get().threshold, 0.5);
+  // The kit serves one instance: a named one (multi-instance hosts only) is refused, nothing changes.
+  assert.deepEqual(configure(f, Buffer.from('{"threshold": 0.9}'), "strict#1"), {
+    status: { code: Code.InvalidArgument, message: 'instance "strict#1": this plugin serves a single instance' },
+  });
+  assert.equal(f.params.get().threshold, 0.5);
 });
 
 test("a plugin without configure takes no parameters", () => {
@@ -150,6 +155,6 @@ test("the stage comes from the methods; GetInfo reports it", () => {
   assert.equal(stageOf(both, Stage.Scorer), Stage.Scorer);
   assert.throws(() => stageOf(f, Stage.Picker), /does not implement stage Picker/);
   assert.deepEqual(info({ ...f, reads: ["endpoints.labels"] }, Stage.Filter, "1.0.0"), {
-    type: "t", stage: 2, version: "1.0.0", description: "d", reads: ["endpoints.labels"],
+    type: "t", stage: 2, version: "1.0.0", description: "d", reads: ["endpoints.labels"], multiInstance: false,
   });
 });

@@ -14,7 +14,7 @@ _sym_db = _symbol_database.Default()
 from foresight.v1 import types_pb2 as foresight_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x66oresight/v1/admitter.proto\x12\x0c\x66oresight.v1\x1a\x18\x66oresight/v1/types.proto\";\n\x0c\x41\x64mitRequest\x12+\n\x06\x63ycles\x18\x01 \x03(\x0b\x32\x13.foresight.v1.CycleR\x06\x63ycles\"D\n\rAdmitResponse\x12\x33\n\x07results\x18\x01 \x03(\x0b\x32\x19.foresight.v1.AdmitResultR\x07results\"o\n\x0b\x41\x64mitResult\x12,\n\x06status\x18\x01 \x01(\x0b\x32\x14.foresight.v1.StatusR\x06status\x12\x1a\n\x08\x61\x64mitted\x18\x02 \x01(\x08R\x08\x61\x64mitted\x12\x16\n\x06reason\x18\x03 \x01(\tR\x06reason2W\n\x0f\x41\x64mitterService\x12\x44\n\x05\x41\x64mit\x12\x1a.foresight.v1.AdmitRequest\x1a\x1b.foresight.v1.AdmitResponse(\x01\x30\x01\x42\x46ZDgithub.com/foresight-router/foresight/proto/foresight/v1;foresightv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x66oresight/v1/admitter.proto\x12\x0c\x66oresight.v1\x1a\x18\x66oresight/v1/types.proto\"W\n\x0c\x41\x64mitRequest\x12+\n\x06\x63ycles\x18\x01 \x03(\x0b\x32\x13.foresight.v1.CycleR\x06\x63ycles\x12\x1a\n\x08instance\x18\x02 \x01(\tR\x08instance\"D\n\rAdmitResponse\x12\x33\n\x07results\x18\x01 \x03(\x0b\x32\x19.foresight.v1.AdmitResultR\x07results\"o\n\x0b\x41\x64mitResult\x12,\n\x06status\x18\x01 \x01(\x0b\x32\x14.foresight.v1.StatusR\x06status\x12\x1a\n\x08\x61\x64mitted\x18\x02 \x01(\x08R\x08\x61\x64mitted\x12\x16\n\x06reason\x18\x03 \x01(\tR\x06reason2W\n\x0f\x41\x64mitterService\x12\x44\n\x05\x41\x64mit\x12\x1a.foresight.v1.AdmitRequest\x1a\x1b.foresight.v1.AdmitResponse(\x01\x30\x01\x42\x46ZDgithub.com/foresight-router/foresight/proto/foresight/v1;foresightv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'foresight.v1.admitter_pb2', globals())
@@ -23,11 +23,11 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   DESCRIPTOR._options = None
   DESCRIPTOR._serialized_options = b'ZDgithub.com/foresight-router/foresight/proto/foresight/v1;foresightv1'
   _ADMITREQUEST._serialized_start=71
-  _ADMITREQUEST._serialized_end=130
-  _ADMITRESPONSE._serialized_start=132
-  _ADMITRESPONSE._serialized_end=200
-  _ADMITRESULT._serialized_start=202
-  _ADMITRESULT._serialized_end=313
-  _ADMITTERSERVICE._serialized_start=315
-  _ADMITTERSERVICE._serialized_end=402
+  _ADMITREQUEST._serialized_end=158
+  _ADMITRESPONSE._serialized_start=160
+  _ADMITRESPONSE._serialized_end=228
+  _ADMITRESULT._serialized_start=230
+  _ADMITRESULT._serialized_end=341
+  _ADMITTERSERVICE._serialized_start=343
+  _ADMITTERSERVICE._serialized_end=430
 # @@protoc_insertion_point(module_scope)

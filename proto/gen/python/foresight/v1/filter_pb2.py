@@ -14,7 +14,7 @@ _sym_db = _symbol_database.Default()
 from foresight.v1 import types_pb2 as foresight_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x66oresight/v1/filter.proto\x12\x0c\x66oresight.v1\x1a\x18\x66oresight/v1/types.proto\"<\n\rFilterRequest\x12+\n\x06\x63ycles\x18\x01 \x03(\x0b\x32\x13.foresight.v1.CycleR\x06\x63ycles\"F\n\x0e\x46ilterResponse\x12\x34\n\x07results\x18\x01 \x03(\x0b\x32\x1a.foresight.v1.FilterResultR\x07results\"h\n\x0c\x46ilterResult\x12,\n\x06status\x18\x01 \x01(\x0b\x32\x14.foresight.v1.StatusR\x06status\x12\x12\n\x04kept\x18\x02 \x03(\rR\x04kept\x12\x16\n\x06reason\x18\x03 \x01(\tR\x06reason2X\n\rFilterService\x12G\n\x06\x46ilter\x12\x1b.foresight.v1.FilterRequest\x1a\x1c.foresight.v1.FilterResponse(\x01\x30\x01\x42\x46ZDgithub.com/foresight-router/foresight/proto/foresight/v1;foresightv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x66oresight/v1/filter.proto\x12\x0c\x66oresight.v1\x1a\x18\x66oresight/v1/types.proto\"n\n\rFilterRequest\x12+\n\x06\x63ycles\x18\x01 \x03(\x0b\x32\x13.foresight.v1.CycleR\x06\x63ycles\x12\x1a\n\x08instance\x18\x02 \x01(\tR\x08instance\x12\x14\n\x05\x63hain\x18\x03 \x03(\tR\x05\x63hain\"\x7f\n\x0e\x46ilterResponse\x12\x34\n\x07results\x18\x01 \x03(\x0b\x32\x1a.foresight.v1.FilterResultR\x07results\x12\x37\n\x06\x63hains\x18\x02 \x03(\x0b\x32\x1f.foresight.v1.FilterChainResultR\x06\x63hains\"E\n\x11\x46ilterChainResult\x12\x30\n\x05steps\x18\x01 \x03(\x0b\x32\x1a.foresight.v1.FilterResultR\x05steps\"h\n\x0c\x46ilterResult\x12,\n\x06status\x18\x01 \x01(\x0b\x32\x14.foresight.v1.StatusR\x06status\x12\x12\n\x04kept\x18\x02 \x03(\rR\x04kept\x12\x16\n\x06reason\x18\x03 \x01(\tR\x06reason2X\n\rFilterService\x12G\n\x06\x46ilter\x12\x1b.foresight.v1.FilterRequest\x1a\x1c.foresight.v1.FilterResponse(\x01\x30\x01\x42\x46ZDgithub.com/foresight-router/foresight/proto/foresight/v1;foresightv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'foresight.v1.filter_pb2', globals())
@@ -23,11 +23,13 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   DESCRIPTOR._options = None
   DESCRIPTOR._serialized_options = b'ZDgithub.com/foresight-router/foresight/proto/foresight/v1;foresightv1'
   _FILTERREQUEST._serialized_start=69
-  _FILTERREQUEST._serialized_end=129
-  _FILTERRESPONSE._serialized_start=131
-  _FILTERRESPONSE._serialized_end=201
-  _FILTERRESULT._serialized_start=203
-  _FILTERRESULT._serialized_end=307
-  _FILTERSERVICE._serialized_start=309
-  _FILTERSERVICE._serialized_end=397
+  _FILTERREQUEST._serialized_end=179
+  _FILTERRESPONSE._serialized_start=181
+  _FILTERRESPONSE._serialized_end=308
+  _FILTERCHAINRESULT._serialized_start=310
+  _FILTERCHAINRESULT._serialized_end=379
+  _FILTERRESULT._serialized_start=381
+  _FILTERRESULT._serialized_end=485
+  _FILTERSERVICE._serialized_start=487
+  _FILTERSERVICE._serialized_end=575
 # @@protoc_insertion_point(module_scope)

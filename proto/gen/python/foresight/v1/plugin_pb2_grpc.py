@@ -25,6 +25,11 @@ class PluginServiceStub(object):
                 request_serializer=foresight_dot_v1_dot_plugin__pb2.ConfigureRequest.SerializeToString,
                 response_deserializer=foresight_dot_v1_dot_plugin__pb2.ConfigureResponse.FromString,
                 )
+        self.DropInstance = channel.unary_unary(
+                '/foresight.v1.PluginService/DropInstance',
+                request_serializer=foresight_dot_v1_dot_plugin__pb2.DropInstanceRequest.SerializeToString,
+                response_deserializer=foresight_dot_v1_dot_plugin__pb2.DropInstanceResponse.FromString,
+                )
 
 
 class PluginServiceServicer(object):
@@ -45,6 +50,14 @@ class PluginServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DropInstance(self, request, context):
+        """DropInstance forgets an instance of a multi-instance plugin that the host no longer uses. The
+        host calls it only on a plugin whose GetInfo reported `multi_instance`.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PluginServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -57,6 +70,11 @@ def add_PluginServiceServicer_to_server(servicer, server):
                     servicer.Configure,
                     request_deserializer=foresight_dot_v1_dot_plugin__pb2.ConfigureRequest.FromString,
                     response_serializer=foresight_dot_v1_dot_plugin__pb2.ConfigureResponse.SerializeToString,
+            ),
+            'DropInstance': grpc.unary_unary_rpc_method_handler(
+                    servicer.DropInstance,
+                    request_deserializer=foresight_dot_v1_dot_plugin__pb2.DropInstanceRequest.FromString,
+                    response_serializer=foresight_dot_v1_dot_plugin__pb2.DropInstanceResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -100,5 +118,22 @@ class PluginService(object):
         return grpc.experimental.unary_unary(request, target, '/foresight.v1.PluginService/Configure',
             foresight_dot_v1_dot_plugin__pb2.ConfigureRequest.SerializeToString,
             foresight_dot_v1_dot_plugin__pb2.ConfigureResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def DropInstance(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/foresight.v1.PluginService/DropInstance',
+            foresight_dot_v1_dot_plugin__pb2.DropInstanceRequest.SerializeToString,
+            foresight_dot_v1_dot_plugin__pb2.DropInstanceResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

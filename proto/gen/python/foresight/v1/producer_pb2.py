@@ -15,7 +15,7 @@ from foresight.v1 import types_pb2 as foresight_dot_v1_dot_types__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x66oresight/v1/producer.proto\x12\x0c\x66oresight.v1\x1a\x18\x66oresight/v1/types.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"=\n\x0eProduceRequest\x12+\n\x06\x63ycles\x18\x01 \x03(\x0b\x32\x13.foresight.v1.CycleR\x06\x63ycles\"H\n\x0fProduceResponse\x12\x35\n\x07results\x18\x01 \x03(\x0b\x32\x1b.foresight.v1.ProduceResultR\x07results\"z\n\rProduceResult\x12,\n\x06status\x18\x01 \x01(\x0b\x32\x14.foresight.v1.StatusR\x06status\x12;\n\x0bpredictions\x18\x02 \x01(\x0b\x32\x19.foresight.v1.PredictionsR\x0bpredictions\"@\n\x0eObserveRequest\x12.\n\x07samples\x18\x01 \x03(\x0b\x32\x14.foresight.v1.SampleR\x07samples\"\x8f\x01\n\x0fObserveResponse\x12,\n\x06status\x18\x01 \x01(\x0b\x32\x14.foresight.v1.StatusR\x06status\x12\x1a\n\x08\x61\x63\x63\x65pted\x18\x02 \x01(\rR\x08\x61\x63\x63\x65pted\x12\x32\n\x05stats\x18\x03 \x01(\x0b\x32\x1c.foresight.v1.PredictorStatsR\x05stats\"\xce\x01\n\x0ePredictorStats\x12#\n\rmodel_version\x18\x01 \x01(\x04R\x0cmodelVersion\x12#\n\rtraining_rows\x18\x02 \x01(\x04R\x0ctrainingRows\x12-\n\x04ttft\x18\x03 \x01(\x0b\x32\x19.foresight.v1.TargetStatsR\x04ttft\x12-\n\x04tpot\x18\x04 \x01(\x0b\x32\x19.foresight.v1.TargetStatsR\x04tpot\x12\x14\n\x05\x64rift\x18\x05 \x01(\x08R\x05\x64rift\"\x95\x01\n\x0bTargetStats\x12\x18\n\x07samples\x18\x01 \x01(\x04R\x07samples\x12\x12\n\x04mape\x18\x02 \x01(\x01R\x04mape\x12\x10\n\x03mae\x18\x03 \x01(\x01R\x03mae\x12\x30\n\x11quantile_coverage\x18\x04 \x01(\x01H\x00R\x10quantileCoverage\x88\x01\x01\x42\x14\n\x12_quantile_coverage\"\xf7\x02\n\x06Sample\x12/\n\x07request\x18\x01 \x01(\x0b\x32\x15.foresight.v1.RequestR\x07request\x12\x1f\n\x0b\x65ndpoint_id\x18\x02 \x01(\tR\nendpointId\x12\x31\n\x05state\x18\x03 \x01(\x0b\x32\x1b.foresight.v1.EndpointStateR\x05state\x12\x36\n\tpredicted\x18\x04 \x01(\x0b\x32\x18.foresight.v1.PredictionR\tpredicted\x12$\n\x0e\x61\x63tual_ttft_ms\x18\x05 \x01(\x01R\x0c\x61\x63tualTtftMs\x12$\n\x0e\x61\x63tual_tpot_ms\x18\x06 \x01(\x01R\x0c\x61\x63tualTpotMs\x12#\n\routput_tokens\x18\x07 \x01(\x03R\x0coutputTokens\x12?\n\rdispatched_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0c\x64ispatchedAt2\xa5\x01\n\x0fProducerService\x12J\n\x07Produce\x12\x1c.foresight.v1.ProduceRequest\x1a\x1d.foresight.v1.ProduceResponse(\x01\x30\x01\x12\x46\n\x07Observe\x12\x1c.foresight.v1.ObserveRequest\x1a\x1d.foresight.v1.ObserveResponseBFZDgithub.com/foresight-router/foresight/proto/foresight/v1;foresightv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x66oresight/v1/producer.proto\x12\x0c\x66oresight.v1\x1a\x18\x66oresight/v1/types.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"Y\n\x0eProduceRequest\x12+\n\x06\x63ycles\x18\x01 \x03(\x0b\x32\x13.foresight.v1.CycleR\x06\x63ycles\x12\x1a\n\x08instance\x18\x02 \x01(\tR\x08instance\"H\n\x0fProduceResponse\x12\x35\n\x07results\x18\x01 \x03(\x0b\x32\x1b.foresight.v1.ProduceResultR\x07results\"z\n\rProduceResult\x12,\n\x06status\x18\x01 \x01(\x0b\x32\x14.foresight.v1.StatusR\x06status\x12;\n\x0bpredictions\x18\x02 \x01(\x0b\x32\x19.foresight.v1.PredictionsR\x0bpredictions\"\\\n\x0eObserveRequest\x12.\n\x07samples\x18\x01 \x03(\x0b\x32\x14.foresight.v1.SampleR\x07samples\x12\x1a\n\x08instance\x18\x02 \x01(\tR\x08instance\"\x8f\x01\n\x0fObserveResponse\x12,\n\x06status\x18\x01 \x01(\x0b\x32\x14.foresight.v1.StatusR\x06status\x12\x1a\n\x08\x61\x63\x63\x65pted\x18\x02 \x01(\rR\x08\x61\x63\x63\x65pted\x12\x32\n\x05stats\x18\x03 \x01(\x0b\x32\x1c.foresight.v1.PredictorStatsR\x05stats\"\xce\x01\n\x0ePredictorStats\x12#\n\rmodel_version\x18\x01 \x01(\x04R\x0cmodelVersion\x12#\n\rtraining_rows\x18\x02 \x01(\x04R\x0ctrainingRows\x12-\n\x04ttft\x18\x03 \x01(\x0b\x32\x19.foresight.v1.TargetStatsR\x04ttft\x12-\n\x04tpot\x18\x04 \x01(\x0b\x32\x19.foresight.v1.TargetStatsR\x04tpot\x12\x14\n\x05\x64rift\x18\x05 \x01(\x08R\x05\x64rift\"\x95\x01\n\x0bTargetStats\x12\x18\n\x07samples\x18\x01 \x01(\x04R\x07samples\x12\x12\n\x04mape\x18\x02 \x01(\x01R\x04mape\x12\x10\n\x03mae\x18\x03 \x01(\x01R\x03mae\x12\x30\n\x11quantile_coverage\x18\x04 \x01(\x01H\x00R\x10quantileCoverage\x88\x01\x01\x42\x14\n\x12_quantile_coverage\"\xf7\x02\n\x06Sample\x12/\n\x07request\x18\x01 \x01(\x0b\x32\x15.foresight.v1.RequestR\x07request\x12\x1f\n\x0b\x65ndpoint_id\x18\x02 \x01(\tR\nendpointId\x12\x31\n\x05state\x18\x03 \x01(\x0b\x32\x1b.foresight.v1.EndpointStateR\x05state\x12\x36\n\tpredicted\x18\x04 \x01(\x0b\x32\x18.foresight.v1.PredictionR\tpredicted\x12$\n\x0e\x61\x63tual_ttft_ms\x18\x05 \x01(\x01R\x0c\x61\x63tualTtftMs\x12$\n\x0e\x61\x63tual_tpot_ms\x18\x06 \x01(\x01R\x0c\x61\x63tualTpotMs\x12#\n\routput_tokens\x18\x07 \x01(\x03R\x0coutputTokens\x12?\n\rdispatched_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0c\x64ispatchedAt2\xa5\x01\n\x0fProducerService\x12J\n\x07Produce\x12\x1c.foresight.v1.ProduceRequest\x1a\x1d.foresight.v1.ProduceResponse(\x01\x30\x01\x12\x46\n\x07Observe\x12\x1c.foresight.v1.ObserveRequest\x1a\x1d.foresight.v1.ObserveResponseBFZDgithub.com/foresight-router/foresight/proto/foresight/v1;foresightv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'foresight.v1.producer_pb2', globals())
@@ -24,21 +24,21 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   DESCRIPTOR._options = None
   DESCRIPTOR._serialized_options = b'ZDgithub.com/foresight-router/foresight/proto/foresight/v1;foresightv1'
   _PRODUCEREQUEST._serialized_start=104
-  _PRODUCEREQUEST._serialized_end=165
-  _PRODUCERESPONSE._serialized_start=167
-  _PRODUCERESPONSE._serialized_end=239
-  _PRODUCERESULT._serialized_start=241
-  _PRODUCERESULT._serialized_end=363
-  _OBSERVEREQUEST._serialized_start=365
-  _OBSERVEREQUEST._serialized_end=429
-  _OBSERVERESPONSE._serialized_start=432
-  _OBSERVERESPONSE._serialized_end=575
-  _PREDICTORSTATS._serialized_start=578
-  _PREDICTORSTATS._serialized_end=784
-  _TARGETSTATS._serialized_start=787
-  _TARGETSTATS._serialized_end=936
-  _SAMPLE._serialized_start=939
-  _SAMPLE._serialized_end=1314
-  _PRODUCERSERVICE._serialized_start=1317
-  _PRODUCERSERVICE._serialized_end=1482
+  _PRODUCEREQUEST._serialized_end=193
+  _PRODUCERESPONSE._serialized_start=195
+  _PRODUCERESPONSE._serialized_end=267
+  _PRODUCERESULT._serialized_start=269
+  _PRODUCERESULT._serialized_end=391
+  _OBSERVEREQUEST._serialized_start=393
+  _OBSERVEREQUEST._serialized_end=485
+  _OBSERVERESPONSE._serialized_start=488
+  _OBSERVERESPONSE._serialized_end=631
+  _PREDICTORSTATS._serialized_start=634
+  _PREDICTORSTATS._serialized_end=840
+  _TARGETSTATS._serialized_start=843
+  _TARGETSTATS._serialized_end=992
+  _SAMPLE._serialized_start=995
+  _SAMPLE._serialized_end=1370
+  _PRODUCERSERVICE._serialized_start=1373
+  _PRODUCERSERVICE._serialized_end=1538
 # @@protoc_insertion_point(module_scope)

@@ -27,6 +27,11 @@ export const protobufFileName = "foresight/v1/admitter.proto";
 export interface AdmitRequest {
   /** The cycles, answered in order. */
   cycles: Cycle[];
+  /**
+   * The instance that answers, in a plugin that reported `multi_instance`; empty: the default
+   * instance. An unknown instance fails every cycle of the batch with INVALID_ARGUMENT.
+   */
+  instance: string;
 }
 
 /** AdmitResponse answers each cycle of the batch, in order. */
@@ -48,13 +53,16 @@ export interface AdmitResult {
 }
 
 function createBaseAdmitRequest(): AdmitRequest {
-  return { cycles: [] };
+  return { cycles: [], instance: "" };
 }
 
 export const AdmitRequest: MessageFns<AdmitRequest> = {
   encode(message: AdmitRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     for (const v of message.cycles) {
       Cycle.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.instance !== "") {
+      writer.uint32(18).string(message.instance);
     }
     return writer;
   },
@@ -80,6 +88,14 @@ export const AdmitRequest: MessageFns<AdmitRequest> = {
             message.cycles.push(Cycle.decode(reader, reader.uint32()));
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.instance = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -93,13 +109,19 @@ export const AdmitRequest: MessageFns<AdmitRequest> = {
   },
 
   fromJSON(object: any): AdmitRequest {
-    return { cycles: globalThis.Array.isArray(object?.cycles) ? object.cycles.map((e: any) => Cycle.fromJSON(e)) : [] };
+    return {
+      cycles: globalThis.Array.isArray(object?.cycles) ? object.cycles.map((e: any) => Cycle.fromJSON(e)) : [],
+      instance: isSet(object.instance) ? globalThis.String(object.instance) : "",
+    };
   },
 
   toJSON(message: AdmitRequest): unknown {
     const obj: any = {};
     if (message.cycles?.length) {
       obj.cycles = message.cycles.map((e) => Cycle.toJSON(e));
+    }
+    if (message.instance !== "") {
+      obj.instance = message.instance;
     }
     return obj;
   },
@@ -110,6 +132,7 @@ export const AdmitRequest: MessageFns<AdmitRequest> = {
   fromPartial<I extends Exact<DeepPartial<AdmitRequest>, I>>(object: I): AdmitRequest {
     const message = createBaseAdmitRequest();
     message.cycles = object.cycles?.map((e) => Cycle.fromPartial(e)) || [];
+    message.instance = object.instance ?? "";
     return message;
   },
 };

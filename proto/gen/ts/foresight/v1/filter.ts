@@ -27,12 +27,35 @@ export const protobufFileName = "foresight/v1/filter.proto";
 export interface FilterRequest {
   /** The cycles, answered in order. */
   cycles: Cycle[];
+  /**
+   * The instance that answers, in a plugin that reported `multi_instance`; empty: the default
+   * instance. An unknown instance fails every cycle of the batch with INVALID_ARGUMENT.
+   */
+  instance: string;
+  /**
+   * A fused call, to a plugin that reported `multi_instance`: when set, these instances filter
+   * each cycle one after the other, each seeing only the endpoints the one before it kept (all of
+   * them after one that failed, the host's fallback for a filter), and `instance` is ignored. The
+   * response then answers in `chains`, not `results`.
+   */
+  chain: string[];
 }
 
 /** FilterResponse answers each cycle of the batch, in order. */
 export interface FilterResponse {
   /** One result per request cycle. */
   results: FilterResult[];
+  /** A fused call's answer: one per request cycle, in order. */
+  chains: FilterChainResult[];
+}
+
+/**
+ * FilterChainResult answers one cycle of a fused call: one result per instance of the chain, in
+ * the chain's order. Every step's `kept` indexes the cycle as the request carried it (not the
+ * narrowed cycle the step saw), so a step keeps a subset of what the step before it kept.
+ */
+export interface FilterChainResult {
+  steps: FilterResult[];
 }
 
 /** FilterResult is a filter's answer for one cycle. */
@@ -48,13 +71,19 @@ export interface FilterResult {
 }
 
 function createBaseFilterRequest(): FilterRequest {
-  return { cycles: [] };
+  return { cycles: [], instance: "", chain: [] };
 }
 
 export const FilterRequest: MessageFns<FilterRequest> = {
   encode(message: FilterRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     for (const v of message.cycles) {
       Cycle.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.instance !== "") {
+      writer.uint32(18).string(message.instance);
+    }
+    for (const v of message.chain) {
+      writer.uint32(26).string(v!);
     }
     return writer;
   },
@@ -80,6 +109,22 @@ export const FilterRequest: MessageFns<FilterRequest> = {
             message.cycles.push(Cycle.decode(reader, reader.uint32()));
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.instance = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.chain.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -93,13 +138,23 @@ export const FilterRequest: MessageFns<FilterRequest> = {
   },
 
   fromJSON(object: any): FilterRequest {
-    return { cycles: globalThis.Array.isArray(object?.cycles) ? object.cycles.map((e: any) => Cycle.fromJSON(e)) : [] };
+    return {
+      cycles: globalThis.Array.isArray(object?.cycles) ? object.cycles.map((e: any) => Cycle.fromJSON(e)) : [],
+      instance: isSet(object.instance) ? globalThis.String(object.instance) : "",
+      chain: globalThis.Array.isArray(object?.chain) ? object.chain.map((e: any) => globalThis.String(e)) : [],
+    };
   },
 
   toJSON(message: FilterRequest): unknown {
     const obj: any = {};
     if (message.cycles?.length) {
       obj.cycles = message.cycles.map((e) => Cycle.toJSON(e));
+    }
+    if (message.instance !== "") {
+      obj.instance = message.instance;
+    }
+    if (message.chain?.length) {
+      obj.chain = message.chain;
     }
     return obj;
   },
@@ -110,18 +165,23 @@ export const FilterRequest: MessageFns<FilterRequest> = {
   fromPartial<I extends Exact<DeepPartial<FilterRequest>, I>>(object: I): FilterRequest {
     const message = createBaseFilterRequest();
     message.cycles = object.cycles?.map((e) => Cycle.fromPartial(e)) || [];
+    message.instance = object.instance ?? "";
+    message.chain = object.chain?.map((e) => e) || [];
     return message;
   },
 };
 
 function createBaseFilterResponse(): FilterResponse {
-  return { results: [] };
+  return { results: [], chains: [] };
 }
 
 export const FilterResponse: MessageFns<FilterResponse> = {
   encode(message: FilterResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     for (const v of message.results) {
       FilterResult.encode(v!, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.chains) {
+      FilterChainResult.encode(v!, writer.uint32(18).fork()).join();
     }
     return writer;
   },
@@ -147,6 +207,14 @@ export const FilterResponse: MessageFns<FilterResponse> = {
             message.results.push(FilterResult.decode(reader, reader.uint32()));
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.chains.push(FilterChainResult.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -164,6 +232,9 @@ export const FilterResponse: MessageFns<FilterResponse> = {
       results: globalThis.Array.isArray(object?.results)
         ? object.results.map((e: any) => FilterResult.fromJSON(e))
         : [],
+      chains: globalThis.Array.isArray(object?.chains)
+        ? object.chains.map((e: any) => FilterChainResult.fromJSON(e))
+        : [],
     };
   },
 
@@ -171,6 +242,9 @@ export const FilterResponse: MessageFns<FilterResponse> = {
     const obj: any = {};
     if (message.results?.length) {
       obj.results = message.results.map((e) => FilterResult.toJSON(e));
+    }
+    if (message.chains?.length) {
+      obj.chains = message.chains.map((e) => FilterChainResult.toJSON(e));
     }
     return obj;
   },
@@ -181,6 +255,76 @@ export const FilterResponse: MessageFns<FilterResponse> = {
   fromPartial<I extends Exact<DeepPartial<FilterResponse>, I>>(object: I): FilterResponse {
     const message = createBaseFilterResponse();
     message.results = object.results?.map((e) => FilterResult.fromPartial(e)) || [];
+    message.chains = object.chains?.map((e) => FilterChainResult.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseFilterChainResult(): FilterChainResult {
+  return { steps: [] };
+}
+
+export const FilterChainResult: MessageFns<FilterChainResult> = {
+  encode(message: FilterChainResult, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.steps) {
+      FilterResult.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): FilterChainResult {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseFilterChainResult();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.steps.push(FilterResult.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): FilterChainResult {
+    return {
+      steps: globalThis.Array.isArray(object?.steps) ? object.steps.map((e: any) => FilterResult.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: FilterChainResult): unknown {
+    const obj: any = {};
+    if (message.steps?.length) {
+      obj.steps = message.steps.map((e) => FilterResult.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<FilterChainResult>, I>>(base?: I): FilterChainResult {
+    return FilterChainResult.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<FilterChainResult>, I>>(object: I): FilterChainResult {
+    const message = createBaseFilterChainResult();
+    message.steps = object.steps?.map((e) => FilterResult.fromPartial(e)) || [];
     return message;
   },
 };

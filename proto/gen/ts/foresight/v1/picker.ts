@@ -29,6 +29,11 @@ export interface PickRequest {
   cycles: Cycle[];
   /** scores[i] holds the weighted score of every endpoint of cycles[i], in the cycle's order. */
   scores: Scores[];
+  /**
+   * The instance that answers, in a plugin that reported `multi_instance`; empty: the default
+   * instance. An unknown instance fails every cycle of the batch with INVALID_ARGUMENT.
+   */
+  instance: string;
 }
 
 /** Scores is one cycle's weighted scores, one per endpoint. */
@@ -54,7 +59,7 @@ export interface PickResult {
 }
 
 function createBasePickRequest(): PickRequest {
-  return { cycles: [], scores: [] };
+  return { cycles: [], scores: [], instance: "" };
 }
 
 export const PickRequest: MessageFns<PickRequest> = {
@@ -64,6 +69,9 @@ export const PickRequest: MessageFns<PickRequest> = {
     }
     for (const v of message.scores) {
       Scores.encode(v!, writer.uint32(18).fork()).join();
+    }
+    if (message.instance !== "") {
+      writer.uint32(26).string(message.instance);
     }
     return writer;
   },
@@ -97,6 +105,14 @@ export const PickRequest: MessageFns<PickRequest> = {
             message.scores.push(Scores.decode(reader, reader.uint32()));
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.instance = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -113,6 +129,7 @@ export const PickRequest: MessageFns<PickRequest> = {
     return {
       cycles: globalThis.Array.isArray(object?.cycles) ? object.cycles.map((e: any) => Cycle.fromJSON(e)) : [],
       scores: globalThis.Array.isArray(object?.scores) ? object.scores.map((e: any) => Scores.fromJSON(e)) : [],
+      instance: isSet(object.instance) ? globalThis.String(object.instance) : "",
     };
   },
 
@@ -124,6 +141,9 @@ export const PickRequest: MessageFns<PickRequest> = {
     if (message.scores?.length) {
       obj.scores = message.scores.map((e) => Scores.toJSON(e));
     }
+    if (message.instance !== "") {
+      obj.instance = message.instance;
+    }
     return obj;
   },
 
@@ -134,6 +154,7 @@ export const PickRequest: MessageFns<PickRequest> = {
     const message = createBasePickRequest();
     message.cycles = object.cycles?.map((e) => Cycle.fromPartial(e)) || [];
     message.scores = object.scores?.map((e) => Scores.fromPartial(e)) || [];
+    message.instance = object.instance ?? "";
     return message;
   },
 };

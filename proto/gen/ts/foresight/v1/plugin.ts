@@ -111,18 +111,42 @@ export interface GetInfoResponse {
    * stage reads everything.
    */
   reads: string[];
+  /**
+   * The process can host several configured instances of its type (added to protocol 1; a plugin
+   * that leaves it false is configured and called as before). The host then configures each
+   * instance by name (ConfigureRequest.instance), names the instance that answers each stage call
+   * (the `instance` field of every stage request), may fuse consecutive filter instances into one
+   * call (FilterRequest.chain), and drops instances it no longer uses (DropInstance).
+   */
+  multiInstance: boolean;
 }
 
 /** ConfigureRequest carries the plugin's parameters. */
 export interface ConfigureRequest {
   /** A JSON object merged over the plugin's defaults; empty means defaults. */
   parameters: Buffer;
+  /**
+   * The instance to configure, created when new, in a plugin that reported `multi_instance`;
+   * empty: the default instance, the only one a single-instance plugin has. Configuring an
+   * instance never changes another.
+   */
+  instance: string;
 }
 
 /** ConfigureResponse says whether the parameters were accepted. */
 export interface ConfigureResponse {
   /** Absent on success; INVALID_ARGUMENT with a message naming the parameter otherwise. */
   status: Status | undefined;
+}
+
+/** DropInstanceRequest names the instance to forget. */
+export interface DropInstanceRequest {
+  /** An instance configured before; dropping an unknown or empty name is not an error. */
+  instance: string;
+}
+
+/** DropInstanceResponse is empty: dropping always succeeds. */
+export interface DropInstanceResponse {
 }
 
 function createBaseGetInfoRequest(): GetInfoRequest {
@@ -178,7 +202,7 @@ export const GetInfoRequest: MessageFns<GetInfoRequest> = {
 };
 
 function createBaseGetInfoResponse(): GetInfoResponse {
-  return { type: "", stage: 0, version: "", description: "", reads: [] };
+  return { type: "", stage: 0, version: "", description: "", reads: [], multiInstance: false };
 }
 
 export const GetInfoResponse: MessageFns<GetInfoResponse> = {
@@ -197,6 +221,9 @@ export const GetInfoResponse: MessageFns<GetInfoResponse> = {
     }
     for (const v of message.reads) {
       writer.uint32(42).string(v!);
+    }
+    if (message.multiInstance !== false) {
+      writer.uint32(48).bool(message.multiInstance);
     }
     return writer;
   },
@@ -254,6 +281,14 @@ export const GetInfoResponse: MessageFns<GetInfoResponse> = {
             message.reads.push(reader.string());
             continue;
           }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.multiInstance = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -273,6 +308,11 @@ export const GetInfoResponse: MessageFns<GetInfoResponse> = {
       version: isSet(object.version) ? globalThis.String(object.version) : "",
       description: isSet(object.description) ? globalThis.String(object.description) : "",
       reads: globalThis.Array.isArray(object?.reads) ? object.reads.map((e: any) => globalThis.String(e)) : [],
+      multiInstance: isSet(object.multiInstance)
+        ? globalThis.Boolean(object.multiInstance)
+        : isSet(object.multi_instance)
+        ? globalThis.Boolean(object.multi_instance)
+        : false,
     };
   },
 
@@ -293,6 +333,9 @@ export const GetInfoResponse: MessageFns<GetInfoResponse> = {
     if (message.reads?.length) {
       obj.reads = message.reads;
     }
+    if (message.multiInstance !== false) {
+      obj.multiInstance = message.multiInstance;
+    }
     return obj;
   },
 
@@ -306,18 +349,22 @@ export const GetInfoResponse: MessageFns<GetInfoResponse> = {
     message.version = object.version ?? "";
     message.description = object.description ?? "";
     message.reads = object.reads?.map((e) => e) || [];
+    message.multiInstance = object.multiInstance ?? false;
     return message;
   },
 };
 
 function createBaseConfigureRequest(): ConfigureRequest {
-  return { parameters: Buffer.alloc(0) };
+  return { parameters: Buffer.alloc(0), instance: "" };
 }
 
 export const ConfigureRequest: MessageFns<ConfigureRequest> = {
   encode(message: ConfigureRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.parameters.length !== 0) {
       writer.uint32(10).bytes(message.parameters);
+    }
+    if (message.instance !== "") {
+      writer.uint32(18).string(message.instance);
     }
     return writer;
   },
@@ -343,6 +390,14 @@ export const ConfigureRequest: MessageFns<ConfigureRequest> = {
             message.parameters = Buffer.from(reader.bytes());
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.instance = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -356,13 +411,19 @@ export const ConfigureRequest: MessageFns<ConfigureRequest> = {
   },
 
   fromJSON(object: any): ConfigureRequest {
-    return { parameters: isSet(object.parameters) ? Buffer.from(bytesFromBase64(object.parameters)) : Buffer.alloc(0) };
+    return {
+      parameters: isSet(object.parameters) ? Buffer.from(bytesFromBase64(object.parameters)) : Buffer.alloc(0),
+      instance: isSet(object.instance) ? globalThis.String(object.instance) : "",
+    };
   },
 
   toJSON(message: ConfigureRequest): unknown {
     const obj: any = {};
     if (message.parameters.length !== 0) {
       obj.parameters = base64FromBytes(message.parameters);
+    }
+    if (message.instance !== "") {
+      obj.instance = message.instance;
     }
     return obj;
   },
@@ -373,6 +434,7 @@ export const ConfigureRequest: MessageFns<ConfigureRequest> = {
   fromPartial<I extends Exact<DeepPartial<ConfigureRequest>, I>>(object: I): ConfigureRequest {
     const message = createBaseConfigureRequest();
     message.parameters = object.parameters ?? Buffer.alloc(0);
+    message.instance = object.instance ?? "";
     return message;
   },
 };
@@ -446,6 +508,125 @@ export const ConfigureResponse: MessageFns<ConfigureResponse> = {
   },
 };
 
+function createBaseDropInstanceRequest(): DropInstanceRequest {
+  return { instance: "" };
+}
+
+export const DropInstanceRequest: MessageFns<DropInstanceRequest> = {
+  encode(message: DropInstanceRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.instance !== "") {
+      writer.uint32(10).string(message.instance);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DropInstanceRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDropInstanceRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.instance = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DropInstanceRequest {
+    return { instance: isSet(object.instance) ? globalThis.String(object.instance) : "" };
+  },
+
+  toJSON(message: DropInstanceRequest): unknown {
+    const obj: any = {};
+    if (message.instance !== "") {
+      obj.instance = message.instance;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DropInstanceRequest>, I>>(base?: I): DropInstanceRequest {
+    return DropInstanceRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DropInstanceRequest>, I>>(object: I): DropInstanceRequest {
+    const message = createBaseDropInstanceRequest();
+    message.instance = object.instance ?? "";
+    return message;
+  },
+};
+
+function createBaseDropInstanceResponse(): DropInstanceResponse {
+  return {};
+}
+
+export const DropInstanceResponse: MessageFns<DropInstanceResponse> = {
+  encode(_: DropInstanceResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DropInstanceResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDropInstanceResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): DropInstanceResponse {
+    return {};
+  },
+
+  toJSON(_: DropInstanceResponse): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DropInstanceResponse>, I>>(base?: I): DropInstanceResponse {
+    return DropInstanceResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DropInstanceResponse>, I>>(_: I): DropInstanceResponse {
+    const message = createBaseDropInstanceResponse();
+    return message;
+  },
+};
+
 /** PluginService is served by every plugin, whatever its stage. */
 export type PluginServiceService = typeof PluginServiceService;
 export const PluginServiceService = {
@@ -469,6 +650,20 @@ export const PluginServiceService = {
     responseSerialize: (value: ConfigureResponse): Buffer => Buffer.from(ConfigureResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ConfigureResponse => ConfigureResponse.decode(value),
   },
+  /**
+   * DropInstance forgets an instance of a multi-instance plugin that the host no longer uses. The
+   * host calls it only on a plugin whose GetInfo reported `multi_instance`.
+   */
+  dropInstance: {
+    path: "/foresight.v1.PluginService/DropInstance" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: DropInstanceRequest): Buffer => Buffer.from(DropInstanceRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DropInstanceRequest => DropInstanceRequest.decode(value),
+    responseSerialize: (value: DropInstanceResponse): Buffer =>
+      Buffer.from(DropInstanceResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DropInstanceResponse => DropInstanceResponse.decode(value),
+  },
 } as const;
 
 export interface PluginServiceServer extends UntypedServiceImplementation {
@@ -476,6 +671,11 @@ export interface PluginServiceServer extends UntypedServiceImplementation {
   getInfo: handleUnaryCall<GetInfoRequest, GetInfoResponse>;
   /** Configure merges the parameters over the plugin's defaults and validates them. */
   configure: handleUnaryCall<ConfigureRequest, ConfigureResponse>;
+  /**
+   * DropInstance forgets an instance of a multi-instance plugin that the host no longer uses. The
+   * host calls it only on a plugin whose GetInfo reported `multi_instance`.
+   */
+  dropInstance: handleUnaryCall<DropInstanceRequest, DropInstanceResponse>;
 }
 
 export interface PluginServiceClient extends Client {
@@ -510,6 +710,25 @@ export interface PluginServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ConfigureResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * DropInstance forgets an instance of a multi-instance plugin that the host no longer uses. The
+   * host calls it only on a plugin whose GetInfo reported `multi_instance`.
+   */
+  dropInstance(
+    request: DropInstanceRequest,
+    callback: (error: ServiceError | null, response: DropInstanceResponse) => void,
+  ): ClientUnaryCall;
+  dropInstance(
+    request: DropInstanceRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DropInstanceResponse) => void,
+  ): ClientUnaryCall;
+  dropInstance(
+    request: DropInstanceRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DropInstanceResponse) => void,
   ): ClientUnaryCall;
 }
 

@@ -31,6 +31,11 @@ export const protobufFileName = "foresight/v1/producer.proto";
 export interface ProduceRequest {
   /** The cycles, answered in order. */
   cycles: Cycle[];
+  /**
+   * The instance that answers, in a plugin that reported `multi_instance`; empty: the default
+   * instance. An unknown instance fails every cycle of the batch with INVALID_ARGUMENT.
+   */
+  instance: string;
 }
 
 /** ProduceResponse answers each cycle of the batch, in order. */
@@ -53,6 +58,11 @@ export interface ProduceResult {
 export interface ObserveRequest {
   /** The samples, oldest first. */
   samples: Sample[];
+  /**
+   * The instance that answers, in a plugin that reported `multi_instance`; empty: the default
+   * instance. An unknown instance fails every cycle of the batch with INVALID_ARGUMENT.
+   */
+  instance: string;
 }
 
 /** ObserveResponse says how many samples were taken and how well the producer predicts. */
@@ -143,13 +153,16 @@ export interface Sample {
 }
 
 function createBaseProduceRequest(): ProduceRequest {
-  return { cycles: [] };
+  return { cycles: [], instance: "" };
 }
 
 export const ProduceRequest: MessageFns<ProduceRequest> = {
   encode(message: ProduceRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     for (const v of message.cycles) {
       Cycle.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.instance !== "") {
+      writer.uint32(18).string(message.instance);
     }
     return writer;
   },
@@ -175,6 +188,14 @@ export const ProduceRequest: MessageFns<ProduceRequest> = {
             message.cycles.push(Cycle.decode(reader, reader.uint32()));
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.instance = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -188,13 +209,19 @@ export const ProduceRequest: MessageFns<ProduceRequest> = {
   },
 
   fromJSON(object: any): ProduceRequest {
-    return { cycles: globalThis.Array.isArray(object?.cycles) ? object.cycles.map((e: any) => Cycle.fromJSON(e)) : [] };
+    return {
+      cycles: globalThis.Array.isArray(object?.cycles) ? object.cycles.map((e: any) => Cycle.fromJSON(e)) : [],
+      instance: isSet(object.instance) ? globalThis.String(object.instance) : "",
+    };
   },
 
   toJSON(message: ProduceRequest): unknown {
     const obj: any = {};
     if (message.cycles?.length) {
       obj.cycles = message.cycles.map((e) => Cycle.toJSON(e));
+    }
+    if (message.instance !== "") {
+      obj.instance = message.instance;
     }
     return obj;
   },
@@ -205,6 +232,7 @@ export const ProduceRequest: MessageFns<ProduceRequest> = {
   fromPartial<I extends Exact<DeepPartial<ProduceRequest>, I>>(object: I): ProduceRequest {
     const message = createBaseProduceRequest();
     message.cycles = object.cycles?.map((e) => Cycle.fromPartial(e)) || [];
+    message.instance = object.instance ?? "";
     return message;
   },
 };
@@ -370,13 +398,16 @@ export const ProduceResult: MessageFns<ProduceResult> = {
 };
 
 function createBaseObserveRequest(): ObserveRequest {
-  return { samples: [] };
+  return { samples: [], instance: "" };
 }
 
 export const ObserveRequest: MessageFns<ObserveRequest> = {
   encode(message: ObserveRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     for (const v of message.samples) {
       Sample.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.instance !== "") {
+      writer.uint32(18).string(message.instance);
     }
     return writer;
   },
@@ -402,6 +433,14 @@ export const ObserveRequest: MessageFns<ObserveRequest> = {
             message.samples.push(Sample.decode(reader, reader.uint32()));
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.instance = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -417,6 +456,7 @@ export const ObserveRequest: MessageFns<ObserveRequest> = {
   fromJSON(object: any): ObserveRequest {
     return {
       samples: globalThis.Array.isArray(object?.samples) ? object.samples.map((e: any) => Sample.fromJSON(e)) : [],
+      instance: isSet(object.instance) ? globalThis.String(object.instance) : "",
     };
   },
 
@@ -424,6 +464,9 @@ export const ObserveRequest: MessageFns<ObserveRequest> = {
     const obj: any = {};
     if (message.samples?.length) {
       obj.samples = message.samples.map((e) => Sample.toJSON(e));
+    }
+    if (message.instance !== "") {
+      obj.instance = message.instance;
     }
     return obj;
   },
@@ -434,6 +477,7 @@ export const ObserveRequest: MessageFns<ObserveRequest> = {
   fromPartial<I extends Exact<DeepPartial<ObserveRequest>, I>>(object: I): ObserveRequest {
     const message = createBaseObserveRequest();
     message.samples = object.samples?.map((e) => Sample.fromPartial(e)) || [];
+    message.instance = object.instance ?? "";
     return message;
   },
 };

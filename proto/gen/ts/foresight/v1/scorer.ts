@@ -27,6 +27,11 @@ export const protobufFileName = "foresight/v1/scorer.proto";
 export interface ScoreRequest {
   /** The cycles, answered in order. */
   cycles: Cycle[];
+  /**
+   * The instance that answers, in a plugin that reported `multi_instance`; empty: the default
+   * instance. An unknown instance fails every cycle of the batch with INVALID_ARGUMENT.
+   */
+  instance: string;
 }
 
 /** ScoreResponse answers each cycle of the batch, in order. */
@@ -49,13 +54,16 @@ export interface ScoreResult {
 }
 
 function createBaseScoreRequest(): ScoreRequest {
-  return { cycles: [] };
+  return { cycles: [], instance: "" };
 }
 
 export const ScoreRequest: MessageFns<ScoreRequest> = {
   encode(message: ScoreRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     for (const v of message.cycles) {
       Cycle.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.instance !== "") {
+      writer.uint32(18).string(message.instance);
     }
     return writer;
   },
@@ -81,6 +89,14 @@ export const ScoreRequest: MessageFns<ScoreRequest> = {
             message.cycles.push(Cycle.decode(reader, reader.uint32()));
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.instance = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -94,13 +110,19 @@ export const ScoreRequest: MessageFns<ScoreRequest> = {
   },
 
   fromJSON(object: any): ScoreRequest {
-    return { cycles: globalThis.Array.isArray(object?.cycles) ? object.cycles.map((e: any) => Cycle.fromJSON(e)) : [] };
+    return {
+      cycles: globalThis.Array.isArray(object?.cycles) ? object.cycles.map((e: any) => Cycle.fromJSON(e)) : [],
+      instance: isSet(object.instance) ? globalThis.String(object.instance) : "",
+    };
   },
 
   toJSON(message: ScoreRequest): unknown {
     const obj: any = {};
     if (message.cycles?.length) {
       obj.cycles = message.cycles.map((e) => Cycle.toJSON(e));
+    }
+    if (message.instance !== "") {
+      obj.instance = message.instance;
     }
     return obj;
   },
@@ -111,6 +133,7 @@ export const ScoreRequest: MessageFns<ScoreRequest> = {
   fromPartial<I extends Exact<DeepPartial<ScoreRequest>, I>>(object: I): ScoreRequest {
     const message = createBaseScoreRequest();
     message.cycles = object.cycles?.map((e) => Cycle.fromPartial(e)) || [];
+    message.instance = object.instance ?? "";
     return message;
   },
 };
