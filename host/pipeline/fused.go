@@ -3,11 +3,9 @@ package pipeline
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
-	"github.com/foresight-router/foresight/plugins/sdk/heuristics"
 	"github.com/foresight-router/foresight/plugins/sdk/transport"
 )
 
@@ -87,7 +85,6 @@ func (p *Pipeline) fusedAt(i int) *fusedRun {
 // was given, and a call that failed as a whole fails every filter of the run, each falling back.
 func (p *Pipeline) filterFused(r *fusedRun, ms []*member) {
 	began := time.Now()
-	r.slots[0].calls.Add(int64(len(ms)))
 	ctxs, sent := make([]context.Context, len(ms)), make([]*sdk.Cycle, len(ms))
 	for i, m := range ms {
 		var cancel context.CancelFunc
@@ -98,36 +95,22 @@ func (p *Pipeline) filterFused(r *fusedRun, ms []*member) {
 	res := r.co.doMany(ctxs, sent)
 	for i, m := range ms {
 		steps, callErr := res[i].Value, res[i].Err
-		idx := m.idx                                          // candidate positions of the sent cycle's endpoints
-		keep := heuristics.AllIndices(len(sent[i].Endpoints)) // positions in the sent cycle kept so far
+		base := m.idx  // candidate positions of the sent cycle's endpoints
+		var keep []int // positions in the sent cycle kept so far; nil: all
 		for k, f := range r.slots {
 			if len(m.idx) == 0 {
 				break // the filter before kept nothing: no further filter runs
 			}
-			if k > 0 {
-				f.calls.Add(1)
-			}
-			st := stageTrace(f.slot, began)
-			st.Fused = true
+			f.calls.Add(1)
 			err := callErr
 			if err == nil && k >= len(steps) {
 				err = fmt.Errorf("the fused call answered %d of %d filters", len(steps), len(r.slots))
 			}
+			var v sdk.FilterVerdict
 			if err == nil {
-				err = steps[k].Err
+				v, err = steps[k].Value, steps[k].Err
 			}
-			if err != nil {
-				st.Fallback = f.failed(err)
-			} else {
-				st.Reason = steps[k].Value.Reason
-				keep = slices.Compact(slices.Sorted(slices.Values(steps[k].Value.Kept)))
-			}
-			m.idx = pick(idx, keep)
-			st.Kept = m.idx
-			m.t.Filters = append(m.t.Filters, st)
-			if len(m.idx) == 0 {
-				m.t.Reason = "filter " + f.name + " kept no endpoint"
-			}
+			keep = f.record(m, began, base, keep, v, err, true)
 		}
 		if len(keep) != len(sent[i].Endpoints) {
 			m.cur = sent[i].Subset(keep)

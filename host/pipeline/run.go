@@ -228,27 +228,38 @@ func (p *Pipeline) filter(f *filterSlot, ms []*member) {
 	began := time.Now()
 	res := callAll(f.slot, f.co, ms, cur)
 	for i, m := range ms {
-		st := stageTrace(f.slot, began)
-		v, err := res[i].Value, res[i].Err
-		var keep []int
-		if err != nil {
-			st.Fallback = f.failed(err)
-			keep = heuristics.AllIndices(len(m.cur.Endpoints))
-		} else {
-			st.Reason = v.Reason
-			keep = slices.Compact(slices.Sorted(slices.Values(v.Kept)))
-		}
-		m.idx = pick(m.idx, keep)
-		st.Kept = m.idx
-		m.t.Filters = append(m.t.Filters, st)
+		keep := f.record(m, began, m.idx, nil, res[i].Value, res[i].Err, false)
 		if len(keep) != len(m.cur.Endpoints) {
 			m.cur = m.cur.Subset(keep)
 			transport.Seal(m.cur)
 		}
-		if len(m.idx) == 0 {
-			m.t.Reason = "filter " + f.name + " kept no endpoint"
-		}
 	}
+}
+
+// record applies one filter's answer (v, or its failure err) to m and its trace, and returns the
+// positions kept, deduplicated and ascending. The filter saw the endpoints of a cycle whose
+// positions base maps to candidates, of which it was given the positions given (nil: all of
+// them); a failed filter keeps what it was given.
+func (f *filterSlot) record(m *member, began time.Time, base, given []int, v sdk.FilterVerdict, err error, fused bool) []int {
+	st := stageTrace(f.slot, began)
+	st.Fused = fused
+	keep := given
+	if err != nil {
+		st.Fallback = f.failed(err)
+		if keep == nil {
+			keep = heuristics.AllIndices(len(base))
+		}
+	} else {
+		st.Reason = v.Reason
+		keep = slices.Compact(slices.Sorted(slices.Values(v.Kept)))
+	}
+	m.idx = pick(base, keep)
+	st.Kept = m.idx
+	m.t.Filters = append(m.t.Filters, st)
+	if len(m.idx) == 0 {
+		m.t.Reason = "filter " + f.name + " kept no endpoint"
+	}
+	return keep
 }
 
 // score runs the scorers concurrently over the members and sums each member's weighted scores.

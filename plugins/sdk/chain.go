@@ -2,9 +2,9 @@ package sdk
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
+	"github.com/foresight-router/foresight/plugins/sdk/internal/wire"
 	pb "github.com/foresight-router/foresight/proto/foresight/v1"
 )
 
@@ -43,7 +43,9 @@ func (s *filterServer) filterChain(ctx context.Context, req *pb.FilterRequest) *
 				r = guard(func() (FilterVerdict, error) { return f.Filter(ctx, cur) })
 			}
 			if r.err == nil {
-				r.err = checkKept(r.value.Kept, len(cur.Endpoints))
+				if err := wire.CheckIndices(r.value.Kept, len(cur.Endpoints)); err != nil {
+					r.err = &StatusError{Code: CodeError, Message: err.Error()}
+				}
 			}
 			if r.err != nil {
 				res.Steps = append(res.Steps, &pb.FilterResult{Status: statusToProto(r.err)})
@@ -62,14 +64,4 @@ func (s *filterServer) filterChain(ctx context.Context, req *pb.FilterRequest) *
 		}
 	}
 	return out
-}
-
-// checkKept rejects a filter's answer that names a position outside the n endpoints it saw.
-func checkKept(kept []int, n int) error {
-	for _, k := range kept {
-		if k < 0 || k >= n {
-			return &StatusError{Code: CodeError, Message: fmt.Sprintf("filter kept index %d of %d endpoints", k, n)}
-		}
-	}
-	return nil
 }

@@ -7,7 +7,8 @@ import (
 )
 
 // Checks every stage answer must pass, whether it came over the wire (the client shims) or from an
-// in-process stage (Local): the host never trusts a stage's sizes or indices.
+// in-process stage (Local): the host never trusts a stage's sizes or indices (the index check,
+// wire.CheckIndices, is shared with the plugin side).
 
 func checkPredictions(p []sdk.Prediction, n int) error {
 	if len(p) != n {
@@ -19,15 +20,6 @@ func checkPredictions(p []sdk.Prediction, n int) error {
 func checkScores(s []float64, n int) error {
 	if len(s) != n {
 		return fmt.Errorf("scorer returned %d scores for %d endpoints", len(s), n)
-	}
-	return nil
-}
-
-func checkIndices(idx []int, n int) error {
-	for _, k := range idx {
-		if k < 0 || k >= n {
-			return fmt.Errorf("endpoint index %d out of range: the cycle has %d endpoints", k, n)
-		}
 	}
 	return nil
 }

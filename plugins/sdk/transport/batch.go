@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/foresight-router/foresight/plugins/sdk/internal/wire"
 )
 
 // The host sees every stage through a batch interface: one call answers several cycles, so cycles
@@ -68,7 +69,7 @@ func (l Local) Observe(ctx context.Context, samples []sdk.Sample) (sdk.ObserveRe
 func (l Local) FilterBatch(ctx context.Context, cycles []*sdk.Cycle) ([]Result[sdk.FilterVerdict], error) {
 	f := l.P.(sdk.Filter)
 	return each(cycles, func(c *sdk.Cycle) (sdk.FilterVerdict, error) { return f.Filter(ctx, c) },
-		func(c *sdk.Cycle, v sdk.FilterVerdict) error { return checkIndices(v.Kept, len(c.Endpoints)) }), nil
+		func(c *sdk.Cycle, v sdk.FilterVerdict) error { return wire.CheckIndices(v.Kept, len(c.Endpoints)) }), nil
 }
 
 // ScoreBatch calls Score per cycle.
@@ -94,7 +95,7 @@ func (l Local) PickBatch(ctx context.Context, cycles []*sdk.Cycle, scores [][]fl
 	for i, c := range cycles {
 		out[i] = guard(func() ([]int, error) { return p.Pick(ctx, c, scores[i]) })
 		if out[i].Err == nil {
-			out[i].Err = checkIndices(out[i].Value, len(c.Endpoints))
+			out[i].Err = wire.CheckIndices(out[i].Value, len(c.Endpoints))
 		}
 	}
 	return out, nil

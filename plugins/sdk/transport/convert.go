@@ -153,7 +153,7 @@ func indicesFromProto(idx []uint32, n int) ([]int, error) {
 	for i, v := range idx {
 		out[i] = int(v)
 	}
-	return out, checkIndices(out, n)
+	return out, wire.CheckIndices(out, n)
 }
 
 // predictorStatsFromProto converts stats (nil stays nil).

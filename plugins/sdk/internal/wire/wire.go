@@ -57,3 +57,14 @@ type Hooks[C any] struct {
 
 // Lent holds the Hooks[sdk.Cycle] that package sdk sets in its init; transport reads it once.
 var Lent any
+
+// CheckIndices rejects an endpoint index outside [0, n): the host's check of every stage answer
+// that names endpoints, and the plugin side's of a filter step within a fused call.
+func CheckIndices(idx []int, n int) error {
+	for _, k := range idx {
+		if k < 0 || k >= n {
+			return fmt.Errorf("endpoint index %d out of range: the cycle has %d endpoints", k, n)
+		}
+	}
+	return nil
+}
