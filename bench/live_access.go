@@ -15,15 +15,18 @@ import (
 const maxLogLine = 64 << 10
 
 // accessLog reads a router's output as it comes and keeps, per request ID, the TTFT the router
-// measured from its upstream: the ttft_ms of its access lines (serve's "request" lines at
-// log level info).
+// measured from its upstream and how long it held the request before dispatching it: the
+// ttft_ms and total_ms − e2e_ms of its access lines (serve's "request" lines at log level info).
 type accessLog struct {
 	mu      sync.Mutex
 	partial []byte
-	ttftMs  map[string]float64
+	lines   map[string]accessLine
 }
 
-func newAccessLog() *accessLog { return &accessLog{ttftMs: map[string]float64{}} }
+// accessLine is what accessLog keeps of one request's access line.
+type accessLine struct{ ttftMs, heldMs float64 }
+
+func newAccessLog() *accessLog { return &accessLog{lines: map[string]accessLine{}} }
 
 // Write takes the next piece of output; lines may come split over several writes.
 func (a *accessLog) Write(b []byte) (int, error) {
@@ -57,9 +60,11 @@ func (a *accessLog) line(line []byte) {
 	var l struct {
 		RequestID string  `json:"request_id"`
 		TTFTMs    float64 `json:"ttft_ms"`
+		TotalMs   float64 `json:"total_ms"`
+		E2EMs     float64 `json:"e2e_ms"`
 	}
 	if json.Unmarshal(line, &l) == nil && l.RequestID != "" && l.TTFTMs > 0 {
-		a.ttftMs[l.RequestID] = l.TTFTMs
+		a.lines[l.RequestID] = accessLine{ttftMs: l.TTFTMs, heldMs: max(l.TotalMs-l.E2EMs, 0)}
 	}
 }
 
@@ -69,6 +74,10 @@ type AddedTTFT struct {
 	// Requests is how many requests had both figures; Ms the percentiles of the difference.
 	Requests int                `json:"requests"`
 	Ms       stats.Percentiles3 `json:"ms"`
+	// Held is the part of it spent in the router between receipt and dispatch (reading the
+	// body, waiting for a decision slot, the pipeline's decision), over the same requests; the
+	// rest is the client's and the upstream's transport and the relay of the first token.
+	Held stats.Percentiles3 `json:"held_ms"`
 	// ByPrompt splits it by prompt length (the usage block's prompt tokens).
 	ByPrompt []AddedTTFTBucket `json:"by_prompt"`
 }
@@ -89,15 +98,15 @@ var addedTTFTBuckets = []int{0, 2_000, 10_000, 50_000}
 func (a *accessLog) added(results []loadgen.Result) *AddedTTFT {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	all := []float64{}
+	all, held := []float64{}, []float64{}
 	by := make([][]float64, len(addedTTFTBuckets))
 	for _, r := range results {
-		routed, ok := a.ttftMs[r.RequestID]
+		l, ok := a.lines[r.RequestID]
 		if r.Kind != loadgen.OK || !r.Streamed || r.TTFT <= 0 || !ok {
 			continue
 		}
-		d := float64(r.TTFT)/float64(time.Millisecond) - routed
-		all = append(all, d)
+		d := float64(r.TTFT)/float64(time.Millisecond) - l.ttftMs
+		all, held = append(all, d), append(held, l.heldMs)
 		i := len(addedTTFTBuckets) - 1
 		for r.PromptTokens < addedTTFTBuckets[i] {
 			i--
@@ -108,7 +117,8 @@ func (a *accessLog) added(results []loadgen.Result) *AddedTTFT {
 		return nil
 	}
 	slices.Sort(all)
-	out := &AddedTTFT{Requests: len(all), Ms: stats.Of3(all)}
+	slices.Sort(held)
+	out := &AddedTTFT{Requests: len(all), Ms: stats.Of3(all), Held: stats.Of3(held)}
 	for i, v := range by {
 		slices.Sort(v)
 		out.ByPrompt = append(out.ByPrompt, AddedTTFTBucket{MinTokens: addedTTFTBuckets[i], Requests: len(v), Ms: stats.Of3(v)})

@@ -12,9 +12,9 @@ import (
 // the client's results, and splits the added TTFT by prompt length.
 func TestAccessLogAddedTTFT(t *testing.T) {
 	a := newAccessLog()
-	out := `{"level":"info","request_id":"r1","ttft_ms":100,"message":"request"}` + "\n" +
+	out := `{"level":"info","request_id":"r1","ttft_ms":100,"total_ms":1003,"e2e_ms":1000,"message":"request"}` + "\n" +
 		`{"level":"warn","message":"a line without a ttft"}` + "\n" +
-		`{"level":"info","request_id":"r2","ttft_ms":50.5,"message":"request"}` + "\n" +
+		`{"level":"info","request_id":"r2","ttft_ms":50.5,"total_ms":501,"e2e_ms":500,"message":"request"}` + "\n" +
 		strings.Repeat("x", maxLogLine+1) + "\n" + // too long to hold: dropped, the next line still read
 		`{"level":"info","request_id":"r3","ttft_ms":20,"message":"request"}` + "\n" +
 		`{"level":"info","request_id":"r4","ttft_ms":10`
@@ -37,6 +37,9 @@ func TestAccessLogAddedTTFT(t *testing.T) {
 	got := a.added(results)
 	if got == nil || got.Requests != 3 || got.Ms.P50 != 4 {
 		t.Fatalf("added %+v, want 3 requests, p50 4 ms (2, 4 and 10)", got)
+	}
+	if got.Held.P50 != 1 {
+		t.Errorf("held %+v, want p50 1 ms (total_ms − e2e_ms: 3, 1 and r3's none)", got.Held)
 	}
 	want := []struct{ min, n int }{{0, 1}, {2_000, 0}, {10_000, 1}, {50_000, 1}}
 	for i, w := range want {

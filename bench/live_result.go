@@ -284,7 +284,8 @@ func (r *LiveResult) WriteText(out io.Writer) error {
 				parts = append(parts, fmt.Sprintf("≥ %d tokens p50 %.1f p99 %.1f (%d)", b.MinTokens, b.Ms.P50, b.Ms.P99, b.Requests))
 			}
 		}
-		fmt.Fprintf(out, "%s: added TTFT (ms, the client's TTFT minus the router's from its upstream) by prompt: %s\n", run.Name, strings.Join(parts, ", "))
+		fmt.Fprintf(out, "%s: added TTFT (ms, the client's TTFT minus the router's from its upstream) by prompt: %s; "+
+			"of it held before dispatch p50 %.1f p99 %.1f\n", run.Name, strings.Join(parts, ", "), run.AddedTTFT.Held.P50, run.AddedTTFT.Held.P99)
 	}
 	if len(r.Classes) > 1 {
 		fmt.Fprintln(out)
