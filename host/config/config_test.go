@@ -104,7 +104,7 @@ func TestParseValid(t *testing.T) {
 		Server: config.Server{Listen: config.DefaultListen, AdminListen: config.DefaultAdminListen,
 			MaxBodyBytes: config.DefaultMaxBodyBytes, UpstreamTimeout: config.DefaultUpstreamTimeout,
 			ConnectTimeout: config.DefaultConnectTimeout, Decisions: config.DefaultDecisions,
-			PrefixIndexBlocks: config.DefaultPrefixBlocks, DecisionConcurrency: config.DefaultDecisionConcurrency},
+			PrefixIndexBlocks: config.DefaultPrefixBlocks},
 		Scrape: config.Scrape{Interval: config.DefaultScrapeInterval, Engine: config.DefaultEngine},
 	}
 	if diff := cmp.Diff(want, c, cmpopts.IgnoreUnexported(config.Config{})); diff != "" {
@@ -264,6 +264,8 @@ func TestParseErrors(t *testing.T) {
 			`test.yaml:6: server.listen: "8080" is not host:port: address 8080: missing port in address`, false},
 		{"negative body limit", withPipeline(plugins(), "server: {maxBodyBytes: -1}"),
 			`test.yaml:6: server.maxBodyBytes: must be positive`, false},
+		{"negative decision concurrency", withPipeline(plugins(), "server: {decisionConcurrency: -1}"),
+			`test.yaml:6: server.decisionConcurrency: must not be negative (0: twice the endpoints), got -1`, false},
 		{"negative stream flush interval", withPipeline(plugins(), "server: {streamFlushInterval: -1ms}"),
 			`test.yaml:6: server.streamFlushInterval: must not be negative, got -1ms`, false},
 		{"unknown engine", withPipeline(plugins(), "scrape: {engine: tgi}"),

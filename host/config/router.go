@@ -35,10 +35,11 @@ type Server struct {
 	// the engine reports its own capacity (vllm:cache_config_info num_gpu_blocks; SGLang does
 	// not) (default 65536: a 1M-token KV cache).
 	PrefixIndexBlocks int `yaml:"prefixIndexBlocks"`
-	// DecisionConcurrency is how many requests may be decided at once, each from reading the
-	// endpoints' state to recording its dispatch (default 1: one after the other, so every decision
-	// counts the requests decided before it; requests that arrive together would otherwise all be
-	// decided on the same state and sent to the same endpoint).
+	// DecisionConcurrency is the most requests one decision round takes: requests that arrive
+	// together are decided in one batch through the pipeline, and each is dispatched only if the
+	// ones before it in the round left its decision as it was (else it is decided again in the
+	// next round), so every decision counts the requests decided before it. Default 0: twice the
+	// endpoints; 1: one request after the other.
 	DecisionConcurrency int `yaml:"decisionConcurrency"`
 	// StreamFlushInterval, when positive, lets a stream's tokens after the first wait up to this
 	// long after the previous flush, so several go to the client in one write (less router CPU per
@@ -91,16 +92,15 @@ type Objective struct {
 
 // Router defaults.
 const (
-	DefaultListen              = "127.0.0.1:8080"
-	DefaultAdminListen         = "127.0.0.1:9090"
-	DefaultMaxBodyBytes        = 4 << 20
-	DefaultUpstreamTimeout     = 10 * time.Minute
-	DefaultConnectTimeout      = 2 * time.Second
-	DefaultDecisions           = 256
-	DefaultPrefixBlocks        = 1 << 16
-	DefaultDecisionConcurrency = 1
-	DefaultScrapeInterval      = 50 * time.Millisecond
-	DefaultEngine              = "vllm"
+	DefaultListen          = "127.0.0.1:8080"
+	DefaultAdminListen     = "127.0.0.1:9090"
+	DefaultMaxBodyBytes    = 4 << 20
+	DefaultUpstreamTimeout = 10 * time.Minute
+	DefaultConnectTimeout  = 2 * time.Second
+	DefaultDecisions       = 256
+	DefaultPrefixBlocks    = 1 << 16
+	DefaultScrapeInterval  = 50 * time.Millisecond
+	DefaultEngine          = "vllm"
 )
 
 func (c *Config) applyRouterDefaults() {
@@ -112,7 +112,6 @@ func (c *Config) applyRouterDefaults() {
 	s.ConnectTimeout = cmp.Or(s.ConnectTimeout, DefaultConnectTimeout)
 	s.Decisions = cmp.Or(s.Decisions, DefaultDecisions)
 	s.PrefixIndexBlocks = cmp.Or(s.PrefixIndexBlocks, DefaultPrefixBlocks)
-	s.DecisionConcurrency = cmp.Or(s.DecisionConcurrency, DefaultDecisionConcurrency)
 	c.Scrape.Interval = cmp.Or(c.Scrape.Interval, DefaultScrapeInterval)
 	c.Scrape.Engine = cmp.Or(c.Scrape.Engine, DefaultEngine)
 	for i := range c.Endpoints.Static {
@@ -166,12 +165,15 @@ func (c *Config) ValidateRouter() error {
 	}{
 		{"maxBodyBytes", s.MaxBodyBytes > 0}, {"upstreamTimeout", s.UpstreamTimeout > 0},
 		{"connectTimeout", s.ConnectTimeout > 0}, {"decisions", s.Decisions > 0},
-		{"prefixIndexBlocks", s.PrefixIndexBlocks > 0}, {"decisionConcurrency", s.DecisionConcurrency > 0},
+		{"prefixIndexBlocks", s.PrefixIndexBlocks > 0},
 	}
 	for _, p := range positive {
 		if !p.ok {
 			return c.errorAt([]any{"server", p.field}, "must be positive")
 		}
+	}
+	if s.DecisionConcurrency < 0 {
+		return c.errorAt([]any{"server", "decisionConcurrency"}, "must not be negative (0: twice the endpoints), got %d", s.DecisionConcurrency)
 	}
 	if s.StreamFlushInterval < 0 {
 		return c.errorAt([]any{"server", "streamFlushInterval"}, "must not be negative, got %v", s.StreamFlushInterval)

@@ -92,6 +92,13 @@ func (s *Set) AppendSnapshot(dst []State) []State {
 	return dst
 }
 
+// Len returns how many endpoints the set has, healthy or not.
+func (s *Set) Len() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.members)
+}
+
 // Get returns the state of the endpoint called id.
 func (s *Set) Get(id string) (State, bool) {
 	now := s.cfg.Now()

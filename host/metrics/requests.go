@@ -24,7 +24,8 @@ var tpotBuckets = prometheus.ExponentialBuckets(0.001, 1.5, 18)
 //	llm_d_epp_request_predicted_tpot_seconds            the TPOT prediction
 //	llm_d_epp_request_slo_violation_total{type}         requests that missed their ttft or tpot objective
 //	foresight_requests_total{code}                      answered requests by HTTP status (499: the client left)
-//	foresight_decision_wait_seconds                     time a request waited for a decision slot
+//	foresight_decision_wait_seconds                     time a request waited for the round that decided it
+//	foresight_decisions_redone_total                    decisions taken again because a request of the same round changed them
 //
 // and, for the requests of an experiment's arms (an arm label on the llm-d names would change
 // their series for every user, so the arms have their own):
@@ -38,6 +39,7 @@ type Requests struct {
 	violations                               *prometheus.CounterVec
 	total                                    *prometheus.CounterVec
 	decisionWait                             prometheus.Histogram
+	redone                                   prometheus.Counter
 	armTTFT, armTPOT, armE2E                 *prometheus.HistogramVec
 	armTotal                                 *prometheus.CounterVec
 }
@@ -56,14 +58,16 @@ func NewRequests(reg prometheus.Registerer) (*Requests, error) {
 			Help: "Requests that missed an objective, by type (ttft, tpot)."}, []string{"type"}),
 		total: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "foresight_requests_total",
 			Help: "Requests answered, by HTTP status code (499: the client went away first)."}, []string{"code"}),
-		decisionWait: hist("foresight_decision_wait_seconds", "Time a request waited for a decision slot (server.decisionConcurrency).", waitBuckets),
-		armTTFT:      armHist("foresight_experiment_ttft_seconds", "Observed time to first token, by experiment arm.", latencyBuckets),
-		armTPOT:      armHist("foresight_experiment_tpot_seconds", "Observed time per output token, by experiment arm.", tpotBuckets),
-		armE2E:       armHist("foresight_experiment_e2e_seconds", "Time from dispatch to the answer's last byte, by experiment arm.", latencyBuckets),
+		decisionWait: hist("foresight_decision_wait_seconds", "Time a request waited for the decision round that decided it (server.decisionConcurrency).", waitBuckets),
+		redone: prometheus.NewCounter(prometheus.CounterOpts{Name: "foresight_decisions_redone_total",
+			Help: "Decisions taken again in the next round because a request decided before in the same round took the pick or raised the prefix match."}),
+		armTTFT: armHist("foresight_experiment_ttft_seconds", "Observed time to first token, by experiment arm.", latencyBuckets),
+		armTPOT: armHist("foresight_experiment_tpot_seconds", "Observed time per output token, by experiment arm.", tpotBuckets),
+		armE2E:  armHist("foresight_experiment_e2e_seconds", "Time from dispatch to the answer's last byte, by experiment arm.", latencyBuckets),
 		armTotal: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "foresight_experiment_requests_total",
 			Help: "Requests of an experiment's arms by result: slo_met, slo_missed, no_slo, failed (429 or 5xx)."}, []string{"arm", "result"}),
 	}
-	for _, c := range []prometheus.Collector{r.ttft, r.predictedTTFT, r.tpot, r.predictedTPOT, r.violations, r.total, r.decisionWait,
+	for _, c := range []prometheus.Collector{r.ttft, r.predictedTTFT, r.tpot, r.predictedTPOT, r.violations, r.total, r.decisionWait, r.redone,
 		r.armTTFT, r.armTPOT, r.armE2E, r.armTotal} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -112,8 +116,11 @@ func (m *Requests) Observe(r Request) {
 	}
 }
 
-// ObserveDecisionWait records how long a request waited for a decision slot.
+// ObserveDecisionWait records how long a request waited for the round that decided it.
 func (m *Requests) ObserveDecisionWait(d time.Duration) { m.decisionWait.Observe(d.Seconds()) }
+
+// DecisionsRedone counts n decisions a round discarded, to be taken again in the next.
+func (m *Requests) DecisionsRedone(n int) { m.redone.Add(float64(n)) }
 
 // observeArm records r under its experiment arm.
 func (m *Requests) observeArm(r Request) {

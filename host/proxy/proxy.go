@@ -34,8 +34,8 @@ type exchange struct {
 	cycle    *sdk.Cycle
 	trace    *pipeline.Trace
 	received time.Time
-	body     []byte        // the upstream request, encoded before the decision
-	slot     *decisionSlot // freed at the first dispatch
+	body     []byte   // the upstream request, encoded before the decision
+	first    *attempt // the dispatch to the trace's first endpoint, recorded by its decision round
 }
 
 // attempt is one endpoint tried for an exchange.
@@ -65,11 +65,13 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, x *exchange) {
 	defer cancel()
 	var failures []string
 	out := outcome{}
-	for _, idx := range x.trace.Order {
+	for i, idx := range x.trace.Order {
 		ep := x.trace.Candidates[idx] // the cycle's endpoint with the producer's prediction
 		out.attempts++
-		a := s.dispatch(x, ep)
-		x.slot.release()
+		a := x.first
+		if i > 0 {
+			a = s.dispatch(&x.cycle.Request, ep)
+		}
 		resp, err := s.send(ctx, ep.ID, x, x.body)
 		if err != nil {
 			a.flight.Finish()
@@ -105,8 +107,7 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, x *exchange) {
 
 // dispatch records the request as in flight on ep and in ep's prefix index. The ledger takes the
 // dispatch time from the endpoint set's clock, the one its scrape times are on.
-func (s *Server) dispatch(x *exchange, ep sdk.Endpoint) *attempt {
-	r := &x.cycle.Request
+func (s *Server) dispatch(r *sdk.Request, ep sdk.Endpoint) *attempt {
 	uncached := int64(float64(r.InputTokens) * (1 - ep.State.PrefixMatch))
 	output := r.MaxOutputTokens
 	if output <= 0 {

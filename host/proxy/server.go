@@ -54,8 +54,8 @@ type Options struct {
 	Decisions int
 	// PrefixBlocks bounds each endpoint's prefix index until its engine reports num_gpu_blocks.
 	PrefixBlocks int
-	// DecisionConcurrency is how many requests may be between reading the endpoints' state and
-	// recording their dispatch at once (below 1: 1). At 1 every decision sees every earlier one.
+	// DecisionConcurrency is the most requests a decision round takes (decide.go); 0: twice the
+	// endpoints. At 1 requests are decided one after the other.
 	DecisionConcurrency int
 	// StreamFlushInterval is server.streamFlushInterval: how long a stream's tokens after the
 	// first may wait to be flushed together (0: none).
@@ -84,7 +84,7 @@ type Server struct {
 	client    *http.Client
 	decisions *ring
 	mux       *http.ServeMux
-	decide    chan struct{} // a slot per decision that may run at once (DecisionConcurrency)
+	decider   *decider
 }
 
 // New returns a server over o.
@@ -108,8 +108,8 @@ func New(o Options) (*Server, error) {
 		DisableCompression:    true, // SSE must reach the client as it comes
 	}
 	s := &Server{o: o, inflight: inflight.New(), prefix: prefix.New(max(o.PrefixBlocks, 1)),
-		client: &http.Client{Transport: transport}, decisions: newRing(max(o.Decisions, 1)),
-		decide: make(chan struct{}, max(o.DecisionConcurrency, 1))}
+		client: &http.Client{Transport: transport}, decisions: newRing(max(o.Decisions, 1))}
+	s.decider = &decider{s: s, limit: o.DecisionConcurrency}
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, openai.Completions) })
 	s.mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, openai.Chat) })
@@ -206,23 +206,18 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, kind openai.Kind)
 		refuse(&openai.Error{Status: http.StatusInternalServerError, Type: "server_error", Message: "encoding the upstream request: " + err.Error()})
 		return
 	}
-	slot, ok := s.awaitDecision(r.Context())
-	if !ok { // counted and logged as a 499 like a client that leaves mid-answer; nobody reads the body
+	p := &pending{ctx: r.Context(), req: req, meta: m, received: received}
+	if !s.decider.decide(p) { // counted and logged as a 499 like a client that leaves mid-answer; nobody reads the body
 		refuse(&openai.Error{Status: statusClientClosed, Type: "invalid_request_error", Message: "the client went away before a decision"})
 		return
 	}
-	defer slot.release()
-	c, states := s.cycle(req, m, received)
-	if len(c.Endpoints) == 0 {
-		refuse(s.noEndpoint(req.Model, states))
+	c, t := p.cycle, p.trace
+	if t == nil {
+		refuse(s.noEndpoint(req.Model, p.states))
 		return
 	}
-	t := s.o.Pipeline.Run(r.Context(), c)
 	decided = t
 	s.decisions.add(t)
-	if s.o.Stages != nil {
-		s.o.Stages.Observe(t)
-	}
 	if m.debug {
 		if b, err := json.Marshal(t); err == nil {
 			w.Header().Set(HeaderDecision, string(b))
@@ -238,40 +233,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, kind openai.Kind)
 			Message: "no endpoint can take this request: " + t.Reason})
 		return
 	}
-	s.proxy(w, r, &exchange{client: r.Context(), req: req, meta: m, cycle: c, trace: t, received: received, body: upstream, slot: slot})
-}
-
-// awaitDecision waits for a decision slot; ok is false when the client went away first. A
-// request holds its slot from reading the endpoints' state to recording its dispatch in the
-// in-flight ledger, so that with one slot (the default) each decision sees every earlier one.
-// Requests that arrive together — a trace's burst, a client's batch — are then decided one after
-// the other, on a state that counts the ones before, instead of all at once on the same state,
-// which sends them all to the same endpoint: the herd that fresh in-flight counts exist to prevent.
-func (s *Server) awaitDecision(ctx context.Context) (slot *decisionSlot, ok bool) {
-	began := s.o.Now()
-	select {
-	case s.decide <- struct{}{}:
-	case <-ctx.Done():
-		return nil, false
-	}
-	if s.o.Metrics != nil {
-		s.o.Metrics.ObserveDecisionWait(s.o.Now().Sub(began))
-	}
-	return &decisionSlot{free: s.decide}, true
-}
-
-// decisionSlot is a held decision slot. Its holder releases it once its request is dispatched,
-// and again, doing nothing, when it is done; both on the request's own goroutine.
-type decisionSlot struct {
-	free     chan struct{}
-	released bool
-}
-
-func (d *decisionSlot) release() {
-	if !d.released {
-		d.released = true
-		<-d.free
-	}
+	s.proxy(w, r, &exchange{client: r.Context(), req: req, meta: m, cycle: c, trace: t, received: received, body: upstream, first: p.first})
 }
 
 // noEndpoint explains why a request has no candidate.

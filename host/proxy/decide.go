@@ -1,0 +1,203 @@
+package proxy
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/foresight-router/foresight/host/endpoints"
+	"github.com/foresight-router/foresight/host/openai"
+	"github.com/foresight-router/foresight/host/pipeline"
+	"github.com/foresight-router/foresight/plugins/sdk"
+)
+
+// Requests are decided in rounds. A request that arrives while a round is under way waits for the
+// next; a round takes the waiting requests in arrival order, reads the endpoints' state for each,
+// and runs their cycles through the pipeline together, so the pipeline's stages see them in one
+// batch: one round trip per stage for the whole round instead of one per request.
+//
+// Each request must still be decided as if alone, after the ones before it: on a state that counts
+// them in flight where they went. So the round then goes through its requests in order and
+// dispatches a request's decision only if what the earlier ones of the round did cannot have
+// changed it: its pick is not an endpoint one of them was sent to, and on the endpoints they were
+// sent to its prefix match did not rise. An endpoint another request went to is then only busier
+// for it — a worse choice it did not make — and everything else it saw is as it was. Any other
+// request is decided again in the next round, first in line, on the state that counts them all.
+// (The round assumes what every stage believes: more requests in flight on an endpoint make it no
+// better. A stage that keeps state between calls, such as a round-robin picker, also sees the
+// decisions that were taken again.)
+//
+// When picks differ — a weighted-random picker, requests with different prefixes — a round
+// dispatches up to one request per endpoint. When they all agree — a max-score picker on one
+// state — it dispatches one, as deciding one at a time would, and the next round is smaller: a
+// round decides at most twice as many requests as the previous one dispatched (at least two), and
+// never more than server.decisionConcurrency or, unset, twice the candidate endpoints.
+
+// pending is a request waiting for its decision.
+type pending struct {
+	ctx      context.Context // the client's: a request whose client left is not decided
+	req      *openai.Request
+	meta     meta
+	received time.Time
+	queued   time.Time
+	state    atomic.Int32 // waiting, then taken (decided) or gone (its client left first)
+	done     chan struct{}
+
+	// Set by the round that decides it, before done closes.
+	cycle  *sdk.Cycle
+	states []endpoints.State
+	trace  *pipeline.Trace // nil when the cycle had no endpoint
+	first  *attempt        // the dispatch to the trace's first endpoint; nil when none
+}
+
+const (
+	pendingWaiting int32 = iota
+	pendingTaken
+	pendingGone
+)
+
+// pick is the endpoint the request's decision sends it to first, if any.
+func (p *pending) pick() (sdk.Endpoint, bool) {
+	if p.trace == nil || !p.trace.Admitted || len(p.trace.Order) == 0 {
+		return sdk.Endpoint{}, false
+	}
+	return p.trace.Candidates[p.trace.Order[0]], true
+}
+
+// decider runs the rounds: one at a time, on a goroutine that lives while requests wait.
+type decider struct {
+	s     *Server
+	limit int // server.decisionConcurrency; 0: twice the candidate endpoints
+	mu    sync.Mutex
+	queue []*pending
+	busy  bool // a goroutine runs rounds
+	size  int  // the next round's size, from the last round's dispatches (0: a fresh start)
+}
+
+// decide queues p and waits for its decision; false when p's client went away before it.
+func (d *decider) decide(p *pending) bool {
+	p.done = make(chan struct{})
+	p.queued = d.s.o.Now()
+	d.mu.Lock()
+	d.queue = append(d.queue, p)
+	start := !d.busy
+	d.busy = true
+	d.mu.Unlock()
+	if start {
+		go d.run()
+	}
+	select {
+	case <-p.done:
+		return true
+	case <-p.ctx.Done():
+		if p.state.CompareAndSwap(pendingWaiting, pendingGone) {
+			return false
+		}
+		<-p.done // already decided and dispatched: the proxy finds the client gone
+		return true
+	}
+}
+
+// run decides rounds until nobody waits.
+func (d *decider) run() {
+	for {
+		d.mu.Lock()
+		d.queue = slices.DeleteFunc(d.queue, func(p *pending) bool { return p.state.Load() == pendingGone })
+		if len(d.queue) == 0 {
+			d.busy, d.size = false, 0
+			d.mu.Unlock()
+			return
+		}
+		n := min(len(d.queue), d.roundSize())
+		round := slices.Clone(d.queue[:n])
+		d.queue = slices.Delete(d.queue, 0, n)
+		d.mu.Unlock()
+
+		redo, dispatched := d.round(round)
+		d.mu.Lock()
+		d.queue = append(redo, d.queue...)
+		d.size = max(2*dispatched, 2)
+		d.mu.Unlock()
+	}
+}
+
+// roundSize is how many waiting requests the next round may take; the caller holds mu.
+func (d *decider) roundSize() int {
+	limit := d.limit
+	if limit <= 0 {
+		limit = max(2*d.s.o.Endpoints.Len(), 1)
+	}
+	if d.size > 0 {
+		return min(d.size, limit)
+	}
+	return limit
+}
+
+// round decides the requests together and dispatches those whose decisions stand; it returns the
+// others, in order, and how many requests it sent to an endpoint.
+func (d *decider) round(round []*pending) (redo []*pending, dispatched int) {
+	began := d.s.o.Now()
+	var wg sync.WaitGroup
+	for _, p := range round {
+		p.cycle, p.states = d.s.cycle(p.req, p.meta, p.received)
+		p.trace = nil
+		if len(p.cycle.Endpoints) == 0 {
+			continue // nothing to decide: serve explains why
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.trace = d.s.o.Pipeline.Run(p.ctx, p.cycle)
+			if d.s.o.Stages != nil { // every stage call, the decisions taken again included
+				d.s.o.Stages.Observe(p.trace)
+			}
+		}()
+	}
+	wg.Wait()
+	var taken []string // the endpoints this round sent requests to
+	for _, p := range round {
+		if !d.stands(p, taken) {
+			redo = append(redo, p)
+			continue
+		}
+		if !p.state.CompareAndSwap(pendingWaiting, pendingTaken) {
+			continue // its client left: not dispatched
+		}
+		if d.s.o.Metrics != nil {
+			d.s.o.Metrics.ObserveDecisionWait(began.Sub(p.queued))
+		}
+		if ep, ok := p.pick(); ok {
+			p.first = d.s.dispatch(&p.cycle.Request, ep)
+			taken = append(taken, ep.ID)
+			dispatched++
+		}
+		close(p.done)
+	}
+	if d.s.o.Metrics != nil && len(redo) > 0 {
+		d.s.o.Metrics.DecisionsRedone(len(redo))
+	}
+	return redo, dispatched
+}
+
+// stands reports whether p's decision is the one it would have had after the requests sent to
+// taken: its pick is none of them, and its prefix match on each is what its cycle saw.
+func (d *decider) stands(p *pending, taken []string) bool {
+	if len(taken) == 0 || p.trace == nil {
+		return true
+	}
+	if ep, ok := p.pick(); ok && slices.Contains(taken, ep.ID) {
+		return false
+	}
+	blocks := p.cycle.Request.PrefixBlockHashes
+	if len(blocks) == 0 {
+		return true
+	}
+	for _, e := range p.cycle.Endpoints {
+		if slices.Contains(taken, e.ID) && d.s.prefix.Fraction(e.ID, blocks) > e.State.PrefixMatch {
+			return false
+		}
+	}
+	return true
+}
