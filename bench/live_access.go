@@ -75,7 +75,7 @@ type AddedTTFT struct {
 	Requests int                `json:"requests"`
 	Ms       stats.Percentiles3 `json:"ms"`
 	// Held is the part of it spent in the router between receipt and dispatch (reading the
-	// body, waiting for a decision slot, the pipeline's decision), over the same requests; the
+	// body, waiting for a decision round, the pipeline's decision), over the same requests; the
 	// rest is the client's and the upstream's transport and the relay of the first token.
 	Held stats.Percentiles3 `json:"held_ms"`
 	// ByPrompt splits it by prompt length (the usage block's prompt tokens).

@@ -10,7 +10,7 @@ import (
 // latencyBuckets span 1 ms to ~65 s, doubling: TTFTs from a cached short prompt to a long queue.
 var latencyBuckets = prometheus.ExponentialBuckets(0.001, 2, 17)
 
-// waitBuckets span 10 µs to ~1.3 s, doubling: from a free decision slot to a long queue for it.
+// waitBuckets span 10 µs to ~1.3 s, doubling: from a round that starts at once to a long queue of rounds.
 var waitBuckets = prometheus.ExponentialBuckets(1e-5, 2, 18)
 
 // tpotBuckets span 1 ms to ~1 s per token.

@@ -140,20 +140,18 @@ func (d *decider) roundSize() int {
 func (d *decider) round(round []*pending) (redo []*pending, dispatched int) {
 	began := d.s.o.Now()
 	var wg sync.WaitGroup
-	for _, p := range round {
+	for i, p := range round {
 		p.cycle, p.states = d.s.cycle(p.req, p.meta, p.received)
 		p.trace = nil
 		if len(p.cycle.Endpoints) == 0 {
 			continue // nothing to decide: serve explains why
 		}
+		if i == len(round)-1 { // the last on this goroutine: a round of one starts none
+			d.runCycle(p)
+			break
+		}
 		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			p.trace = d.s.o.Pipeline.Run(p.ctx, p.cycle)
-			if d.s.o.Stages != nil { // every stage call, the decisions taken again included
-				d.s.o.Stages.Observe(p.trace)
-			}
-		}()
+		go func() { defer wg.Done(); d.runCycle(p) }()
 	}
 	wg.Wait()
 	var taken []string // the endpoints this round sent requests to
@@ -179,6 +177,15 @@ func (d *decider) round(round []*pending) (redo []*pending, dispatched int) {
 		d.s.o.Metrics.DecisionsRedone(len(redo))
 	}
 	return redo, dispatched
+}
+
+// runCycle runs p's cycle through the pipeline and records its stage calls (the decisions taken
+// again included).
+func (d *decider) runCycle(p *pending) {
+	p.trace = d.s.o.Pipeline.Run(p.ctx, p.cycle)
+	if d.s.o.Stages != nil {
+		d.s.o.Stages.Observe(p.trace)
+	}
 }
 
 // stands reports whether p's decision is the one it would have had after the requests sent to
