@@ -61,12 +61,12 @@ const maxBodyBytes = 1 << 20
 
 // Handler returns the admin listener's handler.
 func Handler(o Options) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /admin/reload", func(w http.ResponseWriter, r *http.Request) {
+	mux := openai.NewMux()
+	mux.HandleFunc(http.MethodPost, "/admin/reload", func(w http.ResponseWriter, r *http.Request) {
 		res, err := o.Control.Reload(r.Context(), "POST /admin/reload")
 		answer(w, res, err)
 	})
-	mux.HandleFunc("PUT /admin/stages/{slot}", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc(http.MethodPut, "/admin/stages/{slot}", func(w http.ResponseWriter, r *http.Request) {
 		spec, weight, err := decodeStage(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 		if err != nil {
 			openai.WriteError(w, openai.BadRequest("", "%v", err))
@@ -75,10 +75,10 @@ func Handler(o Options) http.Handler {
 		res, err := o.Control.SwapStage(r.Context(), r.PathValue("slot"), spec, weight)
 		answer(w, res, err)
 	})
-	mux.HandleFunc("GET /admin/pipeline", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc(http.MethodGet, "/admin/pipeline", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, o.Control.Describe())
 	})
-	mux.HandleFunc("GET /admin/experiments", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc(http.MethodGet, "/admin/experiments", func(w http.ResponseWriter, _ *http.Request) {
 		rep, ok := o.Control.Experiments()
 		if !ok {
 			openai.WriteError(w, &openai.Error{Status: http.StatusNotFound, Type: openai.TypeInvalidRequest,
@@ -87,16 +87,11 @@ func Handler(o Options) http.Handler {
 		}
 		writeJSON(w, http.StatusOK, rep)
 	})
-	mux.HandleFunc("/admin/", func(w http.ResponseWriter, r *http.Request) {
-		openai.WriteError(w, &openai.Error{Status: http.StatusNotFound, Type: openai.TypeInvalidRequest,
-			Message: fmt.Sprintf("no admin route %s %s; the routes are POST /admin/reload, PUT /admin/stages/{slot}, "+
-				"GET /admin/pipeline and GET /admin/experiments", r.Method, r.URL.Path)})
-	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(o.Metrics, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
-	mux.HandleFunc("GET /debug/decisions", func(w http.ResponseWriter, _ *http.Request) {
+	mux.Handle(http.MethodGet, "/metrics", promhttp.HandlerFor(o.Metrics, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
+	mux.HandleFunc(http.MethodGet, "/debug/decisions", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, o.Decisions())
 	})
-	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	mux.HandleFunc(http.MethodGet, "/health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	if o.Token == "" {
 		return mux
 	}

@@ -93,6 +93,9 @@ func TestRoutes(t *testing.T) {
 	if code, body := do(t, h, "GET", "/admin/nope", ""); code != 404 || !strings.Contains(body, "POST /admin/reload") {
 		t.Errorf("unknown route: %d %s", code, body)
 	}
+	if code, body := do(t, h, "GET", "/admin/reload", ""); code != 405 || !strings.Contains(body, "takes POST") {
+		t.Errorf("wrong method: %d %s", code, body)
+	}
 }
 
 func TestBadRequests(t *testing.T) {

@@ -83,7 +83,7 @@ type Server struct {
 	prefix    *prefix.Index
 	client    *http.Client
 	decisions *ring
-	mux       *http.ServeMux
+	mux       *openai.Mux
 	decider   *decider
 }
 
@@ -110,11 +110,11 @@ func New(o Options) (*Server, error) {
 	s := &Server{o: o, inflight: inflight.New(), prefix: prefix.New(max(o.PrefixBlocks, 1)),
 		client: &http.Client{Transport: transport}, decisions: newRing(max(o.Decisions, 1))}
 	s.decider = &decider{s: s, limit: o.DecisionConcurrency}
-	s.mux = http.NewServeMux()
-	s.mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, openai.Completions) })
-	s.mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, openai.Chat) })
-	s.mux.HandleFunc("GET /v1/models", s.models)
-	s.mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	s.mux = openai.NewMux()
+	s.mux.HandleFunc(http.MethodPost, "/v1/completions", func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, openai.Completions) })
+	s.mux.HandleFunc(http.MethodPost, "/v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, openai.Chat) })
+	s.mux.HandleFunc(http.MethodGet, "/v1/models", s.models)
+	s.mux.HandleFunc(http.MethodGet, "/health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	return s, nil
 }
 

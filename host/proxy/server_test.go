@@ -479,3 +479,34 @@ func TestClientGoingAwayCancelsUpstream(t *testing.T) {
 	}
 	waitFor(t, "the access line of the abandoned request", func() bool { return strings.Contains(f.log.String(), `"status":499`) })
 }
+
+// TestUnroutedRequestsGetOpenAIErrors: a wrong method or an unknown path is answered in OpenAI's
+// error shape (405 with Allow, 404), never ServeMux's plain text.
+func TestUnroutedRequestsGetOpenAIErrors(t *testing.T) {
+	f := newFixture(t, 1)
+	for _, tc := range []struct {
+		method, path string
+		status       int
+		allow        string
+	}{
+		{http.MethodGet, "/v1/completions", http.StatusMethodNotAllowed, "POST"},
+		{http.MethodPut, "/v1/chat/completions", http.StatusMethodNotAllowed, "POST"},
+		{http.MethodPost, "/v1/models", http.StatusMethodNotAllowed, "GET, HEAD"},
+		{http.MethodGet, "/v1/embeddings", http.StatusNotFound, ""},
+	} {
+		req, _ := http.NewRequest(tc.method, f.url+tc.path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var e struct {
+			Error struct{ Message, Type string }
+		}
+		if resp.StatusCode != tc.status || resp.Header.Get("Allow") != tc.allow || json.Unmarshal(body, &e) != nil || e.Error.Message == "" {
+			t.Errorf("%s %s: status %d, Allow %q, body %q; want %d, Allow %q, an OpenAI error", tc.method, tc.path,
+				resp.StatusCode, resp.Header.Get("Allow"), body, tc.status, tc.allow)
+		}
+	}
+}
