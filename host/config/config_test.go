@@ -103,7 +103,8 @@ func TestParseValid(t *testing.T) {
 		},
 		Server: config.Server{Listen: config.DefaultListen, AdminListen: config.DefaultAdminListen,
 			MaxBodyBytes: config.DefaultMaxBodyBytes, UpstreamTimeout: config.DefaultUpstreamTimeout,
-			ConnectTimeout: config.DefaultConnectTimeout, Decisions: config.DefaultDecisions,
+			ConnectTimeout: config.DefaultConnectTimeout, FirstByteTimeout: config.DefaultFirstByteTimeout,
+			MaxAttempts: config.DefaultMaxAttempts, Decisions: config.DefaultDecisions,
 			PrefixIndexBlocks: config.DefaultPrefixBlocks},
 		Scrape: config.Scrape{Interval: config.DefaultScrapeInterval, Engine: config.DefaultEngine},
 	}
@@ -257,7 +258,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown top-level field", withPipeline(plugins(), "servers: {}"),
 			`test.yaml:6: unknown field "servers" in the top level (known: plugins, pipeline, server, endpoints, scrape, objectives)`, false},
 		{"unknown field in server", withPipeline(plugins(), "server: {port: 80}"),
-			`test.yaml:6: unknown field "port" in server (known: listen, adminListen, adminToken, maxBodyBytes, upstreamTimeout, connectTimeout, decisions, prefixIndexBlocks, decisionConcurrency, streamFlushInterval)`, false},
+			`test.yaml:6: unknown field "port" in server (known: listen, adminListen, adminToken, maxBodyBytes, upstreamTimeout, connectTimeout, firstByteTimeout, maxAttempts, decisions, prefixIndexBlocks, decisionConcurrency, streamFlushInterval)`, false},
 		{"unknown field in an endpoint", withPipeline(plugins(), "endpoints:", "  static:", "    - {addr: 127.0.0.1:8000}"),
 			`test.yaml:8: unknown field "addr" in an endpoint entry (known: id, address, labels)`, false},
 		{"listen not host:port", withPipeline(plugins(), "server: {listen: \"8080\"}"),
@@ -408,7 +409,8 @@ func TestParseRouterSections(t *testing.T) {
 		"plugins:", scorerQ[0], scorerQ[1],
 		"pipeline:", "  scorers: [{pluginRef: q}]",
 		"server:", "  listen: 0.0.0.0:8000", "  adminListen: 127.0.0.1:9100", "  maxBodyBytes: 1024",
-		"  upstreamTimeout: 30s", "  connectTimeout: 500ms", "  decisions: 10", "  prefixIndexBlocks: 1000",
+		"  upstreamTimeout: 30s", "  connectTimeout: 500ms", "  firstByteTimeout: 5s", "  maxAttempts: 2",
+		"  decisions: 10", "  prefixIndexBlocks: 1000",
 		"  decisionConcurrency: 4", "  streamFlushInterval: 25ms",
 		"endpoints:", "  static:",
 		"    - {id: a, address: 10.0.0.1:8000, labels: {accelerator: h100}}",
@@ -422,7 +424,8 @@ func TestParseRouterSections(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := config.Server{Listen: "0.0.0.0:8000", AdminListen: "127.0.0.1:9100", MaxBodyBytes: 1024,
-		UpstreamTimeout: 30 * time.Second, ConnectTimeout: 500 * time.Millisecond, Decisions: 10, PrefixIndexBlocks: 1000, DecisionConcurrency: 4,
+		UpstreamTimeout: 30 * time.Second, ConnectTimeout: 500 * time.Millisecond, FirstByteTimeout: 5 * time.Second,
+		MaxAttempts: 2, Decisions: 10, PrefixIndexBlocks: 1000, DecisionConcurrency: 4,
 		StreamFlushInterval: 25 * time.Millisecond}
 	if diff := cmp.Diff(want, c.Server); diff != "" {
 		t.Errorf("server (-want +got):\n%s", diff)

@@ -29,6 +29,16 @@ type Server struct {
 	// ConnectTimeout bounds connecting to an endpoint; past it the next picked endpoint is tried
 	// (default 2s).
 	ConnectTimeout time.Duration `yaml:"connectTimeout"`
+	// FirstByteTimeout bounds a streamed request's wait for the first event of an endpoint's
+	// answer (its queueing and prefill included); past it the next picked endpoint is tried
+	// (default 60s, nginx's proxy_read_timeout). A whole (non-streamed) answer has no byte before
+	// it is complete, so upstreamTimeout alone bounds it.
+	FirstByteTimeout time.Duration `yaml:"firstByteTimeout"`
+	// MaxAttempts bounds the endpoints one request is sent to, the first included: an attempt
+	// that fails before the client got a byte (no connection, a reset, a 5xx, no first byte, an
+	// answer that is not OpenAI's) moves on to the next picked endpoint, never one already tried
+	// (default 3).
+	MaxAttempts int `yaml:"maxAttempts"`
 	// Decisions is how many decision traces /debug/decisions keeps (default 256).
 	Decisions int `yaml:"decisions"`
 	// PrefixIndexBlocks bounds the router's prefix index per endpoint, in 16-token blocks, until
@@ -92,15 +102,17 @@ type Objective struct {
 
 // Router defaults.
 const (
-	DefaultListen          = "127.0.0.1:8080"
-	DefaultAdminListen     = "127.0.0.1:9090"
-	DefaultMaxBodyBytes    = 4 << 20
-	DefaultUpstreamTimeout = 10 * time.Minute
-	DefaultConnectTimeout  = 2 * time.Second
-	DefaultDecisions       = 256
-	DefaultPrefixBlocks    = 1 << 16
-	DefaultScrapeInterval  = 50 * time.Millisecond
-	DefaultEngine          = "vllm"
+	DefaultListen           = "127.0.0.1:8080"
+	DefaultAdminListen      = "127.0.0.1:9090"
+	DefaultMaxBodyBytes     = 4 << 20
+	DefaultUpstreamTimeout  = 10 * time.Minute
+	DefaultConnectTimeout   = 2 * time.Second
+	DefaultFirstByteTimeout = time.Minute
+	DefaultMaxAttempts      = 3
+	DefaultDecisions        = 256
+	DefaultPrefixBlocks     = 1 << 16
+	DefaultScrapeInterval   = 50 * time.Millisecond
+	DefaultEngine           = "vllm"
 )
 
 func (c *Config) applyRouterDefaults() {
@@ -110,6 +122,8 @@ func (c *Config) applyRouterDefaults() {
 	s.MaxBodyBytes = cmp.Or(s.MaxBodyBytes, DefaultMaxBodyBytes)
 	s.UpstreamTimeout = cmp.Or(s.UpstreamTimeout, DefaultUpstreamTimeout)
 	s.ConnectTimeout = cmp.Or(s.ConnectTimeout, DefaultConnectTimeout)
+	s.FirstByteTimeout = cmp.Or(s.FirstByteTimeout, DefaultFirstByteTimeout)
+	s.MaxAttempts = cmp.Or(s.MaxAttempts, DefaultMaxAttempts)
 	s.Decisions = cmp.Or(s.Decisions, DefaultDecisions)
 	s.PrefixIndexBlocks = cmp.Or(s.PrefixIndexBlocks, DefaultPrefixBlocks)
 	c.Scrape.Interval = cmp.Or(c.Scrape.Interval, DefaultScrapeInterval)
@@ -164,7 +178,8 @@ func (c *Config) ValidateRouter() error {
 		ok    bool
 	}{
 		{"maxBodyBytes", s.MaxBodyBytes > 0}, {"upstreamTimeout", s.UpstreamTimeout > 0},
-		{"connectTimeout", s.ConnectTimeout > 0}, {"decisions", s.Decisions > 0},
+		{"connectTimeout", s.ConnectTimeout > 0}, {"firstByteTimeout", s.FirstByteTimeout > 0},
+		{"maxAttempts", s.MaxAttempts > 0}, {"decisions", s.Decisions > 0},
 		{"prefixIndexBlocks", s.PrefixIndexBlocks > 0},
 	}
 	for _, p := range positive {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 )
 
@@ -43,21 +44,42 @@ type errorBody struct {
 	} `json:"error"`
 }
 
-// WriteError writes {"error":{"message":…,"type":…,"param":…,"code":…}} with e.Status (500 when
-// unset) and Content-Type application/json. Param and Code are null when empty.
-func WriteError(w http.ResponseWriter, e *Error) {
+// body returns e's JSON body; Param and Code are null when empty, Type server_error when unset.
+func (e *Error) body() errorBody {
 	var b errorBody
-	b.Error.Message, b.Error.Type = e.Message, e.Type
-	b.Error.Type = cmp.Or(b.Error.Type, TypeServer)
+	b.Error.Message, b.Error.Type = e.Message, cmp.Or(e.Type, TypeServer)
 	if e.Param != "" {
 		b.Error.Param = &e.Param
 	}
 	if e.Code != "" {
 		b.Error.Code = &e.Code
 	}
-	status := e.Status
-	status = cmp.Or(status, http.StatusInternalServerError)
+	return b
+}
+
+// WriteError writes {"error":{"message":…,"type":…,"param":…,"code":…}} with e.Status (500 when
+// unset) and Content-Type application/json. Param and Code are null when empty.
+func WriteError(w http.ResponseWriter, e *Error) {
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(b) // a client that went away gets nothing
+	w.WriteHeader(cmp.Or(e.Status, http.StatusInternalServerError))
+	_ = json.NewEncoder(w).Encode(e.body()) // a client that went away gets nothing
+}
+
+// WriteStreamError writes e as the event that ends a stream which cannot go on:
+// data: {"error":{…}} and a blank line, the event OpenAI's client libraries raise as an error
+// mid-stream (and vLLM sends when a request fails after its stream began). No [DONE] follows,
+// so a client that waits for it does not take the answer for complete either. After a
+// partial event (StreamResult.Partial) a blank line ends that event first.
+func WriteStreamError(w io.Writer, e *Error, partial bool) error {
+	data, err := json.Marshal(e.body())
+	if err != nil {
+		return err
+	}
+	ev := make([]byte, 0, len(data)+16)
+	if partial {
+		ev = append(ev, "\n\n"...)
+	}
+	ev = append(append(append(ev, "data: "...), data...), "\n\n"...)
+	_, err = w.Write(ev)
+	return err
 }

@@ -22,14 +22,22 @@ type StreamResult struct {
 	Answer       string    // the generated text of choice 0, capped at MaxAnswerBytes
 	Done         bool      // "data: [DONE]" was seen
 	Chunks       int       // content chunks
+	// Partial is true when what was written ends inside an event: the stream broke while an
+	// event longer than the relay holds (4 MiB) was being passed through.
+	Partial bool
 }
 
-// SourceError is Relay's error when reading the upstream stream failed (as opposed to writing to
-// the client, whose error Relay returns as it is).
+// SourceError is Relay's error when reading the upstream stream failed or it sent something that
+// is not an event of an OpenAI stream (as opposed to writing to the client, whose error Relay
+// returns as it is).
 type SourceError struct{ Err error }
 
 // Error describes the failed read.
 func (e *SourceError) Error() string { return fmt.Sprintf("reading upstream stream: %v", e.Err) }
+
+// ErrNotAStream is the Err of Relay's SourceError for an event that is neither a JSON chunk nor
+// [DONE], comments and event, id and retry fields aside: the body is not an OpenAI stream.
+var ErrNotAStream = errors.New("not an OpenAI stream")
 
 // Unwrap returns the read error.
 func (e *SourceError) Unwrap() error { return e.Err }
@@ -72,9 +80,11 @@ type RelayOptions struct {
 // continuous_usage_stats is not requested, but Relay does not rely on it), so the client sees
 // exactly what it would have without stream_options.include_usage. Usage is recorded either way.
 //
-// Relay returns when src ends (nil at EOF, a *SourceError for any other read error) or when a
-// write to dst fails: the client went away, and Relay returns that error as it is so the caller
-// can cancel the upstream request.
+// Relay returns when src ends (nil at EOF), when it fails (a *SourceError: a read error, or an
+// event that is not part of an OpenAI stream, wrapping ErrNotAStream; the event at fault, or the
+// part of one the read error cut, is not written) or when a write to dst fails: the client went
+// away, and Relay returns that error as it is so the caller can cancel the upstream request. At
+// EOF a last event without its blank line is passed on.
 func Relay(dst io.Writer, src io.Reader, o RelayOptions) (StreamResult, error) {
 	if o.Now == nil {
 		o.Now = time.Now
@@ -134,7 +144,7 @@ func Relay(dst io.Writer, src io.Reader, o RelayOptions) (StreamResult, error) {
 			continue
 		}
 		if rerr != nil {
-			if !overflow && len(ev) > 0 { // a last event without its blank line
+			if rerr == io.EOF && !overflow && len(ev) > 0 { // a last event without its blank line
 				if err := r.event(ev); err != nil {
 					return r.result(), err
 				}
@@ -143,6 +153,7 @@ func Relay(dst io.Writer, src io.Reader, o RelayOptions) (StreamResult, error) {
 			if rerr == io.EOF {
 				return r.result(), nil
 			}
+			r.res.Partial = overflow
 			return r.result(), &SourceError{Err: rerr}
 		}
 	}
@@ -200,7 +211,11 @@ func (r *relay) pace() {
 // event inspects one raw event (its lines and the blank line ending it), writes it (or what is
 // left of it) to the client and records what it carried.
 func (r *relay) event(ev []byte) error {
-	out, content, text := r.inspect(ev)
+	out, content, text, err := r.inspect(ev)
+	if err != nil {
+		r.flushDst()
+		return err
+	}
 	if out == nil {
 		return nil // the hidden usage chunk
 	}
@@ -228,33 +243,68 @@ func (r *relay) event(ev []byte) error {
 }
 
 // inspect records the usage and end marker ev carries, and returns the bytes to write (nil to
-// drop the event), whether it carried generated content and choice 0's text.
-func (r *relay) inspect(ev []byte) (out []byte, content bool, text0 string) {
+// drop the event), whether it carried generated content and choice 0's text; or a *SourceError
+// when ev is not an event of an OpenAI stream.
+func (r *relay) inspect(ev []byte) (out []byte, content bool, text0 string, err error) {
 	data, ok := eventData(ev)
 	if !ok {
-		return ev, false, "" // a comment, retry or other field-only event
+		if !fieldsOnly(ev) {
+			return nil, false, "", notAStream(ev)
+		}
+		return ev, false, "", nil // a comment, retry or other field-only event
 	}
 	if string(data) == "[DONE]" {
 		r.res.Done = true
-		return ev, false, ""
+		return ev, false, "", nil
 	}
 	c, ok := readChunk(data)
 	if !ok {
-		return ev, false, "" // not a chunk (an engine's error event, say): pass it on
+		if !json.Valid(data) {
+			return nil, false, "", notAStream(data)
+		}
+		return ev, false, "", nil // JSON but not a chunk (an engine's error event, say): pass it on
 	}
 	if isNull(c.usage) {
-		return ev, c.content, c.text0
+		return ev, c.content, c.text0, nil
 	}
 	if u := decodeUsage(c.usage); u != nil {
 		r.res.Usage = u
 	}
 	if !r.o.HideUsage {
-		return ev, c.content, c.text0
+		return ev, c.content, c.text0, nil
 	}
 	if c.choices == 0 {
-		return nil, false, ""
+		return nil, false, "", nil
 	}
-	return replaceData(ev, removeMember(data, "usage")), c.content, c.text0
+	return replaceData(ev, removeMember(data, "usage")), c.content, c.text0, nil
+}
+
+// fieldsOnly reports whether every line of an event without data is a comment, a blank line or
+// one of the fields an OpenAI stream may carry (event, id, retry).
+func fieldsOnly(ev []byte) bool {
+	ok := true
+	lines(ev, func(line, _ []byte) {
+		if len(line) == 0 || line[0] == ':' {
+			return
+		}
+		name, _, _ := bytes.Cut(line, []byte(":"))
+		switch string(name) {
+		case "event", "id", "retry":
+		default:
+			ok = false
+		}
+	})
+	return ok
+}
+
+// notAStream is the SourceError for an event that is not part of an OpenAI stream, quoting its
+// start.
+func notAStream(what []byte) error {
+	const quote = 64
+	if len(what) > quote {
+		what = what[:quote]
+	}
+	return &SourceError{Err: fmt.Errorf("%w: %q", ErrNotAStream, what)}
 }
 
 // lines calls f with each line of ev, without its terminator, and the terminator.

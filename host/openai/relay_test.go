@@ -291,9 +291,40 @@ func TestRelayUpstreamFails(t *testing.T) {
 	if !errors.As(err, &se) || !errors.Is(err, reset) {
 		t.Fatalf("Relay error = %v, want a *SourceError wrapping the read error", err)
 	}
-	// The partial event at the break is passed on as it came.
-	if dst.String() != cmplLorem+cmplIpsum[:20] || res.Chunks != 1 {
+	// The part of an event the break cut is not passed on: the client's stream ends between
+	// events, where the caller can add an error event.
+	if dst.String() != cmplLorem || res.Chunks != 1 || res.Partial {
 		t.Errorf("client got %q, result %+v", dst.String(), res)
+	}
+}
+
+func TestRelayStopsAtWhatIsNotAnOpenAIStream(t *testing.T) {
+	for _, tc := range []struct{ name, garbage string }{
+		{"an HTML page", "<html><body>502 Bad Gateway</body></html>\n\n"},
+		{"data that is not JSON", "data: hello\n\n"},
+		{"truncated JSON", `data: {"choices":[{"text":"x"` + "\n\n"},
+		{"an unknown field", "foo: bar\n\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var dst bytes.Buffer
+			res, err := Relay(&dst, strings.NewReader(cmplLorem+tc.garbage+cmplIpsum+done), RelayOptions{Now: clock()})
+			if !errors.Is(err, ErrNotAStream) {
+				t.Fatalf("Relay error = %v, want ErrNotAStream", err)
+			}
+			var se *SourceError
+			if !errors.As(err, &se) {
+				t.Errorf("error %T, want a *SourceError", err)
+			}
+			if dst.String() != cmplLorem || res.Chunks != 1 || res.Done {
+				t.Errorf("client got %q, result %+v; want the event before the garbage only", dst.String(), res)
+			}
+		})
+	}
+	// Comments and the event, id and retry fields are part of a stream.
+	var dst bytes.Buffer
+	fields := ": ping\n\nevent: message\nid: 7\nretry: 1000\n\n"
+	if _, err := Relay(&dst, strings.NewReader(fields+cmplLorem+done), RelayOptions{Now: clock()}); err != nil || dst.String() != fields+cmplLorem+done {
+		t.Errorf("Relay = %v; client got %q", err, dst.String())
 	}
 }
 

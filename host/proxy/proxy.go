@@ -1,11 +1,9 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -22,9 +20,6 @@ import (
 // statusClientClosed is the access log's status of a request whose client went away before an
 // answer (nginx's 499).
 const statusClientClosed = 499
-
-// maxWholeBytes bounds a non-streamed upstream response the router reads to measure it.
-const maxWholeBytes = 64 << 20
 
 // exchange is one client request on its way through the proxy.
 type exchange struct {
@@ -57,51 +52,45 @@ type outcome struct {
 	predicted  sdk.Prediction
 }
 
-// proxy sends the exchange to the picked endpoints in order until one answers, and relays the
-// answer. A connection failure before any byte of a response moves on to the next endpoint;
-// anything later is the client's answer.
+// proxy sends the exchange to the picked endpoints in order, at most server.maxAttempts of them
+// and each at most once, until one answers, and relays the answer. An attempt that fails before
+// the client got any byte of an answer moves on to the next endpoint; a failure after that ends
+// the client's answer (attempt.go).
 func (s *Server) proxy(w http.ResponseWriter, r *http.Request, x *exchange) {
 	ctx, cancel := context.WithTimeout(r.Context(), s.o.UpstreamTimeout)
 	defer cancel()
 	var failures []string
 	out := outcome{}
 	for i, idx := range x.trace.Order {
+		if i == s.o.MaxAttempts {
+			break
+		}
 		ep := x.trace.Candidates[idx] // the cycle's endpoint with the producer's prediction
 		out.attempts++
 		a := x.first
 		if i > 0 {
 			a = s.dispatch(&x.cycle.Request, ep)
 		}
-		resp, err := s.send(ctx, ep.ID, x, x.body)
-		if err != nil {
-			a.flight.Finish()
-			if r.Context().Err() != nil { // the client left: nothing to answer
-				out.status, out.err = statusClientClosed, "client went away"
-				s.finish(x, &out)
-				return
-			}
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				out.status = http.StatusGatewayTimeout
-				out.err = "upstream timeout"
-				openai.WriteError(w, &openai.Error{Status: out.status, Type: "timeout",
-					Message: fmt.Sprintf("endpoint %s did not answer within %v (server.upstreamTimeout)", ep.ID, s.o.UpstreamTimeout)})
-				s.finish(x, &out)
-				return
-			}
-			s.o.Endpoints.ReportFailure(ep.ID, err)
+		err := s.try(ctx, w, x, a, &out)
+		a.flight.Finish()
+		switch {
+		case err == nil: // answered: out says how
+		case x.client.Err() != nil: // the client left: nothing to answer
+			out.status, out.err = statusClientClosed, "client went away"
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+			out.status, out.err = http.StatusGatewayTimeout, "upstream timeout"
+			openai.WriteError(w, &openai.Error{Status: out.status, Type: openai.TypeTimeout,
+				Message: fmt.Sprintf("endpoint %s did not answer within %v (server.upstreamTimeout)", ep.ID, s.o.UpstreamTimeout)})
+		default:
 			failures = append(failures, ep.ID+": "+err.Error())
 			continue
 		}
-		s.o.Endpoints.ReportSuccess(ep.ID)
-		out.endpoint, out.predicted = ep.ID, ep.Prediction
-		s.relay(w, resp, x, a, &out)
-		a.flight.Finish()
 		s.finish(x, &out)
 		return
 	}
 	out.status, out.err = http.StatusBadGateway, strings.Join(failures, "; ")
-	openai.WriteError(w, &openai.Error{Status: out.status, Type: "server_error",
-		Message: "no picked endpoint could be reached: " + out.err})
+	openai.WriteError(w, &openai.Error{Status: out.status, Type: openai.TypeServer, Code: "upstream_failed",
+		Message: fmt.Sprintf("no answer from the %d endpoints tried: %s", len(failures), out.err)})
 	s.finish(x, &out)
 }
 
@@ -124,100 +113,6 @@ func (s *Server) dispatch(r *sdk.Request, ep sdk.Endpoint) *attempt {
 
 // defaultOutputTokens is the ledger's expectation of a request without max_tokens.
 const defaultOutputTokens = 256
-
-// send posts the body to the endpoint; an error means no response arrived.
-func (s *Server) send(ctx context.Context, id string, x *exchange, body []byte) (*http.Response, error) {
-	st, ok := s.o.Endpoints.Get(id)
-	if !ok {
-		return nil, fmt.Errorf("endpoint %s left the fleet", id)
-	}
-	path := "/v1/completions"
-	if x.req.Kind == openai.Chat {
-		path = "/v1/chat/completions"
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, st.BaseURL()+path, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(HeaderRequestID, x.meta.id)
-	return s.client.Do(req)
-}
-
-// relay writes the endpoint's answer to the client and measures it.
-func (s *Server) relay(w http.ResponseWriter, resp *http.Response, x *exchange, a *attempt, out *outcome) {
-	defer resp.Body.Close()
-	out.status = resp.StatusCode
-	for _, h := range []string{"Content-Type", "Cache-Control"} {
-		if v := resp.Header.Get(h); v != "" {
-			w.Header().Set(h, v)
-		}
-	}
-	if resp.StatusCode != http.StatusOK { // the engine's own error, passed through as it is
-		w.WriteHeader(resp.StatusCode)
-		_, _ = io.Copy(w, io.LimitReader(resp.Body, maxWholeBytes))
-		out.err = "endpoint answered " + resp.Status
-		return
-	}
-	if x.req.Stream {
-		s.relayStream(w, resp, x, a, out)
-		return
-	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxWholeBytes))
-	out.e2e = s.o.Now().Sub(a.dispatched)
-	if err != nil {
-		out.status, out.err = http.StatusBadGateway, "reading the answer: "+err.Error()
-		openai.WriteError(w, &openai.Error{Status: out.status, Type: "server_error", Message: "endpoint " + a.ep.ID + " broke off its answer: " + err.Error()})
-		return
-	}
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(data)
-	answer, usage, err := openai.ReadWhole(x.req.Kind, data)
-	if err != nil {
-		out.err = "unreadable answer: " + err.Error()
-		return
-	}
-	out.usage = usage
-	s.recordAnswer(a.ep.ID, x, answer)
-}
-
-// relayStream streams the SSE answer through, without the usage chunk the client did not ask for.
-func (s *Server) relayStream(w http.ResponseWriter, resp *http.Response, x *exchange, a *attempt, out *outcome) {
-	flusher, _ := w.(http.Flusher)
-	flush := func() {
-		if flusher != nil {
-			flusher.Flush()
-		}
-	}
-	w.WriteHeader(http.StatusOK)
-	flush()
-	first := func(at time.Time) {
-		a.flight.FirstToken(at)
-		s.observe(x, a, sdk.Sample{ActualTTFTMs: ms(at.Sub(a.dispatched))}, at)
-	}
-	res, err := openai.Relay(w, resp.Body, openai.RelayOptions{Flush: flush, HideUsage: x.req.HiddenUsage(), Now: s.o.Now,
-		OnFirst: first, OnTokens: a.flight.Tokens, FlushEvery: s.o.StreamFlushInterval})
-	out.e2e = s.o.Now().Sub(a.dispatched)
-	if err != nil {
-		out.err = "stream: " + err.Error()
-		if x.client.Err() != nil {
-			out.status, out.err = statusClientClosed, "client went away mid-answer"
-		}
-	}
-	out.usage = res.Usage
-	if !res.FirstContent.IsZero() {
-		out.ttft = ms(res.FirstContent.Sub(a.dispatched))
-		if res.Usage != nil && res.Usage.CompletionTokens >= 2 && res.Last.After(res.FirstContent) {
-			out.tpot = ms(res.Last.Sub(res.FirstContent)) / float64(res.Usage.CompletionTokens-1)
-		}
-	}
-	if err == nil {
-		s.recordAnswer(a.ep.ID, x, res.Answer)
-		if out.tpot > 0 {
-			s.observe(x, a, sdk.Sample{ActualTPOTMs: out.tpot, OutputTokens: res.Usage.CompletionTokens}, s.o.Now())
-		}
-	}
-}
 
 // recordOutcome gives the experiment that decided t the request's outcome. A request answered
 // 429 or 5xx failed (shed included: it was not served); one whose client left (499) counts with

@@ -1,8 +1,8 @@
 // Package proxy is the live router's OpenAI-compatible front: it parses a client's request,
 // builds the scheduling cycle from the fleet's scraped state, its own in-flight accounting and its
 // prefix index, runs the pipeline, and proxies the request to the picked endpoint (failing over
-// to the next on a connection failure), streaming the answer back untouched while it measures
-// TTFT and TPOT, feeds them to the producer, and keeps the decision trace.
+// to the next when an attempt fails before the client got a byte), streaming the answer back
+// while it measures TTFT and TPOT, feeds them to the producer, and keeps the decision trace.
 package proxy
 
 import (
@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -48,8 +49,13 @@ type Options struct {
 	Objectives []string
 	// MaxBodyBytes bounds a request body (413 beyond).
 	MaxBodyBytes int64
-	// ConnectTimeout bounds connecting to one endpoint; UpstreamTimeout a whole upstream exchange.
-	ConnectTimeout, UpstreamTimeout time.Duration
+	// ConnectTimeout bounds connecting to one endpoint; UpstreamTimeout a whole upstream exchange,
+	// failovers included; FirstByteTimeout a streamed attempt's wait for its first event, past
+	// which it fails over (0: no bound but UpstreamTimeout).
+	ConnectTimeout, UpstreamTimeout, FirstByteTimeout time.Duration
+	// MaxAttempts bounds the endpoints one request is sent to, the first included (0: every
+	// picked endpoint).
+	MaxAttempts int
 	// Decisions is the size of the decision-trace ring (/debug/decisions).
 	Decisions int
 	// PrefixBlocks bounds each endpoint's prefix index until its engine reports num_gpu_blocks.
@@ -99,6 +105,9 @@ func New(o Options) (*Server, error) {
 		o.Priority = func(string) (int32, bool) { return 0, false }
 	}
 	o.Objectives = slices.Sorted(slices.Values(o.Objectives))
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = math.MaxInt
+	}
 	dialer := &net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}
 	transport := &http.Transport{
 		DialContext:           dialer.DialContext,

@@ -103,6 +103,7 @@ func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger) (_ *Rout
 	r.srv, err = proxy.New(proxy.Options{Pipeline: r.pipes, Outcomes: r.pipes, Endpoints: set, Samples: samples,
 		Priority: cfg.Priority, Objectives: objectives, MaxBodyBytes: cfg.Server.MaxBodyBytes,
 		ConnectTimeout: cfg.Server.ConnectTimeout, UpstreamTimeout: cfg.Server.UpstreamTimeout,
+		FirstByteTimeout: cfg.Server.FirstByteTimeout, MaxAttempts: cfg.Server.MaxAttempts,
 		Decisions: cfg.Server.Decisions, PrefixBlocks: cfg.Server.PrefixIndexBlocks, DecisionConcurrency: cfg.Server.DecisionConcurrency,
 		StreamFlushInterval: cfg.Server.StreamFlushInterval, Metrics: reqs, Stages: stages, EndpointMetrics: perEndpoint, Log: log})
 	if err != nil {
