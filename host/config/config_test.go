@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/foresight-router/foresight/host/config"
+	"github.com/foresight-router/foresight/host/endpoints"
 	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -106,6 +107,9 @@ func TestParseValid(t *testing.T) {
 			ConnectTimeout: config.DefaultConnectTimeout, FirstByteTimeout: config.DefaultFirstByteTimeout,
 			MaxAttempts: config.DefaultMaxAttempts, Decisions: config.DefaultDecisions,
 			PrefixIndexBlocks: config.DefaultPrefixBlocks},
+		Endpoints: config.Endpoints{OutlierDetection: config.OutlierDetection{ConsecutiveFailures: endpoints.DefaultConsecutiveFailures,
+			BaseEjectionTime: endpoints.DefaultBaseEjectionTime, MaxEjectionTime: endpoints.DefaultMaxEjectionTime,
+			MaxEjectionPercent: endpoints.DefaultMaxEjectionPercent}},
 		Scrape: config.Scrape{Interval: config.DefaultScrapeInterval, Engine: config.DefaultEngine},
 	}
 	if diff := cmp.Diff(want, c, cmpopts.IgnoreUnexported(config.Config{})); diff != "" {
@@ -275,6 +279,8 @@ func TestParseErrors(t *testing.T) {
 			`test.yaml:8: endpoints.static[0].address: address is required (host:port or http://host:port)`, false},
 		{"endpoint address garbage", withPipeline(plugins(), "endpoints:", "  static:", "    - {address: not an address}"),
 			`test.yaml:8: endpoints.static[0].address: address "not an address" is neither host:port nor an http(s) URL`, false},
+		{"bad outlier detection", withPipeline(plugins(), "endpoints:", "  outlierDetection: {maxEjectionPercent: 150}"),
+			`test.yaml:7: endpoints.outlierDetection: max ejection percent must be in [0, 100], got 150`, false},
 		{"duplicate endpoint id", withPipeline(plugins(), "endpoints:", "  static:", "    - {address: 127.0.0.1:8000}", "    - {address: 127.0.0.1:8000}"),
 			`test.yaml:9: endpoints.static[1].id: "127.0.0.1:8000" is also endpoint 0's id`, false},
 		{"duplicate objective", withPipeline(plugins(), "objectives:", "  - {name: batch, priority: -1}", "  - {name: batch, priority: 2}"),

@@ -64,6 +64,24 @@ type Endpoints struct {
 	// File, relative to the config file's directory unless absolute, holds more endpoints
 	// ("endpoints:" followed by entries shaped like Static's); it is re-read when it changes.
 	File string `yaml:"file"`
+	// OutlierDetection ejects an endpoint whose requests keep failing while its metrics still
+	// answer (endpoints.Outlier; Envoy's defaults).
+	OutlierDetection OutlierDetection `yaml:"outlierDetection"`
+}
+
+// OutlierDetection is endpoints.Outlier as the config file spells it.
+type OutlierDetection struct {
+	ConsecutiveFailures int           `yaml:"consecutiveFailures"`
+	BaseEjectionTime    time.Duration `yaml:"baseEjectionTime"`
+	MaxEjectionTime     time.Duration `yaml:"maxEjectionTime"`
+	MaxEjectionPercent  int           `yaml:"maxEjectionPercent"`
+	Disabled            bool          `yaml:"disabled"`
+}
+
+// Outlier returns the section as the endpoint set takes it.
+func (o OutlierDetection) Outlier() endpoints.Outlier {
+	return endpoints.Outlier{ConsecutiveFailures: o.ConsecutiveFailures, BaseEjectionTime: o.BaseEjectionTime,
+		MaxEjectionTime: o.MaxEjectionTime, MaxEjectionPercent: o.MaxEjectionPercent, Disabled: o.Disabled}
 }
 
 // EndpointSpec is one model server.
@@ -128,6 +146,11 @@ func (c *Config) applyRouterDefaults() {
 	s.PrefixIndexBlocks = cmp.Or(s.PrefixIndexBlocks, DefaultPrefixBlocks)
 	c.Scrape.Interval = cmp.Or(c.Scrape.Interval, DefaultScrapeInterval)
 	c.Scrape.Engine = cmp.Or(c.Scrape.Engine, DefaultEngine)
+	od := &c.Endpoints.OutlierDetection
+	od.ConsecutiveFailures = cmp.Or(od.ConsecutiveFailures, endpoints.DefaultConsecutiveFailures)
+	od.BaseEjectionTime = cmp.Or(od.BaseEjectionTime, endpoints.DefaultBaseEjectionTime)
+	od.MaxEjectionTime = cmp.Or(od.MaxEjectionTime, endpoints.DefaultMaxEjectionTime)
+	od.MaxEjectionPercent = cmp.Or(od.MaxEjectionPercent, endpoints.DefaultMaxEjectionPercent)
 	for i := range c.Endpoints.Static {
 		if e := &c.Endpoints.Static[i]; e.ID == "" {
 			e.ID = e.Address
@@ -198,6 +221,9 @@ func (c *Config) ValidateRouter() error {
 	}
 	if e := c.Scrape.Engine; e != "vllm" && e != "sglang" {
 		return c.errorAt([]any{"scrape", "engine"}, "%q is not an engine: vllm or sglang", e)
+	}
+	if _, err := c.Endpoints.OutlierDetection.Outlier().WithDefaults(); err != nil {
+		return c.errorAt([]any{"endpoints", "outlierDetection"}, "%v", err)
 	}
 	ids := map[string]int{}
 	for i, e := range c.Endpoints.Static {

@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 // Defaults of a Config's zero fields.
@@ -43,6 +45,10 @@ type Config struct {
 	ProbeInterval time.Duration
 	// ModelsInterval is how often each endpoint's /v1/models is refreshed (default 10s).
 	ModelsInterval time.Duration
+	// Outlier configures ejecting an endpoint whose requests keep failing (ReportRequest).
+	Outlier Outlier
+	// Log receives ejections and returns (the zero Logger logs nothing).
+	Log zerolog.Logger
 	// Client makes every request (default: a client with bounded dials and idle connections).
 	Client *http.Client
 	// Now is the clock of ScrapedAt and MetricsAge (default time.Now; tests inject).
@@ -64,6 +70,10 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.FailAfter < 0 {
 		return c, fmt.Errorf("fail-after must not be negative, got %d", c.FailAfter)
+	}
+	var err error
+	if c.Outlier, err = c.Outlier.WithDefaults(); err != nil {
+		return c, err
 	}
 	c.Interval = cmp.Or(c.Interval, DefaultInterval)
 	c.Timeout = cmp.Or(c.Timeout, DefaultTimeout)

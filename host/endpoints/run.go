@@ -71,6 +71,7 @@ func (s *Set) loop(ctx context.Context, m *member, sc *scraper) {
 		if ctx.Err() != nil {
 			return
 		}
+		s.noteReturn(m)
 		healthy = s.healthy(m)
 		if healthy && !wasHealthy {
 			modelsDue = time.Time{} // back in the rotation: perhaps restarted with other models

@@ -10,8 +10,9 @@ import (
 // State is one endpoint as the router knows it at a moment.
 type State struct {
 	Endpoint
-	// Healthy says the endpoint is in the rotation. Endpoints start healthy and leave after
-	// FailAfter consecutive failures; a successful scrape brings them back.
+	// Healthy says the endpoint answers: endpoints start healthy and stop after FailAfter
+	// consecutive failures (scrapes, probes, connections); a successful scrape brings them back.
+	// It is in the rotation while healthy and not ejected (Routable).
 	Healthy bool
 	// Waiting, Running and KVCacheUsage are the engine gauges of the last successful scrape.
 	Waiting      int64
@@ -30,12 +31,24 @@ type State struct {
 	Failures int
 	// LastError describes the last failure; "" after a success.
 	LastError string
+	// Ejected says the endpoint is out of the rotation until EjectedUntil because its requests
+	// kept failing (ReportRequest); it is scraped meanwhile, and Healthy says what the scrapes
+	// say. Ejections counts its ejections; RequestFailures its failed requests in a row.
+	Ejected         bool
+	EjectedUntil    time.Time
+	Ejections       int64
+	RequestFailures int
 }
+
+// Routable reports whether the endpoint is in the rotation: healthy and not ejected.
+func (st *State) Routable() bool { return st.Healthy && !st.Ejected }
 
 // member is one endpoint of a set.
 type member struct {
-	st     State              // guarded by Set.mu
-	cancel context.CancelFunc // stops its loop; nil while none runs
+	st       State              // guarded by Set.mu
+	cancel   context.CancelFunc // stops its loop; nil while none runs
+	streak   int                // the ejection multiplier (Outlier.BaseEjectionTime)
+	returned bool               // the end of its last ejection was logged
 }
 
 // Set is the fleet: its endpoints, their scraped state and their health. It is safe for
@@ -117,6 +130,7 @@ func (m *member) state(now time.Time) State {
 	if !st.ScrapedAt.IsZero() {
 		st.MetricsAge = max(now.Sub(st.ScrapedAt), 0)
 	}
+	st.Ejected = now.Before(st.EjectedUntil)
 	return st
 }
 

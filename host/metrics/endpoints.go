@@ -8,6 +8,9 @@ import (
 type EndpointGauges struct {
 	ID      string
 	Healthy bool
+	// Ejected is true while outlier detection keeps the endpoint out; Ejections counts its ejections.
+	Ejected   bool
+	Ejections int64
 	// Inflight is the router's own count of requests dispatched there and not finished.
 	Inflight int64
 	// Waiting, Running and KVCacheUsage are the engine's gauges at the router's last scrape.
@@ -23,7 +26,9 @@ type EndpointGauges struct {
 //	foresight_endpoint_waiting_requests{endpoint}      the engine's waiting queue at the router's last scrape
 //	foresight_endpoint_running_requests{endpoint}      the engine's running requests at the router's last scrape
 //	foresight_endpoint_kv_cache_usage_ratio{endpoint}  the engine's KV-cache usage (0..1) at the router's last scrape
-//	foresight_endpoint_healthy{endpoint}               1 while the endpoint is in the rotation
+//	foresight_endpoint_healthy{endpoint}               1 while the endpoint answers its scrapes
+//	foresight_endpoint_ejected{endpoint}               1 while outlier detection keeps it out for failing requests
+//	foresight_endpoint_ejections_total{endpoint}       its ejections
 //
 // The gauges are read at scrape time from the endpoints the router has then, so an endpoint
 // removed from the list leaves them; its requests counter stays.
@@ -31,7 +36,7 @@ type Endpoints struct {
 	dispatched *prometheus.CounterVec
 	read       func() []EndpointGauges
 
-	inflight, waiting, running, kv, healthy *prometheus.Desc
+	inflight, waiting, running, kv, healthy, ejected, ejections *prometheus.Desc
 }
 
 // NewEndpoints returns the per-endpoint metrics, registered with reg; read is called at every
@@ -51,7 +56,11 @@ func NewEndpoints(reg prometheus.Registerer, read func() []EndpointGauges) (*End
 		kv: prometheus.NewDesc("foresight_endpoint_kv_cache_usage_ratio",
 			"The engine's KV-cache usage (0..1) at the router's last scrape.", label, nil),
 		healthy: prometheus.NewDesc("foresight_endpoint_healthy",
-			"1 while the endpoint is in the rotation, else 0.", label, nil),
+			"1 while the endpoint answers its scrapes, else 0.", label, nil),
+		ejected: prometheus.NewDesc("foresight_endpoint_ejected",
+			"1 while outlier detection keeps the endpoint out of the rotation because its requests kept failing, else 0.", label, nil),
+		ejections: prometheus.NewDesc("foresight_endpoint_ejections_total",
+			"Times outlier detection ejected the endpoint.", label, nil),
 	}
 	for _, c := range []prometheus.Collector{e.dispatched, e} {
 		if err := reg.Register(c); err != nil {
@@ -66,7 +75,7 @@ func (e *Endpoints) Dispatched(id string) { e.dispatched.WithLabelValues(id).Inc
 
 // Describe implements prometheus.Collector (the gauges; the counter registers itself).
 func (e *Endpoints) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{e.inflight, e.waiting, e.running, e.kv, e.healthy} {
+	for _, d := range []*prometheus.Desc{e.inflight, e.waiting, e.running, e.kv, e.healthy, e.ejected, e.ejections} {
 		ch <- d
 	}
 }
@@ -74,18 +83,23 @@ func (e *Endpoints) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (e *Endpoints) Collect(ch chan<- prometheus.Metric) {
 	for _, g := range e.read() {
-		healthy := 0.0
-		if g.Healthy {
-			healthy = 1
-		}
 		for _, m := range []struct {
 			d *prometheus.Desc
 			v float64
 		}{
 			{e.inflight, float64(g.Inflight)}, {e.waiting, float64(g.Waiting)}, {e.running, float64(g.Running)},
-			{e.kv, g.KVCacheUsage}, {e.healthy, healthy},
+			{e.kv, g.KVCacheUsage}, {e.healthy, one(g.Healthy)}, {e.ejected, one(g.Ejected)},
 		} {
 			ch <- prometheus.MustNewConstMetric(m.d, prometheus.GaugeValue, m.v, g.ID)
 		}
+		ch <- prometheus.MustNewConstMetric(e.ejections, prometheus.CounterValue, float64(g.Ejections), g.ID)
 	}
+}
+
+// one is 1 for true, 0 for false.
+func one(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -28,7 +28,25 @@ var errNoFirstByte = errors.New("no first byte")
 // the request can go to the next endpoint. Otherwise out holds the answer: the engine's, its
 // own error (4xx) passed through, or a stream that broke after its first byte, ended with an
 // error event and counted as failed (502, or 504 at server.upstreamTimeout).
+//
+// How the attempt ended goes to outlier detection (endpoints.Set.ReportRequest), unless the
+// client left first.
 func (s *Server) try(ctx context.Context, w http.ResponseWriter, x *exchange, a *attempt, out *outcome) error {
+	err := s.call(ctx, w, x, a, out)
+	switch {
+	case x.client.Err() != nil: // says nothing of the endpoint
+	case err != nil:
+		s.o.Endpoints.ReportRequest(a.ep.ID, err)
+	case out.status >= 500: // the stream broke after its first byte
+		s.o.Endpoints.ReportRequest(a.ep.ID, errors.New(out.err))
+	default:
+		s.o.Endpoints.ReportRequest(a.ep.ID, nil)
+	}
+	return err
+}
+
+// call is try without the report.
+func (s *Server) call(ctx context.Context, w http.ResponseWriter, x *exchange, a *attempt, out *outcome) error {
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var timer *time.Timer

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -117,9 +118,17 @@ type faultRouter struct {
 	log  *syncBuffer
 	reg  *prometheus.Registry
 	good string // the working endpoint's ID
+	set  *endpoints.Set
 }
 
 func newFaultRouter(t *testing.T, maxAttempts int, fs ...fault) *faultRouter {
+	t.Helper()
+	return newFaultRouterWith(t, endpoints.Outlier{}, maxAttempts, fs...)
+}
+
+// newFaultRouterWith is newFaultRouter with outlier detection configured by o; its endpoints are
+// scraped every 20 ms.
+func newFaultRouterWith(t *testing.T, o endpoints.Outlier, maxAttempts int, fs ...fault) *faultRouter {
 	t.Helper()
 	var eps []endpoints.Endpoint
 	for i, f := range fs {
@@ -132,14 +141,18 @@ func newFaultRouter(t *testing.T, maxAttempts int, fs ...fault) *faultRouter {
 	t.Cleanup(fleet.Close)
 	good := "vllm-z"
 	eps = append(eps, endpoints.Endpoint{ID: good, Address: fleet.Addrs()[0]})
-	set := startSet(t, time.Hour, eps) // one scrape: every endpoint stays in the rotation
+	set := startSetWith(t, endpoints.Config{Interval: 20 * time.Millisecond, Outlier: o}, eps)
 	reg := prometheus.NewRegistry()
 	reqs, err := metrics.NewRequests(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	var srv *Server
+	if _, err := metrics.NewEndpoints(reg, func() []metrics.EndpointGauges { return srv.EndpointGauges() }); err != nil {
+		t.Fatal(err)
+	}
 	logs := &syncBuffer{}
-	srv, err := New(Options{Pipeline: byID{}, Endpoints: set, MaxBodyBytes: 1 << 16, ConnectTimeout: time.Second,
+	srv, err = New(Options{Pipeline: byID{}, Endpoints: set, MaxBodyBytes: 1 << 16, ConnectTimeout: time.Second,
 		UpstreamTimeout: 30 * time.Second, FirstByteTimeout: 300 * time.Millisecond, MaxAttempts: maxAttempts,
 		Decisions: 8, PrefixBlocks: 1 << 10, Metrics: reqs, Log: zerolog.New(logs)})
 	if err != nil {
@@ -148,7 +161,7 @@ func newFaultRouter(t *testing.T, maxAttempts int, fs ...fault) *faultRouter {
 	api := httptest.NewServer(srv)
 	t.Cleanup(api.Close)
 	t.Cleanup(srv.Close)
-	return &faultRouter{url: api.URL, log: logs, reg: reg, good: good}
+	return &faultRouter{url: api.URL, log: logs, reg: reg, good: good, set: set}
 }
 
 // access returns the router's access lines.
@@ -165,8 +178,8 @@ func (f *faultRouter) access(t *testing.T) []map[string]any {
 	return out
 }
 
-// requestsTotal returns foresight_requests_total by code.
-func (f *faultRouter) requestsTotal(t *testing.T) map[string]float64 {
+// metric returns the values of a metric with one label, by that label's value.
+func (f *faultRouter) metric(t *testing.T, name string) map[string]float64 {
 	t.Helper()
 	mfs, err := f.reg.Gather()
 	if err != nil {
@@ -174,11 +187,11 @@ func (f *faultRouter) requestsTotal(t *testing.T) map[string]float64 {
 	}
 	out := map[string]float64{}
 	for _, mf := range mfs {
-		if mf.GetName() != "foresight_requests_total" {
+		if mf.GetName() != name {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
-			out[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+			out[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue() + m.GetGauge().GetValue()
 		}
 	}
 	return out
@@ -250,7 +263,7 @@ func TestFaultsAfterTheFirstByteEndTheStreamWithAnError(t *testing.T) {
 			if line["status"] != 502.0 || line["attempts"] != 1.0 || !strings.Contains(line["error"].(string), "stream broken after its first byte") {
 				t.Errorf("access line %v; want a failed request (502) on one attempt", line)
 			}
-			if got := f.requestsTotal(t); got["502"] != 1 || got["200"] != 0 {
+			if got := f.metric(t, "foresight_requests_total"); got["502"] != 1 || got["200"] != 0 {
 				t.Errorf("foresight_requests_total %v; want 1 under code 502", got)
 			}
 		})
@@ -268,5 +281,48 @@ func TestFailoverIsBoundedByMaxAttempts(t *testing.T) {
 	}
 	if line := f.access(t)[0]; line["attempts"] != 2.0 || line["status"] != 502.0 {
 		t.Errorf("access line %v", line)
+	}
+}
+
+// An endpoint whose requests keep failing while its /metrics answers is ejected: the requests
+// that follow go straight to the others. It comes back after the ejection time and, recovered,
+// serves again.
+func TestAnEndpointWhoseRequestsKeepFailingIsEjectedAndComesBack(t *testing.T) {
+	var broken atomic.Bool
+	broken.Store(true)
+	flaky := func(w http.ResponseWriter, r *http.Request) {
+		if broken.Load() {
+			faults["5xx"](w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, chunk("fine")+"data: [DONE]\n\n")
+	}
+	f := newFaultRouterWith(t, endpoints.Outlier{ConsecutiveFailures: 3, BaseEjectionTime: 1500 * time.Millisecond, MaxEjectionPercent: 50}, 3, flaky)
+	for i := range 5 {
+		if code, out := postTo(t, f.url, chatBody(true, "")); code != http.StatusOK {
+			t.Fatalf("request %d: status %d: %s", i, code, out)
+		}
+	}
+	attempts := []any{}
+	for _, l := range f.access(t) {
+		attempts = append(attempts, l["attempts"])
+	}
+	if want := []any{2.0, 2.0, 2.0, 1.0, 1.0}; !slices.Equal(attempts, want) {
+		t.Errorf("attempts %v, want %v: three failovers, then vllm-a out of the rotation", attempts, want)
+	}
+	if st, _ := f.set.Get("vllm-a"); !st.Healthy || !st.Ejected {
+		t.Errorf("vllm-a %+v; want healthy (its metrics answer) and ejected", st)
+	}
+	if got := f.metric(t, "foresight_endpoint_ejected"); got["vllm-a"] != 1 || got[f.good] != 0 {
+		t.Errorf("foresight_endpoint_ejected %v", got)
+	}
+	broken.Store(false)
+	waitFor(t, "vllm-a's return", func() bool { st, _ := f.set.Get("vllm-a"); return st.Routable() })
+	if code, out := postTo(t, f.url, chatBody(true, "")); code != http.StatusOK || !strings.Contains(out, "fine") {
+		t.Errorf("after its return: status %d, %q; want vllm-a's answer", code, out)
+	}
+	if got := f.metric(t, "foresight_endpoint_ejections_total"); got["vllm-a"] != 1 {
+		t.Errorf("foresight_endpoint_ejections_total %v, want 1 for vllm-a", got)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -142,8 +143,8 @@ func (s *Server) EndpointGauges() []metrics.EndpointGauges {
 	for _, st := range states {
 		var es sdk.EndpointState
 		s.inflight.Fill(st.ID, now, st.ScrapedAt, &es)
-		out = append(out, metrics.EndpointGauges{ID: st.ID, Healthy: st.Healthy, Inflight: es.InflightRequests,
-			Waiting: st.Waiting, Running: st.Running, KVCacheUsage: st.KVCacheUsage})
+		out = append(out, metrics.EndpointGauges{ID: st.ID, Healthy: st.Healthy, Ejected: st.Ejected, Ejections: st.Ejections,
+			Inflight: es.InflightRequests, Waiting: st.Waiting, Running: st.Running, KVCacheUsage: st.KVCacheUsage})
 	}
 	return out
 }
@@ -247,15 +248,18 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, kind openai.Kind)
 
 // noEndpoint explains why a request has no candidate.
 func (s *Server) noEndpoint(model string, states []endpoints.State) *openai.Error {
-	healthy := 0
+	routable, ejected := 0, 0
 	for _, st := range states {
-		if st.Healthy {
-			healthy++
+		if st.Routable() {
+			routable++
+		}
+		if st.Ejected {
+			ejected++
 		}
 	}
-	if healthy == 0 {
-		return &openai.Error{Status: http.StatusServiceUnavailable, Type: "server_error",
-			Message: "no endpoint is healthy (" + strconv.Itoa(len(states)) + " configured)"}
+	if routable == 0 {
+		return &openai.Error{Status: http.StatusServiceUnavailable, Type: openai.TypeServer,
+			Message: fmt.Sprintf("no endpoint is in the rotation (%d configured, %d ejected for failing requests, the others unhealthy)", len(states), ejected)}
 	}
 	return &openai.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "model", Code: "model_not_found",
 		Message: "no healthy endpoint serves the model " + strconv.Quote(model)}
@@ -276,7 +280,7 @@ func (s *Server) cycle(req *openai.Request, m meta, now time.Time) (*sdk.Cycle, 
 	states := s.o.Endpoints.Snapshot()
 	c.Endpoints = make([]sdk.Endpoint, 0, len(states))
 	for _, st := range states {
-		if !st.Healthy || (st.Models != nil && !slices.Contains(st.Models, req.Model)) {
+		if !st.Routable() || (st.Models != nil && !slices.Contains(st.Models, req.Model)) {
 			continue
 		}
 		if st.NumGPUBlocks > 0 { // the engine's cache bounds what the router believes it holds

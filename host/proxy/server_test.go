@@ -124,7 +124,13 @@ func newFixtureFor(t *testing.T, interval time.Duration, eps []endpoints.Endpoin
 // with "vllm-" have been scraped.
 func startSet(t *testing.T, interval time.Duration, eps []endpoints.Endpoint) *endpoints.Set {
 	t.Helper()
-	set, err := endpoints.New(endpoints.Config{Interval: interval}, eps)
+	return startSetWith(t, endpoints.Config{Interval: interval}, eps)
+}
+
+// startSetWith is startSet with the set's whole configuration.
+func startSetWith(t *testing.T, cfg endpoints.Config, eps []endpoints.Endpoint) *endpoints.Set {
+	t.Helper()
+	set, err := endpoints.New(cfg, eps)
 	if err != nil {
 		t.Fatal(err)
 	}

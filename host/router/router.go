@@ -57,7 +57,8 @@ func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger) (_ *Rout
 	if err != nil {
 		return nil, err
 	}
-	set, err := endpoints.New(endpoints.Config{Interval: cfg.Scrape.Interval, Names: names}, list)
+	set, err := endpoints.New(endpoints.Config{Interval: cfg.Scrape.Interval, Names: names,
+		Outlier: cfg.Endpoints.OutlierDetection.Outlier(), Log: log}, list)
 	if err != nil {
 		return nil, fmt.Errorf("%s: endpoints: %w", cfg.File(), err)
 	}
