@@ -101,7 +101,7 @@ func Relay(dst io.Writer, src io.Reader, o RelayOptions) (StreamResult, error) {
 		atLine    bool   // when overflowing: the next fragment starts a line
 	)
 	for {
-		if br.Buffered() == 0 {
+		if r.pending && !lineBuffered(br) {
 			r.pace()
 			r.flushDst() // the next read may wait on the engine
 		}
@@ -157,6 +157,17 @@ func Relay(dst io.Writer, src io.Reader, o RelayOptions) (StreamResult, error) {
 			return r.result(), &SourceError{Err: rerr}
 		}
 	}
+}
+
+// lineBuffered reports whether br's next ReadSlice('\n') returns without reading its source: it
+// holds a whole line, or a full buffer.
+func lineBuffered(br *bufio.Reader) bool {
+	n := br.Buffered()
+	if n == br.Size() {
+		return true
+	}
+	b, _ := br.Peek(n)
+	return bytes.IndexByte(b, '\n') >= 0
 }
 
 // isBlank reports whether line (with its terminator) is empty: the end of an event.
