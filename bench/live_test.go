@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/foresight-router/foresight/internal/eventually"
 	"github.com/foresight-router/foresight/sim/loadgen"
 	"github.com/foresight-router/foresight/sim/workload"
 )
@@ -56,13 +57,7 @@ func writeTrace(t *testing.T, n int, step time.Duration) string {
 // waitFor waits (at most 5 s) until cond holds.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited 5 s for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	eventually.Wait(t, 5*time.Second, what, cond)
 }
 
 func TestLiveWorkloadSpeedupAndCut(t *testing.T) {

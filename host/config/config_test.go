@@ -106,6 +106,9 @@ func TestParseValid(t *testing.T) {
 			MaxBodyBytes: config.DefaultMaxBodyBytes, UpstreamTimeout: config.DefaultUpstreamTimeout,
 			ConnectTimeout: config.DefaultConnectTimeout, FirstByteTimeout: config.DefaultFirstByteTimeout,
 			MaxAttempts: config.DefaultMaxAttempts, Decisions: config.DefaultDecisions,
+			MaxConcurrentRequests: config.DefaultMaxConcurrentRequests, MaxHeaderBytes: config.DefaultMaxHeaderBytes,
+			MaxHeaders: config.DefaultMaxHeaders, ReadHeaderTimeout: config.DefaultReadHeaderTimeout,
+			ReadBodyTimeout: config.DefaultReadBodyTimeout, IdleTimeout: config.DefaultIdleTimeout,
 			PrefixIndexBlocks: config.DefaultPrefixBlocks},
 		Endpoints: config.Endpoints{OutlierDetection: config.OutlierDetection{ConsecutiveFailures: endpoints.DefaultConsecutiveFailures,
 			BaseEjectionTime: endpoints.DefaultBaseEjectionTime, MaxEjectionTime: endpoints.DefaultMaxEjectionTime,
@@ -262,7 +265,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown top-level field", withPipeline(plugins(), "servers: {}"),
 			`test.yaml:6: unknown field "servers" in the top level (known: plugins, pipeline, server, endpoints, scrape, objectives)`, false},
 		{"unknown field in server", withPipeline(plugins(), "server: {port: 80}"),
-			`test.yaml:6: unknown field "port" in server (known: listen, adminListen, adminToken, maxBodyBytes, upstreamTimeout, connectTimeout, firstByteTimeout, maxAttempts, decisions, prefixIndexBlocks, decisionConcurrency, streamFlushInterval)`, false},
+			`test.yaml:6: unknown field "port" in server (known: listen, adminListen, adminToken, maxBodyBytes, upstreamTimeout, connectTimeout, firstByteTimeout, maxAttempts, maxConcurrentRequests, maxInflightPerEndpoint, maxHeaderBytes, maxHeaders, readHeaderTimeout, readBodyTimeout, idleTimeout, decisions, prefixIndexBlocks, decisionConcurrency, streamFlushInterval)`, false},
 		{"unknown field in an endpoint", withPipeline(plugins(), "endpoints:", "  static:", "    - {addr: 127.0.0.1:8000}"),
 			`test.yaml:8: unknown field "addr" in an endpoint entry (known: id, address, labels)`, false},
 		{"listen not host:port", withPipeline(plugins(), "server: {listen: \"8080\"}"),
@@ -416,6 +419,8 @@ func TestParseRouterSections(t *testing.T) {
 		"pipeline:", "  scorers: [{pluginRef: q}]",
 		"server:", "  listen: 0.0.0.0:8000", "  adminListen: 127.0.0.1:9100", "  maxBodyBytes: 1024",
 		"  upstreamTimeout: 30s", "  connectTimeout: 500ms", "  firstByteTimeout: 5s", "  maxAttempts: 2",
+		"  maxConcurrentRequests: 50", "  maxInflightPerEndpoint: 8", "  maxHeaderBytes: 4096", "  maxHeaders: 20",
+		"  readHeaderTimeout: 2s", "  readBodyTimeout: 3s", "  idleTimeout: 4s",
 		"  decisions: 10", "  prefixIndexBlocks: 1000",
 		"  decisionConcurrency: 4", "  streamFlushInterval: 25ms",
 		"endpoints:", "  static:",
@@ -431,7 +436,8 @@ func TestParseRouterSections(t *testing.T) {
 	}
 	want := config.Server{Listen: "0.0.0.0:8000", AdminListen: "127.0.0.1:9100", MaxBodyBytes: 1024,
 		UpstreamTimeout: 30 * time.Second, ConnectTimeout: 500 * time.Millisecond, FirstByteTimeout: 5 * time.Second,
-		MaxAttempts: 2, Decisions: 10, PrefixIndexBlocks: 1000, DecisionConcurrency: 4,
+		MaxAttempts: 2, MaxConcurrentRequests: 50, MaxInflightPerEndpoint: 8, MaxHeaderBytes: 4096, MaxHeaders: 20,
+		ReadHeaderTimeout: 2 * time.Second, ReadBodyTimeout: 3 * time.Second, IdleTimeout: 4 * time.Second, Decisions: 10, PrefixIndexBlocks: 1000, DecisionConcurrency: 4,
 		StreamFlushInterval: 25 * time.Millisecond}
 	if diff := cmp.Diff(want, c.Server); diff != "" {
 		t.Errorf("server (-want +got):\n%s", diff)

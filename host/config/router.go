@@ -39,6 +39,25 @@ type Server struct {
 	// answer that is not OpenAI's) moves on to the next picked endpoint, never one already tried
 	// (default 3).
 	MaxAttempts int `yaml:"maxAttempts"`
+	// MaxConcurrentRequests bounds the completion requests the router holds at once, from
+	// receipt to the end of the answer; one more is answered 429 at once (default 10000).
+	MaxConcurrentRequests int `yaml:"maxConcurrentRequests"`
+	// MaxInflightPerEndpoint, when positive, leaves an endpoint with that many of the router's
+	// requests in flight out of the cycle; with every endpoint at the bound a request is answered
+	// 429 (default 0: no bound; the engine queues what it cannot run).
+	MaxInflightPerEndpoint int `yaml:"maxInflightPerEndpoint"`
+	// MaxHeaderBytes and MaxHeaders bound a request's header section, in bytes (names and values)
+	// and in fields; beyond either the request is answered 431 (defaults 60 KiB and 100, Envoy's
+	// max_request_headers_kb and max_headers_count).
+	MaxHeaderBytes int `yaml:"maxHeaderBytes"`
+	MaxHeaders     int `yaml:"maxHeaders"`
+	// ReadHeaderTimeout bounds reading a request's headers, ReadBodyTimeout its body, and
+	// IdleTimeout how long a kept-alive connection waits for its next request (defaults 10s, 30s,
+	// 120s: longer than the 90s clients' connection pools keep an idle connection, so the router
+	// does not close one under a client's request).
+	ReadHeaderTimeout time.Duration `yaml:"readHeaderTimeout"`
+	ReadBodyTimeout   time.Duration `yaml:"readBodyTimeout"`
+	IdleTimeout       time.Duration `yaml:"idleTimeout"`
 	// Decisions is how many decision traces /debug/decisions keeps (default 256).
 	Decisions int `yaml:"decisions"`
 	// PrefixIndexBlocks bounds the router's prefix index per endpoint, in 16-token blocks, until
@@ -120,17 +139,23 @@ type Objective struct {
 
 // Router defaults.
 const (
-	DefaultListen           = "127.0.0.1:8080"
-	DefaultAdminListen      = "127.0.0.1:9090"
-	DefaultMaxBodyBytes     = 4 << 20
-	DefaultUpstreamTimeout  = 10 * time.Minute
-	DefaultConnectTimeout   = 2 * time.Second
-	DefaultFirstByteTimeout = time.Minute
-	DefaultMaxAttempts      = 3
-	DefaultDecisions        = 256
-	DefaultPrefixBlocks     = 1 << 16
-	DefaultScrapeInterval   = 50 * time.Millisecond
-	DefaultEngine           = "vllm"
+	DefaultListen                = "127.0.0.1:8080"
+	DefaultAdminListen           = "127.0.0.1:9090"
+	DefaultMaxBodyBytes          = 4 << 20
+	DefaultUpstreamTimeout       = 10 * time.Minute
+	DefaultConnectTimeout        = 2 * time.Second
+	DefaultFirstByteTimeout      = time.Minute
+	DefaultMaxAttempts           = 3
+	DefaultDecisions             = 256
+	DefaultMaxConcurrentRequests = 10000
+	DefaultMaxHeaderBytes        = 60 << 10
+	DefaultMaxHeaders            = 100
+	DefaultReadHeaderTimeout     = 10 * time.Second
+	DefaultReadBodyTimeout       = 30 * time.Second
+	DefaultIdleTimeout           = 120 * time.Second
+	DefaultPrefixBlocks          = 1 << 16
+	DefaultScrapeInterval        = 50 * time.Millisecond
+	DefaultEngine                = "vllm"
 )
 
 func (c *Config) applyRouterDefaults() {
@@ -143,6 +168,12 @@ func (c *Config) applyRouterDefaults() {
 	s.FirstByteTimeout = cmp.Or(s.FirstByteTimeout, DefaultFirstByteTimeout)
 	s.MaxAttempts = cmp.Or(s.MaxAttempts, DefaultMaxAttempts)
 	s.Decisions = cmp.Or(s.Decisions, DefaultDecisions)
+	s.MaxConcurrentRequests = cmp.Or(s.MaxConcurrentRequests, DefaultMaxConcurrentRequests)
+	s.MaxHeaderBytes = cmp.Or(s.MaxHeaderBytes, DefaultMaxHeaderBytes)
+	s.MaxHeaders = cmp.Or(s.MaxHeaders, DefaultMaxHeaders)
+	s.ReadHeaderTimeout = cmp.Or(s.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	s.ReadBodyTimeout = cmp.Or(s.ReadBodyTimeout, DefaultReadBodyTimeout)
+	s.IdleTimeout = cmp.Or(s.IdleTimeout, DefaultIdleTimeout)
 	s.PrefixIndexBlocks = cmp.Or(s.PrefixIndexBlocks, DefaultPrefixBlocks)
 	c.Scrape.Interval = cmp.Or(c.Scrape.Interval, DefaultScrapeInterval)
 	c.Scrape.Engine = cmp.Or(c.Scrape.Engine, DefaultEngine)
@@ -203,12 +234,18 @@ func (c *Config) ValidateRouter() error {
 		{"maxBodyBytes", s.MaxBodyBytes > 0}, {"upstreamTimeout", s.UpstreamTimeout > 0},
 		{"connectTimeout", s.ConnectTimeout > 0}, {"firstByteTimeout", s.FirstByteTimeout > 0},
 		{"maxAttempts", s.MaxAttempts > 0}, {"decisions", s.Decisions > 0},
+		{"maxConcurrentRequests", s.MaxConcurrentRequests > 0}, {"maxHeaderBytes", s.MaxHeaderBytes > 0},
+		{"maxHeaders", s.MaxHeaders > 0}, {"readHeaderTimeout", s.ReadHeaderTimeout > 0},
+		{"readBodyTimeout", s.ReadBodyTimeout > 0}, {"idleTimeout", s.IdleTimeout > 0},
 		{"prefixIndexBlocks", s.PrefixIndexBlocks > 0},
 	}
 	for _, p := range positive {
 		if !p.ok {
 			return c.errorAt([]any{"server", p.field}, "must be positive")
 		}
+	}
+	if s.MaxInflightPerEndpoint < 0 {
+		return c.errorAt([]any{"server", "maxInflightPerEndpoint"}, "must not be negative (0: no bound), got %d", s.MaxInflightPerEndpoint)
 	}
 	if s.DecisionConcurrency < 0 {
 		return c.errorAt([]any{"server", "decisionConcurrency"}, "must not be negative (0: twice the endpoints), got %d", s.DecisionConcurrency)

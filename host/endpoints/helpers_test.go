@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/foresight-router/foresight/internal/eventually"
 )
 
 // deadline is how long a test waits for something that should happen within a few scrapes.
@@ -19,13 +21,7 @@ const deadline = 10 * time.Second
 // waitFor polls cond until it holds or deadline passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	end := time.Now().Add(deadline)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	eventually.Wait(t, deadline, what, cond)
 }
 
 // fastConfig scrapes every 5 ms and probes every 20 ms, with a client of its own so the test can

@@ -43,6 +43,11 @@ type State struct {
 // Routable reports whether the endpoint is in the rotation: healthy and not ejected.
 func (st *State) Routable() bool { return st.Healthy && !st.Ejected }
 
+// Serves reports whether the endpoint serves model, or has not said yet what it serves.
+func (st *State) Serves(model string) bool {
+	return st.Models == nil || slices.Contains(st.Models, model)
+}
+
 // member is one endpoint of a set.
 type member struct {
 	st       State              // guarded by Set.mu

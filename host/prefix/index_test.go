@@ -123,9 +123,14 @@ func TestSetCapacityShrinksAndBounds(t *testing.T) {
 	if n := x.Len("a"); n != 2 {
 		t.Errorf("Len after 1000 records = %d, want 2", n)
 	}
-	x.Remove("a")
-	if n := x.Len("a"); n != 0 {
-		t.Errorf("Len after Remove = %d, want 0", n)
+	x.SetCapacity("a", 4*MaxCapacity) // an engine's report beyond the bound is clamped
+	if c := x.existing("a").capacity; c != MaxCapacity {
+		t.Errorf("capacity after SetCapacity(4*MaxCapacity) = %d, want MaxCapacity %d", c, MaxCapacity)
+	}
+	x.Record("b", []uint64{1})
+	x.Retain([]string{"b", "c"}) // a left the fleet
+	if n, m := x.Len("a"), x.Len("b"); n != 0 || m != 1 {
+		t.Errorf("after Retain(b, c): Len(a) %d, Len(b) %d; want 0 and 1", n, m)
 	}
 }
 

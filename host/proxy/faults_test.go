@@ -141,7 +141,16 @@ func newFaultRouterWith(t *testing.T, o endpoints.Outlier, maxAttempts int, fs .
 	t.Cleanup(fleet.Close)
 	good := "vllm-z"
 	eps = append(eps, endpoints.Endpoint{ID: good, Address: fleet.Addrs()[0]})
-	set := startSetWith(t, endpoints.Config{Interval: 20 * time.Millisecond, Outlier: o}, eps)
+	f := newRouterOver(t, endpoints.Config{Interval: 20 * time.Millisecond, Outlier: o}, eps, func(opts *Options) { opts.MaxAttempts = maxAttempts })
+	f.good = good
+	return f
+}
+
+// newRouterOver is a router over eps, tried in the order of their IDs, with a first-byte timeout of
+// 300 ms and the options tune sets.
+func newRouterOver(t *testing.T, cfg endpoints.Config, eps []endpoints.Endpoint, tune func(*Options)) *faultRouter {
+	t.Helper()
+	set := startSetWith(t, cfg, eps)
 	reg := prometheus.NewRegistry()
 	reqs, err := metrics.NewRequests(reg)
 	if err != nil {
@@ -152,16 +161,18 @@ func newFaultRouterWith(t *testing.T, o endpoints.Outlier, maxAttempts int, fs .
 		t.Fatal(err)
 	}
 	logs := &syncBuffer{}
-	srv, err = New(Options{Pipeline: byID{}, Endpoints: set, MaxBodyBytes: 1 << 16, ConnectTimeout: time.Second,
-		UpstreamTimeout: 30 * time.Second, FirstByteTimeout: 300 * time.Millisecond, MaxAttempts: maxAttempts,
-		Decisions: 8, PrefixBlocks: 1 << 10, Metrics: reqs, Log: zerolog.New(logs)})
+	o := Options{Pipeline: byID{}, Endpoints: set, MaxBodyBytes: 1 << 16, ConnectTimeout: time.Second,
+		UpstreamTimeout: 30 * time.Second, FirstByteTimeout: 300 * time.Millisecond, MaxAttempts: 1,
+		Decisions: 8, PrefixBlocks: 1 << 10, Metrics: reqs, Log: zerolog.New(logs)}
+	tune(&o)
+	srv, err = New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	api := httptest.NewServer(srv)
 	t.Cleanup(api.Close)
 	t.Cleanup(srv.Close)
-	return &faultRouter{url: api.URL, log: logs, reg: reg, good: good, set: set}
+	return &faultRouter{url: api.URL, log: logs, reg: reg, set: set}
 }
 
 // access returns the router's access lines.

@@ -10,13 +10,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/foresight-router/foresight/host/endpoints"
@@ -48,8 +48,16 @@ type Options struct {
 	// accepted names for error messages.
 	Priority   func(name string) (int32, bool)
 	Objectives []string
-	// MaxBodyBytes bounds a request body (413 beyond).
-	MaxBodyBytes int64
+	// MaxBodyBytes bounds a request body (413 beyond), ReadBodyTimeout its reading (408 past it;
+	// 0: no bound).
+	MaxBodyBytes    int64
+	ReadBodyTimeout time.Duration
+	// MaxConcurrentRequests bounds the completion requests held at once (429 beyond; 0: no
+	// bound); MaxInflightPerEndpoint leaves an endpoint with that many requests in flight out of
+	// the cycle (0: no bound); MaxHeaders and MaxHeaderBytes bound a request's header fields and
+	// their bytes (431 beyond; 0: no bound).
+	MaxConcurrentRequests, MaxInflightPerEndpoint int
+	MaxHeaders, MaxHeaderBytes                    int
 	// ConnectTimeout bounds connecting to one endpoint; UpstreamTimeout a whole upstream exchange,
 	// failovers included; FirstByteTimeout a streamed attempt's wait for its first event, past
 	// which it fails over (0: no bound but UpstreamTimeout).
@@ -92,6 +100,7 @@ type Server struct {
 	decisions *ring
 	mux       *openai.Mux
 	decider   *decider
+	active    atomic.Int64 // completion requests held (server.maxConcurrentRequests)
 }
 
 // New returns a server over o.
@@ -149,6 +158,17 @@ func (s *Server) EndpointGauges() []metrics.EndpointGauges {
 	return out
 }
 
+// Prune forgets what the router recorded of endpoints no longer in the fleet (their prefix
+// index); call it after the endpoint list changed.
+func (s *Server) Prune() {
+	states := s.o.Endpoints.Snapshot()
+	ids := make([]string, len(states))
+	for i, st := range states {
+		ids[i] = st.ID
+	}
+	s.prefix.Retain(ids)
+}
+
 // Close releases idle upstream connections.
 func (s *Server) Close() { s.client.CloseIdleConnections() }
 
@@ -187,15 +207,18 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, kind openai.Kind)
 		}
 		s.o.Log.Info().Str("request_id", id).Str("model", model).Int("status", e.Status).Str("error", e.Message).Msg("request")
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			refuse(&openai.Error{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error",
-				Message: "the request body is larger than the router's limit of " + strconv.FormatInt(s.o.MaxBodyBytes, 10) + " bytes (server.maxBodyBytes)"})
-			return
-		}
-		refuse(openai.BadRequest("", "reading the request body: %v", err))
+	if e := s.enter(); e != nil {
+		refuse(e)
+		return
+	}
+	defer s.leave()
+	if e := s.checkHeaders(r.Header); e != nil {
+		refuse(e)
+		return
+	}
+	body, e := s.readBody(w, r)
+	if e != nil {
+		refuse(e)
 		return
 	}
 	req, err := openai.Parse(kind, body)
@@ -234,7 +257,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, kind openai.Kind)
 		}
 	}
 	if !t.Admitted {
-		refuse(&openai.Error{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Code: "shed",
+		refuse(&openai.Error{Status: http.StatusTooManyRequests, Type: openai.TypeRateLimit, Code: "shed",
 			Message: "the router shed this request: " + t.Reason})
 		return
 	}
@@ -261,6 +284,10 @@ func (s *Server) noEndpoint(model string, states []endpoints.State) *openai.Erro
 		return &openai.Error{Status: http.StatusServiceUnavailable, Type: openai.TypeServer,
 			Message: fmt.Sprintf("no endpoint is in the rotation (%d configured, %d ejected for failing requests, the others unhealthy)", len(states), ejected)}
 	}
+	if full := s.fullEndpoints(model, states); full > 0 {
+		return &openai.Error{Status: http.StatusTooManyRequests, Type: openai.TypeRateLimit, Code: "endpoints_full",
+			Message: fmt.Sprintf("every endpoint that serves the model has %d of the router's requests in flight (server.maxInflightPerEndpoint); retry later", s.o.MaxInflightPerEndpoint)}
+	}
 	return &openai.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "model", Code: "model_not_found",
 		Message: "no healthy endpoint serves the model " + strconv.Quote(model)}
 }
@@ -280,7 +307,7 @@ func (s *Server) cycle(req *openai.Request, m meta, now time.Time) (*sdk.Cycle, 
 	states := s.o.Endpoints.Snapshot()
 	c.Endpoints = make([]sdk.Endpoint, 0, len(states))
 	for _, st := range states {
-		if !st.Routable() || (st.Models != nil && !slices.Contains(st.Models, req.Model)) {
+		if !st.Routable() || !st.Serves(req.Model) {
 			continue
 		}
 		if st.NumGPUBlocks > 0 { // the engine's cache bounds what the router believes it holds
@@ -289,6 +316,9 @@ func (s *Server) cycle(req *openai.Request, m meta, now time.Time) (*sdk.Cycle, 
 		es := sdk.EndpointState{KVCacheUsage: st.KVCacheUsage, Waiting: st.Waiting, Running: st.Running,
 			PrefixMatch: s.prefix.Fraction(st.ID, blocks), MetricsAgeMs: float64(st.MetricsAge) / float64(time.Millisecond)}
 		s.inflight.Fill(st.ID, now, st.ScrapedAt, &es)
+		if s.full(es.InflightRequests) {
+			continue
+		}
 		c.Endpoints = append(c.Endpoints, sdk.Endpoint{ID: st.ID, Labels: st.Labels, State: es})
 	}
 	return c, states

@@ -20,6 +20,7 @@ import (
 	"github.com/foresight-router/foresight/host/feedback"
 	"github.com/foresight-router/foresight/host/metrics"
 	"github.com/foresight-router/foresight/host/pipeline"
+	"github.com/foresight-router/foresight/internal/eventually"
 	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/foresight-router/foresight/sim/emulator"
 	"github.com/prometheus/client_golang/prometheus"
@@ -183,15 +184,9 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func waitFor(t *testing.T, what string, ok func() bool) {
+func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	eventually.Wait(t, 10*time.Second, what, cond)
 }
 
 // post sends body to path with headers and returns the status, headers and body.

@@ -13,6 +13,7 @@ import (
 	"github.com/foresight-router/foresight/host/config"
 	"github.com/foresight-router/foresight/host/experiment"
 	"github.com/foresight-router/foresight/host/pipeline"
+	"github.com/foresight-router/foresight/internal/eventually"
 	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/rs/zerolog"
 )
@@ -198,15 +199,9 @@ func picked(tr *pipeline.Trace) string {
 	return ""
 }
 
-func waitFor(t *testing.T, what string, ok func() bool) {
+func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	eventually.Wait(t, 5*time.Second, what, cond)
 }
 
 func TestReloadKeepsAnUnchangedExperiment(t *testing.T) {

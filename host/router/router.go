@@ -102,7 +102,9 @@ func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger) (_ *Rout
 		return nil, err
 	}
 	r.srv, err = proxy.New(proxy.Options{Pipeline: r.pipes, Outcomes: r.pipes, Endpoints: set, Samples: samples,
-		Priority: cfg.Priority, Objectives: objectives, MaxBodyBytes: cfg.Server.MaxBodyBytes,
+		Priority: cfg.Priority, Objectives: objectives, MaxBodyBytes: cfg.Server.MaxBodyBytes, ReadBodyTimeout: cfg.Server.ReadBodyTimeout,
+		MaxConcurrentRequests: cfg.Server.MaxConcurrentRequests, MaxInflightPerEndpoint: cfg.Server.MaxInflightPerEndpoint,
+		MaxHeaders: cfg.Server.MaxHeaders, MaxHeaderBytes: cfg.Server.MaxHeaderBytes,
 		ConnectTimeout: cfg.Server.ConnectTimeout, UpstreamTimeout: cfg.Server.UpstreamTimeout,
 		FirstByteTimeout: cfg.Server.FirstByteTimeout, MaxAttempts: cfg.Server.MaxAttempts,
 		Decisions: cfg.Server.Decisions, PrefixBlocks: cfg.Server.PrefixIndexBlocks, DecisionConcurrency: cfg.Server.DecisionConcurrency,
@@ -119,20 +121,21 @@ func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger) (_ *Rout
 					log.Error().Err(err).Str("file", file).Msg("endpoints file rejected; the old list stays")
 					return
 				}
+				r.srv.Prune()
 				log.Info().Str("file", file).Int("endpoints", len(static)+len(eps)).Msg("endpoints reloaded")
 			}, func(err error) {
 				log.Error().Err(err).Str("file", file).Msg("endpoints file rejected; the old list stays")
 			})
 		})
 	}
-	if r.api, r.apiAddr, err = r.listen(cfg.Server.Listen, r.srv); err != nil {
+	if r.api, r.apiAddr, err = r.listen(cfg.Server.Listen, r.srv, cfg.Server); err != nil {
 		return nil, err
 	}
 	if file := cfg.File(); file != "" {
 		r.goRun(func() { r.watchConfig(ctx, file) })
 	}
 	adminHandler := admin.Handler(admin.Options{Control: r, Metrics: reg, Decisions: r.srv.Decisions, Token: cfg.AdminToken()})
-	if r.admin, r.adminAddr, err = r.listen(cfg.Server.AdminListen, adminHandler); err != nil {
+	if r.admin, r.adminAddr, err = r.listen(cfg.Server.AdminListen, adminHandler, cfg.Server); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -175,13 +178,15 @@ func (r *Router) goRun(f func()) {
 	}()
 }
 
-// listen binds addr and serves h on it.
-func (r *Router) listen(addr string, h http.Handler) (*http.Server, string, error) {
+// listen binds addr and serves h on it, with the connection bounds of c: slow or idle clients
+// are cut off, and a header section over twice server.maxHeaderBytes is refused by net/http
+// itself (431, plain text) before the handler's own check (431, OpenAI's shape) sees it.
+func (r *Router) listen(addr string, h http.Handler, c config.Server) (*http.Server, string, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, "", fmt.Errorf("listening on %s: %w", addr, err)
 	}
-	s := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	s := &http.Server{Handler: h, ReadHeaderTimeout: c.ReadHeaderTimeout, IdleTimeout: c.IdleTimeout, MaxHeaderBytes: 2 * c.MaxHeaderBytes}
 	r.goRun(func() { _ = s.Serve(ln) }) // ErrServerClosed after Shutdown
 	return s, ln.Addr().String(), nil
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/foresight-router/foresight/internal/eventually"
 	"github.com/foresight-router/foresight/sim/emulator"
 	"github.com/foresight-router/foresight/sim/workload"
 )
@@ -262,13 +263,7 @@ func longWorkload(n int) []workload.Request {
 // waitFor polls cond every 5 ms for up to 5 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	eventually.Wait(t, 5*time.Second, what, cond)
 }
 
 // leaked returns the stacks of goroutines the generator or its HTTP client left behind.

@@ -1,0 +1,96 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/foresight-router/foresight/host/endpoints"
+	"github.com/foresight-router/foresight/host/openai"
+)
+
+// enter counts one more request held by the router; nil when it may go on (the caller calls
+// leave when it is done), else the 429 for one over server.maxConcurrentRequests.
+func (s *Server) enter() *openai.Error {
+	if n := s.active.Add(1); s.o.MaxConcurrentRequests > 0 && n > int64(s.o.MaxConcurrentRequests) {
+		s.active.Add(-1)
+		return &openai.Error{Status: http.StatusTooManyRequests, Type: openai.TypeRateLimit, Code: "router_busy",
+			Message: fmt.Sprintf("the router holds its limit of %d concurrent requests (server.maxConcurrentRequests); retry later", s.o.MaxConcurrentRequests)}
+	}
+	return nil
+}
+
+// leave counts a request the router no longer holds.
+func (s *Server) leave() { s.active.Add(-1) }
+
+// checkHeaders answers 431 for a header section beyond server.maxHeaders fields or
+// server.maxHeaderBytes bytes of names and values.
+func (s *Server) checkHeaders(h http.Header) *openai.Error {
+	fields, size := 0, 0
+	for name, values := range h {
+		fields += len(values)
+		for _, v := range values {
+			size += len(name) + len(v)
+		}
+	}
+	tooLarge := func(msg string, args ...any) *openai.Error {
+		return &openai.Error{Status: http.StatusRequestHeaderFieldsTooLarge, Type: openai.TypeInvalidRequest, Code: "headers_too_large",
+			Message: fmt.Sprintf(msg, args...)}
+	}
+	if s.o.MaxHeaders > 0 && fields > s.o.MaxHeaders {
+		return tooLarge("the request has %d header fields; the router takes at most %d (server.maxHeaders)", fields, s.o.MaxHeaders)
+	}
+	if s.o.MaxHeaderBytes > 0 && size > s.o.MaxHeaderBytes {
+		return tooLarge("the request's headers hold %d bytes; the router takes at most %d (server.maxHeaderBytes)", size, s.o.MaxHeaderBytes)
+	}
+	return nil
+}
+
+// readBody reads the request body, at most server.maxBodyBytes (413 beyond) within
+// server.readBodyTimeout (408 past it).
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *openai.Error) {
+	if s.o.ReadBodyTimeout > 0 {
+		rc := http.NewResponseController(w)
+		if rc.SetReadDeadline(time.Now().Add(s.o.ReadBodyTimeout)) == nil {
+			defer func() { _ = rc.SetReadDeadline(time.Time{}) }() // the answer may stream for long
+		}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes))
+	var tooBig *http.MaxBytesError
+	switch {
+	case err == nil:
+		return body, nil
+	case errors.As(err, &tooBig):
+		return nil, &openai.Error{Status: http.StatusRequestEntityTooLarge, Type: openai.TypeInvalidRequest,
+			Message: "the request body is larger than the router's limit of " + strconv.FormatInt(s.o.MaxBodyBytes, 10) + " bytes (server.maxBodyBytes)"}
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		// The rest of the body may never come: close the connection after the answer rather than
+		// let net/http wait for it to discard it.
+		w.Header().Set("Connection", "close")
+		return nil, &openai.Error{Status: http.StatusRequestTimeout, Type: openai.TypeInvalidRequest, Code: "body_timeout",
+			Message: fmt.Sprintf("the request body did not arrive within %v (server.readBodyTimeout)", s.o.ReadBodyTimeout)}
+	default:
+		return nil, openai.BadRequest("", "reading the request body: %v", err)
+	}
+}
+
+// full reports whether the endpoint has server.maxInflightPerEndpoint of the router's requests in
+// flight.
+func (s *Server) full(inflight int64) bool {
+	return s.o.MaxInflightPerEndpoint > 0 && inflight >= int64(s.o.MaxInflightPerEndpoint)
+}
+
+// fullEndpoints counts the routable endpoints serving model that are full.
+func (s *Server) fullEndpoints(model string, states []endpoints.State) int {
+	n := 0
+	for _, st := range states {
+		if st.Routable() && st.Serves(model) && s.full(s.inflight.Count(st.ID)) {
+			n++
+		}
+	}
+	return n
+}
