@@ -4,10 +4,11 @@
 // is what it measured.
 //
 // It is a sub-package of bench rather than part of it because it is a bench with a vocabulary of
-// its own, about a thousand lines: the fault schedule and the Poisson arrivals (schedule.go), the
-// faulter that performs each fault (faulter.go) through a client of the router's admin API
-// (admin.go), and the load with its per-request outcomes (load.go). It follows bench's
-// conventions (Options, Run, Result with WriteText, AtExit, percentiles by internal/quantile).
+// its own, which it shares with bench soak: the fault schedule and the faulter that performs each
+// fault through the router's admin API are bench/chaos, the Poisson arrivals sent open loop
+// bench/openloop; what is its own is the load's request and its per-request outcomes (load.go)
+// and their summary by window. It follows bench's conventions (Options, Run, Result with
+// WriteText, AtExit, percentiles by internal/quantile).
 package faults
 
 import (
@@ -17,15 +18,15 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"time"
 
+	"github.com/foresight-router/foresight/bench/chaos"
+	"github.com/foresight-router/foresight/bench/openloop"
 	"github.com/foresight-router/foresight/host/config"
-	"github.com/foresight-router/foresight/internal/filewatch"
 	"github.com/foresight-router/foresight/sim/testbed"
 	"github.com/rs/zerolog"
 )
@@ -62,27 +63,9 @@ const (
 	maxInFlight = 2000
 	// requestTimeout bounds one request, stream included.
 	requestTimeout = 30 * time.Second
-	// swapSlot is the slot the swaps serve alternately with two scorer configurations.
-	swapSlot = "scorers.0"
-	// restartTimeout bounds the wait for a killed plugin to serve again.
-	restartTimeout = 30 * time.Second
-	// restartPoll is how often GET /admin/pipeline is asked whether a killed plugin is back.
-	restartPoll = 10 * time.Millisecond
-	// settle is how long a restored config file is left for the router's file watcher to
-	// reload it (its debounce and the reload) before the next fault.
-	settle = filewatch.Debounce + 300*time.Millisecond
 	// failureSamples caps the failed requests listed with their time.
 	failureSamples = 20
 )
-
-// Event is one fault as performed.
-type Event struct {
-	AtMs   float64 `json:"at_ms"` // since the load began (the baseline window included)
-	Kind   string  `json:"kind"`  // swap, kill or bad-reload
-	OK     bool    `json:"ok"`    // performed as intended (see Result)
-	TookMs float64 `json:"took_ms"`
-	Detail string  `json:"detail,omitempty"`
-}
 
 // FailureSample is one failed request with its send time, for lining failures up with faults.
 type FailureSample struct {
@@ -127,8 +110,10 @@ type Result struct {
 	// Failures counts the failed requests by reason.
 	Failures       map[string]int  `json:"failures"`
 	FailureSamples []FailureSample `json:"failure_samples,omitempty"`
-	Faults         []Event         `json:"faults"`
-	WallSeconds    float64         `json:"wall_s"`
+	// Faults are the faults as performed, timed from the start of the load (the baseline window
+	// included).
+	Faults      []chaos.Event `json:"faults"`
+	WallSeconds float64       `json:"wall_s"`
 }
 
 // check says what is wrong with the options' numbers, naming the flags.
@@ -168,7 +153,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	swapSpec, target, err := targets(orig, o.Config, o.Swaps > 0, o.Kills > 0)
+	swapSpec, target, err := chaos.Targets(orig, o.Config, flagIf(o.Swaps > 0, "--swaps"), flagIf(o.Kills > 0, "--kills"))
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +161,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	removeCopy := func() { _ = os.Remove(copyFile); _ = os.Remove(copyFile + ".tmp") }
 	onExit(o.AtExit, removeCopy) // also on SIGINT/SIGTERM
 	defer removeCopy()
-	if err := writeAtomically(copyFile, valid); err != nil {
+	if err := chaos.WriteAtomically(copyFile, valid); err != nil {
 		return nil, fmt.Errorf("writing the bench's copy of the config beside it: %w", err)
 	}
 	cfg, err := config.Load(copyFile)
@@ -190,107 +175,46 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	defer tb.Close()
 	onExit(o.AtExit, tb.Close)
 	r := tb.Router
-	adm := &adminClient{base: "http://" + r.AdminAddr(), token: cfg.AdminToken(), c: &http.Client{Timeout: 30 * time.Second}}
-	defer adm.c.CloseIdleConnections()
-	if _, err := adm.pipeline(ctx); err != nil {
+	adm := chaos.NewAdmin("http://"+r.AdminAddr(), cfg.AdminToken())
+	defer adm.Close()
+	if _, err := adm.Pipeline(ctx); err != nil {
 		return nil, fmt.Errorf("the admin API: %w", err)
 	}
 
-	f := &faulter{adm: adm, file: copyFile, valid: valid, swap: swapSpec, target: target,
-		rng: rand.New(rand.NewPCG(o.Seed, 2))}
+	f := &chaos.Faulter{Admin: adm, Swap: swapSpec, File: copyFile, Valid: valid, Target: target,
+		Rand: rand.New(rand.NewPCG(o.Seed, 2))}
 	l := newLoad("http://"+r.Addr(), o.Baseline)
 	defer l.client.CloseIdleConnections()
-	arrivals := arrivalTimes(o.Rate, o.Baseline+o.Duration, o.Seed)
-	plan := schedule(o.Swaps, o.Kills, o.BadReloads, o.Duration, o.Seed)
+	arrivals := openloop.Arrivals(o.Rate, o.Baseline+o.Duration, o.Seed)
+	plan := chaos.Schedule(o.Swaps, o.Kills, o.BadReloads, o.Duration, o.Seed)
 
 	began := time.Now()
-	l.began = began
-	faultsDone := make(chan []Event, 1)
-	go func() {
-		var events []Event
-		for _, pf := range plan {
-			sleepUntil(ctx, began.Add(o.Baseline+pf.At))
-			if ctx.Err() != nil {
-				break
-			}
-			start := time.Now()
-			ev := f.perform(ctx, pf)
-			ev.AtMs = ms(start.Sub(began))
-			events = append(events, ev)
-		}
-		faultsDone <- events
-	}()
-	l.run(ctx, arrivals)
+	faultsDone := make(chan []chaos.Event, 1)
+	go func() { faultsDone <- f.Run(ctx, plan, began, o.Baseline) }()
+	l.run(ctx, began, arrivals)
 	events := <-faultsDone
-	l.wait()
 	res := l.result(o.Baseline, o.Baseline+o.Duration)
 	res.Config, res.Servers = o.Config, o.Servers
 	res.WallSeconds = time.Since(began).Seconds()
 	res.Faults = events
-	tally(res, events, f.restartMs)
+	tally(res, events, f.RestartMs())
 	return res, nil
 }
 
-// targets returns the plugin spec of the swapped slot (when swaps are asked for it must be a
-// latency-scorer) and the name of the plugin the bad reloads break: the swapped slot's, else the
-// first plugin launched from a binary, else the first plugin. Kills need a plugin launched from a
-// binary. Errors name file, the user's config.
-func targets(cfg *config.Config, file string, swaps, kills bool) (config.PluginSpec, string, error) {
-	var spec config.PluginSpec
-	ref, _, err := cfg.SlotRef(swapSlot)
-	if err == nil {
-		if p := cfg.Plugin(ref.PluginRef); p != nil {
-			spec = *p
-		}
+// flagIf returns flag when cond holds, else "".
+func flagIf(cond bool, flag string) string {
+	if cond {
+		return flag
 	}
-	if swaps && spec.Type != "latency-scorer" {
-		if err != nil {
-			return spec, "", fmt.Errorf("%s: --swaps needs slot %s: %w", file, swapSlot, err)
-		}
-		return spec, "", fmt.Errorf("%s: --swaps alternates latency-scorer configurations in slot %s, which is served by a %q (use --swaps 0)",
-			file, swapSlot, spec.Type)
-	}
-	i := slices.IndexFunc(cfg.Plugins, func(p config.PluginSpec) bool { return !p.Builtin() })
-	if kills && i < 0 {
-		return spec, "", fmt.Errorf("%s: no plugin is launched from a binary, so there is no process to kill (use --kills 0)", file)
-	}
-	switch {
-	case spec.Name != "" && !spec.Builtin():
-		return spec, spec.Name, nil
-	case i >= 0:
-		return spec, cfg.Plugins[i].Name, nil
-	case spec.Name != "":
-		return spec, spec.Name, nil
-	case len(cfg.Plugins) > 0:
-		return spec, cfg.Plugins[0].Name, nil
-	}
-	return spec, "", fmt.Errorf("%s: the config declares no plugin", file)
+	return ""
 }
 
 // tally counts the performed faults into res.
-func tally(res *Result, events []Event, restartMs []float64) {
-	for _, ev := range events {
-		switch ev.Kind {
-		case kindSwap.String():
-			if ev.OK {
-				res.Swaps++
-			} else {
-				res.SwapFailures++
-			}
-		case kindKill.String():
-			if ev.OK {
-				res.Kills++
-			} else {
-				res.KillFailures++
-			}
-		case kindBadReload.String():
-			if ev.OK {
-				res.BadReloadsRejected++
-			} else {
-				res.BadReloadFailures++
-			}
-		}
-	}
+func tally(res *Result, events []chaos.Event, restartMs []float64) {
+	t := chaos.Count(events)
+	res.Swaps, res.SwapFailures = t.Swaps, t.SwapFailures
+	res.Kills, res.KillFailures = t.Kills, t.KillFailures
+	res.BadReloadsRejected, res.BadReloadFailures = t.BadReloads, t.BadReloadFailures
 	res.RestartMs = append(res.RestartMs, restartMs...)
 	for _, r := range restartMs {
 		res.MaxRestartMs = max(res.MaxRestartMs, r)

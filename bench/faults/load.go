@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/foresight-router/foresight/bench/chaos"
+	"github.com/foresight-router/foresight/bench/openloop"
 	"github.com/foresight-router/foresight/internal/quantile"
 	"github.com/foresight-router/foresight/sim/emulator"
 	"github.com/foresight-router/foresight/sim/loadgen"
@@ -22,10 +24,7 @@ import (
 type load struct {
 	url      string
 	client   *http.Client
-	began    time.Time
 	baseline time.Duration
-	slots    chan struct{} // the in-flight bound
-	wg       sync.WaitGroup
 	sent     int
 
 	mu       sync.Mutex
@@ -41,37 +40,21 @@ type requestOutcome struct {
 
 // newLoad returns the load of the router at base; baseline is the length of its first window.
 func newLoad(base string, baseline time.Duration) *load {
-	return &load{url: base + "/v1/completions", baseline: baseline, slots: make(chan struct{}, maxInFlight),
+	return &load{url: base + "/v1/completions", baseline: baseline,
 		client: &http.Client{Transport: &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 1024}}}
 }
 
-// run sends one request at each arrival time (late ones at once), each in its own goroutine; an
-// arrival finding maxInFlight requests in flight fails without being sent.
-func (l *load) run(ctx context.Context, arrivals []time.Duration) {
-	for n, at := range arrivals {
-		sleepUntil(ctx, l.began.Add(at))
-		if ctx.Err() != nil {
-			l.record(requestOutcome{at: at, reason: "not sent: the bench was stopped"})
-			continue
-		}
-		select {
-		case l.slots <- struct{}{}:
-		default:
-			l.record(requestOutcome{at: at, reason: fmt.Sprintf("not sent: %d requests in flight", maxInFlight)})
-			continue
-		}
-		l.sent++
-		l.wg.Add(1)
-		go func() {
-			defer l.wg.Done()
-			defer func() { <-l.slots }()
-			ttft, reason := l.one(ctx, n)
-			l.record(requestOutcome{at: at, ttft: ttft, reason: reason})
-		}()
-	}
+// run sends one request at each arrival time from began (late ones at once), open loop; an
+// arrival finding maxInFlight requests in flight fails without being sent. It returns once every
+// request has ended.
+func (l *load) run(ctx context.Context, began time.Time, arrivals []time.Duration) {
+	l.sent = openloop.Run(ctx, began, arrivals, maxInFlight, func(ctx context.Context, n int) {
+		ttft, reason := l.one(ctx, n)
+		l.record(requestOutcome{at: arrivals[n], ttft: ttft, reason: reason})
+	}, func(n int, reason string) {
+		l.record(requestOutcome{at: arrivals[n], reason: reason})
+	})
 }
-
-func (l *load) wait() { l.wg.Wait() }
 
 func (l *load) record(o requestOutcome) {
 	l.mu.Lock()
@@ -94,16 +77,16 @@ func (l *load) one(ctx context.Context, n int) (time.Duration, string) {
 	began := time.Now()
 	resp, err := l.client.Do(req)
 	if err != nil {
-		return 0, "transport: " + transportError(err)
+		return 0, "transport: " + openloop.TransportError(err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return 0, fmt.Sprintf("status %d: %s", resp.StatusCode, errorMessage(snippet))
+		return 0, fmt.Sprintf("status %d: %s", resp.StatusCode, openloop.ErrorMessage(snippet))
 	}
 	var res loadgen.Result
 	if err := loadgen.ReadStream(resp.Body, began, &res); err != nil {
-		return 0, "the stream: " + clip(err.Error(), 200)
+		return 0, "the stream: " + openloop.Clip(err.Error(), 200)
 	}
 	if res.TTFT == 0 {
 		return 0, "the stream carried no text before data: [DONE]"
@@ -117,7 +100,7 @@ func (l *load) result(baseline, span time.Duration) *Result {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	slices.SortFunc(l.outcomes, func(a, b requestOutcome) int { return cmp.Compare(a.at, b.at) })
-	res := &Result{Requests: len(l.outcomes), Failures: map[string]int{}, RestartMs: []float64{}, Faults: []Event{}}
+	res := &Result{Requests: len(l.outcomes), Failures: map[string]int{}, RestartMs: []float64{}, Faults: []chaos.Event{}}
 	var base, faults []float64 // TTFTs in µs
 	for _, o := range l.outcomes {
 		inBase := o.at < baseline

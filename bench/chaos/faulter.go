@@ -1,4 +1,4 @@
-package faults
+package chaos
 
 import (
 	"context"
@@ -10,33 +10,47 @@ import (
 	"os"
 	"time"
 
+	"github.com/foresight-router/foresight/bench/openloop"
 	"github.com/foresight-router/foresight/host/admin"
 	"github.com/foresight-router/foresight/host/config"
 	"gopkg.in/yaml.v3"
 )
 
-// faulter performs the faults, one at a time.
-type faulter struct {
-	adm       *adminClient
-	file      string // the config copy the router serves
-	valid     []byte // its valid content
-	swap      config.PluginSpec
-	target    string // the plugin the bad reloads break
-	rng       *rand.Rand
+// Faulter performs faults on the router its Admin reaches, one at a time. Set its exported
+// fields, then call Run.
+type Faulter struct {
+	// Admin is the router's admin API.
+	Admin *Admin
+	// Swap is the plugin serving SwapSlot, which the swaps serve alternately with its
+	// headroomSelectionStrategy "most" and "least" (see Targets).
+	Swap config.PluginSpec
+	// File is the config file the router serves, which the bad reloads overwrite; Valid its
+	// valid content, which they restore; Target the plugin they break (see Targets). Only bad
+	// reloads need them.
+	File   string
+	Valid  []byte
+	Target string
+	// Rand picks the plugin each kill kills.
+	Rand *rand.Rand
+
 	swaps     int
 	restartMs []float64
 }
 
-// perform does the planned fault and says how it went.
-func (f *faulter) perform(ctx context.Context, pf planned) Event {
+// RestartMs returns every kill's restart time so far, in order: per kill the larger of the
+// plugin's last_restart_ms and the faulter's own kill-to-serving time.
+func (f *Faulter) RestartMs() []float64 { return f.restartMs }
+
+// perform does the planned fault and says how it went (Event.AtMs left 0).
+func (f *Faulter) perform(ctx context.Context, pf Planned) Event {
 	began := time.Now()
 	var ev Event
 	switch pf.Kind {
-	case kindSwap:
+	case KindSwap:
 		ev = f.swapScorer(ctx)
-	case kindKill:
+	case KindKill:
 		ev = f.kill(ctx)
-	case kindBadReload:
+	case KindBadReload:
 		ev = f.badReload(ctx, pf.N)
 	}
 	ev.Kind = pf.Kind.String()
@@ -45,19 +59,19 @@ func (f *faulter) perform(ctx context.Context, pf planned) Event {
 }
 
 // swapScorer serves the swapped slot with the latency scorer's other strategy.
-func (f *faulter) swapScorer(ctx context.Context) Event {
+func (f *Faulter) swapScorer(ctx context.Context) Event {
 	strategy := []string{"most", "least"}[f.swaps%2]
 	f.swaps++
-	body, err := swapBody(f.swap, strategy)
+	body, err := swapBody(f.Swap, strategy)
 	if err != nil {
 		return Event{Detail: err.Error()}
 	}
-	status, answer, err := f.adm.do(ctx, http.MethodPut, "/admin/stages/"+swapSlot, body)
+	status, answer, err := f.Admin.Do(ctx, http.MethodPut, "/admin/stages/"+SwapSlot, body)
 	switch {
 	case err != nil:
 		return Event{Detail: "headroomSelectionStrategy " + strategy + ": " + err.Error()}
 	case status != http.StatusOK:
-		return Event{Detail: fmt.Sprintf("headroomSelectionStrategy %s: status %d: %s", strategy, status, errorMessage(answer))}
+		return Event{Detail: fmt.Sprintf("headroomSelectionStrategy %s: status %d: %s", strategy, status, openloop.ErrorMessage(answer))}
 	}
 	var res admin.Result
 	_ = json.Unmarshal(answer, &res)
@@ -91,8 +105,8 @@ func swapBody(spec config.PluginSpec, strategy string) ([]byte, error) {
 }
 
 // kill SIGKILLs a random plugin process and waits until the plugin serves again with a new pid.
-func (f *faulter) kill(ctx context.Context) Event {
-	d, err := f.adm.pipeline(ctx)
+func (f *Faulter) kill(ctx context.Context) Event {
+	d, err := f.Admin.Pipeline(ctx)
 	if err != nil {
 		return Event{Detail: err.Error()}
 	}
@@ -105,7 +119,7 @@ func (f *faulter) kill(ctx context.Context) Event {
 	if len(alive) == 0 {
 		return Event{Detail: "no plugin process is up"}
 	}
-	victim := alive[f.rng.IntN(len(alive))]
+	victim := alive[f.Rand.IntN(len(alive))]
 	proc, err := os.FindProcess(victim.PID)
 	if err != nil {
 		return Event{Detail: fmt.Sprintf("%s (pid %d): %v", victim.Name, victim.PID, err)}
@@ -117,7 +131,7 @@ func (f *faulter) kill(ctx context.Context) Event {
 	deadline := killed.Add(restartTimeout)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		time.Sleep(restartPoll)
-		d, err := f.adm.pipeline(ctx)
+		d, err := f.Admin.Pipeline(ctx)
 		if err != nil {
 			continue // the next poll may answer; the deadline bounds the wait
 		}
@@ -141,36 +155,36 @@ var badConfigKinds = []string{"broken-yaml", "missing-binary", "unknown-paramete
 // badReload writes the n-th kind of invalid config, asks for a reload, which must answer 422 and
 // leave the generation unchanged, then restores the valid config and lets the router's file
 // watcher settle.
-func (f *faulter) badReload(ctx context.Context, n int) Event {
+func (f *Faulter) badReload(ctx context.Context, n int) Event {
 	kind := badConfigKinds[n%len(badConfigKinds)]
-	data, err := badConfig(f.valid, f.target, kind)
+	data, err := badConfig(f.Valid, f.Target, kind)
 	if err != nil {
 		return Event{Detail: kind + ": " + err.Error()}
 	}
-	before, err := f.adm.pipeline(ctx)
+	before, err := f.Admin.Pipeline(ctx)
 	if err != nil {
 		return Event{Detail: kind + ": " + err.Error()}
 	}
-	if err := writeAtomically(f.file, data); err != nil {
+	if err := WriteAtomically(f.File, data); err != nil {
 		return Event{Detail: kind + ": " + err.Error()}
 	}
-	status, answer, reqErr := f.adm.do(ctx, http.MethodPost, "/admin/reload", nil)
-	after, genErr := f.adm.pipeline(ctx)
-	restoreErr := writeAtomically(f.file, f.valid)
-	sleepUntil(ctx, time.Now().Add(settle))
+	status, answer, reqErr := f.Admin.Do(ctx, http.MethodPost, "/admin/reload", nil)
+	after, genErr := f.Admin.Pipeline(ctx)
+	restoreErr := WriteAtomically(f.File, f.Valid)
+	openloop.SleepUntil(ctx, time.Now().Add(settle))
 	switch {
 	case restoreErr != nil:
 		return Event{Detail: kind + ": restoring the valid config: " + restoreErr.Error()}
 	case reqErr != nil:
 		return Event{Detail: kind + ": " + reqErr.Error()}
 	case status != http.StatusUnprocessableEntity:
-		return Event{Detail: fmt.Sprintf("%s: status %d, want 422: %s", kind, status, errorMessage(answer))}
+		return Event{Detail: fmt.Sprintf("%s: status %d, want 422: %s", kind, status, openloop.ErrorMessage(answer))}
 	case genErr != nil:
 		return Event{Detail: kind + ": " + genErr.Error()}
 	case after.Generation != before.Generation:
 		return Event{Detail: fmt.Sprintf("%s: answered 422 but the generation went from %d to %d", kind, before.Generation, after.Generation)}
 	}
-	return Event{OK: true, Detail: fmt.Sprintf("%s: 422 at generation %d: %s", kind, after.Generation, clip(errorMessage(answer), 200))}
+	return Event{OK: true, Detail: fmt.Sprintf("%s: 422 at generation %d: %s", kind, after.Generation, openloop.Clip(openloop.ErrorMessage(answer), 200))}
 }
 
 // badConfig returns valid made invalid in the way kind names: broken YAML; plugin's path pointing
