@@ -18,8 +18,10 @@
 //     servers (sim/emulator).
 //
 // The fault bench, which swaps, kills and badly reloads plugins under load, is the sub-package
-// bench/faults: it has a vocabulary of its own (a fault schedule, the faulter, an admin API
-// client, an open-loop load) and shares nothing with these five but the conventions.
+// bench/faults, and the soak, a long run of load and faults watching the router's memory and
+// goroutines, bench/soak: they have a vocabulary of their own, which they share through
+// bench/chaos (the fault schedule, the faulter, an admin API client) and bench/openloop (Poisson
+// arrivals sent open loop). The soak runs its router as bench live and proxy do ([StartRouter]).
 //
 // Conventions: every percentile goes through internal/quantile (linear interpolation, numpy's
 // default). Errors about options name the command's flags (--endpoints, --params, …), which
@@ -28,5 +30,5 @@
 // exit handling, so that they run on SIGINT or SIGTERM too (cmd/foresight's atExit).
 //
 // bench sits above sim/ and host/ (it imports both, and plugins/producer/predictor, which the
-// producer exports for it); nothing but cmd/foresight imports it.
+// producer exports for it); nothing but cmd/foresight and bench/soak imports it.
 package bench

@@ -264,7 +264,7 @@ func runLive(ctx context.Context, o LiveOptions, s liveRunSpec, w *workload.Work
 			results = append(results, r)
 		}}
 	var (
-		proc             *routerProc
+		proc             *RouterProc
 		routerCPU, plugs *cpuMeter
 	)
 	if s.config != "" {
@@ -272,11 +272,11 @@ func runLive(ctx context.Context, o LiveOptions, s liveRunSpec, w *workload.Work
 		if o.RouterCPUProfiles != "" {
 			args = append(args, "--cpuprofile", filepath.Join(o.RouterCPUProfiles, strings.TrimSuffix(s.name, ".yaml")+".pprof"))
 		}
-		if proc, err = startRouter(ctx, o.Binary, s.config, addrs, args, emulator.DefaultModel, o.ReadyTimeout); err != nil {
+		if proc, err = StartRouter(ctx, o.Binary, s.config, addrs, args, emulator.DefaultModel, o.ReadyTimeout); err != nil {
 			run.Unavailable = strings.Join(strings.Fields(err.Error()), " ")
 			return run, nil
 		}
-		stopRouter := func() { proc.stop(o.StopGrace) }
+		stopRouter := func() { proc.Stop(o.StopGrace) }
 		onExit(o.AtExit, stopRouter)
 		defer stopRouter()
 		run.RouterPID = proc.pid
@@ -319,7 +319,7 @@ func runLive(ctx context.Context, o LiveOptions, s liveRunSpec, w *workload.Work
 		if d, ok := plugs.used(); ok && len(plugs.pids) > 0 {
 			run.PluginsCPUSeconds = ptr(d.Seconds())
 		}
-		proc.stop(o.StopGrace) // its output is all read once it has stopped
+		proc.Stop(o.StopGrace) // its output is all read once it has stopped
 		run.AddedTTFT = proc.access.added(results)
 	}
 	stopFleet()

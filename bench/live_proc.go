@@ -18,10 +18,10 @@ import (
 	"time"
 )
 
-// routerProc is a `foresight serve` process the live bench started: the router exactly as a
-// user runs it, in its own process group (its plugin processes with it), so that a terminal's
-// Ctrl-C reaches the bench only and the bench stops it itself.
-type routerProc struct {
+// RouterProc is a `foresight serve` process a bench started (bench live, proxy and soak): the
+// router exactly as a user runs it, in its own process group (its plugin processes with it), so
+// that a terminal's Ctrl-C reaches the bench only and the bench stops it itself.
+type RouterProc struct {
 	cmd        *exec.Cmd
 	pid        int
 	api, admin string // host:port on 127.0.0.1
@@ -31,11 +31,11 @@ type routerProc struct {
 	stopOnce   sync.Once
 }
 
-// startRouter starts `bin serve --config config --endpoints … --listen … --admin … args…` on
+// StartRouter starts `bin serve --config config --endpoints … --listen … --admin … args…` on
 // free loopback ports and waits (at most timeout) until it is ready: its admin listener answers
 // /health and its API lists model. A port taken between choosing and binding it (the router
 // exits saying so) is retried with new ports, twice. On error nothing is left running.
-func startRouter(ctx context.Context, bin, config string, endpoints, args []string, model string, timeout time.Duration) (*routerProc, error) {
+func StartRouter(ctx context.Context, bin, config string, endpoints, args []string, model string, timeout time.Duration) (*RouterProc, error) {
 	for attempt := 0; ; attempt++ {
 		p, err := spawnRouter(bin, config, endpoints, args)
 		if err != nil {
@@ -45,7 +45,7 @@ func startRouter(ctx context.Context, bin, config string, endpoints, args []stri
 		if err == nil {
 			return p, nil
 		}
-		p.stop(time.Second)
+		p.Stop(time.Second)
 		if attempt == 2 || !strings.Contains(p.out.String(), "address already in use") {
 			return nil, fmt.Errorf("%s serve --config %s: %w", bin, config, err)
 		}
@@ -53,7 +53,7 @@ func startRouter(ctx context.Context, bin, config string, endpoints, args []stri
 }
 
 // spawnRouter starts `bin serve` on free loopback ports with the extra args, without waiting for it.
-func spawnRouter(bin, config string, endpoints, args []string) (*routerProc, error) {
+func spawnRouter(bin, config string, endpoints, args []string) (*RouterProc, error) {
 	ports, err := freePorts(2)
 	if err != nil {
 		return nil, err
@@ -68,8 +68,8 @@ func spawnRouter(bin, config string, endpoints, args []string) (*routerProc, err
 }
 
 // spawn starts bin with args in a process group of its own, its output kept in a tail.
-func spawn(bin string, args ...string) (*routerProc, error) {
-	p := &routerProc{out: &tail{max: 16 << 10}, access: newAccessLog(), exited: make(chan struct{})}
+func spawn(bin string, args ...string) (*RouterProc, error) {
+	p := &RouterProc{out: &tail{max: 16 << 10}, access: newAccessLog(), exited: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)
 	w := io.MultiWriter(p.out, p.access) // one writer for both, so one goroutine writes at a time
 	p.cmd.Stdout, p.cmd.Stderr = w, w
@@ -107,9 +107,17 @@ func freePorts(n int) ([]string, error) {
 	return addrs, nil
 }
 
+// PID is the router process's id (its process group's too).
+func (p *RouterProc) PID() int { return p.pid }
+
+// API is the host:port of the router's OpenAI listener on 127.0.0.1; Admin that of its admin
+// listener.
+func (p *RouterProc) API() string   { return p.api }
+func (p *RouterProc) Admin() string { return p.admin }
+
 // waitReady waits until the admin listener answers /health and the API lists model: the router
 // has scraped the fleet. It gives up at timeout, or when the process exits.
-func (p *routerProc) waitReady(ctx context.Context, model string, timeout time.Duration) error {
+func (p *RouterProc) waitReady(ctx context.Context, model string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{Proxy: nil}}
@@ -172,11 +180,11 @@ func listsModel(ctx context.Context, client *http.Client, url, model string) boo
 	return false
 }
 
-// stop sends the router SIGTERM (it lets requests in flight finish and stops its plugins), and
+// Stop sends the router SIGTERM (it lets requests in flight finish and stops its plugins), and
 // after grace kills its whole process group; it returns once the router has exited. Leftovers
 // of the group (a plugin the router did not stop) are killed too. Safe to call more than once
 // and from several goroutines.
-func (p *routerProc) stop(grace time.Duration) {
+func (p *RouterProc) Stop(grace time.Duration) {
 	p.stopOnce.Do(func() {
 		_ = p.cmd.Process.Signal(syscall.SIGTERM)
 		select {

@@ -278,14 +278,14 @@ func TestRouterStopEscalates(t *testing.T) {
 	}
 	waitFor(t, "the helper to ignore SIGTERM", func() bool { return strings.Contains(p.out.String(), "ignoring") })
 	began := time.Now()
-	p.stop(200 * time.Millisecond)
+	p.Stop(200 * time.Millisecond)
 	if el := time.Since(began); el < 200*time.Millisecond {
 		t.Errorf("stopped after %v, before the grace", el)
 	}
 	if err := syscall.Kill(p.pid, 0); err == nil {
 		t.Errorf("process %d still exists", p.pid)
 	}
-	p.stop(time.Second) // again: a no-op
+	p.Stop(time.Second) // again: a no-op
 }
 
 // A router that does not start is reported unavailable with its error, and the bench goes on to

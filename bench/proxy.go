@@ -115,12 +115,12 @@ func RunProxy(ctx context.Context, o ProxyOptions) (*ProxyResult, error) {
 	if o.RouterCPUProfile != "" {
 		args = []string{"--cpuprofile", o.RouterCPUProfile}
 	}
-	proc, err := startRouter(ctx, o.Binary, o.Config, fleet.Addrs(), append(args, "--log-level", "error"),
+	proc, err := StartRouter(ctx, o.Binary, o.Config, fleet.Addrs(), append(args, "--log-level", "error"),
 		emulator.DefaultModel, DefaultLiveReadyTimeout)
 	if err != nil {
 		return nil, err
 	}
-	defer proc.stop(DefaultLiveStopGrace)
+	defer proc.Stop(DefaultLiveStopGrace)
 	maxConc := 0
 	for _, c := range levels {
 		maxConc = max(maxConc, c)

@@ -11,9 +11,9 @@ import (
 )
 
 func newBench() *cobra.Command {
-	cmd := &cobra.Command{Use: "bench", Short: "Benchmarks (pipeline, routing, predictor, proxy, faults, live)"}
+	cmd := &cobra.Command{Use: "bench", Short: "Benchmarks (pipeline, routing, predictor, proxy, faults, soak, live)"}
 	cmd.AddCommand(newBenchPipeline(), newBenchRouting(), newBenchPredictor(), newBenchProxy())
-	cmd.AddCommand(newBenchFaults(), newBenchLive())
+	cmd.AddCommand(newBenchFaults(), newBenchSoak(), newBenchLive())
 	return cmd
 }
 

@@ -1,0 +1,162 @@
+package soak
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/foresight-router/foresight/bench/openloop"
+	"github.com/foresight-router/foresight/internal/splitmix"
+	"github.com/foresight-router/foresight/sim/emulator"
+)
+
+// call is one request of the soak, drawn from its number and the seed: a completion or a chat
+// completion, streamed or whole (a stream asking for its usage or not), and how many tokens it
+// asks for.
+type call struct {
+	n         int
+	id        string // its x-request-id, which the router logs
+	chat      bool
+	stream    bool
+	usage     bool // stream_options.include_usage; a whole answer always carries its usage
+	maxTokens int
+}
+
+// newCall returns request n of the soak seeded with seed, asking for 1 to maxTokens tokens.
+func newCall(seed uint64, n, maxTokens int) call {
+	h := splitmix.Mix(splitmix.Mix(seed) + uint64(n)*splitmix.Gamma)
+	return call{n: n, id: "soak-" + strconv.FormatUint(seed, 10) + "-" + strconv.Itoa(n),
+		chat: h&1 != 0, stream: h&2 != 0, usage: h&2 != 0 && h&4 != 0, maxTokens: 1 + int((h>>8)%uint64(maxTokens))}
+}
+
+// path is the call's route.
+func (c call) path() string {
+	if c.chat {
+		return "/v1/chat/completions"
+	}
+	return "/v1/completions"
+}
+
+// body is the call's JSON body.
+func (c call) body() []byte {
+	type message struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}
+	type streamOptions struct {
+		IncludeUsage bool `json:"include_usage"`
+	}
+	body := struct {
+		Model         string         `json:"model"`
+		Prompt        string         `json:"prompt,omitempty"`
+		Messages      []message      `json:"messages,omitempty"`
+		MaxTokens     int            `json:"max_tokens"`
+		Stream        bool           `json:"stream"`
+		StreamOptions *streamOptions `json:"stream_options,omitempty"`
+	}{Model: emulator.DefaultModel, MaxTokens: c.maxTokens, Stream: c.stream}
+	prompt := "soak request " + strconv.Itoa(c.n)
+	if c.chat {
+		body.Messages = []message{{Role: "user", Content: prompt}}
+	} else {
+		body.Prompt = prompt
+	}
+	if c.usage {
+		body.StreamOptions = &streamOptions{IncludeUsage: true}
+	}
+	b, _ := json.Marshal(body) // strings and numbers always encode
+	return b
+}
+
+// idleConnTimeout is how long the load keeps an idle connection to the router: shorter than the
+// router's server.idleTimeout, so that the client, as most do, closes the connections a burst
+// opened and the router's goroutines for them end.
+const idleConnTimeout = 30 * time.Second
+
+// outcome is how one request ended.
+type outcome struct {
+	call
+	at     time.Duration // when it was due, from the start of the load
+	status int           // 0: no answer
+	ttft   time.Duration // a stream's time to its first token
+	e2e    time.Duration // to the answer's end
+	// problem is "" for a complete, correct answer, else what was wrong or why none came.
+	problem string
+	skipped bool // not sent (the in-flight bound, or the bench stopped)
+}
+
+// load sends the soak's requests and keeps their outcomes.
+type load struct {
+	base      string
+	client    *http.Client
+	seed      uint64
+	maxTokens int
+	arrivals  []time.Duration
+
+	mu       sync.Mutex
+	outcomes []outcome
+}
+
+// newLoad returns the load of the router at base (http://host:port) over arrivals.
+func newLoad(base string, seed uint64, maxTokens int, arrivals []time.Duration) *load {
+	return &load{base: base, seed: seed, maxTokens: maxTokens, arrivals: arrivals, outcomes: make([]outcome, 0, len(arrivals)),
+		client: &http.Client{Transport: &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 1024, IdleConnTimeout: idleConnTimeout}}}
+}
+
+// send sends request n and checks its answer (openloop.Run's send).
+func (l *load) send(ctx context.Context, n int) {
+	o := l.do(ctx, newCall(l.seed, n, l.maxTokens))
+	o.at = l.arrivals[n]
+	l.record(o)
+}
+
+// skip records request n as not sent (openloop.Run's skip).
+func (l *load) skip(n int, reason string) {
+	l.record(outcome{call: newCall(l.seed, n, l.maxTokens), at: l.arrivals[n], problem: reason, skipped: true})
+}
+
+func (l *load) record(o outcome) {
+	l.mu.Lock()
+	l.outcomes = append(l.outcomes, o)
+	l.mu.Unlock()
+}
+
+// do sends c and reads its answer to the end.
+func (l *load) do(ctx context.Context, c call) outcome {
+	o := outcome{call: c}
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.base+c.path(), bytes.NewReader(c.body()))
+	if err != nil {
+		o.problem = "building the request: " + err.Error()
+		return o
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("x-request-id", c.id)
+	req.Header.Set("x-llm-d-slo-ttft-ms", strconv.Itoa(sloTTFTMs))
+	began := time.Now()
+	resp, err := l.client.Do(req)
+	if err != nil {
+		o.problem = "transport: " + openloop.TransportError(err)
+		return o
+	}
+	defer resp.Body.Close()
+	o.status = resp.StatusCode
+	if resp.StatusCode != http.StatusOK {
+		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		o.problem = fmt.Sprintf("status %d: %s", resp.StatusCode, openloop.ErrorMessage(snippet))
+		return o
+	}
+	if c.stream {
+		o.ttft, o.problem = checkStream(resp.Body, c, began)
+	} else {
+		o.problem = checkWhole(resp.Body, c)
+	}
+	o.e2e = time.Since(began)
+	return o
+}

@@ -1,0 +1,118 @@
+package soak
+
+import (
+	"encoding/json"
+	"maps"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/foresight-router/foresight/bench/chaos"
+	"github.com/foresight-router/foresight/internal/promtext"
+)
+
+// families parses an exposition of the router's request counter.
+func families(t *testing.T, text string) promtext.Families {
+	t.Helper()
+	f, err := promtext.Parse(strings.NewReader("# TYPE foresight_requests_total counter\n" + text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func TestAccount(t *testing.T) {
+	before := families(t, `foresight_requests_total{code="200"} 3`+"\n"+`foresight_requests_total{code="502"} 1`+"\n")
+	tests := []struct {
+		name                string
+		after               string
+		sent, clientFailed  int
+		counted, countedBad int
+		byCode              map[string]int
+		ok                  bool
+	}{
+		// 13 − 3 = 10 under 200 and 2 − 1 = 1 under 502: 11 counted, 1 failed.
+		{name: "every request counted", after: `foresight_requests_total{code="200"} 13` + "\n" + `foresight_requests_total{code="502"} 2` + "\n",
+			sent: 11, clientFailed: 1, counted: 11, countedBad: 1, byCode: map[string]int{"200": 10, "502": 1}, ok: true},
+		{name: "one missing", after: `foresight_requests_total{code="200"} 12` + "\n" + `foresight_requests_total{code="502"} 1` + "\n",
+			sent: 10, counted: 9, byCode: map[string]int{"200": 9}},
+		// The client saw a 200 whose stream broke (wrong); the router counted it 502, as it should.
+		{name: "a failure the router counted", after: `foresight_requests_total{code="200"} 5` + "\n" + `foresight_requests_total{code="502"} 2` + "\n",
+			sent: 3, clientFailed: 1, counted: 3, countedBad: 1, byCode: map[string]int{"200": 2, "502": 1}, ok: true},
+		// A wrong answer the router counted as a success.
+		{name: "a failure the router missed", after: `foresight_requests_total{code="200"} 6` + "\n" + `foresight_requests_total{code="502"} 1` + "\n",
+			sent: 3, clientFailed: 1, counted: 3, byCode: map[string]int{"200": 3}},
+		// The router had counted nothing before: no series yet.
+		{name: "a new code", after: `foresight_requests_total{code="200"} 3` + "\n" + `foresight_requests_total{code="502"} 1` + "\n" +
+			`foresight_requests_total{code="504"} 2` + "\n", sent: 2, clientFailed: 2, counted: 2, countedBad: 2, byCode: map[string]int{"504": 2}, ok: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := account(before, families(t, tt.after), tt.sent, tt.clientFailed)
+			if a.Sent != tt.sent || a.Counted != tt.counted || a.ClientFailed != tt.clientFailed || a.CountedFailed != tt.countedBad ||
+				a.OK != tt.ok || !maps.Equal(a.ByCode, tt.byCode) {
+				t.Errorf("%+v, want counted %d (failed %d) by code %v, ok %v", a, tt.counted, tt.countedBad, tt.byCode, tt.ok)
+			}
+		})
+	}
+}
+
+// The result counts the outcomes, lists every request without a correct answer with its id and
+// error, and fails the verdict for each kind of problem; the text says so.
+func TestResultAndVerdict(t *testing.T) {
+	ms := time.Millisecond
+	l := newLoad("http://127.0.0.1:1", 1, 4, nil)
+	for n := range 6 {
+		l.record(outcome{call: newCall(1, n, 4), at: time.Duration(n) * 100 * ms, status: 200, ttft: time.Duration(10+n) * ms, e2e: 50 * ms})
+	}
+	l.record(outcome{call: newCall(1, 6, 4), at: 600 * ms, problem: "transport: connection reset by peer"})
+	l.record(outcome{call: newCall(1, 7, 4), at: 700 * ms, status: 200, problem: "the stream ended without data: [DONE]"})
+	l.record(outcome{call: newCall(1, 8, 4), at: 800 * ms, status: 503, problem: "status 503: no endpoint"})
+	l.record(outcome{call: newCall(1, 9, 4), at: 900 * ms, problem: "not sent: 2000 requests in flight", skipped: true})
+	res := l.result(9, 3*time.Second)
+	res.faults([]chaos.Event{{Kind: "kill", OK: true}, {Kind: "kill", OK: false, Detail: "picker did not serve again"}, {Kind: "swap", OK: true}},
+		[]float64{150, 170.5})
+	res.Accounting = Accounting{Sent: 9, Counted: 8, ClientFailed: 3, CountedFailed: 2, ByCode: map[string]int{"200": 6, "502": 1, "503": 1}}
+	res.verdict()
+
+	if res.Requests != 10 || res.Sent != 9 || res.OK != 6 || res.Lost != 1 || res.Wrong != 2 || res.Skipped != 1 ||
+		res.ByStatus["200"] != 7 || res.ByStatus["503"] != 1 || res.ByStatus["none"] != 1 || res.RateAchieved != 3 {
+		t.Errorf("counts %+v", res)
+	}
+	if res.Kills != 1 || res.KillFailures != 1 || res.Swaps != 1 || res.MaxRestartMs != 170.5 {
+		t.Errorf("faults: %d kills (%d failed), %d swaps, max restart %v", res.Kills, res.KillFailures, res.Swaps, res.MaxRestartMs)
+	}
+	if len(res.Failures) != 4 || res.Failures[0].ID != "soak-1-6" || res.Failures[0].Kind != "lost" ||
+		res.Failures[1].Kind != "wrong" || res.Failures[1].Status != 200 || res.Failures[3].Kind != "skipped" {
+		t.Errorf("failures %+v", res.Failures)
+	}
+	wantProblems := []string{"1 requests lost", "2 requests answered wrong", "1 requests not sent", "1 kills failed",
+		"the router counted 8 requests in foresight_requests_total, the load sent 9", "the router counted 2 failed requests, the load saw 3"}
+	if res.Pass || strings.Join(res.Problems, "|") != strings.Join(wantProblems, "|") {
+		t.Errorf("pass %v, problems %q", res.Pass, res.Problems)
+	}
+	var b strings.Builder
+	if err := res.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"lost soak-1-6 at 600 ms: transport: connection reset by peer",
+		"wrong soak-1-7 at 700 ms: the stream ended without data: [DONE]", "failed kill at 0 ms: picker did not serve again",
+		"verdict: FAIL: 1 requests lost"} {
+		if !strings.Contains(b.String(), s) {
+			t.Errorf("the text lacks %q:\n%s", s, b.String())
+		}
+	}
+
+	// Nothing wrong: the verdict passes, and the JSON has lists, not nulls.
+	ok := newLoad("http://127.0.0.1:1", 1, 4, nil).result(0, time.Second)
+	ok.verdict()
+	j, err := json.Marshal(ok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{`"pass":true`, `"problems":[]`, `"failures":[]`, `"faults":[]`} {
+		if !strings.Contains(string(j), s) {
+			t.Errorf("%s lacks %s", j, s)
+		}
+	}
+}
