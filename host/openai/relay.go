@@ -20,7 +20,7 @@ type StreamResult struct {
 	Last         time.Time // when the last content chunk was written
 	Usage        *Usage    // from the last chunk carrying usage (the final usage chunk); nil if none
 	Answer       string    // the generated text of choice 0, capped at MaxAnswerBytes
-	Done         bool      // "data: [DONE]" was seen
+	Done         bool      // "data: [DONE]" was written to the client
 	Chunks       int       // content chunks
 	// Partial is true when what was written ends inside an event: the stream broke while an
 	// event longer than the relay holds (4 MiB) was being passed through.
@@ -181,6 +181,7 @@ type relay struct {
 	res          StreamResult
 	answer       strings.Builder
 	pending      bool      // written since the last flush
+	sawDone      bool      // "data: [DONE]" was read (Done once it is written)
 	lastFlush    time.Time // when content was last flushed after the first content chunk's flush
 	firstFlushed bool      // the first content chunk has been flushed
 }
@@ -233,6 +234,7 @@ func (r *relay) event(ev []byte) error {
 	if _, err := r.dst.Write(out); err != nil {
 		return err
 	}
+	r.res.Done = r.res.Done || r.sawDone
 	r.pending = true
 	if !content {
 		return nil
@@ -265,7 +267,7 @@ func (r *relay) inspect(ev []byte) (out []byte, content bool, text0 string, err 
 		return ev, false, "", nil // a comment, retry or other field-only event
 	}
 	if string(data) == "[DONE]" {
-		r.res.Done = true
+		r.sawDone = true
 		return ev, false, "", nil
 	}
 	c, ok := readChunk(data)

@@ -268,6 +268,22 @@ func TestRelayClientGone(t *testing.T) {
 	}
 }
 
+// Done says the client was sent [DONE]: not when writing it failed, and still when what follows
+// it fails.
+func TestRelayDoneIsWritten(t *testing.T) {
+	gone := errors.New("broken pipe")
+	stream := chatRole + chatLorem + chatStop + done
+	res, err := Relay(&failingWriter{ok: 3, err: gone}, strings.NewReader(stream), RelayOptions{Now: clock()})
+	if err != gone || res.Done {
+		t.Errorf("[DONE]'s write failed: Relay = %+v, %v; want the error and not done", res, err)
+	}
+	reset := errors.New("connection reset by peer")
+	res, err = Relay(io.Discard, &errReader{data: stream, err: reset}, RelayOptions{Now: clock()})
+	if !errors.Is(err, reset) || !res.Done {
+		t.Errorf("the source failed after [DONE]: Relay = %+v, %v; want the error and done", res, err)
+	}
+}
+
 // errReader returns its data, then err.
 type errReader struct {
 	data string

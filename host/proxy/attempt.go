@@ -189,7 +189,7 @@ func (s *Server) relayStream(actx context.Context, w http.ResponseWriter, resp *
 	}
 	var source *openai.SourceError
 	switch {
-	case err == nil:
+	case err == nil || res.Done: // a failure after [DONE] reached the client (it hung up, the engine reset) cut nothing
 		s.recordAnswer(a.ep.ID, x, res.Answer)
 		if out.tpot > 0 {
 			s.observe(x, a, sdk.Sample{ActualTPOTMs: out.tpot, OutputTokens: res.Usage.CompletionTokens}, s.o.Now())

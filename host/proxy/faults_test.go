@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -335,5 +336,33 @@ func TestAnEndpointWhoseRequestsKeepFailingIsEjectedAndComesBack(t *testing.T) {
 	}
 	if got := f.metric(t, "foresight_endpoint_ejections_total"); got["vllm-a"] != 1 {
 		t.Errorf("foresight_endpoint_ejections_total %v, want 1 for vllm-a", got)
+	}
+}
+
+// A client that hangs up once it has [DONE] got the whole answer: the request counts as served
+// (200), also when the engine holds its connection open after [DONE] and the router notices the
+// client leave before the engine's end.
+func TestAClientLeavingAfterDoneWasServed(t *testing.T) {
+	lingering := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, chunk("Hello")+"data: [DONE]\n\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+		case <-time.After(5 * time.Second):
+		}
+	}
+	f := newFaultRouter(t, 1, lingering)
+	resp, err := http.Post(f.url+"/v1/chat/completions", "application/json", strings.NewReader(chatBody(true, "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() && sc.Text() != "data: [DONE]" {
+	}
+	resp.Body.Close()
+	waitFor(t, "the access line", func() bool { return strings.TrimSpace(f.log.String()) != "" })
+	if line := f.access(t)[0]; line["status"] != 200.0 || line["endpoint"] != "vllm-a" {
+		t.Errorf("access line %v; want a served request (200) on vllm-a", line)
 	}
 }
