@@ -70,6 +70,9 @@ type Result struct {
 	RouterRSSMB      Trend `json:"router_rss_mb"`
 	RouterGoroutines Trend `json:"router_goroutines"`
 	RouterFDs        Trend `json:"router_fds"`
+	// RouterPrefixBlocks is the blocks its prefix index holds (foresight_endpoint_prefix_index_blocks
+	// summed): the RSS it grows into by design, bounded per endpoint.
+	RouterPrefixBlocks Trend `json:"router_prefix_blocks"`
 	// RouterCPUMsPerRequest is the router process's CPU time over the load (its
 	// process_cpu_seconds_total, utime + stime) per request sent; 0 where not exposed.
 	RouterCPUMsPerRequest float64 `json:"router_cpu_ms_per_request"`
@@ -180,6 +183,7 @@ func (r *Result) trends(samples []Sample, warmup time.Duration) {
 	r.RouterRSSMB = trend(seriesOf(samples, func(s Sample) float64 { return s.RouterRSSMB }), w)
 	r.RouterGoroutines = trend(seriesOf(samples, func(s Sample) float64 { return s.RouterGoroutines }), w)
 	r.RouterFDs = trend(seriesOf(samples, func(s Sample) float64 { return s.RouterFDs }), w)
+	r.RouterPrefixBlocks = trend(seriesOf(samples, func(s Sample) float64 { return s.RouterPrefixBlocks }), w)
 	r.PluginsRSSMB = trend(seriesOf(samples, func(s Sample) float64 { return s.PluginsRSSMB }), w)
 	types := map[string]bool{}
 	for _, s := range samples {
@@ -230,7 +234,8 @@ func (r *Result) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "faults: %d kills (%d failed, max restart %.1f ms), %d swaps (%d failed)\n",
 		r.Kills, r.KillFailures, r.MaxRestartMs, r.Swaps, r.SwapFailures)
 	fmt.Fprintf(w, "router (pid %d): RSS %s; CPU %.3f ms per request\n", r.RouterPID, r.RouterRSSMB.text(" MB", 1), r.RouterCPUMsPerRequest)
-	fmt.Fprintf(w, "  goroutines %s\n  descriptors %s\n", r.RouterGoroutines.text("", 0), r.RouterFDs.text("", 0))
+	fmt.Fprintf(w, "  goroutines %s\n  descriptors %s\n  prefix index blocks %s\n", r.RouterGoroutines.text("", 0), r.RouterFDs.text("", 0),
+		r.RouterPrefixBlocks.text("", 0))
 	fmt.Fprintf(w, "plugins: RSS %s\n", r.PluginsRSSMB.text(" MB", 1))
 	for _, typ := range slices.Sorted(maps.Keys(r.PluginRSSMBByType)) {
 		fmt.Fprintf(w, "  %s: %s\n", typ, r.PluginRSSMBByType[typ].text(" MB", 1))

@@ -23,6 +23,7 @@ const (
 	metricRequests   = "foresight_requests_total"
 	metricGoroutines = "go_goroutines"
 	metricCPU        = "process_cpu_seconds_total"
+	metricPrefix     = "foresight_endpoint_prefix_index_blocks"
 )
 
 // mb is a megabyte, 10^6 bytes: the unit of every RSS the soak reports.
@@ -38,6 +39,9 @@ type Sample struct {
 	RouterRSSMB      float64 `json:"router_rss_mb,omitempty"`
 	RouterGoroutines float64 `json:"router_goroutines,omitempty"`
 	RouterFDs        float64 `json:"router_fds,omitempty"`
+	// RouterPrefixBlocks is the blocks the router's prefix index holds, over every endpoint: the
+	// memory the router keeps by design, up to its bound.
+	RouterPrefixBlocks float64 `json:"router_prefix_blocks,omitempty"`
 	// PluginsRSSMB is the plugin processes' VmRSS summed, in MB, and PluginRSSMBByType the same
 	// by plugin type: 0 and empty while a plugin is down (being restarted).
 	PluginsRSSMB      float64            `json:"plugins_rss_mb,omitempty"`
@@ -101,6 +105,7 @@ func (sm *sampler) take(ctx context.Context) {
 	}
 	if fams, err := scrape(ctx, sm.adm); err == nil {
 		s.RouterGoroutines, _ = fams.Sum(metricGoroutines)
+		s.RouterPrefixBlocks, _ = fams.Sum(metricPrefix)
 	}
 	if d, err := sm.adm.Pipeline(ctx); err == nil {
 		if byType, ok := pluginRSS(d); ok {

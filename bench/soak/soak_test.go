@@ -69,9 +69,10 @@ func TestSoakEndToEnd(t *testing.T) {
 		t.Errorf("accounting %+v, want every one of %d requests counted under 200", a, res.Sent)
 	}
 	if res.RouterRSSMB.Start <= 0 || res.RouterGoroutines.Start <= 0 || res.PluginsRSSMB.Start <= 0 ||
-		res.RouterGoroutines.Fitted < 2 || len(res.PluginRSSMBByType) != 2 || res.RouterCPUMsPerRequest <= 0 {
-		t.Errorf("samples: router RSS %+v, goroutines %+v, plugins %+v by type %v, CPU %v ms per request", res.RouterRSSMB,
-			res.RouterGoroutines, res.PluginsRSSMB, res.PluginRSSMBByType, res.RouterCPUMsPerRequest)
+		res.RouterGoroutines.Fitted < 2 || len(res.PluginRSSMBByType) != 2 || res.RouterCPUMsPerRequest <= 0 ||
+		res.RouterPrefixBlocks.End <= 0 {
+		t.Errorf("samples: router RSS %+v, goroutines %+v, prefix blocks %+v, plugins %+v by type %v, CPU %v ms per request", res.RouterRSSMB,
+			res.RouterGoroutines, res.RouterPrefixBlocks, res.PluginsRSSMB, res.PluginRSSMBByType, res.RouterCPUMsPerRequest)
 	}
 	if res.Streamed == 0 || res.Whole == 0 || res.Chat == 0 || res.Chat == res.Sent {
 		t.Errorf("the mix: %d streamed, %d whole, %d chat of %d", res.Streamed, res.Whole, res.Chat, res.Sent)

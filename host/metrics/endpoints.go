@@ -16,6 +16,8 @@ type EndpointGauges struct {
 	// Waiting, Running and KVCacheUsage are the engine's gauges at the router's last scrape.
 	Waiting, Running int64
 	KVCacheUsage     float64
+	// PrefixBlocks is how many prompt blocks the router's prefix index holds for the endpoint.
+	PrefixBlocks int
 }
 
 // Endpoints are the per-endpoint metrics, so that one endpoint piling up requests while the
@@ -29,6 +31,7 @@ type EndpointGauges struct {
 //	foresight_endpoint_healthy{endpoint}               1 while the endpoint answers its scrapes
 //	foresight_endpoint_ejected{endpoint}               1 while outlier detection keeps it out for failing requests
 //	foresight_endpoint_ejections_total{endpoint}       its ejections
+//	foresight_endpoint_prefix_index_blocks{endpoint}   prompt blocks the router's prefix index holds for it (its memory: ~53 B a block)
 //
 // The gauges are read at scrape time from the endpoints the router has then, so an endpoint
 // removed from the list leaves them; its requests counter stays.
@@ -36,7 +39,7 @@ type Endpoints struct {
 	dispatched *prometheus.CounterVec
 	read       func() []EndpointGauges
 
-	inflight, waiting, running, kv, healthy, ejected, ejections *prometheus.Desc
+	inflight, waiting, running, kv, healthy, ejected, ejections, prefix *prometheus.Desc
 }
 
 // NewEndpoints returns the per-endpoint metrics, registered with reg; read is called at every
@@ -61,6 +64,8 @@ func NewEndpoints(reg prometheus.Registerer, read func() []EndpointGauges) (*End
 			"1 while outlier detection keeps the endpoint out of the rotation because its requests kept failing, else 0.", label, nil),
 		ejections: prometheus.NewDesc("foresight_endpoint_ejections_total",
 			"Times outlier detection ejected the endpoint.", label, nil),
+		prefix: prometheus.NewDesc("foresight_endpoint_prefix_index_blocks",
+			"Prompt blocks (16 tokens) the router's prefix index holds for the endpoint.", label, nil),
 	}
 	for _, c := range []prometheus.Collector{e.dispatched, e} {
 		if err := reg.Register(c); err != nil {
@@ -75,7 +80,7 @@ func (e *Endpoints) Dispatched(id string) { e.dispatched.WithLabelValues(id).Inc
 
 // Describe implements prometheus.Collector (the gauges; the counter registers itself).
 func (e *Endpoints) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{e.inflight, e.waiting, e.running, e.kv, e.healthy, e.ejected, e.ejections} {
+	for _, d := range []*prometheus.Desc{e.inflight, e.waiting, e.running, e.kv, e.healthy, e.ejected, e.ejections, e.prefix} {
 		ch <- d
 	}
 }
@@ -88,7 +93,7 @@ func (e *Endpoints) Collect(ch chan<- prometheus.Metric) {
 			v float64
 		}{
 			{e.inflight, float64(g.Inflight)}, {e.waiting, float64(g.Waiting)}, {e.running, float64(g.Running)},
-			{e.kv, g.KVCacheUsage}, {e.healthy, one(g.Healthy)}, {e.ejected, one(g.Ejected)},
+			{e.kv, g.KVCacheUsage}, {e.healthy, one(g.Healthy)}, {e.ejected, one(g.Ejected)}, {e.prefix, float64(g.PrefixBlocks)},
 		} {
 			ch <- prometheus.MustNewConstMetric(m.d, prometheus.GaugeValue, m.v, g.ID)
 		}

@@ -153,7 +153,8 @@ func (s *Server) EndpointGauges() []metrics.EndpointGauges {
 		var es sdk.EndpointState
 		s.inflight.Fill(st.ID, now, st.ScrapedAt, &es)
 		out = append(out, metrics.EndpointGauges{ID: st.ID, Healthy: st.Healthy, Ejected: st.Ejected, Ejections: st.Ejections,
-			Inflight: es.InflightRequests, Waiting: st.Waiting, Running: st.Running, KVCacheUsage: st.KVCacheUsage})
+			Inflight: es.InflightRequests, Waiting: st.Waiting, Running: st.Running, KVCacheUsage: st.KVCacheUsage,
+			PrefixBlocks: s.prefix.Len(st.ID)})
 	}
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -422,7 +423,13 @@ func TestModelsAndMetrics(t *testing.T) {
 		`foresight_plugin_up{plugin="rr"} 1`, `foresight_plugin_restarts_total{plugin="rr"} 0`,
 		// Round-robin's first pick is the first endpoint; the other has had none (no series yet).
 		`foresight_endpoint_requests_total{endpoint="vllm-0"} 1`, `foresight_endpoint_healthy{endpoint="vllm-1"} 1`,
-		`foresight_endpoint_waiting_requests{endpoint="vllm-1"} 0`, `foresight_endpoint_inflight_requests{endpoint="vllm-0"} 0`)
+		`foresight_endpoint_waiting_requests{endpoint="vllm-1"} 0`, `foresight_endpoint_inflight_requests{endpoint="vllm-0"} 0`,
+		`foresight_endpoint_prefix_index_blocks{endpoint="vllm-1"} 0`)
+	if n := f.srv.prefix.Len("vllm-0"); n == 0 {
+		t.Errorf("the prefix index holds no block for vllm-0 after its answer")
+	} else {
+		f.wantMetrics(t, fmt.Sprintf(`foresight_endpoint_prefix_index_blocks{endpoint="vllm-0"} %d`, n))
+	}
 	resp, err = http.Get(f.admin + "/debug/decisions")
 	if err != nil {
 		t.Fatal(err)
