@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"os"
 	"strings"
 
 	"github.com/foresight-router/foresight/bench"
@@ -32,9 +30,9 @@ func newBenchLive() *cobra.Command {
 			"Ctrl-C stops every router process and server.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			bin, err := os.Executable()
+			bin, err := self("to run the routers")
 			if err != nil {
-				return fmt.Errorf("finding the foresight binary to run the routers: %w", err)
+				return err
 			}
 			o.Binary, o.AtExit, o.Progress = bin, atExit, cmd.ErrOrStderr()
 			res, err := bench.RunLive(cmd.Context(), o)

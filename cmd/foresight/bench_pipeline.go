@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"os"
 
 	"github.com/foresight-router/foresight/bench"
 	"github.com/spf13/cobra"
@@ -27,11 +25,11 @@ func newBenchPipeline() *cobra.Command {
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			self, err := os.Executable()
+			bin, err := self("for the floor plugin")
 			if err != nil {
-				return fmt.Errorf("finding this binary for the floor plugin: %w", err)
+				return err
 			}
-			o.FloorPlugin = []string{self, noopPluginCommand}
+			o.FloorPlugin = []string{bin, noopPluginCommand}
 			o.Log, o.AtExit = logger(), atExit
 			return runBench(cmd.OutOrStdout(), cpuProfile, asJSON,
 				func() (*bench.PipelineResult, error) { return bench.RunPipeline(context.Background(), o) },

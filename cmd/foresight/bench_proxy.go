@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"os"
 	"time"
 
 	"github.com/foresight-router/foresight/bench"
@@ -28,9 +26,9 @@ func newBenchProxy() *cobra.Command {
 			"completes (--rps-workers clients back to back for --rps-for).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			bin, err := os.Executable()
+			bin, err := self("to run the router")
 			if err != nil {
-				return fmt.Errorf("finding the foresight binary to run the router: %w", err)
+				return err
 			}
 			o.Binary = bin
 			return runBench(cmd.OutOrStdout(), cpuProfile, asJSON,

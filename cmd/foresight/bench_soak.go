@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -36,9 +35,9 @@ func newBenchSoak() *cobra.Command {
 			"a fault failed, or the metrics do not account for every request.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			bin, err := os.Executable()
+			bin, err := self("to run the router")
 			if err != nil {
-				return fmt.Errorf("finding the foresight binary to run the router: %w", err)
+				return err
 			}
 			o.Binary, o.AtExit = bin, atExit
 			var res *soak.Result

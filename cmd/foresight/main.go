@@ -3,7 +3,7 @@
 //
 // Each command is one file that wires its flags to library calls: serve to host/router, check
 // and schedule to host/pipeline, emulate to sim/emulator, demo to demo, bench's subcommands to
-// bench and bench/faults, and the hidden noop-plugin to bench.NoopFilter. This file holds what
+// bench, bench/faults and bench/soak, and the hidden noop-plugin to bench.NoopFilter. This file holds what
 // they share: the root command, the logger, terminal detection, and the cleanups that run when
 // the command ends or on SIGINT/SIGTERM (then the exit code is 130), so that plugin processes
 // never outlive the host.
@@ -110,4 +110,14 @@ func logger() zerolog.Logger {
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// self returns the path of this binary, which benches run as routers or plugins (for names
+// what for in the error).
+func self(forWhat string) (string, error) {
+	bin, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("finding the foresight binary %s: %w", forWhat, err)
+	}
+	return bin, nil
 }
