@@ -227,6 +227,9 @@ func (pr *process) newClient(log hclog.Logger) (*plugin.Client, error) {
 // connect handshakes, dispenses the stage and asks the binary what it is.
 func (pr *process) connect(ctx context.Context, client *plugin.Client) (*incarnation, error) {
 	rpc, err := client.Client()
+	if errors.Is(err, plugin.ErrChecksumsDoNotMatch) {
+		return nil, fmt.Errorf("starting %s: its SHA-256 is not the declared sha256 %s (the binary changed since it was pinned?)", pr.spec.Path, pr.spec.SHA256)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("starting %s: %s", pr.spec.Path, oneLine(err))
 	}

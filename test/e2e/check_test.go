@@ -74,7 +74,7 @@ func TestCheckRejectsBadConfigsWithOneLine(t *testing.T) {
 		{"unknown field", picker("    paramters: {}\n"), []string{"bad.yaml:5", `unknown field "paramters"`}},
 		{"missing binary", strings.Replace(picker(""), "plugins/picker", "plugins/nope", 1), []string{"bad.yaml:4", `plugin "picker"`, "no such file"}},
 		{"wrong type", strings.Replace(picker(""), "weighted-random-picker", "latency-scorer", 1), []string{`plugin "picker"`, `reports type "weighted-random-picker"`, `declares "latency-scorer"`}},
-		{"wrong sha256", picker("    sha256: " + badSum + "\n"), []string{`plugin "picker"`, "checksums did not match"}},
+		{"wrong sha256", picker("    sha256: " + badSum + "\n"), []string{`plugin "picker"`, "its SHA-256 is not the declared sha256 " + badSum}},
 		{"version constraint", picker("    version: \">=2.0.0\"\n"), []string{`plugin "picker"`, "version " + strings.TrimSpace(string(pickerVersion)) + ` does not satisfy ">=2.0.0"`}},
 		{"bad parameter", picker("    parameters:\n      strategy: fastest\n"), []string{`plugin "picker"`, "configuring", "strategy"}},
 		{"wrong stage", "plugins:\n  - name: picker\n    type: weighted-random-picker\n    path: ../bin/plugins/picker\npipeline:\n  scorers:\n    - pluginRef: picker\n",
