@@ -83,6 +83,10 @@ breaking: tools ## check the contracts for breaking changes against main (a prot
 bench: build ## benchmark the pipeline over real plugin processes (JSON on stdout)
 	bin/foresight bench pipeline --config examples/pipeline.yaml --endpoints 100 --cycles 20000 --concurrency 8 --json
 
+.PHONY: fuzz
+fuzz: ## run every fuzz target for FUZZTIME each (default 10m), one after the other; a failing input lands in testdata/fuzz
+	tools/fuzz.sh $(or $(FUZZTIME),10m)
+
 .PHONY: run
 run: build ## build everything and run the demo
 	bin/foresight demo --config examples/pipeline.yaml
