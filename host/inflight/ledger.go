@@ -55,16 +55,6 @@ type Ledger struct {
 // New returns an empty ledger.
 func New() *Ledger { return &Ledger{eps: map[string]*endpoint{}} }
 
-// Count returns how many requests are in flight on endpoint.
-func (t *Ledger) Count(endpoint string) int64 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if e := t.eps[endpoint]; e != nil {
-		return int64(len(e.flights))
-	}
-	return 0
-}
-
 // Dispatch records that r was sent to endpoint and returns its flight. A second Dispatch of the
 // same id to the same endpoint, while the first is in flight, is ignored and returns nil.
 func (t *Ledger) Dispatch(name string, r Request) *Flight {

@@ -48,6 +48,7 @@ type pending struct {
 	// Set by the round that decides it, before done closes.
 	cycle  *sdk.Cycle
 	states []endpoints.State
+	full   int             // endpoints left out of the cycle at server.maxInflightPerEndpoint
 	trace  *pipeline.Trace // nil when the cycle had no endpoint
 	first  *attempt        // the dispatch to the trace's first endpoint; nil when none
 }
@@ -141,7 +142,7 @@ func (d *decider) round(round []*pending) (redo []*pending, dispatched int) {
 	began := d.s.o.Now()
 	var wg sync.WaitGroup
 	for i, p := range round {
-		p.cycle, p.states = d.s.cycle(p.req, p.meta, p.received)
+		p.cycle, p.states, p.full = d.s.cycle(p.req, p.meta, p.received)
 		p.trace = nil
 		if len(p.cycle.Endpoints) == 0 {
 			continue // nothing to decide: serve explains why

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/foresight-router/foresight/host/endpoints"
 	"github.com/foresight-router/foresight/host/openai"
 )
 
@@ -76,21 +75,4 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *open
 	default:
 		return nil, openai.BadRequest("", "reading the request body: %v", err)
 	}
-}
-
-// full reports whether the endpoint has server.maxInflightPerEndpoint of the router's requests in
-// flight.
-func (s *Server) full(inflight int64) bool {
-	return s.o.MaxInflightPerEndpoint > 0 && inflight >= int64(s.o.MaxInflightPerEndpoint)
-}
-
-// fullEndpoints counts the routable endpoints serving model that are full.
-func (s *Server) fullEndpoints(model string, states []endpoints.State) int {
-	n := 0
-	for _, st := range states {
-		if st.Routable() && st.Serves(model) && s.full(s.inflight.Count(st.ID)) {
-			n++
-		}
-	}
-	return n
 }

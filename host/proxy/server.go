@@ -247,7 +247,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, kind openai.Kind)
 	}
 	c, t := p.cycle, p.trace
 	if t == nil {
-		refuse(s.noEndpoint(req.Model, p.states))
+		refuse(s.noEndpoint(req.Model, p.states, p.full))
 		return
 	}
 	decided = t
@@ -270,8 +270,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, kind openai.Kind)
 	s.proxy(w, r, &exchange{client: r.Context(), req: req, meta: m, cycle: c, trace: t, received: received, body: upstream, first: p.first})
 }
 
-// noEndpoint explains why a request has no candidate.
-func (s *Server) noEndpoint(model string, states []endpoints.State) *openai.Error {
+// noEndpoint explains why a request has no candidate; full endpoints serving the model were left
+// out at server.maxInflightPerEndpoint.
+func (s *Server) noEndpoint(model string, states []endpoints.State, full int) *openai.Error {
 	routable, ejected := 0, 0
 	for _, st := range states {
 		if st.Routable() {
@@ -285,7 +286,7 @@ func (s *Server) noEndpoint(model string, states []endpoints.State) *openai.Erro
 		return &openai.Error{Status: http.StatusServiceUnavailable, Type: openai.TypeServer,
 			Message: fmt.Sprintf("no endpoint is in the rotation (%d configured, %d ejected for failing requests, the others unhealthy)", len(states), ejected)}
 	}
-	if full := s.fullEndpoints(model, states); full > 0 {
+	if full > 0 {
 		return &openai.Error{Status: http.StatusTooManyRequests, Type: openai.TypeRateLimit, Code: "endpoints_full",
 			Message: fmt.Sprintf("every endpoint that serves the model has %d of the router's requests in flight (server.maxInflightPerEndpoint); retry later", s.o.MaxInflightPerEndpoint)}
 	}
@@ -294,35 +295,38 @@ func (s *Server) noEndpoint(model string, states []endpoints.State) *openai.Erro
 }
 
 // cycle builds the scheduling cycle: every healthy endpoint that serves the model (or has not
-// said yet what it serves), with its scraped gauges, the router's in-flight accounting (with what
-// it dispatched there since that scrape) and its prefix match.
-func (s *Server) cycle(req *openai.Request, m meta, now time.Time) (*sdk.Cycle, []endpoints.State) {
+// said yet what it serves) and is not full (server.maxInflightPerEndpoint), with its scraped
+// gauges, the router's in-flight accounting (with what it dispatched there since that scrape) and
+// its prefix match. It also returns the endpoints it saw and how many it left out as full.
+func (s *Server) cycle(req *openai.Request, m meta, now time.Time) (c *sdk.Cycle, states []endpoints.State, full int) {
 	blocks := openai.PrefixBlocks(nil, req.Prompt)
-	c := &sdk.Cycle{
+	c = &sdk.Cycle{
 		Request: sdk.Request{ID: m.id, Model: req.Model, InputTokens: req.InputTokens(),
 			MaxOutputTokens: req.MaxTokens, Streaming: req.Stream, SLO: m.slo, Priority: m.priority,
 			SessionID: m.session, PrefixBlockHashes: blocks},
 		Now:  now,
 		Seed: rand.Uint64(),
 	}
-	states := s.o.Endpoints.Snapshot()
+	states = s.o.Endpoints.Snapshot()
 	c.Endpoints = make([]sdk.Endpoint, 0, len(states))
 	for _, st := range states {
 		if !st.Routable() || !st.Serves(req.Model) {
 			continue
 		}
+		es := sdk.EndpointState{KVCacheUsage: st.KVCacheUsage, Waiting: st.Waiting, Running: st.Running,
+			MetricsAgeMs: float64(st.MetricsAge) / float64(time.Millisecond)}
+		s.inflight.Fill(st.ID, now, st.ScrapedAt, &es)
+		if s.o.MaxInflightPerEndpoint > 0 && es.InflightRequests >= int64(s.o.MaxInflightPerEndpoint) {
+			full++
+			continue
+		}
 		if st.NumGPUBlocks > 0 { // the engine's cache bounds what the router believes it holds
 			s.prefix.SetCapacity(st.ID, st.NumGPUBlocks)
 		}
-		es := sdk.EndpointState{KVCacheUsage: st.KVCacheUsage, Waiting: st.Waiting, Running: st.Running,
-			PrefixMatch: s.prefix.Fraction(st.ID, blocks), MetricsAgeMs: float64(st.MetricsAge) / float64(time.Millisecond)}
-		s.inflight.Fill(st.ID, now, st.ScrapedAt, &es)
-		if s.full(es.InflightRequests) {
-			continue
-		}
+		es.PrefixMatch = s.prefix.Fraction(st.ID, blocks)
 		c.Endpoints = append(c.Endpoints, sdk.Endpoint{ID: st.ID, Labels: st.Labels, State: es})
 	}
-	return c, states
+	return c, states, full
 }
 
 // asOpenAIError returns err as an OpenAI error (a 400 unless it is an *openai.Error).
