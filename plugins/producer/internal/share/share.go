@@ -1,0 +1,555 @@
+// Package share lets the producers of several router replicas learn from each other's samples
+// through a directory on a shared volume (a ReadWriteMany volume: NFS-like semantics, where a
+// rename is atomic, files written elsewhere appear after a delay, and modification times come
+// from other machines' clocks). There is no leader and no cluster protocol: each replica
+// publishes the samples it observed and reads the others'.
+//
+// Layout of the share directory (which must exist: a missing one is an unmounted volume, not a
+// directory to create):
+//
+//	samples/<replica>.<seq>                   the rows a replica observed between two exchanges
+//	samples/.tmp-<nonce>-<replica>.<seq>      a file being written (readers ignore dot files)
+//	models/<replica>/                         the replica's latest models (internal/model's layout)
+//
+// A writer writes a file under a temporary name, syncs it and renames it into place, so a reader
+// sees a whole file or none; a header (format version) and a footer (length and SHA-256) still let
+// a reader detect and skip a torn, corrupt or foreign file. Each replica keeps its newest Keep
+// files. Readers order a replica's files by their sequence numbers, never by modification times,
+// and judge a replica gone when its sequence has not advanced for PeerTimeout by their own clock
+// (the producer's cycle time), so clock skew between machines reorders or expires nothing. A gone
+// replica's files are removed by whichever replica notices first; the rows already merged stay in
+// each store until its own policy ages them out.
+package share
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/foresight-router/foresight/plugins/producer/internal/model"
+	"github.com/foresight-router/foresight/plugins/sdk"
+)
+
+// Subdirectories of the share directory.
+const (
+	SamplesDir = "samples"
+	ModelsDir  = "models"
+	tempPrefix = ".tmp-"
+)
+
+// idPattern is what a replica ID may be: a Kubernetes pod name or host name fits.
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]{0,251}[A-Za-z0-9])?$`)
+
+// CheckID returns an error unless id can name a replica's files.
+func CheckID(id string) error {
+	if !idPattern.MatchString(id) {
+		return fmt.Errorf("%q is not a replica ID: 1–253 letters, digits, '.', '_' or '-', starting and ending with a letter or digit", id)
+	}
+	return nil
+}
+
+// Config configures an Exchanger.
+type Config struct {
+	// Dir is the share directory; ReplicaID names this replica's files (see CheckID).
+	Dir, ReplicaID string
+	// Keep is how many of its newest files the replica keeps.
+	Keep int
+	// PeerTimeout is how long a replica's sequence may stand still, by this replica's clock,
+	// before it is taken as gone and its files are removed.
+	PeerTimeout time.Duration
+}
+
+// Outgoing is what one exchange publishes of this replica.
+type Outgoing struct {
+	// Rows are the samples observed since the last exchange that published; none writes no file.
+	Rows []sdk.Sample
+	// Model, when not nil, is a model set to publish for replicas that start later.
+	Model *model.Set
+}
+
+// Report says what one exchange did.
+type Report struct {
+	// Published is the rows written (0 when there were none or the write failed);
+	// ModelPublished whether Outgoing's model was written.
+	Published      int
+	ModelPublished bool
+	// Merged and Files are the peers' rows and files handed to merge; Invalid the files skipped.
+	Merged, Files, Invalid int
+	// Removed is the files and directories of gone replicas removed.
+	Removed int
+}
+
+// Exchanger publishes one replica's samples and reads the others'. It is not safe for concurrent
+// use: the producer runs one exchange at a time.
+type Exchanger struct {
+	cfg   Config
+	nonce uint64
+
+	started   bool
+	next      uint64          // the sequence number of the next file to write
+	recovered uint64          // the newest own file found at start (a previous run's)
+	written   map[uint64]bool // own files this run wrote and still keeps
+	conflict  bool            // another writer uses this replica ID (warned once)
+
+	peers    map[string]*peer
+	invalid  map[string]int // file name → failed reads, while the file is listed
+	failures int            // exchanges failed in a row
+}
+
+// peer is what this replica knows of another: the newest sequence number it has seen, when (by
+// this replica's clock) it last saw it advance, and the files it merged (of those still listed).
+type peer struct {
+	newest     uint64
+	advancedAt time.Time
+	merged     map[uint64]bool
+	maxMerged  uint64
+}
+
+// New returns an exchanger for cfg, which draws its nonce now.
+func New(cfg Config) *Exchanger {
+	return &Exchanger{cfg: cfg, nonce: rand.Uint64(), written: map[uint64]bool{}, peers: map[string]*peer{},
+		invalid: map[string]int{}}
+}
+
+// Config returns the exchanger's configuration.
+func (e *Exchanger) Config() Config { return e.cfg }
+
+// SetLimits changes Keep and PeerTimeout (a reconfiguration that keeps the directory and ID).
+func (e *Exchanger) SetLimits(keep int, peerTimeout time.Duration) {
+	e.cfg.Keep, e.cfg.PeerTimeout = keep, peerTimeout
+}
+
+// Failures is the number of exchanges that failed in a row (0 when the last one succeeded).
+func (e *Exchanger) Failures() int { return e.failures }
+
+// NextSeq is the sequence number the next published file gets.
+func (e *Exchanger) NextSeq() uint64 { return e.next }
+
+// Exchange publishes out.Rows as this replica's next file (nothing when there are none) and
+// out.Model as its models, hands merge
+// the rows of every peer file not merged yet (a file at a time, each replica's in sequence
+// order, replicas in name order), and removes the files of replicas gone for PeerTimeout. On its
+// first call it continues the sequence of this replica's previous run and merges that run's
+// files (a restarted producer gets its own samples back). now is this replica's clock; the zero
+// time means unknown, and then no replica is judged gone.
+//
+// It returns an error when the share directory cannot be used or rows could not be published:
+// the caller keeps what was not published and tries again at the next exchange. An invalid file is not an
+// error: it is skipped with a warning and read again next time (a file that arrived torn through
+// a cache may be whole later).
+func (e *Exchanger) Exchange(now time.Time, out Outgoing, merge func(replica string, rows []sdk.Sample)) (Report, error) {
+	var rep Report
+	err := e.exchange(now, out, merge, &rep)
+	e.health(err)
+	return rep, err
+}
+
+func (e *Exchanger) exchange(now time.Time, out Outgoing, merge func(string, []sdk.Sample), rep *Report) error {
+	if err := e.ready(); err != nil {
+		return err
+	}
+	l, err := e.list()
+	if err != nil {
+		return err
+	}
+	if !e.started {
+		e.recover(l, merge, rep)
+		e.started = true
+	}
+	e.checkConflict(l)
+	var pubErr error
+	if len(out.Rows) > 0 {
+		if pubErr = e.publish(out.Rows); pubErr == nil {
+			rep.Published = len(out.Rows)
+			l.files[e.cfg.ReplicaID] = append(l.files[e.cfg.ReplicaID], e.next-1)
+		}
+	}
+	if out.Model != nil {
+		if err := e.publishModel(out.Model); err != nil {
+			pubErr = errors.Join(pubErr, fmt.Errorf("share: publishing the models: %w", err))
+		} else {
+			rep.ModelPublished = true
+		}
+	}
+	rep.Removed += e.pruneOwn(l)
+	e.track(now, l)
+	e.readPeers(l, merge, rep)
+	rep.Removed += e.collect(now, l)
+	return pubErr
+}
+
+// ready checks that the share directory exists and makes its subdirectories.
+func (e *Exchanger) ready() error {
+	st, err := os.Stat(e.cfg.Dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("share directory %s does not exist: mount the shared volume there (or create it)", e.cfg.Dir)
+	case err != nil:
+		return fmt.Errorf("share directory: %w", err)
+	case !st.IsDir():
+		return fmt.Errorf("share directory %s is not a directory", e.cfg.Dir)
+	}
+	for _, sub := range []string{SamplesDir, ModelsDir} {
+		if err := os.Mkdir(filepath.Join(e.cfg.Dir, sub), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("share directory: %w", err)
+		}
+	}
+	return nil
+}
+
+// listing is what the share directory holds, by replica ID.
+type listing struct {
+	files  map[string][]uint64 // sequence numbers, ascending
+	temps  map[string][]string // file names being written (or left by a writer that died)
+	models map[string]bool
+}
+
+// ids returns every replica ID the listing names, sorted.
+func (l *listing) ids() []string {
+	set := map[string]bool{}
+	for id := range l.files {
+		set[id] = true
+	}
+	for id := range l.temps {
+		set[id] = true
+	}
+	for id := range l.models {
+		set[id] = true
+	}
+	ids := make([]string, 0, len(set))
+	for id := range set {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func (e *Exchanger) list() (*listing, error) {
+	l := &listing{files: map[string][]uint64{}, temps: map[string][]string{}, models: map[string]bool{}}
+	entries, err := os.ReadDir(filepath.Join(e.cfg.Dir, SamplesDir))
+	if err != nil {
+		return nil, fmt.Errorf("share directory: %w", err)
+	}
+	for _, ent := range entries {
+		name := ent.Name()
+		if id, seq, ok := parseName(name); ok {
+			l.files[id] = append(l.files[id], seq)
+		} else if id, ok := parseTemp(name); ok {
+			l.temps[id] = append(l.temps[id], name)
+		}
+	}
+	for _, seqs := range l.files {
+		slices.Sort(seqs)
+	}
+	entries, err = os.ReadDir(filepath.Join(e.cfg.Dir, ModelsDir))
+	if err != nil {
+		return nil, fmt.Errorf("share directory: %w", err)
+	}
+	for _, ent := range entries {
+		if ent.IsDir() && CheckID(ent.Name()) == nil {
+			l.models[ent.Name()] = true
+		}
+	}
+	return l, nil
+}
+
+// fileName is the name of a replica's seq-th file.
+func fileName(id string, seq uint64) string { return id + "." + strconv.FormatUint(seq, 10) }
+
+// parseName splits "<replica>.<seq>" at its last dot; anything else is not a samples file.
+func parseName(name string) (id string, seq uint64, ok bool) {
+	i := strings.LastIndexByte(name, '.')
+	if i <= 0 {
+		return "", 0, false
+	}
+	seq, err := strconv.ParseUint(name[i+1:], 10, 64)
+	if err != nil || seq == 0 || CheckID(name[:i]) != nil {
+		return "", 0, false
+	}
+	return name[:i], seq, true
+}
+
+// tempName is the name a file is written under before its rename.
+func tempName(nonce uint64, id string, seq uint64) string {
+	return fmt.Sprintf("%s%016x-%s", tempPrefix, nonce, fileName(id, seq))
+}
+
+// parseTemp returns the replica writing a temporary file.
+func parseTemp(name string) (string, bool) {
+	rest, ok := strings.CutPrefix(name, tempPrefix)
+	if !ok || len(rest) < 18 || rest[16] != '-' {
+		return "", false
+	}
+	id, _, ok := parseName(rest[17:])
+	return id, ok
+}
+
+// recover continues this replica's sequence after its newest file (a previous run's), merges
+// those files and removes the temporary files it left.
+func (e *Exchanger) recover(l *listing, merge func(string, []sdk.Sample), rep *Report) {
+	id := e.cfg.ReplicaID
+	seqs := l.files[id]
+	if len(seqs) > 0 {
+		e.recovered = seqs[len(seqs)-1]
+		for _, seq := range seqs {
+			if f := e.read(id, seq, rep); f != nil {
+				merge(id, f.Samples)
+				rep.Merged += len(f.Samples)
+			}
+		}
+		sdk.Log().Info().Str("replica", id).Uint64("seq", e.recovered).Int("files", len(seqs)).
+			Msg("share: continuing this replica's sequence and taking back its samples")
+	}
+	e.next = e.recovered + 1
+	for _, name := range l.temps[id] {
+		_ = os.Remove(filepath.Join(e.cfg.Dir, SamplesDir, name))
+	}
+	delete(l.temps, id)
+}
+
+// checkConflict notices files under this replica's ID that this run did not write: another
+// producer was given the same ID. Their sequence numbers collide with this run's, so it warns
+// (once) and moves its own sequence past theirs.
+func (e *Exchanger) checkConflict(l *listing) {
+	for _, seq := range l.files[e.cfg.ReplicaID] {
+		if seq > e.recovered && !e.written[seq] {
+			if !e.conflict {
+				e.conflict = true
+				sdk.Log().Error().Str("replica", e.cfg.ReplicaID).Uint64("seq", seq).Str("dir", e.cfg.Dir).
+					Msg("share: another producer publishes under this replica ID; give every producer sharing the directory its own replicaID (samples of both are lost or merged twice until then)")
+			}
+			e.next = max(e.next, seq+1)
+		}
+	}
+}
+
+// publish writes rows as file e.next: to a temporary name, synced, then renamed into place.
+func (e *Exchanger) publish(rows []sdk.Sample) error {
+	data, err := Encode(&File{ReplicaID: e.cfg.ReplicaID, Seq: e.next, Nonce: e.nonce, Samples: rows})
+	if err != nil {
+		return fmt.Errorf("share: %w", err)
+	}
+	dir := filepath.Join(e.cfg.Dir, SamplesDir)
+	tmp := filepath.Join(dir, tempName(e.nonce, e.cfg.ReplicaID, e.next))
+	if err := writeSynced(tmp, data); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("share: publishing samples: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, fileName(e.cfg.ReplicaID, e.next))); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("share: publishing samples: %w", err)
+	}
+	e.written[e.next] = true
+	e.next++
+	return nil
+}
+
+func writeSynced(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// pruneOwn removes this replica's files beyond its newest Keep and returns how many it removed.
+func (e *Exchanger) pruneOwn(l *listing) int {
+	id := e.cfg.ReplicaID
+	seqs := l.files[id]
+	removed := 0
+	for len(seqs) > e.cfg.Keep {
+		if err := os.Remove(filepath.Join(e.cfg.Dir, SamplesDir, fileName(id, seqs[0]))); err == nil || errors.Is(err, fs.ErrNotExist) {
+			removed++
+		}
+		delete(e.written, seqs[0])
+		seqs = seqs[1:]
+	}
+	l.files[id] = seqs
+	return removed
+}
+
+// track updates what is known of every other replica the listing names: its newest sequence
+// number and when this replica saw it advance (by its own clock; not at all while now is
+// unknown). Replicas no longer listed are forgotten.
+func (e *Exchanger) track(now time.Time, l *listing) {
+	ids := l.ids()
+	for id := range e.peers {
+		if _, ok := slices.BinarySearch(ids, id); !ok {
+			delete(e.peers, id)
+		}
+	}
+	for _, id := range ids {
+		if id == e.cfg.ReplicaID {
+			continue
+		}
+		p := e.peers[id]
+		if p == nil {
+			p = &peer{merged: map[uint64]bool{}}
+			e.peers[id] = p
+		}
+		var newest uint64
+		if seqs := l.files[id]; len(seqs) > 0 {
+			newest = seqs[len(seqs)-1]
+		}
+		if newest < p.newest {
+			sdk.Log().Info().Str("peer", id).Uint64("seq", newest).Uint64("was", p.newest).
+				Msg("share: a replica started its sequence again (its files were removed)")
+			p.maxMerged = 0
+		}
+		if newest != p.newest || p.advancedAt.IsZero() {
+			p.newest, p.advancedAt = newest, now
+		}
+	}
+}
+
+// readPeers hands merge the rows of every listed peer file not merged yet.
+func (e *Exchanger) readPeers(l *listing, merge func(string, []sdk.Sample), rep *Report) {
+	listed := map[string]bool{}
+	for _, id := range l.ids() {
+		p := e.peers[id]
+		if p == nil {
+			continue
+		}
+		seqs := l.files[id]
+		for seq := range p.merged {
+			if _, ok := slices.BinarySearch(seqs, seq); !ok {
+				delete(p.merged, seq)
+			}
+		}
+		if len(seqs) > 0 && p.maxMerged > 0 && seqs[0] > p.maxMerged+1 {
+			sdk.Log().Info().Str("peer", id).Uint64("from", p.maxMerged+1).Uint64("to", seqs[0]-1).
+				Msg("share: a replica's files were removed before this one read them (a long pause; shareKeep × sharePeriodMs is the most it can fall behind)")
+		}
+		for _, seq := range seqs {
+			listed[fileName(id, seq)] = true
+			if p.merged[seq] {
+				continue
+			}
+			f := e.read(id, seq, rep)
+			if f == nil {
+				continue
+			}
+			merge(id, f.Samples)
+			p.merged[seq] = true
+			p.maxMerged = max(p.maxMerged, seq)
+			rep.Files++
+			rep.Merged += len(f.Samples)
+		}
+	}
+	for name := range e.invalid {
+		if !listed[name] {
+			delete(e.invalid, name)
+		}
+	}
+}
+
+// read returns a replica's seq-th file, or nil (with a warning the first time) when it is gone
+// or invalid.
+func (e *Exchanger) read(id string, seq uint64, rep *Report) *File {
+	name := fileName(id, seq)
+	path := filepath.Join(e.cfg.Dir, SamplesDir, name)
+	f, err := readFile(path)
+	if errors.Is(err, fs.ErrNotExist) { // removed since the listing: its writer pruned it
+		return nil
+	}
+	if err == nil && (f.ReplicaID != id || f.Seq != seq) {
+		err = fmt.Errorf("%w: foreign (it holds replica %q's file %d)", ErrInvalid, f.ReplicaID, f.Seq)
+	}
+	if err != nil {
+		rep.Invalid++
+		ev := sdk.Log().Debug()
+		if e.invalid[name] == 0 {
+			ev = sdk.Log().Warn()
+		}
+		e.invalid[name]++
+		ev.Err(err).Str("file", path).Int("reads", e.invalid[name]).Msg("share: skipping a samples file")
+		return nil
+	}
+	delete(e.invalid, name)
+	return f
+}
+
+func readFile(path string) (*File, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() > MaxFileBytes {
+		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrInvalid, st.Size(), MaxFileBytes)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Decode(data)
+}
+
+// collect removes the files of every replica whose sequence has not advanced for PeerTimeout
+// by now (nothing while now is unknown) and returns how many files and directories it removed.
+// Another replica may be removing the same files: a file already gone is no error.
+func (e *Exchanger) collect(now time.Time, l *listing) int {
+	if now.IsZero() {
+		return 0
+	}
+	removed := 0
+	for _, id := range l.ids() {
+		p := e.peers[id]
+		if p == nil || p.advancedAt.IsZero() || now.Sub(p.advancedAt) <= e.cfg.PeerTimeout {
+			continue
+		}
+		var paths []string
+		for _, seq := range l.files[id] {
+			paths = append(paths, filepath.Join(e.cfg.Dir, SamplesDir, fileName(id, seq)))
+		}
+		for _, name := range l.temps[id] {
+			paths = append(paths, filepath.Join(e.cfg.Dir, SamplesDir, name))
+		}
+		if l.models[id] {
+			paths = append(paths, filepath.Join(e.cfg.Dir, ModelsDir, id))
+		}
+		for _, path := range paths {
+			if err := os.RemoveAll(path); err == nil {
+				removed++
+			}
+		}
+		sdk.Log().Info().Str("peer", id).Uint64("seq", p.newest).Dur("still_for", now.Sub(p.advancedAt)).
+			Int("removed", len(paths)).Msg("share: a replica is gone (its sequence stopped advancing); removed its files")
+		delete(e.peers, id)
+	}
+	return removed
+}
+
+// health logs the share directory's state when it changes: a warning at the first failure, an
+// info line when an exchange succeeds again.
+func (e *Exchanger) health(err error) {
+	switch {
+	case err != nil && e.failures == 0:
+		sdk.Log().Warn().Err(err).Str("dir", e.cfg.Dir).
+			Msg("share: exchange failed; the producer learns from its own samples and tries again every sharePeriodMs")
+	case err != nil:
+		sdk.Log().Debug().Err(err).Int("failures", e.failures+1).Msg("share: exchange failed again")
+	case e.failures > 0:
+		sdk.Log().Info().Str("dir", e.cfg.Dir).Int("failed_exchanges", e.failures).Msg("share: exchanges work again")
+	}
+	if err != nil {
+		e.failures++
+	} else {
+		e.failures = 0
+	}
+}
