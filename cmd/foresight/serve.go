@@ -14,7 +14,7 @@ import (
 
 // serveOverrides are serve's flags that replace parts of the config.
 type serveOverrides struct {
-	endpoints, listen, admin string
+	endpoints, listen, admin, extProc string
 }
 
 func newServe() *cobra.Command {
@@ -23,7 +23,7 @@ func newServe() *cobra.Command {
 		o                serveOverrides
 	)
 	cmd := &cobra.Command{
-		Use:   "serve --config FILE [--endpoints URL[,URL…]] [--listen ADDR] [--admin ADDR]",
+		Use:   "serve --config FILE [--endpoints URL[,URL…]] [--listen ADDR] [--admin ADDR] [--ext-proc ADDR]",
 		Short: "Run the router: an OpenAI-compatible proxy in front of the configured endpoints",
 		Long: "serve starts the pipeline's plugins, scrapes the endpoints' metrics, and serves the OpenAI API\n" +
 			"(/v1/completions, /v1/chat/completions, /v1/models) on server.listen and /metrics,\n" +
@@ -31,8 +31,10 @@ func newServe() *cobra.Command {
 			"SIGHUP, a change of the config file and POST /admin/reload rebuild the pipeline and swap it\n" +
 			"in without dropping a request (plugins and pipeline only; other sections need a restart).\n" +
 			"Ctrl-C lets requests in flight finish (up to 10 s) and stops every plugin process.\n" +
-			"--endpoints replaces the config's endpoints (static and file), --listen and --admin its\n" +
-			"listeners; they hold across reloads.",
+			"--ext-proc (server.extProcListen) also serves the endpoint picker of a Kubernetes Inference\n" +
+			"Gateway there: Envoy's ext_proc gRPC protocol, the same pipeline and metrics (docs/kubernetes.md).\n" +
+			"--endpoints replaces the config's endpoints (static and file), --listen, --admin and\n" +
+			"--ext-proc its listeners; they hold across reloads.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := config.Load(file)
@@ -52,7 +54,11 @@ func newServe() *cobra.Command {
 				return err
 			}
 			atExit(r.Close)
-			fmt.Fprintf(cmd.OutOrStdout(), "foresight %s: OpenAI API on http://%s, admin on http://%s\n", version, r.Addr(), r.AdminAddr())
+			fmt.Fprintf(cmd.OutOrStdout(), "foresight %s: OpenAI API on http://%s, admin on http://%s", version, r.Addr(), r.AdminAddr())
+			if a := r.ExtProcAddr(); a != "" {
+				fmt.Fprintf(cmd.OutOrStdout(), ", ext_proc endpoint picker on %s", a)
+			}
+			fmt.Fprintln(cmd.OutOrStdout())
 			hup := make(chan os.Signal, 1)
 			signal.Notify(hup, syscall.SIGHUP)
 			for range hup { // until SIGINT/SIGTERM, which closes the router and exits
@@ -66,6 +72,7 @@ func newServe() *cobra.Command {
 	f.StringVar(&o.endpoints, "endpoints", "", "comma-separated endpoints (http://host:port or host:port) replacing the config's")
 	f.StringVar(&o.listen, "listen", "", "the OpenAI API's address, replacing server.listen")
 	f.StringVar(&o.admin, "admin", "", "the admin listener's address, replacing server.adminListen")
+	f.StringVar(&o.extProc, "ext-proc", "", "serve the gateway endpoint picker (Envoy ext_proc, gRPC) on this address, replacing server.extProcListen")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write the router process's CPU profile to this file when it stops (go tool pprof)")
 	_ = cmd.MarkFlagRequired("config")
 	return cmd
@@ -90,6 +97,9 @@ func (o serveOverrides) apply(cfg *config.Config) error {
 	}
 	if o.admin != "" {
 		cfg.Server.AdminListen = o.admin
+	}
+	if o.extProc != "" {
+		cfg.Server.ExtProcListen = o.extProc
 	}
 	if err := cfg.ValidateRouter(); err != nil {
 		return fmt.Errorf("the flags: %w", err)

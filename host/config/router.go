@@ -18,6 +18,11 @@ type Server struct {
 	// AdminListen serves /metrics, /debug/decisions, /health and the /admin API (default
 	// 127.0.0.1:9090). Bound to anything but a loopback address it requires AdminToken.
 	AdminListen string `yaml:"adminListen"`
+	// ExtProcListen, when set, serves the endpoint picker of a Kubernetes Inference Gateway on
+	// this address: Envoy's external processing gRPC protocol, through which the gateway asks
+	// which endpoint serves each request (docs/kubernetes.md), with the gRPC health services
+	// liveness and readiness. Default "": off (serve --ext-proc sets it).
+	ExtProcListen string `yaml:"extProcListen"`
 	// AdminToken, when set, is the bearer token every admin request but GET /health must carry
 	// (Authorization: Bearer TOKEN). The environment variable FORESIGHT_ADMIN_TOKEN, when set,
 	// takes its place, so the secret need not sit in the file.
@@ -222,7 +227,10 @@ func (c *Config) CheckAdminAccess() error {
 // afterwards (serve's flags) does again.
 func (c *Config) ValidateRouter() error {
 	s := &c.Server
-	for _, l := range []struct{ field, addr string }{{"listen", s.Listen}, {"adminListen", s.AdminListen}} {
+	for _, l := range []struct{ field, addr string }{{"listen", s.Listen}, {"adminListen", s.AdminListen}, {"extProcListen", s.ExtProcListen}} {
+		if l.addr == "" && l.field == "extProcListen" {
+			continue
+		}
 		if _, _, err := net.SplitHostPort(l.addr); err != nil {
 			return c.errorAt([]any{"server", l.field}, "%q is not host:port: %v", l.addr, err)
 		}

@@ -36,6 +36,26 @@ func (e Endpoint) BaseURL() string {
 	return "http://" + e.Address
 }
 
+// HostPort returns the host:port the endpoint listens on: Address itself, or a base URL's host
+// with the scheme's default port when it names none (what a gateway connects to).
+func (e Endpoint) HostPort() string {
+	if !strings.Contains(e.Address, "://") {
+		return e.Address
+	}
+	u, err := url.Parse(e.Address)
+	if err != nil { // ValidateAddress refused it before it got here
+		return e.Address
+	}
+	if u.Port() != "" {
+		return u.Host
+	}
+	port := "80"
+	if u.Scheme == "https" {
+		port = "443"
+	}
+	return net.JoinHostPort(u.Hostname(), port)
+}
+
 // ValidateAddress accepts "host:port" with a non-empty host and a port in 1..65535, or an http
 // or https URL with such a host (a path prefix is allowed; a query or fragment is not).
 func ValidateAddress(a string) error {

@@ -162,6 +162,25 @@ func (aw *answerWriter) flush() {
 	}
 }
 
+// measureStream reads the answer's TTFT, TPOT and usage from what Relay saw. A complete answer
+// goes to the prefix index and, when sample says so, its TPOT to the producer.
+func (s *Server) measureStream(x *exchange, a *attempt, res openai.StreamResult, out *outcome, complete, sample bool) {
+	out.usage = res.Usage
+	if !res.FirstContent.IsZero() {
+		out.ttft = ms(res.FirstContent.Sub(a.dispatched))
+		if res.Usage != nil && res.Usage.CompletionTokens >= 2 && res.Last.After(res.FirstContent) {
+			out.tpot = ms(res.Last.Sub(res.FirstContent)) / float64(res.Usage.CompletionTokens-1)
+		}
+	}
+	if !complete {
+		return
+	}
+	s.recordAnswer(a.ep.ID, x, res.Answer)
+	if sample && out.tpot > 0 {
+		s.observe(x, a, sdk.Sample{ActualTPOTMs: out.tpot, OutputTokens: res.Usage.CompletionTokens}, s.o.Now())
+	}
+}
+
 // relayStream streams the SSE answer through, without the usage chunk the client did not ask
 // for. A stream that fails before its first event reached the client fails over; one that fails
 // after it ends with an error event (openai.WriteStreamError) and counts as failed.
@@ -180,20 +199,12 @@ func (s *Server) relayStream(actx context.Context, w http.ResponseWriter, resp *
 		}
 		return s.cause(actx, err)
 	}
-	out.status, out.usage = http.StatusOK, res.Usage
-	if !res.FirstContent.IsZero() {
-		out.ttft = ms(res.FirstContent.Sub(a.dispatched))
-		if res.Usage != nil && res.Usage.CompletionTokens >= 2 && res.Last.After(res.FirstContent) {
-			out.tpot = ms(res.Last.Sub(res.FirstContent)) / float64(res.Usage.CompletionTokens-1)
-		}
-	}
+	out.status = http.StatusOK
+	complete := err == nil || res.Done // a failure after [DONE] reached the client (it hung up, the engine reset) cut nothing
+	s.measureStream(x, a, res, out, complete, true)
 	var source *openai.SourceError
 	switch {
-	case err == nil || res.Done: // a failure after [DONE] reached the client (it hung up, the engine reset) cut nothing
-		s.recordAnswer(a.ep.ID, x, res.Answer)
-		if out.tpot > 0 {
-			s.observe(x, a, sdk.Sample{ActualTPOTMs: out.tpot, OutputTokens: res.Usage.CompletionTokens}, s.o.Now())
-		}
+	case complete:
 	case !errors.As(err, &source) || x.client.Err() != nil: // the client went away
 		out.status, out.err = statusClientClosed, "client went away mid-answer"
 	default:

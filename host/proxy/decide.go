@@ -41,6 +41,7 @@ type pending struct {
 	req      *openai.Request
 	meta     meta
 	received time.Time
+	only     func(endpoints.Endpoint) bool // the endpoints the request may go to; nil: all
 	queued   time.Time
 	state    atomic.Int32 // waiting, then taken (decided) or gone (its client left first)
 	done     chan struct{}
@@ -142,7 +143,7 @@ func (d *decider) round(round []*pending) (redo []*pending, dispatched int) {
 	began := d.s.o.Now()
 	var wg sync.WaitGroup
 	for i, p := range round {
-		p.cycle, p.states, p.full = d.s.cycle(p.req, p.meta, p.received)
+		p.cycle, p.states, p.full = d.s.cycle(p.req, p.meta, p.received, p.only)
 		p.trace = nil
 		if len(p.cycle.Endpoints) == 0 {
 			continue // nothing to decide: serve explains why

@@ -12,9 +12,9 @@ import (
 	"github.com/foresight-router/foresight/host/openai"
 )
 
-// enter counts one more request held by the router; nil when it may go on (the caller calls
-// leave when it is done), else the 429 for one over server.maxConcurrentRequests.
-func (s *Server) enter() *openai.Error {
+// Enter counts one more request held by the router; nil when it may go on (the caller calls
+// Leave when it is done), else the 429 for one over server.maxConcurrentRequests.
+func (s *Server) Enter() *openai.Error {
 	if n := s.active.Add(1); s.o.MaxConcurrentRequests > 0 && n > int64(s.o.MaxConcurrentRequests) {
 		s.active.Add(-1)
 		return &openai.Error{Status: http.StatusTooManyRequests, Type: openai.TypeRateLimit, Code: "router_busy",
@@ -23,12 +23,12 @@ func (s *Server) enter() *openai.Error {
 	return nil
 }
 
-// leave counts a request the router no longer holds.
-func (s *Server) leave() { s.active.Add(-1) }
+// Leave counts a request the router no longer holds.
+func (s *Server) Leave() { s.active.Add(-1) }
 
-// checkHeaders answers 431 for a header section beyond server.maxHeaders fields or
+// CheckHeaders answers 431 for a header section beyond server.maxHeaders fields or
 // server.maxHeaderBytes bytes of names and values.
-func (s *Server) checkHeaders(h http.Header) *openai.Error {
+func (s *Server) CheckHeaders(h http.Header) *openai.Error {
 	fields, size := 0, 0
 	for name, values := range h {
 		fields += len(values)
@@ -49,6 +49,15 @@ func (s *Server) checkHeaders(h http.Header) *openai.Error {
 	return nil
 }
 
+// MaxBodyBytes is server.maxBodyBytes, the largest request body the router takes.
+func (s *Server) MaxBodyBytes() int64 { return s.o.MaxBodyBytes }
+
+// BodyTooLarge is the 413 for a request body beyond MaxBodyBytes.
+func (s *Server) BodyTooLarge() *openai.Error {
+	return &openai.Error{Status: http.StatusRequestEntityTooLarge, Type: openai.TypeInvalidRequest,
+		Message: "the request body is larger than the router's limit of " + strconv.FormatInt(s.o.MaxBodyBytes, 10) + " bytes (server.maxBodyBytes)"}
+}
+
 // readBody reads the request body, at most server.maxBodyBytes (413 beyond) within
 // server.readBodyTimeout (408 past it).
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *openai.Error) {
@@ -64,8 +73,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *open
 	case err == nil:
 		return body, nil
 	case errors.As(err, &tooBig):
-		return nil, &openai.Error{Status: http.StatusRequestEntityTooLarge, Type: openai.TypeInvalidRequest,
-			Message: "the request body is larger than the router's limit of " + strconv.FormatInt(s.o.MaxBodyBytes, 10) + " bytes (server.maxBodyBytes)"}
+		return nil, s.BodyTooLarge()
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		// The rest of the body may never come: close the connection after the answer rather than
 		// let net/http wait for it to discard it.

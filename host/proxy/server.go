@@ -194,85 +194,114 @@ func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
 // serve handles one completion request end to end.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, kind openai.Kind) {
 	received := s.o.Now()
-	var id, model string        // known once parsed, for the access line of a refusal
-	var decided *pipeline.Trace // once the pipeline has run: an experiment's arm answers for the refusal
-	refuse := func(e *openai.Error) {
-		openai.WriteError(w, e)
-		arm := ""
-		if decided != nil {
-			arm = decided.Arm
-			s.recordOutcome(decided, e.Status, 0, 0, 0, sdk.SLO{})
-		}
-		if s.o.Metrics != nil {
-			s.o.Metrics.Observe(metrics.Request{Code: e.Status, Arm: arm})
-		}
-		s.o.Log.Info().Str("request_id", id).Str("model", model).Int("status", e.Status).Str("error", e.Message).Msg("request")
-	}
-	if e := s.enter(); e != nil {
-		refuse(e)
+	if e := s.Enter(); e != nil {
+		s.refuse(w, nil, e)
 		return
 	}
-	defer s.leave()
-	if e := s.checkHeaders(r.Header); e != nil {
-		refuse(e)
+	defer s.Leave()
+	if e := s.CheckHeaders(r.Header); e != nil {
+		s.refuse(w, nil, e)
 		return
 	}
 	body, e := s.readBody(w, r)
 	if e != nil {
-		refuse(e)
+		s.refuse(w, nil, e)
 		return
 	}
-	req, err := openai.Parse(kind, body)
-	if err != nil {
-		refuse(asOpenAIError(err))
-		return
-	}
-	model = req.Model
-	m, oerr := readMeta(r.Header, req.User, s.o.Priority, s.o.Objectives)
-	if oerr != nil {
-		refuse(oerr)
-		return
-	}
-	id = m.id
-	w.Header().Set(HeaderRequestID, m.id)
-	upstream, err := req.UpstreamBody()
-	if err != nil {
-		refuse(&openai.Error{Status: http.StatusInternalServerError, Type: "server_error", Message: "encoding the upstream request: " + err.Error()})
-		return
-	}
-	p := &pending{ctx: r.Context(), req: req, meta: m, received: received}
-	if !s.decider.decide(p) { // counted and logged as a 499 like a client that leaves mid-answer; nobody reads the body
-		refuse(&openai.Error{Status: statusClientClosed, Type: "invalid_request_error", Message: "the client went away before a decision"})
-		return
-	}
-	c, t := p.cycle, p.trace
-	if t == nil {
-		refuse(s.noEndpoint(req.Model, p.states, p.full))
-		return
-	}
-	decided = t
-	s.decisions.add(t)
-	if m.debug {
-		if b, err := json.Marshal(t); err == nil {
+	x, e := s.decideRequest(r.Context(), kind, r.Header, body, received, nil)
+	if x != nil {
+		w.Header().Set(HeaderRequestID, x.meta.id)
+		if b := x.debugTrace(); b != nil {
 			w.Header().Set(HeaderDecision, string(b))
 		}
 	}
-	if !t.Admitted {
-		refuse(&openai.Error{Status: http.StatusTooManyRequests, Type: openai.TypeRateLimit, Code: "shed",
-			Message: "the router shed this request: " + t.Reason})
+	if e != nil {
+		s.refuse(w, x, e)
 		return
+	}
+	s.proxy(w, r, x)
+}
+
+// refuse answers the request with e and records the refusal; x is what is known of the request
+// (nil before its body parsed).
+func (s *Server) refuse(w http.ResponseWriter, x *exchange, e *openai.Error) {
+	openai.WriteError(w, e)
+	s.refused(x, e)
+}
+
+// refused records a request the router answered itself with e: in the metrics, the access log
+// and, once the pipeline decided it, the outcome of the experiment arm that did.
+func (s *Server) refused(x *exchange, e *openai.Error) {
+	var id, model, arm string
+	if x != nil {
+		id, model = x.meta.id, x.req.Model
+		if x.trace != nil {
+			arm = x.trace.Arm
+			s.recordOutcome(x.trace, e.Status, 0, 0, 0, sdk.SLO{})
+		}
+	}
+	if s.o.Metrics != nil {
+		s.o.Metrics.Observe(metrics.Request{Code: e.Status, Arm: arm})
+	}
+	s.o.Log.Info().Str("request_id", id).Str("model", model).Int("status", e.Status).Str("error", e.Message).Msg("request")
+}
+
+// decideRequest does what every front does between a request's bytes and its dispatch: it parses
+// the body, reads the headers' metadata and has the request decided, among the endpoints only
+// accepts when only is non-nil. It returns the exchange, dispatched to its first endpoint, or the
+// error to refuse the request with; x is non-nil (without a trace when undecided) once the body
+// parsed, so that the refusal can name the request.
+func (s *Server) decideRequest(ctx context.Context, kind openai.Kind, h http.Header, body []byte, received time.Time, only func(endpoints.Endpoint) bool) (x *exchange, _ *openai.Error) {
+	req, err := openai.Parse(kind, body)
+	if err != nil {
+		return nil, asOpenAIError(err)
+	}
+	m, oerr := readMeta(h, req.User, s.o.Priority, s.o.Objectives)
+	if oerr != nil {
+		return nil, oerr
+	}
+	x = &exchange{client: ctx, req: req, meta: m, received: received}
+	if x.body, err = req.UpstreamBody(); err != nil {
+		return x, &openai.Error{Status: http.StatusInternalServerError, Type: "server_error", Message: "encoding the upstream request: " + err.Error()}
+	}
+	p := &pending{ctx: ctx, req: req, meta: m, received: received, only: only}
+	if !s.decider.decide(p) { // counted and logged as a 499 like a client that leaves mid-answer; nobody reads the body
+		return x, &openai.Error{Status: statusClientClosed, Type: "invalid_request_error", Message: "the client went away before a decision"}
+	}
+	x.cycle, x.trace, x.first = p.cycle, p.trace, p.first
+	t := p.trace
+	if t == nil {
+		return x, s.noEndpoint(req.Model, p.states, p.full, only != nil)
+	}
+	s.decisions.add(t)
+	if !t.Admitted {
+		return x, &openai.Error{Status: http.StatusTooManyRequests, Type: openai.TypeRateLimit, Code: "shed",
+			Message: "the router shed this request: " + t.Reason}
 	}
 	if len(t.Order) == 0 {
-		refuse(&openai.Error{Status: http.StatusServiceUnavailable, Type: "server_error",
-			Message: "no endpoint can take this request: " + t.Reason})
-		return
+		return x, &openai.Error{Status: http.StatusServiceUnavailable, Type: "server_error",
+			Message: "no endpoint can take this request: " + t.Reason}
 	}
-	s.proxy(w, r, &exchange{client: r.Context(), req: req, meta: m, cycle: c, trace: t, received: received, body: upstream, first: p.first})
+	return x, nil
+}
+
+// debugTrace is the decision trace as JSON when the request asked for it (x-foresight-debug: 1)
+// and was decided; nil otherwise.
+func (x *exchange) debugTrace() []byte {
+	if !x.meta.debug || x.trace == nil {
+		return nil
+	}
+	b, err := json.Marshal(x.trace)
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 // noEndpoint explains why a request has no candidate; full endpoints serving the model were left
-// out at server.maxInflightPerEndpoint.
-func (s *Server) noEndpoint(model string, states []endpoints.State, full int) *openai.Error {
+// out at server.maxInflightPerEndpoint. With a gateway's subset (states holds the endpoints it
+// offered), every case but full endpoints is a 503, as the endpoint picker protocol requires.
+func (s *Server) noEndpoint(model string, states []endpoints.State, full int, subset bool) *openai.Error {
 	routable, ejected := 0, 0
 	for _, st := range states {
 		if st.Routable() {
@@ -282,13 +311,22 @@ func (s *Server) noEndpoint(model string, states []endpoints.State, full int) *o
 			ejected++
 		}
 	}
-	if routable == 0 {
+	switch {
+	case subset && len(states) == 0:
+		return &openai.Error{Status: http.StatusServiceUnavailable, Type: openai.TypeServer,
+			Message: "none of the endpoints the gateway offered (its subset hint) is one the router knows"}
+	case routable == 0 && subset:
+		return &openai.Error{Status: http.StatusServiceUnavailable, Type: openai.TypeServer,
+			Message: fmt.Sprintf("none of the %d endpoints the gateway offered (its subset hint) is in the rotation (%d ejected for failing requests, the others unhealthy)", len(states), ejected)}
+	case routable == 0:
 		return &openai.Error{Status: http.StatusServiceUnavailable, Type: openai.TypeServer,
 			Message: fmt.Sprintf("no endpoint is in the rotation (%d configured, %d ejected for failing requests, the others unhealthy)", len(states), ejected)}
-	}
-	if full > 0 {
+	case full > 0:
 		return &openai.Error{Status: http.StatusTooManyRequests, Type: openai.TypeRateLimit, Code: "endpoints_full",
 			Message: fmt.Sprintf("every endpoint that serves the model has %d of the router's requests in flight (server.maxInflightPerEndpoint); retry later", s.o.MaxInflightPerEndpoint)}
+	case subset:
+		return &openai.Error{Status: http.StatusServiceUnavailable, Type: openai.TypeServer, Code: "model_not_found",
+			Message: "none of the endpoints the gateway offered (its subset hint) serves the model " + strconv.Quote(model)}
 	}
 	return &openai.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "model", Code: "model_not_found",
 		Message: "no healthy endpoint serves the model " + strconv.Quote(model)}
@@ -297,8 +335,9 @@ func (s *Server) noEndpoint(model string, states []endpoints.State, full int) *o
 // cycle builds the scheduling cycle: every healthy endpoint that serves the model (or has not
 // said yet what it serves) and is not full (server.maxInflightPerEndpoint), with its scraped
 // gauges, the router's in-flight accounting (with what it dispatched there since that scrape) and
-// its prefix match. It also returns the endpoints it saw and how many it left out as full.
-func (s *Server) cycle(req *openai.Request, m meta, now time.Time) (c *sdk.Cycle, states []endpoints.State, full int) {
+// its prefix match; with only, among the endpoints it accepts. It also returns the endpoints it
+// saw and how many it left out as full.
+func (s *Server) cycle(req *openai.Request, m meta, now time.Time, only func(endpoints.Endpoint) bool) (c *sdk.Cycle, states []endpoints.State, full int) {
 	blocks := openai.PrefixBlocks(nil, req.Prompt)
 	c = &sdk.Cycle{
 		Request: sdk.Request{ID: m.id, Model: req.Model, InputTokens: req.InputTokens(),
@@ -308,6 +347,9 @@ func (s *Server) cycle(req *openai.Request, m meta, now time.Time) (c *sdk.Cycle
 		Seed: rand.Uint64(),
 	}
 	states = s.o.Endpoints.Snapshot()
+	if only != nil {
+		states = slices.DeleteFunc(states, func(st endpoints.State) bool { return !only(st.Endpoint) })
+	}
 	c.Endpoints = make([]sdk.Endpoint, 0, len(states))
 	for _, st := range states {
 		if !st.Routable() || !st.Serves(req.Model) {

@@ -33,6 +33,7 @@ type Router struct {
 	api, admin         *http.Server
 	apiAddr, adminAddr string
 	srv                *proxy.Server
+	ext                *extProc // nil when server.extProcListen is off
 	pipes              *Pipelines
 	file               string // the config file reloads read
 	reloads            *metrics.Reloads
@@ -134,10 +135,16 @@ func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger) (_ *Rout
 	if file := cfg.File(); file != "" {
 		r.goRun(func() { r.watchConfig(ctx, file) })
 	}
+	if cfg.Server.ExtProcListen != "" {
+		if err := r.startExtProc(cfg.Server); err != nil {
+			return nil, err
+		}
+	}
 	adminHandler := admin.Handler(admin.Options{Control: r, Metrics: reg, Decisions: r.srv.Decisions, Token: cfg.AdminToken()})
 	if r.admin, r.adminAddr, err = r.listen(cfg.Server.AdminListen, adminHandler, cfg.Server); err != nil {
 		return nil, err
 	}
+	r.markReady()
 	return r, nil
 }
 
@@ -154,6 +161,7 @@ func (r *Router) Close() {
 	r.closeOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 		defer cancel()
+		r.stopExtProc(ctx)
 		for _, s := range []*http.Server{r.api, r.admin} {
 			if s != nil {
 				_ = s.Shutdown(ctx)

@@ -1,0 +1,100 @@
+package extproc
+
+import (
+	"net/http"
+	"strconv"
+
+	filterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+
+	"github.com/foresight-router/foresight/host/proxy"
+)
+
+// responseHeaders reads the answer's status and gives the client the request's ID (and the
+// decision trace when asked for). A streamed 200 answer goes through the relay, which times its
+// tokens and hides the usage the router asked for (so its length changes: content-length goes);
+// any other answer passes through as it is and, when whole and 200, is measured at its end.
+func (x *exchange) responseHeaders(m *extprocv3.HttpHeaders) ([]*extprocv3.ProcessingResponse, error) {
+	_, pseudo := headerMap(m.GetHeaders())
+	code, err := strconv.Atoi(pseudo[":status"])
+	if err != nil {
+		return nil, unsupported("response headers without a valid :status (%q)", pseudo[":status"])
+	}
+	x.routed.Status(code)
+	x.phase = phaseAnswer
+	mutation := setHeaders(proxy.HeaderRequestID, x.routed.RequestID(), proxy.HeaderDecision, string(x.routed.Decision()))
+	if code == http.StatusOK && x.routed.Streaming() && x.respMode != filterv3.ProcessingMode_NONE {
+		x.relay = startFeed(x.routed.Relay)
+		mutation.RemoveHeaders = append(mutation.RemoveHeaders, "content-length")
+	}
+	resps := []*extprocv3.ProcessingResponse{{Response: &extprocv3.ProcessingResponse_ResponseHeaders{
+		ResponseHeaders: &extprocv3.HeadersResponse{Response: &extprocv3.CommonResponse{HeaderMutation: mutation}}}}}
+	if m.GetEndOfStream() || x.respMode == filterv3.ProcessingMode_NONE {
+		x.endAnswer() // no body will come to the router
+	}
+	return resps, nil
+}
+
+// responseBody passes a piece of the answer on: through the relay for a streamed answer, as it
+// is otherwise (kept to be measured when whole). In full-duplex mode every piece goes back as a
+// streamed body; in the buffered and streamed modes each piece's answer replaces it.
+func (x *exchange) responseBody(piece []byte, eos bool) []*extprocv3.ProcessingResponse {
+	out, changed := piece, false
+	if x.relay != nil {
+		out, changed = x.relay.push(piece), true
+	} else if !x.tooWhole {
+		x.whole = append(x.whole, piece...)
+		x.tooWhole = len(x.whole) > maxWholeBytes
+	}
+	if eos {
+		out = append(out, x.endAnswer()...)
+	}
+	if x.respMode == filterv3.ProcessingMode_FULL_DUPLEX_STREAMED {
+		resps := []*extprocv3.ProcessingResponse{}
+		for _, c := range chunks(out, eos) {
+			resps = append(resps, bodyResponse(c, true))
+		}
+		return resps
+	}
+	common := &extprocv3.CommonResponse{}
+	if changed {
+		common.BodyMutation = &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: out}}
+	}
+	return []*extprocv3.ProcessingResponse{{Response: &extprocv3.ProcessingResponse_ResponseBody{
+		ResponseBody: &extprocv3.BodyResponse{Response: common}}}}
+}
+
+// responseTrailers ends the answer. What the relay still held (an event the stream cut short)
+// goes on as a last piece of body in full-duplex mode; the other modes cannot send a body
+// unasked, so it is logged as dropped.
+func (x *exchange) responseTrailers() []*extprocv3.ProcessingResponse {
+	var resps []*extprocv3.ProcessingResponse
+	if rest := x.endAnswer(); len(rest) > 0 {
+		if x.respMode == filterv3.ProcessingMode_FULL_DUPLEX_STREAMED {
+			for _, c := range chunks(rest, false) {
+				resps = append(resps, bodyResponse(c, true))
+			}
+		} else {
+			x.s.o.Log.Warn().Str("request_id", x.routed.RequestID()).Int("bytes", len(rest)).
+				Msg("the answer's trailers came while the relay held an unfinished event; it is dropped")
+		}
+	}
+	return append(resps, &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseTrailers{
+		ResponseTrailers: &extprocv3.TrailersResponse{}}})
+}
+
+// endAnswer ends the answer: the relay's end (what it still held is returned), the measure of a
+// whole answer, and the request's outcome.
+func (x *exchange) endAnswer() []byte {
+	var rest []byte
+	switch {
+	case x.relay != nil:
+		rest, _ = x.relay.end() // how the stream ended is the routed request's to record
+	case x.whole != nil && !x.tooWhole && !x.routed.Streaming() && x.routed.StatusCode() == http.StatusOK:
+		x.routed.Whole(x.whole)
+	}
+	x.whole = nil
+	x.routed.Finish("")
+	x.phase = phaseAnswered
+	return rest
+}

@@ -1,0 +1,111 @@
+// Package extproc is the router's second front: an endpoint picker for a Kubernetes Inference
+// Gateway (Gateway API Inference Extension). The gateway's Envoy asks it, over Envoy's external
+// processing gRPC protocol (ext_proc), which model server each request goes to; the router
+// decides it with the same pipeline, in-flight ledger, prefix index, producer samples and
+// metrics as the requests it proxies itself (host/proxy), and watches the answer go by to learn
+// its TTFT and TPOT. The protocol — the request's headers and body in, the picked endpoints out
+// in the x-gateway-destination-endpoint header and the envoy.lb dynamic metadata, a subset hint
+// in, the endpoint that served it back — is the endpoint picker protocol of the inference
+// extension's proposal 004.
+package extproc
+
+import (
+	"io"
+	"time"
+
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"github.com/rs/zerolog"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+
+	"github.com/foresight-router/foresight/host/proxy"
+)
+
+// The gRPC health services the endpoint picker protocol names: the process is alive, it is ready
+// for requests, and the ext_proc service itself (as ready).
+const (
+	HealthLiveness  = "liveness"
+	HealthReadiness = "readiness"
+)
+
+// Options configure a Server.
+type Options struct {
+	// Router decides and accounts for the requests (the OpenAI front's server: both fronts share it).
+	Router *proxy.Server
+	Log    zerolog.Logger
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// Server implements Envoy's ExternalProcessor service as an endpoint picker.
+type Server struct {
+	extprocv3.UnimplementedExternalProcessorServer
+	o      Options
+	health *health.Server
+}
+
+// New returns a server over o; it answers the health checks NOT_SERVING for readiness until
+// SetReady.
+func New(o Options) *Server {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	s := &Server{o: o, health: health.NewServer()}
+	s.health.SetServingStatus(HealthLiveness, healthpb.HealthCheckResponse_SERVING)
+	s.SetReady(false)
+	return s
+}
+
+// Register adds the ext_proc and health services to g.
+func (s *Server) Register(g *grpc.Server) {
+	extprocv3.RegisterExternalProcessorServer(g, s)
+	healthpb.RegisterHealthServer(g, s.health)
+}
+
+// SetReady sets the readiness the health services report: the overall service (""), readiness
+// and the ext_proc service.
+func (s *Server) SetReady(ready bool) {
+	st := healthpb.HealthCheckResponse_NOT_SERVING
+	if ready {
+		st = healthpb.HealthCheckResponse_SERVING
+	}
+	for _, name := range []string{"", HealthReadiness, extprocv3.ExternalProcessor_ServiceDesc.ServiceName} {
+		s.health.SetServingStatus(name, st)
+	}
+}
+
+// Shutdown reports every service NOT_SERVING, liveness included, so health checks stop sending
+// new streams while the ones in flight finish.
+func (s *Server) Shutdown() { s.health.Shutdown() }
+
+// Process serves one ext_proc stream: one HTTP request and its answer. A message the router
+// cannot take (a body mode it does not support, a message out of order) ends the stream with a
+// gRPC error, on which the data plane applies its failure mode (GIE's failureMode on the pool:
+// FailOpen sends the request on without a pick, FailClose fails it); a request the router
+// refuses is an immediate response (429 shed or full, 503 nothing available, 4xx bad input).
+func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error {
+	x := &exchange{s: s, ctx: stream.Context()}
+	defer x.close("the gateway ended the exchange before the answer did")
+	for {
+		req, err := stream.Recv()
+		if err == io.EOF || status.Code(err) == codes.Canceled {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		resps, err := x.handle(req)
+		if err != nil {
+			s.o.Log.Warn().Err(err).Str("request_id", x.requestID()).Msg("ext_proc stream refused")
+			return err
+		}
+		for _, r := range resps {
+			if err := stream.Send(r); err != nil {
+				return err
+			}
+		}
+	}
+}
