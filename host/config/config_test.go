@@ -286,6 +286,32 @@ func TestParseErrors(t *testing.T) {
 			`test.yaml:7: endpoints.outlierDetection: max ejection percent must be in [0, 100], got 150`, false},
 		{"duplicate endpoint id", withPipeline(plugins(), "endpoints:", "  static:", "    - {address: 127.0.0.1:8000}", "    - {address: 127.0.0.1:8000}"),
 			`test.yaml:9: endpoints.static[1].id: "127.0.0.1:8000" is also endpoint 0's id`, false},
+		{"unknown field in endpoints.kubernetes", withPipeline(plugins(), "endpoints:", "  kubernetes:", "    pool: llama"),
+			`test.yaml:8: unknown field "pool" in endpoints.kubernetes (known: namespace, inferencePool, selector, targetPort, kubeconfig)`, false},
+		{"kubernetes naming no pods", withPipeline(plugins(), "endpoints:", "  kubernetes: {namespace: llm}"),
+			`test.yaml:7: endpoints.kubernetes: name the pods: inferencePool (an InferencePool of the namespace) or selector (their labels) with targetPort; got neither`, false},
+		{"kubernetes with an empty selector", withPipeline(plugins(), "endpoints:", "  kubernetes: {selector: {}, targetPort: 8000}"),
+			`test.yaml:7: endpoints.kubernetes: name the pods: inferencePool (an InferencePool of the namespace) or selector (their labels) with targetPort; got neither`, false},
+		{"kubernetes pool and selector", withPipeline(plugins(), "endpoints:", "  kubernetes:", "    inferencePool: llama", "    selector: {app: vllm}"),
+			`test.yaml:9: endpoints.kubernetes.selector: give inferencePool or selector, not both`, false},
+		{"kubernetes pool with a targetPort", withPipeline(plugins(), "endpoints:", "  kubernetes:", "    inferencePool: llama", "    targetPort: 8000"),
+			`test.yaml:9: endpoints.kubernetes.targetPort: the InferencePool names its ports (spec.targetPorts); remove targetPort`, false},
+		{"kubernetes selector without a targetPort", withPipeline(plugins(), "endpoints:", "  kubernetes:", "    selector: {app: vllm}"),
+			`test.yaml:7: endpoints.kubernetes.targetPort: required with a selector: the pods' port, a number (8000) or a container port's name (http)`, false},
+		{"kubernetes targetPort out of range", withPipeline(plugins(), "endpoints:", "  kubernetes:", "    selector: {app: vllm}", "    targetPort: 70000"),
+			`test.yaml:9: endpoints.kubernetes.targetPort: must be in [1, 65535], got 70000`, false},
+		{"kubernetes targetPort quoted number", withPipeline(plugins(), "endpoints:", "  kubernetes:", "    selector: {app: vllm}", `    targetPort: "8000"`),
+			`test.yaml:9: endpoints.kubernetes.targetPort: "8000" is not a container port's name: must contain at least one letter (a-z)`, false},
+		{"kubernetes targetPort a list", withPipeline(plugins(), "endpoints:", "  kubernetes:", "    selector: {app: vllm}", "    targetPort: [8000]"),
+			`test.yaml:9: endpoints.kubernetes.targetPort: want a port number (8000) or a container port's name (http)`, false},
+		{"kubernetes bad namespace", withPipeline(plugins(), "endpoints:", "  kubernetes:", "    namespace: LLM", "    inferencePool: llama"),
+			`test.yaml:8: endpoints.kubernetes.namespace: "LLM" is not a namespace name: a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`, false},
+		{"kubernetes bad pool name", withPipeline(plugins(), "endpoints:", "  kubernetes: {inferencePool: Llama_3}"),
+			`test.yaml:7: endpoints.kubernetes.inferencePool: "Llama_3" is not an object name: `, true},
+		{"kubernetes bad label value", withPipeline(plugins(), "endpoints:", "  kubernetes:", "    selector:", "      app: vllm server", "    targetPort: http"),
+			`test.yaml:9: endpoints.kubernetes.selector.app: "vllm server" is not a label value: `, true},
+		{"kubernetes with a file", withPipeline(plugins(), "endpoints:", "  file: fleet.yaml", "  kubernetes: {inferencePool: llama}"),
+			`test.yaml:8: endpoints.kubernetes: cannot be combined with endpoints.file: the cluster is the source of the list (endpoints.static may stay beside it)`, false},
 		{"duplicate objective", withPipeline(plugins(), "objectives:", "  - {name: batch, priority: -1}", "  - {name: batch, priority: 2}"),
 			`test.yaml:8: objectives[1].name: "batch" is also objective 0's name`, false},
 		{"unknown field in a plugin entry", withPipeline(plugins("    params: {}")),
@@ -459,5 +485,52 @@ func TestParseRouterSections(t *testing.T) {
 	}
 	if _, ok := c.Priority("gold"); ok {
 		t.Error("an undeclared objective has a priority")
+	}
+}
+
+func TestParseKubernetes(t *testing.T) {
+	head := []string{"plugins:", scorerQ[0], scorerQ[1], "pipeline:", "  scorers: [{pluginRef: q}]"}
+	tests := []struct {
+		name           string
+		lines          []string
+		want           config.Kubernetes
+		wantKubeconfig string
+	}{
+		{"a pool", []string{"endpoints:", "  kubernetes: {inferencePool: llama}"},
+			config.Kubernetes{InferencePool: "llama"}, ""},
+		{"a selector on a numbered port, in a namespace, with a kubeconfig",
+			[]string{"endpoints:", "  kubernetes:", "    namespace: llm", "    selector: {app: vllm, example.com/tier: gpu}", "    targetPort: 8000", "    kubeconfig: kube/config"},
+			config.Kubernetes{Namespace: "llm", Selector: map[string]string{"app": "vllm", "example.com/tier": "gpu"},
+				TargetPort: config.PortRef{Number: 8000}, Kubeconfig: "kube/config"}, "/etc/foresight/kube/config"},
+		{"a named port beside static endpoints",
+			[]string{"endpoints:", "  static: [{id: gpu-box, address: 10.0.0.9:8000}]", "  kubernetes: {selector: {app: vllm}, targetPort: http}"},
+			config.Kubernetes{Selector: map[string]string{"app": "vllm"}, TargetPort: config.PortRef{Name: "http"}}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := config.Parse("/etc/foresight/router.yaml", []byte(y(append(append([]string{}, head...), tt.lines...)...)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Endpoints.Kubernetes == nil {
+				t.Fatal("endpoints.kubernetes is nil")
+			}
+			if diff := cmp.Diff(tt.want, *c.Endpoints.Kubernetes); diff != "" {
+				t.Errorf("endpoints.kubernetes (-want +got):\n%s", diff)
+			}
+			if got := c.KubeconfigFile(); got != tt.wantKubeconfig {
+				t.Errorf("KubeconfigFile() = %q, want %q", got, tt.wantKubeconfig)
+			}
+		})
+	}
+	c, err := config.Parse("test.yaml", []byte(y(head...)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Endpoints.Kubernetes != nil || c.KubeconfigFile() != "" {
+		t.Errorf("without the section: kubernetes %+v, kubeconfig %q", c.Endpoints.Kubernetes, c.KubeconfigFile())
+	}
+	if got := (config.PortRef{Number: 8000}).String() + " " + (config.PortRef{Name: "http"}).String(); got != "8000 http" {
+		t.Errorf("PortRef.String: %s", got)
 	}
 }

@@ -41,6 +41,10 @@ var fuzzSeeds = []string{
 	y("scrape:", "  interval: 999us"),
 	y("endpoints:", "  static:", "    - address: a:1", "    - id: a:1", "      address: b:2"),
 	y("objectives:", "  - name: x", "  - name: x"),
+	y("endpoints:", "  static: [{address: a:1}]", "  kubernetes:", "    namespace: llm", "    selector: {app: vllm}", "    targetPort: http",
+		"    kubeconfig: kube.yaml"),
+	y("endpoints:", "  kubernetes: {inferencePool: llama, targetPort: 0x1f40, selector: {a: b}}"),
+	y("endpoints:", "  kubernetes: {selector: {app: vllm}, targetPort: &p 8000}", "  file: x.yaml", "extra: *p"),
 	y("plugins:", "  - name: Bad_Name", "    type: queue-scorer"),
 	y("plugins:", "  - name: q", "    type: queue-scorer", "    sha256: 00", "pipeline:", "  scorers:", "    - pluginRef: q"),
 	y("plugins:", "  - name: q", "    type: queue-scorer", "    path: ./missing", "    sha256: "+strings.Repeat("ab", 32),
@@ -147,6 +151,13 @@ func checkValid(t *testing.T, data string, c *config.Config) {
 			fail("endpoint %+v", e)
 		}
 		ids[e.ID] = true
+	}
+	if k := c.Endpoints.Kubernetes; k != nil {
+		pool, sel, port := k.InferencePool != "", len(k.Selector) > 0, k.TargetPort
+		if pool == sel || c.Endpoints.File != "" || (pool && !port.IsZero()) ||
+			(sel && (port.IsZero() || (port.Name == "" && (port.Number < 1 || port.Number > 65535)))) {
+			fail("endpoints.kubernetes %+v with file %q", *k, c.Endpoints.File)
+		}
 	}
 	objectives := map[string]bool{}
 	for _, o := range c.Objectives {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/foresight-router/foresight/host/endpoints"
@@ -82,15 +83,55 @@ type Server struct {
 	StreamFlushInterval time.Duration `yaml:"streamFlushInterval"`
 }
 
-// Endpoints lists the model servers: a static list, a file watched for changes, or both.
+// Endpoints lists the model servers: a static list, a file watched for changes, the pods of a
+// Kubernetes cluster, or the static list beside either of the others.
 type Endpoints struct {
 	Static []EndpointSpec `yaml:"static"`
 	// File, relative to the config file's directory unless absolute, holds more endpoints
 	// ("endpoints:" followed by entries shaped like Static's); it is re-read when it changes.
 	File string `yaml:"file"`
+	// Kubernetes, when set, discovers more endpoints in the cluster (host/kube); not with File.
+	Kubernetes *Kubernetes `yaml:"kubernetes"`
 	// OutlierDetection ejects an endpoint whose requests keep failing while its metrics still
 	// answer (endpoints.Outlier; Envoy's defaults).
 	OutlierDetection OutlierDetection `yaml:"outlierDetection"`
+}
+
+// Kubernetes discovers endpoints in the cluster the router runs in: the ready pods of an
+// InferencePool, or of a label selector on a target port. Exactly one of InferencePool and
+// Selector; TargetPort goes with Selector only (a pool names its ports).
+type Kubernetes struct {
+	// Namespace holds the pods and the pool (default: the router's own, from its service
+	// account, else "default").
+	Namespace string `yaml:"namespace"`
+	// InferencePool names an InferencePool (inference.networking.k8s.io/v1) of the namespace:
+	// its spec.selector picks the pods, its spec.targetPorts are their ports; changes are followed.
+	InferencePool string `yaml:"inferencePool"`
+	// Selector picks the pods by their labels (matchLabels).
+	Selector map[string]string `yaml:"selector"`
+	// TargetPort is the selected pods' port: a number, or a container port's name.
+	TargetPort PortRef `yaml:"targetPort"`
+	// Kubeconfig, when set, is a kubeconfig file (relative to the config file's directory unless
+	// absolute) whose current context is used instead of the pod's service account.
+	Kubeconfig string `yaml:"kubeconfig"`
+}
+
+// PortRef is a port by number (YAML 8000) or by the name of a container port (YAML http),
+// resolved per pod as a Service's targetPort is. The zero value is no port.
+type PortRef struct {
+	Number int
+	Name   string
+}
+
+// IsZero reports whether no port is given.
+func (p PortRef) IsZero() bool { return p.Number == 0 && p.Name == "" }
+
+// String is the port as the file spells it.
+func (p PortRef) String() string {
+	if p.Name != "" {
+		return p.Name
+	}
+	return strconv.Itoa(p.Number)
 }
 
 // OutlierDetection is endpoints.Outlier as the config file spells it.
@@ -280,6 +321,9 @@ func (c *Config) ValidateRouter() error {
 		}
 		ids[e.ID] = i
 	}
+	if err := c.validateKubernetes(); err != nil {
+		return err
+	}
 	names := map[string]int{}
 	for i, o := range c.Objectives {
 		if o.Name == "" {
@@ -299,6 +343,15 @@ func (c *Config) EndpointsFile() string {
 		return ""
 	}
 	return sdk.ResolvePathIn(c.Dir(), c.Endpoints.File)
+}
+
+// KubeconfigFile returns endpoints.kubernetes.kubeconfig resolved against the config file's
+// directory, or "" (the in-cluster configuration).
+func (c *Config) KubeconfigFile() string {
+	if c.Endpoints.Kubernetes == nil || c.Endpoints.Kubernetes.Kubeconfig == "" {
+		return ""
+	}
+	return sdk.ResolvePathIn(c.Dir(), c.Endpoints.Kubernetes.Kubeconfig)
 }
 
 // Priority returns the priority of the objective called name.

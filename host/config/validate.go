@@ -4,15 +4,18 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
 	"github.com/foresight-router/foresight/plugins/sdk"
 	"gopkg.in/yaml.v3"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 var (
@@ -35,6 +38,7 @@ var configTypes = map[string]reflect.Type{
 	"config.Scrape":       reflect.TypeOf(Scrape{}),
 	"config.MetricNames":  reflect.TypeOf(MetricNames{}),
 	"config.Objective":    reflect.TypeOf(Objective{}),
+	"config.Kubernetes":   reflect.TypeOf(Kubernetes{}),
 }
 
 var friendlyNames = map[string]string{
@@ -42,6 +46,7 @@ var friendlyNames = map[string]string{
 	"config.Pipeline": "pipeline", "config.StageRef": "a stage reference", "config.Arm": "an arm",
 	"config.Server": "server", "config.Endpoints": "endpoints", "config.EndpointSpec": "an endpoint entry",
 	"config.Scrape": "scrape", "config.MetricNames": "scrape.metrics", "config.Objective": "an objective",
+	"config.Kubernetes": "endpoints.kubernetes",
 }
 
 // yamlError rewrites a yaml.v3 error as "file:line: message" lines.
@@ -399,4 +404,76 @@ func (c *Config) StageOf(name string) sdk.Stage {
 		}
 	}
 	return sdk.StageUnspecified
+}
+
+// UnmarshalYAML reads a port as a number (8000) or a container port's name (http); a quoted
+// number is a name, which validation then refuses.
+func (p *PortRef) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	if n.Kind != yaml.ScalarNode {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: want a port number (8000) or a container port's name (http)", n.Line)}}
+	}
+	*p = PortRef{}
+	if n.Tag == "!!int" {
+		if err := n.Decode(&p.Number); err != nil {
+			return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %q is not a port number", n.Line, n.Value)}}
+		}
+		return nil
+	}
+	p.Name = n.Value
+	return nil
+}
+
+// validateKubernetes checks endpoints.kubernetes: what it watches, named as the API server
+// would accept, and the ports to use.
+func (c *Config) validateKubernetes() error {
+	k := c.Endpoints.Kubernetes
+	if k == nil {
+		return nil
+	}
+	at := func(field ...any) []any { return append([]any{"endpoints", "kubernetes"}, field...) }
+	if c.Endpoints.File != "" {
+		return c.errorAt(at(), "cannot be combined with endpoints.file: the cluster is the source of the list "+
+			"(endpoints.static may stay beside it)")
+	}
+	switch {
+	case k.InferencePool == "" && len(k.Selector) == 0:
+		return c.errorAt(at(), "name the pods: inferencePool (an InferencePool of the namespace) or selector "+
+			"(their labels) with targetPort; got neither")
+	case k.InferencePool != "" && len(k.Selector) > 0:
+		return c.errorAt(at("selector"), "give inferencePool or selector, not both")
+	}
+	if msgs := validation.IsDNS1123Label(k.Namespace); k.Namespace != "" && len(msgs) > 0 {
+		return c.errorAt(at("namespace"), "%q is not a namespace name: %s", k.Namespace, strings.Join(msgs, "; "))
+	}
+	if k.InferencePool != "" {
+		if msgs := validation.IsDNS1123Subdomain(k.InferencePool); len(msgs) > 0 {
+			return c.errorAt(at("inferencePool"), "%q is not an object name: %s", k.InferencePool, strings.Join(msgs, "; "))
+		}
+		if !k.TargetPort.IsZero() {
+			return c.errorAt(at("targetPort"), "the InferencePool names its ports (spec.targetPorts); remove targetPort")
+		}
+		return nil
+	}
+	for _, key := range slices.Sorted(maps.Keys(k.Selector)) {
+		if msgs := validation.IsQualifiedName(key); len(msgs) > 0 {
+			return c.errorAt(at("selector"), "%q is not a label name: %s", key, strings.Join(msgs, "; "))
+		}
+		if msgs := validation.IsValidLabelValue(k.Selector[key]); len(msgs) > 0 {
+			return c.errorAt(at("selector", key), "%q is not a label value: %s", k.Selector[key], strings.Join(msgs, "; "))
+		}
+	}
+	switch p := k.TargetPort; {
+	case p.IsZero():
+		return c.errorAt(at("targetPort"), "required with a selector: the pods' port, a number (8000) or a container port's name (http)")
+	case p.Name == "" && (p.Number < 1 || p.Number > 65535):
+		return c.errorAt(at("targetPort"), "must be in [1, 65535], got %d", p.Number)
+	case p.Name != "":
+		if msgs := validation.IsValidPortName(p.Name); len(msgs) > 0 {
+			return c.errorAt(at("targetPort"), "%q is not a container port's name: %s", p.Name, strings.Join(msgs, "; "))
+		}
+	}
+	return nil
 }
