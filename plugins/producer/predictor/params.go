@@ -3,9 +3,11 @@ package predictor
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/foresight-router/foresight/plugins/producer/internal/gbdt"
 	"github.com/foresight-router/foresight/plugins/producer/internal/prior"
+	"github.com/foresight-router/foresight/plugins/producer/internal/share"
 	"github.com/foresight-router/foresight/plugins/sdk"
 )
 
@@ -80,6 +82,26 @@ type Params struct {
 	TrainInline bool `json:"trainInline"`
 	// Model configures the gradient-boosted trees of both targets.
 	Model ModelParams `json:"model"`
+	// ShareDir, when set, makes the producer one of several router replicas that learn from each
+	// other's samples through this directory on a shared volume (internal/share; README.md,
+	// "Replicas"); "" keeps it to its own samples, as before. Relative to the config file's
+	// directory, as ModelDir. It must exist: a missing one is an unmounted volume.
+	ShareDir string `json:"shareDir"`
+	// ReplicaID names this replica's files in ShareDir and must be unique among the producers
+	// sharing it; "" takes $POD_NAME, then $HOSTNAME.
+	ReplicaID string `json:"replicaID"`
+	// SharePeriodMs is the cycle time between two exchanges: publishing the samples observed
+	// since the last one and merging the other replicas' new ones.
+	SharePeriodMs float64 `json:"sharePeriodMs"`
+	// ShareKeep is how many of its newest sample files a replica keeps in ShareDir: how far a
+	// reader may fall behind, and how much history a replica that starts finds there.
+	ShareKeep int `json:"shareKeep"`
+	// SharePeerTimeoutMs is how long, by this replica's clock, another replica's sequence may
+	// stand still before it is taken as gone and its files are removed.
+	SharePeerTimeoutMs float64 `json:"sharePeerTimeoutMs"`
+	// ShareMaxRows bounds the samples waiting to be published (the newest are kept while the
+	// directory is unavailable) and so the rows of one file.
+	ShareMaxRows int `json:"shareMaxRows"`
 }
 
 // ModelParams are the tree ensemble's hyperparameters (see the gbdt package).
@@ -101,7 +123,10 @@ type ModelParams struct {
 // (every 1 s and 25 samples while the model has trained on fewer than 1,000 rows), the mean
 // objective with the gamma loss (p90 for quantile), and trees sized for the hot path: 16 trees of
 // depth 6 (48 leaves), the trainer's other defaults (gbdt.DefaultParams). README.md has the
-// measurements.
+// measurements. Sharing is off (no shareDir); when on, replicas exchange every 5 s (half the
+// retrain interval, so a training sees the others' samples of the last 5–10 s), keep 60 files (5
+// minutes of history for a replica that starts), take a replica that stood still for 10 minutes
+// as gone, and hold at most 100,000 unpublished samples.
 func DefaultParams() Params {
 	g := gbdt.DefaultParams()
 	g.Trees, g.MaxDepth, g.NumLeaves = 16, 6, 48
@@ -123,6 +148,10 @@ func DefaultParams() Params {
 		DriftMAPE:              0.25,
 		DriftFactor:            2,
 		DriftMinSamples:        100,
+		SharePeriodMs:          5000,
+		ShareKeep:              60,
+		SharePeerTimeoutMs:     600_000,
+		ShareMaxRows:           100_000,
 		Model: ModelParams{Trees: g.Trees, MaxDepth: g.MaxDepth, NumLeaves: g.NumLeaves, LearningRate: g.LearningRate,
 			Lambda: g.Lambda, MinChildWeight: g.MinChildWeight, MinSamplesLeaf: g.MinSamplesLeaf,
 			Subsample: g.Subsample, MaxBins: g.MaxBins, Seed: g.Seed},
@@ -148,6 +177,18 @@ func (p *Params) Validate() error {
 		sdk.CheckRange("driftMAPE", p.DriftMAPE, 0, 1e3),
 		sdk.CheckRange("driftFactor", p.DriftFactor, 1, 1e3),
 		sdk.CheckRange("driftMinSamples", float64(p.DriftMinSamples), 1, 1e7),
+		sdk.CheckRange("sharePeriodMs", p.SharePeriodMs, 1, 24*3600e3),
+		sdk.CheckRange("shareKeep", float64(p.ShareKeep), 1, 1e4),
+		sdk.CheckRange("shareMaxRows", float64(p.ShareMaxRows), 1, share.MaxRows),
+	}
+	if p.SharePeerTimeoutMs < 3*p.SharePeriodMs || p.SharePeerTimeoutMs > 7*24*3600e3 || math.IsNaN(p.SharePeerTimeoutMs) {
+		errs = append(errs, fmt.Errorf("parameter \"sharePeerTimeoutMs\" must be in [3 × sharePeriodMs, 7 days] = [%g, %g], got %g (a live replica publishes every sharePeriodMs)",
+			3*p.SharePeriodMs, 7*24*3600e3, p.SharePeerTimeoutMs))
+	}
+	if p.ReplicaID != "" {
+		if err := share.CheckID(p.ReplicaID); err != nil {
+			errs = append(errs, fmt.Errorf("parameter \"replicaID\": %w", err))
+		}
 	}
 	if err := p.PriorFit.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("parameter \"priorFit\": %w", err))

@@ -34,17 +34,19 @@ type Producer struct {
 	serving atomic.Pointer[serving] // what Produce uses
 	lastNow atomic.Int64            // the latest cycle time seen, in Unix ns
 
-	mu        sync.Mutex // guards everything below
-	params    Params
-	store     *store.Store
-	q         [2]*quality.Window // per target (prior.TTFT, prior.TPOT): the predictions served
-	prior     *prior.Prior       // nil with the prior off
-	priorQ    [2]*quality.Window // the prior alone, scored on every sample before it learns from it
-	tripAt    [2]float64         // per target, the threshold in force when its drift guard went on
-	training  bool
-	lastTrain time.Time
-	last      Training
-	trained   sync.Cond // signalled when a background training ends (for Close and tests)
+	mu         sync.Mutex // guards everything below
+	params     Params
+	store      *store.Store
+	q          [2]*quality.Window // per target (prior.TTFT, prior.TPOT): the predictions served
+	prior      *prior.Prior       // nil with the prior off
+	priorQ     [2]*quality.Window // the prior alone, scored on every sample before it learns from it
+	tripAt     [2]float64         // per target, the threshold in force when its drift guard went on
+	training   bool
+	lastTrain  time.Time
+	last       Training
+	share      *sharing  // nil without shareDir
+	exchanging bool      // an exchange with the other replicas runs
+	trained    sync.Cond // signalled when a background training or exchange ends (for Close and tests)
 }
 
 // serving is what Produce reads: the models in service (nil before the first), per target
@@ -117,6 +119,9 @@ func (p *Producer) Configure(raw []byte) error {
 		return err
 	}
 	params.ModelDir = sdk.ResolvePath(params.ModelDir)
+	if err := resolveShare(&params); err != nil {
+		return err
+	}
 	var loaded *model.Set
 	if params.ModelDir != "" {
 		loaded, err = model.Load(params.ModelDir, features.TTFT, features.TPOT)
@@ -135,18 +140,28 @@ func (p *Producer) Configure(raw []byte) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.apply(params)
-	if loaded != nil && loaded.Meta.Residual {
-		if err := p.prior.Restore(loaded.Meta.Prior); err != nil {
+	if loaded != nil {
+		if err := p.serveLoaded(loaded); err != nil {
 			return fmt.Errorf("parameter \"modelDir\": %w", err)
 		}
-		p.publish(func(s *serving) { s.prior = p.prior.Snapshot() })
-	}
-	if loaded != nil {
-		p.resetQuality(prior.TTFT, prior.TPOT)
-		p.putInService(loaded)
 		sdk.Log().Info().Str("dir", params.ModelDir).Uint64("model_version", loaded.Meta.Version).
 			Str("source", loaded.Meta.Source).Uint64("training_rows", loaded.Meta.TrainingRows).Msg("model loaded")
 	}
+	p.configureShare(params)
+	return nil
+}
+
+// serveLoaded puts a model set read from disk in service, with the prior it was trained
+// against for residual trees; the caller holds mu.
+func (p *Producer) serveLoaded(set *model.Set) error {
+	if set.Meta.Residual {
+		if err := p.prior.Restore(set.Meta.Prior); err != nil {
+			return err
+		}
+		p.publish(func(s *serving) { s.prior = p.prior.Snapshot() })
+	}
+	p.resetQuality(prior.TTFT, prior.TPOT)
+	p.putInService(set)
 	return nil
 }
 
@@ -293,9 +308,13 @@ func (p *Producer) Observe(_ context.Context, samples []sdk.Sample) (sdk.Observe
 		}
 		p.store.Add(*s)
 		p.learnPrior(s)
+		if p.share != nil {
+			p.share.add(*s)
+		}
 	}
 	p.refreshPrior()
 	p.checkDrift()
+	p.maybeExchange(false)
 	p.maybeTrain()
 	return sdk.ObserveResult{Accepted: accepted, Stats: p.stats()}, nil
 }

@@ -104,11 +104,11 @@ func finiteOr0(x float64) float64 {
 	return x
 }
 
-// WaitIdle returns once no training runs.
+// WaitIdle returns once no training and no exchange with the other replicas runs.
 func (p *Producer) WaitIdle() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for p.training {
+	for p.training || p.exchanging {
 		p.trained.Wait()
 	}
 }
@@ -130,6 +130,9 @@ func (p *Producer) finish(r result) {
 	}
 	p.clearDrift([2]float64{r.ttftMAPE, r.tpotMAPE})
 	p.putInService(r.set)
+	if p.share != nil {
+		p.share.own, p.share.trained = r.set, true
+	}
 	p.last = Training{Rows: r.set.Meta.TrainingRows, Took: r.took, TTFTMAPE: r.ttftMAPE, TPOTMAPE: r.tpotMAPE}
 	log.Info().Uint64("model_version", r.set.Meta.Version).Uint64("training_rows", r.set.Meta.TrainingRows).
 		Float64("holdout_ttft_mape", r.ttftMAPE).Float64("holdout_tpot_mape", r.tpotMAPE).
