@@ -111,8 +111,8 @@ func (l *LadderResult) writeSummary(out io.Writer) {
 		}
 	}
 	r := l.Loads[0].Result
-	fmt.Fprintf(out, "\nladder: scenario %s, %d servers (%s), seed %d, saturation %.2f req/s fleet (%.2f per server)\n",
-		r.Scenario, r.Servers, r.Preset, r.Seed, l.Saturation.FleetRPS, l.Saturation.PerServerRPS)
+	fmt.Fprintf(out, "\nladder: scenario %s, %d servers (%s), seed %d%s, saturation %.2f req/s fleet (%.2f per server)\n",
+		r.Scenario, r.Servers, r.Preset, r.Seed, r.replicasText(), l.Saturation.FleetRPS, l.Saturation.PerServerRPS)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := "load\treq/s\t"
 	for _, m := range shown {

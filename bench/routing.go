@@ -42,6 +42,9 @@ type RoutingResult struct {
 	Servers    int                      `json:"servers"`
 	Requests   int                      `json:"requests"`
 	Preset     string                   `json:"preset"`
+	Replicas   int                      `json:"replicas"`
+	Assign     string                   `json:"assign,omitempty"`
+	Alone      bool                     `json:"alone,omitempty"`
 	Strategies map[string]StrategyStats `json:"strategies"`
 	order      []string                 // strategies in the order they were asked for
 }
@@ -53,7 +56,8 @@ type StrategyStats struct {
 	outcomes      []stats.Outcome
 	PrefixHitRate float64 `json:"prefix_hit_rate"`
 	WallSeconds   float64 `json:"wall_s"`
-	// Predictor is the producer's own report at the end of the run (pipelines with a producer).
+	// Predictor is the producer's own report at the end of the run (pipelines with a producer;
+	// with replicas, the first replica's).
 	Predictor *sdk.PredictorStats `json:"predictor,omitempty"`
 	// Online is how the dispatch-time predictions held as the run went on (strategies that
 	// predict).
@@ -84,6 +88,15 @@ type RoutingOptions struct {
 	Rate, Noise float64
 	// Seed seeds the workload, the engines' noise and the cycles.
 	Seed uint64
+	// Replicas is the number of routers the arrivals are spread over (0 or 1: one), each with its
+	// own pipeline, in-flight view and prefix index; Assign how a gateway spreads them: "random"
+	// (the default) or "session" (affinity: a session's requests to one replica).
+	Replicas int
+	Assign   string
+	// Alone keeps each replica's producer to the samples of its own requests; by default they
+	// share them through a shared directory (the producer's shareDir), as replicas on a shared
+	// volume do.
+	Alone bool
 	// Progress, when set, gets a progress bar per strategy: give it a terminal only.
 	Progress io.Writer
 	// Log is the logger of the strategies' pipelines and plugins; the zero value logs nothing.
@@ -145,11 +158,15 @@ func simulatedFleet(spec string, n int, noise float64, seed uint64) (cluster.Con
 // runStrategies runs w through fleet once per strategy of o.
 func runStrategies(ctx context.Context, o RoutingOptions, fleet cluster.Config, w *workload.Workload) (*RoutingResult, error) {
 	res := &RoutingResult{Scenario: o.Scenario, Seed: o.Seed, Servers: o.Servers, Requests: len(w.Requests),
-		Preset: o.Preset, Strategies: map[string]StrategyStats{}}
+		Preset: o.Preset, Replicas: max(o.Replicas, 1), Assign: o.Assign, Alone: o.Alone, Strategies: map[string]StrategyStats{}}
+	assign, err := replicaAssign(o)
+	if err != nil {
+		return nil, err
+	}
 	for _, name := range strings.Split(o.Strategies, ",") {
 		name = strings.TrimSpace(name)
 		res.order = append(res.order, name)
-		st, err := newStrategy(ctx, name, o)
+		sts, err := newReplicas(ctx, name, o)
 		var u unavailable
 		if errors.As(err, &u) {
 			res.Strategies[name] = StrategyStats{Unavailable: u.reason}
@@ -161,14 +178,22 @@ func runStrategies(ctx context.Context, o RoutingOptions, fleet cluster.Config, 
 		began := time.Now()
 		bar := newProgress(o.Progress, len(w.Requests), name)
 		fleet.Progress = func() { _ = bar.Add(1) }
-		run, err := cluster.Run(fleet, w.Requests, st.router, st.observe)
+		replicas := make([]cluster.Replica, len(sts))
+		for i, st := range sts {
+			replicas[i] = cluster.Replica{Router: st.router, Observe: st.observe}
+		}
+		run, err := cluster.RunReplicas(fleet, w.Requests, replicas, assign)
 		_ = bar.Finish()
 		var predictor *sdk.PredictorStats
-		if st.samples != nil {
-			st.samples.Flush(ctx)
-			predictor = st.samples.Counts().Stats
+		for i, st := range sts {
+			if st.samples != nil {
+				st.samples.Flush(ctx)
+				if i == 0 {
+					predictor = st.samples.Counts().Stats
+				}
+			}
+			st.close()
 		}
-		st.close()
 		if err != nil {
 			return nil, fmt.Errorf("strategy %q: %w", name, err)
 		}
@@ -217,8 +242,9 @@ type strategy struct {
 // newStrategy builds a strategy: the simulator's oracle, or an example pipeline run through the
 // real host pipeline. A producer in the pipeline learns from the simulated requests as it would
 // from live ones: samples batched every 100 ms of virtual time or 256 samples (host/feedback).
-// For reproducible runs it trains inline (trainInline) and starts cold (no modelDir).
-func newStrategy(ctx context.Context, name string, o RoutingOptions) (*strategy, error) {
+// For reproducible runs it trains inline (trainInline) and starts cold (no modelDir); producer
+// adds parameters (a replica's share of the learning).
+func newStrategy(ctx context.Context, name string, o RoutingOptions, producer map[string]any) (*strategy, error) {
 	if name == "oracle" {
 		return &strategy{router: cluster.Oracle{}, close: func() {}}, nil
 	}
@@ -243,6 +269,7 @@ func newStrategy(ctx context.Context, name string, o RoutingOptions) (*strategy,
 		}
 		spec.Parameters["trainInline"] = true
 		spec.Parameters["modelDir"] = ""
+		maps.Copy(spec.Parameters, producer)
 	}
 	p, err := pipeline.Build(ctx, cfg, o.Log)
 	if err != nil {
@@ -267,7 +294,7 @@ func (r *RoutingResult) writeTable(out io.Writer, heading string) {
 	if heading != "" {
 		fmt.Fprintln(out, heading)
 	}
-	fmt.Fprintf(out, "scenario %s, %d servers (%s), %d requests, seed %d\n", r.Scenario, r.Servers, r.Preset, r.Requests, r.Seed)
+	fmt.Fprintf(out, "scenario %s, %d servers (%s), %d requests, seed %d%s\n", r.Scenario, r.Servers, r.Preset, r.Requests, r.Seed, r.replicasText())
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "strategy\tTTFT p50\tp95\tp99\tTPOT p50\tp99\tE2E p50\tp95\ttok/s\tSLO att.\tgoodput\tshed\thit rate\twall s\t")
 	var missing []string

@@ -67,7 +67,7 @@ func TestPredictedLatencyWithoutProducerIsUnavailable(t *testing.T) {
 	}
 	o := RoutingOptions{Scenario: "C", Servers: 2, Requests: 20, Seed: 1, Preset: "llama-3.1-8b-h100-tp2",
 		Strategies: "predicted-latency,rr", Examples: dir}
-	_, err := newStrategy(context.Background(), "predicted-latency", o)
+	_, err := newStrategy(context.Background(), "predicted-latency", o, nil)
 	var u unavailable
 	if !errors.As(err, &u) || !strings.Contains(u.reason, "no producer") {
 		t.Fatalf("got %v, want the strategy reported unavailable for lack of a producer", err)
@@ -117,7 +117,7 @@ func TestStrategyFromAConfigPath(t *testing.T) {
 	if rr == nil || mine == nil || rr.TTFTMs != mine.TTFTMs {
 		t.Fatalf("rr %+v, %s %+v: want the same figures", rr, own, mine)
 	}
-	if _, err := newStrategy(context.Background(), "nosuch", o); err == nil || !strings.Contains(err.Error(), "FILE.yaml") {
+	if _, err := newStrategy(context.Background(), "nosuch", o, nil); err == nil || !strings.Contains(err.Error(), "FILE.yaml") {
 		t.Errorf("an unknown strategy: %v", err)
 	}
 }

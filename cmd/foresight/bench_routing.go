@@ -73,6 +73,9 @@ func newBenchRouting() *cobra.Command {
 	f.StringArrayVar(&o.Classes, "class", nil, "request class NAME:WEIGHT[:ttft=MS][:tpot=MS][:priority=N][:nostream], repeatable; requests draw one each (default: no SLO, priority 0, streaming)")
 	f.Float64SliceVar(&lo.Loads, "load", nil, "run the load ladder at these fractions of the measured saturation rate, each in (0, 2], e.g. 0.5,0.7,0.85,0.95 (excludes --rate)")
 	f.Float64Var(&lo.Saturation, "saturation", 0, "with --load: the fleet's saturation rate in requests/s, instead of measuring it")
+	f.IntVar(&o.Replicas, "replicas", 1, "router replicas the arrivals are spread over, each with its own pipeline, in-flight view and prefix index (as behind a gateway)")
+	f.StringVar(&o.Assign, "assign", "random", "how the gateway spreads arrivals over the replicas: random, or session (a session's requests to one replica)")
+	f.BoolVar(&o.Alone, "alone", false, "with --replicas: each replica's producer learns from its own requests only (default: they share samples through a shared directory)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write the host's CPU profile (simulator included) to this file (go tool pprof)")
 	return cmd
 }

@@ -44,6 +44,10 @@ type process struct {
 	// mu orders configuring members: an attach against a restart's configuring of every member.
 	mu      sync.Mutex
 	members []*Plugin
+	// drops counts members being dropped from the running process; the last member's detach
+	// waits for them before it stops the process, so a pipeline closing its plugins at once does
+	// not kill the process under another member's drop.
+	drops sync.WaitGroup
 }
 
 // incarnation is one run of a process.
@@ -173,12 +177,18 @@ func (pr *process) detach(p *Plugin) {
 	}
 	left := len(pr.members)
 	inc := pr.cur.Load()
+	drop := left > 0 && inc != nil && p.instance != ""
+	if drop {
+		pr.drops.Add(1)
+	}
 	pr.mu.Unlock()
 	if left == 0 {
+		pr.drops.Wait()
 		pr.halt()
 		return
 	}
-	if inc != nil && p.instance != "" {
+	if drop {
+		defer pr.drops.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		if err := p.bind(inc).(transport.Configurer).Drop(ctx); err != nil {

@@ -92,7 +92,16 @@ func (r *Result) PrefixHitRate() float64 {
 // Run simulates reqs (in arrival order) through the fleet with router. observe, when not nil,
 // gets a sample per served request.
 func Run(cfg Config, reqs []workload.Request, router Router, observe Observer) (*Result, error) {
-	s, err := newSim(cfg, reqs, router, observe)
+	return RunReplicas(cfg, reqs, []Replica{{Router: router, Observe: observe}}, nil)
+}
+
+// RunReplicas simulates reqs through the fleet behind several routers, as a gateway spreads
+// requests over router replicas: assign gives each request's replica (nil: all to the first).
+// Each replica decides with its own view — its in-flight ledger counts only the requests it
+// dispatched, its prefix index only what they cached — and its observer gets the samples of the
+// requests it routed. The engines' scraped gauges are the same for all.
+func RunReplicas(cfg Config, reqs []workload.Request, replicas []Replica, assign Assign) (*Result, error) {
+	s, err := newSim(cfg, reqs, replicas, assign)
 	if err != nil {
 		return nil, err
 	}
@@ -109,6 +118,7 @@ func Run(cfg Config, reqs []workload.Request, router Router, observe Observer) (
 // flight is a dispatched request; the engines know it by its index in reqs as their request ID.
 type flight struct {
 	idx     int // into reqs/outcomes
+	replica *view
 	tracked *inflight.Flight
 	sample  sdk.Sample
 	first   time.Duration
@@ -123,27 +133,28 @@ type sim struct {
 	before      []engine.Metrics
 	undelivered []stepEvents
 	reqs        []workload.Request
-	router      Router
-	observe     Observer
+	views       []*view
+	assign      Assign
 	engines     []engine.Engine
 	ids         []string
 	scraped     []engine.Metrics
 	scrapeAt    time.Duration
-	prefix      *prefix.Index
-	answer      []uint64 // recordAnswer's scratch
-	inflight    *inflight.Ledger
+	answer      []uint64  // recordAnswer's scratch
 	flights     []*flight // by index in reqs; nil when not in flight
 	outcomes    []stats.Outcome
 }
 
-func newSim(cfg Config, reqs []workload.Request, router Router, observe Observer) (*sim, error) {
+func newSim(cfg Config, reqs []workload.Request, replicas []Replica, assign Assign) (*sim, error) {
 	if len(cfg.Engines) == 0 {
 		return nil, fmt.Errorf("the fleet needs at least one engine")
+	}
+	if len(replicas) == 0 {
+		return nil, fmt.Errorf("the fleet needs at least one router")
 	}
 	if cfg.ScrapeInterval <= 0 {
 		cfg.ScrapeInterval = DefaultScrapeInterval
 	}
-	s := &sim{cfg: cfg, reqs: reqs, router: router, observe: observe, inflight: inflight.New(),
+	s := &sim{cfg: cfg, reqs: reqs, assign: assign,
 		flights: make([]*flight, len(reqs)), outcomes: make([]stats.Outcome, len(reqs))}
 	blocks := 0
 	for i, ec := range cfg.Engines {
@@ -157,9 +168,12 @@ func newSim(cfg Config, reqs []workload.Request, router Router, observe Observer
 	}
 	s.before = make([]engine.Metrics, len(s.engines))
 	s.undelivered = make([]stepEvents, len(s.engines))
-	s.prefix = prefix.New(blocks)
-	for i, ec := range cfg.Engines {
-		s.prefix.SetCapacity(s.ids[i], ec.NumGPUBlocks)
+	for _, r := range replicas {
+		v := &view{Replica: r, inflight: inflight.New(), prefix: prefix.New(blocks)}
+		for i, ec := range cfg.Engines {
+			v.prefix.SetCapacity(s.ids[i], ec.NumGPUBlocks)
+		}
+		s.views = append(s.views, v)
 	}
 	s.scrape(0)
 	return s, nil
@@ -269,18 +283,18 @@ func (s *sim) deliver(i int) {
 func (s *sim) recordAnswer(f *flight) {
 	r := &s.reqs[f.idx]
 	s.answer = append(append(s.answer[:0], r.Blocks...), r.OutputBlocks...)
-	s.prefix.Record(f.sample.EndpointID, s.answer)
+	f.replica.prefix.Record(f.sample.EndpointID, s.answer)
 }
 
 // firstToken sends the request's TTFT sample, as the live router does when the first token
 // streams (a request that is not streamed has no TTFT to learn).
 func (s *sim) firstToken(f *flight, at time.Time) {
-	if s.observe == nil || !f.sample.Request.Streaming {
+	if f.replica.Observe == nil || !f.sample.Request.Streaming {
 		return
 	}
 	smp := f.sample
 	smp.ActualTTFTMs = float64(f.first-s.reqs[f.idx].Arrival) / float64(time.Millisecond)
-	s.observe(smp, at)
+	f.replica.Observe(smp, at)
 }
 
 // finish records the request's outcome and sends its TPOT sample (streamed, two tokens or more).
@@ -294,11 +308,11 @@ func (s *sim) finish(f *flight, ev engine.Event) {
 		o.TPOTMs = float64(ev.Time-f.first) / float64(time.Millisecond) / float64(ev.Tokens-1)
 	}
 	// As the live router: a TPOT sample only for a streamed answer it could time token by token.
-	if s.observe != nil && f.sample.Request.Streaming && o.TPOTMs > 0 {
+	if f.replica.Observe != nil && f.sample.Request.Streaming && o.TPOTMs > 0 {
 		smp := f.sample
 		smp.ActualTPOTMs = o.TPOTMs
 		smp.OutputTokens = int64(ev.Tokens)
-		s.observe(smp, Epoch.Add(ev.Time))
+		f.replica.Observe(smp, Epoch.Add(ev.Time))
 	}
 }
 
@@ -306,9 +320,17 @@ func (s *sim) finish(f *flight, ev engine.Event) {
 func (s *sim) arrive(n int) error {
 	r := &s.reqs[n]
 	now := r.Arrival
-	c := s.cycle(r, now)
+	v := s.views[0]
+	if s.assign != nil {
+		i := s.assign(r)
+		if i < 0 || i >= len(s.views) {
+			return fmt.Errorf("routing request %d: replica %d out of range", r.ID, i)
+		}
+		v = s.views[i]
+	}
+	c := s.cycle(v, r, now)
 	er := engine.Request{ID: uint64(n), InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, Blocks: r.Blocks, OutputBlocks: r.OutputBlocks}
-	d, err := s.router.Route(c, &Fleet{Engines: s.engines, Arrival: er, Now: now})
+	d, err := v.Router.Route(c, &Fleet{Engines: s.engines, Arrival: er, Now: now})
 	if err != nil {
 		return fmt.Errorf("routing request %d: %w", r.ID, err)
 	}
@@ -325,18 +347,18 @@ func (s *sim) arrive(n int) error {
 	}
 	id, state := s.ids[d.Endpoint], c.Endpoints[d.Endpoint].State
 	uncached := int64(float64(r.InputTokens) * (1 - state.PrefixMatch))
-	tracked := s.inflight.Dispatch(id, inflight.Request{ID: c.Request.ID, PrefillTokens: uncached,
+	tracked := v.inflight.Dispatch(id, inflight.Request{ID: c.Request.ID, PrefillTokens: uncached,
 		OutputTokens: int64(r.OutputTokens), TPOTSLOMs: r.SLO.TPOTMs, DispatchedAt: c.Now})
-	s.prefix.Record(id, r.Blocks)
-	s.flights[n] = &flight{idx: n, tracked: tracked, sample: sdk.Sample{
+	v.prefix.Record(id, r.Blocks)
+	s.flights[n] = &flight{idx: n, replica: v, tracked: tracked, sample: sdk.Sample{
 		Request: c.Request, EndpointID: id, State: state, Predicted: d.Predicted, DispatchedAt: c.Now}}
 	return nil
 }
 
-// cycle is what the live router would know at now: scraped gauges, its own in-flight accounting
+// cycle is what the replica v would know at now: scraped gauges, its own in-flight accounting
 // and its prefix index. The request's max_tokens is its actual output length (a client that sets
 // max_tokens to what it gets).
-func (s *sim) cycle(r *workload.Request, now time.Duration) *sdk.Cycle {
+func (s *sim) cycle(v *view, r *workload.Request, now time.Duration) *sdk.Cycle {
 	c := &sdk.Cycle{
 		Request: sdk.Request{
 			ID: strconv.FormatUint(r.ID, 10), InputTokens: int64(r.InputTokens), MaxOutputTokens: int64(r.OutputTokens),
@@ -350,8 +372,8 @@ func (s *sim) cycle(r *workload.Request, now time.Duration) *sdk.Cycle {
 	age := float64(now-s.scrapeAt) / float64(time.Millisecond)
 	for i, m := range s.scraped {
 		st := sdk.EndpointState{KVCacheUsage: m.KVCacheUsage, Waiting: int64(m.Waiting), Running: int64(m.Running),
-			PrefixMatch: s.prefix.Fraction(s.ids[i], r.Blocks), MetricsAgeMs: age}
-		s.inflight.Fill(s.ids[i], c.Now, Epoch.Add(s.scrapeAt), &st)
+			PrefixMatch: v.prefix.Fraction(s.ids[i], r.Blocks), MetricsAgeMs: age}
+		v.inflight.Fill(s.ids[i], c.Now, Epoch.Add(s.scrapeAt), &st)
 		c.Endpoints[i] = sdk.Endpoint{ID: s.ids[i], State: st}
 	}
 	return c

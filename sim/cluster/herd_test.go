@@ -82,7 +82,7 @@ func burst(t *testing.T, router Router, waiting []int, n int) []int {
 	for i := range reqs {
 		reqs[i] = workload.Request{ID: uint64(i), Arrival: 10 * time.Millisecond, InputTokens: 512, OutputTokens: 64, Streaming: true}
 	}
-	s, err := newSim(fleet(t, len(waiting)), reqs, router, nil)
+	s, err := newSim(fleet(t, len(waiting)), reqs, []Replica{{Router: router}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

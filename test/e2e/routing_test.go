@@ -41,3 +41,42 @@ func TestRoutingBenchLearnsWithTheProducer(t *testing.T) {
 		t.Errorf("load-prefix-322 has no producer but reports %+v", lp)
 	}
 }
+
+// TestRoutingBenchReplicasShareWhatTheyLearn runs the routing bench behind two router replicas:
+// every request is routed, and the first replica's producer trains on more rows when the
+// replicas share their samples (the producer's shareDir) than when each learns alone from its
+// half of the traffic.
+func TestRoutingBenchReplicasShareWhatTheyLearn(t *testing.T) {
+	rows := map[bool]uint64{}
+	for _, alone := range []bool{false, true} {
+		args := []string{"bench", "routing", "--scenario", "C", "--servers", "2", "--requests", "600",
+			"--strategies", "predicted-latency", "--seed", "3", "--examples", "examples", "--replicas", "2", "--json"}
+		if alone {
+			args = append(args, "--alone")
+		}
+		stdout, stderr, code := foresight(t, args...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		var res struct {
+			Replicas   int `json:"replicas"`
+			Strategies map[string]struct {
+				Requests  int `json:"requests"`
+				Predictor *struct {
+					TrainingRows uint64 `json:"training_rows"`
+				} `json:"predictor"`
+			} `json:"strategies"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+			t.Fatalf("%v: %s", err, stdout)
+		}
+		pl := res.Strategies["predicted-latency"]
+		if res.Replicas != 2 || pl.Requests != 600 || pl.Predictor == nil || pl.Predictor.TrainingRows == 0 {
+			t.Fatalf("alone=%v: replicas %d, %+v (predictor %+v)", alone, res.Replicas, pl, pl.Predictor)
+		}
+		rows[alone] = pl.Predictor.TrainingRows
+	}
+	if rows[false] <= rows[true] {
+		t.Errorf("the first replica's model trained on %d rows sharing, %d alone: want more when sharing", rows[false], rows[true])
+	}
+}
