@@ -45,8 +45,9 @@ type Router struct {
 
 // Start builds and starts the router of cfg. It returns once both listeners accept connections;
 // on error nothing is left running. It reloads the pipeline when cfg's file changes (and on
-// Reload: SIGHUP, POST /admin/reload).
-func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger) (_ *Router, err error) {
+// Reload: SIGHUP, POST /admin/reload). With endpoints.kubernetes it first waits for the pods'
+// list (discovery.go).
+func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger, opts ...Option) (_ *Router, err error) {
 	if err := cfg.CheckAdminAccess(); err != nil {
 		return nil, fmt.Errorf("%s: %w", cfg.File(), err)
 	}
@@ -114,6 +115,9 @@ func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger) (_ *Rout
 		return nil, err
 	}
 	r.goRun(func() { set.Run(ctx) })
+	if err := r.discover(ctx, cfg, set, opts); err != nil {
+		return nil, err
+	}
 	if file := cfg.EndpointsFile(); file != "" {
 		static := staticEndpoints(cfg)
 		r.goRun(func() {
@@ -209,7 +213,7 @@ func endpointList(cfg *config.Config) ([]endpoints.Endpoint, error) {
 		}
 		list = append(list, more...)
 	}
-	if len(list) == 0 {
+	if len(list) == 0 && cfg.Endpoints.Kubernetes == nil { // discovered pods may scale from zero
 		return nil, fmt.Errorf("%s: no endpoints: list them under endpoints.static or in endpoints.file", cfg.File())
 	}
 	return list, nil
