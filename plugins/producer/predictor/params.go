@@ -126,7 +126,7 @@ type ModelParams struct {
 // measurements. Sharing is off (no shareDir); when on, replicas exchange every 5 s (half the
 // retrain interval, so a training sees the others' samples of the last 5–10 s), keep 60 files (5
 // minutes of history for a replica that starts), take a replica that stood still for 10 minutes
-// as gone, and hold at most 100,000 unpublished samples.
+// as gone, and hold at most 50,000 unpublished samples (about 17 MB).
 func DefaultParams() Params {
 	g := gbdt.DefaultParams()
 	g.Trees, g.MaxDepth, g.NumLeaves = 16, 6, 48
@@ -151,7 +151,7 @@ func DefaultParams() Params {
 		SharePeriodMs:          5000,
 		ShareKeep:              60,
 		SharePeerTimeoutMs:     600_000,
-		ShareMaxRows:           100_000,
+		ShareMaxRows:           50_000,
 		Model: ModelParams{Trees: g.Trees, MaxDepth: g.MaxDepth, NumLeaves: g.NumLeaves, LearningRate: g.LearningRate,
 			Lambda: g.Lambda, MinChildWeight: g.MinChildWeight, MinSamplesLeaf: g.MinSamplesLeaf,
 			Subsample: g.Subsample, MaxBins: g.MaxBins, Seed: g.Seed},

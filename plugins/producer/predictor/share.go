@@ -19,6 +19,9 @@ type sharing struct {
 	ex      *share.Exchanger
 	period  time.Duration
 	maxRows int
+	// keep and peerTimeout are the exchanger's limits, handed to it when no exchange runs.
+	keep        int
+	peerTimeout time.Duration
 	// pending are the samples this replica accepted since the last exchange that published, the
 	// newest maxRows of them; dropped counts the older ones let go while the share was down.
 	pending []sdk.Sample
@@ -71,7 +74,7 @@ func (p *Producer) configureShare(params Params) {
 		sh = &sharing{ex: share.New(share.Config{Dir: params.ShareDir, ReplicaID: params.ReplicaID})}
 		p.share = sh
 	}
-	sh.ex.SetLimits(params.ShareKeep, ms(params.SharePeerTimeoutMs))
+	sh.keep, sh.peerTimeout = params.ShareKeep, ms(params.SharePeerTimeoutMs)
 	sh.period, sh.maxRows = ms(params.SharePeriodMs), params.ShareMaxRows
 	p.maybeExchange(true)
 }
@@ -133,6 +136,7 @@ func (p *Producer) maybeExchange(force bool) {
 	}
 	sh.pending = nil
 	sh.last, sh.exchanged = now, true
+	sh.ex.SetLimits(sh.keep, sh.peerTimeout) // no exchange runs: the exchanger is not in use
 	p.exchanging = true
 	if p.params.TrainInline {
 		p.endExchange(x.run(p.mergeShared))

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -331,6 +332,12 @@ func TestExchangesInTheBackground(t *testing.T) {
 		configure(t, p, map[string]any{"shareDir": dir, "replicaID": string(rune('a' + i)), "sharePeriodMs": 1000})
 	}
 	var wg sync.WaitGroup
+	// Reconfigured as it runs: the limits change between exchanges, never under one.
+	wg.Go(func() {
+		for k := range 20 {
+			configure(t, replicas[0], map[string]any{"shareDir": dir, "replicaID": "a", "sharePeriodMs": 1000, "shareKeep": 60 + k})
+		}
+	})
 	for i, p := range replicas {
 		wg.Go(func() {
 			for _, batch := range work {
@@ -404,4 +411,19 @@ func TestShareParameters(t *testing.T) {
 	}
 	// Without shareDir, the replica ID is neither needed nor looked for.
 	configure(t, New(), map[string]any{})
+}
+
+// BenchmarkMergeShared times what a replica does with 10,000 rows of another's once they are
+// read: file them in its store and teach them to its prior.
+func BenchmarkMergeShared(b *testing.B) {
+	rows := slices.Concat(workload(5)...)
+	p := New()
+	configure(b, p, map[string]any{"trainInline": true, "minNewSamples": 1_000_000, "youngRows": 0})
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for b.Loop() {
+		for k := 0; k < 10_000; k += len(rows) {
+			p.mergeShared(rows[:min(len(rows), 10_000-k)])
+		}
+	}
 }
