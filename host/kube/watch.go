@@ -91,9 +91,6 @@ func New(cfg Config, c Clients, log zerolog.Logger) (*Watcher, error) {
 // Namespace is the namespace watched, its default applied.
 func (w *Watcher) Namespace() string { return w.cfg.Namespace }
 
-// Source describes what is watched, for messages: `inferencePool "x"` or `selector app=x`.
-func (w *Watcher) Source() string { return w.cfg.source() }
-
 func (w *Watcher) informers() []cache.SharedIndexInformer {
 	if w.pool == nil {
 		return []cache.SharedIndexInformer{w.pods}
@@ -165,6 +162,11 @@ func (w *Watcher) WaitSynced(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-timer.C:
+	}
+	select {
+	case <-w.synced: // at the deadline
+		return nil
+	default:
 	}
 	ns := w.cfg.Namespace
 	w.mu.Lock()
