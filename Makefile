@@ -14,6 +14,12 @@ PROTOC_GEN_GO_VERSION      := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 # golang.org/x/tools for deadcode, the unreachable-code check of make lint.
 X_TOOLS_VERSION            := v0.52.0
+# helm renders and lints the chart in deploy/helm (make helm-check, the test in deploy/). It is built
+# from its module and stamped as its release binary is: its version, and the Kubernetes version of
+# the client-go it is built with (1.37 for v3.22.0), which helm template and lint assume offline.
+HELM_VERSION               := v3.22.0
+HELM_KUBE_MINOR            := 37
+HELM                       := $(TOOLS)/bin/helm
 
 # The Go plugins are the folders plugins/<name> that hold a main.go (test/e2e finds them the same way).
 GO_PLUGINS := $(patsubst plugins/%/main.go,%,$(wildcard plugins/*/main.go))
@@ -50,11 +56,23 @@ bin/plugins/ts-filter: system-tools $(NODE_DEPS) ## the TypeScript example filte
 	cd $* && npm ci --silent --no-audit --no-fund
 
 .PHONY: test
-test: system-tools $(NODE_DEPS) ## run the whole test suite: Go (unit, shim, end-to-end with real plugin processes), the Python kit, the TypeScript kit
-	$(GO) test -race -count=1 ./...
+test: system-tools $(NODE_DEPS) $(HELM) ## run the whole test suite: Go (unit, shim, end-to-end with real plugin processes), the Python kit, the TypeScript kit, the Helm chart
+	FORESIGHT_HELM=$(HELM) $(GO) test -race -count=1 ./...
 	/usr/bin/python3 -m unittest discover -s plugins/sdk/python/tests -t plugins/sdk/python
 	cd plugins/sdk/typescript && npm test --silent
 	cd plugins/ts-filter && npm test --silent
+	$(MAKE) --no-print-directory helm-check
+
+.PHONY: helm-check
+helm-check: $(HELM) ## helm lint the chart with its defaults and each value set of deploy/helm/foresight/ci; render and check it (deploy/); fail when deploy/manifests is stale
+	$(HELM) lint --strict deploy/helm/foresight
+	@for f in deploy/helm/foresight/ci/*.yaml; do echo "$(HELM) lint --strict deploy/helm/foresight -f $$f"; \
+	  $(HELM) lint --strict deploy/helm/foresight -f $$f || exit 1; done
+	FORESIGHT_HELM=$(HELM) $(GO) test -race -count=1 ./deploy/
+
+.PHONY: manifests
+manifests: $(HELM) ## regenerate deploy/manifests/foresight.yaml: helm template of the chart's defaults
+	FORESIGHT_HELM=$(HELM) $(GO) test -count=1 -run TestManifestsUpToDate ./deploy/ -args -update
 
 .PHONY: lint
 lint: tools ## go vet, gofmt check, unreachable code, buf lint and buf breaking against main
@@ -92,7 +110,7 @@ run: build ## build everything and run the demo
 	bin/foresight demo --config examples/pipeline.yaml
 
 .PHONY: tools
-tools: $(TOOLS)/bin/protoc-gen-go $(TOOLS)/bin/protoc-gen-go-grpc $(TOOLS)/bin/deadcode $(BUF) system-tools ## install the pinned code generators into .tools
+tools: $(TOOLS)/bin/protoc-gen-go $(TOOLS)/bin/protoc-gen-go-grpc $(TOOLS)/bin/deadcode $(BUF) $(HELM) system-tools ## install the pinned code generators and helm into .tools
 
 .PHONY: system-tools
 system-tools: ## install what Debian provides and the build needs, when missing (npm, gcc, protoc, Python gRPC)
@@ -106,6 +124,13 @@ $(TOOLS)/bin/protoc-gen-go-grpc:
 
 $(TOOLS)/bin/deadcode:
 	GOBIN=$(TOOLS)/bin $(GO) install golang.org/x/tools/cmd/deadcode@$(X_TOOLS_VERSION)
+
+$(HELM):
+	GOBIN=$(TOOLS)/bin $(GO) install -ldflags "-X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
+	  -X helm.sh/helm/v3/internal/version.metadata= \
+	  -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$(HELM_KUBE_MINOR) \
+	  -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$(HELM_KUBE_MINOR)" \
+	  helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 
 $(BUF) $(TS_PROTO) &: tools/package.json tools/package-lock.json
 	mkdir -p $(TOOLS)/npm && cp tools/package.json tools/package-lock.json $(TOOLS)/npm/

@@ -1,0 +1,96 @@
+package deploy
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// binDir is a temp dir laid out as the image's bin directory: foresight and plugins/<stage> for the
+// Go plugins (the TypeScript one is not in the image), each stamped with its VERSION as make
+// build stamps it.
+var (
+	binOnce sync.Once
+	binDir  string
+	binErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(filepath.Dir(binDir))
+	}
+	os.Exit(code)
+}
+
+// imageBinaries builds the router and the Go plugins once for the package's tests and returns
+// their directory.
+func imageBinaries(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() { binDir, binErr = buildImageBinaries() })
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binDir
+}
+
+func buildImageBinaries() (string, error) {
+	root, err := repoRoot()
+	if err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp("", "foresight-deploy-")
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(tmp, "bin")
+	builds := [][2]string{{filepath.Join(dir, "foresight"), "./cmd/foresight"}}
+	// The Go plugins are the folders plugins/<name> holding a main.go, as the Makefile finds them.
+	mains, err := filepath.Glob(filepath.Join(root, "plugins", "*", "main.go"))
+	if err != nil {
+		return "", err
+	}
+	for _, m := range mains {
+		name := filepath.Base(filepath.Dir(m))
+		builds = append(builds, [2]string{filepath.Join(dir, "plugins", name), "./plugins/" + name})
+	}
+	for _, b := range builds {
+		versionFile := filepath.Join(root, strings.TrimPrefix(b[1], "./"), "VERSION")
+		if b[1] == "./cmd/foresight" {
+			versionFile = filepath.Join(root, "VERSION")
+		}
+		v, err := os.ReadFile(versionFile)
+		if err != nil {
+			return "", err
+		}
+		// The flags of test/e2e's builds, so that the two share the build cache (the image's
+		// -trimpath and CGO_ENABLED=0 change how, not what, the binaries check).
+		cmd := exec.Command("go", "build", "-ldflags", "-X main.version="+strings.TrimSpace(string(v)), "-o", b[0], b[1])
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("go build %s: %v\n%s", b[1], err, out)
+		}
+	}
+	return dir, nil
+}
+
+// foresightCheck runs `foresight check` on a config as the pod would see it: each path of the
+// image or pod named in paths (its bin directory, its volume mounts) replaced by the local
+// directory it maps to. It returns check's output.
+func foresightCheck(t *testing.T, config string, paths map[string]string) (string, error) {
+	t.Helper()
+	var pairs []string
+	for image, local := range paths {
+		pairs = append(pairs, image, local)
+	}
+	file := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(file, []byte(strings.NewReplacer(pairs...).Replace(config)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(filepath.Join(imageBinaries(t), "foresight"), "check", "--config", file).CombinedOutput()
+	return string(out), err
+}

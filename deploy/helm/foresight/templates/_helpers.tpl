@@ -1,0 +1,117 @@
+{{/* The chart's name, 63 characters at most (a label value). */}}
+{{- define "foresight.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The release's full name: the objects' names. */}}
+{{- define "foresight.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "foresight.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The labels every object carries. */}}
+{{- define "foresight.labels" -}}
+helm.sh/chart: {{ include "foresight.chart" . }}
+{{ include "foresight.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{/* The labels that select the router's pods (Deployment, Service, PodDisruptionBudget). */}}
+{{- define "foresight.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "foresight.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "foresight.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "foresight.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* The Secret holding the admin token: the user's, or the one the chart creates. */}}
+{{- define "foresight.adminSecretName" -}}
+{{- default (printf "%s-admin-token" (include "foresight.fullname" .)) .Values.adminToken.existingSecret }}
+{{- end }}
+
+{{- define "foresight.adminSecretKey" -}}
+{{- if .Values.adminToken.existingSecret }}
+{{- required "adminToken.existingSecretKey: the key of the token in adminToken.existingSecret; got none" .Values.adminToken.existingSecretKey }}
+{{- else }}
+{{- "token" }}
+{{- end }}
+{{- end }}
+
+{{/* The InferencePool the router follows: the one the chart creates, an existing one, or "" (label selector). */}}
+{{- define "foresight.poolName" -}}
+{{- if .Values.inferencePool.create }}
+{{- default (include "foresight.fullname" .) .Values.inferencePool.name }}
+{{- else }}
+{{- .Values.inferencePool.name }}
+{{- end }}
+{{- end }}
+
+{{/* The image reference: repository:tag, the tag defaulting to the chart's appVersion. */}}
+{{- define "foresight.image" -}}
+{{- printf "%s:%s" (required "image.repository: the Foresight image built by the repository's Dockerfile; got none" .Values.image.repository) (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+
+{{/*
+The router's configuration file: .Values.config with the listeners set from .Values.ports and
+endpoints.kubernetes from .Values.modelServers and .Values.inferencePool.
+*/}}
+{{- define "foresight.config" -}}
+{{- $cfg := deepCopy (.Values.config | default dict) }}
+{{- $server := get $cfg "server" | default dict }}
+{{- $_ := set $server "listen" (printf "0.0.0.0:%d" (int .Values.ports.http)) }}
+{{- $_ := set $server "adminListen" (printf "0.0.0.0:%d" (int .Values.ports.admin)) }}
+{{- $_ := set $cfg "server" $server }}
+{{- $endpoints := get $cfg "endpoints" | default dict }}
+{{- if hasKey $endpoints "kubernetes" }}
+{{- fail "config.endpoints.kubernetes: the chart sets it from modelServers and inferencePool; remove it from config" }}
+{{- end }}
+{{- $kube := dict "namespace" .Release.Namespace }}
+{{- $pool := include "foresight.poolName" . }}
+{{- if $pool }}
+{{- $_ := set $kube "inferencePool" $pool }}
+{{- else }}
+{{- if not .Values.modelServers.matchLabels }}
+{{- fail "modelServers.matchLabels: the labels of the model server pods the router discovers; got none" }}
+{{- end }}
+{{- $_ := set $kube "selector" .Values.modelServers.matchLabels }}
+{{- $port := required "modelServers.targetPort: the model servers' port, a number or a container port's name; got none" .Values.modelServers.targetPort }}
+{{- if kindIs "string" $port }}
+{{- $_ := set $kube "targetPort" $port }}
+{{- else }}
+{{- $_ := set $kube "targetPort" (int $port) }}
+{{- end }}
+{{- end }}
+{{- $_ := set $endpoints "kubernetes" $kube }}
+{{- $_ := set $cfg "endpoints" $endpoints }}
+{{- /* The sections in the order docs/configuration.md gives them; toYaml would sort them. */}}
+{{- $order := list "plugins" "pipeline" "server" "endpoints" "scrape" "objectives" }}
+{{- range $k := $order }}
+{{- if hasKey $cfg $k }}
+{{ dict $k (get $cfg $k) | toYaml }}
+{{- end }}
+{{- end }}
+{{- range $k, $v := $cfg }}
+{{- if not (has $k $order) }}
+{{ dict $k $v | toYaml }}
+{{- end }}
+{{- end }}
+{{- end }}
