@@ -1,22 +1,22 @@
-# syntax=docker/dockerfile:1
 # Foresight's image: the router (bin/foresight) and its Go plugin binaries (bin/plugins/<stage>),
 # all built from this repository's sources by `make build`, on a distroless base as a non-root
 # user. The Helm chart in deploy/helm/foresight runs it:
 #
 #   docker build -t foresight:$(cat VERSION) .
 #
-# Every RUN step is a command that was run by hand on the project's machine (Debian 12, go1.26.8)
-# before it was written here, in the same order, in a fresh clone.
+# Every RUN step is a command that was run by hand on the project's machine (Debian 12, go1.26.8,
+# Node 20) before it was written here, in the same order, in a fresh copy of the sources.
 
 # The Go the project builds and tests with: go.mod's go line, the same minor release (the test in
 # deploy/ checks it).
 ARG GO_VERSION=1.26.8
 
-FROM golang:${GO_VERSION}-bookworm AS build
+# Debian 13: its Node is 20, which the TypeScript plugin kit requires (engines >=20; Debian 12's is 18).
+FROM golang:${GO_VERSION}-trixie AS build
 WORKDIR /src
-# What make build needs beyond Go, from Debian's packages (npm for the TypeScript example plugin,
-# gcc, protoc, Debian's Python with gRPC): the script the Makefile's system-tools target runs,
-# alone first so that the layer is cached across source changes.
+# What make build needs beyond Go, from Debian's packages (Node and npm for the TypeScript example
+# plugin, gcc, protoc, Python with gRPC): the script the Makefile's system-tools target runs, alone
+# first so that the layer is cached across source changes.
 COPY tools/system-deps.sh tools/
 RUN tools/system-deps.sh
 COPY go.mod go.sum ./

@@ -139,6 +139,9 @@ func TestChartRefusals(t *testing.T) {
 			"config.endpoints.kubernetes: the chart sets it from modelServers and inferencePool"},
 		"no model server labels": {[]string{"--set", "modelServers.matchLabels=null"},
 			"modelServers.matchLabels: the labels of the model server pods the router discovers; got none"},
+		"a misspelt value (values.schema.json)": {[]string{"--set", "inferncePool.create=true"},
+			"additional properties 'inferncePool' not allowed"},
+		"a port out of range (values.schema.json)": {[]string{"--set", "ports.extProc=70000"}, "/ports/extProc"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, stderr, err := helmTemplate(t, c.args...)
