@@ -33,7 +33,7 @@ func newServe() *cobra.Command {
 			"Ctrl-C lets requests in flight finish (up to 10 s) and stops every plugin process.\n" +
 			"--ext-proc (server.extProcListen) also serves the endpoint picker of a Kubernetes Inference\n" +
 			"Gateway there: Envoy's ext_proc gRPC protocol, the same pipeline and metrics (docs/kubernetes.md).\n" +
-			"--endpoints replaces the config's endpoints (static and file), --listen, --admin and\n" +
+			"--endpoints replaces the config's endpoints (static, file and kubernetes), --listen, --admin and\n" +
 			"--ext-proc its listeners; they hold across reloads.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
