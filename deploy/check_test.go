@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // binDir is a temp dir laid out as the image's bin directory: foresight and plugins/<stage> for the
@@ -91,6 +93,9 @@ func foresightCheck(t *testing.T, config string, paths map[string]string) (strin
 	if err := os.WriteFile(file, []byte(strings.NewReplacer(pairs...).Replace(config)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(filepath.Join(imageBinaries(t), "foresight"), "check", "--config", file).CombinedOutput()
+	// check starts every plugin and stops them; a minute is far more than it takes.
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, filepath.Join(imageBinaries(t), "foresight"), "check", "--config", file).CombinedOutput()
 	return string(out), err
 }
