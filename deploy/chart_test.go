@@ -28,8 +28,9 @@ type valueSet struct {
 	pool       string
 	createPool bool
 	route      bool
-	// claim is the models volume's PersistentVolumeClaim ("": an emptyDir).
-	claim string
+	// claim is the models volume's PersistentVolumeClaim ("": an emptyDir); share the share
+	// volume's ("": none, each replica learns alone).
+	claim, share string
 	// secret and secretKey hold the admin token; generated says the chart renders the Secret.
 	secret, secretKey string
 	generated         bool
@@ -48,7 +49,7 @@ var valueSets = []valueSet{
 		modelLabels: map[string]string{"app": "vllm-llama3-8b-instruct", "tier": "gpu"}},
 	{name: "httproute", file: "ci/httproute-values.yaml", pool: "vllm-llama3-8b-instruct", route: true,
 		secret: "foresight-admin-token", secretKey: "token", generated: true, probe: "grpc"},
-	{name: "pvc", file: "ci/pvc-values.yaml", claim: "foresight-models", secret: "router-admin", secretKey: "bearer", probe: "http",
+	{name: "pvc", file: "ci/pvc-values.yaml", share: "foresight-share", secret: "router-admin", secretKey: "bearer", probe: "http",
 		modelLabels: map[string]string{"app": "vllm-llama3-8b-instruct"}},
 }
 
@@ -92,7 +93,15 @@ func TestChart(t *testing.T) {
 					paths[m.MountPath] = t.TempDir()
 				}
 			}
-			if out, err := foresightCheck(t, cfg, paths); err != nil {
+			// The downward API's values, as a pod of the Deployment has them (POD_NAME names a
+			// replica sharing what it learns).
+			var env []string
+			for _, e := range c.Env {
+				if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
+					env = append(env, e.Name+"="+r.deployment.Name+"-0")
+				}
+			}
+			if out, err := foresightCheck(t, cfg, paths, env); err != nil {
 				t.Errorf("foresight check refuses the ConfigMap's config: %v\n%s\nthe config:\n%s", err, out, cfg)
 			}
 		})
@@ -142,6 +151,8 @@ func TestChartRefusals(t *testing.T) {
 		"a misspelt value (values.schema.json)": {[]string{"--set", "inferncePool.create=true"},
 			"additional properties 'inferncePool' not allowed"},
 		"a port out of range (values.schema.json)": {[]string{"--set", "ports.extProc=70000"}, "/ports/extProc"},
+		"one models claim for several replicas": {[]string{"--set", "replicaCount=2,models.existingClaim=m"},
+			"models.existingClaim: one claim for 2 replicas would have them all write one modelDir"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, stderr, err := helmTemplate(t, c.args...)
@@ -317,6 +328,15 @@ func checkObjects(t *testing.T, r *rendered, vs valueSet) {
 	case vs.claim != "" && (models.PersistentVolumeClaim == nil || models.PersistentVolumeClaim.ClaimName != vs.claim):
 		t.Errorf("models volume %+v: want the claim %q", models, vs.claim)
 	}
+	share, shared := volumes["share"]
+	switch {
+	case vs.share == "" && shared:
+		t.Errorf("a share volume %+v without share.existingClaim", share)
+	case vs.share != "" && (!shared || share.PersistentVolumeClaim == nil || share.PersistentVolumeClaim.ClaimName != vs.share):
+		t.Errorf("share volume %+v: want the claim %q", share, vs.share)
+	case vs.share != "" && mounts["share"].ReadOnly:
+		t.Errorf("the share volume is mounted read-only: every replica publishes its samples there")
+	}
 
 	// Security: non-root, a read-only root filesystem, no privilege escalation, no capabilities.
 	psc, sc := pod.Spec.SecurityContext, c.SecurityContext
@@ -372,6 +392,7 @@ func checkObjects(t *testing.T, r *rendered, vs valueSet) {
 type routerConfig struct {
 	Plugins []struct {
 		Name       string         `yaml:"name"`
+		Type       string         `yaml:"type"`
 		Path       string         `yaml:"path"`
 		Parameters map[string]any `yaml:"parameters"`
 	} `yaml:"plugins"`
@@ -423,10 +444,13 @@ func checkConfig(t *testing.T, r *rendered, vs valueSet, img image) string {
 	case vs.pool != "" && (k.Selector != nil || k.TargetPort != nil):
 		t.Errorf("endpoints.kubernetes %+v: want the pool alone (it names selector and ports)", *k)
 	}
-	var models string
+	var models, share string
 	for _, m := range c.VolumeMounts {
-		if m.Name == "models" {
+		switch m.Name {
+		case "models":
 			models = m.MountPath
+		case "share":
+			share = m.MountPath
 		}
 	}
 	for _, p := range cfg.Plugins {
@@ -435,6 +459,14 @@ func checkConfig(t *testing.T, r *rendered, vs valueSet, img image) string {
 		}
 		if dir, ok := p.Parameters["modelDir"].(string); ok && dir != models && !strings.HasPrefix(dir, models+"/") {
 			t.Errorf("plugin %s: modelDir %s is not on the models volume (mounted at %s): the root filesystem is read-only", p.Name, dir, models)
+		}
+		dir, ok := p.Parameters["shareDir"].(string)
+		switch {
+		case p.Type != "predicted-latency-producer":
+		case vs.share == "" && ok:
+			t.Errorf("plugin %s: shareDir %s without a share volume", p.Name, dir)
+		case vs.share != "" && (!ok || dir != share):
+			t.Errorf("plugin %s: shareDir %q, want the share volume's mount %s: the replicas learn alone", p.Name, dir, share)
 		}
 	}
 	return text

@@ -83,7 +83,7 @@ func buildImageBinaries() (string, error) {
 // foresightCheck runs `foresight check` on a config as the pod would see it: each path of the
 // image or pod named in paths (its bin directory, its volume mounts) replaced by the local
 // directory it maps to. It returns check's output.
-func foresightCheck(t *testing.T, config string, paths map[string]string) (string, error) {
+func foresightCheck(t *testing.T, config string, paths map[string]string, env []string) (string, error) {
 	t.Helper()
 	var pairs []string
 	for image, local := range paths {
@@ -96,6 +96,8 @@ func foresightCheck(t *testing.T, config string, paths map[string]string) (strin
 	// check starts every plugin and stops them; a minute is far more than it takes.
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, filepath.Join(imageBinaries(t), "foresight"), "check", "--config", file).CombinedOutput()
+	cmd := exec.CommandContext(ctx, filepath.Join(imageBinaries(t), "foresight"), "check", "--config", file)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
 	return string(out), err
 }

@@ -102,6 +102,18 @@ endpoints.kubernetes from .Values.modelServers and .Values.inferencePool.
 {{- end }}
 {{- $_ := set $endpoints "kubernetes" $kube }}
 {{- $_ := set $cfg "endpoints" $endpoints }}
+{{- if and .Values.models.existingClaim (gt (int .Values.replicaCount) 1) }}
+{{- fail (printf "models.existingClaim: one claim for %d replicas would have them all write one modelDir; keep the models on the emptyDir and share what the replicas learn with share.existingClaim" (int .Values.replicaCount)) }}
+{{- end }}
+{{- if .Values.share.existingClaim }}
+{{- range $p := (get $cfg "plugins" | default list) }}
+{{- if eq (get $p "type") "predicted-latency-producer" }}
+{{- $params := get $p "parameters" | default dict }}
+{{- $_ := set $params "shareDir" $.Values.share.mountPath }}
+{{- $_ := set $p "parameters" $params }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- /* The sections in the order docs/configuration.md gives them; toYaml would sort them. */}}
 {{- $order := list "plugins" "pipeline" "server" "endpoints" "scrape" "objectives" }}
 {{- range $k := $order }}
