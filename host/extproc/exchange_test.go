@@ -1,11 +1,10 @@
 package extproc
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/foresight-router/foresight/internal/logbuf"
 	"strings"
-	"sync"
 	"testing"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -27,25 +26,11 @@ import (
 // nothing scrapes them here.
 var fleet = []endpoints.Endpoint{{ID: "a", Address: "10.0.0.1:8000"}, {ID: "b", Address: "http://10.0.0.2:8000"}}
 
-// syncBuffer collects the access log.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-// lines are the access log's request lines.
-func (s *syncBuffer) lines(t *testing.T) []map[string]any {
+// requestLines are the access log's request lines.
+func requestLines(t *testing.T, log *logbuf.Buffer) []map[string]any {
 	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var out []map[string]any
-	for _, l := range strings.Split(strings.TrimSpace(s.b.String()), "\n") {
+	for _, l := range strings.Split(strings.TrimSpace(log.String()), "\n") {
 		var m map[string]any
 		if err := json.Unmarshal([]byte(l), &m); err != nil {
 			t.Fatalf("log line %q: %v", l, err)
@@ -60,7 +45,7 @@ func (s *syncBuffer) lines(t *testing.T) []map[string]any {
 type fixture struct {
 	srv    *Server
 	router *proxy.Server
-	log    *syncBuffer
+	log    *logbuf.Buffer
 }
 
 func newFixture(t *testing.T, tune func(*proxy.Options)) *fixture {
@@ -78,7 +63,7 @@ func newFixture(t *testing.T, tune func(*proxy.Options)) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Close)
-	logs := &syncBuffer{}
+	logs := &logbuf.Buffer{}
 	o := proxy.Options{Pipeline: p, Endpoints: set, MaxBodyBytes: 4096, Decisions: 8, PrefixBlocks: 1024, MaxAttempts: 3,
 		MaxConcurrentRequests: 100, Log: zerolog.New(logs)}
 	if tune != nil {
@@ -189,7 +174,7 @@ func TestAFallbackThatServedIsCounted(t *testing.T) {
 	if in := f.inflight(); in["a"]+in["b"] != 0 {
 		t.Fatalf("in flight %v after the answer", in)
 	}
-	line := f.log.lines(t)[0]
+	line := requestLines(t, f.log)[0]
 	if line["endpoint"] != idOf(dest[1]) || line["attempts"] != 2.0 || line["status"] != 200.0 {
 		t.Errorf("access line %v: want the fallback, 2 attempts, 200", line)
 	}
@@ -216,7 +201,7 @@ func TestAStreamCutByTheGatewayIs499(t *testing.T) {
 		t.Errorf("the client got %q: want the whole first event and nothing of the second yet", got)
 	}
 	x.close("the gateway ended the exchange before the answer did")
-	line := f.log.lines(t)[0]
+	line := requestLines(t, f.log)[0]
 	if line["status"] != 499.0 || !strings.Contains(line["error"].(string), "gateway ended") {
 		t.Errorf("access line %v: want 499 with the gateway's cause", line)
 	}
@@ -236,7 +221,7 @@ func TestAnEngineErrorIsItsStatus(t *testing.T) {
 		t.Errorf("the client got %q: want the engine's error as it was", got)
 	}
 	x.close("")
-	if line := f.log.lines(t)[0]; line["status"] != 503.0 {
+	if line := requestLines(t, f.log)[0]; line["status"] != 503.0 {
 		t.Errorf("access line %v: want 503", line)
 	}
 }

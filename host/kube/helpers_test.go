@@ -1,8 +1,8 @@
 package kube
 
 import (
-	"bytes"
 	"context"
+	"github.com/foresight-router/foresight/internal/logbuf"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -134,29 +134,11 @@ func (r *recorder) check(t *testing.T) {
 	}
 }
 
-// logBuffer collects a logger's lines for the tests that check what is logged.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) count(s string) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.Count(b.buf.String(), s)
-}
-
 // run starts a watcher of cfg over c and waits for its initial list; the test's cleanup stops it
 // and checks the callback contract.
-func run(t *testing.T, cfg Config, c Clients) (*recorder, *logBuffer) {
+func run(t *testing.T, cfg Config, c Clients) (*recorder, *logbuf.Buffer) {
 	t.Helper()
-	logs := &logBuffer{}
+	logs := &logbuf.Buffer{}
 	w, err := New(cfg, c, zerolog.New(logs))
 	if err != nil {
 		t.Fatal(err)

@@ -34,8 +34,8 @@ func TestNamespaceDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := w.Namespace(), namespaceFrom(ServiceAccountNamespaceFile); got != want {
-		t.Errorf("Namespace() = %q without one configured, want %q", got, want)
+	if got, want := w.cfg.Namespace, namespaceFrom(ServiceAccountNamespaceFile); got != want {
+		t.Errorf("the namespace watched is %q without one configured, want %q", got, want)
 	}
 }
 

@@ -2,7 +2,6 @@ package kube
 
 import (
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -16,11 +15,6 @@ import (
 type pool struct {
 	matchLabels map[string]string
 	ports       []int32
-}
-
-// equal reports whether p and q select the same pods on the same ports.
-func (p pool) equal(q pool) bool {
-	return maps.Equal(p.matchLabels, q.matchLabels) && slices.Equal(p.ports, q.ports)
 }
 
 // String is how logs show the pool: `app=vllm ports 8000,8001`.

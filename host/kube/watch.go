@@ -88,9 +88,6 @@ func New(cfg Config, c Clients, log zerolog.Logger) (*Watcher, error) {
 	return w, nil
 }
 
-// Namespace is the namespace watched, its default applied.
-func (w *Watcher) Namespace() string { return w.cfg.Namespace }
-
 func (w *Watcher) informers() []cache.SharedIndexInformer {
 	if w.pool == nil {
 		return []cache.SharedIndexInformer{w.pods}

@@ -85,14 +85,14 @@ func TestNamedTargetPort(t *testing.T) {
 	rec, logs := run(t, Config{Namespace: ns, Selector: vllm, TargetPort: intstr.FromString("http")}, Clients{Core: cs})
 	rec.wait(t, "initial", "a=10.0.0.1:8000 b=10.0.0.2:8001")
 	const warning = "the pod has no container port of that name"
-	eventually.Wait(t, within, "c's missing port logged", func() bool { return logs.count(warning) == 1 })
+	eventually.Wait(t, within, "c's missing port logged", func() bool { return strings.Count(logs.String(), warning) == 1 })
 
 	editPod(t, cs, "c", func(p *corev1.Pod) { p.Labels["rev"] = "2" }) // an event that changes nothing
 	editPod(t, cs, "b", func(p *corev1.Pod) { setReady(p, false) })
 	rec.wait(t, "b unready", "a=10.0.0.1:8000")
 	editPod(t, cs, "c", func(p *corev1.Pod) { p.Spec.Containers[0].Ports = append(p.Spec.Containers[0].Ports, http(8002)) })
 	rec.wait(t, "c got the port", "a=10.0.0.1:8000 c=10.0.0.3:8002")
-	if n := logs.count(warning); n != 1 {
+	if n := strings.Count(logs.String(), warning); n != 1 {
 		t.Errorf("c's missing port was logged %d times, want once", n)
 	}
 }
@@ -108,8 +108,8 @@ func TestInferencePool(t *testing.T) {
 	dyn := fakeDynamic(testPool("other", map[string]string{"pool": "one"}, 9000))
 	rec, logs := run(t, Config{Namespace: ns, InferencePool: "llama"}, Clients{Core: cs, Dynamic: dyn})
 	rec.wait(t, "no pool yet", "")
-	if logs.count("the InferencePool does not exist") != 1 {
-		t.Errorf("the missing pool is not logged once:\n%s", logs.buf.String())
+	if strings.Count(logs.String(), "the InferencePool does not exist") != 1 {
+		t.Errorf("the missing pool is not logged once:\n%s", logs.String())
 	}
 
 	ctx := context.Background()
@@ -132,7 +132,7 @@ func TestInferencePool(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec.wait(t, "a pool without ports", "")
-	eventually.Wait(t, within, "the unreadable pool logged", func() bool { return logs.count("spec.targetPorts is empty") == 1 })
+	eventually.Wait(t, within, "the unreadable pool logged", func() bool { return strings.Count(logs.String(), "spec.targetPorts is empty") == 1 })
 	if _, err := pools.Update(ctx, testPool("llama", map[string]string{"pool": "two"}, 8001), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestInferencePool(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec.wait(t, "pool deleted", "")
-	eventually.Wait(t, within, "the deletion logged", func() bool { return logs.count("the InferencePool does not exist") == 2 })
+	eventually.Wait(t, within, "the deletion logged", func() bool { return strings.Count(logs.String(), "the InferencePool does not exist") == 2 })
 }
 
 // Without RBAC on pods, WaitSynced names the namespace, the selector, the API server's answer

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"github.com/foresight-router/foresight/internal/logbuf"
 	"io"
 	"net"
 	"net/http"
@@ -116,7 +117,7 @@ func startFaulty(t *testing.T, f fault) string {
 // a working one, with a first-byte timeout of 300 ms.
 type faultRouter struct {
 	url  string
-	log  *syncBuffer
+	log  *logbuf.Buffer
 	reg  *prometheus.Registry
 	good string // the working endpoint's ID
 	set  *endpoints.Set
@@ -161,7 +162,7 @@ func newRouterOver(t *testing.T, cfg endpoints.Config, eps []endpoints.Endpoint,
 	if _, err := metrics.NewEndpoints(reg, func() []metrics.EndpointGauges { return srv.EndpointGauges() }); err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &logbuf.Buffer{}
 	o := Options{Pipeline: byID{}, Endpoints: set, MaxBodyBytes: 1 << 16, ConnectTimeout: time.Second,
 		UpstreamTimeout: 30 * time.Second, FirstByteTimeout: 300 * time.Millisecond, MaxAttempts: 1,
 		Decisions: 8, PrefixBlocks: 1 << 10, Metrics: reqs, Log: zerolog.New(logs)}

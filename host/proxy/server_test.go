@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/foresight-router/foresight/internal/logbuf"
 	"io"
 	"net"
 	"net/http"
@@ -40,7 +41,7 @@ pipeline:
 
 // fixture is a router in front of emulated vLLM servers (and, optionally, dead addresses).
 type fixture struct {
-	log   *syncBuffer // the access lines
+	log   *logbuf.Buffer // the access lines
 	srv   *Server
 	url   string
 	admin string
@@ -88,7 +89,7 @@ func newFixtureFor(t *testing.T, interval time.Duration, eps []endpoints.Endpoin
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Close)
-	logs := &syncBuffer{}
+	logs := &logbuf.Buffer{}
 	reg := prometheus.NewRegistry()
 	reqs, err := metrics.NewRequests(reg)
 	if err != nil {
@@ -165,24 +166,6 @@ func (f *fixture) wantMetrics(t *testing.T, want ...string) {
 			t.Errorf("/metrics lacks %q:\n%s", w, data)
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the server's concurrent log writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/foresight-router/foresight/internal/logbuf"
 	"io"
 	"net"
 	"net/http"
@@ -250,7 +251,7 @@ func TestPodsComingAndGoingUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	addPod("vllm-a", false) // scheduled, not ready: the fleet is empty
-	logs := &lockedBuffer{}
+	logs := &logbuf.Buffer{}
 	r, err := Start(ctx, cfg, zerolog.New(logs), WithKubeClients(kube.Clients{Core: cs}))
 	if err != nil {
 		t.Fatal(err)
@@ -373,7 +374,7 @@ func TestDiscoveredIDClashesWithStatic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &lockedBuffer{}
+	logs := &logbuf.Buffer{}
 	r, err := Start(context.Background(), cfg, zerolog.New(logs), WithKubeClients(kube.Clients{Core: cs}))
 	if err != nil {
 		t.Fatal(err)
@@ -401,22 +402,4 @@ func TestDiscoveryWithoutClientsFailsStart(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "endpoints.kubernetes: kubernetes discovery: a clientset") {
 		t.Fatalf("Start without a clientset: %v", err)
 	}
-}
-
-// lockedBuffer is a log sink safe for the router's goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
