@@ -61,14 +61,17 @@ test: system-tools $(NODE_DEPS) $(HELM) ## run the whole test suite: Go (unit, s
 	/usr/bin/python3 -m unittest discover -s plugins/sdk/python/tests -t plugins/sdk/python
 	cd plugins/sdk/typescript && npm test --silent
 	cd plugins/ts-filter && npm test --silent
-	$(MAKE) --no-print-directory helm-check
+	$(MAKE) --no-print-directory helm-lint
 
 .PHONY: helm-check
-helm-check: $(HELM) ## helm lint the chart with its defaults and each value set of deploy/helm/foresight/ci; render and check it (deploy/); fail when deploy/manifests is stale
+helm-check: helm-lint ## helm lint the chart with its defaults and each value set of deploy/helm/foresight/ci; render and check it (deploy/); fail when deploy/manifests is stale
+	FORESIGHT_HELM=$(HELM) $(GO) test -race -count=1 ./deploy/
+
+.PHONY: helm-lint
+helm-lint: $(HELM) ## helm lint the chart with its defaults and each value set of deploy/helm/foresight/ci (make test runs the deploy/ tests with the rest)
 	$(HELM) lint --strict deploy/helm/foresight
 	@for f in deploy/helm/foresight/ci/*.yaml; do echo "$(HELM) lint --strict deploy/helm/foresight -f $$f"; \
 	  $(HELM) lint --strict deploy/helm/foresight -f $$f || exit 1; done
-	FORESIGHT_HELM=$(HELM) $(GO) test -race -count=1 ./deploy/
 
 .PHONY: manifests
 manifests: $(HELM) ## regenerate deploy/manifests/foresight.yaml: helm template of the chart's defaults
