@@ -81,12 +81,7 @@ func (x *exchange) handle(req *extprocv3.ProcessingRequest) ([]*extprocv3.Proces
 		}
 		return x.requestBody(m.RequestBody.GetBody(), m.RequestBody.GetEndOfStream())
 	case *extprocv3.ProcessingRequest_RequestTrailers:
-		if x.phase != phaseBody {
-			return nil, x.outOfOrder("request trailers")
-		}
-		resps, err := x.decide(false)
-		return append(resps, &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestTrailers{
-			RequestTrailers: &extprocv3.TrailersResponse{}}}), err
+		return x.requestTrailers()
 	case *extprocv3.ProcessingRequest_ResponseHeaders:
 		if x.phase != phaseDecided {
 			return nil, x.outOfOrder("response headers")
@@ -207,17 +202,34 @@ func (x *exchange) requestBody(piece []byte, eos bool) ([]*extprocv3.ProcessingR
 		return x.refuse(x.s.o.Router.BodyTooLarge()), nil
 	}
 	x.body = append(x.body, piece...)
-	if x.reqMode == filterv3.ProcessingMode_BUFFERED_PARTIAL && !eos {
+	switch {
+	case x.reqMode == filterv3.ProcessingMode_BUFFERED_PARTIAL && !eos:
 		// Envoy's buffer filled before the body ended: the router never sees the rest.
 		return x.refuse(x.s.o.Router.BodyTooLarge()), nil
+	case x.reqMode == filterv3.ProcessingMode_FULL_DUPLEX_STREAMED && !eos:
+		return nil, nil // more pieces, or trailers, follow
 	}
-	if !eos {
-		if x.reqMode != filterv3.ProcessingMode_FULL_DUPLEX_STREAMED {
-			return nil, unsupported("a %s request body came in pieces", x.reqMode)
-		}
-		return nil, nil
+	// The whole body: at its end, or a buffered body that trailers follow (Envoy waits for this
+	// answer before it sends them).
+	return x.decide(eos)
+}
+
+// requestTrailers ends a full-duplex body (the pick, then the trailers' answer); after a buffered
+// body the pick was made and the trailers pass.
+func (x *exchange) requestTrailers() ([]*extprocv3.ProcessingResponse, error) {
+	trailers := &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestTrailers{
+		RequestTrailers: &extprocv3.TrailersResponse{}}}
+	switch {
+	case x.phase == phaseDecided:
+		return []*extprocv3.ProcessingResponse{trailers}, nil
+	case x.phase != phaseBody:
+		return nil, x.outOfOrder("request trailers")
 	}
-	return x.decide(true)
+	resps, err := x.decide(false)
+	if err != nil || x.phase == phaseAnswered { // refused: the immediate response ends the exchange
+		return resps, err
+	}
+	return append(resps, trailers), nil
 }
 
 // decide has the request decided and answers with the pick, or with the router's refusal. In

@@ -303,3 +303,35 @@ func TestOverTheConcurrencyBound(t *testing.T) {
 		t.Errorf("after both closed: %v, want a pick", resps)
 	}
 }
+
+// TestBufferedBodyBeforeTrailers: a buffered body that trailers follow comes without end of
+// stream; it is whole, so the pick answers it (Envoy waits for that answer before the trailers),
+// and the trailers then pass.
+func TestBufferedBodyBeforeTrailers(t *testing.T) {
+	f := newFixture(t, nil)
+	x := f.exchange()
+	if resps := handle(t, x, requestHeaders(filterv3.ProcessingMode_BUFFERED)); resps[0].GetRequestHeaders() == nil {
+		t.Fatalf("buffered headers: %v, want them answered at once", resps)
+	}
+	resps := handle(t, x, requestBody(streamed, false))
+	if resps[0].GetRequestBody().GetResponse().GetHeaderMutation() == nil || resps[0].GetDynamicMetadata() == nil {
+		t.Fatalf("buffered body: %v, want the pick", resps)
+	}
+	trailers := &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestTrailers{RequestTrailers: &extprocv3.HttpTrailers{}}}
+	if resps := handle(t, x, trailers); len(resps) != 1 || resps[0].GetRequestTrailers() == nil {
+		t.Errorf("trailers after the pick: %v", resps)
+	}
+}
+
+// TestARefusalEndsTheExchangeAtTrailers: when the body that trailers end is refused, the
+// immediate response is the last answer.
+func TestARefusalEndsTheExchangeAtTrailers(t *testing.T) {
+	f := newFixture(t, nil)
+	x := f.exchange()
+	handle(t, x, requestHeaders(filterv3.ProcessingMode_FULL_DUPLEX_STREAMED))
+	handle(t, x, requestBody(`{"model":`, false))
+	resps := handle(t, x, &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestTrailers{RequestTrailers: &extprocv3.HttpTrailers{}}})
+	if len(resps) != 1 || resps[0].GetImmediateResponse().GetStatus().GetCode() != 400 {
+		t.Errorf("a bad body ended by trailers: %v, want one 400 immediate response", resps)
+	}
+}
