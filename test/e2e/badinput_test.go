@@ -312,7 +312,7 @@ func startBadBench(t *testing.T) *badBench {
   - {name: scorer, type: latency-scorer, path: ../bin/plugins/scorer}
 pipeline:
   scorers: [{pluginRef: scorer}]
-server: {listen: "127.0.0.1:0", adminListen: "127.0.0.1:0", adminToken: %s, readBodyTimeout: 500ms}
+server: {listen: "127.0.0.1:0", adminListen: "127.0.0.1:0", extProcListen: "127.0.0.1:0", adminToken: %s, readBodyTimeout: 500ms}
 endpoints:
   static: [{id: vllm-0, address: %q}]
 objectives:
