@@ -48,7 +48,7 @@ type fixture struct {
 	log    *logbuf.Buffer
 }
 
-func newFixture(t *testing.T, tune func(*proxy.Options)) *fixture {
+func newFixture(t testing.TB, tune func(*proxy.Options)) *fixture {
 	t.Helper()
 	set, err := endpoints.New(endpoints.Config{}, fleet)
 	if err != nil {
@@ -122,7 +122,7 @@ func responseBody(body string, eos bool) *extprocv3.ProcessingRequest {
 		ResponseBody: &extprocv3.HttpBody{Body: []byte(body), EndOfStream: eos}}}
 }
 
-func handle(t *testing.T, x *exchange, req *extprocv3.ProcessingRequest) []*extprocv3.ProcessingResponse {
+func handle(t testing.TB, x *exchange, req *extprocv3.ProcessingRequest) []*extprocv3.ProcessingResponse {
 	t.Helper()
 	resps, err := x.handle(req)
 	if err != nil {
