@@ -7,16 +7,50 @@ import "math"
 // halves every ln 2 / −ln decay rows and the fit follows an engine whose speed changes. The
 // weight of a row is 1/y², so the fit minimises the squared relative error, the error the
 // producer is judged by, and a 20 ms request counts as much as a 20 s one.
+//
+// Until minSupport rows have excited a term (made it non-zero), its value in a prediction is held
+// to the largest the data has shown it: the first row that excites a term is fitted exactly by
+// it, whatever made that row slow, and a linear term extrapolates that without bound. On a batch
+// engine stalled by a long prompt another router sent, the first sample with a queue (2 waiting,
+// 2 s) gave the queue term 540 ms a waiting request, and the next endpoint with 35 waiting a
+// prediction of 20 s for a 15 ms TTFT (bench routing --replicas 8, production, 2026-11-25); held
+// to 2 waiting, it predicts the 2 s that sample saw. The support is an effective number of rows,
+// (Σ d)² / Σ d² over the exciting rows' forgetting weights d, so forgetting alone does not make
+// a term that rows excited long ago unsupported again (they still determine its coefficient).
 type fit struct {
-	k     int
-	decay float64
-	a     []float64 // k×k: Σ w·x·xᵀ, row-major
-	b     []float64 // k: Σ w·x·y
-	rows  float64   // Σ of the rows' current weights before 1/y² (a forgetting row count)
+	k          int
+	decay      float64
+	minSupport float64
+	a          []float64 // k×k: Σ w·x·xᵀ, row-major
+	b          []float64 // k: Σ w·x·y
+	s1, s2     []float64 // k: Σ d and Σ d² over the rows that excite each term
+	top        []float64 // k: the largest value of each term in a row
 }
 
-func newFit(k int, decay float64) *fit {
-	return &fit{k: k, decay: decay, a: make([]float64, k*k), b: make([]float64, k)}
+func newFit(k int, decay, minSupport float64) *fit {
+	return &fit{k: k, decay: decay, minSupport: minSupport, a: make([]float64, k*k), b: make([]float64, k),
+		s1: make([]float64, k), s2: make([]float64, k), top: make([]float64, k)}
+}
+
+// support is the effective number of rows that excited term j.
+func (f *fit) support(j int) float64 {
+	if f.s2[j] <= 0 {
+		return 0
+	}
+	return f.s1[j] * f.s1[j] / f.s2[j]
+}
+
+// limits returns the most each term may count in a prediction: the largest value the rows showed
+// while fewer than minSupport rows excited it, no limit (+Inf) after.
+func (f *fit) limits() []float64 {
+	l := make([]float64, f.k)
+	for j := range l {
+		l[j] = math.Inf(1)
+		if math.Round(f.support(j)) < f.minSupport {
+			l[j] = f.top[j]
+		}
+	}
+	return l
 }
 
 // add files one row x with target y > 0.
@@ -28,7 +62,15 @@ func (f *fit) add(x []float64, y float64) {
 	for i := range f.b {
 		f.b[i] *= f.decay
 	}
-	f.rows = f.rows*f.decay + 1
+	for i := 0; i < f.k; i++ {
+		f.s1[i] *= f.decay
+		f.s2[i] *= f.decay * f.decay
+		if x[i] != 0 {
+			f.s1[i]++
+			f.s2[i]++
+			f.top[i] = max(f.top[i], x[i])
+		}
+	}
 	for i := 0; i < f.k; i++ {
 		wi := w * x[i]
 		f.b[i] += wi * y
@@ -162,11 +204,15 @@ func solvePassive(k int, live []int, passive []bool, a func(i, j int) float64, b
 	return z
 }
 
-// predict is β·x.
-func predict(beta, x []float64) float64 {
+// predict is β·x, each term held to its limit (nil: none).
+func predict(beta, x, limit []float64) float64 {
 	s := 0.0
 	for i, b := range beta {
-		s += b * x[i]
+		v := x[i]
+		if limit != nil {
+			v = min(v, limit[i])
+		}
+		s += b * v
 	}
 	return s
 }

@@ -18,7 +18,9 @@ import (
 type Params struct {
 	// HalfLife is how many samples it takes for a sample's weight in the fit to halve.
 	HalfLife int `json:"halfLife"`
-	// MinSamples is how many samples of a target the fit needs before it predicts.
+	// MinSamples is how many samples of a target the fit needs before it predicts, and how many
+	// samples must excite a term (make it non-zero) before it extrapolates beyond the largest
+	// value they showed.
 	MinSamples int `json:"minSamples"`
 	// EndpointWindow is how many recent samples of an endpoint its speed factor averages.
 	EndpointWindow int `json:"endpointWindow"`
@@ -86,7 +88,8 @@ type speed struct {
 // New returns an empty prior; params must be valid.
 func New(params Params) *Prior {
 	decay := math.Exp(-math.Ln2 / float64(params.HalfLife))
-	return &Prior{params: params, fits: [2]*fit{newFit(len(TTFTTerms), decay), newFit(len(TPOTTerms), decay)},
+	support := float64(params.MinSamples)
+	return &Prior{params: params, fits: [2]*fit{newFit(len(TTFTTerms), decay, support), newFit(len(TPOTTerms), decay, support)},
 		speed: map[string]*speed{}, snap: &Snapshot{}}
 }
 
@@ -109,7 +112,7 @@ func (p *Prior) Add(s *sdk.Sample, ttft, tpot float64) {
 		x := p.row[:f.k]
 		fillRow(k, x, &s.Request, &s.State)
 		if p.snap.Learned(k) {
-			if g := predict(p.snap.Coef[k], x); g > 0 {
+			if g := predict(p.snap.Coef[k], x, p.snap.limit[k]); g > 0 {
 				sp.N[k] = min(sp.N[k]+1, float64(p.params.EndpointWindow))
 				sp.Log[k] += (clampLog(math.Log(y/g)) - sp.Log[k]) / sp.N[k]
 			}
@@ -136,7 +139,7 @@ func (p *Prior) factors(sp *speed) [2]float64 {
 func (p *Prior) Refresh() *Snapshot {
 	s := &Snapshot{speed: make(map[string][2]float64, len(p.speed))}
 	for k, f := range p.fits {
-		s.Coef[k], s.learned[k] = f.solve(), p.n[k] >= p.params.MinSamples
+		s.Coef[k], s.limit[k], s.learned[k] = f.solve(), f.limits(), p.n[k] >= p.params.MinSamples
 	}
 	for id, sp := range p.speed {
 		s.speed[id] = p.factors(sp)
@@ -158,7 +161,8 @@ func (p *Prior) Snapshot() *Snapshot {
 type Snapshot struct {
 	// Coef holds each target's fleet model coefficients, in the order of TTFTTerms and TPOTTerms.
 	Coef    [2][]float64
-	learned [2]bool // whether the target has had MinSamples samples
+	limit   [2][]float64 // the most each term counts (fit.limits)
+	learned [2]bool      // whether the target has had MinSamples samples
 	speed   map[string][2]float64
 }
 
@@ -190,7 +194,7 @@ func (s *Snapshot) Predict(r *sdk.Request, endpoint string, st *sdk.EndpointStat
 	for k := range out {
 		if s.Learned(k) {
 			fillRow(k, row[:], r, st)
-			out[k] = positive(predict(s.Coef[k], row[:]) * speed[k])
+			out[k] = positive(predict(s.Coef[k], row[:], s.limit[k]) * speed[k])
 		}
 	}
 	return out[TTFT], out[TPOT]
