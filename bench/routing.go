@@ -259,6 +259,9 @@ func newStrategy(ctx context.Context, name string, o RoutingOptions, producer ma
 	if err != nil {
 		return nil, err
 	}
+	if o.Replicas > 1 {
+		cfg.Pipeline.StageTimeout = max(cfg.Pipeline.StageTimeout, replicaStageTimeout)
+	}
 	if name == "predicted-latency" && cfg.Pipeline.Producer == nil {
 		return nil, unavailable{fmt.Sprintf("%s has no producer", file)}
 	}
