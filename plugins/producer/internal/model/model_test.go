@@ -9,38 +9,15 @@ import (
 	"testing"
 )
 
-// stump is a hand-written LightGBM v3 model over two features: 1 when a <= 0.5, else 3.
-const stump = `tree
-version=v3
-num_class=1
-num_tree_per_iteration=1
-label_index=0
-max_feature_idx=1
-objective=regression
-feature_names=a b
-feature_infos=[0:1] [0:1]
-tree_sizes=300
-
-Tree=0
-num_leaves=2
-num_cat=0
-split_feature=0
-split_gain=1
-threshold=0.5
-decision_type=2
-left_child=-1
-right_child=-2
-leaf_value=1 3
-leaf_weight=1 1
-leaf_count=1 1
-internal_value=2
-internal_weight=2
-internal_count=2
-shrinkage=1
-
-
-end of trees
-`
+// stump is a hand-written LightGBM v3 model over two features: 1 when a <= 0.5, else 3 (the
+// share package's tests read the same file).
+var stump = func() string {
+	b, err := os.ReadFile("testdata/stump.txt")
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}()
 
 // cyclic is a three-leaf tree whose second node points back to the root: leaves would loop.
 var cyclic = strings.NewReplacer("num_leaves=2", "num_leaves=3", "split_feature=0", "split_feature=0 1",
