@@ -1,0 +1,12 @@
+// Command lowest-predicted serves the lowest-predicted-picker plugin to a Foresight host.
+package main
+
+import (
+	"github.com/foresight-router/foresight/plugins/lowest-predicted/internal/lowest"
+	"github.com/foresight-router/foresight/plugins/sdk"
+)
+
+// version is stamped at build time from the VERSION file beside this one.
+var version = "0.0.0-dev"
+
+func main() { sdk.ServeInstances(sdk.StagePicker, lowest.New, version) }
