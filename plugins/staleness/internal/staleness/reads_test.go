@@ -1,0 +1,17 @@
+package staleness
+
+import (
+	"context"
+	"testing"
+
+	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/foresight-router/foresight/plugins/sdk/sdktest"
+)
+
+// The host sends only the fields Reads declares: on random cycles the verdict must not change.
+func TestReadsCoverWhatItReads(t *testing.T) {
+	f := New()
+	sdktest.CheckReads(t, f.Reads(), 5000, func(c *sdk.Cycle) (sdk.FilterVerdict, error) {
+		return f.Filter(context.Background(), c)
+	})
+}
