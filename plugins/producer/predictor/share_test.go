@@ -329,6 +329,7 @@ func TestExchangesInTheBackground(t *testing.T) {
 	configure(t, ref, map[string]any{"minNewSamples": 1_000_000, "youngRows": 0})
 	replicas := []*Producer{New(), New()}
 	for i, p := range replicas {
+		t.Cleanup(p.WaitIdle) // exchanges run in the background: let them end before dir goes
 		configure(t, p, map[string]any{"shareDir": dir, "replicaID": string(rune('a' + i)), "sharePeriodMs": 1000})
 	}
 	var wg sync.WaitGroup
@@ -375,6 +376,7 @@ func TestShareParameters(t *testing.T) {
 	t.Setenv("POD_NAME", "router-7d9f-x2v")
 	t.Setenv("HOSTNAME", "host-1")
 	p := New()
+	t.Cleanup(p.WaitIdle) // a configure starts an exchange in the background: let it end before dir goes
 	configure(t, p, map[string]any{"shareDir": dir})
 	if id := p.Params().ReplicaID; id != "router-7d9f-x2v" {
 		t.Errorf("replicaID %q, want $POD_NAME's", id)
