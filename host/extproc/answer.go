@@ -13,7 +13,7 @@ import (
 // responseHeaders reads the answer's status and gives the client the request's ID (and the
 // decision trace when asked for). A streamed 200 answer goes through the relay, which times its
 // tokens and hides the usage the router asked for (so its length changes: content-length goes);
-// any other answer passes through as it is and, when whole and 200, is measured at its end.
+// a whole 200 answer is kept to be measured at its end; any other passes through, not held.
 func (x *exchange) responseHeaders(m *extprocv3.HttpHeaders) ([]*extprocv3.ProcessingResponse, error) {
 	_, pseudo := headerMap(m.GetHeaders())
 	code, err := strconv.Atoi(pseudo[":status"])
@@ -23,9 +23,13 @@ func (x *exchange) responseHeaders(m *extprocv3.HttpHeaders) ([]*extprocv3.Proce
 	x.routed.Status(code)
 	x.phase = phaseAnswer
 	mutation := setHeaders(proxy.HeaderRequestID, x.routed.RequestID(), proxy.HeaderDecision, string(x.routed.Decision()))
-	if code == http.StatusOK && x.routed.Streaming() && x.respMode != filterv3.ProcessingMode_NONE {
+	switch {
+	case code != http.StatusOK || x.respMode == filterv3.ProcessingMode_NONE:
+	case x.routed.Streaming():
 		x.relay = startFeed(x.routed.Relay)
 		mutation.RemoveHeaders = append(mutation.RemoveHeaders, "content-length")
+	default:
+		x.measure = true
 	}
 	resps := []*extprocv3.ProcessingResponse{{Response: &extprocv3.ProcessingResponse_ResponseHeaders{
 		ResponseHeaders: &extprocv3.HeadersResponse{Response: &extprocv3.CommonResponse{HeaderMutation: mutation}}}}}
@@ -42,9 +46,11 @@ func (x *exchange) responseBody(piece []byte, eos bool) []*extprocv3.ProcessingR
 	out, changed := piece, false
 	if x.relay != nil {
 		out, changed = x.relay.push(piece), true
-	} else if !x.tooWhole {
+	} else if x.measure {
 		x.whole = append(x.whole, piece...)
-		x.tooWhole = len(x.whole) > maxWholeBytes
+		if len(x.whole) > maxWholeBytes { // too large to hold: it passes through unmeasured
+			x.measure, x.whole = false, nil
+		}
 	}
 	if eos {
 		out = append(out, x.endAnswer()...)
@@ -90,10 +96,10 @@ func (x *exchange) endAnswer() []byte {
 	switch {
 	case x.relay != nil:
 		rest, _ = x.relay.end() // how the stream ended is the routed request's to record
-	case x.whole != nil && !x.tooWhole && !x.routed.Streaming() && x.routed.StatusCode() == http.StatusOK:
+	case x.measure:
 		x.routed.Whole(x.whole)
 	}
-	x.whole = nil
+	x.measure, x.whole = false, nil
 	x.routed.Finish("")
 	x.phase = phaseAnswered
 	return rest

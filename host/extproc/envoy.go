@@ -1,8 +1,8 @@
 package extproc
 
 import (
-	"bytes"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 
@@ -109,50 +109,27 @@ func servedBy(md *corev3.Metadata) string {
 	return strings.TrimSpace(md.GetFilterMetadata()[MetadataNamespace].GetFields()[ServedKey].GetStringValue())
 }
 
-// recorder is an http.ResponseWriter that keeps what is written, to send the router's own answer
-// (an error, GET /v1/models) as an immediate response.
-type recorder struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func newRecorder() *recorder { return &recorder{header: http.Header{}} }
-
-func (r *recorder) Header() http.Header { return r.header }
-func (r *recorder) Write(b []byte) (int, error) {
-	if r.status == 0 {
-		r.status = http.StatusOK
-	}
-	return r.body.Write(b)
-}
-func (r *recorder) WriteHeader(code int) {
-	if r.status == 0 {
-		r.status = code
-	}
-}
-
-// immediate is the immediate response that answers the client with what rec holds, plus the
-// request ID when known.
-func immediate(rec *recorder, requestID string) *extprocv3.ProcessingResponse {
+// immediate is the immediate response that answers the client with what rec holds (the router's
+// own answer: an error, GET /v1/models), plus the request ID when known.
+func immediate(rec *httptest.ResponseRecorder, requestID string) *extprocv3.ProcessingResponse {
 	kv := []string{}
-	for name, values := range rec.header {
+	for name, values := range rec.Header() {
 		kv = append(kv, strings.ToLower(name), strings.Join(values, ", "))
 	}
 	kv = append(kv, "x-request-id", requestID)
 	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ImmediateResponse{
 		ImmediateResponse: &extprocv3.ImmediateResponse{
-			Status:  &typev3.HttpStatus{Code: typev3.StatusCode(rec.status)},
+			Status:  &typev3.HttpStatus{Code: typev3.StatusCode(rec.Code)},
 			Headers: setHeaders(kv...),
-			Body:    rec.body.Bytes(),
-			Details: "foresight_" + strconv.Itoa(rec.status),
+			Body:    rec.Body.Bytes(),
+			Details: "foresight_" + strconv.Itoa(rec.Code),
 		},
 	}}
 }
 
 // errorResponse is the immediate response carrying e in OpenAI's error shape.
 func errorResponse(e *openai.Error, requestID string) *extprocv3.ProcessingResponse {
-	rec := newRecorder()
+	rec := httptest.NewRecorder()
 	openai.WriteError(rec, e)
 	return immediate(rec, requestID)
 }

@@ -3,6 +3,7 @@ package extproc
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"time"
@@ -48,10 +49,10 @@ type exchange struct {
 	body     []byte
 	subset   func(endpoints.Endpoint) bool
 
-	routed   *proxy.Routed
-	relay    *feed  // a streamed 200 answer's relay
-	whole    []byte // a non-streamed answer, to measure at its end
-	tooWhole bool   // it went past maxWholeBytes
+	routed  *proxy.Routed
+	relay   *feed  // a streamed 200 answer's relay
+	measure bool   // a whole 200 answer, kept to be measured at its end (until maxWholeBytes)
+	whole   []byte // what came of it
 }
 
 // unsupported is the gRPC error for a message the router cannot take.
@@ -160,7 +161,7 @@ func (x *exchange) requestHeaders(m *extprocv3.HttpHeaders) ([]*extprocv3.Proces
 	path, _, _ := strings.Cut(pseudo[":path"], "?")
 	kind, completion := kindOf(path)
 	if !completion || pseudo[":method"] != http.MethodPost {
-		rec := newRecorder()
+		rec := httptest.NewRecorder()
 		r, err := http.NewRequestWithContext(x.ctx, pseudo[":method"], path, http.NoBody)
 		if err != nil {
 			return x.refuse(openai.BadRequest("", "the request line: %v", err)), nil

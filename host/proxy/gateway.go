@@ -134,9 +134,6 @@ func (r *Routed) hostPort(id string) string {
 // Status notes the status of the answer's headers.
 func (r *Routed) Status(code int) { r.status = code }
 
-// StatusCode is the answer's status once its headers came (0 before).
-func (r *Routed) StatusCode() int { return r.status }
-
 // Relay passes a 200 streamed answer from src to dst as the proxy relays one (openai.Relay): it
 // times the first token and the tokens after it for the producer and the in-flight ledger, hides
 // the usage the client did not ask for, and records the answer in the prefix index. It returns
