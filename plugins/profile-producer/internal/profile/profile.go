@@ -13,8 +13,9 @@ import (
 	"strings"
 )
 
-// Percentiles are the statistics a profile point may carry; a profile is read at one of them.
-var Percentiles = []string{"mean", "p50", "p90", "p95", "p99"}
+// Percentiles are the statistics of a profile point (Llumnix's: its points also carry std and
+// raw_data); a profile is read at one of them.
+var Percentiles = []string{"mean", "min", "max", "p50", "p95", "p99"}
 
 // DefaultPercentile is the statistic Llumnix predicts from.
 const DefaultPercentile = "p50"
@@ -26,55 +27,58 @@ type Metadata struct {
 	Description string `json:"description,omitempty"`
 }
 
-// file is a profile file as Llumnix writes it: metadata and one result per profiled point.
-type file struct {
-	Metadata Metadata                     `json:"metadata"`
-	Results  []map[string]json.RawMessage `json:"results"`
-}
-
-// readFile decodes a profile file strictly (unknown top-level members are refused) and returns,
-// per result, the named numeric fields.
-func readFile(name string, data []byte) (Metadata, []map[string]float64, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	var f file
-	if err := dec.Decode(&f); err != nil {
+// readFile decodes a profile file: an object of metadata and results, nothing else at the top
+// (a misspelt member is refused), each result an object whose members field reads when asked
+// (others, such as Llumnix's std and raw_data, are not read); metadata is kept as it comes.
+func readFile(name string, data []byte) (Metadata, []map[string]json.RawMessage, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
 		return Metadata{}, nil, fmt.Errorf("%s: not a profile (JSON with metadata and results): %w", name, err)
 	}
-	if f.Results == nil {
-		return Metadata{}, nil, fmt.Errorf("%s: results is missing", name)
-	}
-	if len(f.Results) == 0 {
-		return Metadata{}, nil, fmt.Errorf("%s: results is empty: a profile needs at least one point", name)
-	}
-	out := make([]map[string]float64, len(f.Results))
-	for i, r := range f.Results {
-		out[i] = map[string]float64{}
-		for k, raw := range r {
-			var v float64
-			if err := json.Unmarshal(raw, &v); err != nil {
-				return Metadata{}, nil, fmt.Errorf("%s: results[%d].%s must be a number, got %s", name, i, k, strings.TrimSpace(string(raw)))
-			}
-			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-				return Metadata{}, nil, fmt.Errorf("%s: results[%d].%s must be a finite number ≥ 0, got %v", name, i, k, v)
-			}
-			out[i][k] = v
+	for k := range top {
+		if k != "metadata" && k != "results" {
+			return Metadata{}, nil, fmt.Errorf("%s: unknown member %q (a profile holds metadata and results)", name, k)
 		}
 	}
-	return f.Metadata, out, nil
+	var md Metadata
+	if raw, ok := top["metadata"]; ok {
+		if err := json.Unmarshal(raw, &md); err != nil {
+			return Metadata{}, nil, fmt.Errorf("%s: metadata: %w", name, err)
+		}
+	}
+	raw, ok := top["results"]
+	if !ok || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return Metadata{}, nil, fmt.Errorf("%s: results is missing", name)
+	}
+	var results []map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &results); err != nil {
+		return Metadata{}, nil, fmt.Errorf("%s: results must be an array of objects: %w", name, err)
+	}
+	if len(results) == 0 {
+		return Metadata{}, nil, fmt.Errorf("%s: results is empty: a profile needs at least one point", name)
+	}
+	return md, results, nil
 }
 
-// field returns result i's field, or an error naming what is missing.
-func field(name string, i int, r map[string]float64, key string) (float64, error) {
-	v, ok := r[key]
+// field returns result i's numeric member key: a finite number ≥ 0, or an error naming the
+// file, the point and what is wrong.
+func field(name string, i int, r map[string]json.RawMessage, key string) (float64, error) {
+	raw, ok := r[key]
 	if !ok {
 		return 0, fmt.Errorf("%s: results[%d] has no %s", name, i, key)
+	}
+	var v float64
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return 0, fmt.Errorf("%s: results[%d].%s must be a number, got %s", name, i, key, strings.TrimSpace(string(raw)))
+	}
+	if v < 0 {
+		return 0, fmt.Errorf("%s: results[%d].%s must be ≥ 0, got %v", name, i, key, v)
 	}
 	return v, nil
 }
 
 // count returns result i's field as a positive whole number (tokens, a batch size).
-func count(name string, i int, r map[string]float64, key string) (float64, error) {
+func count(name string, i int, r map[string]json.RawMessage, key string) (float64, error) {
 	v, err := field(name, i, r, key)
 	if err != nil {
 		return 0, err

@@ -39,6 +39,12 @@ func TestTTFTInterpolation(t *testing.T) {
 	if err != nil || p95.Predict(192) != 75 { // between 60 and 90
 		t.Errorf("p95 at 192 tokens: %v, %v; want 75", p95, err)
 	}
+	llumnix := `{"metadata":{"model":"m","timestamp":"t","description":"d","gpu":"H100"},"results":[` +
+		`{"tokens_num":128,"mean":41,"std":2,"min":38,"max":47,"p50":40,"p95":45,"p99":46,"raw_data":[40,41,38]},` +
+		`{"tokens_num":256,"mean":61,"std":2,"min":58,"max":67,"p50":60,"p95":65,"p99":66,"raw_data":[60,61,58]}]}`
+	if lp, err := ParseTTFT("llumnix.json", []byte(llumnix), "max"); err != nil || lp.Predict(192) != 57 {
+		t.Errorf("Llumnix's own point shape (std, min, max, raw_data; more metadata) at max: %v; want 57 at 192 tokens", err)
+	}
 	one, err := ParseTTFT("ttft.json", []byte(ttftFile(ttftPoint(128, 40))), "p50")
 	if err != nil || one.Predict(10) != 40 || one.Predict(1e6) != 40 {
 		t.Errorf("a one-point profile: %v; want its value everywhere", err)
@@ -85,17 +91,18 @@ func TestBadProfiles(t *testing.T) {
 		tpot                         bool
 	}{
 		{name: "not JSON", data: `{"results":`, want: "ttft.json: not a profile (JSON with metadata and results)"},
-		{name: "unknown member", data: `{"metadata":{},"results":[],"extra":1}`, want: `unknown field "extra"`},
+		{name: "unknown member", data: `{"metadata":{},"results":[],"extra":1}`, want: `ttft.json: unknown member "extra" (a profile holds metadata and results)`},
 		{name: "no results", data: `{"metadata":{}}`, want: "ttft.json: results is missing"},
 		{name: "empty results", data: `{"metadata":{},"results":[]}`, want: "results is empty: a profile needs at least one point"},
 		{name: "no tokens_num", data: ttftFile(`{"p50":3}`), want: "ttft.json: results[0] has no tokens_num"},
 		{name: "no percentile", data: ttftFile(`{"tokens_num":128,"mean":3}`), want: "results[0] has no p50"},
 		{name: "tokens not whole", data: ttftFile(`{"tokens_num":12.5,"p50":3}`), want: "results[0].tokens_num must be a whole number ≥ 1, got 12.5"},
-		{name: "negative latency", data: ttftFile(`{"tokens_num":128,"p50":-3}`), want: "results[0].p50 must be a finite number ≥ 0, got -3"},
+		{name: "negative latency", data: ttftFile(`{"tokens_num":128,"p50":-3}`), want: "results[0].p50 must be ≥ 0, got -3"},
 		{name: "a string", data: ttftFile(`{"tokens_num":"128","p50":3}`), want: `results[0].tokens_num must be a number, got "128"`},
 		{name: "duplicate", data: ttftFile(ttftPoint(128, 40), ttftPoint(128, 41)), want: "tokens_num 128 is profiled twice"},
 		{name: "non-monotone", data: ttftFile(ttftPoint(128, 40), ttftPoint(256, 30)), want: "p50 falls from 40 ms at tokens_num 128 to 30 ms at 256: a longer prefill must not be faster"},
-		{name: "unknown percentile", data: ttftFile(ttftPoint(128, 40)), percentile: "p42", want: `percentile "p42": accepted: mean, p50, p90, p95, p99`},
+		{name: "unknown percentile", data: ttftFile(ttftPoint(128, 40)), percentile: "p42", want: `percentile "p42": accepted: mean, min, max, p50, p95, p99`},
+		{name: "results not an array", data: `{"metadata":{},"results":{}}`, want: "ttft.json: results must be an array of objects"},
 		{name: "incomplete grid", tpot: true, data: `{"metadata":{},"results":[` + tpotPoint(1, 8, 10) + "," + tpotPoint(1, 64, 12) + "," + tpotPoint(16, 8, 14) + `]}`,
 			want: "tpot.json: batch_size 16 with tokens_per_request 64 is not profiled: the points must form a grid (batch sizes [1 16] × tokens_per_request [8 64])"},
 		{name: "duplicate grid point", tpot: true, data: `{"metadata":{},"results":[` + tpotPoint(1, 8, 10) + "," + tpotPoint(1, 8, 11) + `]}`,

@@ -54,6 +54,9 @@ func ParseTTFT(name string, data []byte, percentile string) (*TTFT, error) {
 // shortest one profiled: fixed costs dominate there); beyond the last point the last segment's
 // slope goes on (prefill time grows with the tokens computed, and clamping would call a prompt
 // twice the longest profiled as fast as it). A profile of one point predicts that point.
+// Llumnix's InterpolationPredictor answers an error outside the profiled range instead, which its
+// scheduler turns into an infinite latency, so that an endpoint loaded beyond the profile is
+// never picked; here it gets an estimate, and the SLO filters decide.
 func (t *TTFT) Predict(tokens float64) float64 { return interp1(t.tokens, t.ms, tokens) }
 
 // interp1 interpolates ys over the increasing xs at x: clamped below, extrapolated along the last
