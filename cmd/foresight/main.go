@@ -96,7 +96,7 @@ func newRoot() *cobra.Command {
 		},
 	}
 	root.PersistentFlags().StringVar(&level, "log-level", "warn", "log level: trace, debug, info, warn, error")
-	root.AddCommand(newCheck(), newSchedule(), newServe(), newBench(), newDemo(), newEmulate(), newNoopPlugin())
+	root.AddCommand(newCheck(), newSchedule(), newServe(), newBench(), newDemo(), newEmulate(), newProfile(), newNoopPlugin())
 	return root
 }
 

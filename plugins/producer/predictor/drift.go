@@ -1,8 +1,8 @@
 package predictor
 
 import (
+	"github.com/foresight-router/foresight/plugins/internal/quality"
 	"github.com/foresight-router/foresight/plugins/producer/internal/prior"
-	"github.com/foresight-router/foresight/plugins/producer/internal/quality"
 	"github.com/foresight-router/foresight/plugins/sdk"
 )
 

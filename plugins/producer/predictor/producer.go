@@ -13,10 +13,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/foresight-router/foresight/plugins/internal/quality"
 	"github.com/foresight-router/foresight/plugins/producer/internal/features"
 	"github.com/foresight-router/foresight/plugins/producer/internal/model"
 	"github.com/foresight-router/foresight/plugins/producer/internal/prior"
-	"github.com/foresight-router/foresight/plugins/producer/internal/quality"
 	"github.com/foresight-router/foresight/plugins/producer/internal/store"
 	"github.com/foresight-router/foresight/plugins/sdk"
 )

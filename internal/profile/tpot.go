@@ -17,7 +17,7 @@ type TPOT struct {
 // ParseTPOT reads a TPOT profile (results of batch_size, tokens_per_request and the
 // percentiles) at percentile. The points must form a whole grid — every profiled batch size with
 // every profiled tokens_per_request, once — since bilinear interpolation needs the four corners
-// around every prediction; and the latency must not fall as either grows (a larger batch or a
+// around every prediction; and the latency must not fall by more than 5 % as either grows (a larger batch or a
 // longer context is never faster per token: a profile that says so is a measurement to redo).
 func ParseTPOT(name string, data []byte, percentile string) (*TPOT, error) {
 	if err := checkPercentile(percentile); err != nil {
@@ -63,10 +63,10 @@ func ParseTPOT(name string, data []byte, percentile string) (*TPOT, error) {
 			if !ok {
 				return nil, fmt.Errorf("%s: batch_size %v with tokens_per_request %v is not profiled: the points must form a grid (batch sizes %v × tokens_per_request %v)", name, b, tok, t.batch, t.tokens)
 			}
-			if bi > 0 && v < t.ms[bi-1][ti] {
+			if bi > 0 && falls(t.ms[bi-1][ti], v) {
 				return nil, fmt.Errorf("%s: %s falls from %v to %v ms as batch_size grows from %v to %v at tokens_per_request %v: a larger batch must not be faster per token", name, percentile, t.ms[bi-1][ti], v, t.batch[bi-1], b, tok)
 			}
-			if ti > 0 && v < t.ms[bi][ti-1] {
+			if ti > 0 && falls(t.ms[bi][ti-1], v) {
 				return nil, fmt.Errorf("%s: %s falls from %v to %v ms as tokens_per_request grows from %v to %v at batch_size %v: a longer context must not be faster per token", name, percentile, t.ms[bi][ti-1], v, t.tokens[ti-1], tok, b)
 			}
 			t.ms[bi][ti] = v
@@ -83,7 +83,6 @@ func ParseTPOT(name string, data []byte, percentile string) (*TPOT, error) {
 func (t *TPOT) Predict(batch, tokens float64) float64 {
 	b0, b1, wb := locate(t.batch, batch)
 	t0, t1, wt := locate(t.tokens, tokens)
-	at := func(b int) float64 { return t.ms[b][t0] + wt*(t.ms[b][t1]-t.ms[b][t0]) }
-	lo, hi := at(b0), at(b1)
-	return lo + wb*(hi-lo)
+	at := func(b int) float64 { return along(t.ms[b][t0], t.ms[b][t1], wt) }
+	return along(at(b0), at(b1), wb)
 }

@@ -20,11 +20,24 @@ var Percentiles = []string{"mean", "min", "max", "p50", "p95", "p99"}
 // DefaultPercentile is the statistic Llumnix predicts from.
 const DefaultPercentile = "p50"
 
-// Metadata describes a profile; it is kept for reports and not interpreted.
+// Metadata describes a profile. Model, Timestamp and Description are Llumnix's and are kept for
+// reports; the other members are Foresight's own (Llumnix's reader ignores them) and carry what
+// `foresight profile` knows about the server profiled, so a producer needs no parameter to read
+// the profile right: its step budget and its KV-cache capacity.
 type Metadata struct {
 	Model       string `json:"model"`
 	Timestamp   string `json:"timestamp"`
 	Description string `json:"description,omitempty"`
+	// Engine names what was profiled (for `foresight profile`, the simulated preset).
+	Engine string `json:"engine,omitempty"`
+	// MaxNumBatchedTokens is the engine's prefill budget of one step (vLLM
+	// --max-num-batched-tokens); 0: not recorded.
+	MaxNumBatchedTokens int `json:"max_num_batched_tokens,omitempty"`
+	// ChunkedPrefill says whether the engine cuts a prompt into steps of MaxNumBatchedTokens;
+	// absent: not recorded.
+	ChunkedPrefill *bool `json:"chunked_prefill,omitempty"`
+	// KVCacheTokens is the engine's KV-cache capacity in tokens; 0: not recorded.
+	KVCacheTokens int `json:"kv_cache_tokens,omitempty"`
 }
 
 // readFile decodes a profile file: an object of metadata and results, nothing else at the top
@@ -89,9 +102,23 @@ func count(name string, i int, r map[string]json.RawMessage, key string) (float6
 	return v, nil
 }
 
+// noiseTolerance is how far a latency may fall as the prefill, the batch or the context grows
+// before the profile is refused: a measured percentile moves with the run's noise (a decode step
+// whose cost does not depend on the context length is flat along tokens_per_request, and its
+// p50 wobbles by a fraction of a percent over a few hundred samples), while a fall of more than 5 %
+// is a measurement to redo.
+const noiseTolerance = 0.05
+
+// falls reports whether v, measured at a larger point than prev, is lower than prev by more than
+// the noise tolerance.
+func falls(prev, v float64) bool { return v < prev*(1-noiseTolerance) }
+
+// KnownPercentile reports whether a profile can be read at statistic p.
+func KnownPercentile(p string) bool { return slices.Contains(Percentiles, p) }
+
 // checkPercentile refuses a statistic a profile cannot be read at.
 func checkPercentile(p string) error {
-	if !slices.Contains(Percentiles, p) {
+	if !KnownPercentile(p) {
 		return fmt.Errorf("percentile %q: accepted: %s", p, strings.Join(Percentiles, ", "))
 	}
 	return nil

@@ -2,6 +2,7 @@ package profile
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 )
@@ -76,6 +77,13 @@ func TestTPOTBilinear(t *testing.T) {
 			t.Errorf("Predict(%v, %v) = %v, want %v", c.batch, c.tokens, got, c.want)
 		}
 	}
+	// A last segment that falls within the noise tolerated (20 → 19.5 ms) is not extrapolated
+	// downward: beyond it the last value holds.
+	noisy := `{"metadata":{},"results":[` + strings.Join([]string{
+		tpotPoint(1, 8, 10), tpotPoint(1, 64, 10), tpotPoint(16, 8, 20), tpotPoint(16, 64, 19.5)}, ",") + `]}`
+	if np, err := ParseTPOT("tpot.json", []byte(noisy), "p50"); err != nil || np.Predict(16, 6400) != 19.5 || math.Abs(np.Predict(160, 64)-(10+159.0/15*9.5)) > 1e-9 {
+		t.Errorf("a falling last segment: %v", err)
+	}
 	row := `{"metadata":{"model":"m","timestamp":"t"},"results":[` + tpotPoint(4, 8, 10) + "," + tpotPoint(4, 64, 12) + `]}`
 	p, err = ParseTPOT("tpot.json", []byte(row), "p50")
 	if err != nil || p.Predict(100, 36) != 11 {
@@ -128,5 +136,43 @@ func TestBadProfiles(t *testing.T) {
 				t.Errorf("got %v, want an error containing %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestPredictor: Llumnix's chunked-prefill TTFT and decode-step TPOT over two small profiles,
+// computed by hand.
+func TestPredictor(t *testing.T) {
+	ttft, err := ParseTTFT("ttft.json", []byte(ttftFile(ttftPoint(100, 20), ttftPoint(1000, 110))), "p50")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpot, err := ParseTPOT("tpot.json", []byte(`{"metadata":{},"results":[`+strings.Join([]string{
+		tpotPoint(1, 8, 10), tpotPoint(1, 1008, 12), tpotPoint(11, 8, 20), tpotPoint(11, 1008, 22)}, ",")+`]}`), "p50")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := Predictor{TTFT: ttft, TPOT: tpot, MaxNumBatchedTokens: 1000}
+	for _, c := range []struct {
+		name                  string
+		prefill, reqs, tokens float64
+		want                  float64
+	}{
+		{"idle, one chunk", 550, 0, 0, 65},                            // 20 + 450 × 0.1
+		{"nothing to prefill: one step", 0, 0, 0, 20},                 // the first point
+		{"a decode batch rides along", 550, 6, 3048, 65 + 16},         // 508 per request: halfway on both axes
+		{"few tokens per request read at 8", 100, 1, 2, 20 + 10},      // TPOT(1, 8)
+		{"three chunks", 2500, 0, 0, 110 + 110 + 60},                  // 1000, 1000, 500
+		{"three chunks beside a batch", 2500, 11, 11 * 8, 3*20 + 280}, // 20 ms a step
+	} {
+		if got := p.Prefill(c.prefill, c.reqs, c.tokens); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("%s: Prefill(%v, %v, %v) = %v, want %v", c.name, c.prefill, c.reqs, c.tokens, got, c.want)
+		}
+	}
+	if got := p.DecodeStep(6, 3048); math.Abs(got-16) > 1e-9 { // (11 + 21) / 2
+		t.Errorf("DecodeStep(6, 3048) = %v, want 16", got)
+	}
+	whole := Predictor{TTFT: ttft, TPOT: tpot}
+	if got := whole.Prefill(2500, 0, 0); math.Abs(got-260) > 1e-9 { // 110 + 1500 × 0.1, one chunk
+		t.Errorf("no step budget: Prefill(2500) = %v, want 260", got)
 	}
 }

@@ -15,7 +15,7 @@ type TTFT struct {
 
 // ParseTTFT reads a TTFT profile (results of tokens_num and the percentiles) at percentile.
 // Every point must carry tokens_num and the percentile; two points of the same tokens_num are
-// refused, and so is a latency that falls as the prompt grows (a profile whose longer prefill is
+// refused, and so is a latency that falls by more than 5 % as the prompt grows (a profile whose longer prefill is
 // faster is a measurement to redo, and would make the interpolation reward longer prompts).
 func ParseTTFT(name string, data []byte, percentile string) (*TTFT, error) {
 	if err := checkPercentile(percentile); err != nil {
@@ -41,7 +41,7 @@ func ParseTTFT(name string, data []byte, percentile string) (*TTFT, error) {
 		if i > 0 && p.tokens == pts[i-1].tokens {
 			return nil, fmt.Errorf("%s: tokens_num %v is profiled twice", name, p.tokens)
 		}
-		if i > 0 && p.ms < pts[i-1].ms {
+		if i > 0 && falls(pts[i-1].ms, p.ms) {
 			return nil, fmt.Errorf("%s: %s falls from %v ms at tokens_num %v to %v ms at %v: a longer prefill must not be faster", name, percentile, pts[i-1].ms, pts[i-1].tokens, p.ms, p.tokens)
 		}
 		t.tokens, t.ms = append(t.tokens, p.tokens), append(t.ms, p.ms)
@@ -63,7 +63,17 @@ func (t *TTFT) Predict(tokens float64) float64 { return interp1(t.tokens, t.ms, 
 // segment above.
 func interp1(xs, ys []float64, x float64) float64 {
 	i, j, w := locate(xs, x)
-	return ys[i] + w*(ys[j]-ys[i])
+	return along(ys[i], ys[j], w)
+}
+
+// along is (1 − w)·a + w·b; beyond b (w > 1) never below b: a last segment that falls (within
+// the noise the reader tolerates) would otherwise predict ever less for ever more load.
+func along(a, b, w float64) float64 {
+	v := a + w*(b-a)
+	if w > 1 && v < b {
+		return b
+	}
+	return v
 }
 
 // locate places x on the increasing xs: its value is (1 − w)·v[i] + w·v[j]. Below xs[0] it is
