@@ -77,6 +77,11 @@ helm-lint: $(HELM) ## helm lint the chart with its defaults and each value set o
 manifests: $(HELM) ## regenerate deploy/manifests/foresight.yaml: helm template of the chart's defaults
 	FORESIGHT_HELM=$(HELM) $(GO) test -count=1 -run TestManifestsUpToDate ./deploy/ -args -update
 
+.PHONY: profiles
+profiles: build ## regenerate examples/profiles: Llumnix profiles of both engine families' default presets (reproducible byte for byte)
+	for p in llama-3.1-8b-h100-tp2 sim-8b-h100-32slots; do \
+	  bin/foresight profile --preset $$p --out examples/profiles/$$p --timestamp 2026-11-25T00:00:00Z || exit 1; done
+
 .PHONY: lint
 lint: tools ## go vet, gofmt check, unreachable code, buf lint and buf breaking against main
 	$(GO) vet ./...

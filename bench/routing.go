@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -33,6 +34,7 @@ var strategyConfigs = map[string]string{
 	"load-prefix-111":   "load-prefix-111.yaml",
 	"load-prefix-322":   "load-prefix-322.yaml",
 	"predicted-latency": "pipeline.yaml",
+	"llumnix-slo":       "llumnix-slo.yaml",
 }
 
 // RoutingResult is what RunRouting measured; its JSON is bench routing's.
@@ -252,7 +254,7 @@ func newStrategy(ctx context.Context, name string, o RoutingOptions, producer ma
 	if file, ok := strategyConfigs[name]; ok {
 		path = filepath.Join(o.Examples, file)
 	} else if ext := filepath.Ext(name); ext != ".yaml" && ext != ".yml" {
-		return nil, fmt.Errorf("unknown strategy %q (known: rr, least-load, load-prefix-111, load-prefix-322, predicted-latency, oracle, or a pipeline config FILE.yaml)", name)
+		return nil, fmt.Errorf("unknown strategy %q (known: rr, least-load, load-prefix-111, load-prefix-322, predicted-latency, llumnix-slo, oracle, or a pipeline config FILE.yaml)", name)
 	}
 	file := filepath.Base(path)
 	cfg, err := config.Load(path)
@@ -265,21 +267,36 @@ func newStrategy(ctx context.Context, name string, o RoutingOptions, producer ma
 	if name == "predicted-latency" && cfg.Pipeline.Producer == nil {
 		return nil, unavailable{fmt.Sprintf("%s has no producer", file)}
 	}
+	cleanup := func() {}
 	if pc := cfg.Pipeline.Producer; pc != nil {
 		spec := cfg.Plugin(pc.PluginRef)
 		if spec.Parameters == nil {
 			spec.Parameters = map[string]any{}
 		}
-		spec.Parameters["trainInline"] = true
-		spec.Parameters["modelDir"] = ""
-		maps.Copy(spec.Parameters, producer)
+		switch spec.Type {
+		case learnedProducer:
+			spec.Parameters["trainInline"] = true
+			spec.Parameters["modelDir"] = ""
+			maps.Copy(spec.Parameters, producer)
+		case profileProducer:
+			if name == "llumnix-slo" { // profiled on the fleet it routes, as an operator would
+				dir, err := fleetProfiles(o)
+				if err != nil {
+					return nil, fmt.Errorf("strategy %q: %w", name, err)
+				}
+				cleanup = func() { _ = os.RemoveAll(dir) }
+				spec.Parameters["ttftProfile"] = filepath.Join(dir, "ttft.json")
+				spec.Parameters["tpotProfile"] = filepath.Join(dir, "tpot.json")
+			}
+		}
 	}
 	p, err := pipeline.Build(ctx, cfg, o.Log)
 	if err != nil {
+		cleanup()
 		return nil, fmt.Errorf("strategy %q: %w", name, err)
 	}
 	onExit(o.AtExit, p.Close)
-	st := &strategy{router: cluster.PipelineRouter{Pipeline: p}, close: p.Close}
+	st := &strategy{router: cluster.PipelineRouter{Pipeline: p}, close: func() { p.Close(); cleanup() }}
 	if p.HasProducer() {
 		st.samples = feedback.New(p.Observe, 0, 0)
 		st.observe = func(s sdk.Sample, finished time.Time) { st.samples.Add(ctx, s, finished) }

@@ -3,10 +3,8 @@ package main
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
-	"github.com/foresight-router/foresight/internal/profile"
 	"github.com/foresight-router/foresight/sim/engine"
 	"github.com/foresight-router/foresight/sim/profiler"
 	"github.com/spf13/cobra"
@@ -14,8 +12,8 @@ import (
 
 func newProfile() *cobra.Command {
 	var (
-		preset, out string
-		o           = profiler.Options{Runs: 10, Noise: 0.05, Seed: 1}
+		preset, out, stamp string
+		o                  = profiler.Options{Runs: 10, Noise: 0.05, Seed: 1}
 	)
 	cmd := &cobra.Command{
 		Use:   "profile --preset NAME --out DIR",
@@ -37,18 +35,15 @@ func newProfile() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			p.Metadata.Timestamp = time.Now().UTC().Format(time.RFC3339)
+			p.Metadata.Timestamp = stamp
+			if stamp == "" {
+				p.Metadata.Timestamp = time.Now().UTC().Format(time.RFC3339)
+			}
 			if err := os.MkdirAll(out, 0o755); err != nil {
 				return err
 			}
-			ttft, tpot := filepath.Join(out, "ttft.json"), filepath.Join(out, "tpot.json")
-			md := p.Metadata
-			md.Description = fmt.Sprintf("TTFT of a lone request on an idle %s, %d runs a point (foresight profile)", preset, o.Runs)
-			if err := writeProfile(ttft, md, p.TTFT); err != nil {
-				return err
-			}
-			md.Description = fmt.Sprintf("time between output tokens of a batch decoding together on %s, %d runs a point (foresight profile)", preset, o.Runs)
-			if err := writeProfile(tpot, md, p.TPOT); err != nil {
+			ttft, tpot, err := p.WriteDir(out)
+			if err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "%s: %d TTFT points (%d–%d tokens), %d TPOT points (batch %d–%d × %d–%d tokens)\n%s\n%s\n",
@@ -65,19 +60,7 @@ func newProfile() *cobra.Command {
 	f.Float64Var(&o.Noise, "noise", o.Noise, "relative standard deviation of the batch family's step times")
 	f.Uint64Var(&o.Seed, "seed", o.Seed, "seed of the first run's noise")
 	f.BoolVar(&o.Raw, "raw", false, "keep every sample in its point (Llumnix's raw_data)")
+	f.StringVar(&stamp, "timestamp", "", "the metadata's timestamp (default: now); a fixed one makes the files reproducible byte for byte")
 	_ = cmd.MarkFlagRequired("out")
 	return cmd
-}
-
-// writeProfile writes one profile file.
-func writeProfile[P profile.TTFTPoint | profile.TPOTPoint](file string, md profile.Metadata, points []P) error {
-	f, err := os.Create(file)
-	if err != nil {
-		return err
-	}
-	if err := profile.Write(f, md, points); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("%s: %w", file, err)
-	}
-	return f.Close()
 }

@@ -2,7 +2,7 @@
 package main
 
 import (
-	"github.com/foresight-router/foresight/plugins/profile-producer/internal/profiled"
+	"github.com/foresight-router/foresight/plugins/internal/profiled"
 	"github.com/foresight-router/foresight/plugins/sdk"
 )
 

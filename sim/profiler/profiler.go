@@ -8,6 +8,8 @@ package profiler
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -31,9 +33,40 @@ type Options struct {
 
 // Profiles are the two profiles of one engine configuration.
 type Profiles struct {
+	// Metadata is both files'; WriteDir sets each file's description. Set its Timestamp before.
 	Metadata profile.Metadata
 	TTFT     []profile.TTFTPoint
 	TPOT     []profile.TPOTPoint
+	runs     int
+}
+
+// WriteDir writes the profiles as dir/ttft.json and dir/tpot.json, each with its description,
+// and returns the two paths.
+func (p *Profiles) WriteDir(dir string) (ttft, tpot string, err error) {
+	ttft, tpot = filepath.Join(dir, "ttft.json"), filepath.Join(dir, "tpot.json")
+	md := p.Metadata
+	md.Description = fmt.Sprintf("TTFT of a lone request on an idle %s, %d runs a point (foresight profile)", md.Engine, p.runs)
+	if err := write(ttft, md, p.TTFT); err != nil {
+		return "", "", err
+	}
+	md.Description = fmt.Sprintf("time between output tokens of a batch decoding together on %s, %d runs a point (foresight profile)", md.Engine, p.runs)
+	if err := write(tpot, md, p.TPOT); err != nil {
+		return "", "", err
+	}
+	return ttft, tpot, nil
+}
+
+// write writes one profile file.
+func write[P profile.TTFTPoint | profile.TPOTPoint](file string, md profile.Metadata, points []P) error {
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if err := profile.Write(f, md, points); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	return f.Close()
 }
 
 // decodeTokens is how many output tokens a TPOT point measures after its whole batch has its
@@ -66,7 +99,7 @@ func Run(cfg engine.Config, name string, o Options) (*Profiles, error) {
 	chunked := cfg.Family != engine.FamilySlot
 	kv := cfg.NumGPUBlocks * cfg.BlockSize
 	p := &Profiles{Metadata: profile.Metadata{Model: name, Engine: name, KVCacheTokens: kv,
-		MaxNumBatchedTokens: cfg.MaxNumBatchedTokens, ChunkedPrefill: &chunked}}
+		MaxNumBatchedTokens: cfg.MaxNumBatchedTokens, ChunkedPrefill: &chunked}, runs: o.Runs}
 	top := 32768
 	if chunked {
 		top = cfg.MaxNumBatchedTokens

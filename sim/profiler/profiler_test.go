@@ -2,6 +2,7 @@ package profiler
 
 import (
 	"bytes"
+	"os"
 	"testing"
 
 	"github.com/foresight-router/foresight/internal/profile"
@@ -22,7 +23,7 @@ func TestProfilesReadBack(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ttftFile, tpotFile := write(t, p)
+			ttftFile, tpotFile := files(t, p)
 			ttft, err := profile.ParseTTFT("ttft.json", ttftFile, "p50")
 			if err != nil {
 				t.Fatal(err)
@@ -63,23 +64,27 @@ func TestProfilesReadBack(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if a, b := write(t, again); !bytes.Equal(a, ttftFile) || !bytes.Equal(b, tpotFile) {
+			if a, b := files(t, again); !bytes.Equal(a, ttftFile) || !bytes.Equal(b, tpotFile) {
 				t.Error("the same seed gave different profiles")
 			}
 		})
 	}
 }
 
-func write(t *testing.T, p *Profiles) (ttft, tpot []byte) {
+// files writes p into a directory and returns both files.
+func files(t *testing.T, p *Profiles) (ttft, tpot []byte) {
 	t.Helper()
-	var a, b bytes.Buffer
-	if err := profile.Write(&a, p.Metadata, p.TTFT); err != nil {
+	a, b, err := p.WriteDir(t.TempDir())
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := profile.Write(&b, p.Metadata, p.TPOT); err != nil {
+	if ttft, err = os.ReadFile(a); err == nil {
+		tpot, err = os.ReadFile(b)
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
-	return a.Bytes(), b.Bytes()
+	return ttft, tpot
 }
 
 func near(a, b, rel float64) bool { return a >= b*(1-rel) && a <= b*(1+rel) }

@@ -13,9 +13,10 @@ var targetName = [2]string{"TTFT", "TPOT"}
 type source uint8
 
 const (
-	fromNone  source = iota // no prediction: invalid for TTFT, 0 (unknown) for TPOT
-	fromTrees               // the trees in service, times the prior for residual trees
-	fromPrior               // the analytical prior alone
+	fromNone    source = iota // no prediction: invalid for TTFT, 0 (unknown) for TPOT
+	fromTrees                 // the trees in service, times the prior for residual trees
+	fromPrior                 // the analytical prior alone
+	fromProfile               // the cold-start profiles (parameter coldStart)
 )
 
 // sources says, per target, where s's predictions come from. The trees serve a target unless the
@@ -23,7 +24,8 @@ const (
 // target alone before the first trees, once it has learned that target, and, while it is trusted
 // on that target, when the guard holds the target's trees back. So a drifting TPOT model falls
 // back to the prior, or to "unknown", without taking the TTFT trees with it; the stages' load
-// heuristics take over only when TTFT has no source.
+// heuristics take over only when TTFT has no source. The cold-start profiles, when given, serve
+// a target that has no other source.
 func (s *serving) sources() (src [2]source) {
 	if s == nil {
 		return src
@@ -34,6 +36,8 @@ func (s *serving) sources() (src [2]source) {
 			src[k] = fromTrees
 		case s.prior.Learned(k) && (s.set == nil || s.drift[k] && s.priorTrusted[k]):
 			src[k] = fromPrior
+		case s.cold != nil:
+			src[k] = fromProfile
 		}
 	}
 	return src

@@ -1,6 +1,7 @@
 package predictor
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -73,6 +74,12 @@ type Params struct {
 	DriftMAPE       float64 `json:"driftMAPE"`
 	DriftFactor     float64 `json:"driftFactor"`
 	DriftMinSamples int     `json:"driftMinSamples"`
+	// ColdStart, when set, is a pair of Llumnix profiles (the profile-producer's parameters:
+	// ttftProfile, tpotProfile, percentile, maxNumBatchedTokens, chunked, kvCacheTokens) the
+	// producer predicts a target from while nothing it learned serves that target: before the
+	// prior has learned it, and while the drift guard holds back trees the prior cannot stand in
+	// for. Absent: such predictions are invalid (TTFT) or unknown (TPOT), as before.
+	ColdStart json.RawMessage `json:"coldStart,omitempty"`
 	// ModelDir persists the models in service and loads them at start; "" keeps them in memory.
 	// A relative path is relative to the config file's directory (sdk.ResolvePath).
 	ModelDir string `json:"modelDir"`

@@ -5,6 +5,7 @@ package predictor
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -13,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/foresight-router/foresight/plugins/internal/profiled"
 	"github.com/foresight-router/foresight/plugins/internal/quality"
 	"github.com/foresight-router/foresight/plugins/producer/internal/features"
 	"github.com/foresight-router/foresight/plugins/producer/internal/model"
@@ -58,6 +60,7 @@ type serving struct {
 	drift        [2]bool
 	prior        *prior.Snapshot
 	priorTrusted [2]bool
+	cold         *profiled.Model // the cold-start profiles; nil without
 }
 
 // publish makes a copy of what serves, changed by edit, the serving state; the caller holds mu.
@@ -122,6 +125,10 @@ func (p *Producer) Configure(raw []byte) error {
 	if err := resolveShare(&params); err != nil {
 		return err
 	}
+	cold, err := loadColdStart(params.ColdStart)
+	if err != nil {
+		return err
+	}
 	var loaded *model.Set
 	if params.ModelDir != "" {
 		loaded, err = model.Load(params.ModelDir, features.TTFT, features.TPOT)
@@ -140,6 +147,7 @@ func (p *Producer) Configure(raw []byte) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.apply(params)
+	p.publish(func(s *serving) { s.cold = cold })
 	if loaded != nil {
 		if err := p.serveLoaded(loaded); err != nil {
 			return fmt.Errorf("parameter \"modelDir\": %w", err)
@@ -149,6 +157,21 @@ func (p *Producer) Configure(raw []byte) error {
 	}
 	p.configureShare(params)
 	return nil
+}
+
+// loadColdStart reads the coldStart parameter's profiles; nil without the parameter.
+func loadColdStart(raw json.RawMessage) (*profiled.Model, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	prm, err := sdk.DecodeParams(raw, profiled.Defaults())
+	if err == nil {
+		var m *profiled.Model
+		if m, err = profiled.Load(prm); err == nil {
+			return m, nil
+		}
+	}
+	return nil, fmt.Errorf("parameter \"coldStart\": %w", err)
 }
 
 // serveLoaded puts a model set read from disk in service, with the prior it was trained
@@ -228,6 +251,16 @@ func (p *Producer) Produce(_ context.Context, c *sdk.Cycle) ([]sdk.Prediction, e
 		withPrior[k] = src[k] == fromPrior || src[k] == fromTrees && s.set.Meta.Residual
 		for i := range n {
 			base[k][i], factor[k][i] = 1, 1
+		}
+	}
+	if src[prior.TTFT] == fromProfile || src[prior.TPOT] == fromProfile {
+		for i := range c.Endpoints {
+			pt, pp := s.cold.Predict(&c.Request, &c.Endpoints[i].State)
+			for k, v := range [2]float64{pt, pp} {
+				if src[k] == fromProfile {
+					base[k][i] = v
+				}
+			}
 		}
 	}
 	if withPrior[prior.TTFT] || withPrior[prior.TPOT] {

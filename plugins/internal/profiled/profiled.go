@@ -25,8 +25,9 @@ const Type = "profile-producer"
 // producer's.
 const qualityWindow = 1000
 
-// model is the parameters in force with the predictor their profiles make.
-type model struct {
+// Model is a pair of profiles read with their parameters: Llumnix's predictor, ready to predict
+// from a cycle's state.
+type Model struct {
 	params     Params
 	predictor  profile.Predictor
 	kvCapacity float64
@@ -35,7 +36,7 @@ type model struct {
 
 // Producer is the profile-producer. The zero value is not usable; call New.
 type Producer struct {
-	cur atomic.Pointer[model]
+	cur atomic.Pointer[Model]
 
 	mu         sync.Mutex // guards the error windows
 	ttft, tpot *quality.Window
@@ -59,11 +60,7 @@ func (p *Producer) Description() string {
 
 // Reads declares what the predictions rest on: the request's prompt, and each endpoint's KV
 // usage, running batch, the router's in-flight requests and prompt tokens, and prefix match.
-func (p *Producer) Reads() []string {
-	return []string{"request", "endpoints.states.kv_cache_usage", "endpoints.states.running",
-		"endpoints.states.inflight_requests", "endpoints.states.prefill_tokens_in_flight",
-		"endpoints.states.prefix_match"}
-}
+func (p *Producer) Reads() []string { return Reads }
 
 // Configure decodes params over Defaults, reads both profiles and puts them in service; on any
 // error the profiles in force stay.
@@ -72,7 +69,7 @@ func (p *Producer) Configure(params []byte) error {
 	if err != nil {
 		return err
 	}
-	m, err := load(prm)
+	m, err := Load(prm)
 	if err != nil {
 		return err
 	}
@@ -85,9 +82,9 @@ func (p *Producer) Configure(params []byte) error {
 	return nil
 }
 
-// load reads prm's profiles and settles the engine's shape: parameters first, then the profiles'
-// metadata, then the defaults Params documents.
-func load(prm Params) (*model, error) {
+// Load reads prm's profiles and settles the engine's shape: parameters first, then the profiles'
+// metadata, then the defaults Params documents. Relative paths resolve as sdk.ResolvePath says.
+func Load(prm Params) (*Model, error) {
 	read := func(name string) ([]byte, error) {
 		data, err := os.ReadFile(sdk.ResolvePath(name))
 		if err != nil {
@@ -126,7 +123,7 @@ func load(prm Params) (*model, error) {
 	if kv == 0 {
 		return nil, fmt.Errorf(`parameter "kvCacheTokens" is needed: %s records no kv_cache_tokens, and the decode batch's tokens are read as kv_cache_usage × the KV-cache capacity (vLLM logs it at start: "GPU KV cache size: N tokens")`, prm.TPOTProfile)
 	}
-	return &model{params: prm, predictor: profile.Predictor{TTFT: ttft, TPOT: tpot, MaxNumBatchedTokens: budget},
+	return &Model{params: prm, predictor: profile.Predictor{TTFT: ttft, TPOT: tpot, MaxNumBatchedTokens: budget},
 		kvCapacity: float64(kv)}, nil
 }
 
@@ -139,7 +136,25 @@ func firstPositive(vs ...int) int {
 	return 0
 }
 
-// Produce predicts, for each endpoint, Llumnix's prefill-stage TTFT and decode-stage TPOT:
+// Produce predicts each endpoint's TTFT and TPOT with the profiles in force (Model.Predict).
+func (p *Producer) Produce(_ context.Context, c *sdk.Cycle) ([]sdk.Prediction, error) {
+	if c == nil {
+		return nil, errors.New("producing: nil cycle")
+	}
+	m := p.cur.Load()
+	if m == nil {
+		return nil, &sdk.StatusError{Code: sdk.CodeUnavailable, Message: "no profiles: the producer is not configured"}
+	}
+	out := make([]sdk.Prediction, len(c.Endpoints))
+	for i := range c.Endpoints {
+		ttft, tpot := m.Predict(&c.Request, &c.Endpoints[i].State)
+		out[i] = sdk.Prediction{Valid: finite(ttft) && finite(tpot), TTFTMs: ttft, TPOTMs: tpot}
+	}
+	return out, nil
+}
+
+// Predict is Llumnix's prefill-stage TTFT and decode-stage TPOT of request r on an endpoint in
+// state s:
 //
 //   - the decode batch is the larger of the engine's running gauge and the router's requests in
 //     flight there (the gauge lags the router's dispatches; the router does not see other
@@ -152,27 +167,19 @@ func firstPositive(vs ...int) int {
 //
 // Llumnix counts the whole prompt and subtracts the time since the engine's last status report;
 // the router's own ledger is current, and its prefix index says what the engine already holds.
-func (p *Producer) Produce(_ context.Context, c *sdk.Cycle) ([]sdk.Prediction, error) {
-	if c == nil {
-		return nil, errors.New("producing: nil cycle")
-	}
-	m := p.cur.Load()
-	if m == nil {
-		return nil, &sdk.StatusError{Code: sdk.CodeUnavailable, Message: "no profiles: the producer is not configured"}
-	}
-	in := float64(c.Request.InputTokens)
-	out := make([]sdk.Prediction, len(c.Endpoints))
-	for i, e := range c.Endpoints {
-		s := e.State
-		reqs := float64(max(s.Running, s.InflightRequests))
-		tokens := s.KVCacheUsage * m.kvCapacity
-		own := in * (1 - s.PrefixMatch)
-		ttft := m.predictor.Prefill(float64(s.PrefillTokensInFlight)+own, reqs, tokens)
-		tpot := m.predictor.DecodeStep(reqs+1, tokens+in)
-		out[i] = sdk.Prediction{Valid: finite(ttft) && finite(tpot), TTFTMs: ttft, TPOTMs: tpot}
-	}
-	return out, nil
+// It reads only the fields the producer's Reads declares.
+func (m *Model) Predict(r *sdk.Request, s *sdk.EndpointState) (ttftMs, tpotMs float64) {
+	in := float64(r.InputTokens)
+	reqs := float64(max(s.Running, s.InflightRequests))
+	tokens := s.KVCacheUsage * m.kvCapacity
+	own := in * (1 - s.PrefixMatch)
+	return m.predictor.Prefill(float64(s.PrefillTokensInFlight)+own, reqs, tokens), m.predictor.DecodeStep(reqs+1, tokens+in)
 }
+
+// Reads are the cycle fields Model.Predict reads.
+var Reads = []string{"request", "endpoints.states.kv_cache_usage", "endpoints.states.running",
+	"endpoints.states.inflight_requests", "endpoints.states.prefill_tokens_in_flight",
+	"endpoints.states.prefix_match"}
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) && v >= 0 }
 
