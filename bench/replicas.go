@@ -6,17 +6,9 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"time"
 
 	"github.com/foresight-router/foresight/sim/cluster"
 )
-
-// replicaStageTimeout is the stage deadline of the replicas' pipelines. R pipelines' plugin
-// processes share this machine's cores, where a gateway's replicas run on pods of their own: at
-// the example configs' 25 ms a busy machine misses deadlines and routes by fallbacks, which
-// measures the machine, not the replicas, and makes runs differ from one to the next. The
-// simulation runs in virtual time, so a long deadline costs the results nothing.
-const replicaStageTimeout = 10 * time.Second
 
 // replicaAssign is how the routing bench spreads arrivals over o.Replicas routers (nil: one).
 func replicaAssign(o RoutingOptions) (cluster.Assign, error) {

@@ -26,6 +26,14 @@ import (
 	"github.com/schollz/progressbar/v3"
 )
 
+// simStageTimeout is the stage deadline of the strategies' pipelines. Their plugin processes
+// share this machine's cores with the simulator (and, with --replicas, with each other, where a
+// gateway's replicas run on pods of their own): at the example configs' 25 ms a busy machine
+// misses deadlines and routes by fallbacks, which measures the machine, not the strategy, and
+// makes runs differ from one to the next. The simulation runs in virtual time, so a long
+// deadline costs the results nothing.
+const simStageTimeout = 10 * time.Second
+
 // strategyConfigs maps the routing bench's strategies to the example pipelines an operator would
 // deploy; "oracle" is the simulator's own.
 var strategyConfigs = map[string]string{
@@ -261,9 +269,7 @@ func newStrategy(ctx context.Context, name string, o RoutingOptions, producer ma
 	if err != nil {
 		return nil, err
 	}
-	if o.Replicas > 1 {
-		cfg.Pipeline.StageTimeout = max(cfg.Pipeline.StageTimeout, replicaStageTimeout)
-	}
+	cfg.Pipeline.StageTimeout = max(cfg.Pipeline.StageTimeout, simStageTimeout)
 	if name == "predicted-latency" && cfg.Pipeline.Producer == nil {
 		return nil, unavailable{fmt.Sprintf("%s has no producer", file)}
 	}
