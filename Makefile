@@ -78,9 +78,9 @@ manifests: $(HELM) ## regenerate deploy/manifests/foresight.yaml: helm template 
 	FORESIGHT_HELM=$(HELM) $(GO) test -count=1 -run TestManifestsUpToDate ./deploy/ -args -update
 
 .PHONY: profiles
-profiles: build ## regenerate examples/profiles: Llumnix profiles of both engine families' default presets (reproducible byte for byte)
+profiles: build ## regenerate examples/llumnix-profiles: Llumnix profiles of both engine families' default presets (reproducible byte for byte)
 	for p in llama-3.1-8b-h100-tp2 sim-8b-h100-32slots; do \
-	  bin/foresight profile --preset $$p --out examples/profiles/$$p --timestamp 2026-11-25T00:00:00Z || exit 1; done
+	  bin/foresight profile --preset $$p --out examples/llumnix-profiles/$$p --timestamp 2026-11-25T00:00:00Z || exit 1; done
 
 .PHONY: lint
 lint: tools ## go vet, gofmt check, unreachable code, buf lint and buf breaking against main

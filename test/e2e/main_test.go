@@ -96,7 +96,12 @@ func buildAll() error {
 			return err
 		}
 	}
-	return os.CopyFS(filepath.Join(root, "examples", "cycles"), os.DirFS(filepath.Join(repo, "examples", "cycles")))
+	for _, dir := range []string{"cycles", "llumnix-profiles"} {
+		if err := os.CopyFS(filepath.Join(root, "examples", dir), os.DirFS(filepath.Join(repo, "examples", dir))); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // buildTypeScript compiles the TypeScript example filter into root/bin/plugins/ts-filter, installing
