@@ -553,3 +553,19 @@ func TestCycleCarriesTheEndpointsOutOfTheRotation(t *testing.T) {
 		}
 	}
 }
+
+// On a healthy fleet, the usual case, listing the endpoints out of the rotation costs a cycle no
+// allocation.
+func TestExcludedAllocatesNothingOnAHealthyFleet(t *testing.T) {
+	states := make([]endpoints.State, 64)
+	for i := range states {
+		states[i] = endpoints.State{Endpoint: endpoints.Endpoint{ID: fmt.Sprint("e", i)}, Healthy: true}
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		if excluded(states) != nil {
+			t.Fatal("a healthy fleet has endpoints out of the rotation")
+		}
+	}); n != 0 {
+		t.Errorf("%v allocations per cycle, want 0", n)
+	}
+}
