@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/foresight-router/foresight/plugins/sdk"
 )
 
 // State is one endpoint as the router knows it at a moment.
@@ -42,6 +44,19 @@ type State struct {
 
 // Routable reports whether the endpoint is in the rotation: healthy and not ejected.
 func (st *State) Routable() bool { return st.Healthy && !st.Ejected }
+
+// OutOfRotation returns why the endpoint is out of the rotation, in the words of a cycle's
+// excluded endpoints: sdk.ExcludedUnhealthy (it stopped answering; said first, since it may be
+// ejected as well) or sdk.ExcludedEjected (its requests kept failing); "" when it is routable.
+func (st *State) OutOfRotation() string {
+	switch {
+	case !st.Healthy:
+		return sdk.ExcludedUnhealthy
+	case st.Ejected:
+		return sdk.ExcludedEjected
+	}
+	return ""
+}
 
 // Serves reports whether the endpoint serves model, or has not said yet what it serves.
 func (st *State) Serves(model string) bool {

@@ -300,3 +300,20 @@ func TestRunStopsItsGoroutines(t *testing.T) {
 	cfg.Client.CloseIdleConnections()
 	checkGoroutines(t, before)
 }
+
+func TestOutOfRotation(t *testing.T) {
+	for _, tt := range []struct {
+		healthy, ejected bool
+		want             string
+	}{
+		{true, false, ""},
+		{false, false, "unhealthy"},
+		{true, true, "ejected"},
+		{false, true, "unhealthy"}, // the stronger word: it does not even answer
+	} {
+		st := State{Healthy: tt.healthy, Ejected: tt.ejected}
+		if got := st.OutOfRotation(); got != tt.want || (got == "") != st.Routable() {
+			t.Errorf("healthy %v, ejected %v: %q (routable %v), want %q", tt.healthy, tt.ejected, got, st.Routable(), tt.want)
+		}
+	}
+}

@@ -568,3 +568,31 @@ func TestLocalStageErrorIsAStageError(t *testing.T) {
 		t.Errorf("fallback %q, want %q", got, "stage error: no model loaded")
 	}
 }
+
+// TestFiltersSeeExcluded: the fleet's endpoints out of the rotation travel with the cycle through
+// every filter, the ones after a filter that narrowed the candidates included.
+func TestFiltersSeeExcluded(t *testing.T) {
+	var mu sync.Mutex
+	saw := map[string][]sdk.ExcludedEndpoint{}
+	seen := func(name string) filterFn {
+		return func(ctx context.Context, c *sdk.Cycle) (sdk.FilterVerdict, error) {
+			mu.Lock()
+			saw[name] = c.Excluded
+			mu.Unlock()
+			return keepIDs("a", "c")(ctx, c)
+		}
+	}
+	p := build(t, "1s", filter("first", seen("first")), filter("second", seen("second")))
+	c := testCycle()
+	c.Excluded = []sdk.ExcludedEndpoint{{ID: "d", Labels: map[string]string{"zone": "z1"}, Reason: sdk.ExcludedUnhealthy}}
+	if tr := p.Run(context.Background(), c); tr.Outcome() != "picked" {
+		t.Fatalf("outcome %q", tr.Outcome())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, name := range []string{"first", "second"} {
+		if !cmp.Equal(saw[name], c.Excluded) {
+			t.Errorf("filter %s saw excluded %+v, want %+v", name, saw[name], c.Excluded)
+		}
+	}
+}

@@ -77,7 +77,7 @@ func (p *Pipeline) runCohort(ms []*member) {
 	for _, m := range ms {
 		c := m.in
 		m.t = &Trace{RequestID: c.Request.ID, Seed: c.Seed, Now: c.Now, Admitted: true}
-		m.cur = &sdk.Cycle{Request: c.Request, Endpoints: slices.Clone(c.Endpoints), Now: c.Now, Seed: c.Seed}
+		m.cur = &sdk.Cycle{Request: c.Request, Endpoints: slices.Clone(c.Endpoints), Now: c.Now, Seed: c.Seed, Excluded: c.Excluded}
 		if p.exp != nil {
 			m.arm = p.exp.assign(c.Request)
 			m.t.Experiment, m.t.Arm = p.exp.slot, p.exp.names[m.arm]

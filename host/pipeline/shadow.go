@@ -131,7 +131,7 @@ func (p *Pipeline) runShadow(jobs []shadowJob) {
 				if res[i].Err != nil {
 					return "", res[i].Err
 				}
-				c := &sdk.Cycle{Request: j.in.Request, Now: j.in.Now, Seed: j.in.Seed, Endpoints: slices.Clone(j.in.Endpoints)}
+				c := &sdk.Cycle{Request: j.in.Request, Now: j.in.Now, Seed: j.in.Seed, Excluded: j.in.Excluded, Endpoints: slices.Clone(j.in.Endpoints)}
 				for k := range c.Endpoints {
 					if k < len(res[i].Value) {
 						c.Endpoints[k].Prediction = res[i].Value[k]

@@ -335,8 +335,9 @@ func (s *Server) noEndpoint(model string, states []endpoints.State, full int, su
 // cycle builds the scheduling cycle: every healthy endpoint that serves the model (or has not
 // said yet what it serves) and is not full (server.maxInflightPerEndpoint), with its scraped
 // gauges, the router's in-flight accounting (with what it dispatched there since that scrape) and
-// its prefix match; with only, among the endpoints it accepts. It also returns the endpoints it
-// saw and how many it left out as full.
+// its prefix match; with only, among the endpoints it accepts. The fleet's endpoints out of the
+// rotation go in the cycle's Excluded (see excluded). It also returns the endpoints it saw and how
+// many it left out as full.
 func (s *Server) cycle(req *openai.Request, m meta, now time.Time, only func(endpoints.Endpoint) bool) (c *sdk.Cycle, states []endpoints.State, full int) {
 	blocks := openai.PrefixBlocks(nil, req.Prompt)
 	c = &sdk.Cycle{
@@ -347,6 +348,7 @@ func (s *Server) cycle(req *openai.Request, m meta, now time.Time, only func(end
 		Seed: rand.Uint64(),
 	}
 	states = s.o.Endpoints.Snapshot()
+	c.Excluded = excluded(states)
 	if only != nil {
 		states = slices.DeleteFunc(states, func(st endpoints.State) bool { return !only(st.Endpoint) })
 	}
@@ -369,6 +371,21 @@ func (s *Server) cycle(req *openai.Request, m meta, now time.Time, only func(end
 		c.Endpoints = append(c.Endpoints, sdk.Endpoint{ID: st.ID, Labels: st.Labels, State: es})
 	}
 	return c, states, full
+}
+
+// excluded returns the endpoints of states out of the rotation, with their labels and why, for
+// the stages that judge a failure domain by its members (the failover filter). It takes them
+// all, whatever model they serve and whatever subset a gateway offered: a failing machine says
+// something about its zone whichever model it runs. On a healthy fleet it allocates nothing, and
+// the stages that do not read "endpoints.excluded" are not sent it.
+func excluded(states []endpoints.State) []sdk.ExcludedEndpoint {
+	var out []sdk.ExcludedEndpoint
+	for i := range states {
+		if why := states[i].OutOfRotation(); why != "" {
+			out = append(out, sdk.ExcludedEndpoint{ID: states[i].ID, Labels: states[i].Labels, Reason: why})
+		}
+	}
+	return out
 }
 
 // asOpenAIError returns err as an OpenAI error (a 400 unless it is an *openai.Error).

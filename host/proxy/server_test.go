@@ -11,6 +11,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +23,7 @@ import (
 	"github.com/foresight-router/foresight/host/endpoints"
 	"github.com/foresight-router/foresight/host/feedback"
 	"github.com/foresight-router/foresight/host/metrics"
+	"github.com/foresight-router/foresight/host/openai"
 	"github.com/foresight-router/foresight/host/pipeline"
 	"github.com/foresight-router/foresight/internal/eventually"
 	"github.com/foresight-router/foresight/plugins/sdk"
@@ -499,5 +502,70 @@ func TestUnroutedRequestsGetOpenAIErrors(t *testing.T) {
 			t.Errorf("%s %s: status %d, Allow %q, body %q; want %d, Allow %q, an OpenAI error", tc.method, tc.path,
 				resp.StatusCode, resp.Header.Get("Allow"), body, tc.status, tc.allow)
 		}
+	}
+}
+
+// TestCycleCarriesTheEndpointsOutOfTheRotation: an unhealthy and an ejected endpoint are no
+// candidates but travel in the cycle's Excluded with their labels and reason, whatever subset a
+// gateway offered.
+func TestCycleCarriesTheEndpointsOutOfTheRotation(t *testing.T) {
+	zone := func(z string) map[string]string { return map[string]string{"topology.kubernetes.io/zone": z} }
+	set, err := endpoints.New(endpoints.Config{Outlier: endpoints.Outlier{ConsecutiveFailures: 1, MaxEjectionPercent: 50}}, []endpoints.Endpoint{
+		{ID: "a", Address: "127.0.0.1:9001", Labels: zone("z1")},
+		{ID: "b", Address: "127.0.0.1:9002", Labels: zone("z1")},
+		{ID: "c", Address: "127.0.0.1:9003", Labels: zone("z2")},
+		{ID: "d", Address: "127.0.0.1:9004"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range endpoints.DefaultFailAfter { // the set is not run: only reports change it
+		set.ReportFailure("b", fmt.Errorf("connection refused"))
+	}
+	set.ReportRequest("c", fmt.Errorf("answered 500 Internal Server Error"))
+	srv, err := New(Options{Pipeline: newPicker(0), Endpoints: set, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	want := []sdk.ExcludedEndpoint{
+		{ID: "b", Labels: zone("z1"), Reason: sdk.ExcludedUnhealthy},
+		{ID: "c", Labels: zone("z2"), Reason: sdk.ExcludedEjected},
+	}
+	for _, tt := range []struct {
+		name       string
+		only       func(endpoints.Endpoint) bool
+		candidates []string
+	}{
+		{"the whole fleet", nil, []string{"a", "d"}},
+		{"a gateway's subset", func(e endpoints.Endpoint) bool { return e.ID == "a" }, []string{"a"}},
+	} {
+		c, _, _ := srv.cycle(&openai.Request{Model: "m"}, meta{id: "r"}, time.Now(), tt.only)
+		var got []string
+		for _, e := range c.Endpoints {
+			got = append(got, e.ID)
+		}
+		if !slices.Equal(got, tt.candidates) {
+			t.Errorf("%s: candidates %v, want %v", tt.name, got, tt.candidates)
+		}
+		if !reflect.DeepEqual(c.Excluded, want) {
+			t.Errorf("%s: excluded %+v, want %+v", tt.name, c.Excluded, want)
+		}
+	}
+}
+
+// On a healthy fleet, the usual case, listing the endpoints out of the rotation costs a cycle no
+// allocation.
+func TestExcludedAllocatesNothingOnAHealthyFleet(t *testing.T) {
+	states := make([]endpoints.State, 64)
+	for i := range states {
+		states[i] = endpoints.State{Endpoint: endpoints.Endpoint{ID: fmt.Sprint("e", i)}, Healthy: true}
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		if excluded(states) != nil {
+			t.Fatal("a healthy fleet has endpoints out of the rotation")
+		}
+	}); n != 0 {
+		t.Errorf("%v allocations per cycle, want 0", n)
 	}
 }

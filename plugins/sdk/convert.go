@@ -67,6 +67,12 @@ func cycleFromProto(p *pb.Cycle) (*Cycle, error) {
 			c.Endpoints[i].Labels = l.GetValues()
 		}
 	}
+	if x := eps.GetExcluded(); len(x) > 0 {
+		c.Excluded = make([]ExcludedEndpoint, len(x))
+		for i, e := range x {
+			c.Excluded[i] = ExcludedEndpoint{ID: e.GetId(), Labels: e.GetLabels(), Reason: e.GetReason()}
+		}
+	}
 	return c, nil
 }
 

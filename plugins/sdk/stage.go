@@ -79,7 +79,8 @@ type Picker interface {
 // PrefixMatch), "request.prefix_block_hashes", "endpoints.count" (nothing but the number of
 // endpoints), "endpoints.ids", "endpoints.labels", "endpoints.states" (every state column),
 // "endpoints.states.<column>" where <column> is an EndpointState field by its JSON name (e.g.
-// "endpoints.states.prefix_match"), and "endpoints.predictions"; transport.ReadPaths lists them.
+// "endpoints.states.prefix_match"), "endpoints.predictions", and "endpoints.excluded" (Cycle.Excluded);
+// transport.ReadPaths lists them.
 // The cycle's Now and Seed and the endpoint count are always sent.
 //
 // Declaring too little makes the stage see zeros: check a declaration in the stage's tests with

@@ -65,18 +65,43 @@ type Cycle struct {
 	Endpoints []Endpoint `json:"endpoints"`
 	Now       time.Time  `json:"now"`
 	Seed      uint64     `json:"seed"`
+	// Excluded lists the fleet's endpoints the host left out of the cycle because they are out
+	// of its rotation; it is filled for the stages that read "endpoints.excluded" (or everything)
+	// and is not touched by filtering (see ExcludedEndpoint).
+	Excluded []ExcludedEndpoint `json:"excluded,omitempty"`
 
 	host any // the host's cached wire encoding of the cycle (see transport.Seal)
 }
 
 // Subset returns a cycle holding the endpoints of c at positions keep, in that order, with c's
-// request, time and seed (the endpoints are copied; the request is shared).
+// request, time, seed and excluded endpoints (the endpoints are copied; the request and the
+// excluded list are shared).
 func (c *Cycle) Subset(keep []int) *Cycle {
-	n := &Cycle{Request: c.Request, Now: c.Now, Seed: c.Seed, Endpoints: make([]Endpoint, len(keep))}
+	n := &Cycle{Request: c.Request, Now: c.Now, Seed: c.Seed, Excluded: c.Excluded, Endpoints: make([]Endpoint, len(keep))}
 	for i, k := range keep {
 		n.Endpoints[i] = c.Endpoints[k]
 	}
 	return n
+}
+
+// Reasons an endpoint of the fleet is out of a cycle (ExcludedEndpoint.Reason).
+const (
+	// ExcludedUnhealthy: the endpoint stopped answering the router's scrapes or probes.
+	ExcludedUnhealthy = "unhealthy"
+	// ExcludedEjected: the endpoint answers, but its requests kept failing, so the router set it
+	// aside for a while.
+	ExcludedEjected = "ejected"
+)
+
+// ExcludedEndpoint is an endpoint of the fleet that a cycle does not offer as a candidate because
+// it is out of the router's rotation. Filters that judge a whole failure domain (a zone, a node)
+// need it: the candidates alone cannot show that a domain has a failing member.
+type ExcludedEndpoint struct {
+	ID     string            `json:"id"`
+	Labels map[string]string `json:"labels,omitempty"`
+	// Reason is ExcludedUnhealthy or ExcludedEjected; a host may add reasons, so a stage must
+	// not assume it knows them all.
+	Reason string `json:"reason"`
 }
 
 // Request is what the router knows about the request being scheduled.

@@ -14,7 +14,9 @@ import (
 )
 
 // RandomCycle returns a cycle whose every field is set from rng: 1–8 endpoints with random state,
-// mostly valid predictions, a request with or without SLOs, streaming or not, sometimes sheddable.
+// mostly valid predictions, a request with or without SLOs, streaming or not, sometimes sheddable;
+// endpoints in zones z0–z2 (label topology.kubernetes.io/zone, sometimes missing), sometimes
+// labelled foresight.io/schedulable, and 0–3 excluded endpoints of the same zones.
 func RandomCycle(rng *rand.Rand) *sdk.Cycle {
 	c := &sdk.Cycle{
 		Request: sdk.Request{
@@ -50,6 +52,25 @@ func RandomCycle(rng *rand.Rand) *sdk.Cycle {
 			e.Prediction = sdk.Prediction{Valid: true, TTFTMs: 20 + 3000*rng.Float64(), TPOTMs: 5 + 80*rng.Float64()}
 		}
 		c.Endpoints = append(c.Endpoints, e)
+	}
+	// Drawn after everything above, so the cycles a seed gave before these fields existed keep
+	// their other fields.
+	zone := func(labels map[string]string) {
+		if z := rng.IntN(4); z < 3 {
+			labels["topology.kubernetes.io/zone"] = fmt.Sprint("z", z)
+		}
+	}
+	for i := range c.Endpoints {
+		zone(c.Endpoints[i].Labels)
+		if s := rng.IntN(6); s < 2 {
+			c.Endpoints[i].Labels["foresight.io/schedulable"] = []string{"false", "true"}[s]
+		}
+	}
+	for i := range rng.IntN(4) {
+		x := sdk.ExcludedEndpoint{ID: fmt.Sprintf("vllm-x%d:8000", i), Labels: map[string]string{},
+			Reason: []string{sdk.ExcludedUnhealthy, sdk.ExcludedEjected}[rng.IntN(2)]}
+		zone(x.Labels)
+		c.Excluded = append(c.Excluded, x)
 	}
 	return c
 }

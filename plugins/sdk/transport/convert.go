@@ -60,6 +60,12 @@ func CycleToProto(c *sdk.Cycle) *pb.Cycle {
 	if predictions {
 		eps.Predictions = predictionsToProto(c.Endpoints)
 	}
+	if len(c.Excluded) > 0 {
+		eps.Excluded = make([]*pb.ExcludedEndpoint, len(c.Excluded))
+		for i, x := range c.Excluded {
+			eps.Excluded[i] = &pb.ExcludedEndpoint{Id: x.ID, Labels: x.Labels, Reason: x.Reason}
+		}
+	}
 	return &pb.Cycle{
 		Request:   requestToProto(&c.Request),
 		Endpoints: eps,

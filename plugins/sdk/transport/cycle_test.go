@@ -23,5 +23,9 @@ func testCycle(id string) *sdk.Cycle {
 		},
 		Now:  time.Date(2026, 11, 22, 1, 2, 3, 4000, time.UTC),
 		Seed: 42,
+		Excluded: []sdk.ExcludedEndpoint{
+			{ID: "c:3", Labels: map[string]string{"topology.kubernetes.io/zone": "z1"}, Reason: sdk.ExcludedUnhealthy},
+			{ID: "d:4", Reason: sdk.ExcludedEjected},
+		},
 	}
 }

@@ -156,6 +156,13 @@ func checkDecoded(t *testing.T, p *pb.Cycle, n int, c *sdk.Cycle) {
 	if diff := cmp.Diff(want, c.Request, cmpopts.EquateEmpty(), cmpopts.EquateNaNs()); diff != "" {
 		t.Fatalf("cycle %v: request (-wire +decoded):\n%s", p, diff)
 	}
+	var excluded []sdk.ExcludedEndpoint
+	for _, x := range eps.GetExcluded() {
+		excluded = append(excluded, sdk.ExcludedEndpoint{ID: x.GetId(), Labels: x.GetLabels(), Reason: x.GetReason()})
+	}
+	if diff := cmp.Diff(excluded, c.Excluded, cmpopts.EquateEmpty()); diff != "" {
+		t.Fatalf("cycle %v: excluded endpoints (-wire +decoded):\n%s", p, diff)
+	}
 	if c.Seed != p.GetSeed() || p.GetNow() == nil && !c.Now.IsZero() || p.GetNow() != nil && !c.Now.Equal(p.GetNow().AsTime()) {
 		t.Fatalf("cycle %v: seed %d, now %v", p, c.Seed, c.Now)
 	}
@@ -286,6 +293,9 @@ func project(c *sdk.Cycle, reads []string) *sdk.Cycle {
 	out.Request.PrefixBlockHashes = nil
 	if has("request.prefix_block_hashes") {
 		out.Request.PrefixBlockHashes = hashes
+	}
+	if !has("endpoints.excluded") {
+		out.Excluded = nil
 	}
 	out.Endpoints = make([]sdk.Endpoint, len(c.Endpoints))
 	for i, e := range normalized(c).Endpoints {

@@ -13,7 +13,8 @@ import (
 // hashes, which a long prompt makes the bulk of a cycle and which the host has already turned into
 // each endpoint's prefix_match), "request.prefix_block_hashes", "endpoints.count" (nothing but the
 // number of endpoints), "endpoints.ids", "endpoints.labels", "endpoints.states" (every state column),
-// "endpoints.states.<column>" for each column of EndpointStates, and "endpoints.predictions".
+// "endpoints.states.<column>" for each column of EndpointStates, "endpoints.predictions", and
+// "endpoints.excluded" (the fleet's endpoints out of the rotation, see sdk.ExcludedEndpoint).
 // The cycle's now and seed and the endpoint count are always sent.
 func ReadPaths() []string {
 	paths := []string{"request", "request.prefix_block_hashes", "endpoints.count", "endpoints.ids", "endpoints.labels", "endpoints.states"}
@@ -21,7 +22,7 @@ func ReadPaths() []string {
 	for i := 0; i < fields.Len(); i++ {
 		paths = append(paths, "endpoints.states."+string(fields.Get(i).Name()))
 	}
-	return append(paths, "endpoints.predictions")
+	return append(paths, "endpoints.predictions", "endpoints.excluded")
 }
 
 func stateFields() protoreflect.FieldDescriptors {
@@ -30,9 +31,9 @@ func stateFields() protoreflect.FieldDescriptors {
 
 // projection is a compiled set of read paths; the zero value sends everything.
 type projection struct {
-	partial                                     bool
-	request, hashes, ids, labels, preds, states bool
-	stateCols                                   []protoreflect.FieldDescriptor // when !states
+	partial                                               bool
+	request, hashes, ids, labels, preds, states, excluded bool
+	stateCols                                             []protoreflect.FieldDescriptor // when !states
 }
 
 // compileReads checks paths and compiles them; no paths means everything.
@@ -54,6 +55,8 @@ func compileReads(paths []string) (*projection, error) {
 			p.states = true
 		case "endpoints.predictions":
 			p.preds = true
+		case "endpoints.excluded":
+			p.excluded = true
 		default:
 			col, ok := strings.CutPrefix(path, "endpoints.states.")
 			fd := fields.ByName(protoreflect.Name(col))
@@ -85,6 +88,9 @@ func (p *projection) apply(w encoded) *pb.Cycle {
 	}
 	if p.preds {
 		eps.Predictions = src.GetPredictions()
+	}
+	if p.excluded {
+		eps.Excluded = src.GetExcluded()
 	}
 	switch {
 	case p.states:

@@ -352,7 +352,12 @@ type Endpoints struct {
 	// Latency predictions, filled in once a producer ran.
 	Predictions *Predictions `protobuf:"bytes,4,opt,name=predictions,proto3" json:"predictions,omitempty"`
 	// The number of endpoints. When zero (a host that predates this field), len(ids) is the count.
-	Count         uint32 `protobuf:"varint,5,opt,name=count,proto3" json:"count,omitempty"`
+	Count uint32 `protobuf:"varint,5,opt,name=count,proto3" json:"count,omitempty"`
+	// The endpoints of the fleet the host left out of this cycle because they are out of its
+	// rotation, with their labels: a stage cannot otherwise see that a failure domain of the
+	// candidates has a failing member. Not a column (it has its own length, usually zero); sent to
+	// the stages that read "endpoints.excluded" or everything.
+	Excluded      []*ExcludedEndpoint `protobuf:"bytes,6,rep,name=excluded,proto3" json:"excluded,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -422,6 +427,78 @@ func (x *Endpoints) GetCount() uint32 {
 	return 0
 }
 
+func (x *Endpoints) GetExcluded() []*ExcludedEndpoint {
+	if x != nil {
+		return x.Excluded
+	}
+	return nil
+}
+
+// ExcludedEndpoint is one endpoint of the fleet that a cycle does not offer as a candidate.
+type ExcludedEndpoint struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The endpoint's id, unique within the fleet.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The endpoint's labels (e.g. its zone).
+	Labels map[string]string `protobuf:"bytes,2,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Why it is out: "unhealthy" (it stopped answering scrapes or probes) or "ejected" (its
+	// requests kept failing). New reasons may be added; a stage must not assume it knows them all.
+	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExcludedEndpoint) Reset() {
+	*x = ExcludedEndpoint{}
+	mi := &file_foresight_v1_types_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExcludedEndpoint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExcludedEndpoint) ProtoMessage() {}
+
+func (x *ExcludedEndpoint) ProtoReflect() protoreflect.Message {
+	mi := &file_foresight_v1_types_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExcludedEndpoint.ProtoReflect.Descriptor instead.
+func (*ExcludedEndpoint) Descriptor() ([]byte, []int) {
+	return file_foresight_v1_types_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ExcludedEndpoint) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ExcludedEndpoint) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *ExcludedEndpoint) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 // Labels is one endpoint's label set.
 type Labels struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -433,7 +510,7 @@ type Labels struct {
 
 func (x *Labels) Reset() {
 	*x = Labels{}
-	mi := &file_foresight_v1_types_proto_msgTypes[4]
+	mi := &file_foresight_v1_types_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -445,7 +522,7 @@ func (x *Labels) String() string {
 func (*Labels) ProtoMessage() {}
 
 func (x *Labels) ProtoReflect() protoreflect.Message {
-	mi := &file_foresight_v1_types_proto_msgTypes[4]
+	mi := &file_foresight_v1_types_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -458,7 +535,7 @@ func (x *Labels) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Labels.ProtoReflect.Descriptor instead.
 func (*Labels) Descriptor() ([]byte, []int) {
-	return file_foresight_v1_types_proto_rawDescGZIP(), []int{4}
+	return file_foresight_v1_types_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Labels) GetValues() map[string]string {
@@ -503,7 +580,7 @@ type EndpointStates struct {
 
 func (x *EndpointStates) Reset() {
 	*x = EndpointStates{}
-	mi := &file_foresight_v1_types_proto_msgTypes[5]
+	mi := &file_foresight_v1_types_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -515,7 +592,7 @@ func (x *EndpointStates) String() string {
 func (*EndpointStates) ProtoMessage() {}
 
 func (x *EndpointStates) ProtoReflect() protoreflect.Message {
-	mi := &file_foresight_v1_types_proto_msgTypes[5]
+	mi := &file_foresight_v1_types_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -528,7 +605,7 @@ func (x *EndpointStates) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointStates.ProtoReflect.Descriptor instead.
 func (*EndpointStates) Descriptor() ([]byte, []int) {
-	return file_foresight_v1_types_proto_rawDescGZIP(), []int{5}
+	return file_foresight_v1_types_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *EndpointStates) GetKvCacheUsage() []float64 {
@@ -624,7 +701,7 @@ type Predictions struct {
 
 func (x *Predictions) Reset() {
 	*x = Predictions{}
-	mi := &file_foresight_v1_types_proto_msgTypes[6]
+	mi := &file_foresight_v1_types_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -636,7 +713,7 @@ func (x *Predictions) String() string {
 func (*Predictions) ProtoMessage() {}
 
 func (x *Predictions) ProtoReflect() protoreflect.Message {
-	mi := &file_foresight_v1_types_proto_msgTypes[6]
+	mi := &file_foresight_v1_types_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -649,7 +726,7 @@ func (x *Predictions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Predictions.ProtoReflect.Descriptor instead.
 func (*Predictions) Descriptor() ([]byte, []int) {
-	return file_foresight_v1_types_proto_rawDescGZIP(), []int{6}
+	return file_foresight_v1_types_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Predictions) GetValid() []bool {
@@ -704,7 +781,7 @@ type EndpointState struct {
 
 func (x *EndpointState) Reset() {
 	*x = EndpointState{}
-	mi := &file_foresight_v1_types_proto_msgTypes[7]
+	mi := &file_foresight_v1_types_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -716,7 +793,7 @@ func (x *EndpointState) String() string {
 func (*EndpointState) ProtoMessage() {}
 
 func (x *EndpointState) ProtoReflect() protoreflect.Message {
-	mi := &file_foresight_v1_types_proto_msgTypes[7]
+	mi := &file_foresight_v1_types_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -729,7 +806,7 @@ func (x *EndpointState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointState.ProtoReflect.Descriptor instead.
 func (*EndpointState) Descriptor() ([]byte, []int) {
-	return file_foresight_v1_types_proto_rawDescGZIP(), []int{7}
+	return file_foresight_v1_types_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *EndpointState) GetKvCacheUsage() float64 {
@@ -824,7 +901,7 @@ type Prediction struct {
 
 func (x *Prediction) Reset() {
 	*x = Prediction{}
-	mi := &file_foresight_v1_types_proto_msgTypes[8]
+	mi := &file_foresight_v1_types_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -836,7 +913,7 @@ func (x *Prediction) String() string {
 func (*Prediction) ProtoMessage() {}
 
 func (x *Prediction) ProtoReflect() protoreflect.Message {
-	mi := &file_foresight_v1_types_proto_msgTypes[8]
+	mi := &file_foresight_v1_types_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -849,7 +926,7 @@ func (x *Prediction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Prediction.ProtoReflect.Descriptor instead.
 func (*Prediction) Descriptor() ([]byte, []int) {
-	return file_foresight_v1_types_proto_rawDescGZIP(), []int{8}
+	return file_foresight_v1_types_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Prediction) GetValid() bool {
@@ -886,7 +963,7 @@ type Status struct {
 
 func (x *Status) Reset() {
 	*x = Status{}
-	mi := &file_foresight_v1_types_proto_msgTypes[9]
+	mi := &file_foresight_v1_types_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -898,7 +975,7 @@ func (x *Status) String() string {
 func (*Status) ProtoMessage() {}
 
 func (x *Status) ProtoReflect() protoreflect.Message {
-	mi := &file_foresight_v1_types_proto_msgTypes[9]
+	mi := &file_foresight_v1_types_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -911,7 +988,7 @@ func (x *Status) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Status.ProtoReflect.Descriptor instead.
 func (*Status) Descriptor() ([]byte, []int) {
-	return file_foresight_v1_types_proto_rawDescGZIP(), []int{9}
+	return file_foresight_v1_types_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Status) GetCode() StatusCode {
@@ -956,13 +1033,21 @@ const file_foresight_v1_types_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"7\n" +
 	"\x03Slo\x12\x17\n" +
 	"\attft_ms\x18\x01 \x01(\x01R\x06ttftMs\x12\x17\n" +
-	"\atpot_ms\x18\x02 \x01(\x01R\x06tpotMs\"\xd4\x01\n" +
+	"\atpot_ms\x18\x02 \x01(\x01R\x06tpotMs\"\x90\x02\n" +
 	"\tEndpoints\x12\x10\n" +
 	"\x03ids\x18\x01 \x03(\tR\x03ids\x12,\n" +
 	"\x06labels\x18\x02 \x03(\v2\x14.foresight.v1.LabelsR\x06labels\x124\n" +
 	"\x06states\x18\x03 \x01(\v2\x1c.foresight.v1.EndpointStatesR\x06states\x12;\n" +
 	"\vpredictions\x18\x04 \x01(\v2\x19.foresight.v1.PredictionsR\vpredictions\x12\x14\n" +
-	"\x05count\x18\x05 \x01(\rR\x05count\"}\n" +
+	"\x05count\x18\x05 \x01(\rR\x05count\x12:\n" +
+	"\bexcluded\x18\x06 \x03(\v2\x1e.foresight.v1.ExcludedEndpointR\bexcluded\"\xb9\x01\n" +
+	"\x10ExcludedEndpoint\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12B\n" +
+	"\x06labels\x18\x02 \x03(\v2*.foresight.v1.ExcludedEndpoint.LabelsEntryR\x06labels\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"}\n" +
 	"\x06Labels\x128\n" +
 	"\x06values\x18\x01 \x03(\v2 .foresight.v1.Labels.ValuesEntryR\x06values\x1a9\n" +
 	"\vValuesEntry\x12\x10\n" +
@@ -1026,39 +1111,43 @@ func file_foresight_v1_types_proto_rawDescGZIP() []byte {
 }
 
 var file_foresight_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_foresight_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_foresight_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_foresight_v1_types_proto_goTypes = []any{
 	(StatusCode)(0),               // 0: foresight.v1.StatusCode
 	(*Cycle)(nil),                 // 1: foresight.v1.Cycle
 	(*Request)(nil),               // 2: foresight.v1.Request
 	(*Slo)(nil),                   // 3: foresight.v1.Slo
 	(*Endpoints)(nil),             // 4: foresight.v1.Endpoints
-	(*Labels)(nil),                // 5: foresight.v1.Labels
-	(*EndpointStates)(nil),        // 6: foresight.v1.EndpointStates
-	(*Predictions)(nil),           // 7: foresight.v1.Predictions
-	(*EndpointState)(nil),         // 8: foresight.v1.EndpointState
-	(*Prediction)(nil),            // 9: foresight.v1.Prediction
-	(*Status)(nil),                // 10: foresight.v1.Status
-	nil,                           // 11: foresight.v1.Request.LabelsEntry
-	nil,                           // 12: foresight.v1.Labels.ValuesEntry
-	(*timestamppb.Timestamp)(nil), // 13: google.protobuf.Timestamp
+	(*ExcludedEndpoint)(nil),      // 5: foresight.v1.ExcludedEndpoint
+	(*Labels)(nil),                // 6: foresight.v1.Labels
+	(*EndpointStates)(nil),        // 7: foresight.v1.EndpointStates
+	(*Predictions)(nil),           // 8: foresight.v1.Predictions
+	(*EndpointState)(nil),         // 9: foresight.v1.EndpointState
+	(*Prediction)(nil),            // 10: foresight.v1.Prediction
+	(*Status)(nil),                // 11: foresight.v1.Status
+	nil,                           // 12: foresight.v1.Request.LabelsEntry
+	nil,                           // 13: foresight.v1.ExcludedEndpoint.LabelsEntry
+	nil,                           // 14: foresight.v1.Labels.ValuesEntry
+	(*timestamppb.Timestamp)(nil), // 15: google.protobuf.Timestamp
 }
 var file_foresight_v1_types_proto_depIdxs = []int32{
 	2,  // 0: foresight.v1.Cycle.request:type_name -> foresight.v1.Request
 	4,  // 1: foresight.v1.Cycle.endpoints:type_name -> foresight.v1.Endpoints
-	13, // 2: foresight.v1.Cycle.now:type_name -> google.protobuf.Timestamp
+	15, // 2: foresight.v1.Cycle.now:type_name -> google.protobuf.Timestamp
 	3,  // 3: foresight.v1.Request.slo:type_name -> foresight.v1.Slo
-	11, // 4: foresight.v1.Request.labels:type_name -> foresight.v1.Request.LabelsEntry
-	5,  // 5: foresight.v1.Endpoints.labels:type_name -> foresight.v1.Labels
-	6,  // 6: foresight.v1.Endpoints.states:type_name -> foresight.v1.EndpointStates
-	7,  // 7: foresight.v1.Endpoints.predictions:type_name -> foresight.v1.Predictions
-	12, // 8: foresight.v1.Labels.values:type_name -> foresight.v1.Labels.ValuesEntry
-	0,  // 9: foresight.v1.Status.code:type_name -> foresight.v1.StatusCode
-	10, // [10:10] is the sub-list for method output_type
-	10, // [10:10] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	12, // 4: foresight.v1.Request.labels:type_name -> foresight.v1.Request.LabelsEntry
+	6,  // 5: foresight.v1.Endpoints.labels:type_name -> foresight.v1.Labels
+	7,  // 6: foresight.v1.Endpoints.states:type_name -> foresight.v1.EndpointStates
+	8,  // 7: foresight.v1.Endpoints.predictions:type_name -> foresight.v1.Predictions
+	5,  // 8: foresight.v1.Endpoints.excluded:type_name -> foresight.v1.ExcludedEndpoint
+	13, // 9: foresight.v1.ExcludedEndpoint.labels:type_name -> foresight.v1.ExcludedEndpoint.LabelsEntry
+	14, // 10: foresight.v1.Labels.values:type_name -> foresight.v1.Labels.ValuesEntry
+	0,  // 11: foresight.v1.Status.code:type_name -> foresight.v1.StatusCode
+	12, // [12:12] is the sub-list for method output_type
+	12, // [12:12] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_foresight_v1_types_proto_init() }
@@ -1072,7 +1161,7 @@ func file_foresight_v1_types_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_foresight_v1_types_proto_rawDesc), len(file_foresight_v1_types_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   12,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -276,6 +276,8 @@ export function endpointsToProto(eps: readonly Endpoint[]): PbEndpoints {
       dispatchedSinceScrape: int64Col("dispatchedSinceScrape"),
     },
     predictions: undefined,
+    // The fleet's endpoints out of the rotation: this kit's Cycle does not carry them yet.
+    excluded: [],
   };
   if (eps.some((e) => Object.keys(e.labels).length > 0)) out.labels = col((e) => ({ values: { ...e.labels } }));
   if (eps.some((e) => e.prediction.valid)) out.predictions = predictionsToProto(eps.map((e) => e.prediction));

@@ -108,7 +108,7 @@ function encodeWith(eps: Endpoints): Uint8Array {
   return w.finish();
 }
 
-const bare = (over: Partial<Endpoints>): Endpoints => ({ ids: [], labels: [], states: undefined, predictions: undefined, count: 0, ...over });
+const bare = (over: Partial<Endpoints>): Endpoints => ({ ids: [], labels: [], states: undefined, predictions: undefined, count: 0, excluded: [], ...over });
 
 test("absent columns read as zero, the count stands for missing ids, an absent time is Go's zero time", () => {
   const c = cycleFromWire(decodeCycleBatch(encodeWith(bare({ count: 3 }))).cycles[0]!);

@@ -145,6 +145,31 @@ export interface Endpoints {
     | undefined;
   /** The number of endpoints. When zero (a host that predates this field), len(ids) is the count. */
   count: number;
+  /**
+   * The endpoints of the fleet the host left out of this cycle because they are out of its
+   * rotation, with their labels: a stage cannot otherwise see that a failure domain of the
+   * candidates has a failing member. Not a column (it has its own length, usually zero); sent to
+   * the stages that read "endpoints.excluded" or everything.
+   */
+  excluded: ExcludedEndpoint[];
+}
+
+/** ExcludedEndpoint is one endpoint of the fleet that a cycle does not offer as a candidate. */
+export interface ExcludedEndpoint {
+  /** The endpoint's id, unique within the fleet. */
+  id: string;
+  /** The endpoint's labels (e.g. its zone). */
+  labels: { [key: string]: string };
+  /**
+   * Why it is out: "unhealthy" (it stopped answering scrapes or probes) or "ejected" (its
+   * requests kept failing). New reasons may be added; a stage must not assume it knows them all.
+   */
+  reason: string;
+}
+
+export interface ExcludedEndpoint_LabelsEntry {
+  key: string;
+  value: string;
 }
 
 /** Labels is one endpoint's label set. */
@@ -849,7 +874,7 @@ export const Slo: MessageFns<Slo> = {
 };
 
 function createBaseEndpoints(): Endpoints {
-  return { ids: [], labels: [], states: undefined, predictions: undefined, count: 0 };
+  return { ids: [], labels: [], states: undefined, predictions: undefined, count: 0, excluded: [] };
 }
 
 export const Endpoints: MessageFns<Endpoints> = {
@@ -868,6 +893,9 @@ export const Endpoints: MessageFns<Endpoints> = {
     }
     if (message.count !== 0) {
       writer.uint32(40).uint32(message.count);
+    }
+    for (const v of message.excluded) {
+      ExcludedEndpoint.encode(v!, writer.uint32(50).fork()).join();
     }
     return writer;
   },
@@ -925,6 +953,14 @@ export const Endpoints: MessageFns<Endpoints> = {
             message.count = reader.uint32();
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.excluded.push(ExcludedEndpoint.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -944,6 +980,9 @@ export const Endpoints: MessageFns<Endpoints> = {
       states: isSet(object.states) ? EndpointStates.fromJSON(object.states) : undefined,
       predictions: isSet(object.predictions) ? Predictions.fromJSON(object.predictions) : undefined,
       count: isSet(object.count) ? globalThis.Number(object.count) : 0,
+      excluded: globalThis.Array.isArray(object?.excluded)
+        ? object.excluded.map((e: any) => ExcludedEndpoint.fromJSON(e))
+        : [],
     };
   },
 
@@ -964,6 +1003,9 @@ export const Endpoints: MessageFns<Endpoints> = {
     if (message.count !== 0) {
       obj.count = Math.round(message.count);
     }
+    if (message.excluded?.length) {
+      obj.excluded = message.excluded.map((e) => ExcludedEndpoint.toJSON(e));
+    }
     return obj;
   },
 
@@ -981,6 +1023,223 @@ export const Endpoints: MessageFns<Endpoints> = {
       ? Predictions.fromPartial(object.predictions)
       : undefined;
     message.count = object.count ?? 0;
+    message.excluded = object.excluded?.map((e) => ExcludedEndpoint.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseExcludedEndpoint(): ExcludedEndpoint {
+  return { id: "", labels: {}, reason: "" };
+}
+
+export const ExcludedEndpoint: MessageFns<ExcludedEndpoint> = {
+  encode(message: ExcludedEndpoint, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    globalThis.Object.entries(message.labels).forEach(([key, value]: [string, string]) => {
+      ExcludedEndpoint_LabelsEntry.encode({ key: key as any, value }, writer.uint32(18).fork()).join();
+    });
+    if (message.reason !== "") {
+      writer.uint32(26).string(message.reason);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ExcludedEndpoint {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseExcludedEndpoint();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            const entry2 = ExcludedEndpoint_LabelsEntry.decode(reader, reader.uint32());
+            if (entry2.value !== undefined) {
+              message.labels[entry2.key] = entry2.value;
+            }
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ExcludedEndpoint {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      labels: isObject(object.labels)
+        ? (globalThis.Object.entries(object.labels) as [string, any][]).reduce(
+          (acc: { [key: string]: string }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.String(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
+      reason: isSet(object.reason) ? globalThis.String(object.reason) : "",
+    };
+  },
+
+  toJSON(message: ExcludedEndpoint): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.labels) {
+      const entries = globalThis.Object.entries(message.labels) as [string, string][];
+      if (entries.length > 0) {
+        obj.labels = {};
+        entries.forEach(([k, v]) => {
+          obj.labels[k] = v;
+        });
+      }
+    }
+    if (message.reason !== "") {
+      obj.reason = message.reason;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ExcludedEndpoint>, I>>(base?: I): ExcludedEndpoint {
+    return ExcludedEndpoint.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ExcludedEndpoint>, I>>(object: I): ExcludedEndpoint {
+    const message = createBaseExcludedEndpoint();
+    message.id = object.id ?? "";
+    message.labels = (globalThis.Object.entries(object.labels ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    message.reason = object.reason ?? "";
+    return message;
+  },
+};
+
+function createBaseExcludedEndpoint_LabelsEntry(): ExcludedEndpoint_LabelsEntry {
+  return { key: "", value: "" };
+}
+
+export const ExcludedEndpoint_LabelsEntry: MessageFns<ExcludedEndpoint_LabelsEntry> = {
+  encode(message: ExcludedEndpoint_LabelsEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ExcludedEndpoint_LabelsEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseExcludedEndpoint_LabelsEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ExcludedEndpoint_LabelsEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.String(object.value) : "",
+    };
+  },
+
+  toJSON(message: ExcludedEndpoint_LabelsEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== "") {
+      obj.value = message.value;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ExcludedEndpoint_LabelsEntry>, I>>(base?: I): ExcludedEndpoint_LabelsEntry {
+    return ExcludedEndpoint_LabelsEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ExcludedEndpoint_LabelsEntry>, I>>(object: I): ExcludedEndpoint_LabelsEntry {
+    const message = createBaseExcludedEndpoint_LabelsEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
     return message;
   },
 };
