@@ -21,9 +21,10 @@ python3-protobuf and python3-cryptography only. See README.md beside this packag
 
 from . import _gen  # noqa: F401  (puts the generated code on sys.path)
 from .cycle import (
-    NO_LABELS, SLO, STAGE_ADMITTER, STAGE_FILTER, STAGE_NAMES, STAGE_PICKER, STAGE_PRODUCER,
-    STAGE_SCORER, AdmitVerdict, Cycle, Endpoint, EndpointState, FilterVerdict, ObserveResult,
-    Prediction, PredictorStats, Request, Sample, TargetStats,
+    EXCLUDED_EJECTED, EXCLUDED_UNHEALTHY, NO_LABELS, SLO, STAGE_ADMITTER, STAGE_FILTER, STAGE_NAMES,
+    STAGE_PICKER, STAGE_PRODUCER, STAGE_SCORER, AdmitVerdict, Cycle, Endpoint, EndpointState,
+    ExcludedEndpoint, FilterVerdict, ObserveResult, Prediction, PredictorStats, Request, Sample,
+    TargetStats,
 )
 from .convert import cycle_from_proto, cycle_to_proto
 from .heuristics import (
@@ -44,7 +45,8 @@ __all__ = [
     # stages and serving
     "Plugin", "Producer", "Filter", "Scorer", "Admitter", "Picker", "serve", "read_paths",
     # the cycle and the answers
-    "Cycle", "Request", "SLO", "Endpoint", "EndpointState", "Prediction", "Sample",
+    "Cycle", "Request", "SLO", "Endpoint", "EndpointState", "Prediction", "ExcludedEndpoint",
+    "EXCLUDED_UNHEALTHY", "EXCLUDED_EJECTED", "Sample",
     "FilterVerdict", "AdmitVerdict", "ObserveResult", "PredictorStats", "TargetStats", "NO_LABELS",
     "STAGE_PRODUCER", "STAGE_FILTER", "STAGE_SCORER", "STAGE_ADMITTER", "STAGE_PICKER",
     "STAGE_NAMES", "cycle_from_proto", "cycle_to_proto",

@@ -13,8 +13,8 @@ from itertools import repeat
 from ._gen import types_pb2
 from .status import InvalidArgument
 from .cycle import (
-    NO_LABELS, SLO, AdmitVerdict, Cycle, Endpoint, EndpointState, FilterVerdict, ObserveResult,
-    Prediction, PredictorStats, Request, Sample, TargetStats,
+    NO_LABELS, SLO, AdmitVerdict, Cycle, Endpoint, EndpointState, ExcludedEndpoint, FilterVerdict,
+    ObserveResult, Prediction, PredictorStats, Request, Sample, TargetStats,
 )
 
 _UTC = _dt.timezone.utc
@@ -66,8 +66,10 @@ def cycle_from_proto(pc: types_pb2.Cycle) -> Cycle:
     endpoints = list(map(new, repeat(Endpoint), zip(
         ids, labels, map(new, repeat(EndpointState), zip(*states)),
         map(new, repeat(Prediction), zip(valid, ttft, tpot)))))
+    # Not a column: the excluded endpoints have their own length, usually zero.
+    excluded = [ExcludedEndpoint(x.id, dict(x.labels), x.reason) for x in eps.excluded]
     return Cycle(request_from_proto(pc.request), endpoints,
-                 _time(pc.now) if pc.HasField("now") else None, pc.seed)
+                 _time(pc.now) if pc.HasField("now") else None, pc.seed, excluded)
 
 
 def request_from_proto(p: types_pb2.Request) -> Request:
@@ -97,6 +99,8 @@ def cycle_to_proto(c: Cycle) -> types_pb2.Cycle:
             eps.labels.add().values.update(e.labels)
     if any(e.prediction.valid for e in c.endpoints):
         eps.predictions.CopyFrom(predictions_to_proto([e.prediction for e in c.endpoints]))
+    for x in c.excluded:
+        eps.excluded.add(id=x.id, labels=x.labels, reason=x.reason)
     out = types_pb2.Cycle(request=request_to_proto(c.request), endpoints=eps, seed=c.seed)
     if c.now is not None:
         out.now.FromDatetime(c.now)

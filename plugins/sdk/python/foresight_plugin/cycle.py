@@ -126,6 +126,11 @@ class Cycle:
     #: The decision time (timezone-aware UTC), None when the host sent none.
     now: Optional[_dt.datetime] = None
     seed: int = 0
+    #: The fleet's endpoints the host left out of the cycle because they are out of its rotation
+    #: (ExcludedEndpoint): filled for the stages that read "endpoints.excluded" (or everything),
+    #: else empty. They are not candidates: the indices a stage answers with are into
+    #: ``endpoints`` only.
+    excluded: list = field(default_factory=list)
 
     def any_prediction(self) -> bool:
         """Whether at least one endpoint carries a valid prediction."""
@@ -136,6 +141,27 @@ class Cycle:
         random choices are reproducible from the cycle alone. (Not the Go SDK's stream.)"""
         h = _hashlib.blake2b(salt.encode(), digest_size=8).digest()
         return _random.Random((self.seed << 64) | int.from_bytes(h, "big"))
+
+
+# Reasons an endpoint of the fleet is out of a cycle (ExcludedEndpoint.reason).
+#: The endpoint stopped answering the router's scrapes or probes.
+EXCLUDED_UNHEALTHY = "unhealthy"
+#: The endpoint answers, but its requests kept failing, so the router set it aside for a while.
+EXCLUDED_EJECTED = "ejected"
+
+
+@dataclass(slots=True)
+class ExcludedEndpoint:
+    """An endpoint of the fleet that a cycle does not offer as a candidate because it is out of
+    the router's rotation.
+
+    Filters that judge a whole failure domain (a zone, a node) need it: the candidates alone
+    cannot show that a domain has a failing member. ``reason`` is EXCLUDED_UNHEALTHY or
+    EXCLUDED_EJECTED; a host may add reasons, so a stage must not assume it knows them all.
+    """
+    id: str = ""
+    labels: dict = field(default_factory=dict)
+    reason: str = ""
 
 
 @dataclass(slots=True)

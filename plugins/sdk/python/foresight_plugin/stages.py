@@ -39,7 +39,7 @@ def read_paths() -> list:
     paths = ["request", "request.prefix_block_hashes", "endpoints.count", "endpoints.ids",
              "endpoints.labels", "endpoints.states"]
     paths += ["endpoints.states." + f.name for f in types_pb2.EndpointStates.DESCRIPTOR.fields]
-    return paths + ["endpoints.predictions"]
+    return paths + ["endpoints.predictions", "endpoints.excluded"]
 
 
 class Plugin:

@@ -10,7 +10,8 @@ from foresight.v1 import types_pb2
 
 
 def wire_cycle():
-    """A wire cycle built by hand, as the host encodes one: three endpoints, every column."""
+    """A wire cycle built by hand, as the host encodes one: three endpoints, every column, and two
+    of the fleet's endpoints out of the rotation."""
     c = types_pb2.Cycle(seed=42)
     c.now.seconds, c.now.nanos = 1_795_000_000, 123_456_789
     r = c.request
@@ -39,6 +40,8 @@ def wire_cycle():
     e.labels.add().values.update({"accelerator": "h100"})
     e.labels.add()
     e.labels.add().values.update({"accelerator": "l4", "cost": "0.8"})
+    e.excluded.add(id="d:8000", labels={"topology.kubernetes.io/zone": "z1"}, reason="unhealthy")
+    e.excluded.add(id="e:8000", reason="ejected")
     return c
 
 
@@ -76,6 +79,10 @@ class CycleFromProtoTest(unittest.TestCase):
         self.assertEqual(cc.labels.get("cost"), "0.8")
         self.assertIsInstance(cc.state.waiting, int)
         self.assertTrue(c.any_prediction())
+        # Not a column: two excluded endpoints beside three candidates, each with its own labels.
+        self.assertEqual(c.excluded, [
+            fp.ExcludedEndpoint("d:8000", {"topology.kubernetes.io/zone": "z1"}, fp.EXCLUDED_UNHEALTHY),
+            fp.ExcludedEndpoint("e:8000", {}, fp.EXCLUDED_EJECTED)])
 
     def test_round_trip_through_cycle_to_proto(self):
         c = convert.cycle_from_proto(wire_cycle())
@@ -86,6 +93,8 @@ class CycleFromProtoTest(unittest.TestCase):
         for x, y in zip(again.endpoints, c.endpoints):
             self.assertEqual((x.id, dict(x.labels), x.state, x.prediction),
                              (y.id, dict(y.labels), y.state, y.prediction))
+        self.assertEqual(again.excluded, c.excluded)
+        self.assertEqual(len(again.excluded), 2)
 
     def test_columns_left_out_read_as_zero(self):
         # What a stage that declared only endpoints.states.waiting receives.
@@ -101,6 +110,18 @@ class CycleFromProtoTest(unittest.TestCase):
         self.assertIsNone(c.now)
         self.assertEqual(c.request, fp.Request())
         self.assertFalse(c.any_prediction())
+        self.assertEqual(c.excluded, [])
+
+    def test_excluded_alone_and_reasons_it_does_not_know(self):
+        # What a stage that declared only endpoints.excluded receives; a reason newer than the kit
+        # passes as it is (the Go SDK's rule: a stage must not assume it knows them all).
+        pc = types_pb2.Cycle()
+        pc.endpoints.count = 2
+        pc.endpoints.excluded.add(id="x:1", labels={"node": "n1"}, reason="drained")
+        c = convert.cycle_from_proto(pc)
+        self.assertEqual(c.excluded, [fp.ExcludedEndpoint("x:1", {"node": "n1"}, "drained")])
+        self.assertEqual([e.id for e in c.endpoints], ["", ""])
+        self.assertEqual([len(e.labels) for e in c.endpoints], [0, 0])
 
     def test_count_falls_back_to_the_ids(self):
         # A host that predates Endpoints.count sends count 0 and the ids.
@@ -128,6 +149,19 @@ class CycleFromProtoTest(unittest.TestCase):
         with self.assertRaises(InvalidArgument) as cm:
             convert.cycle_from_proto(pc)
         self.assertIn('"labels" has 4 entries', str(cm.exception))
+
+
+class ReadPathsTest(unittest.TestCase):
+    def test_the_go_sdks_paths_in_its_order(self):
+        # transport.ReadPaths in plugins/sdk/transport/reads.go.
+        cols = ["kv_cache_usage", "waiting", "running", "inflight_requests",
+                "prefill_tokens_in_flight", "decode_tokens_in_flight", "prefix_match",
+                "min_running_tpot_slo_ms", "metrics_age_ms", "last_output_age_ms",
+                "dispatched_since_scrape"]
+        self.assertEqual(fp.read_paths(), [
+            "request", "request.prefix_block_hashes", "endpoints.count", "endpoints.ids",
+            "endpoints.labels", "endpoints.states"] + ["endpoints.states." + c for c in cols] + [
+            "endpoints.predictions", "endpoints.excluded"])
 
 
 class SampleTest(unittest.TestCase):

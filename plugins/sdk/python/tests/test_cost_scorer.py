@@ -194,6 +194,8 @@ def project(pc, reads):
         out.endpoints.labels.extend(src.labels)
     if "endpoints.predictions" in reads:
         out.endpoints.predictions.CopyFrom(src.predictions)
+    if "endpoints.excluded" in reads:
+        out.endpoints.excluded.extend(src.excluded)
     for f in types_pb2.EndpointStates.DESCRIPTOR.fields:
         if "endpoints.states" in reads or "endpoints.states." + f.name in reads:
             getattr(out.endpoints.states, f.name).extend(getattr(src.states, f.name))

@@ -171,5 +171,32 @@ class OtherStagesTest(unittest.TestCase):
                          (types_pb2.STATUS_CODE_INVALID_ARGUMENT, "pick request has fewer score sets than cycles"))
 
 
+class HealthyZoneFilter(fp.Filter):
+    """Keeps the candidates whose zone has no member out of the rotation: a filter that judges a
+    failure domain, which it can do only from the cycle's excluded endpoints."""
+    type = "healthy-zone-filter"
+    reads = ["endpoints.labels", "endpoints.excluded"]
+
+    def filter(self, c):
+        failing = {x.labels.get("zone") for x in c.excluded}
+        return fp.FilterVerdict([i for i, e in enumerate(c.endpoints) if e.labels.get("zone") not in failing],
+                                f"{len(c.excluded)} excluded")
+
+
+class ExcludedTest(unittest.TestCase):
+    def test_a_filter_sees_the_excluded_endpoints_of_each_cycle(self):
+        h = Handlers(HealthyZoneFilter(), "0.1.0", Logger(io.StringIO()))
+        zones = [{"zone": "z0"}, {"zone": "z1"}, {"zone": "z2"}]
+        cycles = [
+            # z1 has a member out: its candidate goes.
+            fp.Cycle(endpoints=[fp.Endpoint(f"e{i}", z) for i, z in enumerate(zones)],
+                     excluded=[fp.ExcludedEndpoint("x", {"zone": "z1"}, fp.EXCLUDED_EJECTED)]),
+            # Nothing out: every candidate stays (the excluded list of one cycle is not the next's).
+            fp.Cycle(endpoints=[fp.Endpoint(f"e{i}", z) for i, z in enumerate(zones)]),
+        ]
+        r = h.filter(filter_pb2.FilterRequest(cycles=[convert.cycle_to_proto(c) for c in cycles])).results
+        self.assertEqual([(list(x.kept), x.reason) for x in r], [([0, 2], "1 excluded"), ([0, 1, 2], "0 excluded")])
+
+
 if __name__ == "__main__":
     unittest.main()

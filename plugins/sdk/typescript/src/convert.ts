@@ -20,6 +20,7 @@ import {
 import type {
   Cycle as PbCycle,
   EndpointState as PbEndpointState,
+  ExcludedEndpoint as PbExcludedEndpoint,
   Endpoints as PbEndpoints,
   Labels as PbLabels,
   Predictions as PbPredictions,
@@ -243,7 +244,11 @@ export function cycleFromWire(w: WireCycle): Cycle {
       prediction: { valid: valid(i), ttftMs: ttft(i), tpotMs: tpot(i) },
     };
   }
-  return { request: requestFromProto(w.request), endpoints, now: dateOr(w.now), seed: w.seed };
+  const c: Cycle = { request: requestFromProto(w.request), endpoints, now: dateOr(w.now), seed: w.seed };
+  // Not a column: the excluded endpoints have their own length, usually zero.
+  const excluded = eps?.excluded ?? [];
+  if (excluded.length > 0) c.excluded = excluded.map((x) => ({ id: x.id, labels: x.labels, reason: x.reason }));
+  return c;
 }
 
 // --- encoding ----------------------------------------------------------------------------------
@@ -276,8 +281,7 @@ export function endpointsToProto(eps: readonly Endpoint[]): PbEndpoints {
       dispatchedSinceScrape: int64Col("dispatchedSinceScrape"),
     },
     predictions: undefined,
-    // The fleet's endpoints out of the rotation: this kit's Cycle does not carry them yet.
-    excluded: [],
+    excluded: [], // the cycle's, not the endpoints': cycleToProto fills them in
   };
   if (eps.some((e) => Object.keys(e.labels).length > 0)) out.labels = col((e) => ({ values: { ...e.labels } }));
   if (eps.some((e) => e.prediction.valid)) out.predictions = predictionsToProto(eps.map((e) => e.prediction));
@@ -286,7 +290,11 @@ export function endpointsToProto(eps: readonly Endpoint[]): PbEndpoints {
 
 /** cycleToProto returns the wire form of a cycle (Go: CycleToProto), seed and hashes as full uint64s. */
 export function cycleToProto(c: Cycle): WireCycle {
-  return { request: requestToProto(c.request), endpoints: endpointsToProto(c.endpoints), now: c.now, seed: c.seed };
+  const endpoints = endpointsToProto(c.endpoints);
+  endpoints.excluded = (c.excluded ?? []).map(
+    (x): PbExcludedEndpoint => ({ id: x.id, labels: { ...x.labels }, reason: x.reason }),
+  );
+  return { request: requestToProto(c.request), endpoints, now: c.now, seed: c.seed };
 }
 
 /**

@@ -38,7 +38,7 @@ export function projectCycle(c: Cycle, reads: readonly string[]): Cycle {
   const request = has("request") ? { ...full.request } : emptyRequest();
   request.prefixBlockHashes = has("request.prefix_block_hashes") ? full.request.prefixBlockHashes : [];
   const cols = Object.entries(stateColumns).filter(([col]) => has("endpoints.states") || has(`endpoints.states.${col}`));
-  return {
+  const out: Cycle = {
     request,
     now: full.now,
     seed: full.seed,
@@ -53,6 +53,8 @@ export function projectCycle(c: Cycle, reads: readonly string[]): Cycle {
       };
     }),
   };
+  if (has("endpoints.excluded") && full.excluded !== undefined) out.excluded = full.excluded;
+  return out;
 }
 
 /** A cycle's answer as the host receives it: a verdict or the stage's status. */

@@ -108,6 +108,41 @@ export interface Cycle {
   now: Date;
   /** The seed for every random choice the stage makes in this cycle (a uint64). */
   seed: bigint;
+  /**
+   * The fleet's endpoints the host left out of the cycle because they are out of its rotation;
+   * present (and non-empty) only when there are some and the stage reads "endpoints.excluded" (or
+   * everything), as the Go SDK's Cycle.Excluded is nil otherwise. They are not candidates: the
+   * indices a stage answers with are into `endpoints` only.
+   */
+  excluded?: ExcludedEndpoint[];
+}
+
+/**
+ * EXCLUDED_UNHEALTHY: the endpoint stopped answering the router's scrapes or probes
+ * (ExcludedEndpoint.reason).
+ */
+export const EXCLUDED_UNHEALTHY = "unhealthy";
+
+/**
+ * EXCLUDED_EJECTED: the endpoint answers, but its requests kept failing, so the router set it
+ * aside for a while (ExcludedEndpoint.reason).
+ */
+export const EXCLUDED_EJECTED = "ejected";
+
+/**
+ * ExcludedEndpoint is an endpoint of the fleet that a cycle does not offer as a candidate because
+ * it is out of the router's rotation. Filters that judge a whole failure domain (a zone, a node)
+ * need it: the candidates alone cannot show that a domain has a failing member.
+ */
+export interface ExcludedEndpoint {
+  id: string;
+  /** {} when the endpoint has none. */
+  labels: Record<string, string>;
+  /**
+   * EXCLUDED_UNHEALTHY or EXCLUDED_EJECTED; a host may add reasons, so a stage must not assume
+   * it knows them all.
+   */
+  reason: string;
 }
 
 /** FilterVerdict is a filter's answer for one cycle. */
@@ -257,6 +292,7 @@ export const READ_PATHS: readonly string[] = [
   "endpoints.states.last_output_age_ms",
   "endpoints.states.dispatched_since_scrape",
   "endpoints.predictions",
+  "endpoints.excluded",
 ];
 
 /** checkReads throws when a declared read path is not one the host knows. */

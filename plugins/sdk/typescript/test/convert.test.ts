@@ -14,6 +14,7 @@ import { ObserveRequest, ObserveResponse, PredictorStats } from "../src/gen/fore
 import { Endpoints } from "../src/gen/foresight/v1/types";
 import { observe } from "../src/server";
 import { Code, StatusError } from "../src/status";
+import { EXCLUDED_EJECTED, EXCLUDED_UNHEALTHY, READ_PATHS, checkReads, type ExcludedEndpoint } from "../src/types";
 import { cycle } from "./helpers";
 
 test("a cycle survives the wire, 64-bit seed and hashes included", () => {
@@ -121,6 +122,38 @@ test("absent columns read as zero, the count stands for missing ids, an absent t
   // count 0 (an older host): the ids are the count
   const old = cycleFromWire(decodeCycleBatch(encodeWith(bare({ ids: ["a", "b"] }))).cycles[0]!);
   assert.deepEqual(old.endpoints.map((e) => e.id), ["a", "b"]);
+});
+
+test("the excluded endpoints are not a column: their own length, their own labels, any reason", () => {
+  const excluded: ExcludedEndpoint[] = [
+    { id: "d:8000", labels: { "topology.kubernetes.io/zone": "z1" }, reason: EXCLUDED_UNHEALTHY },
+    { id: "e:8000", labels: {}, reason: EXCLUDED_EJECTED },
+    { id: "f:8000", labels: { node: "n1" }, reason: "drained" }, // a reason newer than the kit passes as it is
+  ];
+  const c = cycleFromWire(decodeCycleBatch(encodeWith(bare({ count: 2, ids: ["a", "b"], excluded }))).cycles[0]!);
+  assert.deepEqual(c.excluded, excluded);
+  assert.deepEqual(c.endpoints.map((e) => [e.id, e.labels]), [["a", {}], ["b", {}]]);
+  // none on the wire: no excluded field, as the Go SDK's Cycle.Excluded stays nil
+  assert.equal("excluded" in cycleFromWire(decodeCycleBatch(encodeWith(bare({ count: 2 }))).cycles[0]!), false);
+  // and back: cycleToProto sends them beside the endpoints
+  const full = cycle(3, { excluded: excluded.slice(0, 2) });
+  const wire = FilterRequest.decode(encodeCycleBatch([full])).cycles[0]!;
+  assert.deepEqual(wire.endpoints!.excluded, excluded.slice(0, 2));
+  assert.deepEqual(cycleFromWire(wire), full);
+});
+
+test("the read paths are the Go SDK's, in its order", () => {
+  // transport.ReadPaths in plugins/sdk/transport/reads.go
+  const cols = [
+    "kv_cache_usage", "waiting", "running", "inflight_requests", "prefill_tokens_in_flight", "decode_tokens_in_flight",
+    "prefix_match", "min_running_tpot_slo_ms", "metrics_age_ms", "last_output_age_ms", "dispatched_since_scrape",
+  ];
+  assert.deepEqual(READ_PATHS, [
+    "request", "request.prefix_block_hashes", "endpoints.count", "endpoints.ids", "endpoints.labels", "endpoints.states",
+    ...cols.map((c) => `endpoints.states.${c}`), "endpoints.predictions", "endpoints.excluded",
+  ]);
+  assert.doesNotThrow(() => checkReads(["endpoints.labels", "endpoints.excluded"]));
+  assert.throws(() => checkReads(["endpoints.exclude"]), /unknown read path "endpoints.exclude"/);
 });
 
 test("a column of the wrong length is an invalid cycle naming the column", () => {

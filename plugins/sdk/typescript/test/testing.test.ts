@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { filterOverWire, projectCycle, type Filter } from "../src/index";
-import { cycle } from "./helpers";
+import { EXCLUDED_EJECTED, EXCLUDED_UNHEALTHY, filterOverWire, projectCycle, type Filter } from "../src/index";
+import { cycle, endpoint } from "./helpers";
 
 test("projectCycle keeps what is declared and zeroes the rest", () => {
   const c = cycle(3);
@@ -27,4 +27,35 @@ test("projectCycle keeps what is declared and zeroes the rest", () => {
 test("filterOverWire answers like the host sees it", async () => {
   const f: Filter = { type: "f", description: "", reads: ["endpoints.ids"], filter: (c) => ({ kept: c.endpoints.flatMap((e, i) => (e.id.endsWith(".1:8000") ? [i] : [])) }) };
   assert.deepEqual(await filterOverWire(f, [cycle(3)]), [{ ok: true, value: { kept: [1], reason: "" } }]);
+});
+
+test("the excluded endpoints reach only a stage that reads them", () => {
+  const excluded = [{ id: "x:8000", labels: { zone: "z1" }, reason: EXCLUDED_UNHEALTHY }];
+  const c = cycle(2, { excluded });
+  assert.deepEqual(projectCycle(c, []).excluded, excluded, "no declaration means everything");
+  assert.deepEqual(projectCycle(c, ["endpoints.excluded"]).excluded, excluded);
+  assert.equal(projectCycle(c, ["endpoints.excluded"]).endpoints[0]!.id, "");
+  assert.equal("excluded" in projectCycle(c, ["endpoints.ids", "endpoints.labels"]), false);
+});
+
+test("a filter judging zones sees each cycle's excluded endpoints over the wire", async () => {
+  // Keeps the candidates whose zone has no member out of the rotation.
+  const f: Filter = {
+    type: "healthy-zone-filter",
+    description: "",
+    reads: ["endpoints.labels", "endpoints.excluded"],
+    filter: (c) => {
+      const failing = new Set((c.excluded ?? []).map((x) => x.labels["zone"]));
+      return {
+        kept: c.endpoints.flatMap((e, i) => (failing.has(e.labels["zone"]) ? [] : [i])),
+        reason: `${c.excluded?.length ?? 0} excluded`,
+      };
+    },
+  };
+  const eps = ["z0", "z1", "z2"].map((zone, i) => endpoint(i, { zone }));
+  const base = cycle(0, { endpoints: eps });
+  assert.deepEqual(await filterOverWire(f, [{ ...base, excluded: [{ id: "x", labels: { zone: "z1" }, reason: EXCLUDED_EJECTED }] }, base]), [
+    { ok: true, value: { kept: [0, 2], reason: "1 excluded" } },
+    { ok: true, value: { kept: [0, 1, 2], reason: "0 excluded" } },
+  ]);
 });
