@@ -23,8 +23,13 @@ import (
 type Config struct {
 	// Plugins declares every stage implementation the pipeline may use.
 	Plugins []PluginSpec `yaml:"plugins"`
-	// Pipeline wires the declared plugins into stages.
+	// Pipeline wires the declared plugins into stages: the config's one pipeline, its single
+	// scheduling profile "default". A config gives Pipeline or Profiles, not both.
 	Pipeline Pipeline `yaml:"pipeline"`
+	// Profiles, instead of Pipeline, name several pipelines; ProfileHandler chooses one per
+	// request (profiles.go).
+	Profiles       []Profile       `yaml:"profiles"`
+	ProfileHandler *ProfileHandler `yaml:"profileHandler"`
 	// Server, Endpoints, Scrape and Objectives configure the live router (foresight serve); the
 	// other commands ignore them.
 	Server     Server      `yaml:"server"`
@@ -35,6 +40,9 @@ type Config struct {
 	file   string     // the file it was read from, for error messages
 	root   *yaml.Node // the parsed document, for line numbers
 	edited string     // the edit that made this copy (WithStage), for error messages; "" for the file's own
+	// profile is the scheduling profile whose pipeline Pipeline is, on a copy ForProfile made;
+	// "" on the file's own config.
+	profile string
 }
 
 // PluginSpec declares one plugin: a binary to launch, or a built-in type when Path is empty.
@@ -203,10 +211,18 @@ func Parse(file string, data []byte) (*Config, error) {
 }
 
 func (c *Config) applyDefaults() {
-	c.Pipeline.StageTimeout = cmp.Or(c.Pipeline.StageTimeout, DefaultStageTimeout)
-	c.Pipeline.MaxBatch = cmp.Or(c.Pipeline.MaxBatch, DefaultMaxBatch)
-	c.Pipeline.MaxCohorts = cmp.Or(c.Pipeline.MaxCohorts, DefaultMaxCohorts)
+	c.Pipeline.applyDefaults()
+	for i := range c.Profiles {
+		c.Profiles[i].Pipeline.applyDefaults()
+	}
+	c.applyProfileDefaults()
 	c.applyRouterDefaults()
+}
+
+func (pl *Pipeline) applyDefaults() {
+	pl.StageTimeout = cmp.Or(pl.StageTimeout, DefaultStageTimeout)
+	pl.MaxBatch = cmp.Or(pl.MaxBatch, DefaultMaxBatch)
+	pl.MaxCohorts = cmp.Or(pl.MaxCohorts, DefaultMaxCohorts)
 }
 
 // File returns the file the configuration was read from.

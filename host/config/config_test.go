@@ -263,7 +263,7 @@ func TestParseErrors(t *testing.T) {
 		{"syntax error", y("plugins:", "  - name: q", "    type: a: b"),
 			"test.yaml:3: mapping values are not allowed in this context", false},
 		{"unknown top-level field", withPipeline(plugins(), "servers: {}"),
-			`test.yaml:6: unknown field "servers" in the top level (known: plugins, pipeline, server, endpoints, scrape, objectives)`, false},
+			`test.yaml:6: unknown field "servers" in the top level (known: plugins, pipeline, profiles, profileHandler, server, endpoints, scrape, objectives)`, false},
 		{"unknown field in server", withPipeline(plugins(), "server: {port: 80}"),
 			`test.yaml:6: unknown field "port" in server (known: listen, adminListen, extProcListen, adminToken, maxBodyBytes, upstreamTimeout, connectTimeout, firstByteTimeout, maxAttempts, maxConcurrentRequests, maxInflightPerEndpoint, maxHeaderBytes, maxHeaders, readHeaderTimeout, readBodyTimeout, idleTimeout, decisions, prefixIndexBlocks, decisionConcurrency, streamFlushInterval)`, false},
 		{"unknown field in an endpoint", withPipeline(plugins(), "endpoints:", "  static:", "    - {addr: 127.0.0.1:8000}"),

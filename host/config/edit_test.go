@@ -34,7 +34,7 @@ func TestWithStage(t *testing.T) {
 		t.Errorf("slots %v", got)
 	}
 	// A new name: a plugin for this slot; the one it replaces is no longer used and goes.
-	n, err := c.WithStage("scorers.0", PluginSpec{Name: "prefix", Type: "prefix-cache-scorer"}, nil, "PUT /admin/stages/scorers.0")
+	n, err := c.WithStage("", "scorers.0", PluginSpec{Name: "prefix", Type: "prefix-cache-scorer"}, nil, "PUT /admin/stages/scorers.0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestWithStage(t *testing.T) {
 	}
 	// No name: the slot's plugin is redeclared in place; a weight replaces the slot's.
 	w := 0.5
-	n, err = c.WithStage("scorers.1", PluginSpec{Type: "queue-scorer"}, &w, "swap")
+	n, err = c.WithStage("", "scorers.1", PluginSpec{Type: "queue-scorer"}, &w, "swap")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,11 +64,11 @@ func TestWithStage(t *testing.T) {
 		t.Errorf("origin %q", n.Origin())
 	}
 
-	_, err = c.WithStage("producer", PluginSpec{Type: "queue-scorer"}, nil, "swap")
+	_, err = c.WithStage("", "producer", PluginSpec{Type: "queue-scorer"}, nil, "swap")
 	if !errors.Is(err, ErrNoSlot) || !strings.Contains(err.Error(), "scorers.0, scorers.1, picker") {
 		t.Errorf("missing slot: %v", err)
 	}
-	_, err = c.WithStage("picker", PluginSpec{Name: "Bad Name", Type: "max-score-picker"}, nil, "PUT /admin/stages/picker")
+	_, err = c.WithStage("", "picker", PluginSpec{Name: "Bad Name", Type: "max-score-picker"}, nil, "PUT /admin/stages/picker")
 	if err == nil || !strings.HasPrefix(err.Error(), "PUT /admin/stages/picker: plugins[") {
 		t.Errorf("invalid spec: %v, want an error naming the request and the field", err)
 	}
@@ -148,7 +148,7 @@ pipeline:
 		ok.StageOf("kv") != sdk.StageScorer || ref.WeightOr1() != 2 {
 		t.Errorf("experiment %s %+v", slot, ref)
 	}
-	n, err := ok.WithStage("scorers.0", PluginSpec{Type: "prefix-cache-scorer"}, nil, "swap")
+	n, err := ok.WithStage("", "scorers.0", PluginSpec{Type: "prefix-cache-scorer"}, nil, "swap")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -28,17 +29,19 @@ var (
 
 // friendly names and field lists of the config types, for unknown-field messages.
 var configTypes = map[string]reflect.Type{
-	"config.Config":       reflect.TypeOf(Config{}),
-	"config.PluginSpec":   reflect.TypeOf(PluginSpec{}),
-	"config.Pipeline":     reflect.TypeOf(Pipeline{}),
-	"config.StageRef":     reflect.TypeOf(StageRef{}),
-	"config.Server":       reflect.TypeOf(Server{}),
-	"config.Endpoints":    reflect.TypeOf(Endpoints{}),
-	"config.EndpointSpec": reflect.TypeOf(EndpointSpec{}),
-	"config.Scrape":       reflect.TypeOf(Scrape{}),
-	"config.MetricNames":  reflect.TypeOf(MetricNames{}),
-	"config.Objective":    reflect.TypeOf(Objective{}),
-	"config.Kubernetes":   reflect.TypeOf(Kubernetes{}),
+	"config.Config":         reflect.TypeOf(Config{}),
+	"config.PluginSpec":     reflect.TypeOf(PluginSpec{}),
+	"config.Pipeline":       reflect.TypeOf(Pipeline{}),
+	"config.StageRef":       reflect.TypeOf(StageRef{}),
+	"config.Server":         reflect.TypeOf(Server{}),
+	"config.Endpoints":      reflect.TypeOf(Endpoints{}),
+	"config.EndpointSpec":   reflect.TypeOf(EndpointSpec{}),
+	"config.Scrape":         reflect.TypeOf(Scrape{}),
+	"config.MetricNames":    reflect.TypeOf(MetricNames{}),
+	"config.Objective":      reflect.TypeOf(Objective{}),
+	"config.Kubernetes":     reflect.TypeOf(Kubernetes{}),
+	"config.Profile":        reflect.TypeOf(Profile{}),
+	"config.ProfileHandler": reflect.TypeOf(ProfileHandler{}),
 }
 
 var friendlyNames = map[string]string{
@@ -46,7 +49,7 @@ var friendlyNames = map[string]string{
 	"config.Pipeline": "pipeline", "config.StageRef": "a stage reference", "config.Arm": "an arm",
 	"config.Server": "server", "config.Endpoints": "endpoints", "config.EndpointSpec": "an endpoint entry",
 	"config.Scrape": "scrape", "config.MetricNames": "scrape.metrics", "config.Objective": "an objective",
-	"config.Kubernetes": "endpoints.kubernetes",
+	"config.Kubernetes": "endpoints.kubernetes", "config.Profile": "a profile", "config.ProfileHandler": "profileHandler",
 }
 
 // yamlError rewrites a yaml.v3 error as "file:line: message" lines.
@@ -183,12 +186,26 @@ func (c *Config) validate() error {
 			return err
 		}
 	}
-	if err := c.validatePipeline(); err != nil {
+	if err := c.validateProfiles(); err != nil {
+		return err
+	}
+	used := map[string]sdk.Stage{} // plugin name -> the stage it serves, in every profile
+	var experiment []any
+	for _, pp := range c.pipelines() {
+		if err := c.validatePipeline(pp, used, &experiment); err != nil {
+			return err
+		}
+	}
+	for i := range c.Plugins {
+		if _, ok := used[c.Plugins[i].Name]; !ok {
+			return c.errorAt([]any{"plugins", i, "name"}, "plugin %q is declared but the pipeline does not use it", c.Plugins[i].Name)
+		}
+	}
+	if err := c.validateProfileHandler(); err != nil {
 		return err
 	}
 	return c.ValidateRouter()
 }
-
 func (c *Config) validatePlugin(i int, seen map[string]int) error {
 	p := &c.Plugins[i]
 	at := func(field string) []any { return []any{"plugins", i, field} }
@@ -236,18 +253,21 @@ func (c *Config) validatePlugin(i int, seen map[string]int) error {
 	return nil
 }
 
-func (c *Config) validatePipeline() error {
-	pl := &c.Pipeline
+// validatePipeline checks one pipeline (the config's, or a profile's); used collects the stage
+// each plugin serves across all of them (a plugin serves one stage), experiment the slot that
+// holds the config's one experiment.
+func (c *Config) validatePipeline(pp placed, used map[string]sdk.Stage, experiment *[]any) error {
+	pl := pp.pl
+	at := func(field ...any) []any { return append(slices.Clone(pp.base), field...) }
 	if pl.StageTimeout < 0 {
-		return c.errorAt([]any{"pipeline", "stageTimeout"}, "must be positive, got %v", pl.StageTimeout)
+		return c.errorAt(at("stageTimeout"), "must be positive, got %v", pl.StageTimeout)
 	}
 	if pl.MaxBatch < 1 || pl.MaxBatch > 1024 {
-		return c.errorAt([]any{"pipeline", "maxBatch"}, "must be in [1, 1024], got %d", pl.MaxBatch)
+		return c.errorAt(at("maxBatch"), "must be in [1, 1024], got %d", pl.MaxBatch)
 	}
 	if pl.MaxCohorts < 1 || pl.MaxCohorts > 64 {
-		return c.errorAt([]any{"pipeline", "maxCohorts"}, "must be in [1, 64], got %d", pl.MaxCohorts)
+		return c.errorAt(at("maxCohorts"), "must be in [1, 64], got %d", pl.MaxCohorts)
 	}
-	used := map[string]sdk.Stage{} // plugin name -> the stage it serves
 	checkRef := func(name string, kind sdk.Stage, path []any) error {
 		if name == "" {
 			return c.errorAt(append(path, "pluginRef"), "missing")
@@ -291,21 +311,16 @@ func (c *Config) validatePipeline() error {
 		}
 		return nil
 	}
-	var experiment []any
-	for _, s := range c.slots() {
+	for _, s := range slotsOf(pp) {
 		if err := check(s.ref, s.kind, s.path); err != nil {
 			return err
 		}
 		if s.ref.Experimental() {
-			if experiment != nil {
-				return c.errorAt(s.path, "only one slot may hold an experiment (arms or a shadow), and %s does", fieldPath(experiment))
+			// One experiment in the whole config: the router keeps one report (GET /admin/experiments).
+			if *experiment != nil {
+				return c.errorAt(s.path, "only one slot may hold an experiment (arms or a shadow), and %s does", fieldPath(*experiment))
 			}
-			experiment = s.path
-		}
-	}
-	for i := range c.Plugins {
-		if _, ok := used[c.Plugins[i].Name]; !ok {
-			return c.errorAt([]any{"plugins", i, "name"}, "plugin %q is declared but the pipeline does not use it", c.Plugins[i].Name)
+			*experiment = s.path
 		}
 	}
 	return nil
@@ -354,43 +369,80 @@ func (c *Config) checkArms(ref *StageRef, kind sdk.Stage, path []any, checkRef f
 func (c *Config) Experiment() (string, *StageRef) {
 	for _, s := range c.slots() {
 		if s.ref.Experimental() {
-			return slotName(s.path), s.ref
+			return s.name, s.ref
 		}
 	}
 	return "", nil
 }
 
-// slot is one place in the pipeline that refers to a plugin.
-type slot struct {
-	ref  *StageRef
-	kind sdk.Stage
-	path []any // where it sits in the YAML
+// placed is a pipeline with the profile it serves and where it sits in the YAML.
+type placed struct {
+	profile string
+	pl      *Pipeline
+	base    []any
 }
 
-// slots lists the pipeline's references in stage order.
-func (c *Config) slots() []slot {
-	pl := &c.Pipeline
-	var out []slot
-	if pl.Producer != nil {
-		out = append(out, slot{pl.Producer, sdk.StageProducer, []any{"pipeline", "producer"}})
+// pipelines lists the config's pipelines: its one (the profile "default"), or every profile's,
+// in the file's order.
+func (c *Config) pipelines() []placed {
+	if len(c.Profiles) == 0 {
+		return []placed{{cmp.Or(c.profile, DefaultProfile), &c.Pipeline, []any{"pipeline"}}}
 	}
-	for i := range pl.Filters {
-		out = append(out, slot{&pl.Filters[i], sdk.StageFilter, []any{"pipeline", "filters", i}})
-	}
-	for i := range pl.Scorers {
-		out = append(out, slot{&pl.Scorers[i], sdk.StageScorer, []any{"pipeline", "scorers", i}})
-	}
-	if pl.Admitter != nil {
-		out = append(out, slot{pl.Admitter, sdk.StageAdmitter, []any{"pipeline", "admitter"}})
-	}
-	if pl.Picker != nil {
-		out = append(out, slot{pl.Picker, sdk.StagePicker, []any{"pipeline", "picker"}})
+	out := make([]placed, len(c.Profiles))
+	for i := range c.Profiles {
+		out[i] = placed{c.Profiles[i].Name, &c.Profiles[i].Pipeline, []any{"profiles", i, "pipeline"}}
 	}
 	return out
 }
 
-// StageOf returns the stage the named plugin serves in the pipeline, or sdk.StageUnspecified when
-// the pipeline does not use it.
+// slot is one place in a pipeline that refers to a plugin.
+type slot struct {
+	ref  *StageRef
+	kind sdk.Stage
+	name string // as WithStage takes it: producer, filters.0, scorers.1, admitter, picker
+	path []any  // where it sits in the YAML
+}
+
+// slots lists every pipeline's references, each pipeline in stage order.
+func (c *Config) slots() []slot {
+	var out []slot
+	for _, pp := range c.pipelines() {
+		out = append(out, slotsOf(pp)...)
+	}
+	return out
+}
+
+// slotsOf lists one pipeline's references in stage order.
+func slotsOf(pp placed) []slot {
+	pl := pp.pl
+	var out []slot
+	add := func(ref *StageRef, kind sdk.Stage, field ...any) {
+		parts := make([]string, len(field))
+		for i, f := range field {
+			parts[i] = fmt.Sprint(f)
+		}
+		out = append(out, slot{ref, kind, strings.Join(parts, "."), append(slices.Clone(pp.base), field...)})
+	}
+	if pl.Producer != nil {
+		add(pl.Producer, sdk.StageProducer, "producer")
+	}
+	for i := range pl.Filters {
+		add(&pl.Filters[i], sdk.StageFilter, "filters", i)
+	}
+	for i := range pl.Scorers {
+		add(&pl.Scorers[i], sdk.StageScorer, "scorers", i)
+	}
+	if pl.Admitter != nil {
+		add(pl.Admitter, sdk.StageAdmitter, "admitter")
+	}
+	if pl.Picker != nil {
+		add(pl.Picker, sdk.StagePicker, "picker")
+	}
+	return out
+}
+
+// StageOf returns the stage the named plugin serves in the pipeline (in any profile), or
+// sdk.StageUnspecified when no pipeline uses it.
 func (c *Config) StageOf(name string) sdk.Stage {
 	for _, s := range c.slots() {
 		refs := s.ref.Primaries()

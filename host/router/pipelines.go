@@ -150,7 +150,7 @@ func (l *Pipelines) Reload(ctx context.Context, cfg *config.Config) (admin.Resul
 // SwapStage reloads the serving configuration with one slot served by spec
 // (config.Config.WithStage); origin names the request in error messages.
 func (l *Pipelines) SwapStage(ctx context.Context, slot string, spec config.PluginSpec, weight *float64, origin string) (admin.Result, error) {
-	cfg, err := l.Config().WithStage(slot, spec, weight, origin)
+	cfg, err := l.Config().WithStage("", slot, spec, weight, origin)
 	if err != nil {
 		return admin.Result{}, err
 	}
