@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/foresight-router/foresight/host/config"
 	"github.com/foresight-router/foresight/host/pipeline"
+	"github.com/foresight-router/foresight/host/pluginhost"
+	"github.com/foresight-router/foresight/host/router"
 	"github.com/spf13/cobra"
 )
 
@@ -21,11 +24,11 @@ func newCheck() *cobra.Command {
 			"line naming the plugin or field and the cause.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p, err := buildPipeline(cmd.Context(), file)
+			plugins, err := startPlugins(cmd.Context(), file)
 			if err != nil {
 				return err
 			}
-			return printPlugins(cmd.OutOrStdout(), p)
+			return printPlugins(cmd.OutOrStdout(), plugins)
 		},
 	}
 	cmd.Flags().StringVar(&file, "config", "", "pipeline config (YAML)")
@@ -49,10 +52,34 @@ func buildPipeline(ctx context.Context, file string) (*pipeline.Pipeline, error)
 	return p, nil
 }
 
-func printPlugins(out io.Writer, p *pipeline.Pipeline) error {
+// startPlugins starts every plugin of the config at file, those of every scheduling profile
+// (router.Pipelines, which shares a plugin between the profiles that use it), and returns them
+// in the order of its plugins list.
+func startPlugins(ctx context.Context, file string) ([]*pluginhost.Plugin, error) {
+	cfg, err := config.Load(file)
+	if err != nil {
+		return nil, err
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	l, err := router.StartPipelines(ctx, cfg, logger())
+	if err != nil {
+		return nil, err
+	}
+	atExit(l.Close)
+	plugins := l.Plugins()
+	order := func(p *pluginhost.Plugin) int {
+		return slices.IndexFunc(cfg.Plugins, func(s config.PluginSpec) bool { return s.Name == p.Name() })
+	}
+	slices.SortStableFunc(plugins, func(a, b *pluginhost.Plugin) int { return order(a) - order(b) })
+	return plugins, nil
+}
+
+func printPlugins(out io.Writer, plugins []*pluginhost.Plugin) error {
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "NAME\tTYPE\tSTAGE\tVERSION\tPROTOCOL\tPID\tSTART_MS")
-	for _, pl := range p.Plugins() {
+	for _, pl := range plugins {
 		s := pl.Status()
 		proto, pid := "-", "builtin"
 		if !s.Builtin {

@@ -7,8 +7,9 @@
 // and its control API:
 //
 //	POST /admin/reload           rebuild the pipeline from the config file and swap it in
-//	PUT  /admin/stages/{slot}    serve one slot with another plugin, without editing the file
-//	GET  /admin/pipeline         slots, plugins, versions, pids, restarts
+//	PUT  /admin/stages/{slot}    serve one slot with another plugin, without editing the file;
+//	                             ?profile=NAME picks the scheduling profile (default: the default one)
+//	GET  /admin/pipeline         profiles, slots, plugins, versions, pids, restarts
 //	GET  /admin/experiments      the experiment's arms and their comparison
 //
 // With a token, every request but GET /health must carry "Authorization: Bearer TOKEN".
@@ -37,8 +38,8 @@ import (
 type Control interface {
 	// Reload rebuilds the pipeline from the config file; source says who asked, for the log.
 	Reload(ctx context.Context, source string) (Result, error)
-	// SwapStage serves slot with spec (config.Config.WithStage).
-	SwapStage(ctx context.Context, slot string, spec config.PluginSpec, weight *float64) (Result, error)
+	// SwapStage serves slot of profile ("": the default profile) with spec (config.Config.WithStage).
+	SwapStage(ctx context.Context, profile, slot string, spec config.PluginSpec, weight *float64) (Result, error)
 	// Describe is GET /admin/pipeline's answer.
 	Describe() Description
 	// Experiments is GET /admin/experiments' answer; ok is false when no slot has arms.
@@ -72,7 +73,7 @@ func Handler(o Options) http.Handler {
 			openai.WriteError(w, openai.BadRequest("", "%v", err))
 			return
 		}
-		res, err := o.Control.SwapStage(r.Context(), r.PathValue("slot"), spec, weight)
+		res, err := o.Control.SwapStage(r.Context(), r.URL.Query().Get("profile"), r.PathValue("slot"), spec, weight)
 		answer(w, res, err)
 	})
 	mux.HandleFunc(http.MethodGet, "/admin/pipeline", func(w http.ResponseWriter, _ *http.Request) {
@@ -151,7 +152,7 @@ func decodeStage(r io.Reader) (config.PluginSpec, *float64, error) {
 	return spec, b.Weight, nil
 }
 
-// answer writes a reload's result, or its failure as 404 (no such slot) or 422 (the new pipeline
+// answer writes a reload's result, or its failure as 404 (no such slot or profile) or 422 (the new pipeline
 // could not be built: the old one serves on).
 func answer(w http.ResponseWriter, res Result, err error) {
 	if err == nil {
@@ -159,7 +160,7 @@ func answer(w http.ResponseWriter, res Result, err error) {
 		return
 	}
 	status := http.StatusUnprocessableEntity
-	if errors.Is(err, config.ErrNoSlot) {
+	if errors.Is(err, config.ErrNoSlot) || errors.Is(err, config.ErrNoProfile) {
 		status = http.StatusNotFound
 	} else if errors.Is(err, ErrShuttingDown) {
 		status = http.StatusServiceUnavailable

@@ -21,6 +21,7 @@ type control struct {
 	err    error
 	source string
 	slot   string
+	prof   string
 	spec   config.PluginSpec
 	weight *float64
 }
@@ -30,8 +31,8 @@ func (c *control) Reload(_ context.Context, source string) (Result, error) {
 	return Result{Generation: 2, Kept: []string{"producer"}}, c.err
 }
 
-func (c *control) SwapStage(_ context.Context, slot string, spec config.PluginSpec, weight *float64) (Result, error) {
-	c.slot, c.spec, c.weight = slot, spec, weight
+func (c *control) SwapStage(_ context.Context, profile, slot string, spec config.PluginSpec, weight *float64) (Result, error) {
+	c.prof, c.slot, c.spec, c.weight = profile, slot, spec, weight
 	return Result{Generation: 3, Started: []string{spec.Name}}, c.err
 }
 
@@ -71,9 +72,12 @@ func TestRoutes(t *testing.T) {
 	}
 	code, body := do(t, h, "PUT", "/admin/stages/scorers.1",
 		`{"name":"lat","type":"latency-scorer","path":"../bin/plugins/scorer","parameters":{"mode":"most"},"weight":2,"timeout":"30ms"}`)
-	if code != 200 || c.slot != "scorers.1" || c.spec.Type != "latency-scorer" || c.spec.Parameters["mode"] != "most" ||
+	if code != 200 || c.slot != "scorers.1" || c.prof != "" || c.spec.Type != "latency-scorer" || c.spec.Parameters["mode"] != "most" ||
 		c.spec.Timeout.Milliseconds() != 30 || c.weight == nil || *c.weight != 2 {
 		t.Errorf("swap: %d %s; got slot %q spec %+v", code, body, c.slot, c.spec)
+	}
+	if code, body := do(t, h, "PUT", "/admin/stages/picker?profile=slo", `{"type":"max-score-picker"}`); code != 200 || c.prof != "slo" || c.slot != "picker" {
+		t.Errorf("swap in a profile: %d %s; got profile %q slot %q", code, body, c.prof, c.slot)
 	}
 	if code, body := do(t, h, "GET", "/admin/pipeline", ""); code != 200 || !strings.Contains(body, `"generation": 7`) {
 		t.Errorf("pipeline: %d %s", code, body)
@@ -109,6 +113,10 @@ func TestBadRequests(t *testing.T) {
 	c.err = fmt.Errorf("%w %q", config.ErrNoSlot, "scorers.9")
 	if code, _ := do(t, h, "PUT", "/admin/stages/scorers.9", `{"type":"queue-scorer"}`); code != 404 {
 		t.Errorf("missing slot: %d, want 404", code)
+	}
+	c.err = fmt.Errorf("%w %q", config.ErrNoProfile, "fast")
+	if code, _ := do(t, h, "PUT", "/admin/stages/picker?profile=fast", `{"type":"max-score-picker"}`); code != 404 {
+		t.Errorf("missing profile: %d, want 404", code)
 	}
 	c.err = errors.New("plugin \"kv\": starting ../bin/nope: no such file")
 	code, body := do(t, h, "POST", "/admin/reload", "")

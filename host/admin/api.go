@@ -23,13 +23,32 @@ type Result struct {
 	TookMs   float64  `json:"took_ms"`
 }
 
-// Description is the serving pipeline as GET /admin/pipeline shows it.
+// Description is the serving pipelines as GET /admin/pipeline shows them: every scheduling
+// profile's slots (a config with pipeline: alone has the one profile "default"), Slots repeating
+// the default profile's, and the plugins of all, each once.
 type Description struct {
-	Generation int       `json:"generation"`
-	Config     string    `json:"config"`
-	LoadedAt   time.Time `json:"loaded_at"`
-	Slots      []Slot    `json:"slots"`
-	Plugins    []Plugin  `json:"plugins"`
+	Generation     int             `json:"generation"`
+	Config         string          `json:"config"`
+	LoadedAt       time.Time       `json:"loaded_at"`
+	DefaultProfile string          `json:"default_profile"`
+	Handler        *ProfileHandler `json:"profile_handler,omitempty"` // nil without profiles:
+	Profiles       []Profile       `json:"profiles"`
+	Slots          []Slot          `json:"slots"`
+	Plugins        []Plugin        `json:"plugins"`
+}
+
+// Profile is one scheduling profile and its pipeline's slots.
+type Profile struct {
+	Name  string `json:"name"`
+	Slots []Slot `json:"slots"`
+}
+
+// ProfileHandler is how the router chooses a request's profile (config.ProfileHandler).
+type ProfileHandler struct {
+	Header           string            `json:"header"`
+	PredictionHeader string            `json:"prediction_header"`
+	SLOProfile       string            `json:"slo_profile,omitempty"`
+	Objectives       map[string]string `json:"objectives,omitempty"`
 }
 
 // Slot is one place in the pipeline and the plugin serving it, or its experiment's arms.

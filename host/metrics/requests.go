@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,6 +27,8 @@ var tpotBuckets = prometheus.ExponentialBuckets(0.001, 1.5, 18)
 //	foresight_requests_total{code}                      answered requests by HTTP status (499: the client left)
 //	foresight_decision_wait_seconds                     time a request waited for the round that decided it
 //	foresight_decisions_redone_total                    decisions taken again because a request of the same round changed them
+//	foresight_decisions_total{profile,outcome}          requests decided, by the scheduling profile that decided them and
+//	                                                    outcome: picked, rejected (the admitter shed it), no_candidates
 //
 // and, for the requests of an experiment's arms (an arm label on the llm-d names would change
 // their series for every user, so the arms have their own):
@@ -40,6 +43,7 @@ type Requests struct {
 	total                                    *prometheus.CounterVec
 	decisionWait                             prometheus.Histogram
 	redone                                   prometheus.Counter
+	decided                                  *prometheus.CounterVec
 	armTTFT, armTPOT, armE2E                 *prometheus.HistogramVec
 	armTotal                                 *prometheus.CounterVec
 }
@@ -61,13 +65,15 @@ func NewRequests(reg prometheus.Registerer) (*Requests, error) {
 		decisionWait: hist("foresight_decision_wait_seconds", "Time a request waited for the decision round that decided it (server.decisionConcurrency).", waitBuckets),
 		redone: prometheus.NewCounter(prometheus.CounterOpts{Name: "foresight_decisions_redone_total",
 			Help: "Decisions taken again in the next round because a request decided before in the same round took the pick or raised the prefix match."}),
+		decided: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "foresight_decisions_total",
+			Help: "Requests decided, by the scheduling profile that decided them and outcome (picked, rejected, no_candidates)."}, []string{"profile", "outcome"}),
 		armTTFT: armHist("foresight_experiment_ttft_seconds", "Observed time to first token, by experiment arm.", latencyBuckets),
 		armTPOT: armHist("foresight_experiment_tpot_seconds", "Observed time per output token, by experiment arm.", tpotBuckets),
 		armE2E:  armHist("foresight_experiment_e2e_seconds", "Time from dispatch to the answer's last byte, by experiment arm.", latencyBuckets),
 		armTotal: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "foresight_experiment_requests_total",
 			Help: "Requests of an experiment's arms by result: slo_met, slo_missed, no_slo, failed (429 or 5xx)."}, []string{"arm", "result"}),
 	}
-	for _, c := range []prometheus.Collector{r.ttft, r.predictedTTFT, r.tpot, r.predictedTPOT, r.violations, r.total, r.decisionWait, r.redone,
+	for _, c := range []prometheus.Collector{r.ttft, r.predictedTTFT, r.tpot, r.predictedTPOT, r.violations, r.total, r.decisionWait, r.redone, r.decided,
 		r.armTTFT, r.armTPOT, r.armE2E, r.armTotal} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -121,6 +127,12 @@ func (m *Requests) ObserveDecisionWait(d time.Duration) { m.decisionWait.Observe
 
 // DecisionsRedone counts n decisions a round discarded, to be taken again in the next.
 func (m *Requests) DecisionsRedone(n int) { m.redone.Add(float64(n)) }
+
+// Decided counts a request decided by profile's pipeline with outcome (pipeline.Trace.Outcome:
+// picked, rejected, no candidates).
+func (m *Requests) Decided(profile, outcome string) {
+	m.decided.WithLabelValues(profile, strings.ReplaceAll(outcome, " ", "_")).Inc()
+}
 
 // observeArm records r under its experiment arm.
 func (m *Requests) observeArm(r Request) {

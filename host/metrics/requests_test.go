@@ -30,6 +30,19 @@ llm_d_epp_request_slo_violation_total{type="ttft"} 1
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "foresight_requests_total", "llm_d_epp_request_slo_violation_total"); err != nil {
 		t.Error(err)
 	}
+	m.Decided("default", "picked")
+	m.Decided("slo", "picked")
+	m.Decided("slo", "no candidates")
+	want = `
+# HELP foresight_decisions_total Requests decided, by the scheduling profile that decided them and outcome (picked, rejected, no_candidates).
+# TYPE foresight_decisions_total counter
+foresight_decisions_total{outcome="no_candidates",profile="slo"} 1
+foresight_decisions_total{outcome="picked",profile="default"} 1
+foresight_decisions_total{outcome="picked",profile="slo"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "foresight_decisions_total"); err != nil {
+		t.Error(err)
+	}
 	m.ObserveDecisionWait(3 * time.Millisecond)
 	if n := testutil.CollectAndCount(m.decisionWait); n != 1 {
 		t.Errorf("%d decision-wait histograms", n)

@@ -12,8 +12,12 @@ var stageBuckets = prometheus.ExponentialBuckets(50e-6, 2, 15)
 
 // Stages are the pipeline's per-stage metrics:
 //
-//	foresight_stage_duration_seconds{stage,plugin}   one stage call within a cycle, fallbacks included
-//	foresight_stage_fallbacks_total{stage,reason}    cycles where the stage's fallback replaced the plugin's answer
+//	foresight_stage_duration_seconds{profile,stage,plugin}   one stage call within a cycle, fallbacks included
+//	foresight_stage_fallbacks_total{profile,stage,reason}    cycles where the stage's fallback replaced the plugin's answer
+//
+// profile is the scheduling profile whose pipeline ran the cycle (pipeline.Trace.Profile):
+// profiles that share a plugin share its process, not its series.
+//
 //	foresight_plugin_restarts_total{plugin}          restarts of a plugin process after it exited
 //	foresight_plugin_up{plugin}                      1 while the plugin (process or built-in) serves
 type Stages struct {
@@ -26,9 +30,9 @@ type Stages struct {
 func NewStages(reg prometheus.Registerer, plugins func() []*pluginhost.Plugin) (*Stages, error) {
 	s := &Stages{
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "foresight_stage_duration_seconds",
-			Help: "Duration of one stage call within a scheduling cycle.", Buckets: stageBuckets}, []string{"stage", "plugin"}),
+			Help: "Duration of one stage call within a scheduling cycle, by scheduling profile.", Buckets: stageBuckets}, []string{"profile", "stage", "plugin"}),
 		fallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "foresight_stage_fallbacks_total",
-			Help: "Cycles where a stage's fallback replaced its plugin's answer, by reason."}, []string{"stage", "reason"}),
+			Help: "Cycles where a stage's fallback replaced its plugin's answer, by scheduling profile and reason."}, []string{"profile", "stage", "reason"}),
 	}
 	for _, c := range []prometheus.Collector{s.duration, s.fallbacks, pluginCollector(plugins)} {
 		if err := reg.Register(c); err != nil {
@@ -42,9 +46,9 @@ func NewStages(reg prometheus.Registerer, plugins func() []*pluginhost.Plugin) (
 func (s *Stages) Observe(t *pipeline.Trace) {
 	for _, st := range t.Stages() {
 		stage := st.Stage.String()
-		s.duration.WithLabelValues(stage, st.Plugin).Observe(st.Duration.Seconds())
+		s.duration.WithLabelValues(t.Profile, stage, st.Plugin).Observe(st.Duration.Seconds())
 		if st.Fallback != "" {
-			s.fallbacks.WithLabelValues(stage, st.Fallback).Inc()
+			s.fallbacks.WithLabelValues(t.Profile, stage, st.Fallback).Inc()
 		}
 	}
 }

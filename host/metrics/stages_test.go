@@ -19,6 +19,7 @@ func TestStagesFromTraces(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr := &pipeline.Trace{
+		Profile:  "default",
 		Producer: &pipeline.StageTrace{Stage: sdk.StageProducer, Plugin: "predictor", Duration: 300 * time.Microsecond},
 		Filters: []pipeline.StageTrace{{Stage: sdk.StageFilter, Plugin: "affinity", Duration: time.Millisecond, Fallback: "deadline"},
 			{Stage: sdk.StageFilter, Plugin: "headroom", Duration: 100 * time.Microsecond}},
@@ -26,16 +27,21 @@ func TestStagesFromTraces(t *testing.T) {
 	}
 	s.Observe(tr)
 	s.Observe(tr)
+	// The same stages in another profile: series of their own.
+	slo := *tr
+	slo.Profile = "slo"
+	s.Observe(&slo)
 	want := `
-# HELP foresight_stage_fallbacks_total Cycles where a stage's fallback replaced its plugin's answer, by reason.
+# HELP foresight_stage_fallbacks_total Cycles where a stage's fallback replaced its plugin's answer, by scheduling profile and reason.
 # TYPE foresight_stage_fallbacks_total counter
-foresight_stage_fallbacks_total{reason="deadline",stage="filter"} 2
+foresight_stage_fallbacks_total{profile="default",reason="deadline",stage="filter"} 2
+foresight_stage_fallbacks_total{profile="slo",reason="deadline",stage="filter"} 1
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "foresight_stage_fallbacks_total"); err != nil {
 		t.Error(err)
 	}
-	if n := testutil.CollectAndCount(s.duration); n != 4 {
-		t.Errorf("%d duration series, want one per (stage, plugin): 4", n)
+	if n := testutil.CollectAndCount(s.duration); n != 8 {
+		t.Errorf("%d duration series, want one per (profile, stage, plugin): 2 × 4", n)
 	}
 	if _, err := reg.Gather(); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/foresight-router/foresight/host/pluginhost"
 	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/foresight-router/foresight/plugins/sdk/transport"
 )
@@ -29,14 +30,36 @@ func (p *Pipeline) Observe(ctx context.Context, samples []sdk.Sample) (sdk.Obser
 	if p.producer == nil {
 		return sdk.ObserveResult{}, ErrNoProducer
 	}
+	res, _, err := p.ObserveUnseen(ctx, samples, map[*pluginhost.Plugin]bool{})
+	return res, err
+}
+
+// ObserveUnseen is Observe for pipelines that share producers — the scheduling profiles of one
+// router: it sends the samples to the producers of the slot that are not in seen, adds them to
+// seen, and answers with the first of them. observed is false when none was left (no producer,
+// or every one seen), and the answer is then empty.
+func (p *Pipeline) ObserveUnseen(ctx context.Context, samples []sdk.Sample, seen map[*pluginhost.Plugin]bool) (_ sdk.ObserveResult, observed bool, _ error) {
+	if p.producer == nil {
+		return sdk.ObserveResult{}, false, nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, ObserveTimeout)
 	defer cancel()
-	if !p.exp.at(sdk.StageProducer, 0) {
-		return observe(ctx, p.producer, samples)
+	prods := []*producerSlot{p.producer}
+	if p.exp.at(sdk.StageProducer, 0) {
+		prods = prods[:0]
+		for _, s := range p.exp.arms {
+			prods = append(prods, s.(*producerSlot))
+		}
+		if p.exp.shadow != nil {
+			prods = append(prods, p.exp.shadow.(*producerSlot))
+		}
 	}
-	prods := slices.Clone(p.exp.arms)
-	if p.exp.shadow != nil {
-		prods = append(prods, p.exp.shadow)
+	prods = slices.DeleteFunc(prods, func(s *producerSlot) bool { return seen[s.plugin] })
+	if len(prods) == 0 {
+		return sdk.ObserveResult{}, false, nil
+	}
+	for _, s := range prods {
+		seen[s.plugin] = true
 	}
 	results := make([]sdk.ObserveResult, len(prods))
 	errs := make([]error, len(prods))
@@ -45,16 +68,16 @@ func (p *Pipeline) Observe(ctx context.Context, samples []sdk.Sample) (sdk.Obser
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i], errs[i] = observe(ctx, prod.(*producerSlot), samples)
+			results[i], errs[i] = observe(ctx, prod, samples)
 		}()
 	}
 	wg.Wait()
 	for i, err := range errs[1:] {
 		if err != nil {
-			prods[i+1].(*producerSlot).log.Warn().Err(err).Msg("observe failed")
+			prods[i+1].log.Warn().Err(err).Msg("observe failed")
 		}
 	}
-	return results[0], errs[0]
+	return results[0], true, errs[0]
 }
 
 func observe(ctx context.Context, prod *producerSlot, samples []sdk.Sample) (sdk.ObserveResult, error) {

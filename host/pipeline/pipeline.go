@@ -6,6 +6,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/foresight-router/foresight/host/builtin"
@@ -31,6 +32,7 @@ type Pipeline struct {
 	runs    []*fusedRun // consecutive filters reached in one call
 	exp     *trial      // the slot holding arms or a shadow; nil without one
 
+	profile    string               // the scheduling profile it serves, for traces
 	plugins    []*pluginhost.Plugin // in config order
 	reused     []bool               // per plugin: taken running from the pool, not launched
 	release    func(*pluginhost.Plugin)
@@ -73,6 +75,10 @@ func Build(ctx context.Context, cfg *config.Config, log zerolog.Logger) (*Pipeli
 // fingerprint are shared, not launched again, and Close releases them to the pool. A nil pool
 // is Build.
 func BuildWith(ctx context.Context, cfg *config.Config, pool *pluginhost.Pool, log zerolog.Logger) (*Pipeline, error) {
+	if len(cfg.Profiles) > 0 {
+		return nil, fmt.Errorf("%s: the config has %d scheduling profiles and a pipeline is one of them: build each from config.Config.ForProfile",
+			cfg.File(), len(cfg.Profiles))
+	}
 	if pool == nil {
 		pool = pluginhost.NewPool()
 	}
@@ -88,7 +94,7 @@ func BuildWith(ctx context.Context, cfg *config.Config, pool *pluginhost.Pool, l
 // Assemble wires already running plugins (one per cfg.Plugins entry, in that order) into a
 // pipeline, which owns them: Close stops them.
 func Assemble(cfg *config.Config, plugins []*pluginhost.Plugin, log zerolog.Logger) *Pipeline {
-	p := &Pipeline{log: log, plugins: plugins, fallbackScorer: builtin.NewCompositeScorer(), fallbackPicker: builtin.NewMaxScorePicker(),
+	p := &Pipeline{log: log, profile: cfg.Profile(), plugins: plugins, fallbackScorer: builtin.NewCompositeScorer(), fallbackPicker: builtin.NewMaxScorePicker(),
 		maxBatch: cfg.Pipeline.MaxBatch, maxCohorts: cfg.Pipeline.MaxCohorts, reused: make([]bool, len(plugins)),
 		release: (*pluginhost.Plugin).Stop, idle: make(chan struct{})}
 	byName := make(map[string]*pluginhost.Plugin, len(p.plugins))
@@ -194,6 +200,9 @@ func launchAll(ctx context.Context, cfg *config.Config, pool *pluginhost.Pool, l
 	}
 	return plugins, reused, nil
 }
+
+// Profile returns the scheduling profile the pipeline serves (config.Config.Profile).
+func (p *Pipeline) Profile() string { return p.profile }
 
 // Plugins returns the running plugins in config order.
 func (p *Pipeline) Plugins() []*pluginhost.Plugin { return p.plugins }

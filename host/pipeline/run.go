@@ -76,7 +76,7 @@ func (p *Pipeline) runCohorts() {
 func (p *Pipeline) runCohort(ms []*member) {
 	for _, m := range ms {
 		c := m.in
-		m.t = &Trace{RequestID: c.Request.ID, Seed: c.Seed, Now: c.Now, Admitted: true}
+		m.t = &Trace{RequestID: c.Request.ID, Profile: p.profile, Seed: c.Seed, Now: c.Now, Admitted: true}
 		m.cur = &sdk.Cycle{Request: c.Request, Endpoints: slices.Clone(c.Endpoints), Now: c.Now, Seed: c.Seed, Excluded: c.Excluded}
 		if p.exp != nil {
 			m.arm = p.exp.assign(c.Request)

@@ -13,8 +13,10 @@ import (
 // names endpoints by id.
 type Trace struct {
 	RequestID string
-	Seed      uint64
-	Now       time.Time
+	// Profile is the scheduling profile whose pipeline decided (config.Config.Profile).
+	Profile string
+	Seed    uint64
+	Now     time.Time
 	// Candidates are the cycle's endpoints as the stages after the producer saw them.
 	Candidates []sdk.Endpoint
 
@@ -158,6 +160,7 @@ func (t *Trace) MarshalJSON() ([]byte, error) {
 	enc.SetEscapeHTML(false) // reasons hold ">=" and "<"; keep them readable
 	err := enc.Encode(struct {
 		RequestID  string             `json:"request_id,omitempty"`
+		Profile    string             `json:"profile,omitempty"`
 		Seed       uint64             `json:"seed"`
 		Now        time.Time          `json:"now"`
 		Outcome    string             `json:"outcome"`
@@ -167,6 +170,6 @@ func (t *Trace) MarshalJSON() ([]byte, error) {
 		Stages     []stageJSON        `json:"stages"`
 		Candidates []sdk.Endpoint     `json:"candidates"`
 		DurationUs int64              `json:"duration_us"`
-	}{t.RequestID, t.Seed, t.Now, t.Outcome(), t.Reason, t.OrderIDs(), t.scoreMap(t.Scores), stages, t.Candidates, t.Duration.Microseconds()})
+	}{t.RequestID, t.Profile, t.Seed, t.Now, t.Outcome(), t.Reason, t.OrderIDs(), t.scoreMap(t.Scores), stages, t.Candidates, t.Duration.Microseconds()})
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), err
 }

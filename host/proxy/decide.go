@@ -184,7 +184,11 @@ func (d *decider) round(round []*pending) (redo []*pending, dispatched int) {
 // runCycle runs p's cycle through the pipeline and records its stage calls (the decisions taken
 // again included).
 func (d *decider) runCycle(p *pending) {
-	p.trace = d.s.o.Pipeline.Run(p.ctx, p.cycle)
+	if prof, ok := d.s.o.Pipeline.(Profiles); ok {
+		p.trace = prof.RunProfile(p.ctx, p.meta.profile, p.cycle)
+	} else {
+		p.trace = d.s.o.Pipeline.Run(p.ctx, p.cycle)
+	}
 	if d.s.o.Stages != nil {
 		d.s.o.Stages.Observe(p.trace)
 	}

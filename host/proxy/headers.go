@@ -38,6 +38,11 @@ type meta struct {
 	priority int32
 	session  string
 	debug    bool
+	// objective is the x-llm-d-inference-objective's name ("" without one).
+	objective string
+	// profile is the scheduling profile chosen for the request and profileRule the handler's rule
+	// that chose it; "" when the pipeline has no profiles (Profiles).
+	profile, profileRule string
 }
 
 // readMeta parses the headers; a bad value is a 400 naming the header and what it accepts.
@@ -59,7 +64,7 @@ func readMeta(h http.Header, user string, priority func(string) (int32, bool), o
 			}
 			return m, openai.BadRequest(HeaderObjective, "%s: unknown objective %q: %s", HeaderObjective, name, accepted)
 		}
-		m.priority = p
+		m.priority, m.objective = p, name
 	}
 	m.session = strings.TrimSpace(h.Get(HeaderSession))
 	m.session = cmp.Or(m.session, user)

@@ -162,7 +162,11 @@ func (s *Server) finish(x *exchange, out *outcome) {
 	if out.status >= 500 || out.err != "" {
 		ev = s.o.Log.Warn()
 	}
-	ev = ev.Str("request_id", x.meta.id).Str("model", x.req.Model).Str("endpoint", out.endpoint).
+	ev = ev.Str("request_id", x.meta.id).Str("model", x.req.Model)
+	if x.meta.profile != "" {
+		ev = ev.Str("profile", x.meta.profile).Str("profile_rule", x.meta.profileRule)
+	}
+	ev = ev.Str("endpoint", out.endpoint).
 		Int("status", out.status).Int("attempts", out.attempts).Bool("stream", x.req.Stream).
 		Float64("e2e_ms", ms(out.e2e)).Float64("total_ms", ms(s.o.Now().Sub(x.received)))
 	if out.predicted.Valid {

@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/foresight-router/foresight/host/config"
 	"github.com/foresight-router/foresight/host/endpoints"
 	"github.com/foresight-router/foresight/host/experiment"
 	"github.com/foresight-router/foresight/host/feedback"
@@ -35,6 +36,16 @@ import (
 // swaps pipelines on reload.
 type Scheduler interface {
 	Run(ctx context.Context, c *sdk.Cycle) *pipeline.Trace
+}
+
+// Profiles is a Scheduler with scheduling profiles (the router's *router.Pipelines): Choose
+// picks a request's profile from its headers, its objective's name and whether it carries an
+// SLO, and names the rule that did (config.Config.ChooseProfile; a *config.ProfileError is
+// answered 400); RunProfile runs a cycle on that profile's pipeline. A Scheduler that is not one
+// runs every cycle on its one pipeline.
+type Profiles interface {
+	Choose(h http.Header, objective string, hasSLO bool) (profile, rule string, err error)
+	RunProfile(ctx context.Context, profile string, c *sdk.Cycle) *pipeline.Trace
 }
 
 // Options configure a Server. Pipeline, Endpoints and Log are required.
@@ -232,9 +243,9 @@ func (s *Server) refuse(w http.ResponseWriter, x *exchange, e *openai.Error) {
 // refused records a request the router answered itself with e: in the metrics, the access log
 // and, once the pipeline decided it, the outcome of the experiment arm that did.
 func (s *Server) refused(x *exchange, e *openai.Error) {
-	var id, model, arm string
+	var id, model, arm, profile string
 	if x != nil {
-		id, model = x.meta.id, x.req.Model
+		id, model, profile = x.meta.id, x.req.Model, x.meta.profile
 		if x.trace != nil {
 			arm = x.trace.Arm
 			s.recordOutcome(x.trace, e.Status, 0, 0, 0, sdk.SLO{})
@@ -243,7 +254,11 @@ func (s *Server) refused(x *exchange, e *openai.Error) {
 	if s.o.Metrics != nil {
 		s.o.Metrics.Observe(metrics.Request{Code: e.Status, Arm: arm})
 	}
-	s.o.Log.Info().Str("request_id", id).Str("model", model).Int("status", e.Status).Str("error", e.Message).Msg("request")
+	ev := s.o.Log.Info().Str("request_id", id).Str("model", model)
+	if profile != "" {
+		ev = ev.Str("profile", profile).Str("profile_rule", x.meta.profileRule)
+	}
+	ev.Int("status", e.Status).Str("error", e.Message).Msg("request")
 }
 
 // decideRequest does what every front does between a request's bytes and its dispatch: it parses
@@ -264,6 +279,16 @@ func (s *Server) decideRequest(ctx context.Context, kind openai.Kind, h http.Hea
 	if x.body, err = req.UpstreamBody(); err != nil {
 		return x, &openai.Error{Status: http.StatusInternalServerError, Type: "server_error", Message: "encoding the upstream request: " + err.Error()}
 	}
+	if prof, ok := s.o.Pipeline.(Profiles); ok {
+		if m.profile, m.profileRule, err = prof.Choose(h, m.objective, m.slo.TTFTMs > 0 || m.slo.TPOTMs > 0); err != nil {
+			var pe *config.ProfileError
+			if errors.As(err, &pe) {
+				return x, openai.BadRequest(pe.Header, "%s", pe.Message)
+			}
+			return x, openai.BadRequest("", "choosing the scheduling profile: %v", err)
+		}
+		x.meta = m
+	}
 	p := &pending{ctx: ctx, req: req, meta: m, received: received, only: only}
 	if !s.decider.decide(p) { // counted and logged as a 499 like a client that leaves mid-answer; nobody reads the body
 		return x, &openai.Error{Status: statusClientClosed, Type: "invalid_request_error", Message: "the client went away before a decision"}
@@ -274,6 +299,9 @@ func (s *Server) decideRequest(ctx context.Context, kind openai.Kind, h http.Hea
 		return x, s.noEndpoint(req.Model, p.states, p.full, only != nil)
 	}
 	s.decisions.add(t)
+	if s.o.Metrics != nil {
+		s.o.Metrics.Decided(t.Profile, t.Outcome())
+	}
 	if !t.Admitted {
 		return x, &openai.Error{Status: http.StatusTooManyRequests, Type: openai.TypeRateLimit, Code: "shed",
 			Message: "the router shed this request: " + t.Reason}

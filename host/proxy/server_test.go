@@ -405,7 +405,7 @@ func TestModelsAndMetrics(t *testing.T) {
 	}
 	f.post(t, "/v1/chat/completions", chatBody(true, ""))
 	f.wantMetrics(t, `foresight_requests_total{code="200"} 1`, "llm_d_epp_request_ttft_seconds_count 1", "foresight_decision_wait_seconds_count 1",
-		"llm_d_epp_request_streaming_tpot_seconds_count 1", `foresight_stage_duration_seconds_count{plugin="rr",stage="picker"} 1`,
+		"llm_d_epp_request_streaming_tpot_seconds_count 1", `foresight_stage_duration_seconds_count{plugin="rr",profile="default",stage="picker"} 1`,
 		`foresight_plugin_up{plugin="rr"} 1`, `foresight_plugin_restarts_total{plugin="rr"} 0`,
 		// Round-robin's first pick is the first endpoint; the other has had none (no series yet).
 		`foresight_endpoint_requests_total{endpoint="vllm-0"} 1`, `foresight_endpoint_healthy{endpoint="vllm-1"} 1`,

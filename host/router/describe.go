@@ -7,26 +7,38 @@ import (
 	"github.com/foresight-router/foresight/plugins/sdk"
 )
 
-// Describe returns the serving pipeline's slots and plugins.
+// Describe returns the serving pipelines' slots, profile by profile, and their plugins. Slots is
+// the default profile's, as it was before profiles.
 func (l *Pipelines) Describe() admin.Description {
 	g := l.cur.Load()
-	d := admin.Description{Generation: g.seq, Config: g.cfg.Origin(), LoadedAt: g.loaded, Slots: []admin.Slot{}, Plugins: []admin.Plugin{}}
-	for _, name := range g.cfg.SlotNames() {
-		ref, stage, err := g.cfg.SlotRef(name)
-		if err != nil {
-			continue // SlotNames lists only existing slots
-		}
-		s := admin.Slot{Slot: name, Stage: stage.String(), Plugin: ref.PluginRef, Arms: arms(ref)}
-		if sh := ref.Shadow; sh != nil {
-			s.Shadow = &admin.Arm{Name: sh.ArmName(), Plugin: sh.PluginRef}
-		}
-		if stage == sdk.StageScorer {
-			w := ref.WeightOr1()
-			s.Weight = &w
-		}
-		d.Slots = append(d.Slots, s)
+	d := admin.Description{Generation: g.seq, Config: g.cfg.Origin(), LoadedAt: g.loaded, DefaultProfile: g.cfg.DefaultProfileName(),
+		Profiles: []admin.Profile{}, Plugins: []admin.Plugin{}}
+	if h := g.cfg.ProfileHandler; h != nil {
+		d.Handler = &admin.ProfileHandler{Header: h.Header, PredictionHeader: h.PredictionHeader, SLOProfile: h.SLOProfile, Objectives: h.Objectives}
 	}
-	for _, pl := range g.pipe.Plugins() {
+	for _, profile := range g.cfg.ProfileNames() {
+		slots := []admin.Slot{}
+		for _, name := range g.cfg.ProfileSlotNames(profile) {
+			ref, stage, err := g.cfg.ProfileSlotRef(profile, name)
+			if err != nil {
+				continue // ProfileSlotNames lists only existing slots
+			}
+			s := admin.Slot{Slot: name, Stage: stage.String(), Plugin: ref.PluginRef, Arms: arms(ref)}
+			if sh := ref.Shadow; sh != nil {
+				s.Shadow = &admin.Arm{Name: sh.ArmName(), Plugin: sh.PluginRef}
+			}
+			if stage == sdk.StageScorer {
+				w := ref.WeightOr1()
+				s.Weight = &w
+			}
+			slots = append(slots, s)
+		}
+		d.Profiles = append(d.Profiles, admin.Profile{Name: profile, Slots: slots})
+		if profile == d.DefaultProfile {
+			d.Slots = slots
+		}
+	}
+	for _, pl := range l.Plugins() {
 		d.Plugins = append(d.Plugins, describePlugin(pl))
 	}
 	return d

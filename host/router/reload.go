@@ -10,8 +10,8 @@ import (
 )
 
 // Reload rebuilds the pipeline from the config file and swaps it in (Pipelines.Reload); source
-// says who asked (SIGHUP, POST /admin/reload, the file changed) for the log. Only plugins and
-// pipeline take effect: the server, endpoints, scrape and objectives sections need a restart
+// says who asked (SIGHUP, POST /admin/reload, the file changed) for the log. Only plugins,
+// pipeline, profiles and profileHandler take effect: the server, endpoints, scrape and objectives sections need a restart
 // (the endpoints file is watched on its own). Every reload is logged and counted in
 // foresight_reloads_total{result}; a failed one leaves the old pipeline serving.
 func (r *Router) Reload(ctx context.Context, source string) (admin.Result, error) {
@@ -31,15 +31,18 @@ func (r *Router) reloadData(ctx context.Context, source string, data []byte) (ad
 	return r.reloaded(source, res, err)
 }
 
-// SwapStage serves one slot of the serving pipeline with spec, leaving the file alone
-// (Pipelines.SwapStage); the next reload from the file undoes it.
-func (r *Router) SwapStage(ctx context.Context, slot string, spec config.PluginSpec, weight *float64) (admin.Result, error) {
+// SwapStage serves one slot of a profile's serving pipeline ("": the default profile's) with
+// spec, leaving the file alone (Pipelines.SwapProfileStage); the next reload from the file undoes it.
+func (r *Router) SwapStage(ctx context.Context, profile, slot string, spec config.PluginSpec, weight *float64) (admin.Result, error) {
 	source := "PUT /admin/stages/" + slot
-	res, err := r.pipes.SwapStage(ctx, slot, spec, weight, source)
+	if profile != "" {
+		source += "?profile=" + profile
+	}
+	res, err := r.pipes.SwapProfileStage(ctx, profile, slot, spec, weight, source)
 	return r.reloaded(source, res, err)
 }
 
-// Describe returns the serving pipeline (GET /admin/pipeline).
+// Describe returns the serving pipelines (GET /admin/pipeline).
 func (r *Router) Describe() admin.Description { return r.pipes.Describe() }
 
 // Experiments returns the experiment report (GET /admin/experiments); ok is false without one.
