@@ -88,10 +88,16 @@ func buildAll() error {
 		}
 		// A generous deadline: on a loaded 2-core CI machine a first call can take several ms, and
 		// these tests check decisions, not latency (the bench does that).
-		if !bytes.Contains(data, []byte("\npipeline:\n")) {
-			return fmt.Errorf("%s has no top-level pipeline: line to give a deadline", f)
+		// A config of scheduling profiles gets it in every profile's pipeline ("- name: …" items
+		// at the left margin, their "  pipeline:" two spaces in).
+		switch {
+		case bytes.Contains(data, []byte("\nprofiles:\n")) && bytes.Contains(data, []byte("\n  pipeline:\n")):
+			data = bytes.ReplaceAll(data, []byte("\n  pipeline:\n"), []byte("\n  pipeline:\n    stageTimeout: 5s\n"))
+		case bytes.Contains(data, []byte("\npipeline:\n")):
+			data = bytes.Replace(data, []byte("\npipeline:\n"), []byte("\npipeline:\n  stageTimeout: 5s\n"), 1)
+		default:
+			return fmt.Errorf("%s has no top-level pipeline: line (nor profiles' pipeline: lines) to give a deadline", f)
 		}
-		data = bytes.Replace(data, []byte("\npipeline:\n"), []byte("\npipeline:\n  stageTimeout: 5s\n"), 1)
 		if err := os.WriteFile(filepath.Join(root, "examples", filepath.Base(f)), data, 0o644); err != nil {
 			return err
 		}
