@@ -76,7 +76,8 @@ func Build(ctx context.Context, cfg *config.Config, log zerolog.Logger) (*Pipeli
 // is Build.
 func BuildWith(ctx context.Context, cfg *config.Config, pool *pluginhost.Pool, log zerolog.Logger) (*Pipeline, error) {
 	if len(cfg.Profiles) > 0 {
-		return nil, fmt.Errorf("%s: the config has %d scheduling profiles and a pipeline is one of them: build each from config.Config.ForProfile",
+		// A caller that serves profiles builds each from cfg.ForProfile (router.Pipelines does).
+		return nil, fmt.Errorf("%s: the config has %d scheduling profiles (profiles:) and this runs one pipeline: give it a config with pipeline:",
 			cfg.File(), len(cfg.Profiles))
 	}
 	if pool == nil {
