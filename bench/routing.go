@@ -253,8 +253,10 @@ type strategy struct {
 // real host pipeline. A producer in the pipeline learns from the simulated requests as it would
 // from live ones: samples batched every 100 ms of virtual time or 256 samples (host/feedback).
 // For reproducible runs it trains inline (trainInline) and starts cold (no modelDir); producer
-// adds parameters (a replica's share of the learning).
-func newStrategy(ctx context.Context, name string, o RoutingOptions, producer map[string]any) (*strategy, error) {
+// adds parameters (a replica's share of the learning). A config of scheduling profiles runs one
+// pipeline per profile, each request in the one the config's profile handler chooses (by its
+// SLO: the simulator's requests carry no headers), every producer learning from every sample.
+func newStrategy(ctx context.Context, name string, o RoutingOptions, producer map[string]any) (_ *strategy, err error) {
 	if name == "oracle" {
 		return &strategy{router: cluster.Oracle{}, close: func() {}}, nil
 	}
@@ -264,50 +266,110 @@ func newStrategy(ctx context.Context, name string, o RoutingOptions, producer ma
 	} else if ext := filepath.Ext(name); ext != ".yaml" && ext != ".yml" {
 		return nil, fmt.Errorf("unknown strategy %q (known: rr, least-load, load-prefix-111, load-prefix-322, predicted-latency, llumnix-slo, oracle, or a pipeline config FILE.yaml)", name)
 	}
-	file := filepath.Base(path)
 	cfg, err := config.Load(path)
 	if err != nil {
 		return nil, err
 	}
+	configs := map[string]*config.Config{"": cfg}
+	if len(cfg.Profiles) > 0 {
+		configs = map[string]*config.Config{}
+		for _, n := range cfg.ProfileNames() {
+			configs[n] = cfg.ForProfile(n)
+		}
+	}
+	var closers []func()
+	closeAll := func() {
+		for _, c := range closers {
+			c()
+		}
+	}
+	defer func() {
+		if err != nil {
+			closeAll()
+		}
+	}()
+	pipes := map[string]*pipeline.Pipeline{}
+	for profile, pc := range configs {
+		cleanup, err := prepare(name, filepath.Base(path), pc, o, producer)
+		if err != nil {
+			return nil, err
+		}
+		closers = append(closers, cleanup)
+		p, err := pipeline.Build(ctx, pc, o.Log)
+		if err != nil {
+			return nil, fmt.Errorf("strategy %q: %w", name, err)
+		}
+		onExit(o.AtExit, p.Close)
+		closers = append(closers, p.Close)
+		pipes[profile] = p
+	}
+	st := &strategy{close: closeAll}
+	if p, one := pipes[""]; one {
+		st.router = cluster.PipelineRouter{Pipeline: p}
+	} else {
+		st.router = cluster.ProfilesRouter{Pipelines: pipes, Choose: func(r *sdk.Request) string {
+			profile, _, _ := cfg.ChooseProfile(nil, "", r.SLO.Any()) // without headers it cannot fail
+			return profile
+		}}
+	}
+	var learners []*pipeline.Pipeline
+	for _, n := range slices.Sorted(maps.Keys(pipes)) {
+		if pipes[n].HasProducer() {
+			learners = append(learners, pipes[n])
+		}
+	}
+	if len(learners) > 0 {
+		st.samples = feedback.New(func(ctx context.Context, s []sdk.Sample) (sdk.ObserveResult, error) {
+			var first sdk.ObserveResult
+			for i, p := range learners { // the report is the first profile's, by name
+				res, err := p.Observe(ctx, s)
+				if err != nil {
+					return res, err
+				}
+				if i == 0 {
+					first = res
+				}
+			}
+			return first, nil
+		}, 0, 0)
+		st.observe = func(s sdk.Sample, finished time.Time) { st.samples.Add(ctx, s, finished) }
+	}
+	return st, nil
+}
+
+// prepare sets what the bench needs in one pipeline's config: a stage deadline the machine's
+// load cannot hit, a learned producer that trains inline and starts cold, and for the
+// llumnix-slo strategy profiles of the simulated fleet. It returns what removes them.
+func prepare(name, file string, cfg *config.Config, o RoutingOptions, producer map[string]any) (func(), error) {
 	cfg.Pipeline.StageTimeout = max(cfg.Pipeline.StageTimeout, simStageTimeout)
 	if name == "predicted-latency" && cfg.Pipeline.Producer == nil {
 		return nil, unavailable{fmt.Sprintf("%s has no producer", file)}
 	}
-	cleanup := func() {}
-	if pc := cfg.Pipeline.Producer; pc != nil {
-		spec := cfg.Plugin(pc.PluginRef)
-		if spec.Parameters == nil {
-			spec.Parameters = map[string]any{}
-		}
-		switch spec.Type {
-		case learnedProducer:
-			spec.Parameters["trainInline"] = true
-			spec.Parameters["modelDir"] = ""
-			maps.Copy(spec.Parameters, producer)
-		case profileProducer:
-			if name == "llumnix-slo" { // profiled on the fleet it routes, as an operator would
-				dir, err := fleetProfiles(o)
-				if err != nil {
-					return nil, fmt.Errorf("strategy %q: %w", name, err)
-				}
-				cleanup = func() { _ = os.RemoveAll(dir) }
-				spec.Parameters["ttftProfile"] = filepath.Join(dir, "ttft.json")
-				spec.Parameters["tpotProfile"] = filepath.Join(dir, "tpot.json")
+	pc := cfg.Pipeline.Producer
+	if pc == nil {
+		return func() {}, nil
+	}
+	spec := cfg.Plugin(pc.PluginRef)
+	if spec.Parameters == nil {
+		spec.Parameters = map[string]any{}
+	}
+	switch spec.Type {
+	case learnedProducer:
+		spec.Parameters["trainInline"] = true
+		spec.Parameters["modelDir"] = ""
+		maps.Copy(spec.Parameters, producer)
+	case profileProducer:
+		if name == "llumnix-slo" { // profiled on the fleet it routes, as an operator would
+			dir, err := fleetProfiles(o)
+			if err != nil {
+				return nil, fmt.Errorf("strategy %q: %w", name, err)
 			}
+			spec.Parameters["ttftProfile"] = filepath.Join(dir, "ttft.json")
+			spec.Parameters["tpotProfile"] = filepath.Join(dir, "tpot.json")
+			return func() { _ = os.RemoveAll(dir) }, nil
 		}
 	}
-	p, err := pipeline.Build(ctx, cfg, o.Log)
-	if err != nil {
-		cleanup()
-		return nil, fmt.Errorf("strategy %q: %w", name, err)
-	}
-	onExit(o.AtExit, p.Close)
-	st := &strategy{router: cluster.PipelineRouter{Pipeline: p}, close: func() { p.Close(); cleanup() }}
-	if p.HasProducer() {
-		st.samples = feedback.New(p.Observe, 0, 0)
-		st.observe = func(s sdk.Sample, finished time.Time) { st.samples.Add(ctx, s, finished) }
-	}
-	return st, nil
+	return func() {}, nil
 }
 
 // WriteTable prints the strategies' figures as bench routing's table (latencies in ms), then the

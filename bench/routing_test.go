@@ -121,3 +121,46 @@ func TestStrategyFromAConfigPath(t *testing.T) {
 		t.Errorf("an unknown strategy: %v", err)
 	}
 }
+
+// TestSchedulingProfiles: a config of profiles runs each request in the profile its handler
+// chooses by the request's SLO: with every request under an objective the figures are the SLO
+// profile's (least-load), with none the default profile's (round-robin).
+func TestSchedulingProfiles(t *testing.T) {
+	own := filepath.Join(t.TempDir(), "profiles.yaml")
+	yaml := `plugins:
+  - {name: round-robin, type: round-robin-picker}
+  - {name: least-inflight, type: queue-scorer, parameters: {source: inflight}}
+  - {name: max-score, type: max-score-picker}
+profiles:
+  - name: default
+    pipeline: {picker: {pluginRef: round-robin}}
+  - name: slo
+    pipeline: {scorers: [{pluginRef: least-inflight}], picker: {pluginRef: max-score}}
+profileHandler: {sloProfile: slo}
+`
+	if err := os.WriteFile(own, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		classes []string
+		same    string
+	}{
+		{nil, "rr"},
+		{[]string{"chat:1:ttft=1000"}, "least-load"},
+	} {
+		o := RoutingOptions{Scenario: "C", Servers: 3, Requests: 200, Seed: 1, Preset: "llama-3.1-8b-h100-tp2",
+			Strategies: "rr,least-load," + own, Examples: "../examples", Classes: tc.classes}
+		res, err := RunRouting(context.Background(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, got := res.Strategies[tc.same].Summary, res.Strategies[own].Summary
+		if want == nil || got == nil || want.TTFTMs != got.TTFTMs {
+			t.Errorf("classes %v: profiles %+v, want %s's %+v", tc.classes, got, tc.same, want)
+		}
+		other := map[string]string{"rr": "least-load", "least-load": "rr"}[tc.same]
+		if res.Strategies[other].Summary.TTFTMs == want.TTFTMs {
+			t.Errorf("classes %v: rr and least-load gave the same figures: the test tells nothing", tc.classes)
+		}
+	}
+}

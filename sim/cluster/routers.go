@@ -26,6 +26,24 @@ func (r PipelineRouter) Route(c *sdk.Cycle, _ *Fleet) (Decision, error) {
 	return Decision{Endpoint: first, Predicted: t.Candidates[first].Prediction}, nil
 }
 
+// ProfilesRouter runs each request through the pipeline of the scheduling profile Choose names
+// for it, as the router does with a config of profiles (host/router); a name without a pipeline
+// is an error.
+type ProfilesRouter struct {
+	Pipelines map[string]*pipeline.Pipeline
+	Choose    func(*sdk.Request) string
+}
+
+// Route runs c through its profile's pipeline, as PipelineRouter does.
+func (r ProfilesRouter) Route(c *sdk.Cycle, f *Fleet) (Decision, error) {
+	name := r.Choose(&c.Request)
+	p, ok := r.Pipelines[name]
+	if !ok {
+		return Decision{}, fmt.Errorf("no pipeline for scheduling profile %q", name)
+	}
+	return PipelineRouter{Pipeline: p}.Route(c, f)
+}
+
 // Oracle routes each request to the server where, simulated forward from the current state
 // without later arrivals, it gets its first token soonest: the best a router that decides one
 // request at a time could do with perfect knowledge of the fleet. It knows the servers' exact
