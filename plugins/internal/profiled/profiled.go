@@ -1,7 +1,8 @@
 // Package profiled implements the profile-producer, Llumnix's latency predictor as a stage: it
 // predicts each endpoint's TTFT and TPOT from a pair of offline profiles of the engine (the
 // latency of a prefill of N tokens; of a decode step over batch size × tokens per request),
-// applied to the endpoint's load, and learns nothing online.
+// applied to the endpoint's load, and learns nothing online. The learned producer's coldStart
+// parameter predicts with the same Model.
 package profiled
 
 import (
@@ -28,7 +29,6 @@ const qualityWindow = 1000
 // Model is a pair of profiles read with their parameters: Llumnix's predictor, ready to predict
 // from a cycle's state.
 type Model struct {
-	params     Params
 	predictor  profile.Predictor
 	kvCapacity float64
 	version    uint64 // counts the profiles put in service
@@ -123,7 +123,7 @@ func Load(prm Params) (*Model, error) {
 	if kv == 0 {
 		return nil, fmt.Errorf(`parameter "kvCacheTokens" is needed: %s records no kv_cache_tokens, and the decode batch's tokens are read as kv_cache_usage × the KV-cache capacity (vLLM logs it at start: "GPU KV cache size: N tokens")`, prm.TPOTProfile)
 	}
-	return &Model{params: prm, predictor: profile.Predictor{TTFT: ttft, TPOT: tpot, MaxNumBatchedTokens: budget},
+	return &Model{predictor: profile.Predictor{TTFT: ttft, TPOT: tpot, MaxNumBatchedTokens: budget},
 		kvCapacity: float64(kv)}, nil
 }
 
