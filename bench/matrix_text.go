@@ -28,7 +28,8 @@ func (r *MatrixResult) WriteTable(out io.Writer) {
 	}
 	fmt.Fprintf(out, "\nadmission matrix: %d servers (%s), %d requests per run, seeds %s\n", r.Servers, r.Preset, r.Requests, strings.Join(seeds, ","))
 	fmt.Fprintf(out, "workload: %s\n", r.Workload)
-	fmt.Fprintf(out, "load %.2f × saturation %.1f req/s (%s, round-robin) = %.1f req/s fleet\n", r.Load, r.SaturationRPS, sat, r.RateFleet)
+	fmt.Fprintf(out, "load %.2f × saturation %.1f req/s (%s, round-robin; --saturation %v reproduces it) = %.1f req/s fleet\n",
+		r.Load, r.SaturationRPS, sat, r.SaturationRPS, r.RateFleet)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "config\tclass\tgoodput req/s\t95% CI\tcompleted\tTTFT p99 ms\t95% CI\thit arriving\thit admitted\t")
 	for _, row := range r.Rows {
