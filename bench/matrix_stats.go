@@ -54,6 +54,10 @@ type MatrixRow struct {
 	NewGroup bool `json:"new_group"`
 	// Classes has one entry per request class, then "all".
 	Classes []ClassFigures `json:"classes"`
+	// PredictedShare is the share of admitted requests whose endpoint had a valid TTFT prediction
+	// at dispatch: below 1, the admitter of a predictive config saw no prediction (before the
+	// producer's first model, or while its drift guard withholds them) and failed open.
+	PredictedShare float64 `json:"predicted_share"`
 	// Groups has one entry per prefix group, in order of first arrival (g1, g2, …; "new" for the
 	// group arriving mid-run), each over the requests from the new group's first on when there is
 	// one (the span in which every group competes), else over the whole run.
@@ -166,6 +170,7 @@ func aggregate(mc matrixConfig, classes []workload.Class, runs []matrixRun) Matr
 	type groupTally struct{ arrived, admitted int }
 	var groupOrder []string
 	groups := map[string]*groupTally{}
+	admitted, predicted := 0, 0
 	for _, run := range runs {
 		span := runSpan(run.outcomes)
 		perClass := make([][]stats.Outcome, len(classes)+1)
@@ -174,6 +179,10 @@ func aggregate(mc matrixConfig, classes []workload.Class, runs []matrixRun) Matr
 			r, o := &run.requests[i], &run.outcomes[i]
 			ci := classOf(r, classes)
 			hit := run.bestMatch[i] > 0
+			if !o.Shed {
+				admitted++
+				predicted += b2i(o.Predicted.Valid)
+			}
 			for _, k := range []int{ci, len(classes)} {
 				if k == len(classes) && ci == len(classes) {
 					continue // a request of no class counts once, in "all"
@@ -236,6 +245,7 @@ func aggregate(mc matrixConfig, classes []workload.Class, runs []matrixRun) Matr
 			GoodputRPS: intervalOf(t.goodput), TTFTP99Ms: intervalOf(t.p99),
 			HitArriving: share(t.hitArr, t.arrived), HitAdmitted: share(t.hitAdm, t.admitted)})
 	}
+	row.PredictedShare = share(predicted, admitted)
 	sortGroups(groupOrder)
 	for _, label := range groupOrder {
 		g := groups[label]

@@ -50,6 +50,7 @@ func TestAggregate(t *testing.T) {
 		bestMatch:    []float64{0, 0.5, 0, 1},
 		newGroupFrom: 4,
 	}
+	run.outcomes[2].Predicted = sdk.Prediction{Valid: true, TTFTMs: 90}
 	row := aggregate(matrixConfig{name: "x", file: "x.yaml"}, classes, []matrixRun{run})
 	// The run spans 0 → 2 s (request 2 ends at 1 + 1 s). crit: both served within 100 ms: goodput
 	// 2/2 = 1 req/s; TTFT p99 of {50, 80} = 50 + 0.99·30 = 79.7; hits: request 3 only. shed: one
@@ -69,6 +70,9 @@ func TestAggregate(t *testing.T) {
 		if !closeFigures(row.Classes[i], want[i]) {
 			t.Errorf("class %d:\n got %+v\nwant %+v", i, row.Classes[i], want[i])
 		}
+	}
+	if row.PredictedShare != 1.0/3 { // of the 3 admitted, request 2 had a valid prediction
+		t.Errorf("predicted share %v, want 1/3", row.PredictedShare)
 	}
 	wantGroups := []GroupFigures{{"g1", 2, 1, 0.5}, {"g2", 2, 2, 1}}
 	if !reflect.DeepEqual(row.Groups, wantGroups) {

@@ -46,7 +46,7 @@ func (r *MatrixResult) WriteTable(out io.Writer) {
 	}
 	_ = tw.Flush()
 	fmt.Fprintln(out, "(means across seeds; 95% CI: Student's t across seeds; completed: share of arrivals; hit: share of requests whose prompt the router's prefix index held in part on some endpoint at arrival)")
-	fmt.Fprintln(out, "\nshare of each prefix group's requests admitted (with a new group: from its arrival on)")
+	fmt.Fprintln(out, "\nshare of each prefix group's requests admitted (with a new group: from its arrival on); predicted: share of admitted requests dispatched with a valid TTFT prediction")
 	for _, row := range r.Rows {
 		name := row.Config
 		if row.NewGroup {
@@ -56,7 +56,7 @@ func (r *MatrixResult) WriteTable(out io.Writer) {
 		for i, g := range row.Groups {
 			parts[i] = fmt.Sprintf("%s %.3f", g.Group, g.AdmittedShare)
 		}
-		fmt.Fprintf(out, "  %-28s %s\n", name, strings.Join(parts, "  "))
+		fmt.Fprintf(out, "  %-28s %s  predicted %.3f\n", name, strings.Join(parts, "  "), row.PredictedShare)
 	}
 	cpu := "n/a"
 	if r.cpuOK {
