@@ -17,6 +17,7 @@ func newBenchRouting() *cobra.Command {
 		o                  = &lo.RoutingOptions
 		asJSON             bool
 		report, cpuProfile string
+		matrix             string
 	)
 	cmd := &cobra.Command{
 		Use:   "routing --scenario NAME",
@@ -32,7 +33,11 @@ func newBenchRouting() *cobra.Command {
 			"time-scaled to it (production: its high stages). It prints each load's table with the\n" +
 			"predictor's and the oracle's difference from the best heuristic, then a summary across loads;\n" +
 			"--json gives {saturation, loads, summary}; --report charts TTFT per strategy against load\n" +
-			"(without the per-load charts of a single run).",
+			"(without the per-load charts of a single run).\n\n" +
+			"With --matrix admission it runs seed 004's predictive-admission isolation matrix instead: five\n" +
+			"admission configs (examples/load-prefix-322.yaml, examples/admission/*.yaml, examples/round-robin.yaml)\n" +
+			"and the prefix group floor's rows, on a mixed-SLO shared-prefix workload at --load (one value,\n" +
+			"default 1.2) × the measured saturation rate, 3 seeds from --seed (docs/benchmarks.md).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			stop, err := startCPUProfile(cpuProfile)
@@ -44,6 +49,9 @@ func newBenchRouting() *cobra.Command {
 				o.Progress = cmd.ErrOrStderr()
 			}
 			o.Log, o.AtExit = logger(), atExit
+			if matrix != "" {
+				return runMatrix(cmd, matrix, lo, asJSON)
+			}
 			if len(lo.Loads) > 0 {
 				return runLadder(cmd, lo, report, asJSON)
 			}
@@ -76,6 +84,7 @@ func newBenchRouting() *cobra.Command {
 	f.IntVar(&o.Replicas, "replicas", 1, "router replicas the arrivals are spread over, each with its own pipeline, in-flight view and prefix index (as behind a gateway)")
 	f.StringVar(&o.Assign, "assign", "random", "how the gateway spreads arrivals over the replicas: random, or session (a session's requests to one replica)")
 	f.BoolVar(&o.Alone, "alone", false, "with --replicas: each replica's producer learns from its own requests only (default: they share samples through a shared directory)")
+	f.StringVar(&matrix, "matrix", "", "run a matrix of configs instead of --strategies: admission (seed 004's isolation matrix; takes --servers, --requests, --seed, --preset, --noise, --examples, --class, --saturation and one --load)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write the host's CPU profile (simulator included) to this file (go tool pprof)")
 	return cmd
 }
@@ -87,6 +96,34 @@ func runLadder(cmd *cobra.Command, o bench.LadderOptions, report string, asJSON 
 		return err
 	}
 	return emitResult(cmd, res, noError(res.WriteTable), report, asJSON)
+}
+
+// runMatrix runs bench routing --matrix and prints its results; the flags that choose a workload
+// or strategies do not apply, since the matrix has its own.
+func runMatrix(cmd *cobra.Command, matrix string, lo bench.LadderOptions, asJSON bool) error {
+	for _, name := range []string{"scenario", "strategies", "rate", "trace", "report", "replicas", "assign", "alone"} {
+		if cmd.Flags().Changed(name) {
+			return fmt.Errorf("--matrix runs its own workload and configs: --%s does not apply", name)
+		}
+	}
+	if len(lo.Loads) > 1 {
+		return fmt.Errorf("--matrix runs at one load: give --load one fraction of the saturation rate, got %d", len(lo.Loads))
+	}
+	o := lo.RoutingOptions
+	mo := bench.MatrixOptions{Matrix: matrix, Examples: o.Examples, Preset: o.Preset, Servers: o.Servers, Noise: o.Noise,
+		Requests: o.Requests, Seed: o.Seed, Saturation: lo.Saturation, Classes: o.Classes, Progress: o.Progress, Log: o.Log, AtExit: o.AtExit}
+	if len(lo.Loads) == 1 {
+		mo.Load = lo.Loads[0]
+	}
+	res, err := bench.RunMatrix(cmd.Context(), mo)
+	if err != nil {
+		return err
+	}
+	res.WriteTable(cmd.ErrOrStderr())
+	if asJSON {
+		return printJSON(cmd.OutOrStdout(), res)
+	}
+	return nil
 }
 
 // noError adapts a table writer that cannot fail to emitResult.

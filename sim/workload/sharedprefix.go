@@ -2,6 +2,8 @@ package workload
 
 import (
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"strconv"
 )
 
@@ -106,13 +108,21 @@ func SharedPrefix(name string, c SharedPrefixConfig, p Params) (*Workload, error
 	}
 	n := p.requests()
 	users := c.NumGroups * c.PromptsPerGroup
+	groups := c.NumGroups
+	if p.NewGroup != nil {
+		groups++ // the new group's users follow the others'
+	}
 
 	// Lengths, drawn in inference-perf's order: per group, its users' question lengths, then
-	// their output lengths. A user keeps both for every turn.
+	// their output lengths. A user keeps both for every turn. The new group draws from a stream
+	// of its own, so the other groups' lengths do not depend on it.
 	lr := newRand(p.Seed, streamLengths)
-	qLen := make([]int, users)
-	oLen := make([]int, users)
-	for g := range c.NumGroups {
+	qLen := make([]int, groups*c.PromptsPerGroup)
+	oLen := make([]int, groups*c.PromptsPerGroup)
+	for g := range groups {
+		if g == c.NumGroups {
+			lr = newRand(p.Seed, streamNewGroupLengths)
+		}
 		base := g * c.PromptsPerGroup
 		for k := range c.PromptsPerGroup {
 			qLen[base+k] = qs.draw(lr)
@@ -122,20 +132,22 @@ func SharedPrefix(name string, c SharedPrefixConfig, p Params) (*Workload, error
 		}
 	}
 	// Visiting order: request i goes to user order[i % users] (inference-perf shuffles its
-	// user sessions once and cycles through them).
+	// user sessions once and cycles through them). The new group's requests visit its users in
+	// an order of their own, and the others continue where they left off.
 	order := newRand(p.Seed, streamOrder).Perm(users)
+	visit := newVisitor(p, users, c.PromptsPerGroup, n, order)
 
 	// Pass one: which conversation and turn each request is, and how long each conversation
 	// gets, so its blocks can live in one exactly sized array.
 	type userState struct{ sess, turns, tokens int }
-	st := make([]userState, users)
+	st := make([]userState, len(qLen))
 	for u := range st {
 		st[u].sess = -1
 	}
 	plan := make([]turnPlan, n)
 	var sessTokens []int
 	for i := range n {
-		u := order[i%users]
+		u := visit.next(i)
 		s := &st[u]
 		q, o := qLen[u], oLen[u]
 		switch {
@@ -163,7 +175,7 @@ func SharedPrefix(name string, c SharedPrefixConfig, p Params) (*Workload, error
 	// Pass two: the blocks.
 	sl := salt(p.Seed)
 	root := combine(sl, 0)
-	sys := make([]*stream, c.NumGroups)
+	sys := make([]*stream, groups)
 	sess := make([]*stream, len(sessTokens))
 	reqs := make([]Request, n)
 	for i, pl := range plan {
@@ -206,4 +218,37 @@ func SharedPrefix(name string, c SharedPrefixConfig, p Params) (*Workload, error
 	}
 	stages := []Stage{{Duration: reqs[n-1].Arrival, Rate: rate}}
 	return finish(name, reqs, rate, stages, p), nil
+}
+
+// visitor says which user each request visits: the scenario's users in their shuffled order,
+// round-robin, except that from request ⌈From·n⌉ on a share of the requests visit the new group's
+// users (Params.NewGroup), in an order of their own.
+type visitor struct {
+	order, newOrder []int
+	users, from     int
+	share           float64
+	pick            *rand.Rand // nil without a new group
+	old, fresh      int        // visits so far to the old users and to the new group's
+}
+
+func newVisitor(p Params, users, perGroup, n int, order []int) *visitor {
+	v := &visitor{order: order, users: users}
+	if g := p.NewGroup; g != nil {
+		v.pick = newRand(p.Seed, streamNewGroup)
+		v.from, v.share = int(math.Ceil(g.From*float64(n))), g.Share
+		v.newOrder = v.pick.Perm(perGroup)
+	}
+	return v
+}
+
+// next returns the user request i visits; call it for i = 0, 1, … in turn.
+func (v *visitor) next(i int) int {
+	if v.pick != nil && i >= v.from && v.pick.Float64() < v.share {
+		u := v.users + v.newOrder[v.fresh%len(v.newOrder)]
+		v.fresh++
+		return u
+	}
+	u := v.order[v.old%v.users]
+	v.old++
+	return u
 }

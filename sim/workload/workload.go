@@ -90,6 +90,19 @@ type Params struct {
 	StageDuration time.Duration
 	// LowRatePerServer is the production ladder's low-stage rate (default RatePerServer/5).
 	LowRatePerServer float64
+	// NewGroup, when set, adds a prefix group that starts arriving mid-run (shared-prefix
+	// scenarios only): a new tenant with a system prompt of its own.
+	NewGroup *NewGroup
+}
+
+// NewGroup is a prefix group that appears mid-run: from request ⌈From·n⌉ on, each request
+// belongs to it with probability Share (its own random stream), the others continuing the
+// scenario's groups where they left off. The new group has the scenario's users per group, with
+// lengths from the scenario's distributions (drawn from a stream of their own, so the requests of
+// the other groups keep their lengths), and its own system prompt; the arrival times and classes
+// are the scenario's. So the arrival rate stays the same and the new group takes Share of it.
+type NewGroup struct {
+	From, Share float64
 }
 
 // Stage is a stretch of a run with a constant mean arrival rate (fleet-wide, requests/s).
@@ -124,7 +137,11 @@ func Scenario(name string, p Params) (*Workload, error) {
 		w   *Workload
 		err error
 	)
-	switch n := strings.ToLower(name); n {
+	n := strings.ToLower(name)
+	if p.NewGroup != nil && !slices.Contains([]string{"a", "b", "c", "d"}, n) {
+		return nil, fmt.Errorf("scenario %q: a new prefix group needs a shared-prefix scenario (A, B, C or D)", name)
+	}
+	switch n {
 	case "a", "b", "c", "d":
 		w, err = SharedPrefix(strings.ToUpper(n), SharedPrefixPresets[strings.ToUpper(n)], p)
 	case "sharegpt":
@@ -160,6 +177,10 @@ func (p Params) validate() error {
 		return fmt.Errorf("stage duration must be >= 0, got %v", p.StageDuration)
 	case p.Window.Start < 0 || (p.Window.End != 0 && p.Window.End <= p.Window.Start):
 		return fmt.Errorf("window must satisfy 0 <= start < end, got [%v, %v)", p.Window.Start, p.Window.End)
+	case p.NewGroup != nil && !(p.NewGroup.From >= 0 && p.NewGroup.From < 1):
+		return fmt.Errorf("new group: from must be in [0, 1) (a fraction of the requests), got %v", p.NewGroup.From)
+	case p.NewGroup != nil && !(p.NewGroup.Share > 0 && p.NewGroup.Share <= 1):
+		return fmt.Errorf("new group: share must be in (0, 1], got %v", p.NewGroup.Share)
 	}
 	return validateClasses(p.Classes)
 }
@@ -187,6 +208,8 @@ const (
 	streamArrivals
 	streamClasses
 	streamContexts
+	streamNewGroup
+	streamNewGroupLengths
 )
 
 func newRand(seed uint64, stream uint64) *rand.Rand {

@@ -18,6 +18,8 @@ const Type = "latency-slo-admitter"
 // safe to call while Admit runs. The zero value is not usable; call New.
 type Admitter struct {
 	params
+	// floor is the per-prefix-group state of prefixGroupFloor: the one state an instance keeps.
+	floor groupFloor
 }
 
 // params is the embedded parameter holder, named by an alias so that its field does not clash
@@ -38,26 +40,32 @@ func (a *Admitter) Type() string { return Type }
 
 // Description says in one line what the admitter does.
 func (a *Admitter) Description() string {
-	return "sheds sheddable requests that no endpoint is predicted to serve within their SLO or TTFT budget"
+	return "sheds sheddable requests that no endpoint is predicted to serve within their SLO or TTFT budget, or past a queue bound"
 }
 
 // Params returns a copy of the parameters in force.
 func (a *Admitter) Params() Params {
 	p := *a.Get()
 	p.BudgetsMs = maps.Clone(p.BudgetsMs)
+	p.QueueBounds = maps.Clone(p.QueueBounds)
 	return p
 }
 
 // Admit returns the verdict for c's request with the reason; see the package README for the
-// algorithm. It reads nothing but c and the parameters, so the same cycle gives the same verdict.
+// algorithm. Without prefixGroupFloor it reads nothing but c and the parameters, so the same
+// cycle gives the same verdict; with it, the verdict also depends on the cycles the instance saw
+// before (their prefix groups, verdicts and now), so the same sequence gives the same verdicts.
 func (a *Admitter) Admit(_ context.Context, c *sdk.Cycle) (sdk.AdmitVerdict, error) {
 	if c == nil {
 		return sdk.AdmitVerdict{}, errors.New("admitting: nil cycle")
 	}
-	return admit(c, a.Get()), nil
+	p := a.Get()
+	return a.floor.apply(c, admit(c, p), p.PrefixGroupFloor, p.PrefixGroupWindowMs), nil
 }
 
 // Reads declares the cycle fields the admitter reads (sdk.Reader), so the host sends only those.
 func (a *Admitter) Reads() []string {
-	return []string{"request", "endpoints.ids", "endpoints.states.kv_cache_usage", "endpoints.states.inflight_requests", "endpoints.states.min_running_tpot_slo_ms", "endpoints.predictions"}
+	return []string{"request", "request.prefix_block_hashes", "endpoints.ids", "endpoints.states.kv_cache_usage",
+		"endpoints.states.inflight_requests", "endpoints.states.min_running_tpot_slo_ms", "endpoints.states.waiting",
+		"endpoints.states.dispatched_since_scrape", "endpoints.predictions"}
 }

@@ -29,6 +29,13 @@ func withState(e sdk.Endpoint, inflight int64, kv float64) sdk.Endpoint {
 	return e
 }
 
+// queued returns a busy endpoint with the given queue gauges and no prediction.
+func queued(id string, waiting, sinceScrape, inflight int64) sdk.Endpoint {
+	e := noPred(id)
+	e.State.Waiting, e.State.DispatchedSinceScrape, e.State.InflightRequests = waiting, sinceScrape, inflight
+	return e
+}
+
 func req(priority int32, ttftSLO, tpotSLO float64, streaming bool) sdk.Request {
 	return sdk.Request{Priority: priority, Streaming: streaming, SLO: sdk.SLO{TTFTMs: ttftSLO, TPOTMs: tpotSLO}}
 }
@@ -184,6 +191,59 @@ func TestAdmit(t *testing.T) {
 			request:   req(-2, 0, 0, false),
 			endpoints: []sdk.Endpoint{noPred("10.0.0.1")},
 			admitted:  true, reason: "no predictions: fail open",
+		},
+		{
+			name:    "queue-depth: the busiest waiting queue below the bound admits",
+			params:  `{"mode": "queue-depth"}`,
+			request: req(-2, 0, 0, false),
+			// Waiting + dispatched since scrape: .1 3+1 = 4, .2 30+11 = 41 (the max); 41 < 42.
+			endpoints: []sdk.Endpoint{queued("10.0.0.1", 3, 1, 5), queued("10.0.0.2", 30, 11, 5)},
+			admitted:  true, reason: "max waiting queue 41 on 10.0.0.2 is below the priority -2 bound 42",
+		},
+		{
+			name:    "queue-depth: reaching the bound sheds",
+			params:  `{"mode": "queue-depth"}`,
+			request: req(-2, 300, 0, false),
+			// .2: 30 + 12 = 42, not below 42. The SLO plays no part.
+			endpoints: []sdk.Endpoint{queued("10.0.0.1", 3, 1, 5), queued("10.0.0.2", 30, 12, 5)},
+			admitted:  false, reason: "rejected: max waiting queue 42 on 10.0.0.2 reaches the priority -2 bound 42",
+		},
+		{
+			name:    "queue-depth: the standard class has the longer bound",
+			params:  `{"mode": "queue-depth"}`,
+			request: req(-1, 0, 0, false),
+			// 42 < 71.
+			endpoints: []sdk.Endpoint{queued("10.0.0.1", 30, 12, 5)},
+			admitted:  true, reason: "max waiting queue 42 on 10.0.0.1 is below the priority -1 bound 71",
+		},
+		{
+			name:    "queue-depth: queueOf min gates on the shortest queue, in-flight source",
+			params:  `{"mode": "queue-depth", "queueOf": "min", "queueSource": "inflight", "queueBounds": {"-1": 4}}`,
+			request: req(-1, 0, 0, false),
+			// In flight: .1 6, .2 4 (the min); 4 is not below 4.
+			endpoints: []sdk.Endpoint{queued("10.0.0.1", 0, 0, 6), queued("10.0.0.2", 50, 0, 4)},
+			admitted:  false, reason: "rejected: min inflight queue 4 on 10.0.0.2 reaches the priority -1 bound 4",
+		},
+		{
+			name:      "queue-depth: no bounds admits",
+			params:    `{"mode": "queue-depth", "queueBounds": {}}`,
+			request:   req(-1, 0, 0, false),
+			endpoints: []sdk.Endpoint{queued("10.0.0.1", 500, 0, 5)},
+			admitted:  true, reason: "no queue bound for priority -1",
+		},
+		{
+			name:      "queue-depth: no endpoints admits",
+			params:    `{"mode": "queue-depth"}`,
+			request:   req(-1, 0, 0, false),
+			endpoints: nil,
+			admitted:  true, reason: "no endpoints: nothing to gate on",
+		},
+		{
+			name:      "queue-depth: priority 0 is never shed",
+			params:    `{"mode": "queue-depth", "queueBounds": {"-1": 0}}`,
+			request:   req(0, 0, 0, false),
+			endpoints: []sdk.Endpoint{queued("10.0.0.1", 500, 0, 5)},
+			admitted:  true, reason: "priority 0 is not sheddable",
 		},
 	}
 	for _, tt := range tests {

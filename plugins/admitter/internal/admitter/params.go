@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/foresight-router/foresight/plugins/sdk/heuristics"
 )
 
 // The values of the mode parameter.
@@ -20,10 +21,28 @@ const (
 	// ModeBudget rejects a sheddable request when its best-case predicted TTFT exceeds the TTFT
 	// budget of its priority class (the predictive admission study, seed 004).
 	ModeBudget = "budget"
+	// ModeQueueDepth rejects a sheddable request when the queue (of the busiest endpoint, or of
+	// the least busy one) has reached the bound of its priority class (the study's SLO-gated
+	// admission, its iteration 11).
+	ModeQueueDepth = "queue-depth"
 )
 
-// maxBudgetMs bounds a class budget: ten minutes.
-const maxBudgetMs = 600_000
+// The values of the queueOf parameter: which endpoint's queue the queue-depth mode gates on.
+const (
+	// QueueOfMax is the longest queue in the fleet: the study's cluster-wide maxQueueDepth.
+	QueueOfMax = "max"
+	// QueueOfMin is the shortest queue: the best endpoint the request could be sent to.
+	QueueOfMin = "min"
+)
+
+const (
+	// maxBudgetMs bounds a class budget: ten minutes.
+	maxBudgetMs = 600_000
+	// maxQueueBound bounds a class's queue bound: more than any engine's max_num_seqs.
+	maxQueueBound = 100_000
+	// maxGroupWindowMs bounds prefixGroupWindowMs: an hour.
+	maxGroupWindowMs = 3_600_000
+)
 
 // Params are the admitter's parameters, decoded from JSON over DefaultParams.
 type Params struct {
@@ -37,6 +56,20 @@ type Params struct {
 	BudgetsMs Budgets `json:"budgetsMs"`
 	// HeadroomMultiplier scales every budget before the comparison (budget mode).
 	HeadroomMultiplier float64 `json:"headroomMultiplier"`
+	// QueueSource is the queue signal of queue-depth mode: heuristics.QueueWaiting (the engine's
+	// waiting queue plus the dispatches since its scrape) or heuristics.QueueInflight.
+	QueueSource string `json:"queueSource"`
+	// QueueOf is QueueOfMax or QueueOfMin (queue-depth mode).
+	QueueOf string `json:"queueOf"`
+	// QueueBounds maps a sheddable priority, e.g. "-1", to the queue length at which its
+	// requests are shed (queue-depth mode).
+	QueueBounds Bounds `json:"queueBounds"`
+	// PrefixGroupFloor is the least share of a prefix group's requests admitted over the last
+	// PrefixGroupWindowMs (every mode; 0 disables): a request the mode would shed is admitted
+	// while its group is below the floor.
+	PrefixGroupFloor float64 `json:"prefixGroupFloor"`
+	// PrefixGroupWindowMs is the sliding window of the floor, in the cycles' time.
+	PrefixGroupWindowMs float64 `json:"prefixGroupWindowMs"`
 }
 
 // Budgets maps a priority, as a decimal string, to a TTFT budget in milliseconds. Decoding JSON
@@ -57,22 +90,51 @@ func (b *Budgets) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
+// Bounds maps a priority, as a decimal string, to a queue length. Decoding JSON into Bounds
+// replaces the whole map rather than merging into the default one.
+type Bounds map[string]float64
+
+// UnmarshalJSON decodes a JSON object into a fresh map.
+func (b *Bounds) UnmarshalJSON(data []byte) error {
+	if bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
+		*b = nil
+		return nil
+	}
+	m := map[string]float64{}
+	if err := json.Unmarshal(data, &m); err != nil {
+		return fmt.Errorf("parameter %q: want an object of priority to queue length, e.g. {\"-1\": 70}: %w", "queueBounds", err)
+	}
+	*b = m
+	return nil
+}
+
+// The study's average step time (PredictiveSLOConfig.AvgStepTime, 7 ms): its controller
+// estimates a request's queue wait as queue depth × this.
+const studyAvgStepMs = 7
+
 // DefaultParams returns the defaults: headroom mode, llm-d's buffer factor 1 and cold threshold
 // 0.02, and seed 004's budgets (500 ms for its "standard" class, priority −1; 300 ms for its
-// "sheddable" class, priority −2) with multiplier 1.
+// "sheddable" class, priority −2) with multiplier 1. The queue bounds are those budgets turned
+// into queue lengths by the study's own estimate, wait = depth × 7 ms: ⌊500/7⌋ = 71 and
+// ⌊300/7⌋ = 42, gating on the busiest endpoint's waiting queue (the study's maxQueueDepth). The
+// prefix group floor is off; its window is 10 s.
 func DefaultParams() Params {
 	return Params{
-		Mode:               ModeHeadroom,
-		SLOBufferFactor:    1.0,
-		ColdKVThreshold:    0.02,
-		BudgetsMs:          Budgets{"-1": 500, "-2": 300},
-		HeadroomMultiplier: 1.0,
+		Mode:                ModeHeadroom,
+		SLOBufferFactor:     1.0,
+		ColdKVThreshold:     0.02,
+		BudgetsMs:           Budgets{"-1": 500, "-2": 300},
+		HeadroomMultiplier:  1.0,
+		QueueSource:         heuristics.QueueWaiting,
+		QueueOf:             QueueOfMax,
+		QueueBounds:         Bounds{"-1": 500 / studyAvgStepMs, "-2": 300 / studyAvgStepMs},
+		PrefixGroupWindowMs: 10_000,
 	}
 }
 
 // Validate checks every parameter against its accepted range.
 func (p *Params) Validate() error {
-	if err := sdk.CheckOneOf("mode", p.Mode, ModeHeadroom, ModeBudget); err != nil {
+	if err := sdk.CheckOneOf("mode", p.Mode, ModeHeadroom, ModeBudget, ModeQueueDepth); err != nil {
 		return err
 	}
 	if err := sdk.CheckRangeOpenLow("sloBufferFactor", p.SLOBufferFactor, 0, 10); err != nil {
@@ -84,45 +146,89 @@ func (p *Params) Validate() error {
 	if err := sdk.CheckRange("headroomMultiplier", p.HeadroomMultiplier, 0.5, 3); err != nil {
 		return err
 	}
+	if err := sdk.CheckOneOf("queueSource", p.QueueSource, heuristics.QueueWaiting, heuristics.QueueInflight); err != nil {
+		return err
+	}
+	if err := sdk.CheckOneOf("queueOf", p.QueueOf, QueueOfMax, QueueOfMin); err != nil {
+		return err
+	}
+	if err := sdk.CheckRange("prefixGroupFloor", p.PrefixGroupFloor, 0, 1); err != nil {
+		return err
+	}
+	if err := sdk.CheckRangeOpenLow("prefixGroupWindowMs", p.PrefixGroupWindowMs, 0, maxGroupWindowMs); err != nil {
+		return err
+	}
+	if _, err := p.QueueBounds.classes(); err != nil {
+		return err
+	}
 	_, err := p.BudgetsMs.classes()
 	return err
 }
 
-// class is one parsed entry of Budgets.
+// class is one parsed entry of Budgets or Bounds: a priority and its limit.
 type class struct {
 	priority int32
-	budgetMs float64
+	limit    float64
 }
 
 // classes parses and checks the budgets: every key a negative int32, every budget in
 // (0, maxBudgetMs]. The result is sorted by priority, most important first.
 func (b Budgets) classes() ([]class, error) {
-	keys := make([]string, 0, len(b))
-	for k := range b {
+	return parseClasses("budgetsMs", "budget", b, maxBudgetMs, " ms")
+}
+
+// budgetFor returns the class whose budget applies to priority (nearestClass). b must have passed
+// Validate (Configure checks it), so every entry parses.
+func (b Budgets) budgetFor(priority int32) (c class, ok bool) {
+	classes, _ := b.classes()
+	return nearestClass(classes, priority)
+}
+
+// classes parses and checks the bounds as Budgets.classes does, every bound in
+// [0, maxQueueBound] (0 sheds the class whenever the queue is not empty).
+func (b Bounds) classes() ([]class, error) {
+	return parseClasses("queueBounds", "queue bound", b, maxQueueBound, "")
+}
+
+// boundFor returns the class whose queue bound applies to priority (nearestClass).
+func (b Bounds) boundFor(priority int32) (c class, ok bool) {
+	classes, _ := b.classes()
+	return nearestClass(classes, priority)
+}
+
+// parseClasses parses m, the parameter name: every key a negative int32 priority, every value a
+// what in (0, hi] (a queue bound may be 0), shown with unit. The result is sorted by priority,
+// most important first.
+func parseClasses(name, what string, m map[string]float64, hi float64, unit string) ([]class, error) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	out := make([]class, 0, len(b))
+	out := make([]class, 0, len(m))
 	for _, k := range keys {
 		prio, err := strconv.ParseInt(k, 10, 32)
 		if err != nil || prio >= 0 {
-			return nil, fmt.Errorf("parameter %q: key %q must be a negative integer priority, e.g. \"-1\"", "budgetsMs", k)
+			return nil, fmt.Errorf("parameter %q: key %q must be a negative integer priority, e.g. \"-1\"", name, k)
 		}
-		v := b[k]
-		if math.IsNaN(v) || v <= 0 || v > maxBudgetMs {
-			return nil, fmt.Errorf("parameter %q: budget of priority %s must be in (0, %d] ms, got %g", "budgetsMs", k, maxBudgetMs, v)
+		v := m[k]
+		zeroOK := unit == ""
+		if math.IsNaN(v) || v < 0 || (v == 0 && !zeroOK) || v > hi {
+			lo := "("
+			if zeroOK {
+				lo = "["
+			}
+			return nil, fmt.Errorf("parameter %q: %s of priority %s must be in %s0, %g]%s, got %g", name, what, k, lo, hi, unit, v)
 		}
-		out = append(out, class{priority: int32(prio), budgetMs: v})
+		out = append(out, class{priority: int32(prio), limit: v})
 	}
 	slices.SortFunc(out, func(x, y class) int { return cmp.Compare(y.priority, x.priority) })
 	return out, nil
 }
 
-// budgetFor returns the class whose budget applies to priority: its own entry, else the nearest
-// listed priority, the lower one on a tie. ok is false when b is empty. b must have passed
-// Validate (Configure checks it), so every entry parses.
-func (b Budgets) budgetFor(priority int32) (c class, ok bool) {
-	classes, _ := b.classes()
+// nearestClass returns priority's own class, else the nearest listed priority, the lower one on a
+// tie. ok is false when classes is empty.
+func nearestClass(classes []class, priority int32) (c class, ok bool) {
 	best := int64(math.MaxInt64)
 	for _, cl := range classes { // most important first, so a later equal distance is the lower priority
 		d := int64(cl.priority) - int64(priority)

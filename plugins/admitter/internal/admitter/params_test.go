@@ -16,6 +16,12 @@ func TestConfigure(t *testing.T) {
 	replaced.BudgetsMs = Budgets{"-3": 100}
 	noBudgets := DefaultParams()
 	noBudgets.BudgetsMs = nil
+	queueDepth := DefaultParams()
+	queueDepth.Mode = ModeQueueDepth
+	bounds := DefaultParams()
+	bounds.QueueBounds = Bounds{"-3": 0}
+	floor := DefaultParams()
+	floor.PrefixGroupFloor, floor.PrefixGroupWindowMs = 0.2, 5000
 	tests := []struct {
 		name    string
 		params  string
@@ -36,6 +42,16 @@ func TestConfigure(t *testing.T) {
 		{name: "zero budget", params: `{"budgetsMs": {"-1": 0}}`, wantErr: `budget of priority -1 must be in (0, 600000] ms, got 0`},
 		{name: "budget of the wrong type", params: `{"budgetsMs": {"-1": "fast"}}`, wantErr: `parameter "budgetsMs": want an object`},
 		{name: "unknown parameter", params: `{"budgets": {}}`, wantErr: `unknown field "budgets"`},
+		{name: "queue-depth mode", params: `{"mode": "queue-depth"}`, want: queueDepth},
+		{name: "queueBounds replaces the default map, 0 allowed", params: `{"queueBounds": {"-3": 0}}`, want: bounds},
+		{name: "floor and window", params: `{"prefixGroupFloor": 0.2, "prefixGroupWindowMs": 5000}`, want: floor},
+		{name: "unknown queue source", params: `{"queueSource": "running"}`, wantErr: `"queueSource" must be one of`},
+		{name: "unknown queueOf", params: `{"queueOf": "mean"}`, wantErr: `"queueOf" must be one of`},
+		{name: "negative queue bound", params: `{"queueBounds": {"-1": -1}}`, wantErr: `queue bound of priority -1 must be in [0, 100000], got -1`},
+		{name: "non-sheddable queue bound", params: `{"queueBounds": {"1": 3}}`, wantErr: `parameter "queueBounds": key "1" must be a negative integer priority`},
+		{name: "queue bound of the wrong type", params: `{"queueBounds": [3]}`, wantErr: `parameter "queueBounds": want an object`},
+		{name: "floor above 1", params: `{"prefixGroupFloor": 1.5}`, wantErr: `"prefixGroupFloor" must be in [0, 1], got 1.5`},
+		{name: "zero window", params: `{"prefixGroupWindowMs": 0}`, wantErr: `"prefixGroupWindowMs" must be in (0, 3.6e+06], got 0`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

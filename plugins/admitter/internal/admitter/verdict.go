@@ -16,10 +16,42 @@ func admit(c *sdk.Cycle, p *Params) sdk.AdmitVerdict {
 	if r.Priority >= 0 {
 		return yes(fmt.Sprintf("priority %d is not sheddable", r.Priority))
 	}
-	if p.Mode == ModeBudget {
+	switch p.Mode {
+	case ModeBudget:
 		return admitByBudget(c, p)
+	case ModeQueueDepth:
+		return admitByQueue(c, p)
 	}
 	return admitByHeadroom(c, p)
+}
+
+// admitByQueue is the SLO-gated admission of seed 004 (its iteration 11): admit while the queue —
+// the longest in the fleet, or with queueOf "min" the shortest — is below the bound of the
+// request's priority class. It reads no prediction, so it works without a producer.
+func admitByQueue(c *sdk.Cycle, p *Params) sdk.AdmitVerdict {
+	r := &c.Request
+	cl, ok := p.QueueBounds.boundFor(r.Priority)
+	if !ok {
+		return yes(fmt.Sprintf("no queue bound for priority %d", r.Priority))
+	}
+	if len(c.Endpoints) == 0 {
+		return yes("no endpoints: nothing to gate on")
+	}
+	queue := heuristics.Queue(p.QueueSource)
+	at := 0
+	for i := range c.Endpoints {
+		q, b := queue(&c.Endpoints[i].State), queue(&c.Endpoints[at].State)
+		if (p.QueueOf == QueueOfMax && q > b) || (p.QueueOf == QueueOfMin && q < b) {
+			at = i
+		}
+	}
+	q := queue(&c.Endpoints[at].State)
+	verdict := fmt.Sprintf("%s %s queue %d on %s", p.QueueOf, p.QueueSource, q, c.Endpoints[at].ID)
+	limit := fmt.Sprintf("the priority %d bound %g", cl.priority, cl.limit)
+	if float64(q) < cl.limit {
+		return yes(verdict + " is below " + limit)
+	}
+	return sdk.AdmitVerdict{Reason: "rejected: " + verdict + " reaches " + limit}
 }
 
 // admitByHeadroom is llm-d's rule: admit when the request has no SLO, no endpoint has a
@@ -85,7 +117,7 @@ func admitByBudget(c *sdk.Cycle, p *Params) sdk.AdmitVerdict {
 	if r.SLO.TTFTMs > 0 {
 		budget, source = r.SLO.TTFTMs, "the request's TTFT SLO"
 	} else if cl, ok := p.BudgetsMs.budgetFor(r.Priority); ok {
-		budget, source = cl.budgetMs, fmt.Sprintf("the priority %d budget", cl.priority)
+		budget, source = cl.limit, fmt.Sprintf("the priority %d budget", cl.priority)
 	} else {
 		return yes(fmt.Sprintf("no TTFT budget for priority %d", r.Priority))
 	}
