@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -110,7 +111,7 @@ func RunMatrix(ctx context.Context, o MatrixOptions) (*MatrixResult, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
-	classes, err := parseClasses(o.Classes)
+	classes, err := workload.ParseClasses(o.Classes)
 	if err != nil {
 		return nil, err
 	}
@@ -183,9 +184,9 @@ func (o *MatrixOptions) defaults() error {
 	if o.Matrix != "admission" {
 		return fmt.Errorf("--matrix %q: the one matrix is admission", o.Matrix)
 	}
-	o.Requests = cmpOr(o.Requests, DefaultMatrixRequests)
-	o.Seeds = cmpOr(o.Seeds, DefaultMatrixSeeds)
-	o.Load = cmpOr(o.Load, DefaultMatrixLoad)
+	o.Requests = cmp.Or(o.Requests, DefaultMatrixRequests)
+	o.Seeds = cmp.Or(o.Seeds, DefaultMatrixSeeds)
+	o.Load = cmp.Or(o.Load, DefaultMatrixLoad)
 	if len(o.Classes) == 0 {
 		o.Classes = admissionClasses
 	}
@@ -202,26 +203,6 @@ func (o *MatrixOptions) defaults() error {
 		return fmt.Errorf("--saturation must be a rate > 0 in fleet requests/s, got %v", o.Saturation)
 	}
 	return nil
-}
-
-func cmpOr[T int | float64](v, def T) T {
-	if v == 0 {
-		return def
-	}
-	return v
-}
-
-// parseClasses reads the --class specs.
-func parseClasses(specs []string) ([]workload.Class, error) {
-	var out []workload.Class
-	for _, s := range specs {
-		c, err := workload.ParseClass(s)
-		if err != nil {
-			return nil, fmt.Errorf("--class: %w", err)
-		}
-		out = append(out, c)
-	}
-	return out, nil
 }
 
 // matrixWorkload generates the matrix's workload for seed at fleetRate requests/s (0: any rate,

@@ -135,13 +135,9 @@ func RunRouting(ctx context.Context, o RoutingOptions) (*RoutingResult, error) {
 
 // routingWorkload generates the workload o describes.
 func routingWorkload(o RoutingOptions) (*workload.Workload, error) {
-	var classes []workload.Class
-	for _, s := range o.Classes {
-		c, err := workload.ParseClass(s)
-		if err != nil {
-			return nil, fmt.Errorf("--class: %w", err)
-		}
-		classes = append(classes, c)
+	classes, err := workload.ParseClasses(o.Classes)
+	if err != nil {
+		return nil, err
 	}
 	return workload.Scenario(o.Scenario, workload.Params{Servers: o.Servers, RatePerServer: o.Rate,
 		Requests: o.Requests, Seed: o.Seed, TracePath: o.Trace, Classes: classes})

@@ -106,15 +106,7 @@ func parseClasses(specs []string) ([]workload.Class, error) {
 	if len(specs) == 0 {
 		specs = DefaultClasses
 	}
-	out := make([]workload.Class, 0, len(specs))
-	for _, s := range specs {
-		c, err := workload.ParseClass(s)
-		if err != nil {
-			return nil, fmt.Errorf("--class: %w", err)
-		}
-		out = append(out, c)
-	}
-	return out, nil
+	return workload.ParseClasses(specs)
 }
 
 // objectives are the objectives the demo sends, with the priorities examples/pipeline.yaml

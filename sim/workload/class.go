@@ -6,6 +6,20 @@ import (
 	"strings"
 )
 
+// ParseClasses reads every spec with ParseClass (nil for none); an error names the flag the
+// specs come from, --class.
+func ParseClasses(specs []string) ([]Class, error) {
+	var out []Class
+	for _, s := range specs {
+		c, err := ParseClass(s)
+		if err != nil {
+			return nil, fmt.Errorf("--class: %w", err)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
 // ParseClass reads a class written as NAME:WEIGHT followed by any of :ttft=MS, :tpot=MS,
 // :priority=N and :nostream, e.g. "chat:0.8:ttft=500:tpot=50" or "batch:0.2:priority=-1:nostream".
 // A class streams unless it says nostream.
