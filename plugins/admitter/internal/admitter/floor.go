@@ -11,8 +11,11 @@ import (
 // groupFloor holds, per prefix group, the verdicts of the last window, so that a group whose
 // requests the mode keeps shedding — typically a new tenant whose system prompt no server caches
 // yet, which a cache-favouring admitter sheds for as long as load stays high (seed 004's
-// fairness concern) — still gets a least share of its requests in. A group is keyed by the first
-// prefix block hash of its requests: requests that share a system prompt share it. Its state
+// fairness concern) — still gets a least share of its requests in. A group is keyed by the
+// chained hash of its requests' first prefixGroupBlocks prefix blocks (the whole prompt's when
+// it is shorter): requests that share a system prompt share it. Not the first block alone: a
+// chat template's role marker and the opening words most system prompts share ("You are a
+// helpful…") fill it, and every tenant would be one group. Its state
 // changes only with the cycles it sees (their now, not the wall clock), so the same cycle
 // sequence gives the same verdicts.
 type groupFloor struct {
@@ -42,11 +45,12 @@ const minSweep = 512
 // apply returns v, or an admission when v rejects c's request and its group's admitted share over
 // the window, with this request counted as shed, would fall below floor; then it records the
 // verdict. A request without prefix blocks has no group: v stands.
-func (f *groupFloor) apply(c *sdk.Cycle, v sdk.AdmitVerdict, floor float64, windowMs float64) sdk.AdmitVerdict {
-	if floor <= 0 || len(c.Request.PrefixBlockHashes) == 0 {
+func (f *groupFloor) apply(c *sdk.Cycle, v sdk.AdmitVerdict, floor, windowMs float64, blocks int) sdk.AdmitVerdict {
+	hashes := c.Request.PrefixBlockHashes
+	if floor <= 0 || len(hashes) == 0 {
 		return v
 	}
-	key := c.Request.PrefixBlockHashes[0]
+	key := hashes[min(blocks, len(hashes))-1] // a chained hash: it stands for every block before it
 	span := time.Duration(windowMs * float64(time.Millisecond))
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -2,6 +2,7 @@ package admitter
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,10 +21,11 @@ func shedAll(t *testing.T, floor string) *Admitter {
 	return a
 }
 
-// groupCycle is a sheddable request of prefix group g at t ms, on one endpoint with a queue.
+// groupCycle is a sheddable request of prefix group g (a one-block prompt of hash g) at t ms, on
+// one endpoint with a queue.
 func groupCycle(g uint64, tMs int) *sdk.Cycle {
 	r := req(-1, 0, 0, false)
-	r.PrefixBlockHashes = []uint64{g, 99}
+	r.PrefixBlockHashes = []uint64{g}
 	return &sdk.Cycle{Request: r, Now: time.UnixMilli(int64(tMs)).UTC(), Endpoints: []sdk.Endpoint{queued("10.0.0.1", 1, 0, 1)}}
 }
 
@@ -104,6 +106,33 @@ func TestPrefixGroupFloorReason(t *testing.T) {
 		"(the mode said: rejected: max waiting queue 1 on 10.0.0.1 reaches the priority -1 bound 0)"
 	if !got.Admitted || got.Reason != want {
 		t.Errorf("Admit = {%v, %q}, want {true, %q}", got.Admitted, got.Reason, want)
+	}
+}
+
+// Two prompts that share their first block (a chat template's role marker, a system prompt's
+// opening words) and differ further on are two groups, unless prefixGroupBlocks reads only the
+// first block.
+func TestPrefixGroupDepth(t *testing.T) {
+	for _, tc := range []struct {
+		depth    string
+		admitted bool
+	}{{"", true}, {`, "prefixGroupBlocks": 2`, true}, {`, "prefixGroupBlocks": 1`, false}} {
+		a := shedAll(t, `, "prefixGroupFloor": 0.5`+tc.depth)
+		first, second := groupCycle(7, 0), groupCycle(7, 1)
+		first.Request.PrefixBlockHashes = []uint64{7, 100, 101}
+		second.Request.PrefixBlockHashes = []uint64{7, 200, 201}
+		if got, _ := a.Admit(context.Background(), first); !got.Admitted {
+			t.Fatalf("%q: a group's first request was shed: %s", tc.depth, got.Reason)
+		}
+		// Its own group: an empty window, admitted. The first's group: 1 of 1 admitted, and
+		// 1 < 0.5 × 2 is false, so the mode's rejection stands.
+		if got, _ := a.Admit(context.Background(), second); got.Admitted != tc.admitted {
+			t.Errorf("%q: the second prompt admitted = %v, want %v (%s)", tc.depth, got.Admitted, tc.admitted, got.Reason)
+		}
+	}
+	a := New()
+	if err := a.Configure([]byte(`{"prefixGroupBlocks": 0}`)); err == nil || !strings.Contains(err.Error(), "prefixGroupBlocks") {
+		t.Errorf("prefixGroupBlocks 0: %v", err)
 	}
 }
 

@@ -70,6 +70,10 @@ type Params struct {
 	PrefixGroupFloor float64 `json:"prefixGroupFloor"`
 	// PrefixGroupWindowMs is the sliding window of the floor, in the cycles' time.
 	PrefixGroupWindowMs float64 `json:"prefixGroupWindowMs"`
+	// PrefixGroupBlocks is how deep into the prompt the group is read, in prefix blocks, in
+	// [1, 1024]: requests whose first PrefixGroupBlocks blocks are the same (or whole prompt, if
+	// shorter) are one group.
+	PrefixGroupBlocks int `json:"prefixGroupBlocks"`
 }
 
 // Budgets maps a priority, as a decimal string, to a TTFT budget in milliseconds. Decoding JSON
@@ -129,6 +133,7 @@ func DefaultParams() Params {
 		QueueOf:             QueueOfMax,
 		QueueBounds:         Bounds{"-1": 500 / studyAvgStepMs, "-2": 300 / studyAvgStepMs},
 		PrefixGroupWindowMs: 10_000,
+		PrefixGroupBlocks:   8,
 	}
 }
 
@@ -156,6 +161,9 @@ func (p *Params) Validate() error {
 		return err
 	}
 	if err := sdk.CheckRangeOpenLow("prefixGroupWindowMs", p.PrefixGroupWindowMs, 0, maxGroupWindowMs); err != nil {
+		return err
+	}
+	if err := sdk.CheckRange("prefixGroupBlocks", float64(p.PrefixGroupBlocks), 1, 1024); err != nil {
 		return err
 	}
 	if _, err := p.QueueBounds.classes(); err != nil {
