@@ -61,17 +61,20 @@ const (
 // admissionWorkload is the matrix's workload, shaped after seed 004's physics: a shared 512-token
 // system prompt per group (its "512-token prefix match") and a question of about 256 tokens,
 // which puts a cached prefill near its 11 ms floor and an uncached one near its 20 ms. Six groups
-// of 1000 users each, single turn, so no prompt repeats within a run. The output length, 32 ± 10,
-// is ours (the seed gives none) and short on purpose: a simulated server runs up to 1024
+// of 1000 users each, single turn. Two requests in three are one-off: a prompt of the same
+// lengths that shares nothing, as H14-2 assumes ("~33 % [cache hits] for uniform admission"), so
+// that the hit share among admitted requests can differ from the arriving one; the third that
+// visits the groups' 6,000 users repeats no prompt in a run of 10,000. The output length,
+// 32 ± 10, is ours (the seed gives none) and short on purpose: a simulated server runs up to 1024
 // sequences at once, so with long answers an overload first stretches TPOT and reaches TTFT, the
 // objective the study gates on, only after tens of thousands of requests; with short ones the
 // prefill budget of each step is what saturates, and waiting requests queue for their first token
 // within a run of a few thousand.
 var admissionWorkload = workload.SharedPrefixConfig{NumGroups: 6, PromptsPerGroup: 1000, SystemPromptLen: 512,
-	Question: workload.Spread(256, 77), Output: workload.Spread(32, 10), RatePerServer: 10}
+	Question: workload.Spread(256, 77), Output: workload.Spread(32, 10), RatePerServer: 10, OneOffShare: 2.0 / 3}
 
 // newGroupArrival is the fairness rows' new tenant: from mid-run on, a seventh group takes a
-// seventh of the arrivals, the share each of the six had.
+// seventh of the requests that visit a group, the share each of the six had.
 var newGroupArrival = workload.NewGroup{From: 0.5, Share: 1.0 / 7}
 
 // admissionClasses are the orthogonal mixed-SLO classes (drawn independently of the prefix
@@ -246,7 +249,12 @@ func runMatrixConfig(ctx context.Context, o MatrixOptions, mc matrixConfig, clas
 	if err != nil {
 		return matrixRun{}, err
 	}
-	return matrixRun{requests: w.Requests, outcomes: run.Outcomes, bestMatch: rec.bestMatch, newGroupFrom: newGroupStart(w, mc.newGroup)}, nil
+	mr := matrixRun{requests: w.Requests, outcomes: run.Outcomes, bestMatch: rec.bestMatch, newGroupFrom: len(w.Requests)}
+	if mc.newGroup {
+		mr.newGroup = admissionWorkload.NumGroups + 1 // the workload numbers it after the others
+		mr.newGroupFrom = newGroupStart(w, mr.newGroup)
+	}
+	return mr, nil
 }
 
 // arrivalRecorder routes with router and notes, per request (the cluster routes them one at a
@@ -267,18 +275,11 @@ func (r *arrivalRecorder) Route(c *sdk.Cycle, f *cluster.Fleet) (cluster.Decisio
 	return r.router.Route(c, f)
 }
 
-// newGroupStart is the index of the first request of the new group (len when there is none).
-func newGroupStart(w *workload.Workload, newGroup bool) int {
-	if newGroup {
-		seen := map[uint64]bool{}
-		for i, r := range w.Requests {
-			if len(r.Blocks) == 0 {
-				continue
-			}
-			if !seen[r.Blocks[0]] && len(seen) == admissionWorkload.NumGroups {
-				return i
-			}
-			seen[r.Blocks[0]] = true
+// newGroupStart is the index of w's first request of group g (len(w.Requests) when none).
+func newGroupStart(w *workload.Workload, g int) int {
+	for i := range w.Requests {
+		if w.Requests[i].Group == g {
+			return i
 		}
 	}
 	return len(w.Requests)

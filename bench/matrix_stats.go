@@ -59,7 +59,7 @@ type MatrixRow struct {
 	// producer's first model, or while its drift guard withholds them) and failed open.
 	PredictedShare float64 `json:"predicted_share"`
 	// Groups has one entry per prefix group, in order of first arrival (g1, g2, …; "new" for the
-	// group arriving mid-run), each over the requests from the new group's first on when there is
+	// group arriving mid-run; "one-off" pools the requests of no group), each over the requests from the new group's first on when there is
 	// one (the span in which every group competes), else over the whole run.
 	Groups []GroupFigures `json:"groups"`
 }
@@ -144,6 +144,8 @@ type matrixRun struct {
 	outcomes     []stats.Outcome
 	bestMatch    []float64
 	newGroupFrom int
+	// newGroup is the workload group id of the group arriving mid-run; 0 without one.
+	newGroup int
 }
 
 // classOf returns the index of r's class among classes (matched by priority and objectives, which
@@ -174,7 +176,6 @@ func aggregate(mc matrixConfig, classes []workload.Class, runs []matrixRun) Matr
 	for _, run := range runs {
 		span := runSpan(run.outcomes)
 		perClass := make([][]stats.Outcome, len(classes)+1)
-		labels := map[uint64]string{}
 		for i := range run.requests {
 			r, o := &run.requests[i], &run.outcomes[i]
 			ci := classOf(r, classes)
@@ -198,17 +199,7 @@ func aggregate(mc matrixConfig, classes []workload.Class, runs []matrixRun) Matr
 				}
 				perClass[k] = append(perClass[k], *o)
 			}
-			if len(r.Blocks) == 0 {
-				continue
-			}
-			label, ok := labels[r.Blocks[0]]
-			if !ok {
-				label = "g" + strconv.Itoa(len(labels)+1)
-				if i >= run.newGroupFrom {
-					label = "new"
-				}
-				labels[r.Blocks[0]] = label
-			}
+			label := groupLabel(r.Group, run.newGroup)
 			if i < run.newGroupFrom && run.newGroupFrom < len(run.requests) {
 				continue // with a new group, the groups are compared from its arrival on
 			}
@@ -255,14 +246,30 @@ func aggregate(mc matrixConfig, classes []workload.Class, runs []matrixRun) Matr
 	return row
 }
 
-// sortGroups puts g1, g2, … in numeric order and "new" last (the seeds may meet the groups in
-// different orders once the new group competes).
+// groupLabel names workload group g: "g1", "g2", …, "new" for the group arriving mid-run
+// (newGroup, 0 without one) and "one-off" for the requests of no group.
+func groupLabel(g, newGroup int) string {
+	switch {
+	case g == 0:
+		return "one-off"
+	case g == newGroup:
+		return "new"
+	}
+	return "g" + strconv.Itoa(g)
+}
+
+// sortGroups puts g1, g2, … in numeric order, then "new", then "one-off" (the seeds may meet the
+// groups in different orders).
 func sortGroups(labels []string) {
 	rank := func(l string) int {
-		if n, err := strconv.Atoi(strings.TrimPrefix(l, "g")); err == nil {
-			return n
+		switch l {
+		case "new":
+			return math.MaxInt - 1
+		case "one-off":
+			return math.MaxInt
 		}
-		return math.MaxInt
+		n, _ := strconv.Atoi(strings.TrimPrefix(l, "g"))
+		return n
 	}
 	slices.SortStableFunc(labels, func(a, b string) int { return cmp.Compare(rank(a), rank(b)) })
 }

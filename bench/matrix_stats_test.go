@@ -31,16 +31,16 @@ func TestAggregate(t *testing.T) {
 		{Name: "crit", Weight: 1, Priority: 0, SLO: workload.SLO{TTFTMs: 100}},
 		{Name: "shed", Weight: 1, Priority: -1, SLO: workload.SLO{TTFTMs: 100}},
 	}
-	req := func(class int, group uint64) workload.Request {
+	req := func(class int, group int) workload.Request {
 		c := classes[class]
-		return workload.Request{Priority: c.Priority, SLO: c.SLO, Blocks: []uint64{group, 7}}
+		return workload.Request{Priority: c.Priority, SLO: c.SLO, Group: group, Blocks: []uint64{uint64(group), 7}}
 	}
 	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
 	served := func(arrivalMs, ttftMs, e2eMs float64, slo float64) stats.Outcome {
 		return stats.Outcome{Arrival: ms(arrivalMs), TTFT: ms(ttftMs), E2E: ms(e2eMs), SLO: sdkSLO(slo)}
 	}
 	run := matrixRun{
-		requests: []workload.Request{req(0, 0xa), req(1, 0xa), req(1, 0xb), req(0, 0xb)},
+		requests: []workload.Request{req(0, 1), req(1, 1), req(1, 2), req(0, 2)},
 		outcomes: []stats.Outcome{
 			served(0, 50, 1000, 100),
 			{Arrival: ms(500), Shed: true, SLO: sdkSLO(100)},
@@ -79,12 +79,19 @@ func TestAggregate(t *testing.T) {
 		t.Errorf("groups %+v, want %+v", row.Groups, wantGroups)
 	}
 
-	// A new group from request 2 on: the groups are counted from there, the new one labelled so.
-	run.requests[2].Blocks = []uint64{0xc}
-	run.requests[3].Blocks = []uint64{0xa}
-	run.newGroupFrom = 2
+	// A new group (3) from request 2 on: the groups are counted from there, the new one labelled
+	// so; a request of no group is a one-off, listed last.
+	run.requests[2].Group = 3
+	run.requests[3].Group = 1
+	run.newGroupFrom, run.newGroup = 2, 3
 	row = aggregate(matrixConfig{name: "x", newGroup: true}, classes, []matrixRun{run})
 	wantGroups = []GroupFigures{{"g1", 1, 1, 1}, {"new", 1, 1, 1}}
+	if !reflect.DeepEqual(row.Groups, wantGroups) {
+		t.Errorf("with a new group: groups %+v, want %+v", row.Groups, wantGroups)
+	}
+	run.requests[3].Group = 0
+	row = aggregate(matrixConfig{name: "x", newGroup: true}, classes, []matrixRun{run})
+	wantGroups = []GroupFigures{{"new", 1, 1, 1}, {"one-off", 1, 1, 1}}
 	if !reflect.DeepEqual(row.Groups, wantGroups) {
 		t.Errorf("with a new group: groups %+v, want %+v", row.Groups, wantGroups)
 	}

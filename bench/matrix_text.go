@@ -10,8 +10,8 @@ import (
 // describeWorkload says in one line what the matrix's workload is.
 func describeWorkload() string {
 	c := admissionWorkload
-	return fmt.Sprintf("shared prefix: %d groups × %d users, system prompt %d tokens, question %.0f ± %.0f, output %.0f ± %.0f, single turn",
-		c.NumGroups, c.PromptsPerGroup, c.SystemPromptLen, c.Question.Mean, c.Question.StdDev, c.Output.Mean, c.Output.StdDev)
+	return fmt.Sprintf("shared prefix: %d groups × %d users, system prompt %d tokens, question %.0f ± %.0f, output %.0f ± %.0f, single turn; %.0f %% one-off requests (a prompt of their own)",
+		c.NumGroups, c.PromptsPerGroup, c.SystemPromptLen, c.Question.Mean, c.Question.StdDev, c.Output.Mean, c.Output.StdDev, 100*c.OneOffShare)
 }
 
 // WriteTable prints the matrix: per config and class the goodput and TTFT p99 (mean across seeds

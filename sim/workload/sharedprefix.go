@@ -25,6 +25,11 @@ type SharedPrefixConfig struct {
 	MaxContext int
 	// RatePerServer is the default arrival rate per server (requests/s).
 	RatePerServer float64
+	// OneOffShare is the share of requests, in [0, 1), that share nothing with any other: a
+	// system prompt and a question of their own (lengths drawn as the others'), no user, no
+	// group (Request.Group 0). Single-turn only. The others visit the groups' users as before,
+	// in the same order.
+	OneOffShare float64
 }
 
 // Validate reports a configuration that cannot generate requests.
@@ -38,6 +43,10 @@ func (c SharedPrefixConfig) Validate() error {
 		return fmt.Errorf("max turns and max context must be >= 0, got %d and %d", c.MaxTurns, c.MaxContext)
 	case c.RatePerServer < 0:
 		return fmt.Errorf("rate per server must be >= 0, got %v", c.RatePerServer)
+	case !(c.OneOffShare >= 0 && c.OneOffShare < 1):
+		return fmt.Errorf("one-off share must be in [0, 1), got %v", c.OneOffShare)
+	case c.OneOffShare > 0 && c.MultiTurn:
+		return fmt.Errorf("one-off requests need a single-turn workload")
 	}
 	if err := c.Question.Validate(); err != nil {
 		return fmt.Errorf("question_len: %w", err)
@@ -74,9 +83,11 @@ var SharedPrefixPresets = map[string]SharedPrefixConfig{
 		MaxTurns: defaultMaxTurns, MaxContext: defaultMaxContext, RatePerServer: 0.4},
 }
 
-// turnPlan is pass one's decision for one request.
+// turnPlan is pass one's decision for one request; user −1 is a one-off request (q and o its
+// lengths).
 type turnPlan struct {
 	user, sess, turn int
+	q, o             int
 }
 
 // SharedPrefix generates a shared-prefix workload named name. Params.MaxTurns and
@@ -146,7 +157,15 @@ func SharedPrefix(name string, c SharedPrefixConfig, p Params) (*Workload, error
 	}
 	plan := make([]turnPlan, n)
 	var sessTokens []int
+	var oneOff, oneOffLengths *rand.Rand
+	if c.OneOffShare > 0 {
+		oneOff, oneOffLengths = newRand(p.Seed, streamOneOff), newRand(p.Seed, streamOneOffLengths)
+	}
 	for i := range n {
+		if oneOff != nil && oneOff.Float64() < c.OneOffShare {
+			plan[i] = turnPlan{user: -1, turn: 1, q: qs.draw(oneOffLengths), o: os.draw(oneOffLengths)}
+			continue
+		}
 		u := visit.next(i)
 		s := &st[u]
 		q, o := qLen[u], oLen[u]
@@ -157,7 +176,7 @@ func SharedPrefix(name string, c SharedPrefixConfig, p Params) (*Workload, error
 				s.sess = len(sessTokens)
 				sessTokens = append(sessTokens, c.SystemPromptLen+q)
 			}
-			plan[i] = turnPlan{u, s.sess, 1}
+			plan[i] = turnPlan{user: u, sess: s.sess, turn: 1}
 			continue
 		case s.sess < 0,
 			c.MaxTurns > 0 && s.turns >= c.MaxTurns,
@@ -169,7 +188,7 @@ func SharedPrefix(name string, c SharedPrefixConfig, p Params) (*Workload, error
 		s.turns++
 		s.tokens += q + o
 		sessTokens[s.sess] = s.tokens
-		plan[i] = turnPlan{u, s.sess, s.turns}
+		plan[i] = turnPlan{user: u, sess: s.sess, turn: s.turns}
 	}
 
 	// Pass two: the blocks.
@@ -179,9 +198,22 @@ func SharedPrefix(name string, c SharedPrefixConfig, p Params) (*Workload, error
 	sess := make([]*stream, len(sessTokens))
 	reqs := make([]Request, n)
 	for i, pl := range plan {
+		r := &reqs[i]
+		if pl.user < 0 {
+			r.Turn, r.OutputTokens = 1, pl.o
+			s := newStream(root, (c.SystemPromptLen+pl.q)/BlockSize+1)
+			s.appendSegment(segment(sl, tagSystem, oneOffKey(i), 0), c.SystemPromptLen)
+			s.appendSegment(segment(sl, tagQuestion, oneOffKey(i), 1), pl.q)
+			r.InputTokens = s.tokens
+			r.Blocks = s.view(0, len(s.blocks))
+			t := s.tail(pl.o/BlockSize + 1)
+			t.appendSegment(segment(sl, tagAnswer, oneOffKey(i), 1), pl.o)
+			r.OutputBlocks = t.view(0, len(t.blocks))
+			continue
+		}
 		g := pl.user / c.PromptsPerGroup
 		q, o := qLen[pl.user], oLen[pl.user]
-		r := &reqs[i]
+		r.Group = g + 1
 		r.Turn = pl.turn
 		r.OutputTokens = o
 		s := sess[pl.sess]
@@ -219,6 +251,10 @@ func SharedPrefix(name string, c SharedPrefixConfig, p Params) (*Workload, error
 	stages := []Stage{{Duration: reqs[n-1].Arrival, Rate: rate}}
 	return finish(name, reqs, rate, stages, p), nil
 }
+
+// oneOffKey keys request i's one-off segments apart from every group's and session's (whose keys
+// are small indices).
+func oneOffKey(i int) uint64 { return 1<<63 | uint64(i) }
 
 // visitor says which user each request visits: the scenario's users in their shuffled order,
 // round-robin, except that from request ⌈From·n⌉ on a share of the requests visit the new group's

@@ -35,6 +35,10 @@ type Request struct {
 	SLO SLO
 	// Priority orders requests under overload; negative means sheddable.
 	Priority int32
+	// Group is the 1-based prefix group of a shared-prefix scenario's request (the new group of
+	// Params.NewGroup is the last); 0 for a request of no group (one-off requests, and every
+	// other scenario).
+	Group int
 }
 
 // SLO is a per-request latency objective in milliseconds; zero means none.
@@ -210,6 +214,8 @@ const (
 	streamContexts
 	streamNewGroup
 	streamNewGroupLengths
+	streamOneOff
+	streamOneOffLengths
 )
 
 func newRand(seed uint64, stream uint64) *rand.Rand {
