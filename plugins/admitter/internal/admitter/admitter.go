@@ -60,7 +60,7 @@ func (a *Admitter) Admit(_ context.Context, c *sdk.Cycle) (sdk.AdmitVerdict, err
 		return sdk.AdmitVerdict{}, errors.New("admitting: nil cycle")
 	}
 	p := a.Get()
-	return a.floor.apply(c, admit(c, p), p.PrefixGroupFloor, p.PrefixGroupWindowMs, p.PrefixGroupBlocks), nil
+	return a.floor.apply(c, admit(c, p), p), nil
 }
 
 // Reads declares the cycle fields the admitter reads (sdk.Reader), so the host sends only those.

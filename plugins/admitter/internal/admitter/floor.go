@@ -42,16 +42,17 @@ type verdictAt struct {
 // windows cost nothing.
 const minSweep = 512
 
-// apply returns v, or an admission when v rejects c's request and its group's admitted share over
-// the window, with this request counted as shed, would fall below floor; then it records the
-// verdict. A request without prefix blocks has no group: v stands.
-func (f *groupFloor) apply(c *sdk.Cycle, v sdk.AdmitVerdict, floor, windowMs float64, blocks int) sdk.AdmitVerdict {
+// apply returns v, or an admission when v rejects c's request, its group's window holds at least
+// p.PrefixGroupMinRequests of its requests with this one, and the group's admitted share over the
+// window, with this request counted as shed, would fall below p.PrefixGroupFloor; then it records
+// the verdict. A request without prefix blocks has no group: v stands.
+func (f *groupFloor) apply(c *sdk.Cycle, v sdk.AdmitVerdict, p *Params) sdk.AdmitVerdict {
 	hashes := c.Request.PrefixBlockHashes
-	if floor <= 0 || len(hashes) == 0 {
+	if p.PrefixGroupFloor <= 0 || len(hashes) == 0 {
 		return v
 	}
-	key := hashes[min(blocks, len(hashes))-1] // a chained hash: it stands for every block before it
-	span := time.Duration(windowMs * float64(time.Millisecond))
+	key := hashes[min(p.PrefixGroupBlocks, len(hashes))-1] // a chained hash: it stands for every block before it
+	span := time.Duration(p.PrefixGroupWindowMs * float64(time.Millisecond))
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.groups == nil {
@@ -65,9 +66,9 @@ func (f *groupFloor) apply(c *sdk.Cycle, v sdk.AdmitVerdict, floor, windowMs flo
 	}
 	w.expire(c.Now.Add(-span))
 	n := len(w.verdicts) - w.head
-	if !v.Admitted && float64(w.admitted) < floor*float64(n+1) {
+	if !v.Admitted && n+1 >= p.PrefixGroupMinRequests && float64(w.admitted) < p.PrefixGroupFloor*float64(n+1) {
 		v = yes(fmt.Sprintf("prefix group %016x below its floor: %d of %d admitted in the last %s < %s%% (the mode said: %s)",
-			key, w.admitted, n, ms(windowMs), num(100*floor), v.Reason))
+			key, w.admitted, n, ms(p.PrefixGroupWindowMs), num(100*p.PrefixGroupFloor), v.Reason))
 	}
 	w.verdicts = append(w.verdicts, verdictAt{at: c.Now, admitted: v.Admitted})
 	if v.Admitted {

@@ -10,11 +10,12 @@ import (
 )
 
 // shedAll configures queue-depth mode with a bound of 0, so that every sheddable request the
-// floor does not rescue is shed, and the floor given.
+// floor does not rescue is shed, and the floor given; the floor acts from a group's first request
+// unless the parameters given say otherwise.
 func shedAll(t *testing.T, floor string) *Admitter {
 	t.Helper()
 	a := New()
-	params := `{"mode": "queue-depth", "queueBounds": {"-1": 0}, "prefixGroupWindowMs": 1000` + floor + `}`
+	params := `{"mode": "queue-depth", "queueBounds": {"-1": 0}, "prefixGroupWindowMs": 1000, "prefixGroupMinRequests": 1` + floor + `}`
 	if err := a.Configure([]byte(params)); err != nil {
 		t.Fatalf("Configure(%s): %v", params, err)
 	}
@@ -133,6 +134,32 @@ func TestPrefixGroupDepth(t *testing.T) {
 	a := New()
 	if err := a.Configure([]byte(`{"prefixGroupBlocks": 0}`)); err == nil || !strings.Contains(err.Error(), "prefixGroupBlocks") {
 		t.Errorf("prefixGroupBlocks 0: %v", err)
+	}
+}
+
+// With prefixGroupMinRequests (default 10) the floor acts only once the window holds that many of
+// a group's requests: one-off prompts, each its own group, are left to the mode.
+func TestPrefixGroupMinRequests(t *testing.T) {
+	a := shedAll(t, `, "prefixGroupFloor": 0.5, "prefixGroupMinRequests": 3`)
+	// 1 and 2: fewer than 3 in the window, the mode sheds them. 3: 0 of 3 admitted < 1.5, in.
+	// 4: 1 of 4 < 2, in. 5: 2 of 5 < 2.5, in.
+	for i, want := range []bool{false, false, true, true, true} {
+		v, err := a.Admit(context.Background(), groupCycle(5, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Admitted != want {
+			t.Errorf("request %d: admitted = %v, want %v (%s)", i+1, v.Admitted, want, v.Reason)
+		}
+	}
+	oneOffs := shedAll(t, `, "prefixGroupFloor": 0.5, "prefixGroupMinRequests": 10`)
+	for i := range 50 {
+		if v, _ := oneOffs.Admit(context.Background(), groupCycle(uint64(100+i), i)); v.Admitted {
+			t.Fatalf("one-off prompt %d admitted by the floor: %s", i, v.Reason)
+		}
+	}
+	if err := New().Configure([]byte(`{"prefixGroupMinRequests": 0}`)); err == nil || !strings.Contains(err.Error(), "prefixGroupMinRequests") {
+		t.Errorf("prefixGroupMinRequests 0: %v", err)
 	}
 }
 

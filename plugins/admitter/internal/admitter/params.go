@@ -74,6 +74,10 @@ type Params struct {
 	// [1, 1024]: requests whose first PrefixGroupBlocks blocks are the same (or whole prompt, if
 	// shorter) are one group.
 	PrefixGroupBlocks int `json:"prefixGroupBlocks"`
+	// PrefixGroupMinRequests is how many of a group's requests, this one included, the window
+	// must hold before the floor acts, in [1, 10⁶]: a share of fewer is no rate, and a prompt
+	// seen once (a one-off) is not a tenant to protect.
+	PrefixGroupMinRequests int `json:"prefixGroupMinRequests"`
 }
 
 // Budgets maps a priority, as a decimal string, to a TTFT budget in milliseconds. Decoding JSON
@@ -124,16 +128,17 @@ const studyAvgStepMs = 7
 // prefix group floor is off; its window is 10 s.
 func DefaultParams() Params {
 	return Params{
-		Mode:                ModeHeadroom,
-		SLOBufferFactor:     1.0,
-		ColdKVThreshold:     0.02,
-		BudgetsMs:           Budgets{"-1": 500, "-2": 300},
-		HeadroomMultiplier:  1.0,
-		QueueSource:         heuristics.QueueWaiting,
-		QueueOf:             QueueOfMax,
-		QueueBounds:         Bounds{"-1": 500 / studyAvgStepMs, "-2": 300 / studyAvgStepMs},
-		PrefixGroupWindowMs: 10_000,
-		PrefixGroupBlocks:   8,
+		Mode:                   ModeHeadroom,
+		SLOBufferFactor:        1.0,
+		ColdKVThreshold:        0.02,
+		BudgetsMs:              Budgets{"-1": 500, "-2": 300},
+		HeadroomMultiplier:     1.0,
+		QueueSource:            heuristics.QueueWaiting,
+		QueueOf:                QueueOfMax,
+		QueueBounds:            Bounds{"-1": 500 / studyAvgStepMs, "-2": 300 / studyAvgStepMs},
+		PrefixGroupWindowMs:    10_000,
+		PrefixGroupBlocks:      8,
+		PrefixGroupMinRequests: 10,
 	}
 }
 
@@ -164,6 +169,9 @@ func (p *Params) Validate() error {
 		return err
 	}
 	if err := sdk.CheckRange("prefixGroupBlocks", float64(p.PrefixGroupBlocks), 1, 1024); err != nil {
+		return err
+	}
+	if err := sdk.CheckRange("prefixGroupMinRequests", float64(p.PrefixGroupMinRequests), 1, 1e6); err != nil {
 		return err
 	}
 	if _, err := p.QueueBounds.classes(); err != nil {
