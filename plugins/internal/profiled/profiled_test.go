@@ -171,3 +171,29 @@ func TestObserveScores(t *testing.T) {
 		t.Errorf("observe: %+v %+v, %v", res, res.Stats, err)
 	}
 }
+
+// BenchmarkProduce: one cycle of 8 endpoints, in process (the plugin's own cost; the transport
+// is bench pipeline's).
+func BenchmarkProduce(b *testing.B) {
+	p := New()
+	dir := b.TempDir()
+	for name, data := range map[string]string{"ttft.json": ttftJSON, "tpot.json": tpotJSON} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := p.Configure([]byte(`{"ttftProfile":"` + filepath.Join(dir, "ttft.json") + `","tpotProfile":"` + filepath.Join(dir, "tpot.json") + `"}`)); err != nil {
+		b.Fatal(err)
+	}
+	c := &sdk.Cycle{Request: sdk.Request{InputTokens: 3000}, Endpoints: make([]sdk.Endpoint, 8)}
+	for i := range c.Endpoints {
+		c.Endpoints[i].State = sdk.EndpointState{Running: int64(4 * i), InflightRequests: int64(3 * i),
+			KVCacheUsage: 0.1 * float64(i), PrefillTokensInFlight: int64(2500 * i), PrefixMatch: 0.3}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := p.Produce(context.Background(), c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
