@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -69,6 +70,13 @@ func TestDashboardInChromium(t *testing.T) {
 		}()
 	}
 	defer func() { stop(); traffic.Wait() }()
+	// A crashed picker: its cycles fall back until the supervisor restarts it, and the router's
+	// poll of the restart counts puts the restart on the timeline.
+	killPlugin(t, r, "picker")
+	eventually.Wait(t, 20*time.Second, "the picker's restart in /admin/dashboard.json", func() bool {
+		_, body := dashboardAdmin(t, r, http.MethodGet, "/admin/dashboard.json")
+		return strings.Contains(body, `"kind": "restart"`)
+	})
 	eventually.Wait(t, 10*time.Second, "predicted-vs-actual pairs in /admin/dashboard.json", func() bool {
 		_, body := dashboardAdmin(t, r, http.MethodGet, "/admin/dashboard.json")
 		var d admin.Dashboard
@@ -101,7 +109,7 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Errorf("mape-ttft %q, want a percentage", got)
 	}
 	for _, want := range []string{`data-endpoint="vllm-0"`, `data-endpoint="vllm-1"`, `data-arm="least"`, `data-arm="most"`,
-		`data-stage="default/producer/`, `data-stage="default/picker/`, `data-event="start"`, `data-event="reload"`} {
+		`data-stage="default/producer/`, `data-stage="default/picker/`, `data-event="start"`, `data-event="reload"`, `data-event="restart"`} {
 		if !strings.Contains(dom, want) {
 			t.Errorf("no %s in the rendered page", want)
 		}
@@ -122,6 +130,20 @@ func TestDashboardInChromium(t *testing.T) {
 	if strings.Contains(logs.String(), dashboardToken) {
 		t.Errorf("the router's log holds the admin token")
 	}
+}
+
+// killPlugin kills the process of the plugin named name with SIGKILL, as a crash would.
+func killPlugin(t *testing.T, r *router.Router, name string) {
+	t.Helper()
+	for _, p := range r.Describe().Plugins {
+		if p.Name == name && p.PID != 0 {
+			if err := syscall.Kill(p.PID, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+	t.Fatalf("no running plugin %q in %+v", name, r.Describe().Plugins)
 }
 
 // startLogged is startExample with the router's log kept.
