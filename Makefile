@@ -121,7 +121,7 @@ run: build ## build everything and run the demo
 tools: $(TOOLS)/bin/protoc-gen-go $(TOOLS)/bin/protoc-gen-go-grpc $(TOOLS)/bin/deadcode $(BUF) $(HELM) system-tools ## install the pinned code generators and helm into .tools
 
 .PHONY: system-tools
-system-tools: ## install what Debian provides and the build needs, when missing (npm, gcc, protoc, Python gRPC)
+system-tools: ## install what Debian provides and the build needs, when missing (npm, gcc, protoc, Python gRPC, chromium)
 	@tools/system-deps.sh
 
 $(TOOLS)/bin/protoc-gen-go:

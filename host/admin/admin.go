@@ -3,6 +3,8 @@
 //	GET  /metrics                Prometheus text: the router's, the stages' and the predictor's metrics
 //	GET  /debug/decisions        the last decision traces, oldest first, as a JSON array
 //	GET  /health                 200 while the listener is up
+//	GET  /dashboard              a live page of the router's state (dashboard.html; it holds no data
+//	                             itself and reads GET /admin/dashboard.json with the token)
 //
 // and its control API:
 //
@@ -11,8 +13,11 @@
 //	                             ?profile=NAME picks the scheduling profile (default: the default one)
 //	GET  /admin/pipeline         profiles, slots, plugins, versions, pids, restarts
 //	GET  /admin/experiments      the experiment's arms and their comparison
+//	GET  /admin/dashboard.json   what the dashboard draws (Dashboard)
 //
-// With a token, every request but GET /health must carry "Authorization: Bearer TOKEN".
+// With a token, every request but GET /health and GET /dashboard must carry
+// "Authorization: Bearer TOKEN". The page takes the token from its URL's fragment
+// (/dashboard#token=TOKEN), which browsers never send, so it stays out of access logs and proxies.
 package admin
 
 import (
@@ -53,7 +58,12 @@ type Options struct {
 	Metrics prometheus.Gatherer
 	// Decisions returns the decision traces GET /debug/decisions serves.
 	Decisions func() []*pipeline.Trace
-	// Token, when not empty, is the bearer token required on every request but GET /health.
+	// Samples and Events are the dashboard's memories of recent latency pairs and pipeline
+	// events; nil shows them empty.
+	Samples *Samples
+	Events  *Events
+	// Token, when not empty, is the bearer token required on every request but GET /health and
+	// GET /dashboard.
 	Token string
 }
 
@@ -92,6 +102,10 @@ func Handler(o Options) http.Handler {
 	mux.HandleFunc(http.MethodGet, "/debug/decisions", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, o.Decisions())
 	})
+	mux.HandleFunc(http.MethodGet, "/admin/dashboard.json", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, dashboard(o))
+	})
+	mux.HandleFunc(http.MethodGet, "/dashboard", servePage)
 	mux.HandleFunc(http.MethodGet, "/health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	if o.Token == "" {
 		return mux
@@ -99,11 +113,12 @@ func Handler(o Options) http.Handler {
 	return requireToken(o.Token, mux)
 }
 
-// requireToken answers 401 to any request but GET /health without the bearer token.
+// requireToken answers 401 to any request without the bearer token but GET /health and GET
+// /dashboard (a page without data, which asks for the token itself).
 func requireToken(token string, next http.Handler) http.Handler {
 	want := []byte("Bearer " + token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet && r.URL.Path == "/health" {
+		if r.Method == http.MethodGet && (r.URL.Path == "/health" || r.URL.Path == "/dashboard") {
 			next.ServeHTTP(w, r)
 			return
 		}

@@ -143,6 +143,10 @@ func TestToken(t *testing.T) {
 		{"POST", "/admin/reload", []string{"Authorization", "s3cret"}, 401},
 		{"POST", "/admin/reload", []string{"Authorization", "Bearer s3cret"}, 200},
 		{"GET", "/metrics", []string{"Authorization", "Bearer s3cret"}, 200},
+		// The page holds no data and asks for the token itself; its JSON needs the token.
+		{"GET", "/dashboard", nil, 200},
+		{"GET", "/admin/dashboard.json", nil, 401},
+		{"GET", "/admin/dashboard.json", []string{"Authorization", "Bearer s3cret"}, 200},
 	} {
 		if code, body := do(t, h, tc.method, tc.path, "", tc.header...); code != tc.want {
 			t.Errorf("%s %s %v: %d %s, want %d", tc.method, tc.path, tc.header, code, body, tc.want)

@@ -40,6 +40,7 @@ type Batcher struct {
 	send     SendFunc
 	maxBatch int
 	maxDelay time.Duration
+	tap      func(sdk.Sample, time.Time) // nil: no tap
 
 	mu      sync.Mutex
 	pending []sdk.Sample
@@ -60,9 +61,17 @@ func New(send SendFunc, maxBatch int, maxDelay time.Duration) *Batcher {
 	return &Batcher{send: send, maxBatch: maxBatch, maxDelay: maxDelay}
 }
 
+// Tap makes Add pass every sample, and the time it was observed, to f before queuing it (the
+// admin dashboard keeps the recent ones). f must be quick and safe for concurrent use; set the
+// tap before the first Add.
+func (b *Batcher) Tap(f func(sdk.Sample, time.Time)) { b.tap = f }
+
 // Add queues s, observed at now, and delivers the queue (in the caller's goroutine) when it is
 // full or its oldest sample has waited maxDelay.
 func (b *Batcher) Add(ctx context.Context, s sdk.Sample, now time.Time) {
+	if b.tap != nil {
+		b.tap(s, now)
+	}
 	b.mu.Lock()
 	if len(b.pending) == 0 {
 		b.since = now

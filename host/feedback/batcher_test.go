@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,5 +82,23 @@ func TestRunFlushesOnStop(t *testing.T) {
 	<-done
 	if len(r.batches) != 1 {
 		t.Errorf("batches after stop: %v", r.batches)
+	}
+}
+
+// TestTapSeesEverySampleAsAdded: the tap gets each sample with its time, whether or not the
+// batch it joins is delivered, so a failing producer does not blind the dashboard.
+func TestTapSeesEverySampleAsAdded(t *testing.T) {
+	r := &recorder{fail: true}
+	b := New(r.send, 2, time.Second)
+	var tapped []string
+	b.Tap(func(s sdk.Sample, at time.Time) {
+		tapped = append(tapped, s.Request.ID+"@"+strconv.FormatInt(at.Unix(), 10))
+	})
+	ctx, t0 := context.Background(), time.Unix(1000, 0)
+	for i := range 3 { // one failed batch of 2, one pending
+		b.Add(ctx, smp(i), t0.Add(time.Duration(i)*time.Second))
+	}
+	if got, want := strings.Join(tapped, " "), "0@1000 1@1001 2@1002"; got != want {
+		t.Errorf("tapped %q, want %q", got, want)
 	}
 }

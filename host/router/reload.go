@@ -3,6 +3,8 @@ package router
 import (
 	"context"
 	"os"
+	"strings"
+	"time"
 
 	"github.com/foresight-router/foresight/host/admin"
 	"github.com/foresight-router/foresight/host/config"
@@ -51,6 +53,14 @@ func (r *Router) Experiments() (any, bool) { return r.pipes.ExperimentReport() }
 // reloaded logs and counts a reload's outcome and passes it on.
 func (r *Router) reloaded(source string, res admin.Result, err error) (admin.Result, error) {
 	r.reloads.Observe(err)
+	ev := admin.Event{At: time.Now().UTC(), Kind: admin.EventReload, OK: err == nil, Source: source, Generation: res.Generation}
+	if strings.HasPrefix(source, "PUT /admin/stages/") {
+		ev.Kind = admin.EventSwap
+	}
+	if err != nil {
+		ev.Detail = err.Error()
+	}
+	r.events.Add(ev)
 	if err != nil {
 		r.log.Error().Err(err).Str("source", source).Msg("reload failed; the previous pipeline keeps serving")
 		return res, err
@@ -70,5 +80,29 @@ func (r *Router) watchConfig(ctx context.Context, file string) {
 	})
 	if err != nil {
 		r.log.Warn().Err(err).Msg("the config file is not watched: reload with SIGHUP or POST /admin/reload")
+	}
+}
+
+// restartPoll is how often the router looks for restarted plugins for the dashboard's timeline:
+// the process supervisor counts restarts without telling anyone, and a second is the page's own
+// refresh period.
+const restartPoll = time.Second
+
+// watchRestarts records a restart event whenever a plugin's restart count grows, until ctx ends.
+func (r *Router) watchRestarts(ctx context.Context) {
+	t := time.NewTicker(restartPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			counts := map[string]int64{}
+			for _, p := range r.pipes.Plugins() {
+				st := p.Status()
+				counts[st.Name] = st.Restarts
+			}
+			r.events.Restarts(counts, now.UTC())
+		}
 	}
 }

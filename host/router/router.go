@@ -37,6 +37,7 @@ type Router struct {
 	pipes              *Pipelines
 	file               string // the config file reloads read
 	reloads            *metrics.Reloads
+	events             *admin.Events // the dashboard's timeline of starts, reloads, swaps and restarts
 	log                zerolog.Logger
 	cancel             context.CancelFunc
 	wg                 sync.WaitGroup
@@ -65,7 +66,7 @@ func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger, opts ...
 		return nil, fmt.Errorf("%s: endpoints: %w", cfg.File(), err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	r := &Router{cancel: cancel, file: cfg.File(), log: log}
+	r := &Router{cancel: cancel, file: cfg.File(), log: log, events: admin.NewEvents(0)}
 	defer func() {
 		if err != nil {
 			r.Close()
@@ -91,6 +92,8 @@ func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger, opts ...
 	// Samples flow whatever the pipeline: a reload may add or remove the producer. Without one
 	// they count as failed (foresight_predictor_samples_total{result="failed"}).
 	samples := feedback.New(r.pipes.Observe, 0, 0)
+	recent := admin.NewSamples(0)
+	samples.Tap(recent.Add)
 	reg.MustRegister(metrics.NewPredictor(samples.Counts))
 	r.goRun(func() { samples.Run(ctx) })
 	objectives := make([]string, 0, len(cfg.Objectives))
@@ -144,11 +147,14 @@ func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger, opts ...
 			return nil, err
 		}
 	}
-	adminHandler := admin.Handler(admin.Options{Control: r, Metrics: reg, Decisions: r.srv.Decisions, Token: cfg.AdminToken()})
+	r.goRun(func() { r.watchRestarts(ctx) })
+	adminHandler := admin.Handler(admin.Options{Control: r, Metrics: reg, Decisions: r.srv.Decisions,
+		Samples: recent, Events: r.events, Token: cfg.AdminToken()})
 	if r.admin, r.adminAddr, err = r.listen(cfg.Server.AdminListen, adminHandler, cfg.Server); err != nil {
 		return nil, err
 	}
 	r.markReady()
+	r.events.Add(admin.Event{At: time.Now().UTC(), Kind: admin.EventStart, OK: true, Source: cfg.File(), Generation: r.pipes.Describe().Generation})
 	return r, nil
 }
 
