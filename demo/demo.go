@@ -198,7 +198,7 @@ func Run(ctx context.Context, out io.Writer, o Options) error {
 	info := runInfo{scenario: w.Name, servers: o.Servers, preset: o.Preset, rate: w.Rate, duration: o.Duration,
 		api: r.Addr(), admin: r.AdminAddr(), config: o.Config, classes: classes, addedObjectives: added}
 	mon := &monitor{endpoints: tb.Endpoints, admin: "http://" + r.AdminAddr(), decisions: r.Server().Decisions,
-		client: &http.Client{Timeout: 500 * time.Millisecond}}
+		experiments: r.Experiments, client: &http.Client{Timeout: 500 * time.Millisecond}}
 	v := newView(out, o.TTY, info)
 	v.start()
 
