@@ -41,6 +41,27 @@ var DefaultClasses = []string{
 	"batch:0.2:ttft=200:priority=-1",
 }
 
+// Defaults of `foresight demo` (and so of `make run`): an A/B experiment of two whole pipelines
+// on a workload with prefix reuse and bursts, at a load where the two decide differently.
+const (
+	// DefaultConfig splits the sessions between load-prefix-322 and predicted-latency
+	// (profileHandler.experiment).
+	DefaultConfig = "examples/demo-ab.yaml"
+	// DefaultScenario is the production ladder: conversations that resend 99% of their context
+	// (about 90% of prompt tokens cached) and a load alternating low and high, stage by stage.
+	DefaultScenario = "production"
+)
+
+// demoRates are the demo's rates per server for scenarios whose own default is too light to
+// separate strategies. production: its default high stage (5/13 req/s per server, the blog's 13
+// servers) gives a 4-server fleet 55 requests a minute, too few for an interval. At 16 req/s per
+// server in the high stages the fleet averages 39 req/s, 0.10 of the saturation `bench routing
+// --load` measures for the ladder, where predicted-latency's TTFT p99 was 46% under
+// load-prefix-322's (docs/benchmarks.md, "The demo's load"); at 32 the 2-core development machine
+// ran out of CPU (client-side TTFT p95 ~500 ms while the servers' stayed ~45 ms), so the demo's
+// figures would have measured the machine, not the routing.
+var demoRates = map[string]float64{"production": 16}
+
 // maxRequests bounds the workload generated for a run.
 const maxRequests = 1_000_000
 
@@ -60,7 +81,8 @@ type Options struct {
 	Servers int
 	// Seed seeds the workload and the engines' noise.
 	Seed uint64
-	// Rate is the arrival rate per server in requests/s (0: the scenario's default).
+	// Rate is the arrival rate per server in requests/s (0: the demo's rate for the scenario,
+	// demoRates, else the scenario's default).
 	Rate float64
 	// Classes are request classes NAME:WEIGHT[:ttft=MS][:tpot=MS][:priority=N][:nostream]; none
 	// means DefaultClasses.
@@ -134,7 +156,11 @@ func addObjectives(cfg *config.Config) []string {
 // The production ladder is squeezed into the duration (its 8 stages each duration/8 long), so
 // the demo shows every load step.
 func generate(o Options, classes []workload.Class) (*workload.Workload, error) {
-	p := workload.Params{Servers: o.Servers, Seed: o.Seed, Classes: classes, RatePerServer: o.Rate}
+	rate := o.Rate
+	if rate == 0 {
+		rate = demoRates[strings.ToLower(o.Scenario)]
+	}
+	p := workload.Params{Servers: o.Servers, Seed: o.Seed, Classes: classes, RatePerServer: rate}
 	if strings.EqualFold(o.Scenario, "production") {
 		p.StageDuration = max(o.Duration/8, time.Second)
 		return workload.Scenario(o.Scenario, p) // Requests 0: one pass over the ladder

@@ -153,7 +153,11 @@ func renderLine(s loadgen.Snapshot, f fleetState) string {
 		mape)
 	if rep := f.experiment; rep != nil {
 		for _, a := range rep.Arms {
-			line += fmt.Sprintf(" %s:slo=%.1f%%,ttft=%s", a.Name, 100*a.SLOAttainment, pair(a.TTFTp50Ms, a.TTFTp95Ms))
+			slo := "-"
+			if a.WithSLO > 0 {
+				slo = fmt.Sprintf("%.1f%%", 100*a.SLOAttainment)
+			}
+			line += fmt.Sprintf(" %s:slo=%s,ttft=%s", a.Name, slo, pair(a.TTFTp50Ms, a.TTFTp95Ms))
 		}
 	}
 	return line
