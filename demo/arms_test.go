@@ -32,12 +32,15 @@ func TestRenderArms(t *testing.T) {
 			t.Errorf("arms lack %q:\n%s", want, arms)
 		}
 	}
+	f := fleet()
+	f.experiment = abReport()
+	if screen := renderScreen(snapshot(), f, time.Minute); !strings.Contains(screen, arms) {
+		t.Errorf("the screen lacks the arms:\n%s", screen)
+	}
 	if renderArms(nil) != "" || verdict(nil) != "" {
 		t.Error("no experiment, yet arms or a verdict")
 	}
 	// The summary ends with the verdict: SLO attainment higher (significant), TTFT no different.
-	f := fleet()
-	f.experiment = abReport()
 	sum := renderSummary(runInfo{scenario: "production", servers: 4, duration: time.Minute}, snapshot(), f, 65*time.Second, false)
 	want := "  verdict       predicted-latency against load-prefix-322: SLO attainment higher: +4.5 pt [+1.2, +7.8]; " +
 		"TTFT p50 no different at 95%: -0.50 ms [-1.50, +0.50]\n"
