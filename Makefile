@@ -115,7 +115,7 @@ fuzz: ## run every fuzz target for FUZZTIME each (default 10m), one after the ot
 
 .PHONY: run
 run: build ## build everything and run the demo
-	bin/foresight demo --config examples/pipeline.yaml
+	bin/foresight demo
 
 .PHONY: tools
 tools: $(TOOLS)/bin/protoc-gen-go $(TOOLS)/bin/protoc-gen-go-grpc $(TOOLS)/bin/deadcode $(BUF) $(HELM) system-tools ## install the pinned code generators and helm into .tools

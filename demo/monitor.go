@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/foresight-router/foresight/host/experiment"
 	"github.com/foresight-router/foresight/host/pipeline"
 	"github.com/foresight-router/foresight/internal/promtext"
 	"github.com/foresight-router/foresight/sim/testbed"
@@ -33,6 +34,8 @@ type fleetState struct {
 	endpoints []endpointLoad
 	decisions int // decision traces the picks count
 	predictor predictorState
+	// experiment is the router's experiment report (GET /admin/experiments); nil without one.
+	experiment *experiment.Report
 }
 
 // monitor scrapes the emulated servers' and the router's metrics.
@@ -40,7 +43,9 @@ type monitor struct {
 	endpoints []testbed.Endpoint
 	admin     string
 	decisions func() []*pipeline.Trace
-	client    *http.Client
+	// experiments is the router's experiment report (router.Router.Experiments).
+	experiments func() (any, bool)
+	client      *http.Client
 }
 
 // scrape reads every server's /metrics and the router's, concurrently; what fails shows as
@@ -81,6 +86,13 @@ func (m *monitor) scrape(ctx context.Context) fleetState {
 		}
 	})
 	wg.Wait()
+	if m.experiments != nil {
+		if rep, ok := m.experiments(); ok {
+			if r, ok := rep.(experiment.Report); ok {
+				st.experiment = &r
+			}
+		}
+	}
 	idx := map[string]int{}
 	for i, e := range m.endpoints {
 		idx[e.ID] = i

@@ -125,6 +125,9 @@ func renderScreen(s loadgen.Snapshot, f fleetState, duration time.Duration) stri
 	row("SLO attainment", attainment(&s.Recent), attainment(&s.Run))
 	row("ok/shed/errors", outcomes(&s.Recent), outcomes(&s.Run))
 	row("prefix cache hit", hitRate(&s.Recent), hitRate(&s.Run))
+	if arms := renderArms(f.experiment); arms != "" {
+		fmt.Fprintf(&b, "\n%s", arms)
+	}
 	fmt.Fprintf(&b, "\npredictor  %s\n", predictorLine(f.predictor))
 	return b.String()
 }
@@ -143,11 +146,21 @@ func renderLine(s loadgen.Snapshot, f fleetState) string {
 	if p := f.predictor; p.ok && !math.IsNaN(p.mapeTTFT) {
 		mape = percent(p.mapeTTFT) + "/" + percent(p.mapeTPOT)
 	}
-	return fmt.Sprintf("t=%s sent=%d inflight=%d ok=%d shed=%d err=%d ttft=%s tpot=%s slo=%s load(run+wait)=%s model=v%.0f "+
+	line := fmt.Sprintf("t=%s sent=%d inflight=%d ok=%d shed=%d err=%d ttft=%s tpot=%s slo=%s load(run+wait)=%s model=v%.0f "+
 		"mape(ttft/tpot)=%s",
 		s.Elapsed.Round(time.Second), s.Dispatched, s.InFlight, s.Run.Count(loadgen.OK), s.Run.Count(loadgen.Shed), s.Run.Errors(),
 		p50p95(s.Recent.TTFT), p50p95(s.Recent.TPOT), attainment(&s.Recent), strings.Join(load, ","), f.predictor.version,
 		mape)
+	if rep := f.experiment; rep != nil {
+		for _, a := range rep.Arms {
+			slo := "-"
+			if a.WithSLO > 0 {
+				slo = fmt.Sprintf("%.1f%%", 100*a.SLOAttainment)
+			}
+			line += fmt.Sprintf(" %s:slo=%s,ttft=%s", a.Name, slo, pair(a.TTFTp50Ms, a.TTFTp95Ms))
+		}
+	}
+	return line
 }
 
 // renderSummary gives the run's figures once it has ended.
@@ -184,6 +197,9 @@ func renderSummary(in runInfo, s loadgen.Snapshot, f fleetState, wall time.Durat
 			float64(r.CompletionTokens)/secs, float64(r.Count(loadgen.OK))/secs)
 	}
 	fmt.Fprintf(&b, "  predictor     %s\n", predictorLine(f.predictor))
+	if arms := renderArms(f.experiment); arms != "" {
+		fmt.Fprintf(&b, "\n%s%s", arms, verdict(f.experiment))
+	}
 	return b.String()
 }
 

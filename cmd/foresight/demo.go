@@ -21,8 +21,11 @@ func newDemo() *cobra.Command {
 			"if it lacks them), and replays --scenario through the router's\n" +
 			"OpenAI API in real time for --duration, with SLO headers and objectives from --class. It shows\n" +
 			"per-endpoint load, TTFT/TPOT p50/p95, SLO attainment, shed and error counts and the predictor's\n" +
-			"error every second, then a summary. Ctrl-C stops early, prints the summary and stops every\n" +
-			"plugin process. The router logs errors only unless --log-level is given.",
+			"error every second, then a summary. When the config runs an experiment (by default an A/B of\n" +
+			"load-prefix-322 against the predicted-latency pipeline, split by session) it shows each arm's\n" +
+			"figures with the 95% intervals of the differences, and the summary ends with the verdict.\n" +
+			"Ctrl-C stops early, prints the summary and stops every plugin process. The router logs errors\n" +
+			"only unless --log-level is given.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Log = logger()
@@ -40,13 +43,13 @@ func newDemo() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Config, "config", "examples/pipeline.yaml", "router configuration (YAML); its endpoints and listeners are replaced")
-	f.StringVar(&o.Scenario, "scenario", "sharegpt", "workload: A, B, C, D, sharegpt or production")
+	f.StringVar(&o.Config, "config", demo.DefaultConfig, "router configuration (YAML); its endpoints and listeners are replaced")
+	f.StringVar(&o.Scenario, "scenario", demo.DefaultScenario, "workload: A, B, C, D, sharegpt or production")
 	f.DurationVar(&o.Duration, "duration", 60*time.Second, "how long to send requests")
 	f.DurationVar(&o.Drain, "drain", 5*time.Second, "how long requests in flight at the end may finish before they are cut")
 	f.IntVar(&o.Servers, "servers", 4, "number of emulated servers")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the workload and of the engines' noise")
-	f.Float64Var(&o.Rate, "rate", 0, "arrival rate per server in requests/s (0: the scenario's default)")
+	f.Float64Var(&o.Rate, "rate", 0, "arrival rate per server in requests/s (0: 16 for production, the high stages' rate; the scenario's default otherwise)")
 	f.StringVar(&o.Preset, "preset", "llama-3.1-8b-h100-tp2", engine.FleetUsage())
 	f.StringArrayVar(&o.Classes, "class", nil, "request class NAME:WEIGHT[:ttft=MS][:tpot=MS][:priority=N][:nostream], repeatable\n"+
 		"(default "+strings.Join(demo.DefaultClasses, " and ")+")")

@@ -32,6 +32,7 @@ func (c *Config) Clone() *Config {
 	if h := c.ProfileHandler; h != nil {
 		ph := *h
 		ph.Objectives = maps.Clone(h.Objectives)
+		ph.Experiment = cloneProfileExperiment(h.Experiment)
 		n.ProfileHandler = &ph
 	}
 	n.Endpoints.Static = slices.Clone(c.Endpoints.Static)

@@ -36,9 +36,11 @@ type Profile struct {
 //     answered 400, never another profile);
 //  2. PredictionHeader, GIE's PredictionBasedRouting, is a boolean: true chooses SLOProfile,
 //     false Default;
-//  3. the request's objective (x-llm-d-inference-objective) is a key of Objectives: its profile;
-//  4. the request carries an SLO header (TTFT or TPOT) and SLOProfile is set: SLOProfile;
-//  5. Default.
+//  3. Experiment is set: the experiment draws the profile by the request's session
+//     (ExperimentProfile, profile_experiment.go); rules 4-6 then never apply;
+//  4. the request's objective (x-llm-d-inference-objective) is a key of Objectives: its profile;
+//  5. the request carries an SLO header (TTFT or TPOT) and SLOProfile is set: SLOProfile;
+//  6. Default.
 type ProfileHandler struct {
 	// Default is the profile of a request no other rule chooses (default: the first profile).
 	Default string `yaml:"default"`
@@ -52,6 +54,9 @@ type ProfileHandler struct {
 	SLOProfile string `yaml:"sloProfile"`
 	// Objectives maps an objective's name (declared under objectives:) to a profile.
 	Objectives map[string]string `yaml:"objectives"`
+	// Experiment, when set, splits the requests rules 1 and 2 leave between whole profiles, an
+	// A/B experiment of pipelines (profile_experiment.go).
+	Experiment *ProfileExperiment `yaml:"experiment"`
 }
 
 // Defaults of the profile handler's headers.
@@ -217,6 +222,8 @@ func (e *ProfileError) Error() string { return e.Message }
 // ChooseProfile returns the profile of a request with headers h, objective (its
 // x-llm-d-inference-objective, "" without one) and an SLO or not, and the rule that chose it
 // (Rule*). Without profiles: it is always DefaultProfile, by RuleDefault, whatever the headers.
+// With an experiment a request neither header decides gets ExperimentProfile, to be resolved to
+// an arm's profile once its session is known.
 func (c *Config) ChooseProfile(h http.Header, objective string, hasSLO bool) (profile, rule string, err error) {
 	ph := c.ProfileHandler
 	if len(c.Profiles) == 0 || ph == nil {
@@ -241,6 +248,9 @@ func (c *Config) ChooseProfile(h http.Header, objective string, hasSLO bool) (pr
 			return ph.SLOProfile, RulePrediction, nil
 		}
 		return ph.Default, RulePrediction, nil
+	}
+	if ph.Experiment != nil {
+		return ExperimentProfile, RuleExperiment, nil
 	}
 	if p, ok := ph.Objectives[objective]; ok && objective != "" {
 		return p, RuleObjective, nil

@@ -127,7 +127,7 @@ func TestParseProfileErrors(t *testing.T) {
 		{"handler headers the same", with("profileHandler: {header: x-p, predictionHeader: x-p}"),
 			`test.yaml:15: profileHandler.predictionHeader: "x-p" is also profileHandler.header; the two need their own headers`},
 		{"unknown handler field", with("profileHandler: {fallback: load}"),
-			`test.yaml:15: unknown field "fallback" in profileHandler (known: default, header, predictionHeader, sloProfile, objectives)`},
+			`test.yaml:15: unknown field "fallback" in profileHandler (known: default, header, predictionHeader, sloProfile, objectives, experiment)`},
 		{"two experiments across profiles", y(
 			"plugins:",
 			"  - {name: a, type: queue-scorer}",

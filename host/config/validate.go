@@ -29,19 +29,22 @@ var (
 
 // friendly names and field lists of the config types, for unknown-field messages.
 var configTypes = map[string]reflect.Type{
-	"config.Config":         reflect.TypeOf(Config{}),
-	"config.PluginSpec":     reflect.TypeOf(PluginSpec{}),
-	"config.Pipeline":       reflect.TypeOf(Pipeline{}),
-	"config.StageRef":       reflect.TypeOf(StageRef{}),
-	"config.Server":         reflect.TypeOf(Server{}),
-	"config.Endpoints":      reflect.TypeOf(Endpoints{}),
-	"config.EndpointSpec":   reflect.TypeOf(EndpointSpec{}),
-	"config.Scrape":         reflect.TypeOf(Scrape{}),
-	"config.MetricNames":    reflect.TypeOf(MetricNames{}),
-	"config.Objective":      reflect.TypeOf(Objective{}),
-	"config.Kubernetes":     reflect.TypeOf(Kubernetes{}),
-	"config.Profile":        reflect.TypeOf(Profile{}),
-	"config.ProfileHandler": reflect.TypeOf(ProfileHandler{}),
+	"config.Config":            reflect.TypeOf(Config{}),
+	"config.PluginSpec":        reflect.TypeOf(PluginSpec{}),
+	"config.Pipeline":          reflect.TypeOf(Pipeline{}),
+	"config.StageRef":          reflect.TypeOf(StageRef{}),
+	"config.Server":            reflect.TypeOf(Server{}),
+	"config.Endpoints":         reflect.TypeOf(Endpoints{}),
+	"config.EndpointSpec":      reflect.TypeOf(EndpointSpec{}),
+	"config.Scrape":            reflect.TypeOf(Scrape{}),
+	"config.MetricNames":       reflect.TypeOf(MetricNames{}),
+	"config.Objective":         reflect.TypeOf(Objective{}),
+	"config.Kubernetes":        reflect.TypeOf(Kubernetes{}),
+	"config.Profile":           reflect.TypeOf(Profile{}),
+	"config.ProfileHandler":    reflect.TypeOf(ProfileHandler{}),
+	"config.Arm":               reflect.TypeOf(Arm{}),
+	"config.ProfileExperiment": reflect.TypeOf(ProfileExperiment{}),
+	"config.ProfileArm":        reflect.TypeOf(ProfileArm{}),
 }
 
 var friendlyNames = map[string]string{
@@ -50,6 +53,7 @@ var friendlyNames = map[string]string{
 	"config.Server": "server", "config.Endpoints": "endpoints", "config.EndpointSpec": "an endpoint entry",
 	"config.Scrape": "scrape", "config.MetricNames": "scrape.metrics", "config.Objective": "an objective",
 	"config.Kubernetes": "endpoints.kubernetes", "config.Profile": "a profile", "config.ProfileHandler": "profileHandler",
+	"config.ProfileExperiment": "profileHandler.experiment", "config.ProfileArm": "a profile arm",
 }
 
 // yamlError rewrites a yaml.v3 error as "file:line: message" lines.
@@ -202,6 +206,9 @@ func (c *Config) validate() error {
 		}
 	}
 	if err := c.validateProfileHandler(); err != nil {
+		return err
+	}
+	if err := c.validateProfileExperiment(experiment); err != nil {
 		return err
 	}
 	return c.ValidateRouter()

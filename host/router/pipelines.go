@@ -43,6 +43,7 @@ type generation struct {
 	pipes  map[string]*pipeline.Pipeline // by profile
 	cfg    *config.Config
 	loaded time.Time
+	exp    *profileTrial // the handler's experiment of profiles; nil without one
 }
 
 // pipe returns the profile's pipeline, the default profile's when the generation has no such
@@ -68,7 +69,7 @@ func StartPipelines(ctx context.Context, cfg *config.Config, log zerolog.Logger)
 	if err != nil {
 		return nil, err
 	}
-	l.cur.Store(&generation{seq: 1, pipes: pipes, cfg: cfg, loaded: time.Now()})
+	l.cur.Store(&generation{seq: 1, pipes: pipes, cfg: cfg, loaded: time.Now(), exp: newProfileTrial(cfg)})
 	return l, nil
 }
 
@@ -141,10 +142,25 @@ func (l *Pipelines) Run(ctx context.Context, c *sdk.Cycle) *pipeline.Trace {
 }
 
 // RunProfile schedules one cycle on the profile's serving pipeline (pipeline.Pipeline.Run); ""
-// is the default profile, and so is a profile a reload removed since Choose named it. A cycle
-// that has begun finishes on the pipeline it began on, even if a reload swaps another in
-// meanwhile. After Close every stage answers with its fallback.
+// is the default profile, and so is a profile a reload removed since Choose named it.
+// config.ExperimentProfile is the profile of the request's arm in the handler's experiment
+// (profileTrial), and the trace names the experiment and the arm; without an experiment (a
+// reload removed it) the default profile. A cycle that has begun finishes on the pipeline it
+// began on, even if a reload swaps another in meanwhile. After Close every stage answers with
+// its fallback.
 func (l *Pipelines) RunProfile(ctx context.Context, profile string, c *sdk.Cycle) *pipeline.Trace {
+	if profile == config.ExperimentProfile {
+		exp := l.cur.Load().exp
+		if exp == nil {
+			return l.RunProfile(ctx, "", c)
+		}
+		arm := exp.assign(c.Request)
+		t := l.RunProfile(ctx, exp.profiles[arm], c)
+		if t != nil {
+			t.Experiment, t.Arm = config.ProfileExperimentSlot, exp.names[arm]
+		}
+		return t
+	}
 	p, ok := l.enter(profile)
 	if ok {
 		defer p.Leave()
@@ -191,13 +207,22 @@ func (l *Pipelines) Observe(ctx context.Context, samples []sdk.Sample) (sdk.Obse
 // as the serving pipeline of the trace's profile runs it: a reload that kept the experiment kept
 // its outcomes.
 func (l *Pipelines) Record(t *pipeline.Trace, o experiment.Outcome) {
-	l.cur.Load().pipe(t.Profile).Record(t, o)
+	g := l.cur.Load()
+	if g.exp != nil && t.Experiment == config.ProfileExperimentSlot {
+		g.exp.outcomes.Record(t.Arm, o)
+		return
+	}
+	g.pipe(t.Profile).Record(t, o)
 }
 
-// ExperimentReport returns the report of the experiment of the serving pipelines (the config has
-// at most one); ok is false without one.
+// ExperimentReport returns the report of the serving configuration's experiment, the handler's
+// of profiles or a slot's (the config has at most one); ok is false without one.
 func (l *Pipelines) ExperimentReport() (rep experiment.Report, ok bool) {
-	l.cur.Load().each(func(p *pipeline.Pipeline) {
+	g := l.cur.Load()
+	if g.exp != nil {
+		return g.exp.outcomes.Report(), true
+	}
+	g.each(func(p *pipeline.Pipeline) {
 		if !ok {
 			rep, ok = p.ExperimentReport()
 		}
@@ -240,7 +265,10 @@ func (l *Pipelines) Reload(ctx context.Context, cfg *config.Config) (admin.Resul
 			p.InheritExperiment(prev) // an unchanged experiment keeps its outcomes
 		}
 	}
-	next := &generation{seq: old.seq + 1, pipes: pipes, cfg: cfg, loaded: time.Now()}
+	next := &generation{seq: old.seq + 1, pipes: pipes, cfg: cfg, loaded: time.Now(), exp: newProfileTrial(cfg)}
+	if next.exp.same(old.exp) {
+		next.exp.outcomes = old.exp.outcomes // an unchanged experiment of profiles keeps its outcomes
+	}
 	l.cur.Store(next)
 	res := admin.Result{Generation: next.seq, Config: cfg.Origin(), Kept: []string{}, Started: []string{}, Stopping: []string{}}
 	inNew := map[*pluginhost.Plugin]bool{}
