@@ -8,11 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	filterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
-	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-
 	"github.com/foresight-router/foresight/sim/emulator"
 )
 
@@ -44,13 +39,7 @@ endpoints:
     - {id: b, address: %s}
 `, addrs[0], addrs[1])
 	p := startServe(t, writeConfig(t, "extproc-profiles.yaml", yaml), "--ext-proc", "127.0.0.1:0")
-	conn, err := grpc.NewClient(p.extProc, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	gw := &envoy{t: t, client: extprocv3.NewExternalProcessorClient(conn),
-		reqMode: filterv3.ProcessingMode_FULL_DUPLEX_STREAMED, respMode: filterv3.ProcessingMode_FULL_DUPLEX_STREAMED}
+	_, gw := dialPicker(t, p.extProc)
 
 	for range 2 {
 		checkPick(t, gw.do(chatPath, extChat(true, 2), nil), addrs, 2)

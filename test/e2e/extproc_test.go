@@ -35,6 +35,19 @@ type serveProcess struct {
 	api, admin, extProc string
 }
 
+// dialPicker connects to a router's endpoint picker at addr (closed when the test ends) and
+// returns the connection and a gateway that talks to it in full-duplex mode, as GIE's does.
+func dialPicker(t *testing.T, addr string) (*grpc.ClientConn, *envoy) {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn, &envoy{t: t, client: extprocv3.NewExternalProcessorClient(conn),
+		reqMode: filterv3.ProcessingMode_FULL_DUPLEX_STREAMED, respMode: filterv3.ProcessingMode_FULL_DUPLEX_STREAMED}
+}
+
 // startServe runs `foresight serve --config file args…` and reads its listeners from its first
 // line; the process is interrupted (SIGINT, as Ctrl-C) at the end of the test.
 func startServe(t *testing.T, file string, args ...string) serveProcess {
@@ -356,11 +369,7 @@ endpoints:
     - {id: b, address: %s}
 `, addrs[0], addrs[1])
 	p := startServe(t, writeConfig(t, "extproc.yaml", yaml), "--ext-proc", "127.0.0.1:0")
-	conn, err := grpc.NewClient(p.extProc, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn, duplex := dialPicker(t, p.extProc)
 
 	for _, svc := range []string{"liveness", "readiness", "envoy.service.ext_proc.v3.ExternalProcessor"} {
 		h, err := healthpb.NewHealthClient(conn).Check(context.Background(), &healthpb.HealthCheckRequest{Service: svc})
@@ -368,8 +377,6 @@ endpoints:
 			t.Fatalf("health %q: %v, %v", svc, h, err)
 		}
 	}
-	duplex := &envoy{t: t, client: extprocv3.NewExternalProcessorClient(conn),
-		reqMode: filterv3.ProcessingMode_FULL_DUPLEX_STREAMED, respMode: filterv3.ProcessingMode_FULL_DUPLEX_STREAMED}
 	buffered := &envoy{t: t, client: duplex.client,
 		reqMode: filterv3.ProcessingMode_BUFFERED, respMode: filterv3.ProcessingMode_BUFFERED}
 
