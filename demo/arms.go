@@ -23,7 +23,7 @@ func renderArms(rep *experiment.Report) string {
 	for _, a := range rep.Arms {
 		vs := "baseline"
 		if c := a.VsBaseline; c != nil {
-			vs = fmt.Sprintf("SLO %s  TTFT p50 %s", pointsInterval(c.SLOAttainmentDiff), msInterval(c.TTFTp50DiffMs))
+			vs = fmt.Sprintf("SLO %s  TTFT p50 %s  p95 %s", pointsInterval(c.SLOAttainmentDiff), msInterval(c.TTFTp50DiffMs), msInterval(c.TTFTp95DiffMs))
 		}
 		slo := "-"
 		if a.WithSLO > 0 {
@@ -36,7 +36,7 @@ func renderArms(rep *experiment.Report) string {
 }
 
 // verdict says, for every arm against the baseline, whether its SLO attainment differs and by
-// how much, with the 95% interval; and the same for the TTFT median.
+// how much, with the 95% interval; and the same for the TTFT median and 95th percentile.
 func verdict(rep *experiment.Report) string {
 	if rep == nil || len(rep.Arms) < 2 {
 		return ""
@@ -48,9 +48,10 @@ func verdict(rep *experiment.Report) string {
 		if c == nil {
 			continue
 		}
-		fmt.Fprintf(&b, "  verdict       %s against %s: %s; %s\n", a.Name, base,
+		fmt.Fprintf(&b, "  verdict       %s against %s: %s; %s; %s\n", a.Name, base,
 			judge("SLO attainment", c.SLOAttainmentDiff, pointsInterval, "higher", "lower"),
-			judge("TTFT p50", c.TTFTp50DiffMs, msInterval, "higher", "lower"))
+			judge("TTFT p50", c.TTFTp50DiffMs, msInterval, "higher", "lower"),
+			judge("TTFT p95", c.TTFTp95DiffMs, msInterval, "higher", "lower"))
 	}
 	return b.String()
 }

@@ -10,14 +10,16 @@ import (
 
 // abReport is an experiment of two arms on the profiles: predicted-latency meets 4.5 points more
 // SLOs than the baseline (interval [1.25, 7.75], significant) and its TTFT median is 0.5 ms lower
-// (interval [−1.5, 0.5], not significant).
+// (interval [−1.5, 0.5], not significant), its TTFT p95 10 ms lower (interval [−14, −6],
+// significant).
 func abReport() *experiment.Report {
 	return &experiment.Report{Slot: "profiles", Arms: []experiment.ArmReport{
 		{Name: "load-prefix-322", Requests: 1200, TTFTp50Ms: 16.25, TTFTp95Ms: 41, TPOTp50Ms: 9.375, TPOTp95Ms: 10.125, WithSLO: 1200, SLOAttainment: 0.875},
 		{Name: "predicted-latency", Requests: 1100, TTFTp50Ms: 15.75, TTFTp95Ms: 31, TPOTp50Ms: 9.375, TPOTp95Ms: 10.125, WithSLO: 1100, SLOAttainment: 0.92,
 			VsBaseline: &experiment.Comparison{Baseline: "load-prefix-322",
 				SLOAttainmentDiff: experiment.Interval{Estimate: 0.045, Low: 0.0125, High: 0.0775, Significant: true},
-				TTFTp50DiffMs:     experiment.Interval{Estimate: -0.5, Low: -1.5, High: 0.5}}},
+				TTFTp50DiffMs:     experiment.Interval{Estimate: -0.5, Low: -1.5, High: 0.5},
+				TTFTp95DiffMs:     experiment.Interval{Estimate: -10, Low: -14, High: -6, Significant: true}}},
 	}}
 }
 
@@ -26,7 +28,7 @@ func TestRenderArms(t *testing.T) {
 	for _, want := range []string{
 		"A/B experiment on profiles, split by session",
 		"16.2 / 41.0", "9.38 / 10.1", "87.5% of 1200", "baseline", // the baseline's row
-		"92.0% of 1100", "SLO +4.5 pt [+1.2, +7.8]  TTFT p50 -0.50 ms [-1.50, +0.50]", // 0.045 → 4.5 points
+		"92.0% of 1100", "SLO +4.5 pt [+1.2, +7.8]  TTFT p50 -0.50 ms [-1.50, +0.50]  p95 -10.00 ms [-14.00, -6.00]", // 0.045 → 4.5 points
 	} {
 		if !strings.Contains(arms, want) {
 			t.Errorf("arms lack %q:\n%s", want, arms)
@@ -40,10 +42,11 @@ func TestRenderArms(t *testing.T) {
 	if renderArms(nil) != "" || verdict(nil) != "" {
 		t.Error("no experiment, yet arms or a verdict")
 	}
-	// The summary ends with the verdict: SLO attainment higher (significant), TTFT no different.
+	// The summary ends with the verdict: SLO attainment higher (significant), the TTFT median no
+	// different, its 95th percentile lower (significant).
 	sum := renderSummary(runInfo{scenario: "production", servers: 4, duration: time.Minute}, snapshot(), f, 65*time.Second, false)
 	want := "  verdict       predicted-latency against load-prefix-322: SLO attainment higher: +4.5 pt [+1.2, +7.8]; " +
-		"TTFT p50 no different at 95%: -0.50 ms [-1.50, +0.50]\n"
+		"TTFT p50 no different at 95%: -0.50 ms [-1.50, +0.50]; TTFT p95 lower: -10.00 ms [-14.00, -6.00]\n"
 	if !strings.HasSuffix(sum, want) {
 		t.Errorf("summary does not end with the verdict %q:\n%s", want, sum)
 	}

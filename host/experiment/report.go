@@ -44,6 +44,7 @@ type ArmReport struct {
 type Comparison struct {
 	Baseline          string   `json:"baseline"`
 	TTFTp50DiffMs     Interval `json:"ttft_p50_diff_ms"`
+	TTFTp95DiffMs     Interval `json:"ttft_p95_diff_ms"`
 	SLOAttainmentDiff Interval `json:"slo_attainment_diff"`
 }
 
@@ -104,6 +105,7 @@ func (t *Recorder) Report() Report {
 			ar.VsBaseline = &Comparison{
 				Baseline:          t.names[0],
 				TTFTp50DiffMs:     medianDiff(base.ttft, st.ttft),
+				TTFTp95DiffMs:     p95Diff(base.ttft, st.ttft),
 				SLOAttainmentDiff: attainmentDiff(base.met, base.withSLO, st.met, st.withSLO),
 			}
 		}

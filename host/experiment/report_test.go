@@ -138,6 +138,8 @@ func TestReportJSON(t *testing.T) {
 		`"vs_baseline":{"baseline":"control",` +
 		`"ttft_p50_diff_ms":{"estimate":0,"low":0,"high":0,"n_baseline":1,"n_arm":0,"significant":false,` +
 		`"insufficient":true,"reason":"need at least 20 TTFT observations per arm"},` +
+		`"ttft_p95_diff_ms":{"estimate":0,"low":0,"high":0,"n_baseline":1,"n_arm":0,"significant":false,` +
+		`"insufficient":true,"reason":"need at least 100 TTFT observations per arm"},` +
 		`"slo_attainment_diff":{"estimate":0,"low":0,"high":0,"n_baseline":1,"n_arm":0,"significant":false,` +
 		`"insufficient":true,"reason":"need at least 10 outcomes with an SLO per arm"}}}],` +
 		`"shadow":{"name":"shadow","cycles":1,"agreed":0,"agreement_rate":0,"last_disagreements":` +

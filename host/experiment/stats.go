@@ -12,39 +12,54 @@ const z95 = 1.959963984540054
 
 // Minimum sample sizes for a comparison against the baseline.
 const (
-	MinTTFTObservations = 20 // per arm, for the TTFT median difference
-	MinSLOOutcomes      = 10 // outcomes with an objective per arm, for the attainment difference
+	MinTTFTObservations     = 20  // per arm, for the TTFT median difference
+	MinTTFTTailObservations = 100 // per arm, for the TTFT p95 difference: 5 observations above it
+	MinSLOOutcomes          = 10  // outcomes with an objective per arm, for the attainment difference
 )
 
-// medianRanks returns the 1-based ranks of the order statistics bounding a distribution-free 95%
-// confidence interval for the median of n > 0 observations: (n+1)/2 ± 1.96·√n/2, rounded
-// outward and clamped to [1, n].
-func medianRanks(n int) (lo, hi int) {
-	half := z95 * math.Sqrt(float64(n)) / 2
-	mid := float64(n+1) / 2
+// quantileRanks returns the 1-based ranks of the order statistics bounding a distribution-free
+// 95% confidence interval for the q-quantile of n > 0 observations: (n+1)·q ± 1.96·√(n·q·(1−q))
+// (the normal approximation of the binomial count below the quantile), rounded outward and
+// clamped to [1, n]. For the median it is (n+1)/2 ± 1.96·√n/2.
+func quantileRanks(n int, q float64) (lo, hi int) {
+	half := z95 * math.Sqrt(float64(n)*q*(1-q))
+	mid := float64(n+1) * q
 	lo = int(math.Floor(mid - half))
 	hi = int(math.Ceil(mid + half))
 	return max(lo, 1), min(hi, n)
 }
 
-// medianSE returns a standard error for the median of sorted (n > 0) derived from the width of
-// its distribution-free 95% confidence interval.
-func medianSE(sorted []float64) float64 {
-	lo, hi := medianRanks(len(sorted))
+// quantileSE returns a standard error for the q-quantile of sorted (n > 0) derived from the width
+// of its distribution-free 95% confidence interval.
+func quantileSE(sorted []float64, q float64) float64 {
+	lo, hi := quantileRanks(len(sorted), q)
 	return (sorted[hi-1] - sorted[lo-1]) / (2 * z95)
 }
 
 // medianDiff compares the medians of two sorted samples: arm minus baseline.
 func medianDiff(baseline, arm []float64) Interval {
+	return quantileDiff(baseline, arm, 0.5, MinTTFTObservations)
+}
+
+// p95Diff compares the 95th percentiles of two sorted samples: arm minus baseline. The tail is
+// where routing decides most (a queue avoided), and where a short run shows a difference first.
+func p95Diff(baseline, arm []float64) Interval {
+	return quantileDiff(baseline, arm, 0.95, MinTTFTTailObservations)
+}
+
+// quantileDiff compares the q-quantiles of two sorted samples, arm minus baseline, each side's
+// standard error from its distribution-free interval, combined as independent; it needs least
+// observations per side.
+func quantileDiff(baseline, arm []float64, q float64, least int) Interval {
 	iv := Interval{N1: len(baseline), N2: len(arm)}
-	if iv.N1 < MinTTFTObservations || iv.N2 < MinTTFTObservations {
+	if iv.N1 < least || iv.N2 < least {
 		iv.Insufficient = true
-		iv.Reason = fmt.Sprintf("need at least %d TTFT observations per arm", MinTTFTObservations)
+		iv.Reason = fmt.Sprintf("need at least %d TTFT observations per arm", least)
 		return iv
 	}
-	se1, se2 := medianSE(baseline), medianSE(arm)
+	se1, se2 := quantileSE(baseline, q), quantileSE(arm, q)
 	half := z95 * math.Sqrt(se1*se1+se2*se2)
-	iv.Estimate = quantile.Sorted(arm, 0.5) - quantile.Sorted(baseline, 0.5)
+	iv.Estimate = quantile.Sorted(arm, q) - quantile.Sorted(baseline, q)
 	iv.Low, iv.High = iv.Estimate-half, iv.Estimate+half
 	iv.Significant = iv.Low > 0 || iv.High < 0
 	return iv

@@ -13,9 +13,9 @@ func TestMedianRanks(t *testing.T) {
 	for _, tc := range []struct{ n, lo, hi int }{
 		{1, 1, 1}, {5, 1, 5}, {20, 6, 15}, {100, 40, 61},
 	} {
-		lo, hi := medianRanks(tc.n)
+		lo, hi := quantileRanks(tc.n, 0.5)
 		if lo != tc.lo || hi != tc.hi {
-			t.Errorf("medianRanks(%d) = %d, %d, want %d, %d", tc.n, lo, hi, tc.lo, tc.hi)
+			t.Errorf("quantileRanks(%d, 0.5) = %d, %d, want %d, %d", tc.n, lo, hi, tc.lo, tc.hi)
 		}
 	}
 }
@@ -105,5 +105,20 @@ func TestAttainmentDiff(t *testing.T) {
 	want := Interval{N1: 10, N2: 9, Insufficient: true, Reason: "need at least 10 outcomes with an SLO per arm"}
 	if iv := attainmentDiff(5, 10, 9, 9); iv != want {
 		t.Errorf("9 outcomes on the arm: got %+v, want %+v", iv, want)
+	}
+}
+
+// TestP95Diff: samples 1..200 and 11..210: the p95 ranks are (201)·0.95 ± 1.96·√(200·0.95·0.05)
+// = 190.95 ± 6.04, so ranks 184 and 197 bound each interval: width 13, se 13/(2·1.96); the
+// difference's half-width is 13/√2 ≈ 9.19 around 10, significant. Fewer than 100 observations on
+// a side: insufficient.
+func TestP95Diff(t *testing.T) {
+	half := 13 / math.Sqrt2
+	iv := p95Diff(seq(1, 200), seq(11, 200))
+	if !near(iv.Estimate, 10, 1e-9) || !near(iv.Low, 10-half, 1e-9) || !near(iv.High, 10+half, 1e-9) || !iv.Significant {
+		t.Errorf("got %+v, want 10 in [%.3f, %.3f], significant", iv, 10-half, 10+half)
+	}
+	if iv := p95Diff(seq(1, 99), seq(1, 200)); !iv.Insufficient || iv.Reason != "need at least 100 TTFT observations per arm" {
+		t.Errorf("99 observations: %+v, want insufficient", iv)
 	}
 }
