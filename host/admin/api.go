@@ -49,6 +49,9 @@ type ProfileHandler struct {
 	PredictionHeader string            `json:"prediction_header"`
 	SLOProfile       string            `json:"slo_profile,omitempty"`
 	Objectives       map[string]string `json:"objectives,omitempty"`
+	// Experiment is the A/B of whole profiles, split by session: each arm's name, its profile
+	// (in Plugin) and its share of the requests; absent without one.
+	Experiment []Arm `json:"experiment,omitempty"`
 }
 
 // Slot is one place in the pipeline and the plugin serving it, or its experiment's arms.

@@ -15,6 +15,9 @@ func (l *Pipelines) Describe() admin.Description {
 		Profiles: []admin.Profile{}, Plugins: []admin.Plugin{}}
 	if h := g.cfg.ProfileHandler; h != nil {
 		d.Handler = &admin.ProfileHandler{Header: h.Header, PredictionHeader: h.PredictionHeader, SLOProfile: h.SLOProfile, Objectives: h.Objectives}
+		if x := h.Experiment; x != nil {
+			d.Handler.Experiment = shares(x.Arms, func(a config.ProfileArm) string { return a.Profile })
+		}
 	}
 	for _, profile := range g.cfg.ProfileNames() {
 		slots := []admin.Slot{}
@@ -46,16 +49,25 @@ func (l *Pipelines) Describe() admin.Description {
 
 // arms describes ref's arms with their shares of the requests.
 func arms(ref *config.StageRef) []admin.Arm {
-	if len(ref.Arms) == 0 {
+	return shares(ref.Arms, func(a config.Arm) string { return a.PluginRef })
+}
+
+// shares describes an experiment's arms: each one's name, what serves it (a plugin, or a
+// profile) and its share of the requests; nil without arms.
+func shares[A interface {
+	ArmName() string
+	ArmWeight() float64
+}](list []A, serves func(A) string) []admin.Arm {
+	if len(list) == 0 {
 		return nil
 	}
 	total := 0.0
-	for _, a := range ref.Arms {
+	for _, a := range list {
 		total += a.ArmWeight()
 	}
-	out := make([]admin.Arm, 0, len(ref.Arms))
-	for _, a := range ref.Arms {
-		out = append(out, admin.Arm{Name: a.ArmName(), Plugin: a.PluginRef, Share: a.ArmWeight() / total})
+	out := make([]admin.Arm, 0, len(list))
+	for _, a := range list {
+		out = append(out, admin.Arm{Name: a.ArmName(), Plugin: serves(a), Share: a.ArmWeight() / total})
 	}
 	return out
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/foresight-router/foresight/host/admin"
 	"github.com/foresight-router/foresight/host/config"
 	"github.com/foresight-router/foresight/host/experiment"
 )
@@ -61,6 +63,11 @@ func TestProfileExperimentSplitsBySession(t *testing.T) {
 	// Equal weights: each arm gets about half of 200 sessions (binomial sd ≈ 7; 60 is > 5 sd off).
 	if count["load"] < 60 || count["predicted"] < 60 {
 		t.Errorf("sessions by arm %v, want about 100 each", count)
+	}
+	// GET /admin/pipeline lists the arms, their profiles and shares.
+	want := []admin.Arm{{Name: "load", Plugin: "load", Share: 0.5}, {Name: "predicted", Plugin: "slo", Share: 0.5}}
+	if h := l.Describe().Handler; h == nil || !reflect.DeepEqual(h.Experiment, want) {
+		t.Errorf("described handler %+v, want the experiment's arms %+v", h, want)
 	}
 }
 
