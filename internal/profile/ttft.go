@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 )
@@ -15,8 +16,9 @@ type TTFT struct {
 
 // ParseTTFT reads a TTFT profile (results of tokens_num and the percentiles) at percentile.
 // Every point must carry tokens_num and the percentile; two points of the same tokens_num are
-// refused, and so is a latency that falls by more than 5 % as the prompt grows (a profile whose longer prefill is
-// faster is a measurement to redo, and would make the interpolation reward longer prompts).
+// refused, and so is a latency that falls by more than 5 % as the prompt grows (a profile whose
+// longer prefill is faster is a measurement to redo, and would make the interpolation reward
+// longer prompts).
 func ParseTTFT(name string, data []byte, percentile string) (*TTFT, error) {
 	if err := checkPercentile(percentile); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -35,7 +37,7 @@ func ParseTTFT(name string, data []byte, percentile string) (*TTFT, error) {
 			return nil, err
 		}
 	}
-	slices.SortStableFunc(pts, func(a, b point) int { return cmpFloat(a.tokens, b.tokens) })
+	slices.SortStableFunc(pts, func(a, b point) int { return cmp.Compare(a.tokens, b.tokens) })
 	t := &TTFT{Metadata: md}
 	for i, p := range pts {
 		if i > 0 && p.tokens == pts[i-1].tokens {
@@ -52,7 +54,7 @@ func ParseTTFT(name string, data []byte, percentile string) (*TTFT, error) {
 // Predict is the latency of a prefill of tokens: linear between the two profiled points around
 // it; below the first point the first point's latency (a prefill is never cheaper than the
 // shortest one profiled: fixed costs dominate there); beyond the last point the last segment's
-// slope goes on (prefill time grows with the tokens computed, and clamping would call a prompt
+// slope goes on, never below the last point (prefill time grows with the tokens computed, and clamping would call a prompt
 // twice the longest profiled as fast as it). A profile of one point predicts that point.
 // Llumnix's InterpolationPredictor answers an error outside the profiled range instead, which its
 // scheduler turns into an infinite latency, so that an endpoint loaded beyond the profile is
@@ -91,14 +93,4 @@ func locate(xs []float64, x float64) (i, j int, w float64) {
 		i = j - 1
 	}
 	return i, j, (x - xs[i]) / (xs[j] - xs[i])
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
