@@ -174,7 +174,7 @@ func aggregate(mc matrixConfig, classes []workload.Class, runs []matrixRun) Matr
 	groups := map[string]*groupTally{}
 	admitted, predicted := 0, 0
 	for _, run := range runs {
-		span := runSpan(run.outcomes)
+		span := stats.Span(run.outcomes)
 		perClass := make([][]stats.Outcome, len(classes)+1)
 		for i := range run.requests {
 			r, o := &run.requests[i], &run.outcomes[i]
@@ -272,25 +272,6 @@ func sortGroups(labels []string) {
 		return n
 	}
 	slices.SortStableFunc(labels, func(a, b string) int { return cmp.Compare(rank(a), rank(b)) })
-}
-
-// runSpan is a run's span in seconds: its first arrival to its last completion (or, for a shed
-// request, arrival), as stats.Summarize measures goodput over.
-func runSpan(outcomes []stats.Outcome) float64 {
-	var first, last time.Duration = math.MaxInt64, 0
-	for i := range outcomes {
-		o := &outcomes[i]
-		first = min(first, o.Arrival)
-		end := o.Arrival
-		if !o.Shed {
-			end += o.E2E
-		}
-		last = max(last, end)
-	}
-	if last <= first {
-		return 0
-	}
-	return (last - first).Seconds()
 }
 
 func share(k, n int) float64 {

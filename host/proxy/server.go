@@ -280,7 +280,7 @@ func (s *Server) decideRequest(ctx context.Context, kind openai.Kind, h http.Hea
 		return x, &openai.Error{Status: http.StatusInternalServerError, Type: "server_error", Message: "encoding the upstream request: " + err.Error()}
 	}
 	if prof, ok := s.o.Pipeline.(Profiles); ok {
-		if m.profile, m.profileRule, err = prof.Choose(h, m.objective, m.slo.TTFTMs > 0 || m.slo.TPOTMs > 0); err != nil {
+		if m.profile, m.profileRule, err = prof.Choose(h, m.objective, m.slo.Any()); err != nil {
 			var pe *config.ProfileError
 			if errors.As(err, &pe) {
 				return x, openai.BadRequest(pe.Header, "%s", pe.Message)

@@ -87,17 +87,34 @@ type MAPE struct {
 	TPOT *float64 `json:"tpot"`
 }
 
+// Span is the time in seconds from the first arrival to the last completion (a shed request
+// ends at its arrival): what throughput and goodput are measured over; 0 without outcomes.
+func Span(outcomes []Outcome) float64 {
+	var first, last time.Duration = math.MaxInt64, 0
+	for i := range outcomes {
+		o := &outcomes[i]
+		first = min(first, o.Arrival)
+		end := o.Arrival
+		if !o.Shed {
+			end += o.E2E
+		}
+		last = max(last, end)
+	}
+	if last <= first {
+		return 0
+	}
+	return (last - first).Seconds()
+}
+
 // Summarize computes the summary of outcomes. The span runs from the first arrival to the last
 // completion.
 func Summarize(outcomes []Outcome) Summary {
 	s := Summary{Requests: len(outcomes)}
 	var ttft, tpot, e2e []float64
 	var tokens, shed, withSLO, met, good int
-	var first, last time.Duration = math.MaxInt64, 0
 	var ttftErr, tpotErr errSum
 	for i := range outcomes {
 		o := &outcomes[i]
-		first = min(first, o.Arrival)
 		if o.SLO.Any() {
 			withSLO++
 			if o.MetSLO() {
@@ -106,10 +123,8 @@ func Summarize(outcomes []Outcome) Summary {
 		}
 		if o.Shed {
 			shed++
-			last = max(last, o.Arrival)
 			continue
 		}
-		last = max(last, o.Arrival+o.E2E)
 		ttft, e2e = append(ttft, ms(o.TTFT)), append(e2e, ms(o.E2E))
 		if o.OutputTokens >= 2 {
 			tpot = append(tpot, o.TPOTMs)
@@ -131,7 +146,7 @@ func Summarize(outcomes []Outcome) Summary {
 	s.TTFTMs = Of3(ttft)
 	s.TPOTMs = Percentiles2{quantile.Sorted(tpot, 0.50), quantile.Sorted(tpot, 0.99)}
 	s.E2EMs = PercentilesE{quantile.Sorted(e2e, 0.50), quantile.Sorted(e2e, 0.95)}
-	if span := (last - first).Seconds(); len(outcomes) > 0 && span > 0 {
+	if span := Span(outcomes); span > 0 {
 		s.ThroughputTokS = float64(tokens) / span
 		s.GoodputRPS = float64(good) / span
 	}
