@@ -1,9 +1,18 @@
 package experiment
 
 import (
+	"cmp"
 	"hash/fnv"
 	"math"
+
+	"github.com/foresight-router/foresight/plugins/sdk"
 )
+
+// AssignRequest returns r's arm: Assign keyed by its session, or by its request id when it has
+// none, so that a conversation stays on one arm.
+func AssignRequest(r *sdk.Request, weights []float64) int {
+	return Assign(cmp.Or(r.SessionID, r.ID), weights)
+}
 
 // Assign returns the arm for key (the request's session, or its request id when there is none)
 // as an index into weights. The key is hashed with FNV-1a 64, the hash's bits are mixed with the

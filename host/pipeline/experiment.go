@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"cmp"
 	"slices"
 	"sync"
 
@@ -70,9 +69,7 @@ func (e *trial) assign(r sdk.Request) int {
 	if !e.hasArms() {
 		return 0
 	}
-	key := r.SessionID
-	key = cmp.Or(key, r.ID)
-	return experiment.Assign(key, e.weights)
+	return experiment.AssignRequest(&r, e.weights)
 }
 
 // same reports whether e and o run the same experiment (slot, arms and shadow), so that the

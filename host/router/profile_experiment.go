@@ -1,7 +1,6 @@
 package router
 
 import (
-	"cmp"
 	"slices"
 
 	"github.com/foresight-router/foresight/host/config"
@@ -39,7 +38,7 @@ func newProfileTrial(cfg *config.Config) *profileTrial {
 
 // assign returns the arm of r.
 func (t *profileTrial) assign(r sdk.Request) int {
-	return experiment.Assign(cmp.Or(r.SessionID, r.ID), t.weights)
+	return experiment.AssignRequest(&r, t.weights)
 }
 
 // same reports whether t and o compare the same arms on the same profiles with the same
