@@ -48,6 +48,7 @@ func (a *Admitter) Params() Params {
 	p := *a.Get()
 	p.BudgetsMs = maps.Clone(p.BudgetsMs)
 	p.QueueBounds = maps.Clone(p.QueueBounds)
+	p.parsed = nil // derived from the two maps, not a parameter
 	return p
 }
 

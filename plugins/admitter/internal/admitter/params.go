@@ -78,7 +78,14 @@ type Params struct {
 	// must hold before the floor acts, in [1, 10⁶]: a share of fewer is no rate, and a prompt
 	// seen once (a one-off) is not a tenant to protect.
 	PrefixGroupMinRequests int `json:"prefixGroupMinRequests"`
+
+	// parsed holds BudgetsMs and QueueBounds as Validate parsed them, so that a cycle does not
+	// parse them again; nil on parameters Validate has not seen (DefaultParams).
+	parsed *limits
 }
+
+// limits are the parsed budgets and queue bounds, each sorted by priority, most important first.
+type limits struct{ budgets, bounds []class }
 
 // Budgets maps a priority, as a decimal string, to a TTFT budget in milliseconds. Decoding JSON
 // into Budgets replaces the whole map rather than merging into the default one.
@@ -86,16 +93,9 @@ type Budgets map[string]float64
 
 // UnmarshalJSON decodes a JSON object into a fresh map.
 func (b *Budgets) UnmarshalJSON(data []byte) error {
-	if bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
-		*b = nil
-		return nil
-	}
-	m := map[string]float64{}
-	if err := json.Unmarshal(data, &m); err != nil {
-		return fmt.Errorf("parameter %q: want an object of priority to milliseconds, e.g. {\"-1\": 500}: %w", "budgetsMs", err)
-	}
+	m, err := freshMap(data, "budgetsMs", `milliseconds, e.g. {"-1": 500}`)
 	*b = m
-	return nil
+	return err
 }
 
 // Bounds maps a priority, as a decimal string, to a queue length. Decoding JSON into Bounds
@@ -104,16 +104,22 @@ type Bounds map[string]float64
 
 // UnmarshalJSON decodes a JSON object into a fresh map.
 func (b *Bounds) UnmarshalJSON(data []byte) error {
+	m, err := freshMap(data, "queueBounds", `queue length, e.g. {"-1": 70}`)
+	*b = m
+	return err
+}
+
+// freshMap decodes data, the JSON object of parameter name, into a new map of priority to a
+// number (values: what the numbers are, for the error); JSON null is a nil map.
+func freshMap(data []byte, name, values string) (map[string]float64, error) {
 	if bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
-		*b = nil
-		return nil
+		return nil, nil
 	}
 	m := map[string]float64{}
 	if err := json.Unmarshal(data, &m); err != nil {
-		return fmt.Errorf("parameter %q: want an object of priority to queue length, e.g. {\"-1\": 70}: %w", "queueBounds", err)
+		return nil, fmt.Errorf("parameter %q: want an object of priority to %s: %w", name, values, err)
 	}
-	*b = m
-	return nil
+	return m, nil
 }
 
 // The study's average step time (PredictiveSLOConfig.AvgStepTime, 7 ms): its controller
@@ -174,11 +180,16 @@ func (p *Params) Validate() error {
 	if err := sdk.CheckRange("prefixGroupMinRequests", float64(p.PrefixGroupMinRequests), 1, 1e6); err != nil {
 		return err
 	}
-	if _, err := p.QueueBounds.classes(); err != nil {
+	bounds, err := p.QueueBounds.classes()
+	if err != nil {
 		return err
 	}
-	_, err := p.BudgetsMs.classes()
-	return err
+	budgets, err := p.BudgetsMs.classes()
+	if err != nil {
+		return err
+	}
+	p.parsed = &limits{budgets: budgets, bounds: bounds}
+	return nil
 }
 
 // class is one parsed entry of Budgets or Bounds: a priority and its limit.
@@ -190,32 +201,38 @@ type class struct {
 // classes parses and checks the budgets: every key a negative int32, every budget in
 // (0, maxBudgetMs]. The result is sorted by priority, most important first.
 func (b Budgets) classes() ([]class, error) {
-	return parseClasses("budgetsMs", "budget", b, maxBudgetMs, " ms")
+	return parseClasses("budgetsMs", "budget", b, maxBudgetMs, " ms", false)
 }
 
-// budgetFor returns the class whose budget applies to priority (nearestClass). b must have passed
-// Validate (Configure checks it), so every entry parses.
-func (b Budgets) budgetFor(priority int32) (c class, ok bool) {
-	classes, _ := b.classes()
+// budgetFor returns the class whose budget applies to priority (nearestClass): from what Validate
+// parsed, else (parameters it has not seen, whose entries are the defaults') parsed now.
+func (p *Params) budgetFor(priority int32) (c class, ok bool) {
+	if p.parsed != nil {
+		return nearestClass(p.parsed.budgets, priority)
+	}
+	classes, _ := p.BudgetsMs.classes()
 	return nearestClass(classes, priority)
 }
 
 // classes parses and checks the bounds as Budgets.classes does, every bound in
 // [0, maxQueueBound] (0 sheds the class whenever the queue is not empty).
 func (b Bounds) classes() ([]class, error) {
-	return parseClasses("queueBounds", "queue bound", b, maxQueueBound, "")
+	return parseClasses("queueBounds", "queue bound", b, maxQueueBound, "", true)
 }
 
-// boundFor returns the class whose queue bound applies to priority (nearestClass).
-func (b Bounds) boundFor(priority int32) (c class, ok bool) {
-	classes, _ := b.classes()
+// boundFor returns the class whose queue bound applies to priority, as budgetFor does.
+func (p *Params) boundFor(priority int32) (c class, ok bool) {
+	if p.parsed != nil {
+		return nearestClass(p.parsed.bounds, priority)
+	}
+	classes, _ := p.QueueBounds.classes()
 	return nearestClass(classes, priority)
 }
 
 // parseClasses parses m, the parameter name: every key a negative int32 priority, every value a
-// what in (0, hi] (a queue bound may be 0), shown with unit. The result is sorted by priority,
+// what in (0, hi], or [0, hi] with zeroOK, shown with unit. The result is sorted by priority,
 // most important first.
-func parseClasses(name, what string, m map[string]float64, hi float64, unit string) ([]class, error) {
+func parseClasses(name, what string, m map[string]float64, hi float64, unit string, zeroOK bool) ([]class, error) {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -228,7 +245,6 @@ func parseClasses(name, what string, m map[string]float64, hi float64, unit stri
 			return nil, fmt.Errorf("parameter %q: key %q must be a negative integer priority, e.g. \"-1\"", name, k)
 		}
 		v := m[k]
-		zeroOK := unit == ""
 		if math.IsNaN(v) || v < 0 || (v == 0 && !zeroOK) || v > hi {
 			lo := "("
 			if zeroOK {

@@ -30,7 +30,7 @@ func admit(c *sdk.Cycle, p *Params) sdk.AdmitVerdict {
 // request's priority class. It reads no prediction, so it works without a producer.
 func admitByQueue(c *sdk.Cycle, p *Params) sdk.AdmitVerdict {
 	r := &c.Request
-	cl, ok := p.QueueBounds.boundFor(r.Priority)
+	cl, ok := p.boundFor(r.Priority)
 	if !ok {
 		return yes(fmt.Sprintf("no queue bound for priority %d", r.Priority))
 	}
@@ -116,7 +116,7 @@ func admitByBudget(c *sdk.Cycle, p *Params) sdk.AdmitVerdict {
 	var source string
 	if r.SLO.TTFTMs > 0 {
 		budget, source = r.SLO.TTFTMs, "the request's TTFT SLO"
-	} else if cl, ok := p.BudgetsMs.budgetFor(r.Priority); ok {
+	} else if cl, ok := p.budgetFor(r.Priority); ok {
 		budget, source = cl.limit, fmt.Sprintf("the priority %d budget", cl.priority)
 	} else {
 		return yes(fmt.Sprintf("no TTFT budget for priority %d", r.Priority))
