@@ -1,0 +1,268 @@
+package flowcontrol
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Queue holds the waiting requests. It is not safe for concurrent use: the caller serialises
+// every call. Push, Pop and Remove are O(log n) in the items of one flow plus O(log N) in all
+// items (the expiry heap); Pop also scans the bands present, which are few (the priorities).
+type Queue struct {
+	cfg     Config
+	bands   []*band // highest first
+	entries map[string]*entry
+	expiry  expiryHeap
+	seq     uint64
+}
+
+// band is one priority's items: its flows with items form a ring, and Pop serves the flow at
+// the cursor then moves the cursor on — round-robin, one item a turn.
+type band struct {
+	prio   int
+	limits Limits
+	n      int
+	bytes  int64
+	flows  map[string]*flow
+	cursor *flow // nil when the band is empty
+}
+
+// flow is one fairness key's items in a band. Under fcfs and edf every item is in ready; under
+// slo-feasible, ready holds those not yet found hopeless and late the hopeless ones.
+type flow struct {
+	key        string
+	ready      flowHeap
+	late       flowHeap
+	prev, next *flow
+}
+
+// New returns an empty queue, or the configuration's problems.
+func New(cfg Config) (*Queue, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("configuring flow control: %w", err)
+	}
+	return &Queue{cfg: cfg, entries: map[string]*entry{}}, nil
+}
+
+// Push queues it, or refuses it: a *RefusedError when its band has no room (the item is not
+// queued and the caller answers it with the reason), another error when the item is malformed.
+func (q *Queue) Push(it Item) error {
+	switch {
+	case it.ID == "":
+		return errors.New("item id is empty")
+	case q.entries[it.ID] != nil:
+		return fmt.Errorf("item %q is already queued", it.ID)
+	case it.Arrival.IsZero():
+		return fmt.Errorf("item %q has no arrival time", it.ID)
+	case it.Bytes < 0:
+		return fmt.Errorf("item %q has negative bytes %d", it.ID, it.Bytes)
+	}
+	b := q.band(it.Band)
+	// No eviction: capacity is per band, so a newcomer of a higher band never competes with a
+	// lower band's items for room, and evicting from its own band would only trade one request
+	// of equal priority for another.
+	var reason Reason
+	switch {
+	case it.Bytes > b.limits.MaxBytes:
+		reason = ReasonTooLarge
+	case b.n >= b.limits.MaxRequests:
+		reason = ReasonBandFull
+	case b.bytes+it.Bytes > b.limits.MaxBytes:
+		reason = ReasonBandBytes
+	}
+	if reason != 0 {
+		return &RefusedError{ID: it.ID, Band: it.Band, Reason: reason}
+	}
+	f := b.flows[it.Flow]
+	if f == nil {
+		f = q.newFlow(it.Flow)
+		b.flows[it.Flow] = f
+		b.join(f)
+	}
+	q.seq++
+	e := &entry{item: it, seq: q.seq, expiry: it.Arrival.Add(b.limits.TTL), flow: f}
+	f.ready.push(e)
+	q.expiry.push(e)
+	q.entries[it.ID] = e
+	b.n++
+	b.bytes += it.Bytes
+	return nil
+}
+
+// Pop takes the next item to dispatch at now: from the highest band with items, the flow whose
+// turn it is, that flow's first item under the policy. ok is false when the queue is empty.
+// Pop does not look at TTLs: call Expire(now) first so that expired items are answered, not
+// dispatched.
+func (q *Queue) Pop(now time.Time) (it Item, ok bool) {
+	for _, b := range q.bands {
+		if b.n == 0 {
+			continue
+		}
+		f := b.cursor
+		b.cursor = f.next
+		e := q.take(f, now)
+		q.drop(b, e)
+		return e.item, true
+	}
+	return Item{}, false
+}
+
+// take removes f's first item under the policy.
+func (q *Queue) take(f *flow, now time.Time) *entry {
+	if q.cfg.Policy != PolicySLOFeasible {
+		return f.ready.remove(0)
+	}
+	// Demote the items whose deadline now + the estimate has passed. Demotion is one-way: a
+	// hopeless item stays behind the feasible ones even if the estimate later falls, which keeps
+	// each item's moves to one and errs towards serving those that can still make it.
+	if len(f.ready.es) > 0 && !f.ready.es[0].item.Deadline.IsZero() {
+		due := now.Add(q.cfg.Estimate(now))
+		for len(f.ready.es) > 0 {
+			e := f.ready.es[0]
+			if e.item.Deadline.IsZero() || !e.item.Deadline.Before(due) {
+				break
+			}
+			f.ready.remove(0)
+			e.late = true
+			f.late.push(e)
+		}
+	}
+	switch {
+	case len(f.ready.es) > 0 && !f.ready.es[0].item.Deadline.IsZero():
+		return f.ready.remove(0)
+	case len(f.late.es) > 0:
+		return f.late.remove(0)
+	}
+	return f.ready.remove(0)
+}
+
+// Remove takes the item id out of the queue at once (its client went away) and returns it;
+// ok is false when no such item is queued.
+func (q *Queue) Remove(id string) (it Item, ok bool) {
+	e := q.entries[id]
+	if e == nil {
+		return Item{}, false
+	}
+	if e.late {
+		e.flow.late.remove(e.fi)
+	} else {
+		e.flow.ready.remove(e.fi)
+	}
+	q.drop(q.band(e.item.Band), e)
+	return e.item, true
+}
+
+// Expire sheds, with ReasonTTL, every item whose band's TTL has run out at now, appending them
+// to dst in expiry order and returning it.
+func (q *Queue) Expire(now time.Time, dst []Shed) []Shed {
+	for len(q.expiry) > 0 && !q.expiry[0].expiry.After(now) {
+		e := q.expiry[0]
+		if e.late {
+			e.flow.late.remove(e.fi)
+		} else {
+			e.flow.ready.remove(e.fi)
+		}
+		q.drop(q.band(e.item.Band), e)
+		dst = append(dst, Shed{Item: e.item, Reason: ReasonTTL})
+	}
+	return dst
+}
+
+// drop forgets e, already out of its flow heap: out of the expiry heap, the index and the band's
+// counts, and its flow out of the ring once empty.
+func (q *Queue) drop(b *band, e *entry) {
+	q.expiry.remove(e.xi)
+	delete(q.entries, e.item.ID)
+	b.n--
+	b.bytes -= e.item.Bytes
+	if f := e.flow; len(f.ready.es)+len(f.late.es) == 0 {
+		b.leave(f)
+		delete(b.flows, f.key)
+	}
+}
+
+// Len is how many items band holds.
+func (q *Queue) Len(band int) int {
+	if b := q.find(band); b != nil {
+		return b.n
+	}
+	return 0
+}
+
+// Bytes is the sum of the sizes of band's items.
+func (q *Queue) Bytes(band int) int64 {
+	if b := q.find(band); b != nil {
+		return b.bytes
+	}
+	return 0
+}
+
+// Total is how many items the queue holds in all bands.
+func (q *Queue) Total() int { return len(q.entries) }
+
+func (q *Queue) newFlow(key string) *flow {
+	switch q.cfg.Policy {
+	case PolicyFCFS:
+		return &flow{key: key, ready: flowHeap{less: byArrival}}
+	default:
+		return &flow{key: key, ready: flowHeap{less: byDeadline}, late: flowHeap{less: byDeadline}}
+	}
+}
+
+func (q *Queue) find(prio int) *band {
+	for _, b := range q.bands {
+		if b.prio == prio {
+			return b
+		}
+	}
+	return nil
+}
+
+// band returns prio's band, creating it in its place (highest first) on first use. Bands are
+// never deleted: there are as many as priorities in use, and an empty one costs a skipped check.
+func (q *Queue) band(prio int) *band {
+	if b := q.find(prio); b != nil {
+		return b
+	}
+	limits, ok := q.cfg.Bands[prio]
+	if !ok {
+		limits = q.cfg.Default
+	}
+	b := &band{prio: prio, limits: limits, flows: map[string]*flow{}}
+	i := 0
+	for i < len(q.bands) && q.bands[i].prio > prio {
+		i++
+	}
+	q.bands = append(q.bands, nil)
+	copy(q.bands[i+1:], q.bands[i:])
+	q.bands[i] = b
+	return b
+}
+
+// join puts f in the ring just before the cursor: a new flow waits for its turn behind the
+// flows already waiting, at most one item each.
+func (b *band) join(f *flow) {
+	if b.cursor == nil {
+		f.prev, f.next = f, f
+		b.cursor = f
+		return
+	}
+	p := b.cursor.prev
+	f.prev, f.next = p, b.cursor
+	p.next = f
+	b.cursor.prev = f
+}
+
+func (b *band) leave(f *flow) {
+	if f.next == f {
+		b.cursor = nil
+	} else {
+		f.prev.next = f.next
+		f.next.prev = f.prev
+		if b.cursor == f {
+			b.cursor = f.next
+		}
+	}
+	f.prev, f.next = nil, nil
+}
