@@ -15,7 +15,17 @@ type Queue struct {
 	entries map[string]*entry
 	expiry  expiryHeap
 	seq     uint64
+	// Spent entries and flows, reused by Push so that the steady state allocates little; at most
+	// maxSpare of each, and no flow whose heaps grew past maxSpareHeap, so a burst's memory is
+	// returned once it drains.
+	spareEntries []*entry
+	spareFlows   []*flow
 }
+
+const (
+	maxSpare     = 256
+	maxSpareHeap = 64
+)
 
 // band is one priority's items: its flows with items form a ring, and Pop serves the flow at
 // the cursor then moves the cursor on — round-robin, one item a turn.
@@ -32,6 +42,7 @@ type band struct {
 // slo-feasible, ready holds those not yet found hopeless and late the hopeless ones.
 type flow struct {
 	key        string
+	band       *band
 	ready      flowHeap
 	late       flowHeap
 	prev, next *flow
@@ -76,12 +87,13 @@ func (q *Queue) Push(it Item) error {
 	}
 	f := b.flows[it.Flow]
 	if f == nil {
-		f = q.newFlow(it.Flow)
+		f = q.newFlow(b, it.Flow)
 		b.flows[it.Flow] = f
 		b.join(f)
 	}
 	q.seq++
-	e := &entry{item: it, seq: q.seq, expiry: it.Arrival.Add(b.limits.TTL), flow: f}
+	e := q.newEntry()
+	*e = entry{item: it, seq: q.seq, expiry: it.Arrival.Add(b.limits.TTL), flow: f}
 	f.ready.push(e)
 	q.expiry.push(e)
 	q.entries[it.ID] = e
@@ -102,8 +114,9 @@ func (q *Queue) Pop(now time.Time) (it Item, ok bool) {
 		f := b.cursor
 		b.cursor = f.next
 		e := q.take(f, now)
-		q.drop(b, e)
-		return e.item, true
+		it = e.item
+		q.drop(e)
+		return it, true
 	}
 	return Item{}, false
 }
@@ -149,8 +162,9 @@ func (q *Queue) Remove(id string) (it Item, ok bool) {
 	} else {
 		e.flow.ready.remove(e.fi)
 	}
-	q.drop(q.band(e.item.Band), e)
-	return e.item, true
+	it = e.item
+	q.drop(e)
+	return it, true
 }
 
 // Expire sheds, with ReasonTTL, every item whose band's TTL has run out at now, appending them
@@ -163,23 +177,41 @@ func (q *Queue) Expire(now time.Time, dst []Shed) []Shed {
 		} else {
 			e.flow.ready.remove(e.fi)
 		}
-		q.drop(q.band(e.item.Band), e)
 		dst = append(dst, Shed{Item: e.item, Reason: ReasonTTL})
+		q.drop(e)
 	}
 	return dst
 }
 
 // drop forgets e, already out of its flow heap: out of the expiry heap, the index and the band's
-// counts, and its flow out of the ring once empty.
-func (q *Queue) drop(b *band, e *entry) {
+// counts, and its flow out of the ring once empty. e is spent: the caller copies its item first.
+func (q *Queue) drop(e *entry) {
+	f := e.flow
+	b := f.band
 	q.expiry.remove(e.xi)
 	delete(q.entries, e.item.ID)
 	b.n--
 	b.bytes -= e.item.Bytes
-	if f := e.flow; len(f.ready.es)+len(f.late.es) == 0 {
+	if len(f.ready.es)+len(f.late.es) == 0 {
 		b.leave(f)
 		delete(b.flows, f.key)
+		if len(q.spareFlows) < maxSpare && cap(f.ready.es) <= maxSpareHeap && cap(f.late.es) <= maxSpareHeap {
+			q.spareFlows = append(q.spareFlows, f)
+		}
 	}
+	if len(q.spareEntries) < maxSpare {
+		*e = entry{}
+		q.spareEntries = append(q.spareEntries, e)
+	}
+}
+
+func (q *Queue) newEntry() *entry {
+	if n := len(q.spareEntries); n > 0 {
+		e := q.spareEntries[n-1]
+		q.spareEntries = q.spareEntries[:n-1]
+		return e
+	}
+	return &entry{}
 }
 
 // Len is how many items band holds.
@@ -201,13 +233,19 @@ func (q *Queue) Bytes(band int) int64 {
 // Total is how many items the queue holds in all bands.
 func (q *Queue) Total() int { return len(q.entries) }
 
-func (q *Queue) newFlow(key string) *flow {
-	switch q.cfg.Policy {
-	case PolicyFCFS:
-		return &flow{key: key, ready: flowHeap{less: byArrival}}
-	default:
-		return &flow{key: key, ready: flowHeap{less: byDeadline}, late: flowHeap{less: byDeadline}}
+func (q *Queue) newFlow(b *band, key string) *flow {
+	var f *flow
+	if n := len(q.spareFlows); n > 0 {
+		f = q.spareFlows[n-1]
+		q.spareFlows = q.spareFlows[:n-1]
+	} else {
+		f = &flow{ready: flowHeap{less: byDeadline}, late: flowHeap{less: byDeadline}}
+		if q.cfg.Policy == PolicyFCFS {
+			f.ready.less = byArrival
+		}
 	}
+	f.key, f.band = key, b
+	return f
 }
 
 func (q *Queue) find(prio int) *band {
