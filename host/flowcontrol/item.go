@@ -3,8 +3,8 @@
 // requests, bytes and waiting time, and leave it exactly once — popped for dispatch, expired,
 // removed, or refused at the door with a reason. It is pure logic: times are arguments, there are
 // no goroutines and no locks; the caller serialises every call (one mutex around the Queue, or one
-// owning goroutine). The saturation detector that decides when to queue and when to pop, and the
-// wiring into the proxy, ext_proc and the simulator, live elsewhere.
+// owning goroutine). The saturation detector (detector.go) decides when to queue and when to pop;
+// the wiring into the proxy, ext_proc and the simulator lives elsewhere.
 package flowcontrol
 
 import (
