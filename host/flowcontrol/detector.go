@@ -51,8 +51,9 @@ type Verdict struct {
 	Reason Saturation
 	// Room counts the endpoints with room for the request.
 	Room int
-	// ByPrediction and ByFallback count the endpoints judged by each rule.
-	ByPrediction, ByFallback int
+	// Idle counts the idle endpoints (room whatever their prediction); ByPrediction and
+	// ByFallback count the others judged by each rule.
+	Idle, ByPrediction, ByFallback int
 	// Wait estimates how long the request would wait before its prefill starts: the least over
 	// the endpoints of predicted TTFT minus the request's own prefill, and 0 when an endpoint
 	// without a valid prediction has room. WaitKnown is false when neither exists (no valid
@@ -70,8 +71,8 @@ func (v Verdict) String() string {
 	if v.WaitKnown {
 		wait = v.Wait.String()
 	}
-	return fmt.Sprintf("%s: %d judged by prediction, %d by gauges and in-flight counts; wait %s",
-		state, v.ByPrediction, v.ByFallback, wait)
+	return fmt.Sprintf("%s: %d idle, %d judged by prediction, %d by gauges and in-flight counts; wait %s",
+		state, v.Idle, v.ByPrediction, v.ByFallback, wait)
 }
 
 // Detector decides whether the pool is saturated for a request. It is pure logic and holds only
@@ -103,12 +104,17 @@ func (d *Detector) Check(c *sdk.Cycle) Verdict {
 	for i := range c.Endpoints {
 		e := &c.Endpoints[i]
 		var room bool
-		if e.Prediction.Usable() {
+		switch {
+		case d.idle(e.State):
+			v.Idle++
+			room = true
+			v.Wait, v.WaitKnown = 0, true
+		case e.Prediction.Usable():
 			v.ByPrediction++
 			wait := max(msDuration(e.Prediction.TTFTMs)-prefill, 0)
 			room = d.predictedRoom(c.Request.SLO.TTFTMs, e.Prediction.TTFTMs, wait)
 			v.Wait, v.WaitKnown = min(v.Wait, wait), true
-		} else {
+		default:
 			v.ByFallback++
 			room = d.fallbackRoom(e.State)
 			if room {
@@ -137,13 +143,22 @@ func (d *Detector) Check(c *sdk.Cycle) Verdict {
 	return v
 }
 
-// predictedRoom: with a TTFT objective, the predicted TTFT must be within objective × margin;
-// without one, the predicted wait within MaxPredictedWait.
+// predictedRoom: the predicted wait within MaxPredictedWait, or, with a TTFT objective, the
+// predicted TTFT within objective × margin. The second lets a request whose objective tolerates
+// the wait go at once; the first lets one go whose own prefill already exceeds its objective,
+// which waiting in the router could not mend.
 func (d *Detector) predictedRoom(sloMs, ttftMs float64, wait time.Duration) bool {
-	if sloMs > 0 {
-		return ttftMs <= sloMs*d.cfg.TTFTMargin
+	return wait <= d.cfg.MaxPredictedWait || (sloMs > 0 && ttftMs <= sloMs*d.cfg.TTFTMargin)
+}
+
+// idle: none of the router's requests in flight there and, while the gauges are fresh, nothing
+// waiting or running. An idle endpoint has room whatever its prediction, so a request never
+// waits in the router beside an idle server.
+func (d *Detector) idle(s sdk.EndpointState) bool {
+	if s.InflightRequests > 0 {
+		return false
 	}
-	return wait <= d.cfg.MaxPredictedWait
+	return msDuration(s.MetricsAgeMs) > d.cfg.MaxMetricsAge || s.Waiting+s.Running == 0
 }
 
 // fallbackRoom: fewer than MaxInflight of the router's requests in flight there, and, while the

@@ -11,10 +11,10 @@ import (
 
 const ms = time.Millisecond
 
-// predicted is an endpoint with a valid TTFT prediction and idle, empty gauges (which the
-// prediction rule must ignore).
+// predicted is a busy endpoint (one of the router's requests in flight) with a valid TTFT
+// prediction and empty gauges (which the prediction rule must ignore).
 func predicted(ttftMs float64) sdk.Endpoint {
-	return sdk.Endpoint{Prediction: sdk.Prediction{Valid: true, TTFTMs: ttftMs}}
+	return sdk.Endpoint{Prediction: sdk.Prediction{Valid: true, TTFTMs: ttftMs}, State: sdk.EndpointState{InflightRequests: 1}}
 }
 
 // gauged is an endpoint without a valid prediction, judged by its state.
@@ -38,13 +38,19 @@ func TestDetectorRules(t *testing.T) {
 		wait    time.Duration
 		unknown bool // the wait is not known
 	}{
-		// Valid predictions, SLO 450 ms × margin 1.
+		// Valid predictions, SLO 450 ms × margin 1, or a wait within 500 ms.
 		{name: "one of two within the SLO", req: slo(450), eps: []sdk.Endpoint{predicted(600), predicted(400)}, room: 1, wait: 400 * ms},
 		{name: "at the SLO exactly has room", req: slo(450), eps: []sdk.Endpoint{predicted(450)}, room: 1, wait: 450 * ms},
-		{name: "all over the SLO", req: slo(450), eps: []sdk.Endpoint{predicted(600), predicted(500)}, want: SaturationPredicted, wait: 500 * ms},
-		{name: "margin 0.8 makes 400 over 360", cfg: func(c *DetectorConfig) { c.TTFTMargin = 0.8 }, req: slo(450), eps: []sdk.Endpoint{predicted(400)}, want: SaturationPredicted, wait: 400 * ms},
-		{name: "the SLO, not the wait bound, judges", req: slo(2000), eps: []sdk.Endpoint{predicted(1500)}, room: 1, wait: 1500 * ms},
+		{name: "all over the SLO and the wait bound", req: slo(450), eps: []sdk.Endpoint{predicted(600), predicted(700)}, want: SaturationPredicted, wait: 600 * ms},
+		{name: "over the SLO, wait 500 at the bound has room", req: slo(450), eps: []sdk.Endpoint{predicted(500)}, room: 1, wait: 500 * ms},
+		{name: "margin 0.8 makes 400 over 360", cfg: func(c *DetectorConfig) { c.TTFTMargin, c.MaxPredictedWait = 0.8, 300*ms }, req: slo(450), eps: []sdk.Endpoint{predicted(400)}, want: SaturationPredicted, wait: 400 * ms},
+		{name: "a loose SLO tolerates a long wait", req: slo(2000), eps: []sdk.Endpoint{predicted(1500)}, room: 1, wait: 1500 * ms},
 		{name: "prefill comes off the wait, not the SLO test", cfg: func(c *DetectorConfig) { c.Prefill = hundredMs }, req: slo(450), eps: []sdk.Endpoint{predicted(700), predicted(300)}, room: 1, wait: 200 * ms},
+		{name: "a prompt too long for its SLO goes when the wait is short", cfg: func(c *DetectorConfig) { c.Prefill = hundredMs }, req: slo(100), eps: []sdk.Endpoint{predicted(400)}, room: 1, wait: 300 * ms},
+		// Idle endpoints have room whatever their prediction.
+		{name: "idle: nothing in flight, fresh gauges empty", req: slo(450), eps: []sdk.Endpoint{{Prediction: sdk.Prediction{Valid: true, TTFTMs: 5000}, State: sdk.EndpointState{MetricsAgeMs: 50}}, predicted(900)}, room: 1, wait: 0},
+		{name: "idle: nothing in flight, stale gauges", eps: []sdk.Endpoint{{Prediction: sdk.Prediction{Valid: true, TTFTMs: 5000}, State: sdk.EndpointState{Running: 3, MetricsAgeMs: 300}}}, room: 1, wait: 0},
+		{name: "not idle: nothing in flight but the engine runs", eps: []sdk.Endpoint{{Prediction: sdk.Prediction{Valid: true, TTFTMs: 5000}, State: sdk.EndpointState{Running: 3, MetricsAgeMs: 50}}}, want: SaturationPredicted, wait: 5000 * ms},
 		// No SLO: predicted wait (TTFT − prefill) within 500 ms.
 		{name: "no SLO, wait 450 with prefill", cfg: func(c *DetectorConfig) { c.Prefill = hundredMs }, eps: []sdk.Endpoint{predicted(550)}, room: 1, wait: 450 * ms},
 		{name: "no SLO, wait 600 with prefill", cfg: func(c *DetectorConfig) { c.Prefill = hundredMs }, eps: []sdk.Endpoint{predicted(700)}, want: SaturationPredicted, wait: 600 * ms},
@@ -55,7 +61,7 @@ func TestDetectorRules(t *testing.T) {
 		{name: "queue 3 + 2 sent since scrape = 5, at depth", eps: []sdk.Endpoint{gauged(fresh(3, 2, 0.5))}, room: 1, wait: 0},
 		{name: "queue 3 + 3 sent since scrape = 6, over depth", eps: []sdk.Endpoint{gauged(fresh(3, 3, 0.5))}, want: SaturationEngines, unknown: true},
 		{name: "KV at 0.8 has room", eps: []sdk.Endpoint{gauged(fresh(0, 0, 0.8))}, room: 1},
-		{name: "KV 0.85 full", eps: []sdk.Endpoint{gauged(fresh(0, 0, 0.85))}, want: SaturationEngines, unknown: true},
+		{name: "KV 0.85 full", eps: []sdk.Endpoint{gauged(sdk.EndpointState{Running: 4, KVCacheUsage: 0.85, MetricsAgeMs: 50, InflightRequests: 4})}, want: SaturationEngines, unknown: true},
 		{name: "stale gauges ignored", eps: []sdk.Endpoint{gauged(sdk.EndpointState{Waiting: 40, KVCacheUsage: 1, MetricsAgeMs: 300, InflightRequests: 10})}, room: 1},
 		{name: "gauges 200 ms old still count", eps: []sdk.Endpoint{gauged(sdk.EndpointState{Waiting: 40, MetricsAgeMs: 200, InflightRequests: 10})}, want: SaturationEngines, unknown: true},
 		{name: "100 in flight full despite empty gauges", eps: []sdk.Endpoint{gauged(sdk.EndpointState{MetricsAgeMs: 10, InflightRequests: 100})}, want: SaturationEngines, unknown: true},
@@ -87,8 +93,8 @@ func TestDetectorRules(t *testing.T) {
 			if v.WaitKnown == tc.unknown || v.Wait != tc.wait {
 				t.Errorf("got wait %s (known %t), want %s (known %t)", v.Wait, v.WaitKnown, tc.wait, !tc.unknown)
 			}
-			if v.ByPrediction+v.ByFallback != len(tc.eps) {
-				t.Errorf("judged %d+%d endpoints, want %d", v.ByPrediction, v.ByFallback, len(tc.eps))
+			if v.Idle+v.ByPrediction+v.ByFallback != len(tc.eps) {
+				t.Errorf("judged %d+%d+%d endpoints, want %d", v.Idle, v.ByPrediction, v.ByFallback, len(tc.eps))
 			}
 		})
 	}

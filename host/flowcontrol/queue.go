@@ -105,26 +105,67 @@ func (q *Queue) Push(it Item) error {
 // Pop takes the next item to dispatch at now: from the highest band with items, the flow whose
 // turn it is, that flow's first item under the policy. ok is false when the queue is empty.
 // Pop does not look at TTLs: call Expire(now) first so that expired items are answered, not
-// dispatched.
+// dispatched. Pop is Peek followed by Dispatched.
 func (q *Queue) Pop(now time.Time) (it Item, ok bool) {
+	if it, ok = q.Peek(now); ok {
+		q.Dispatched(it.ID)
+	}
+	return it, ok
+}
+
+// Peek returns the item Pop would take at now without taking it: the caller decides whether it
+// can be dispatched (a pipeline run on fresh state, the saturation detector) and then calls
+// Dispatched, or leaves it at the head. Under slo-feasible, Peek demotes the flow's items that
+// became hopeless, as Pop does.
+func (q *Queue) Peek(now time.Time) (it Item, ok bool) {
 	for _, b := range q.bands {
 		if b.n == 0 {
 			continue
 		}
-		f := b.cursor
-		b.cursor = f.next
-		e := q.take(f, now)
-		it = e.item
-		q.drop(e)
-		return it, true
+		return q.head(b.cursor, now).item, true
 	}
 	return Item{}, false
 }
 
-// take removes f's first item under the policy.
-func (q *Queue) take(f *flow, now time.Time) *entry {
+// Dispatched takes the item id out of the queue because it was dispatched, and passes its
+// flow's turn on: the next Peek serves the next flow of the band. ok is false when no such item
+// is queued.
+func (q *Queue) Dispatched(id string) (it Item, ok bool) {
+	e := q.entries[id]
+	if e == nil {
+		return Item{}, false
+	}
+	if b := e.flow.band; b.cursor == e.flow {
+		b.cursor = e.flow.next
+	}
+	return q.Remove(id)
+}
+
+// Ahead counts the items queued in band or a higher one: a newcomer of band must queue behind
+// them rather than overtake them, whatever room the detector sees.
+func (q *Queue) Ahead(band int) int {
+	n := 0
+	for _, b := range q.bands {
+		if b.prio < band {
+			break
+		}
+		n += b.n
+	}
+	return n
+}
+
+// NextExpiry is when the first queued item's TTL runs out; ok is false when the queue is empty.
+func (q *Queue) NextExpiry() (at time.Time, ok bool) {
+	if len(q.expiry) == 0 {
+		return time.Time{}, false
+	}
+	return q.expiry[0].expiry, true
+}
+
+// head returns f's first item under the policy, leaving it in place.
+func (q *Queue) head(f *flow, now time.Time) *entry {
 	if q.cfg.Policy != PolicySLOFeasible {
-		return f.ready.remove(0)
+		return f.ready.es[0]
 	}
 	// Demote the items whose deadline now + the estimate has passed. Demotion is one-way: a
 	// hopeless item stays behind the feasible ones even if the estimate later falls, which keeps
@@ -143,11 +184,11 @@ func (q *Queue) take(f *flow, now time.Time) *entry {
 	}
 	switch {
 	case len(f.ready.es) > 0 && !f.ready.es[0].item.Deadline.IsZero():
-		return f.ready.remove(0)
+		return f.ready.es[0]
 	case len(f.late.es) > 0:
-		return f.late.remove(0)
+		return f.late.es[0]
 	}
-	return f.ready.remove(0)
+	return f.ready.es[0]
 }
 
 // Remove takes the item id out of the queue at once (its client went away) and returns it;

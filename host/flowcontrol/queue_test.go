@@ -294,3 +294,68 @@ func TestConfigValidate(t *testing.T) {
 		t.Errorf("New with zero limits: %v", err)
 	}
 }
+
+func TestPeekThenDispatched(t *testing.T) {
+	q := newQueue(t, Config{Policy: PolicyFCFS})
+	mustPush(t, q,
+		Item{ID: "a1", Flow: "a", Arrival: at(0)},
+		Item{ID: "a2", Flow: "a", Arrival: at(1)},
+		Item{ID: "b1", Flow: "b", Arrival: at(2)},
+		Item{ID: "c1", Band: 1, Arrival: at(3)},
+	)
+	// Peek shows the head and leaves it: asking twice gives the same item, and nothing moved.
+	for range 2 {
+		if it, ok := q.Peek(at(5)); !ok || it.ID != "c1" {
+			t.Fatalf("peek = %q %v, want c1", it.ID, ok)
+		}
+	}
+	if q.Total() != 4 {
+		t.Fatalf("peek took an item: %d left, want 4", q.Total())
+	}
+	// Ahead counts what a newcomer of each band must queue behind.
+	for band, want := range map[int]int{2: 0, 1: 1, 0: 4, -1: 4} {
+		if got := q.Ahead(band); got != want {
+			t.Errorf("Ahead(%d) = %d, want %d", band, got, want)
+		}
+	}
+	if _, ok := q.Dispatched("c1"); !ok {
+		t.Fatal("c1 was not dispatched")
+	}
+	// Band 0: a's turn, then b's — dispatching a1 passed the turn on, so b1 comes before a2.
+	if it, _ := q.Peek(at(5)); it.ID != "a1" {
+		t.Fatalf("peek = %q, want a1", it.ID)
+	}
+	q.Dispatched("a1")
+	if got, want := drain(q, at(5)), []string{"b1", "a2"}; !slices.Equal(got, want) {
+		t.Fatalf("after a1: %v, want %v", got, want)
+	}
+	// Dispatching an item not at the cursor keeps the turn where it was.
+	mustPush(t, q,
+		Item{ID: "a3", Flow: "a", Arrival: at(6)},
+		Item{ID: "b2", Flow: "b", Arrival: at(7)},
+		Item{ID: "b3", Flow: "b", Arrival: at(8)},
+	)
+	q.Dispatched("b2")
+	if got, want := drain(q, at(9)), []string{"a3", "b3"}; !slices.Equal(got, want) {
+		t.Fatalf("after b2: %v, want %v", got, want)
+	}
+	if _, ok := q.Dispatched("a3"); ok {
+		t.Fatal("an item no longer queued was dispatched")
+	}
+}
+
+func TestNextExpiry(t *testing.T) {
+	q := newQueue(t, Config{Policy: PolicyFCFS, Default: Limits{MaxRequests: 10, MaxBytes: 100, TTL: time.Second},
+		Bands: map[int]Limits{1: {MaxRequests: 10, MaxBytes: 100, TTL: 100 * time.Millisecond}}})
+	if _, ok := q.NextExpiry(); ok {
+		t.Fatal("an empty queue has an expiry")
+	}
+	mustPush(t, q, Item{ID: "slow", Arrival: at(0)}, Item{ID: "fast", Band: 1, Arrival: at(50)})
+	if got, ok := q.NextExpiry(); !ok || !got.Equal(at(150)) {
+		t.Fatalf("next expiry %v %v, want %v", got, ok, at(150))
+	}
+	q.Remove("fast")
+	if got, _ := q.NextExpiry(); !got.Equal(at(1000)) {
+		t.Fatalf("next expiry %v, want %v", got, at(1000))
+	}
+}
