@@ -36,6 +36,8 @@ type Config struct {
 	Endpoints  Endpoints   `yaml:"endpoints"`
 	Scrape     Scrape      `yaml:"scrape"`
 	Objectives []Objective `yaml:"objectives"`
+	// FlowControl holds requests in the router while the pool is saturated (flowcontrol.go).
+	FlowControl FlowControl `yaml:"flowControl"`
 
 	file   string     // the file it was read from, for error messages
 	root   *yaml.Node // the parsed document, for line numbers
@@ -217,6 +219,7 @@ func (c *Config) applyDefaults() {
 	}
 	c.applyProfileDefaults()
 	c.applyRouterDefaults()
+	c.FlowControl.applyDefaults()
 }
 
 func (pl *Pipeline) applyDefaults() {

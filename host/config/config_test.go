@@ -114,6 +114,11 @@ func TestParseValid(t *testing.T) {
 			BaseEjectionTime: endpoints.DefaultBaseEjectionTime, MaxEjectionTime: endpoints.DefaultMaxEjectionTime,
 			MaxEjectionPercent: endpoints.DefaultMaxEjectionPercent}},
 		Scrape: config.Scrape{Interval: config.DefaultScrapeInterval, Engine: config.DefaultEngine},
+		FlowControl: config.FlowControl{Policy: config.DefaultFlowPolicy, FlowKey: config.DefaultFlowKey, FlowHeader: config.DefaultFlowHeader,
+			Default:        config.BandLimits{MaxRequests: config.DefaultBandRequests, MaxBytes: config.DefaultBandBytes, TTL: config.DefaultBandTTL},
+			NoEndpointsTTL: config.DefaultNoEndpointsTTL,
+			Detector: config.Detector{TTFTMargin: 1, MaxPredictedWait: 500 * time.Millisecond, QueueDepth: 5, KVCacheUsage: 0.8,
+				MaxMetricsAge: 200 * time.Millisecond, MaxInflight: 100}},
 	}
 	if diff := cmp.Diff(want, c, cmpopts.IgnoreUnexported(config.Config{})); diff != "" {
 		t.Errorf("Parse (-want +got):\n%s", diff)
@@ -263,7 +268,7 @@ func TestParseErrors(t *testing.T) {
 		{"syntax error", y("plugins:", "  - name: q", "    type: a: b"),
 			"test.yaml:3: mapping values are not allowed in this context", false},
 		{"unknown top-level field", withPipeline(plugins(), "servers: {}"),
-			`test.yaml:6: unknown field "servers" in the top level (known: plugins, pipeline, profiles, profileHandler, server, endpoints, scrape, objectives)`, false},
+			`test.yaml:6: unknown field "servers" in the top level (known: plugins, pipeline, profiles, profileHandler, server, endpoints, scrape, objectives, flowControl)`, false},
 		{"unknown field in server", withPipeline(plugins(), "server: {port: 80}"),
 			`test.yaml:6: unknown field "port" in server (known: listen, adminListen, extProcListen, adminToken, maxBodyBytes, upstreamTimeout, connectTimeout, firstByteTimeout, maxAttempts, maxConcurrentRequests, maxInflightPerEndpoint, maxHeaderBytes, maxHeaders, readHeaderTimeout, readBodyTimeout, idleTimeout, decisions, prefixIndexBlocks, decisionConcurrency, streamFlushInterval)`, false},
 		{"unknown field in an endpoint", withPipeline(plugins(), "endpoints:", "  static:", "    - {addr: 127.0.0.1:8000}"),

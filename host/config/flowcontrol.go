@@ -1,0 +1,173 @@
+package config
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/foresight-router/foresight/host/flowcontrol"
+)
+
+// FlowControl holds requests in the router while the pool is saturated for them, and dispatches
+// them, highest priority first, fairly across flows and in the policy's order, when a server has
+// room (host/flowcontrol). It is off unless Enabled.
+type FlowControl struct {
+	Enabled bool `yaml:"enabled"`
+	// Policy orders a flow's requests: fcfs, edf or slo-feasible (default edf).
+	Policy string `yaml:"policy"`
+	// FlowKey is what makes two requests one flow, the unit of fairness within a priority band:
+	// header (default: the value of FlowHeader), user (the body's user field), session (the
+	// session id) or objective (the x-llm-d-inference-objective). Requests without one share
+	// the flow "".
+	FlowKey string `yaml:"flowKey"`
+	// FlowHeader names the header of FlowKey header (default x-gateway-inference-fairness-id,
+	// the Gateway API Inference Extension's fairness id).
+	FlowHeader string `yaml:"flowHeader"`
+	// Default bounds every priority band not named in Bands.
+	Default BandLimits `yaml:"default"`
+	// Bands overrides Default for the priorities it names (an objective's priority; 0 without
+	// one); fields left out take Default's.
+	Bands map[int32]BandLimits `yaml:"bands"`
+	// NoEndpointsTTL is how long a request waits while the pool has no endpoint at all (scaled to
+	// zero, or every endpoint out of the rotation) before a 503 (default 30s).
+	NoEndpointsTTL time.Duration `yaml:"noEndpointsTTL"`
+	// Detector bounds the saturation detector (flowcontrol.DetectorConfig).
+	Detector Detector `yaml:"detector"`
+}
+
+// BandLimits bound one priority band; zero fields take the defaults.
+type BandLimits struct {
+	// MaxRequests is how many requests the band holds (default 2000).
+	MaxRequests int `yaml:"maxRequests"`
+	// MaxBytes is the sum of the band's request bodies (default 512 MiB).
+	MaxBytes int64 `yaml:"maxBytes"`
+	// TTL is how long a request may wait in the band before a 429 (default 30s).
+	TTL time.Duration `yaml:"ttl"`
+}
+
+// Detector is flowcontrol.DetectorConfig as the config file spells it; zero fields take the
+// defaults of flowcontrol.DefaultDetectorConfig.
+type Detector struct {
+	TTFTMargin       float64       `yaml:"ttftMargin"`
+	MaxPredictedWait time.Duration `yaml:"maxPredictedWait"`
+	QueueDepth       int64         `yaml:"queueDepth"`
+	KVCacheUsage     float64       `yaml:"kvCacheUsage"`
+	MaxMetricsAge    time.Duration `yaml:"maxMetricsAge"`
+	MaxInflight      int64         `yaml:"maxInflight"`
+}
+
+// The flow control defaults (docs/configuration.md, "Flow control", says why each).
+const (
+	DefaultFlowPolicy     = flowcontrol.PolicyEDF
+	DefaultFlowKey        = FlowKeyHeader
+	DefaultFlowHeader     = "x-gateway-inference-fairness-id"
+	DefaultBandRequests   = 2000
+	DefaultBandBytes      = 512 << 20
+	DefaultBandTTL        = 30 * time.Second
+	DefaultNoEndpointsTTL = 30 * time.Second
+)
+
+// The flow keys.
+const (
+	FlowKeyHeader    = "header"
+	FlowKeyUser      = "user"
+	FlowKeySession   = "session"
+	FlowKeyObjective = "objective"
+)
+
+// FlowKeys lists the accepted flowKey values.
+var FlowKeys = []string{FlowKeyHeader, FlowKeyUser, FlowKeySession, FlowKeyObjective}
+
+func (f *FlowControl) applyDefaults() {
+	f.Policy = cmp.Or(f.Policy, DefaultFlowPolicy)
+	f.FlowKey = cmp.Or(f.FlowKey, DefaultFlowKey)
+	f.FlowHeader = cmp.Or(f.FlowHeader, DefaultFlowHeader)
+	f.Default.fill(BandLimits{MaxRequests: DefaultBandRequests, MaxBytes: DefaultBandBytes, TTL: DefaultBandTTL})
+	for p, b := range f.Bands {
+		b.fill(f.Default)
+		f.Bands[p] = b
+	}
+	f.NoEndpointsTTL = cmp.Or(f.NoEndpointsTTL, DefaultNoEndpointsTTL)
+	d, def := &f.Detector, flowcontrol.DefaultDetectorConfig()
+	d.TTFTMargin = cmp.Or(d.TTFTMargin, def.TTFTMargin)
+	d.MaxPredictedWait = cmp.Or(d.MaxPredictedWait, def.MaxPredictedWait)
+	d.QueueDepth = cmp.Or(d.QueueDepth, def.QueueDepth)
+	d.KVCacheUsage = cmp.Or(d.KVCacheUsage, def.KVCacheUsage)
+	d.MaxMetricsAge = cmp.Or(d.MaxMetricsAge, def.MaxMetricsAge)
+	d.MaxInflight = cmp.Or(d.MaxInflight, def.MaxInflight)
+}
+
+func (b *BandLimits) fill(def BandLimits) {
+	b.MaxRequests = cmp.Or(b.MaxRequests, def.MaxRequests)
+	b.MaxBytes = cmp.Or(b.MaxBytes, def.MaxBytes)
+	b.TTL = cmp.Or(b.TTL, def.TTL)
+}
+
+// Queue returns the section as the queue takes it; estimate is the slo-feasible policy's (see
+// flowcontrol.Config.Estimate), ignored by the others.
+func (f *FlowControl) Queue(estimate func(time.Time) time.Duration) flowcontrol.Config {
+	q := flowcontrol.Config{Policy: f.Policy, Default: f.Default.limits(), Estimate: estimate}
+	if len(f.Bands) > 0 {
+		q.Bands = make(map[int]flowcontrol.Limits, len(f.Bands))
+		for p, b := range f.Bands {
+			q.Bands[int(p)] = b.limits()
+		}
+	}
+	return q
+}
+
+func (b BandLimits) limits() flowcontrol.Limits {
+	return flowcontrol.Limits{MaxRequests: b.MaxRequests, MaxBytes: b.MaxBytes, TTL: b.TTL}
+}
+
+// DetectorConfig returns the section's detector bounds.
+func (f *FlowControl) DetectorConfig() flowcontrol.DetectorConfig {
+	d := f.Detector
+	return flowcontrol.DetectorConfig{TTFTMargin: d.TTFTMargin, MaxPredictedWait: d.MaxPredictedWait, QueueDepth: d.QueueDepth,
+		KVCacheUsage: d.KVCacheUsage, MaxMetricsAge: d.MaxMetricsAge, MaxInflight: d.MaxInflight}
+}
+
+// validateFlowControl checks the section, defaults applied, naming the field at fault.
+func (c *Config) validateFlowControl() error {
+	f := &c.FlowControl
+	at := func(field ...any) []any { return append([]any{"flowControl"}, field...) }
+	if !slices.Contains(flowcontrol.Policies, f.Policy) {
+		return c.errorAt(at("policy"), "must be one of %q, got %q", flowcontrol.Policies, f.Policy)
+	}
+	if !slices.Contains(FlowKeys, f.FlowKey) {
+		return c.errorAt(at("flowKey"), "must be one of %q, got %q", FlowKeys, f.FlowKey)
+	}
+	check := func(path []any, b BandLimits) error {
+		switch {
+		case b.MaxRequests < 0:
+			return c.errorAt(append(path, "maxRequests"), "must be > 0, got %d", b.MaxRequests)
+		case b.MaxBytes < 0:
+			return c.errorAt(append(path, "maxBytes"), "must be > 0, got %d", b.MaxBytes)
+		case b.TTL < 0:
+			return c.errorAt(append(path, "ttl"), "must be > 0, got %s", b.TTL)
+		}
+		return nil
+	}
+	if err := check(at("default"), f.Default); err != nil {
+		return err
+	}
+	for _, p := range slices.Sorted(maps.Keys(f.Bands)) {
+		if err := check(at("bands", strconv.Itoa(int(p))), f.Bands[p]); err != nil {
+			return err
+		}
+	}
+	if f.NoEndpointsTTL < 0 {
+		return c.errorAt(at("noEndpointsTTL"), "must be > 0, got %s", f.NoEndpointsTTL)
+	}
+	if err := f.DetectorConfig().Validate(); err != nil {
+		return c.errorAt(at("detector"), "%v", err)
+	}
+	// The estimate is the caller's; any non-nil one lets Validate judge the rest.
+	if err := f.Queue(func(time.Time) time.Duration { return 0 }).Validate(); err != nil {
+		return fmt.Errorf("%s: flowControl: %w", c.file, err)
+	}
+	return nil
+}
