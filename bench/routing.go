@@ -72,6 +72,8 @@ type StrategyStats struct {
 	// Online is how the dispatch-time predictions held as the run went on (strategies that
 	// predict).
 	Online *stats.Accuracy `json:"online_accuracy,omitempty"`
+	// Classes summarizes each request class on its own (runs with --class).
+	Classes map[string]stats.Summary `json:"classes,omitempty"`
 	// Unavailable says why a strategy could not run (then nothing else is set).
 	Unavailable string `json:"unavailable,omitempty"`
 }
@@ -172,7 +174,12 @@ func runStrategies(ctx context.Context, o RoutingOptions, fleet cluster.Config, 
 	for _, name := range strings.Split(o.Strategies, ",") {
 		name = strings.TrimSpace(name)
 		res.order = append(res.order, name)
-		sts, err := newReplicas(ctx, name, o)
+		base, fc, err := strategyFlow(name)
+		if err != nil {
+			return nil, fmt.Errorf("strategy %q: %w", name, err)
+		}
+		fleet.FlowControl = fc
+		sts, err := newReplicas(ctx, base, o)
 		var u unavailable
 		if errors.As(err, &u) {
 			res.Strategies[name] = StrategyStats{Unavailable: u.reason}
@@ -205,7 +212,8 @@ func runStrategies(ctx context.Context, o RoutingOptions, fleet cluster.Config, 
 		}
 		sum := stats.Summarize(run.Outcomes)
 		res.Strategies[name] = StrategyStats{Summary: &sum, outcomes: run.Outcomes, PrefixHitRate: run.PrefixHitRate(),
-			WallSeconds: time.Since(began).Seconds(), Predictor: predictor, Online: stats.Online(run.Outcomes)}
+			WallSeconds: time.Since(began).Seconds(), Predictor: predictor, Online: stats.Online(run.Outcomes),
+			Classes: classSummaries(w.Requests, run.Outcomes)}
 	}
 	return res, nil
 }
@@ -398,6 +406,7 @@ func (r *RoutingResult) writeTable(out io.Writer, heading string) {
 	}
 	_ = tw.Flush()
 	fmt.Fprintln(out, "(latencies in ms)")
+	r.writeClasses(out)
 	for _, name := range slices.Sorted(maps.Keys(r.Strategies)) {
 		if a := r.Strategies[name].Online; a != nil && name != "oracle" {
 			fmt.Fprintf(out, "%s predictions: %s\n", name, a)

@@ -117,8 +117,8 @@ func TestParseValid(t *testing.T) {
 		FlowControl: config.FlowControl{Policy: config.DefaultFlowPolicy, FlowKey: config.DefaultFlowKey, FlowHeader: config.DefaultFlowHeader,
 			Default:        config.BandLimits{MaxRequests: config.DefaultBandRequests, MaxBytes: config.DefaultBandBytes, TTL: config.DefaultBandTTL},
 			NoEndpointsTTL: config.DefaultNoEndpointsTTL,
-			Detector: config.Detector{TTFTMargin: 1, MaxPredictedWait: 500 * time.Millisecond, QueueDepth: 5, KVCacheUsage: 0.8,
-				MaxMetricsAge: 200 * time.Millisecond, MaxInflight: 100}},
+			Detector: config.Detector{TTFTMargin: 1, MaxPredictedWait: 500 * time.Millisecond, QueueDepth: 2, KVCacheUsage: 1,
+				MaxMetricsAge: 200 * time.Millisecond}},
 	}
 	if diff := cmp.Diff(want, c, cmpopts.IgnoreUnexported(config.Config{})); diff != "" {
 		t.Errorf("Parse (-want +got):\n%s", diff)

@@ -51,6 +51,7 @@ type BandLimits struct {
 // Detector is flowcontrol.DetectorConfig as the config file spells it; zero fields take the
 // defaults of flowcontrol.DefaultDetectorConfig.
 type Detector struct {
+	Predictions      bool          `yaml:"predictions"`
 	TTFTMargin       float64       `yaml:"ttftMargin"`
 	MaxPredictedWait time.Duration `yaml:"maxPredictedWait"`
 	QueueDepth       int64         `yaml:"queueDepth"`
@@ -126,7 +127,7 @@ func (b BandLimits) limits() flowcontrol.Limits {
 // DetectorConfig returns the section's detector bounds.
 func (f *FlowControl) DetectorConfig() flowcontrol.DetectorConfig {
 	d := f.Detector
-	return flowcontrol.DetectorConfig{TTFTMargin: d.TTFTMargin, MaxPredictedWait: d.MaxPredictedWait, QueueDepth: d.QueueDepth,
+	return flowcontrol.DetectorConfig{Predictions: d.Predictions, TTFTMargin: d.TTFTMargin, MaxPredictedWait: d.MaxPredictedWait, QueueDepth: d.QueueDepth,
 		KVCacheUsage: d.KVCacheUsage, MaxMetricsAge: d.MaxMetricsAge, MaxInflight: d.MaxInflight}
 }
 
@@ -170,4 +171,12 @@ func (c *Config) validateFlowControl() error {
 		return fmt.Errorf("%s: flowControl: %w", c.file, err)
 	}
 	return nil
+}
+
+// DefaultFlowControl is the section with every default, enabled: what a benchmark runs as "with
+// flow control" when no config gives the section.
+func DefaultFlowControl() FlowControl {
+	f := FlowControl{Enabled: true}
+	f.applyDefaults()
+	return f
 }

@@ -68,7 +68,7 @@ func TestFlowControlErrors(t *testing.T) {
 		"  bands: {1: {ttl: -1s}}":                      `flowControl.bands.1.ttl: must be > 0, got -1s`,
 		"  noEndpointsTTL: -2s":                         `flowControl.noEndpointsTTL: must be > 0`,
 		"  detector: {kvCacheUsage: 1.5}":               `kvCacheUsage must be in (0, 1], got 1.5`,
-		"  detector: {ttftMargin: 20, maxInflight: -3}": `maxInflight must be > 0, got -3`,
+		"  detector: {ttftMargin: 20, maxInflight: -3}": `maxInflight must be >= 0 (0: no bound), got -3`,
 	}
 	for line, want := range cases {
 		_, err := config.Parse("test.yaml", []byte(minimal+y("flowControl:", line)))

@@ -46,7 +46,7 @@ type Config struct {
 	Bands map[int]Limits
 	// Estimate is, for PolicySLOFeasible (which requires it), how long a request dispatched at now
 	// would take to its first token: an item is feasible while now + Estimate(now) is not after its
-	// deadline. Pop calls it at most once. Other policies ignore it.
+	// deadline. Peek calls it at most once. Other policies ignore it.
 	Estimate func(now time.Time) time.Duration
 }
 

@@ -109,7 +109,7 @@ func (d *Detector) Check(c *sdk.Cycle) Verdict {
 			v.Idle++
 			room = true
 			v.Wait, v.WaitKnown = 0, true
-		case e.Prediction.Usable():
+		case d.cfg.Predictions && e.Prediction.Usable():
 			v.ByPrediction++
 			wait := max(msDuration(e.Prediction.TTFTMs)-prefill, 0)
 			room = d.predictedRoom(c.Request.SLO.TTFTMs, e.Prediction.TTFTMs, wait)
@@ -117,8 +117,11 @@ func (d *Detector) Check(c *sdk.Cycle) Verdict {
 		default:
 			v.ByFallback++
 			room = d.fallbackRoom(e.State)
-			if room {
+			switch {
+			case room:
 				v.Wait, v.WaitKnown = 0, true
+			case e.Prediction.Usable(): // full by its gauges: the prediction still estimates the wait
+				v.Wait, v.WaitKnown = min(v.Wait, max(msDuration(e.Prediction.TTFTMs)-prefill, 0)), true
 			}
 		}
 		if room {
@@ -143,6 +146,16 @@ func (d *Detector) Check(c *sdk.Cycle) Verdict {
 	return v
 }
 
+// Predictions reports whether the detector judges endpoints by their predictions: then it must
+// see the producer's output (Check after the pipeline ran); otherwise Room judges an endpoint
+// from its state alone, before the pipeline runs.
+func (d *Detector) Predictions() bool { return d.cfg.Predictions }
+
+// Room reports whether e has room by its state alone: idle, or within the gauge and in-flight
+// bounds. With predictions off, a caller keeps only such endpoints as the pipeline's candidates,
+// so that the request goes where it will not queue, and queues in the router when none is left.
+func (d *Detector) Room(e *sdk.Endpoint) bool { return d.idle(e.State) || d.fallbackRoom(e.State) }
+
 // predictedRoom: the predicted wait within MaxPredictedWait, or, with a TTFT objective, the
 // predicted TTFT within objective × margin. The second lets a request whose objective tolerates
 // the wait go at once; the first lets one go whose own prefill already exceeds its objective,
@@ -166,7 +179,7 @@ func (d *Detector) idle(s sdk.EndpointState) bool {
 // since the scrape cannot tell) within QueueDepth and KV-cache use within KVCacheUsage. Stale
 // gauges are ignored rather than trusted: a queue scraped long ago may since have drained.
 func (d *Detector) fallbackRoom(s sdk.EndpointState) bool {
-	if s.InflightRequests >= d.cfg.MaxInflight {
+	if d.cfg.MaxInflight > 0 && s.InflightRequests >= d.cfg.MaxInflight {
 		return false
 	}
 	if msDuration(s.MetricsAgeMs) > d.cfg.MaxMetricsAge {

@@ -78,7 +78,7 @@ func TestDetectorRules(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := DefaultDetectorConfig()
+			cfg := workedConfig()
 			if tc.cfg != nil {
 				tc.cfg(&cfg)
 			}
@@ -100,6 +100,47 @@ func TestDetectorRules(t *testing.T) {
 	}
 }
 
+// workedConfig is the configuration TestDetectorRules' cases are worked out with: predictions on,
+// llm-d's gauge thresholds (queue 5, KV 0.8, in flight 100).
+func workedConfig() DetectorConfig {
+	c := DefaultDetectorConfig()
+	c.Predictions, c.QueueDepth, c.KVCacheUsage, c.MaxInflight = true, 5, 0.8, 100
+	return c
+}
+
+// With predictions off (the default), every endpoint is judged by its gauges, Room says the same
+// before the pipeline runs, and a prediction still estimates the wait of a full endpoint.
+func TestDetectorGaugesOnly(t *testing.T) {
+	d, err := NewDetector(DefaultDetectorConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy := func(waiting int64, ttftMs float64) sdk.Endpoint {
+		e := gauged(fresh(waiting, 0, 0.95)) // KV 0.95 is within the default bound 1
+		e.Prediction = sdk.Prediction{Valid: true, TTFTMs: ttftMs}
+		return e
+	}
+	// Queue 2 is at the default depth: room, though its prediction is far over the objective.
+	eps := []sdk.Endpoint{busy(2, 5000), busy(3, 100)}
+	v := d.Check(&sdk.Cycle{Request: sdk.Request{SLO: sdk.SLO{TTFTMs: 200}}, Endpoints: eps})
+	if v.Saturated || v.Room != 1 || v.ByPrediction != 0 || v.ByFallback != 2 || v.Wait != 0 {
+		t.Errorf("queues 2 and 3: %s", v)
+	}
+	if !d.Room(&eps[0]) || d.Room(&eps[1]) {
+		t.Errorf("Room: queue 2 %t, queue 3 %t; want true, false", d.Room(&eps[0]), d.Room(&eps[1]))
+	}
+	// Both full: saturated by the engines, and the wait is the least prediction.
+	v = d.Check(&sdk.Cycle{Endpoints: []sdk.Endpoint{busy(4, 900), busy(3, 700)}})
+	if !v.Saturated || v.Reason != SaturationEngines || !v.WaitKnown || v.Wait != 700*ms {
+		t.Errorf("queues 4 and 3: %s", v)
+	}
+	// No in-flight bound by default: 10,000 of the router's requests on fresh, empty gauges.
+	many := gauged(sdk.EndpointState{MetricsAgeMs: 10, InflightRequests: 10000})
+	if !d.Room(&many) {
+		t.Error("an in-flight count alone made an endpoint full without maxInflight")
+	}
+}
+
 func TestDetectorNilCycle(t *testing.T) {
 	d, err := NewDetector(DefaultDetectorConfig())
 	if err != nil {
@@ -111,13 +152,13 @@ func TestDetectorNilCycle(t *testing.T) {
 }
 
 func TestDetectorConfigValidate(t *testing.T) {
-	bad := DetectorConfig{TTFTMargin: 11, MaxPredictedWait: 0, QueueDepth: -1, KVCacheUsage: 1.5, MaxMetricsAge: -ms, MaxInflight: 0}
+	bad := DetectorConfig{TTFTMargin: 11, MaxPredictedWait: 0, QueueDepth: -1, KVCacheUsage: 1.5, MaxMetricsAge: -ms, MaxInflight: -1}
 	_, err := NewDetector(bad)
 	if err == nil {
 		t.Fatal("want an error")
 	}
 	for _, field := range []string{"ttftMargin", "maxPredictedWait", "queueDepth", "kvCacheUsage", "maxMetricsAge", "maxInflight"} {
-		if !strings.Contains(err.Error(), field+" must be") {
+		if !strings.Contains(err.Error(), field+" must be") { // maxInflight: "must be >= 0 (0: no bound)"
 			t.Errorf("error does not name %s: %v", field, err)
 		}
 	}
@@ -133,7 +174,7 @@ func TestDetectorConfigValidate(t *testing.T) {
 
 // The detector runs for every request while flow control is on, so it must not allocate.
 func TestDetectorCheckDoesNotAllocate(t *testing.T) {
-	d, err := NewDetector(DefaultDetectorConfig())
+	d, err := NewDetector(workedConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -100,7 +100,7 @@ func TestSLOFeasibleOverTime(t *testing.T) {
 	}
 	for _, s := range steps {
 		estimate = s.estimate
-		it, ok := q.Pop(at(s.now))
+		it, ok := pop(q, at(s.now))
 		if !ok || it.ID != s.want {
 			t.Fatalf("at %d ms popped %q (%v), want %q", s.now, it.ID, ok, s.want)
 		}
@@ -122,7 +122,7 @@ func TestHopelessItemsStillExpireAndRemove(t *testing.T) {
 		Item{ID: "ok2", Arrival: at(0), Deadline: at(2000)},
 	)
 	// At 0 + 50: late1 and late2 are demoted, ok goes.
-	if it, _ := q.Pop(at(0)); it.ID != "ok" {
+	if it, _ := pop(q, at(0)); it.ID != "ok" {
 		t.Fatalf("popped %q, want ok", it.ID)
 	}
 	if _, ok := q.Remove("late2"); !ok {

@@ -90,7 +90,7 @@ func exercise(t *testing.T, policy string, seed uint64) {
 			}
 		case op < 8: // pop
 			n, _ := queued()
-			it, ok := q.Pop(now)
+			it, ok := pop(q, now)
 			if !ok {
 				if len(n) > 0 {
 					t.Fatalf("step %d: pop found nothing with %v queued", step, n)
@@ -139,7 +139,7 @@ func exercise(t *testing.T, policy string, seed uint64) {
 		}
 	}
 	// Whatever is still queued leaves by a pop; then nothing is left anywhere.
-	for it, ok := q.Pop(now); ok; it, ok = q.Pop(now) {
+	for it, ok := pop(q, now); ok; it, ok = pop(q, now) {
 		leave(it.ID, "popped")
 	}
 	ways := map[string]int{}

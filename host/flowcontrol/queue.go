@@ -7,8 +7,8 @@ import (
 )
 
 // Queue holds the waiting requests. It is not safe for concurrent use: the caller serialises
-// every call. Push, Pop and Remove are O(log n) in the items of one flow plus O(log N) in all
-// items (the expiry heap); Pop also scans the bands present, which are few (the priorities).
+// every call. Push, Peek, Dispatched and Remove are O(log n) in the items of one flow plus O(log N) in all
+// items (the expiry heap); Peek also scans the bands present, which are few (the priorities).
 type Queue struct {
 	cfg     Config
 	bands   []*band // highest first
@@ -27,8 +27,8 @@ const (
 	maxSpareHeap = 64
 )
 
-// band is one priority's items: its flows with items form a ring, and Pop serves the flow at
-// the cursor then moves the cursor on — round-robin, one item a turn.
+// band is one priority's items: its flows with items form a ring; Peek serves the flow at
+// the cursor, and dispatching its item moves the cursor on — round-robin, one item a turn.
 type band struct {
 	prio   int
 	limits Limits
@@ -102,21 +102,12 @@ func (q *Queue) Push(it Item) error {
 	return nil
 }
 
-// Pop takes the next item to dispatch at now: from the highest band with items, the flow whose
-// turn it is, that flow's first item under the policy. ok is false when the queue is empty.
-// Pop does not look at TTLs: call Expire(now) first so that expired items are answered, not
-// dispatched. Pop is Peek followed by Dispatched.
-func (q *Queue) Pop(now time.Time) (it Item, ok bool) {
-	if it, ok = q.Peek(now); ok {
-		q.Dispatched(it.ID)
-	}
-	return it, ok
-}
-
-// Peek returns the item Pop would take at now without taking it: the caller decides whether it
-// can be dispatched (a pipeline run on fresh state, the saturation detector) and then calls
-// Dispatched, or leaves it at the head. Under slo-feasible, Peek demotes the flow's items that
-// became hopeless, as Pop does.
+// Peek returns the next item to dispatch at now — from the highest band with items, the flow
+// whose turn it is, that flow's first item under the policy — without taking it: the caller
+// decides whether it can be dispatched (a pipeline run on fresh state, the saturation detector)
+// and then calls Dispatched, or leaves it at the head. ok is false when the queue is empty.
+// Under slo-feasible, Peek demotes the flow's items that became hopeless. Peek does not look at
+// TTLs: call Expire(now) first so that expired items are answered, not dispatched.
 func (q *Queue) Peek(now time.Time) (it Item, ok bool) {
 	for _, b := range q.bands {
 		if b.n == 0 {

@@ -37,11 +37,20 @@ func mustPush(t *testing.T, q *Queue, items ...Item) {
 	}
 }
 
+// pop takes the next item as a caller does: Peek, then Dispatched.
+func pop(q *Queue, now time.Time) (Item, bool) {
+	it, ok := q.Peek(now)
+	if ok {
+		q.Dispatched(it.ID)
+	}
+	return it, ok
+}
+
 // drain pops everything at now and returns the ids in pop order.
 func drain(q *Queue, now time.Time) []string {
 	var ids []string
 	for {
-		it, ok := q.Pop(now)
+		it, ok := pop(q, now)
 		if !ok {
 			return ids
 		}
@@ -64,7 +73,7 @@ func TestBandOrder(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("pop order %v, want %v", got, want)
 	}
-	if _, ok := q.Pop(at(10)); ok {
+	if _, ok := pop(q, at(10)); ok {
 		t.Fatal("an empty queue popped an item")
 	}
 }
@@ -110,7 +119,7 @@ func TestFairnessLateJoiner(t *testing.T) {
 		Item{ID: "a-0", Flow: "a", Arrival: at(0)}, Item{ID: "a-1", Flow: "a", Arrival: at(0)},
 		Item{ID: "b-0", Flow: "b", Arrival: at(0)}, Item{ID: "b-1", Flow: "b", Arrival: at(0)},
 	)
-	first, _ := q.Pop(at(1))
+	first, _ := pop(q, at(1))
 	mustPush(t, q, Item{ID: "c-0", Flow: "c", Arrival: at(1)})
 	got := append([]string{first.ID}, drain(q, at(2))...)
 	want := []string{"a-0", "b-0", "a-1", "c-0", "b-1"}
@@ -161,7 +170,7 @@ func TestCapacity(t *testing.T) {
 	// Popping a (band 1 first: f, then a) frees 60 bytes and a slot: b (50) fits now.
 	drained := []string{}
 	for range 2 {
-		it, _ := q.Pop(at(1))
+		it, _ := pop(q, at(1))
 		drained = append(drained, it.ID)
 	}
 	if want := []string{"f", "a"}; !slices.Equal(drained, want) {

@@ -37,6 +37,8 @@ type Config struct {
 	Seed uint64
 	// Progress, when set, is called after each request is routed (for a progress bar).
 	Progress func()
+	// FlowControl, when set, holds requests in each router while the pool is saturated (flow.go).
+	FlowControl *FlowControl
 }
 
 // Decision is a router's answer for one request.
@@ -46,6 +48,9 @@ type Decision struct {
 	Shed     bool
 	// Predicted is the prediction the router made for the chosen server, if any.
 	Predicted sdk.Prediction
+	// Candidates are the endpoints as the router's stages saw them, with its producer's
+	// predictions; nil when it has none (flow control's detector then reads the cycle's gauges).
+	Candidates []sdk.Endpoint
 }
 
 // Router chooses a server for each request. The cluster is its only caller, one request at a time.
@@ -137,6 +142,7 @@ type sim struct {
 	assign      Assign
 	engines     []engine.Engine
 	ids         []string
+	index       map[string]int // by id: a cycle restricted by flow control holds some engines only
 	scraped     []engine.Metrics
 	scrapeAt    time.Duration
 	answer      []uint64  // recordAnswer's scratch
@@ -154,7 +160,7 @@ func newSim(cfg Config, reqs []workload.Request, replicas []Replica, assign Assi
 	if cfg.ScrapeInterval <= 0 {
 		cfg.ScrapeInterval = DefaultScrapeInterval
 	}
-	s := &sim{cfg: cfg, reqs: reqs, assign: assign,
+	s := &sim{cfg: cfg, reqs: reqs, assign: assign, index: map[string]int{},
 		flights: make([]*flight, len(reqs)), outcomes: make([]stats.Outcome, len(reqs))}
 	blocks := 0
 	for i, ec := range cfg.Engines {
@@ -164,12 +170,19 @@ func newSim(cfg Config, reqs []workload.Request, replicas []Replica, assign Assi
 		}
 		s.engines = append(s.engines, e)
 		s.ids = append(s.ids, "sim-"+strconv.Itoa(i))
+		s.index[s.ids[i]] = i
 		blocks = max(blocks, ec.NumGPUBlocks)
 	}
 	s.before = make([]engine.Metrics, len(s.engines))
 	s.undelivered = make([]stepEvents, len(s.engines))
 	for _, r := range replicas {
 		v := &view{Replica: r, inflight: inflight.New(), prefix: prefix.New(blocks)}
+		if cfg.FlowControl != nil {
+			var err error
+			if v.flow, err = newFlowState(cfg.FlowControl); err != nil {
+				return nil, err
+			}
+		}
 		for i, ec := range cfg.Engines {
 			v.prefix.SetCapacity(s.ids[i], ec.NumGPUBlocks)
 		}
@@ -198,8 +211,10 @@ func (s *sim) scrape(t time.Duration) {
 }
 
 // loop processes, in time order, step ends (their events reach the router), engine steps,
-// scrapes and arrivals until every request is done. At equal times step ends come first, then
-// steps (each by server index), then the scrape, then the arrival.
+// scrapes, flow control's expiries and arrivals until every request is done. At equal times step
+// ends come first, then steps (each by server index), then the scrape, then expiries, then the
+// arrival. With flow control, the routers' queues are pumped after a step end that brought a
+// first token or a finished request, after each scrape and at each expiry.
 func (s *sim) loop() error {
 	next := 0
 	nextScrape := s.cfg.ScrapeInterval
@@ -218,25 +233,36 @@ func (s *sim) loop() error {
 		if next < len(s.reqs) {
 			arriveAt = s.reqs[next].Arrival
 		}
-		if who < 0 && ended < 0 && next == len(s.reqs) {
+		expireAt, expiring := s.nextExpiry()
+		if !expiring {
+			expireAt = time.Duration(math.MaxInt64)
+		}
+		if who < 0 && ended < 0 && next == len(s.reqs) && !expiring {
 			return nil
 		}
+		var err error
 		switch {
-		case ended >= 0 && endAt <= stepAt && endAt <= arriveAt && endAt <= nextScrape:
-			s.deliver(ended)
-		case who >= 0 && stepAt <= arriveAt && stepAt <= nextScrape:
-			s.step(who, stepAt)
-		case nextScrape <= arriveAt:
-			s.scrape(nextScrape)
-			nextScrape += s.cfg.ScrapeInterval
-		default:
-			if err := s.arrive(next); err != nil {
-				return err
+		case ended >= 0 && endAt <= stepAt && endAt <= arriveAt && endAt <= nextScrape && endAt <= expireAt:
+			if s.deliver(ended) {
+				err = s.pumpAll(endAt)
 			}
+		case who >= 0 && stepAt <= arriveAt && stepAt <= nextScrape && stepAt <= expireAt:
+			s.step(who, stepAt)
+		case nextScrape <= arriveAt && nextScrape <= expireAt:
+			s.scrape(nextScrape)
+			err = s.pumpAll(nextScrape)
+			nextScrape += s.cfg.ScrapeInterval
+		case expiring && expireAt <= arriveAt:
+			err = s.pumpAll(expireAt)
+		default:
+			err = s.arrive(next)
 			next++
 			if s.cfg.Progress != nil {
 				s.cfg.Progress()
 			}
+		}
+		if err != nil {
+			return err
 		}
 	}
 }
@@ -250,8 +276,9 @@ func (s *sim) step(i int, at time.Duration) {
 }
 
 // deliver hands engine i's last step's events to the router: first tokens, token counts and
-// finished requests.
-func (s *sim) deliver(i int) {
+// finished requests. It reports whether a first token or a finish was among them: what may have
+// made room for a queued request.
+func (s *sim) deliver(i int) (room bool) {
 	u := &s.undelivered[i]
 	events := u.events
 	u.events = u.events[:0]
@@ -262,18 +289,21 @@ func (s *sim) deliver(i int) {
 		}
 		switch ev.Kind {
 		case engine.FirstToken:
+			room = true
 			f.first = ev.Time
 			f.tracked.FirstToken(Epoch.Add(u.at))
 			s.firstToken(f, Epoch.Add(ev.Time))
 		case engine.Token:
 			f.tracked.Tokens(int64(ev.Tokens), Epoch.Add(u.at))
 		case engine.Finish:
+			room = true
 			s.recordAnswer(f)
 			s.finish(f, ev)
 			f.tracked.Finish()
 			s.flights[ev.ID] = nil
 		}
 	}
+	return room
 }
 
 // recordAnswer notes in the prefix index that the finished request's prompt and answer are now
@@ -293,7 +323,9 @@ func (s *sim) firstToken(f *flight, at time.Time) {
 		return
 	}
 	smp := f.sample
-	smp.ActualTTFTMs = float64(f.first-s.reqs[f.idx].Arrival) / float64(time.Millisecond)
+	// From the dispatch, as sdk.Sample says: a request that waited in the router's flow-control
+	// queue must not teach the producer that the endpoint was slower by that wait.
+	smp.ActualTTFTMs = float64(f.first-smp.DispatchedAt.Sub(Epoch)) / float64(time.Millisecond)
 	f.replica.Observe(smp, at)
 }
 
@@ -316,10 +348,10 @@ func (s *sim) finish(f *flight, ev engine.Event) {
 	}
 }
 
-// arrive builds the request's cycle, routes it and dispatches it.
+// arrive builds the request's cycle, routes it and dispatches it; with flow control, it queues
+// it instead when requests of its band or a higher one wait, or when the pool is saturated for it.
 func (s *sim) arrive(n int) error {
 	r := &s.reqs[n]
-	now := r.Arrival
 	v := s.views[0]
 	if s.assign != nil {
 		i := s.assign(r)
@@ -328,24 +360,66 @@ func (s *sim) arrive(n int) error {
 		}
 		v = s.views[i]
 	}
-	c := s.cycle(v, r, now)
-	er := engine.Request{ID: uint64(n), InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, Blocks: r.Blocks, OutputBlocks: r.OutputBlocks}
-	d, err := v.Router.Route(c, &Fleet{Engines: s.engines, Arrival: er, Now: now})
-	if err != nil {
-		return fmt.Errorf("routing request %d: %w", r.ID, err)
-	}
-	o := &s.outcomes[n]
-	*o = stats.Outcome{Arrival: now, SLO: sdk.SLO{TTFTMs: r.SLO.TTFTMs, TPOTMs: r.SLO.TPOTMs}, Shed: d.Shed, Predicted: d.Predicted}
-	if d.Shed {
+	s.outcomes[n] = stats.Outcome{Arrival: r.Arrival, SLO: sdk.SLO{TTFTMs: r.SLO.TTFTMs, TPOTMs: r.SLO.TPOTMs}}
+	if v.flow != nil && v.flow.queue.Ahead(int(r.Priority)) > 0 {
+		v.flow.hold(s, n)
 		return nil
 	}
-	if d.Endpoint < 0 || d.Endpoint >= len(s.engines) {
-		return fmt.Errorf("routing request %d: endpoint %d out of range", r.ID, d.Endpoint)
+	c, d, err := s.route(v, n, r.Arrival)
+	if err != nil || d.Shed {
+		return err
 	}
-	if err := s.engines[d.Endpoint].Add(er, now); err != nil {
+	if c == nil || (v.flow != nil && v.flow.saturated(c, d)) {
+		v.flow.hold(s, n)
+		return nil
+	}
+	return s.dispatch(v, n, c, d, r.Arrival)
+}
+
+// route builds request n's cycle as replica v sees it at now and asks v's router; a shed
+// request's outcome is recorded. With flow control judging endpoints by their state, the cycle
+// keeps only the endpoints with room; without any, route returns a nil cycle: the pool is
+// saturated for the request.
+func (s *sim) route(v *view, n int, now time.Duration) (*sdk.Cycle, Decision, error) {
+	r := &s.reqs[n]
+	c := s.cycle(v, r, now)
+	if v.flow != nil && !v.flow.detector.Predictions() {
+		if !v.flow.restrict(c) {
+			return nil, Decision{}, nil
+		}
+	}
+	d, err := v.Router.Route(c, &Fleet{Engines: s.engines, Arrival: s.engineRequest(n), Now: now})
+	if err != nil {
+		return nil, d, fmt.Errorf("routing request %d: %w", r.ID, err)
+	}
+	if d.Shed {
+		o := &s.outcomes[n]
+		o.Shed, o.ShedReason = true, "admitter"
+		return c, d, nil
+	}
+	if d.Endpoint < 0 || d.Endpoint >= len(c.Endpoints) {
+		return nil, d, fmt.Errorf("routing request %d: endpoint %d out of range", r.ID, d.Endpoint)
+	}
+	return c, d, nil
+}
+
+func (s *sim) engineRequest(n int) engine.Request {
+	r := &s.reqs[n]
+	return engine.Request{ID: uint64(n), InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, Blocks: r.Blocks, OutputBlocks: r.OutputBlocks}
+}
+
+// dispatch sends request n to the decision's endpoint at now, in v's ledger and prefix index.
+func (s *sim) dispatch(v *view, n int, c *sdk.Cycle, d Decision, now time.Duration) error {
+	r := &s.reqs[n]
+	o := &s.outcomes[n]
+	o.Predicted = d.Predicted
+	if o.Held {
+		o.Queued = now - r.Arrival
+	}
+	id, state := c.Endpoints[d.Endpoint].ID, c.Endpoints[d.Endpoint].State
+	if err := s.engines[s.index[id]].Add(s.engineRequest(n), now); err != nil {
 		return fmt.Errorf("dispatching request %d: %w", r.ID, err)
 	}
-	id, state := s.ids[d.Endpoint], c.Endpoints[d.Endpoint].State
 	uncached := int64(float64(r.InputTokens) * (1 - state.PrefixMatch))
 	tracked := v.inflight.Dispatch(id, inflight.Request{ID: c.Request.ID, PrefillTokens: uncached,
 		OutputTokens: int64(r.OutputTokens), TPOTSLOMs: r.SLO.TPOTMs, DispatchedAt: c.Now})

@@ -22,6 +22,7 @@ type view struct {
 	Replica
 	inflight *inflight.Ledger
 	prefix   *prefix.Index
+	flow     *flowState // nil without flow control
 }
 
 // AssignRandom spreads requests over n replicas independently of each other, as a gateway's

@@ -23,7 +23,7 @@ func (r PipelineRouter) Route(c *sdk.Cycle, _ *Fleet) (Decision, error) {
 		return Decision{Shed: true}, nil
 	}
 	first := t.Order[0]
-	return Decision{Endpoint: first, Predicted: t.Candidates[first].Prediction}, nil
+	return Decision{Endpoint: first, Predicted: t.Candidates[first].Prediction, Candidates: t.Candidates}, nil
 }
 
 // ProfilesRouter runs each request through the pipeline of the scheduling profile Choose names

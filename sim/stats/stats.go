@@ -14,8 +14,14 @@ import (
 // Outcome is what happened to one request.
 type Outcome struct {
 	Arrival time.Duration
-	// Shed marks a request the admitter rejected; the latency fields are then unused.
-	Shed bool
+	// Shed marks a request the router did not serve: the admitter rejected it, or flow control
+	// refused or expired it (ShedReason says which); the latency fields are then unused.
+	Shed       bool
+	ShedReason string
+	// Held marks a request that waited in the router's flow-control queue, and Queued is how
+	// long, until its dispatch or its shedding; TTFT and E2E include it.
+	Held   bool
+	Queued time.Duration
 	// TTFT is arrival to first token, E2E arrival to last token.
 	TTFT, E2E time.Duration
 	// TPOTMs is (last − first token) / (output tokens − 1) in ms; 0 with fewer than two tokens.
@@ -50,6 +56,10 @@ type Summary struct {
 	// when they had none), over the run's span.
 	GoodputRPS float64 `json:"goodput_rps"`
 	ShedRate   float64 `json:"shed_rate"`
+	// HeldShare is the share of requests that waited in the router's flow-control queue, and
+	// QueuedMs how long those waited (dispatched or shed); zero without flow control.
+	HeldShare float64      `json:"held_share,omitempty"`
+	QueuedMs  Percentiles2 `json:"queued_ms,omitzero"`
 	// PredictionMAPE is the mean absolute percentage error of the dispatch-time predictions, per
 	// target, over served requests that had a valid prediction; nil where none had.
 	PredictionMAPE MAPE `json:"prediction_mape"`
@@ -110,11 +120,14 @@ func Span(outcomes []Outcome) float64 {
 // completion.
 func Summarize(outcomes []Outcome) Summary {
 	s := Summary{Requests: len(outcomes)}
-	var ttft, tpot, e2e []float64
+	var ttft, tpot, e2e, queued []float64
 	var tokens, shed, withSLO, met, good int
 	var ttftErr, tpotErr errSum
 	for i := range outcomes {
 		o := &outcomes[i]
+		if o.Held {
+			queued = append(queued, ms(o.Queued))
+		}
 		if o.SLO.Any() {
 			withSLO++
 			if o.MetSLO() {
@@ -152,7 +165,10 @@ func Summarize(outcomes []Outcome) Summary {
 	}
 	if len(outcomes) > 0 {
 		s.ShedRate = float64(shed) / float64(len(outcomes))
+		s.HeldShare = float64(len(queued)) / float64(len(outcomes))
 	}
+	slices.Sort(queued)
+	s.QueuedMs = Percentiles2{quantile.Sorted(queued, 0.50), quantile.Sorted(queued, 0.99)}
 	if withSLO > 0 {
 		a := float64(met) / float64(withSLO)
 		s.SLOAttainment = &a

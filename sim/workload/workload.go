@@ -35,6 +35,9 @@ type Request struct {
 	SLO SLO
 	// Priority orders requests under overload; negative means sheddable.
 	Priority int32
+	// Class is the name of the request's class (Params.Classes); "" without classes. The
+	// simulated router takes it as the client's tenant (its flow-control fairness key).
+	Class string
 	// Group is the 1-based prefix group of a shared-prefix scenario's request (the new group of
 	// Params.NewGroup is the last); 0 for a request of no group (one-off requests, and every
 	// other scenario).
@@ -240,7 +243,7 @@ func finish(name string, reqs []Request, rate float64, stages []Stage, p Params)
 			continue
 		}
 		c := p.Classes[pickClass(cr, p.Classes)]
-		r.SLO, r.Priority, r.Streaming = c.SLO, c.Priority, c.Streaming
+		r.Class, r.SLO, r.Priority, r.Streaming = c.Name, c.SLO, c.Priority, c.Streaming
 	}
 	return &Workload{Name: name, Requests: reqs, Rate: rate, Stages: slices.Clone(stages)}
 }

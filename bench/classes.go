@@ -1,0 +1,63 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"text/tabwriter"
+
+	"github.com/foresight-router/foresight/sim/stats"
+	"github.com/foresight-router/foresight/sim/workload"
+)
+
+// classSummaries summarizes each request class's outcomes on its own (nil without classes):
+// what a mixed-priority run is judged by, e.g. the critical class's TTFT p99.
+func classSummaries(reqs []workload.Request, outcomes []stats.Outcome) map[string]stats.Summary {
+	by := map[string][]stats.Outcome{}
+	for i := range reqs {
+		if c := reqs[i].Class; c != "" {
+			by[c] = append(by[c], outcomes[i])
+		}
+	}
+	if len(by) == 0 {
+		return nil
+	}
+	out := make(map[string]stats.Summary, len(by))
+	for c, os := range by {
+		out[c] = stats.Summarize(os)
+	}
+	return out
+}
+
+// writeClasses prints each strategy's figures per class, and the flow-control queue's share and
+// wait, when the run had classes or flow control.
+func (r *RoutingResult) writeClasses(out io.Writer) {
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	wrote := false
+	for _, name := range slices.Sorted(maps.Keys(r.Strategies)) {
+		s := r.Strategies[name]
+		if s.Summary == nil || (len(s.Classes) == 0 && s.HeldShare == 0) {
+			continue
+		}
+		if !wrote {
+			fmt.Fprintln(tw, "strategy\tclass\trequests\tTTFT p50\tp99\tSLO att.\tshed\theld\tqueued p50\tp99\t")
+			wrote = true
+		}
+		rows := map[string]stats.Summary{"all": *s.Summary}
+		maps.Copy(rows, s.Classes)
+		for _, c := range slices.Sorted(maps.Keys(rows)) {
+			cs := rows[c]
+			att := "-"
+			if cs.SLOAttainment != nil {
+				att = fmt.Sprintf("%.3f", *cs.SLOAttainment)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%.1f\t%s\t%.3f\t%.3f\t%.1f\t%.1f\t\n", name, c, cs.Requests,
+				cs.TTFTMs.P50, cs.TTFTMs.P99, att, cs.ShedRate, cs.HeldShare, cs.QueuedMs.P50, cs.QueuedMs.P99)
+		}
+	}
+	if wrote {
+		fmt.Fprintln(out, "per class (latencies in ms; held: share that waited in the router's flow-control queue, queued: how long)")
+		_ = tw.Flush()
+	}
+}

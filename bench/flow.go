@@ -1,0 +1,52 @@
+package bench
+
+import (
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/foresight-router/foresight/host/config"
+	"github.com/foresight-router/foresight/sim/cluster"
+	"github.com/foresight-router/foresight/sim/workload"
+)
+
+// flowSuffix marks a strategy run with flow control (config.DefaultFlowControl): rr+fc,
+// predicted-latency+fc. A strategy given as a config file runs with flow control when the file
+// enables its flowControl section.
+const flowSuffix = "+fc"
+
+// strategyFlow splits a strategy's name into the strategy to build and its flow control (nil
+// without).
+func strategyFlow(name string) (base string, fc *cluster.FlowControl, err error) {
+	if base, ok := strings.CutSuffix(name, flowSuffix); ok {
+		f := config.DefaultFlowControl()
+		return base, simFlowControl(&f), nil
+	}
+	if ext := filepath.Ext(name); ext != ".yaml" && ext != ".yml" {
+		return name, nil, nil
+	}
+	cfg, err := config.Load(name)
+	if err != nil {
+		return name, nil, err
+	}
+	if !cfg.FlowControl.Enabled {
+		return name, nil, nil
+	}
+	return name, simFlowControl(&cfg.FlowControl), nil
+}
+
+// simFlowControl is the section as the simulator runs it. The simulated requests carry no
+// headers: a request's class stands for its tenant (flow keys header and user), its session for
+// session and its priority for objective.
+func simFlowControl(f *config.FlowControl) *cluster.FlowControl {
+	fc := &cluster.FlowControl{Queue: f.Queue(nil), Detector: f.DetectorConfig()}
+	switch f.FlowKey {
+	case config.FlowKeySession:
+		fc.Flow = func(r *workload.Request) string { return r.SessionID }
+	case config.FlowKeyObjective:
+		fc.Flow = func(r *workload.Request) string { return strconv.Itoa(int(r.Priority)) }
+	default:
+		fc.Flow = func(r *workload.Request) string { return r.Class }
+	}
+	return fc
+}
