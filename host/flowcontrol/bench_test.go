@@ -43,7 +43,7 @@ func BenchmarkPushPop(b *testing.B) {
 				if err := q.Push(item(1000 + i)); err != nil {
 					b.Fatal(err)
 				}
-				if _, ok := pop(q, t0.Add(time.Duration(1000+i) * time.Millisecond)); !ok {
+				if _, ok := pop(q, t0.Add(time.Duration(1000+i)*time.Millisecond)); !ok {
 					b.Fatal("empty")
 				}
 			}
