@@ -16,7 +16,7 @@ import (
 // room (host/flowcontrol). It is off unless Enabled.
 type FlowControl struct {
 	Enabled bool `yaml:"enabled"`
-	// Policy orders a flow's requests: fcfs, edf or slo-feasible (default edf).
+	// Policy orders a flow's requests: fcfs, edf or slo-feasible (default slo-feasible).
 	Policy string `yaml:"policy"`
 	// FlowKey is what makes two requests one flow, the unit of fairness within a priority band:
 	// header (default: the value of FlowHeader), user (the body's user field), session (the
@@ -62,7 +62,7 @@ type Detector struct {
 
 // The flow control defaults (docs/configuration.md, "Flow control", says why each).
 const (
-	DefaultFlowPolicy     = flowcontrol.PolicyEDF
+	DefaultFlowPolicy     = flowcontrol.PolicySLOFeasible
 	DefaultFlowKey        = FlowKeyHeader
 	DefaultFlowHeader     = "x-gateway-inference-fairness-id"
 	DefaultBandRequests   = 2000
