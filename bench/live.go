@@ -90,6 +90,7 @@ type LiveOptions struct {
 type liveRunSpec struct {
 	name, config, baseline string
 	objectives             bool // the router knows every objective the workload sends
+	classObjectives        bool // it declares one objective per class: the class is sent as the objective
 }
 
 // RunLive generates one workload, then replays it in real time, open loop, once per router
@@ -188,7 +189,8 @@ func liveWorkload(o LiveOptions) (*workload.Workload, []workload.Class, error) {
 
 // liveRuns reads --configs and --baselines into the runs, in that order. Each config is loaded
 // (a config error fails the bench before any run) to see whether it declares the objectives the
-// workload's requests would send; when it does not, they are sent without one, as to a router
+// workload's requests would send: one per class, by the class's name (then each request sends its
+// class), or interactive and batch; when it does not, they are sent without one, as to a router
 // that ignores objectives.
 func liveRuns(o LiveOptions, w *workload.Workload) ([]liveRunSpec, error) {
 	var specs []liveRunSpec
@@ -200,13 +202,17 @@ func liveRuns(o LiveOptions, w *workload.Workload) ([]liveRunSpec, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--configs: %w", err)
 		}
-		s := liveRunSpec{name: filepath.Base(path), config: path, objectives: true}
+		s := liveRunSpec{name: filepath.Base(path), config: path, objectives: true, classObjectives: true}
 		for i := range w.Requests {
-			if _, ok := cfg.Priority(loadgen.Objective(w.Requests[i].Priority)); !ok {
+			r := &w.Requests[i]
+			if _, ok := cfg.Priority(r.Class); !ok || r.Class == "" {
+				s.classObjectives = false
+			}
+			if _, ok := cfg.Priority(loadgen.Objective(r.Priority)); !ok {
 				s.objectives = false
-				break
 			}
 		}
+		s.objectives = s.objectives || s.classObjectives
 		specs = append(specs, s)
 	}
 	for _, b := range splitList(o.Baselines) {
@@ -280,7 +286,7 @@ func runLive(ctx context.Context, o LiveOptions, s liveRunSpec, w *workload.Work
 		onExit(o.AtExit, stopRouter)
 		defer stopRouter()
 		run.RouterPID = proc.pid
-		lo.BaseURL, lo.OmitObjective = "http://"+proc.api, !s.objectives
+		lo.BaseURL, lo.OmitObjective, lo.ClassObjectives = "http://"+proc.api, !s.objectives, s.classObjectives
 		run.ObjectiveHeader = s.objectives
 		kids := children(proc.pid) // the plugin processes, all started before the router is ready
 		routerCPU, plugs = newCPUMeter(proc.pid), newCPUMeter(kids...)

@@ -63,6 +63,9 @@ type LiveRun struct {
 	// theirs (loadgen.Result.MetSLO); nil without objectives. ByClass splits it by --class.
 	SLOAttainment *float64          `json:"slo_attainment"`
 	ByClass       []ClassAttainment `json:"by_class,omitempty"`
+	// GoodputRPS is the requests served within their objectives (all served ones when they had
+	// none) per second, from the first arrival to the last answer (sim/stats.Summarize).
+	GoodputRPS float64 `json:"goodput_rps"`
 	// CachedShare is the usage blocks' cached prompt tokens over their prompt tokens.
 	CachedShare *float64 `json:"cached_share"`
 	// Dispatches counts the requests the servers were sent: the router's
@@ -94,13 +97,17 @@ type LiveRun struct {
 	outcomes    []stats.Outcome    // for the report
 }
 
-// ClassAttainment is one request class's SLO attainment.
+// ClassAttainment is one request class's figures: its SLO attainment, how many were shed (429),
+// and the TTFT of those served.
 type ClassAttainment struct {
-	Name       string   `json:"name"`
-	Sent       int      `json:"sent"`
-	WithSLO    int      `json:"with_slo"`
-	Met        int      `json:"met"`
-	Attainment *float64 `json:"attainment"`
+	Name       string             `json:"name"`
+	Sent       int                `json:"sent"`
+	WithSLO    int                `json:"with_slo"`
+	Met        int                `json:"met"`
+	Attainment *float64           `json:"attainment"`
+	Shed       int                `json:"shed"`
+	TTFTMs     stats.Percentiles3 `json:"ttft_ms"`
+	ttft       []float64
 }
 
 // LiveServer is one emulated server's part of a run.
@@ -149,7 +156,7 @@ func (r *LiveRun) summarize(snap loadgen.Snapshot, results []loadgen.Result, w *
 		fmt.Fprintf(h, "%d@%d;", res.ID, req.Arrival)
 		lag = append(lag, ms(max(res.Sent-req.Arrival, 0)))
 		if len(classes) > 0 {
-			name := className(req, classes)
+			name := cmp.Or(req.Class, "none")
 			c := byClass[name]
 			if c == nil {
 				c = &ClassAttainment{Name: name}
@@ -161,6 +168,12 @@ func (r *LiveRun) summarize(snap loadgen.Snapshot, results []loadgen.Result, w *
 				if res.MetSLO() {
 					c.Met++
 				}
+			}
+			switch res.Kind {
+			case loadgen.OK:
+				c.ttft = append(c.ttft, ms(res.TTFT))
+			case loadgen.Shed:
+				c.Shed++
 			}
 		}
 		r.outcomes = append(r.outcomes, stats.Outcome{Arrival: req.Arrival, Shed: res.Kind != loadgen.OK,
@@ -177,21 +190,13 @@ func (r *LiveRun) summarize(snap loadgen.Snapshot, results []loadgen.Result, w *
 		if c.WithSLO > 0 {
 			c.Attainment = ptr(float64(c.Met) / float64(c.WithSLO))
 		}
+		slices.Sort(c.ttft)
+		c.TTFTMs = stats.Of3(c.ttft)
 		r.ByClass = append(r.ByClass, *c)
 	}
+	r.GoodputRPS = stats.Summarize(r.outcomes).GoodputRPS
 }
 
-// className names the class a request drew: the classes with its SLO, priority and streaming
-// (classes alike in all three cannot be told apart, and are named together, joined by "+").
-func className(r *workload.Request, classes []workload.Class) string {
-	var names []string
-	for _, c := range classes {
-		if c.SLO == r.SLO && c.Priority == r.Priority && c.Streaming == r.Streaming {
-			names = append(names, c.Name)
-		}
-	}
-	return cmp.Or(strings.Join(names, "+"), "none")
-}
 
 // servers fills each server's share of the requests (the router's count when fig has one, else
 // the client's by target) and its sampled waiting queue.
@@ -292,10 +297,10 @@ func (r *LiveResult) WriteText(out io.Writer) error {
 		for _, run := range r.Runs {
 			var parts []string
 			for _, c := range run.ByClass {
-				parts = append(parts, fmt.Sprintf("%s %s", c.Name, fraction(c.Attainment)))
+				parts = append(parts, fmt.Sprintf("%s %s (TTFT p50 %.0f p99 %.0f ms, %d shed)", c.Name, fraction(c.Attainment), c.TTFTMs.P50, c.TTFTMs.P99, c.Shed))
 			}
 			if len(parts) > 0 {
-				fmt.Fprintf(out, "%s: SLO attainment by class: %s\n", run.Name, strings.Join(parts, ", "))
+				fmt.Fprintf(out, "%s: SLO attainment by class: %s; goodput %.2f req/s\n", run.Name, strings.Join(parts, ", "), run.GoodputRPS)
 			}
 		}
 	}

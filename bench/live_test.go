@@ -146,10 +146,10 @@ func TestLiveSummarize(t *testing.T) {
 	chat := workload.Class{Name: "chat", Weight: 1, SLO: workload.SLO{TTFTMs: 100}, Streaming: true}
 	bulk := workload.Class{Name: "bulk", Weight: 1, Priority: -1, Streaming: true}
 	w := &workload.Workload{Requests: []workload.Request{
-		{ID: 0, Arrival: 0, SLO: chat.SLO, Streaming: true},
-		{ID: 1, Arrival: 10 * time.Millisecond, SLO: chat.SLO, Streaming: true},
-		{ID: 2, Arrival: 20 * time.Millisecond, Priority: -1, Streaming: true},
-		{ID: 3, Arrival: 30 * time.Millisecond, SLO: chat.SLO, Streaming: true},
+		{ID: 0, Arrival: 0, SLO: chat.SLO, Streaming: true, Class: "chat"},
+		{ID: 1, Arrival: 10 * time.Millisecond, SLO: chat.SLO, Streaming: true, Class: "chat"},
+		{ID: 2, Arrival: 20 * time.Millisecond, Priority: -1, Streaming: true, Class: "bulk"},
+		{ID: 3, Arrival: 30 * time.Millisecond, SLO: chat.SLO, Streaming: true, Class: "chat"},
 	}}
 	ms := time.Millisecond
 	results := []loadgen.Result{ // in the order they ended, not by ID
@@ -165,8 +165,8 @@ func TestLiveSummarize(t *testing.T) {
 	if len(r.ByClass) != 2 || r.ByClass[0].Name != "bulk" || r.ByClass[1].Name != "chat" {
 		t.Fatalf("by class %+v, want bulk then chat", r.ByClass)
 	}
-	if c := r.ByClass[1]; c.Sent != 3 || c.WithSLO != 2 || c.Met != 1 || *c.Attainment != 0.5 {
-		t.Errorf("chat %+v, want 3 sent, 1 met of 2", c)
+	if c := r.ByClass[1]; c.Sent != 3 || c.WithSLO != 2 || c.Met != 1 || *c.Attainment != 0.5 || c.TTFTMs.P50 != 100 || c.Shed != 0 {
+		t.Errorf("chat %+v, want 3 sent, 1 met of 2, TTFT p50 100 ms (of 50 and 150)", c)
 	}
 	if c := r.ByClass[0]; c.Sent != 1 || c.WithSLO != 0 || c.Attainment != nil {
 		t.Errorf("bulk %+v, want 1 sent and no attainment", c)

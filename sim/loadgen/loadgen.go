@@ -1,7 +1,7 @@
 // Package loadgen replays a workload against an OpenAI-compatible API in real time and measures
 // every request as a client sees it: status, time to first token, time per output token, end to
 // end, whether it met its SLO. It sends what the router reads: the SLO headers, the objective,
-// the session. The demo drives the router with it; it works against any server that speaks
+// the session, and the request's class as its tenant (the fairness id of flow control). The demo drives the router with it; it works against any server that speaks
 // /v1/completions, the emulator included.
 package loadgen
 
@@ -50,6 +50,10 @@ type Options struct {
 	// OmitObjective leaves out the x-llm-d-inference-objective header: a router whose config
 	// declares no objectives answers 400 to any.
 	OmitObjective bool
+	// ClassObjectives sends a request's class name (workload.Request.Class) as its objective,
+	// for a router that declares one objective per class; requests without a class keep
+	// interactive or batch.
+	ClassObjectives bool
 	// Model is the request's "model". Required.
 	Model string
 	// Duration ends dispatching: no request whose arrival is at or after Duration is sent (0:

@@ -23,6 +23,7 @@ const (
 	headerSLOTPOT   = "x-llm-d-slo-tpot-ms"
 	headerObjective = "x-llm-d-inference-objective"
 	headerSession   = "x-session-id"
+	headerFairness  = "x-gateway-inference-fairness-id"
 	headerRequestID = "x-request-id"
 )
 
@@ -78,6 +79,15 @@ func Objective(priority int32) string {
 	return ObjectiveInteractive
 }
 
+// objective is the objective r is sent with: its class with Options.ClassObjectives, else
+// Objective(priority).
+func (g *Generator) objective(r *workload.Request) string {
+	if g.opts.ClassObjectives && r.Class != "" {
+		return r.Class
+	}
+	return Objective(r.Priority)
+}
+
 // newRequest builds the HTTP request of r to target.
 func (g *Generator) newRequest(ctx context.Context, r *workload.Request, target int) (*http.Request, error) {
 	if target < 0 || target >= len(g.endpoints) {
@@ -104,7 +114,10 @@ func (g *Generator) newRequest(ctx context.Context, r *workload.Request, target 
 		h.Set(headerSLOTPOT, strconv.FormatFloat(r.SLO.TPOTMs, 'f', -1, 64))
 	}
 	if !g.opts.OmitObjective {
-		h.Set(headerObjective, Objective(r.Priority))
+		h.Set(headerObjective, g.objective(r))
+	}
+	if r.Class != "" {
+		h.Set(headerFairness, r.Class)
 	}
 	if r.SessionID != "" {
 		h.Set(headerSession, r.SessionID)
@@ -114,7 +127,7 @@ func (g *Generator) newRequest(ctx context.Context, r *workload.Request, target 
 
 // do sends r to target and measures its answer. It never fails: every problem is a Result kind.
 func (g *Generator) do(ctx context.Context, start time.Time, r *workload.Request, target int) Result {
-	res := Result{ID: r.ID, Target: target, Objective: Objective(r.Priority), SLO: r.SLO, Streamed: r.Streaming}
+	res := Result{ID: r.ID, Target: target, Objective: g.objective(r), SLO: r.SLO, Streamed: r.Streaming}
 	req, err := g.newRequest(ctx, r, target)
 	if err != nil {
 		res.Kind, res.Err = ClientError, err.Error()

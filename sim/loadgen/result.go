@@ -45,8 +45,9 @@ type Result struct {
 	ID uint64
 	// Target is the index in Options.Targets of the API the request went to (0 with BaseURL).
 	Target int
-	// Objective is the request's objective (ObjectiveInteractive or ObjectiveBatch), sent in
-	// x-llm-d-inference-objective unless Options.OmitObjective.
+	// Objective is the request's objective (ObjectiveInteractive or ObjectiveBatch, or its class
+	// with Options.ClassObjectives), sent in x-llm-d-inference-objective unless
+	// Options.OmitObjective.
 	Objective string
 	// SLO is the objective sent in the SLO headers; Streamed whether the answer was asked as a
 	// stream.

@@ -22,7 +22,8 @@ type Snapshot struct {
 	Dispatched, Skipped, InFlight int
 	// Run covers every request that ended; Recent those that ended in the last Window.
 	Run, Recent Summary
-	// ByObjective is Run split by the objective sent (interactive, batch).
+	// ByObjective is Run split by the objective sent, interactive and batch (class objectives
+	// are not split here).
 	ByObjective map[string]Summary
 }
 
