@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/textproto"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,7 +57,7 @@ type flowGate struct {
 	s        *Server
 	det      *flowcontrol.Detector
 	key      string // config.FlowKey*
-	header   string // the header of the flow key "header"
+	header   string // the header of the flow key "header", canonical so that reading it allocates nothing
 	roomTTL  time.Duration
 	roomMax  int           // the waiting room's capacity: the default band's maxRequests
 	tick     time.Duration // the scrape interval: the pump's and the waiting room's retry period
@@ -100,7 +101,7 @@ func newFlowGate(s *Server, cfg *config.FlowControl, m *metrics.FlowControl) (*f
 			return nil, err
 		}
 	}
-	g := &flowGate{s: s, det: det, key: cfg.FlowKey, header: cfg.FlowHeader, roomTTL: cfg.NoEndpointsTTL,
+	g := &flowGate{s: s, det: det, key: cfg.FlowKey, header: textproto.CanonicalMIMEHeaderKey(cfg.FlowHeader), roomTTL: cfg.NoEndpointsTTL,
 		roomMax: cfg.Default.MaxRequests, tick: s.o.Endpoints.Config().Interval, m: m,
 		kicks: make(chan struct{}, 1), stop: make(chan struct{}), held: map[string]*held{}}
 	if g.tick <= 0 {
@@ -125,7 +126,10 @@ func (g *flowGate) flowKey(h http.Header, req *openai.Request, m meta) string {
 	case config.FlowKeyObjective:
 		return m.objective
 	}
-	return strings.TrimSpace(h.Get(g.header))
+	if v := h[g.header]; len(v) > 0 {
+		return strings.TrimSpace(v[0])
+	}
+	return ""
 }
 
 // saturated asks the detector about p's decision (called by the round, for an admitted pick)
