@@ -176,6 +176,9 @@ func (g *flowGate) decide(p *pending) bool {
 			if !g.park(p) {
 				return false
 			}
+			if p.shed != nil { // the room was full, or the router is stopping
+				return true
+			}
 			continue
 		}
 		if !p.verdict.Saturated {
@@ -294,14 +297,19 @@ func (g *flowGate) release(h *held) {
 }
 
 // park holds p in the waiting room until the next scrape interval or its TTL, whichever comes
-// first; false when its client went away. A room already holding roomMax requests answers p at
-// once (true, with p.shed).
+// first; false when its client went away. A room already holding roomMax requests, or a router
+// that is stopping, answers p at once (true, with p.shed).
 func (g *flowGate) park(p *pending) bool {
 	g.mu.Lock()
-	if g.room >= g.roomMax || g.closed {
+	closed, full := g.closed, g.room >= g.roomMax
+	if closed || full {
 		g.mu.Unlock()
-		g.answer(p, http.StatusServiceUnavailable, reasonNoEndpoints, fmt.Sprintf(
-			"no endpoint is in the rotation and %d requests already wait for one (flowControl.default.maxRequests); retry later", g.roomMax))
+		if closed {
+			g.answer(p, http.StatusServiceUnavailable, reasonShuttingDown, "the router is shutting down")
+		} else {
+			g.answer(p, http.StatusServiceUnavailable, reasonNoEndpoints, fmt.Sprintf(
+				"no endpoint is in the rotation and %d requests already wait for one (flowControl.default.maxRequests); retry later", g.roomMax))
+		}
 		return true
 	}
 	g.room++
@@ -319,7 +327,7 @@ func (g *flowGate) park(p *pending) bool {
 	case <-t.C:
 		return true
 	case <-g.stop:
-		return true // decided once more, then answered (push refuses when closed)
+		return true // decided once more: dispatched if an endpoint appeared, else answered shutting-down
 	case <-p.ctx.Done():
 		g.m.Shed(int(p.meta.priority), reasonClientGone)
 		return false

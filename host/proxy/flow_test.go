@@ -341,3 +341,53 @@ func TestFlowControlOffChangesNothing(t *testing.T) {
 		}
 	}
 }
+
+// The waiting room holds at most default.maxRequests requests: one more is answered 503
+// no-endpoints at once, and one whose client leaves is counted client-gone.
+func TestFlowControlWaitingRoomIsBounded(t *testing.T) {
+	f := newFlowRouter(t, "  noEndpointsTTL: 1m\n  default: {maxRequests: 1}\n")
+	if err := f.set.Update(nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	waiting := make(chan answer, 1)
+	go func() { waiting <- f.send(ctx, "waits", chatBody(true, "")) }()
+	waitFor(t, "the request in the waiting room", func() bool {
+		f.srv.flow.mu.Lock()
+		defer f.srv.flow.mu.Unlock()
+		return f.srv.flow.room == 1
+	})
+	wantDropped(t, f.send(context.Background(), "more", chatBody(true, "")), http.StatusServiceUnavailable, "server_error", "no-endpoints")
+	cancel()
+	<-waiting
+	waitFor(t, "the client-gone count", func() bool {
+		mfs, err := f.reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			for _, m := range mf.GetMetric() {
+				if mf.GetName() == "foresight_flow_shed_total" && m.GetLabel()[1].GetValue() == "client-gone" {
+					return m.GetCounter().GetValue() == 1
+				}
+			}
+		}
+		return false
+	})
+}
+
+// Closing the server answers the requests still waiting 503 shutting-down rather than leaving
+// their clients hanging.
+func TestFlowControlCloseAnswersTheQueue(t *testing.T) {
+	f := newFlowRouter(t, "")
+	held := f.hold(t, "held")
+	queued := make(chan answer, 1)
+	go func() { queued <- f.send(context.Background(), "queued", chatBody(true, "")) }()
+	waitFor(t, "the request queued", func() bool { return f.queued() == 1 })
+	f.srv.Close()
+	wantDropped(t, <-queued, http.StatusServiceUnavailable, "server_error", "shutting-down")
+	close(f.backend.release)
+	if a := <-held; a.status != http.StatusOK {
+		t.Errorf("the request in flight: %d %s", a.status, a.body)
+	}
+}
