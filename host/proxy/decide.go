@@ -48,8 +48,8 @@ type pending struct {
 	received time.Time
 	only     func(endpoints.Endpoint) bool // the endpoints the request may go to; nil: all
 	queued   time.Time
-	// retry marks the head of the flow control queue decided again (flow.go): its cycle reads
-	// the state at its decision rather than at its arrival.
+	// retry marks a request flow control has decided again (flow.go: the queue's head, or one
+	// back from the waiting room): its cycle reads the state at its decision, not at its arrival.
 	retry bool
 	// flow and bytes are its flow control key and body size (flow.go).
 	flow  string

@@ -179,6 +179,7 @@ func (g *flowGate) decide(p *pending) bool {
 			if p.shed != nil { // the room was full, or the router is stopping
 				return true
 			}
+			p.retry = true // decided again: on the state of that moment
 			continue
 		}
 		if !p.verdict.Saturated {
