@@ -104,3 +104,15 @@ func (x *exchange) endAnswer() []byte {
 	x.phase = phaseAnswered
 	return rest
 }
+
+// droppedHeaders gives the immediate response of a request that flow control answered itself
+// (a 429 or 503: its TTL ran out, its band was full, no endpoint) the reason, under the router's
+// header and llm-d's, as the OpenAI front sends it. reason "" adds nothing.
+func droppedHeaders(r *extprocv3.ProcessingResponse, reason string) {
+	if reason == "" {
+		return
+	}
+	ir := r.GetImmediateResponse()
+	ir.Headers.SetHeaders = append(ir.Headers.SetHeaders,
+		setHeaders(proxy.HeaderDroppedReason, reason, proxy.HeaderDroppedReasonAlias, reason).SetHeaders...)
+}

@@ -246,6 +246,7 @@ func (x *exchange) decide(eos bool) ([]*extprocv3.ProcessingResponse, error) {
 			r.GetImmediateResponse().Headers.SetHeaders = append(r.GetImmediateResponse().Headers.SetHeaders,
 				setHeaders(proxy.HeaderDecision, string(ref.Decision)).SetHeaders...)
 		}
+		droppedHeaders(r, ref.Dropped)
 		return []*extprocv3.ProcessingResponse{r}, nil
 	}
 	x.routed, x.phase, x.body = routed, phaseDecided, nil

@@ -42,6 +42,12 @@ type Trace struct {
 	// arm that served this cycle there ("" when the slot has only a shadow).
 	Experiment string
 	Arm        string
+
+	// FlowWait is how long the request waited in the router's flow control queue before this
+	// decision dispatched it (0: it did not queue), and FlowVerdict the saturation detector's
+	// verdict on this decision's candidates when it left the queue.
+	FlowWait    time.Duration
+	FlowVerdict string
 }
 
 // StageTrace is one stage call within a cycle.
@@ -159,17 +165,20 @@ func (t *Trace) MarshalJSON() ([]byte, error) {
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false) // reasons hold ">=" and "<"; keep them readable
 	err := enc.Encode(struct {
-		RequestID  string             `json:"request_id,omitempty"`
-		Profile    string             `json:"profile,omitempty"`
-		Seed       uint64             `json:"seed"`
-		Now        time.Time          `json:"now"`
-		Outcome    string             `json:"outcome"`
-		Reason     string             `json:"reason,omitempty"`
-		Order      []string           `json:"order"`
-		Scores     map[string]float64 `json:"scores,omitempty"`
-		Stages     []stageJSON        `json:"stages"`
-		Candidates []sdk.Endpoint     `json:"candidates"`
-		DurationUs int64              `json:"duration_us"`
-	}{t.RequestID, t.Profile, t.Seed, t.Now, t.Outcome(), t.Reason, t.OrderIDs(), t.scoreMap(t.Scores), stages, t.Candidates, t.Duration.Microseconds()})
+		RequestID   string             `json:"request_id,omitempty"`
+		Profile     string             `json:"profile,omitempty"`
+		Seed        uint64             `json:"seed"`
+		Now         time.Time          `json:"now"`
+		Outcome     string             `json:"outcome"`
+		Reason      string             `json:"reason,omitempty"`
+		Order       []string           `json:"order"`
+		Scores      map[string]float64 `json:"scores,omitempty"`
+		Stages      []stageJSON        `json:"stages"`
+		Candidates  []sdk.Endpoint     `json:"candidates"`
+		DurationUs  int64              `json:"duration_us"`
+		FlowWaitMs  float64            `json:"flow_wait_ms,omitempty"`
+		FlowVerdict string             `json:"flow_verdict,omitempty"`
+	}{t.RequestID, t.Profile, t.Seed, t.Now, t.Outcome(), t.Reason, t.OrderIDs(), t.scoreMap(t.Scores), stages, t.Candidates,
+		t.Duration.Microseconds(), float64(t.FlowWait) / float64(time.Millisecond), t.FlowVerdict})
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), err
 }

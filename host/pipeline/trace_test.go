@@ -153,6 +153,21 @@ func TestTraceJSONNoCandidates(t *testing.T) {
 	}
 }
 
+// A request that waited in the flow control queue carries its wait and the detector's verdict
+// at dispatch; one that did not has neither field.
+func TestTraceJSONFlowWait(t *testing.T) {
+	tr := goldenTrace()
+	tr.FlowWait, tr.FlowVerdict = 1500*time.Microsecond, "room on 1"
+	got, _ := decode(t, tr)
+	if got["flow_wait_ms"] != 1.5 || got["flow_verdict"] != "room on 1" {
+		t.Errorf("flow_wait_ms %v flow_verdict %v, want 1.5 and the verdict", got["flow_wait_ms"], got["flow_verdict"])
+	}
+	got, _ = decode(t, goldenTrace())
+	if _, ok := got["flow_wait_ms"]; ok {
+		t.Errorf("a trace that did not queue has flow_wait_ms %v", got["flow_wait_ms"])
+	}
+}
+
 // Through Run: the JSON lists the stages in the order they ran, whatever order their traces
 // were filled in (the admitter finishes concurrently).
 func TestTraceJSONFromRun(t *testing.T) {

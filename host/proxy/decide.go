@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/foresight-router/foresight/host/endpoints"
+	"github.com/foresight-router/foresight/host/flowcontrol"
 	"github.com/foresight-router/foresight/host/openai"
 	"github.com/foresight-router/foresight/host/pipeline"
 	"github.com/foresight-router/foresight/plugins/sdk"
@@ -34,6 +35,10 @@ import (
 // state — it dispatches one, as deciding one at a time would, and the next round is smaller: a
 // round decides at most twice as many requests as the previous one dispatched (at least two), and
 // never more than server.decisionConcurrency or, unset, twice the candidate endpoints.
+//
+// With flow control (flow.go), a round asks the saturation detector about each admitted pick
+// before dispatching it: a request for which the pool is saturated is not dispatched and leaves
+// the round to wait in the flow control queue, whose head comes back as a retry, first in line.
 
 // pending is a request waiting for its decision.
 type pending struct {
@@ -43,8 +48,14 @@ type pending struct {
 	received time.Time
 	only     func(endpoints.Endpoint) bool // the endpoints the request may go to; nil: all
 	queued   time.Time
-	state    atomic.Int32 // waiting, then taken (decided) or gone (its client left first)
-	done     chan struct{}
+	// retry marks a request flow control has decided again (flow.go: the queue's head, or one
+	// back from the waiting room): its cycle reads the state at its decision, not at its arrival.
+	retry bool
+	// flow and bytes are its flow control key and body size (flow.go).
+	flow  string
+	bytes int64
+	state atomic.Int32 // waiting, then taken (decided) or gone (its client left first)
+	done  chan struct{}
 
 	// Set by the round that decides it, before done closes.
 	cycle  *sdk.Cycle
@@ -52,6 +63,14 @@ type pending struct {
 	full   int             // endpoints left out of the cycle at server.maxInflightPerEndpoint
 	trace  *pipeline.Trace // nil when the cycle had no endpoint
 	first  *attempt        // the dispatch to the trace's first endpoint; nil when none
+	// With flow control, the saturation detector's verdict on the pick's candidates; when
+	// Saturated, the request was not dispatched (first is nil) and waits in the queue.
+	verdict flowcontrol.Verdict
+	// Set by flow control (flow.go): shed is its own answer to the request (dropped its reason
+	// label), waited how long the request waited in the queue.
+	shed    *openai.Error
+	dropped string
+	waited  time.Duration
 }
 
 const (
@@ -79,11 +98,22 @@ type decider struct {
 }
 
 // decide queues p and waits for its decision; false when p's client went away before it.
-func (d *decider) decide(p *pending) bool {
+func (d *decider) decide(p *pending) bool { return d.submit(p, false) }
+
+// retry is decide for the head of the flow control queue: it goes first in line, before the
+// requests that arrived while it waited.
+func (d *decider) retry(p *pending) bool { return d.submit(p, true) }
+
+func (d *decider) submit(p *pending, first bool) bool {
 	p.done = make(chan struct{})
 	p.queued = d.s.o.Now()
+	p.state.Store(pendingWaiting)
 	d.mu.Lock()
-	d.queue = append(d.queue, p)
+	if first {
+		d.queue = append([]*pending{p}, d.queue...)
+	} else {
+		d.queue = append(d.queue, p)
+	}
 	start := !d.busy
 	d.busy = true
 	d.mu.Unlock()
@@ -143,8 +173,12 @@ func (d *decider) round(round []*pending) (redo []*pending, dispatched int) {
 	began := d.s.o.Now()
 	var wg sync.WaitGroup
 	for i, p := range round {
-		p.cycle, p.states, p.full = d.s.cycle(p.req, p.meta, p.received, p.only)
-		p.trace = nil
+		at := p.received
+		if p.retry {
+			at = began
+		}
+		p.cycle, p.states, p.full = d.s.cycle(p.req, p.meta, at, p.only)
+		p.trace, p.verdict = nil, flowcontrol.Verdict{}
 		if len(p.cycle.Endpoints) == 0 {
 			continue // nothing to decide: serve explains why
 		}
@@ -169,6 +203,10 @@ func (d *decider) round(round []*pending) (redo []*pending, dispatched int) {
 			d.s.o.Metrics.ObserveDecisionWait(began.Sub(p.queued))
 		}
 		if ep, ok := p.pick(); ok {
+			if d.s.flow != nil && d.s.flow.saturated(p) {
+				close(p.done) // not dispatched: it waits in the flow control queue
+				continue
+			}
 			p.first = d.s.dispatch(&p.cycle.Request, ep)
 			taken = append(taken, ep.ID)
 			dispatched++

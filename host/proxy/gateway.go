@@ -41,6 +41,10 @@ type Refusal struct {
 	Err       *openai.Error
 	RequestID string // "" when the headers were not read
 	Decision  []byte // the decision trace as JSON when the request asked for it (x-foresight-debug: 1)
+	// Dropped is the reason label when flow control answered the request itself (its TTL ran
+	// out, its band was full, no endpoint): the answer carries it in HeaderDroppedReason and
+	// HeaderDroppedReasonAlias. "" otherwise.
+	Dropped string
 }
 
 // Refuse records a request the front answers itself with e before Route (over the concurrency
@@ -59,7 +63,7 @@ func (s *Server) Route(ctx context.Context, kind openai.Kind, h http.Header, bod
 		s.refused(x, e)
 		ref := &Refusal{Err: e}
 		if x != nil {
-			ref.RequestID, ref.Decision = x.meta.id, x.debugTrace()
+			ref.RequestID, ref.Decision, ref.Dropped = x.meta.id, x.debugTrace(), x.dropped
 		}
 		return nil, ref
 	}
@@ -111,7 +115,7 @@ func (r *Routed) Served(hostport string) {
 		if r.hostPort(ep.ID) != hostport {
 			continue
 		}
-		r.a.flight.Finish()
+		r.s.endFlight(r.a)
 		r.s.o.Endpoints.ReportRequest(r.a.ep.ID, errors.New("the gateway failed over to the next endpoint"))
 		dispatched := r.a.dispatched
 		r.a = r.s.dispatch(&r.x.cycle.Request, ep)
@@ -209,6 +213,6 @@ func (r *Routed) Finish(cause string) {
 		}
 		r.s.o.Endpoints.ReportRequest(id, nil)
 	}
-	r.a.flight.Finish()
+	r.s.endFlight(r.a)
 	r.s.finish(r.x, out)
 }

@@ -26,6 +26,11 @@ const (
 	// HeaderDecision carries the decision trace (JSON) in the response when the request asked
 	// for it with HeaderDebug: 1.
 	HeaderDecision = "x-foresight-decision"
+	// HeaderDroppedReason carries the reason label (ttl-expired, band-full, no-endpoints …) of a
+	// request that flow control answered itself with a 429 or 503, and HeaderDroppedReasonAlias
+	// the same under llm-d's name.
+	HeaderDroppedReason      = "x-foresight-dropped-reason"
+	HeaderDroppedReasonAlias = "x-llm-d-request-dropped-reason"
 )
 
 // maxSLOMs bounds an SLO header: an hour is far beyond any latency objective.

@@ -29,8 +29,10 @@ type exchange struct {
 	cycle    *sdk.Cycle
 	trace    *pipeline.Trace
 	received time.Time
-	body     []byte   // the upstream request, encoded before the decision
-	first    *attempt // the dispatch to the trace's first endpoint, recorded by its decision round
+	body     []byte        // the upstream request, encoded before the decision
+	first    *attempt      // the dispatch to the trace's first endpoint, recorded by its decision round
+	queued   time.Duration // how long it waited in the flow control queue
+	dropped  string        // the reason label when flow control answered it itself
 }
 
 // attempt is one endpoint tried for an exchange.
@@ -72,7 +74,7 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, x *exchange) {
 			a = s.dispatch(&x.cycle.Request, ep)
 		}
 		err := s.try(ctx, w, x, a, &out)
-		a.flight.Finish()
+		s.endFlight(a)
 		switch {
 		case err == nil: // answered: out says how
 		case x.client.Err() != nil: // the client left: nothing to answer
@@ -169,6 +171,9 @@ func (s *Server) finish(x *exchange, out *outcome) {
 	ev = ev.Str("endpoint", out.endpoint).
 		Int("status", out.status).Int("attempts", out.attempts).Bool("stream", x.req.Stream).
 		Float64("e2e_ms", ms(out.e2e)).Float64("total_ms", ms(s.o.Now().Sub(x.received)))
+	if x.queued > 0 {
+		ev = ev.Float64("queued_ms", ms(x.queued))
+	}
 	if out.predicted.Valid {
 		ev = ev.Float64("predicted_ttft_ms", out.predicted.TTFTMs).Float64("predicted_tpot_ms", out.predicted.TPOTMs)
 	}

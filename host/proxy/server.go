@@ -91,8 +91,12 @@ type Options struct {
 	Outcomes interface {
 		Record(t *pipeline.Trace, o experiment.Outcome)
 	}
+	// FlowControl is the flowControl section: when it is enabled, a request for which the pool is
+	// saturated waits in the router (flow.go). Nil or disabled: requests are dispatched as decided.
+	FlowControl *config.FlowControl
 	// Metrics records every answered request, Stages every cycle's stage calls, EndpointMetrics
-	// every dispatch to an endpoint; nil records nothing.
+	// every dispatch to an endpoint, FlowMetrics the flow control queue; nil records nothing.
+	FlowMetrics     *metrics.FlowControl
 	Metrics         *metrics.Requests
 	Stages          *metrics.Stages
 	EndpointMetrics *metrics.Endpoints
@@ -111,6 +115,7 @@ type Server struct {
 	decisions *ring
 	mux       *openai.Mux
 	decider   *decider
+	flow      *flowGate    // nil without flow control
 	active    atomic.Int64 // completion requests held (server.maxConcurrentRequests)
 }
 
@@ -140,6 +145,10 @@ func New(o Options) (*Server, error) {
 	s := &Server{o: o, inflight: inflight.New(), prefix: prefix.New(max(o.PrefixBlocks, 1)),
 		client: &http.Client{Transport: transport}, decisions: newRing(max(o.Decisions, 1))}
 	s.decider = &decider{s: s, limit: o.DecisionConcurrency}
+	var err error
+	if s.flow, err = newFlowGate(s, o.FlowControl, o.FlowMetrics); err != nil {
+		return nil, err
+	}
 	s.mux = openai.NewMux()
 	s.mux.HandleFunc(http.MethodPost, "/v1/completions", func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, openai.Completions) })
 	s.mux.HandleFunc(http.MethodPost, "/v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, openai.Chat) })
@@ -181,8 +190,22 @@ func (s *Server) Prune() {
 	s.prefix.Retain(ids)
 }
 
-// Close releases idle upstream connections.
-func (s *Server) Close() { s.client.CloseIdleConnections() }
+// Close answers the requests still waiting in the flow control queue (503) and releases idle
+// upstream connections.
+func (s *Server) Close() {
+	if s.flow != nil {
+		s.flow.close()
+	}
+	s.client.CloseIdleConnections()
+}
+
+// endFlight ends an attempt's flight; a server may have room, so flow control's pump looks.
+func (s *Server) endFlight(a *attempt) {
+	a.flight.Finish()
+	if s.flow != nil {
+		s.flow.kick()
+	}
+}
 
 // models answers GET /v1/models with the union of the healthy endpoints' models.
 func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
@@ -227,6 +250,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, kind openai.Kind)
 		}
 	}
 	if e != nil {
+		if x != nil && x.dropped != "" {
+			w.Header().Set(HeaderDroppedReason, x.dropped)
+			w.Header().Set(HeaderDroppedReasonAlias, x.dropped)
+		}
 		s.refuse(w, x, e)
 		return
 	}
@@ -257,6 +284,12 @@ func (s *Server) refused(x *exchange, e *openai.Error) {
 	ev := s.o.Log.Info().Str("request_id", id).Str("model", model)
 	if profile != "" {
 		ev = ev.Str("profile", profile).Str("profile_rule", x.meta.profileRule)
+	}
+	if x != nil && x.queued > 0 {
+		ev = ev.Float64("queued_ms", ms(x.queued))
+	}
+	if x != nil && x.dropped != "" {
+		ev = ev.Str("dropped_reason", x.dropped)
 	}
 	ev.Int("status", e.Status).Str("error", e.Message).Msg("request")
 }
@@ -290,11 +323,26 @@ func (s *Server) decideRequest(ctx context.Context, kind openai.Kind, h http.Hea
 		x.meta = m
 	}
 	p := &pending{ctx: ctx, req: req, meta: m, received: received, only: only}
-	if !s.decider.decide(p) { // counted and logged as a 499 like a client that leaves mid-answer; nobody reads the body
+	decided := false
+	if s.flow != nil {
+		p.flow, p.bytes = s.flow.flowKey(h, req, m), int64(len(body))
+		decided = s.flow.decide(p)
+	} else {
+		decided = s.decider.decide(p)
+	}
+	x.queued = p.waited
+	if !decided { // counted and logged as a 499 like a client that leaves mid-answer; nobody reads the body
 		return x, &openai.Error{Status: statusClientClosed, Type: "invalid_request_error", Message: "the client went away before a decision"}
 	}
 	x.cycle, x.trace, x.first = p.cycle, p.trace, p.first
 	t := p.trace
+	if p.shed != nil { // flow control answered it: refused at the queue, its TTL, no endpoint
+		x.dropped = p.dropped
+		if t != nil {
+			s.decisions.add(t)
+		}
+		return x, p.shed
+	}
 	if t == nil {
 		return x, s.noEndpoint(req.Model, p.states, p.full, only != nil)
 	}

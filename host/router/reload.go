@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"os"
+	"reflect"
 	"strings"
 	"time"
 
@@ -13,8 +14,8 @@ import (
 
 // Reload rebuilds the pipeline from the config file and swaps it in (Pipelines.Reload); source
 // says who asked (SIGHUP, POST /admin/reload, the file changed) for the log. Only plugins,
-// pipeline, profiles and profileHandler take effect: the server, endpoints, scrape and objectives sections need a restart
-// (the endpoints file is watched on its own). Every reload is logged and counted in
+// pipeline, profiles and profileHandler take effect: the server, endpoints, scrape, objectives and flowControl sections
+// need a restart (the endpoints file is watched on its own; a changed flowControl is logged as not applied). Every reload is logged and counted in
 // foresight_reloads_total{result}; a failed one leaves the old pipeline serving.
 func (r *Router) Reload(ctx context.Context, source string) (admin.Result, error) {
 	data, err := os.ReadFile(r.file)
@@ -30,6 +31,11 @@ func (r *Router) reloadData(ctx context.Context, source string, data []byte) (ad
 		return r.reloaded(source, admin.Result{}, err)
 	}
 	res, err := r.pipes.Reload(ctx, cfg)
+	if err == nil && !reflect.DeepEqual(cfg.FlowControl, r.flow) {
+		// The queue holds waiting requests and their handlers: swapping it under them would
+		// lose or reorder them, so the section is read at start only.
+		r.log.Warn().Str("source", source).Msg("the flowControl section changed; it is read at start only: restart the router to apply it (the running queue keeps its settings)")
+	}
 	return r.reloaded(source, res, err)
 }
 

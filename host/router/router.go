@@ -35,7 +35,8 @@ type Router struct {
 	srv                *proxy.Server
 	ext                *extProc // nil when server.extProcListen is off
 	pipes              *Pipelines
-	file               string // the config file reloads read
+	file               string             // the config file reloads read
+	flow               config.FlowControl // the flowControl section as started: a reload does not change it
 	reloads            *metrics.Reloads
 	events             *admin.Events // the dashboard's timeline of starts, reloads, swaps and restarts
 	log                zerolog.Logger
@@ -66,7 +67,7 @@ func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger, opts ...
 		return nil, fmt.Errorf("%s: endpoints: %w", cfg.File(), err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	r := &Router{cancel: cancel, file: cfg.File(), log: log, events: admin.NewEvents(0)}
+	r := &Router{cancel: cancel, file: cfg.File(), flow: cfg.FlowControl, log: log, events: admin.NewEvents(0)}
 	defer func() {
 		if err != nil {
 			r.Close()
@@ -106,7 +107,14 @@ func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger, opts ...
 	if err != nil {
 		return nil, err
 	}
-	r.srv, err = proxy.New(proxy.Options{Pipeline: r.pipes, Outcomes: r.pipes, Endpoints: set, Samples: samples,
+	// Flow control's metrics exist only when it is on: off, /metrics is what it was without it.
+	var flowMetrics *metrics.FlowControl
+	if cfg.FlowControl.Enabled {
+		if flowMetrics, err = metrics.NewFlowControl(reg); err != nil {
+			return nil, err
+		}
+	}
+	r.srv, err = proxy.New(proxy.Options{Pipeline: r.pipes, FlowControl: &cfg.FlowControl, FlowMetrics: flowMetrics, Outcomes: r.pipes, Endpoints: set, Samples: samples,
 		Priority: cfg.Priority, Objectives: objectives, MaxBodyBytes: cfg.Server.MaxBodyBytes, ReadBodyTimeout: cfg.Server.ReadBodyTimeout,
 		MaxConcurrentRequests: cfg.Server.MaxConcurrentRequests, MaxInflightPerEndpoint: cfg.Server.MaxInflightPerEndpoint,
 		MaxHeaders: cfg.Server.MaxHeaders, MaxHeaderBytes: cfg.Server.MaxHeaderBytes,
