@@ -197,7 +197,6 @@ func (r *LiveRun) summarize(snap loadgen.Snapshot, results []loadgen.Result, w *
 	r.GoodputRPS = stats.Summarize(r.outcomes).GoodputRPS
 }
 
-
 // servers fills each server's share of the requests (the router's count when fig has one, else
 // the client's by target) and its sampled waiting queue.
 func (r *LiveRun) servers(addrs []string, results []loadgen.Result, fig routerFigures, maxWaiting, meanWaiting []float64) {
