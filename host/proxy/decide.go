@@ -182,6 +182,9 @@ func (d *decider) round(round []*pending) (redo []*pending, dispatched int) {
 		if len(p.cycle.Endpoints) == 0 {
 			continue // nothing to decide: serve explains why
 		}
+		if d.s.flow != nil && !d.s.flow.restrict(p) {
+			continue // no endpoint has room: it waits in the flow control queue
+		}
 		if i == len(round)-1 { // the last on this goroutine: a round of one starts none
 			d.runCycle(p)
 			break

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/textproto"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,10 +25,13 @@ import (
 // request, it waits in the router instead of in one server's queue, and is decided again —
 // through the normal pipeline, on the state of that moment — when a server has room.
 //
-// A request is decided in a round as without flow control; for one the pipeline admitted and
-// picked, the round asks the saturation detector about the trace's candidates (they carry the
-// producer's predictions). With room it is dispatched as today: the fast path costs one lock
-// (is anyone of its band or a higher one queued?) and the detector's check. Saturated, it is not
+// A request is decided in a round as without flow control, except that by default (the detector
+// judging endpoints by their state) its cycle keeps only the endpoints with room, and when none
+// is left the pool is saturated for it without a pipeline run; for one the pipeline admitted and
+// picked, the round then asks the saturation detector about the trace's candidates (they carry
+// the producer's predictions: the detector judges by them when configured to, and takes its wait
+// estimate from them). With room it is dispatched as today: the fast path costs one lock (is
+// anyone of its band or a higher one queued?) and the detector's checks. Saturated, it is not
 // dispatched but queued, and its handler waits. A newcomer of a band that has requests queued
 // (or a higher band has) queues at once, without a pipeline run, so it cannot overtake them.
 //
@@ -130,6 +134,23 @@ func (g *flowGate) flowKey(h http.Header, req *openai.Request, m meta) string {
 		return strings.TrimSpace(v[0])
 	}
 	return ""
+}
+
+// restrict keeps, when the detector judges endpoints by their state (its default), only the
+// endpoints of p's cycle with room: the pipeline then picks among them, so the request goes where
+// it will not queue. False when none is left: the pool is saturated for p, which is decided
+// without a pipeline run. With predictions on, the detector needs the producer's output and
+// judges after the pipeline (saturated).
+func (g *flowGate) restrict(p *pending) bool {
+	if g.det.Predictions() || len(p.cycle.Endpoints) == 0 {
+		return true
+	}
+	p.cycle.Endpoints = slices.DeleteFunc(p.cycle.Endpoints, func(e sdk.Endpoint) bool { return !g.det.Room(&e) })
+	if len(p.cycle.Endpoints) > 0 {
+		return true
+	}
+	p.verdict = flowcontrol.Verdict{Saturated: true, Reason: flowcontrol.SaturationEngines}
+	return false
 }
 
 // saturated asks the detector about p's decision (called by the round, for an admitted pick)

@@ -391,3 +391,34 @@ func TestFlowControlCloseAnswersTheQueue(t *testing.T) {
 		t.Errorf("the request in flight: %d %s", a.status, a.body)
 	}
 }
+
+// By default the detector judges endpoints by their state before the pipeline runs, and the
+// pipeline picks among those with room: byID prefers vllm-a, but with vllm-a full (its one
+// request held, maxInflight 1) the next request goes to vllm-b rather than queue, and the one
+// after, with both full, queues.
+func TestFlowControlPicksAmongEndpointsWithRoom(t *testing.T) {
+	a, b := &recorder{holder: newHolder()}, &recorder{holder: newHolder()}
+	a.started, b.started = make(chan struct{}, 8), make(chan struct{}, 8)
+	f := newFlowRouter(t, "", endpoints.Endpoint{ID: "vllm-a", Address: startFaulty(t, a.serve)},
+		endpoints.Endpoint{ID: "vllm-b", Address: startFaulty(t, b.serve)})
+	answers := make(chan answer, 3)
+	go func() { answers <- f.send(context.Background(), "first", chatBody(true, "")) }()
+	<-a.started
+	go func() { answers <- f.send(context.Background(), "second", chatBody(true, "")) }()
+	<-b.started
+	if f.queued() != 0 {
+		t.Fatalf("%d requests queued while vllm-b had room", f.queued())
+	}
+	go func() { answers <- f.send(context.Background(), "third", chatBody(true, "")) }()
+	waitFor(t, "the third request queued", func() bool { return f.queued() == 1 })
+	close(a.release)
+	close(b.release)
+	for range 3 {
+		if got := <-answers; got.status != http.StatusOK {
+			t.Errorf("%s: %d %s", got.id, got.status, got.body)
+		}
+	}
+	if got := append(a.arrived(), b.arrived()...); len(got) != 3 || got[0] != "first" || b.arrived()[0] != "second" {
+		t.Errorf("vllm-a got %v, vllm-b %v; want first on vllm-a, second on vllm-b, third on either", a.arrived(), b.arrived())
+	}
+}

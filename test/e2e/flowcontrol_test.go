@@ -18,8 +18,8 @@ import (
 
 // TestFlowControlBurstDrainsInDeadlineOrder: flow-control.yaml's pipeline of real plugin
 // processes in front of two emulated servers, its detector bounded to one request in flight per
-// server (maxInflight: 1; the producer has no model yet, so the detector judges by in-flight
-// counts). Long requests fill both servers; a burst of eight with TTFT objectives in a
+// server (maxInflight: 1: an endpoint with one request in flight has no room, so the second long
+// request goes to the other server and the burst finds none). Long requests fill both servers; a burst of eight with TTFT objectives in a
 // shuffled order queues in the router; as the servers free, the burst is dispatched one head at
 // a time in deadline order (edf, one flow) and drained without loss: every request is a 200,
 // each queued one's decision trace carries its wait and the detector's verdict, and /metrics
@@ -36,6 +36,7 @@ func TestFlowControlBurstDrainsInDeadlineOrder(t *testing.T) {
 	}
 	cfg.Server.Listen, cfg.Server.AdminListen = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.FlowControl.Detector.MaxInflight = 1
+	cfg.FlowControl.Policy = "edf" // the example's slo-feasible would put deadlines passed during the long requests last
 	r := startConfig(t, cfg)
 	url := "http://" + r.Addr()
 
