@@ -331,3 +331,30 @@ func TestRunLiveRouterUnavailable(t *testing.T) {
 		t.Errorf("report: %v", err)
 	}
 }
+
+// The configs of examples/priorities declare one objective per class of a critical/standard/
+// sheddable workload: each request then sends its class as its objective. A workload with a
+// class they do not declare falls back to interactive and batch, which they do not declare
+// either: no objective is sent.
+func TestLiveRunsClassObjectives(t *testing.T) {
+	configs := "../examples/priorities/pipeline.yaml,../examples/priorities/load-prefix-322-fc.yaml"
+	classes := &workload.Workload{Requests: []workload.Request{{Class: "critical", Priority: 1}, {Class: "standard"}, {Class: "sheddable", Priority: -1}}}
+	specs, err := liveRuns(LiveOptions{Configs: configs, Binary: "x", Baselines: "none"}, classes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range specs {
+		if !s.objectives || !s.classObjectives {
+			t.Errorf("%s: objectives %t, class objectives %t; want both", s.name, s.objectives, s.classObjectives)
+		}
+	}
+	other := &workload.Workload{Requests: []workload.Request{{Class: "critical", Priority: 1}, {Class: "bulk", Priority: -1}}}
+	if specs, err = liveRuns(LiveOptions{Configs: configs, Binary: "x", Baselines: "none"}, other); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range specs {
+		if s.objectives || s.classObjectives {
+			t.Errorf("%s with an undeclared class: objectives %t, class objectives %t; want neither", s.name, s.objectives, s.classObjectives)
+		}
+	}
+}

@@ -105,3 +105,33 @@ func TestTargets(t *testing.T) {
 		t.Errorf("%d requests carried an objective, want none", objectives)
 	}
 }
+
+// With ClassObjectives a request's class is its objective; every request with a class sends it
+// as its tenant (GIE's fairness id), and one without a class keeps interactive or batch.
+func TestClassObjectivesAndTenant(t *testing.T) {
+	var mu sync.Mutex
+	var got []string // "objective/fairness id" of each request
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Header.Get(headerObjective)+"/"+r.Header.Get(headerFairness))
+		mu.Unlock()
+		w.Write([]byte(`{"choices":[{"text":"a"}],"usage":{"prompt_tokens":4,"completion_tokens":1}}`))
+	}))
+	defer ts.Close()
+	reqs := []workload.Request{
+		{ID: 0, InputTokens: 4, OutputTokens: 1, Class: "critical", Priority: 1},
+		{ID: 1, Arrival: time.Millisecond, InputTokens: 4, OutputTokens: 1, Priority: -1},
+	}
+	var c collect
+	g := newGenerator(t, Options{BaseURL: ts.URL, ClassObjectives: true, OnResult: c.add})
+	if snap := g.Run(context.Background(), reqs); snap.Run.Count(OK) != 2 {
+		t.Fatalf("%v by kind, want 2 ok", snap.Run.ByKind)
+	}
+	slices.Sort(got)
+	if want := []string{"batch/", "critical/critical"}; !slices.Equal(got, want) {
+		t.Errorf("objective/tenant of the requests %q, want %q", got, want)
+	}
+	if c.got[0].Objective != "critical" || c.got[1].Objective != ObjectiveBatch {
+		t.Errorf("results' objectives %q and %q", c.got[0].Objective, c.got[1].Objective)
+	}
+}
