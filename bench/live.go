@@ -337,6 +337,7 @@ func runLive(ctx context.Context, o LiveOptions, s liveRunSpec, w *workload.Work
 	if len(fig.mape) > 0 {
 		run.PredictorMAPE = fig.mape
 	}
+	run.flow(fig)
 	return run, nil
 }
 

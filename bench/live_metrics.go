@@ -16,6 +16,8 @@ const (
 	metricEndpointRequests = "foresight_endpoint_requests_total"
 	metricPredictorMAPE    = "foresight_predictor_mape"
 	metricWaiting          = "vllm:num_requests_waiting"
+	metricFlowDispatched   = "foresight_flow_dispatched_total"
+	metricFlowShed         = "foresight_flow_shed_total"
 )
 
 // routerFigures are what the live bench reads from the router's /metrics after a run.
@@ -26,6 +28,10 @@ type routerFigures struct {
 	// mape is foresight_predictor_mape by target (ttft, tpot): absent without a producer, or
 	// before it reported an error.
 	mape map[string]float64
+	// flowDispatched counts the requests dispatched after waiting in the flow control queue, and
+	// flowShed those flow control answered itself, by reason; both empty without flow control.
+	flowDispatched float64
+	flowShed       map[string]float64
 }
 
 // readRouter scrapes the router's admin /metrics.
@@ -34,7 +40,9 @@ func readRouter(ctx context.Context, client *http.Client, admin string) (routerF
 	if err != nil {
 		return routerFigures{}, fmt.Errorf("reading the router's metrics: %w", err)
 	}
-	return routerFigures{dispatched: v.ByLabel(metricEndpointRequests, "endpoint"), mape: v.ByLabel(metricPredictorMAPE, "target")}, nil
+	dispatched, _ := v.Sum(metricFlowDispatched)
+	return routerFigures{dispatched: v.ByLabel(metricEndpointRequests, "endpoint"), mape: v.ByLabel(metricPredictorMAPE, "target"),
+		flowDispatched: dispatched, flowShed: v.ByLabel(metricFlowShed, "reason")}, nil
 }
 
 // queuePoller samples every emulated server's waiting queue (vllm:num_requests_waiting on its

@@ -63,6 +63,12 @@ type LiveRun struct {
 	// theirs (loadgen.Result.MetSLO); nil without objectives. ByClass splits it by --class.
 	SLOAttainment *float64          `json:"slo_attainment"`
 	ByClass       []ClassAttainment `json:"by_class,omitempty"`
+	// FlowHeld counts the requests that waited in the router's flow control queue (dispatched
+	// from it, or shed at its TTL or when their client left) and FlowHeldShare that over Sent;
+	// FlowShed the requests flow control answered itself, by reason. Zero without flow control.
+	FlowHeld      int            `json:"flow_held,omitempty"`
+	FlowHeldShare float64        `json:"flow_held_share,omitempty"`
+	FlowShed      map[string]int `json:"flow_shed,omitempty"`
 	// GoodputRPS is the requests served within their objectives (all served ones when they had
 	// none) per second, from the first arrival to the last answer (sim/stats.Summarize).
 	GoodputRPS float64 `json:"goodput_rps"`
@@ -197,6 +203,25 @@ func (r *LiveRun) summarize(snap loadgen.Snapshot, results []loadgen.Result, w *
 	r.GoodputRPS = stats.Summarize(r.outcomes).GoodputRPS
 }
 
+// flow fills the flow control figures from the router's metrics: a request waited in its queue
+// when it was dispatched from it or left it at its TTL or with its client (the other reasons
+// refuse it at the door, or concern the no-endpoints waiting room).
+func (r *LiveRun) flow(fig routerFigures) {
+	held := fig.flowDispatched + fig.flowShed["ttl-expired"] + fig.flowShed["client-gone"]
+	r.FlowHeld = int(held)
+	if r.Sent > 0 {
+		r.FlowHeldShare = held / float64(r.Sent)
+	}
+	for reason, n := range fig.flowShed {
+		if n > 0 {
+			if r.FlowShed == nil {
+				r.FlowShed = map[string]int{}
+			}
+			r.FlowShed[reason] = int(n)
+		}
+	}
+}
+
 // servers fills each server's share of the requests (the router's count when fig has one, else
 // the client's by target) and its sampled waiting queue.
 func (r *LiveRun) servers(addrs []string, results []loadgen.Result, fig routerFigures, maxWaiting, meanWaiting []float64) {
@@ -301,6 +326,11 @@ func (r *LiveResult) WriteText(out io.Writer) error {
 			if len(parts) > 0 {
 				fmt.Fprintf(out, "%s: SLO attainment by class: %s; goodput %.2f req/s\n", run.Name, strings.Join(parts, ", "), run.GoodputRPS)
 			}
+		}
+	}
+	for _, run := range r.Runs {
+		if run.FlowHeld > 0 || len(run.FlowShed) > 0 {
+			fmt.Fprintf(out, "%s: flow control held %d requests (%.1f%% of those sent), shed %v\n", run.Name, run.FlowHeld, 100*run.FlowHeldShare, run.FlowShed)
 		}
 	}
 	for _, m := range missing {

@@ -358,3 +358,19 @@ func TestLiveRunsClassObjectives(t *testing.T) {
 		}
 	}
 }
+
+// A run's flow control figures come from the router's counters: held are the requests dispatched
+// from the queue or that left it at their TTL or with their client; refused at the door, they
+// never waited.
+func TestLiveFlowFigures(t *testing.T) {
+	r := LiveRun{Sent: 200}
+	r.flow(routerFigures{flowDispatched: 30, flowShed: map[string]float64{"ttl-expired": 6, "client-gone": 4, "band-full": 5, "too-large": 0}})
+	if r.FlowHeld != 40 || r.FlowHeldShare != 0.2 || len(r.FlowShed) != 3 || r.FlowShed["band-full"] != 5 {
+		t.Errorf("held %d (%v), shed %v; want 40 (0.2) and three reasons", r.FlowHeld, r.FlowHeldShare, r.FlowShed)
+	}
+	var none LiveRun
+	none.flow(routerFigures{})
+	if none.FlowHeld != 0 || none.FlowShed != nil {
+		t.Errorf("without flow control: %d held, shed %v", none.FlowHeld, none.FlowShed)
+	}
+}

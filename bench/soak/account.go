@@ -16,8 +16,9 @@ type Accounting struct {
 	// counter's increase over the load, summed over its codes).
 	Sent    int `json:"sent"`
 	Counted int `json:"counted"`
-	// ClientFailed is the requests the load saw fail (lost or wrong); CountedFailed those the
-	// router counted under a code other than 200.
+	// ClientFailed is the requests the load saw answered otherwise than 200 or not at all
+	// (lost, wrong, or shed by flow control with a reason); CountedFailed those the router
+	// counted under a code other than 200.
 	ClientFailed  int `json:"client_failed"`
 	CountedFailed int `json:"counted_failed"`
 	// ByCode is Counted by HTTP status code.

@@ -87,6 +87,9 @@ type outcome struct {
 	e2e    time.Duration // to the answer's end
 	// problem is "" for a complete, correct answer, else what was wrong or why none came.
 	problem string
+	// dropped is the reason of a request the router answered itself under flow control (a 429
+	// or 503 with x-foresight-dropped-reason and an OpenAI error body): answered, not wrong.
+	dropped string
 	skipped bool // not sent (the in-flight bound, or the bench stopped)
 }
 
@@ -126,6 +129,25 @@ func (l *load) record(o outcome) {
 	l.mu.Unlock()
 }
 
+// droppedReason is the reason of an answer flow control gave (docs/configuration.md, "Flow
+// control"): a 429 or a 503 whose x-foresight-dropped-reason names it and whose body is an
+// OpenAI error with a message; "" for any other answer.
+func droppedReason(resp *http.Response, body []byte) string {
+	reason := resp.Header.Get("x-foresight-dropped-reason")
+	if reason == "" || (resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable) {
+		return ""
+	}
+	var e struct {
+		Error *struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &e) != nil || e.Error == nil || e.Error.Message == "" || resp.Header.Get("x-llm-d-request-dropped-reason") != reason {
+		return ""
+	}
+	return reason
+}
+
 // do sends c and reads its answer to the end.
 func (l *load) do(ctx context.Context, c call) outcome {
 	o := outcome{call: c}
@@ -149,6 +171,10 @@ func (l *load) do(ctx context.Context, c call) outcome {
 	o.status = resp.StatusCode
 	if resp.StatusCode != http.StatusOK {
 		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		if reason := droppedReason(resp, snippet); reason != "" {
+			o.dropped = reason
+			return o
+		}
 		o.problem = fmt.Sprintf("status %d: %s", resp.StatusCode, openloop.ErrorMessage(snippet))
 		return o
 	}

@@ -30,14 +30,17 @@ type Result struct {
 	RateAchieved float64 `json:"rate_achieved"`
 
 	// Requests were due; Sent were sent, the others Skipped (the in-flight bound, or the bench
-	// stopped). OK got a complete, correct answer; Lost got none (no HTTP status); Wrong got one
-	// that was not (another status, a broken or incomplete stream, an incomplete answer).
-	Requests int `json:"requests"`
-	Sent     int `json:"sent"`
-	Skipped  int `json:"skipped"`
-	OK       int `json:"ok"`
-	Lost     int `json:"lost"`
-	Wrong    int `json:"wrong"`
+	// stopped). OK got a complete, correct answer; Shed an answer of the router's flow control
+	// with its reason (ShedByReason); Lost got none (no HTTP status); Wrong got one that was
+	// none of these (another status, a broken or incomplete stream, an incomplete answer).
+	Requests     int            `json:"requests"`
+	Sent         int            `json:"sent"`
+	Skipped      int            `json:"skipped"`
+	OK           int            `json:"ok"`
+	Shed         int            `json:"shed"`
+	ShedByReason map[string]int `json:"shed_by_reason,omitempty"`
+	Lost         int            `json:"lost"`
+	Wrong        int            `json:"wrong"`
 	// Streamed and Whole count the requests sent of each kind; Chat those to
 	// /v1/chat/completions (the others to /v1/completions).
 	Streamed int `json:"streamed"`
@@ -121,6 +124,12 @@ func (l *load) result(sent int, span time.Duration) *Result {
 		case o.status == 0:
 			res.Lost++
 			res.Failures = append(res.Failures, failure(o, "lost"))
+		case o.dropped != "":
+			res.Shed++
+			if res.ShedByReason == nil {
+				res.ShedByReason = map[string]int{}
+			}
+			res.ShedByReason[o.dropped]++
 		case o.problem != "":
 			res.Wrong++
 			res.Failures = append(res.Failures, failure(o, "wrong"))
@@ -224,10 +233,16 @@ func (r *Result) verdict() {
 func (r *Result) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "%s on %d emulated servers: %.0f requests/s for %v (%.1f/s sent), seed %d\n",
 		r.Config, r.Servers, r.Rate, time.Duration(r.DurationSeconds*float64(time.Second)), r.RateAchieved, r.Seed)
-	fmt.Fprintf(w, "requests: %d sent, %d ok, %d lost, %d wrong, %d not sent; %d streamed, %d whole, %d chat; by status:",
-		r.Sent, r.OK, r.Lost, r.Wrong, r.Skipped, r.Streamed, r.Whole, r.Chat)
+	fmt.Fprintf(w, "requests: %d sent, %d ok, %d shed with a reason, %d lost, %d wrong, %d not sent; %d streamed, %d whole, %d chat; by status:",
+		r.Sent, r.OK, r.Shed, r.Lost, r.Wrong, r.Skipped, r.Streamed, r.Whole, r.Chat)
 	for _, k := range slices.Sorted(maps.Keys(r.ByStatus)) {
 		fmt.Fprintf(w, " %s %d", k, r.ByStatus[k])
+	}
+	if len(r.ShedByReason) > 0 {
+		fmt.Fprint(w, "; shed by reason:")
+		for _, k := range slices.Sorted(maps.Keys(r.ShedByReason)) {
+			fmt.Fprintf(w, " %s %d", k, r.ShedByReason[k])
+		}
 	}
 	fmt.Fprintf(w, "\nTTFT of streams p50 %.1f p99 %.1f ms; whole answers p50 %.1f p99 %.1f ms\n",
 		r.TTFTP50Ms, r.TTFTP99Ms, r.WholeP50Ms, r.WholeP99Ms)

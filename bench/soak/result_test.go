@@ -2,7 +2,9 @@ package soak
 
 import (
 	"encoding/json"
+	"io"
 	"maps"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -114,5 +116,49 @@ func TestResultAndVerdict(t *testing.T) {
 		if !strings.Contains(string(j), s) {
 			t.Errorf("%s lacks %s", j, s)
 		}
+	}
+}
+
+// A 429 or 503 of flow control, with its reason in both headers and an OpenAI error, is a request
+// shed with a reason: neither lost nor wrong, counted by reason, and the router's count of
+// non-200 answers must include it. Any other 429 or 503 is wrong.
+func TestShedWithAReason(t *testing.T) {
+	answer := func(status int, reason, alias, body string) *http.Response {
+		h := http.Header{}
+		if reason != "" {
+			h.Set("x-foresight-dropped-reason", reason)
+		}
+		if alias != "" {
+			h.Set("x-llm-d-request-dropped-reason", alias)
+		}
+		return &http.Response{StatusCode: status, Header: h, Body: io.NopCloser(strings.NewReader(body))}
+	}
+	openAI := `{"error":{"message":"waited its TTL","type":"rate_limit_exceeded","code":"ttl_expired"}}`
+	for _, tt := range []struct {
+		name string
+		resp *http.Response
+		want string
+	}{
+		{"429 ttl-expired", answer(429, "ttl-expired", "ttl-expired", openAI), "ttl-expired"},
+		{"503 no-endpoints", answer(503, "no-endpoints", "no-endpoints", openAI), "no-endpoints"},
+		{"no reason header", answer(429, "", "", openAI), ""},
+		{"the alias differs", answer(429, "ttl-expired", "band-full", openAI), ""},
+		{"not OpenAI's shape", answer(429, "ttl-expired", "ttl-expired", "busy"), ""},
+		{"a 500", answer(500, "ttl-expired", "ttl-expired", openAI), ""},
+	} {
+		body, _ := io.ReadAll(tt.resp.Body)
+		if got := droppedReason(tt.resp, body); got != tt.want {
+			t.Errorf("%s: reason %q, want %q", tt.name, got, tt.want)
+		}
+	}
+	l := newLoad("http://127.0.0.1:1", 1, 4, nil)
+	l.record(outcome{call: newCall(1, 0, 4), status: 200, ttft: time.Millisecond, e2e: time.Millisecond})
+	l.record(outcome{call: newCall(1, 1, 4), status: 429, dropped: "ttl-expired"})
+	l.record(outcome{call: newCall(1, 2, 4), status: 429, dropped: "band-full"})
+	res := l.result(3, time.Second)
+	res.Accounting = Accounting{Sent: 3, Counted: 3, ClientFailed: 2, CountedFailed: 2, ByCode: map[string]int{"200": 1, "429": 2}}
+	res.verdict()
+	if res.OK != 1 || res.Shed != 2 || res.ShedByReason["ttl-expired"] != 1 || res.ShedByReason["band-full"] != 1 || res.Wrong != 0 || !res.Pass {
+		t.Errorf("ok %d, shed %d %v, wrong %d, pass %t %q", res.OK, res.Shed, res.ShedByReason, res.Wrong, res.Pass, res.Problems)
 	}
 }

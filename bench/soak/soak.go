@@ -14,6 +14,7 @@
 package soak
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -36,8 +37,10 @@ type Options struct {
 	Config string
 	// Binary is the foresight binary whose serve command runs Config (the command passes its own).
 	Binary string
-	// Servers is the number of emulated servers, at least 1.
+	// Servers is the number of emulated servers, at least 1; Preset their engine preset or mixed
+	// fleet (engine.Fleet; "" is testbed.DefaultPreset).
 	Servers int
+	Preset  string
 	// Rate is the requests per second (open loop, Poisson arrivals), positive; Duration the
 	// length of the load, positive. Rate × Duration is at most MaxRequests.
 	Rate     float64
@@ -146,7 +149,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			o.AtExit(f)
 		}
 	}
-	fleet, err := emulator.Start(o.Servers, 0, testbed.DefaultPreset, o.Seed)
+	fleet, err := emulator.Start(o.Servers, 0, cmp.Or(o.Preset, testbed.DefaultPreset), o.Seed)
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +195,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	res.RouterPID = proc.PID()
 	res.faults(events, f.RestartMs())
 	res.trends(s, o.Warmup)
-	res.Accounting = account(before, after, sent, res.Lost+res.Wrong)
+	res.Accounting = account(before, after, sent, res.Lost+res.Wrong+res.Shed)
 	if cpu, ok := after.Sum(metricCPU); ok && sent > 0 {
 		c0, _ := before.Sum(metricCPU)
 		res.RouterCPUMsPerRequest = round3((cpu - c0) * 1000 / float64(sent))

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/foresight-router/foresight/bench/soak"
+	"github.com/foresight-router/foresight/sim/engine"
+	"github.com/foresight-router/foresight/sim/testbed"
 	"github.com/spf13/cobra"
 )
 
@@ -25,8 +27,10 @@ func newBenchSoak() *cobra.Command {
 			"pid) and swaps the latency scorer of scorers.0 for its other headroomSelectionStrategy every\n" +
 			"--swap-every, interleaved in a seeded order.\n\n" +
 			"Every answer is checked to its end: 200, the tokens asked for, a finish_reason, the usage when asked\n" +
-			"(a whole answer always carries it), a stream ending with data: [DONE]. A request without an answer is\n" +
-			"lost, one with an answer that is not all that is wrong; each is printed with its x-request-id and\n" +
+			"(a whole answer always carries it), a stream ending with data: [DONE]. With flow control (a config\n" +
+			"enabling flowControl), a 429 or 503 carrying x-foresight-dropped-reason, its llm-d alias and an OpenAI\n" +
+			"error is a request shed with a reason, counted by reason. A request without an answer is\n" +
+			"lost, one with an answer that is none of these is wrong; each is printed with its x-request-id and\n" +
 			"error. Every --sample-every the bench reads the router's VmRSS (/proc) and go_goroutines (its admin\n" +
 			"/metrics) and its plugin processes' VmRSS, and reports their least-squares slopes per minute after\n" +
 			"--warmup. At the end the increase of the router's foresight_requests_total must equal the requests\n" +
@@ -55,6 +59,7 @@ func newBenchSoak() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&o.Config, "config", "examples/pipeline.yaml", "the router's configuration (its endpoints and listeners are replaced)")
 	f.IntVar(&o.Servers, "servers", 4, "emulated servers")
+	f.StringVar(&o.Preset, "preset", testbed.DefaultPreset, engine.FleetUsage())
 	f.Float64Var(&o.Rate, "rate", 100, "requests per second (open loop, Poisson arrivals)")
 	f.DurationVar(&o.Duration, "duration", 10*time.Minute, "length of the load")
 	f.DurationVar(&o.Warmup, "warmup", time.Minute, "first part of the load left out of the slopes")
