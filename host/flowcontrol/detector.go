@@ -17,12 +17,13 @@ const (
 	SaturationNone Saturation = iota
 	// SaturationNoEndpoints: the cycle has no endpoint at all (the scale-from-zero case).
 	SaturationNoEndpoints
-	// SaturationPredicted: every endpoint has a valid prediction and none is within the bound.
+	// SaturationPredicted: every endpoint was judged by its prediction and none is within the
+	// bound (Predictions on).
 	SaturationPredicted
-	// SaturationEngines: no endpoint has a valid prediction, and the gauges and in-flight counts
-	// say each is full.
+	// SaturationEngines: every endpoint was judged by its gauges and in-flight count (the
+	// default, and any endpoint without a usable prediction), and each is full.
 	SaturationEngines
-	// SaturationMixed: some endpoints were judged by prediction, the others by the fallback, and
+	// SaturationMixed: some endpoints were judged by prediction, the others by their gauges, and
 	// all are full.
 	SaturationMixed
 )
@@ -54,10 +55,11 @@ type Verdict struct {
 	// Idle counts the idle endpoints (room whatever their prediction); ByPrediction and
 	// ByFallback count the others judged by each rule.
 	Idle, ByPrediction, ByFallback int
-	// Wait estimates how long the request would wait before its prefill starts: the least over
-	// the endpoints of predicted TTFT minus the request's own prefill, and 0 when an endpoint
-	// without a valid prediction has room. WaitKnown is false when neither exists (no valid
-	// prediction and every endpoint full): the fallback has no unit of time to estimate with.
+	// Wait estimates how long the request would wait before its prefill starts: 0 when an
+	// endpoint is idle or has room by its gauges, else the least over the endpoints with a usable
+	// prediction of predicted TTFT minus the request's own prefill. WaitKnown is false when
+	// neither exists (no usable prediction and every endpoint full): gauges have no unit of time
+	// to estimate with.
 	Wait      time.Duration
 	WaitKnown bool
 }

@@ -18,7 +18,13 @@ import (
 
 func fleet(t testing.TB, n int) Config {
 	t.Helper()
-	ec, err := engine.Preset("llama-3.1-8b-h100-tp2")
+	return fleetOf(t, "llama-3.1-8b-h100-tp2", n)
+}
+
+// fleetOf is n servers of the engine preset, seeded 1 to n.
+func fleetOf(t testing.TB, preset string, n int) Config {
+	t.Helper()
+	ec, err := engine.Preset(preset)
 	if err != nil {
 		t.Fatal(err)
 	}

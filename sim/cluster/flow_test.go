@@ -6,25 +6,11 @@ import (
 	"time"
 
 	"github.com/foresight-router/foresight/host/flowcontrol"
-	"github.com/foresight-router/foresight/sim/engine"
 	"github.com/foresight-router/foresight/sim/workload"
 )
 
 // slotFleet is n servers of 32 slots each: a burst beyond 32 × n requests must queue somewhere.
-func slotFleet(t *testing.T, n int) Config {
-	t.Helper()
-	ec, err := engine.Preset("sim-8b-h100-32slots")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := Config{Seed: 1}
-	for i := range n {
-		c := ec
-		c.Seed = uint64(i + 1)
-		cfg.Engines = append(cfg.Engines, c)
-	}
-	return cfg
-}
+func slotFleet(t *testing.T, n int) Config { return fleetOf(t, "sim-8b-h100-32slots", n) }
 
 // burstOf is n requests arriving 1 ms apart; every third is critical (priority 1, TTFT objective
 // 2 s), the others sheddable (priority -1), two tenants alternating.

@@ -149,17 +149,7 @@ func killPlugin(t *testing.T, r *router.Router, name string) {
 // startLogged is startExample with the router's log kept.
 func startLogged(t *testing.T, name string, log zerolog.Logger) *router.Router {
 	t.Helper()
-	fleet := startFleet(t)
-	cfg, err := config.Load(filepath.Join(root, "examples", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Endpoints = config.Endpoints{}
-	for i, a := range fleet.Addrs() {
-		cfg.Endpoints.Static = append(cfg.Endpoints.Static, config.EndpointSpec{ID: fmt.Sprint("vllm-", i), Address: a})
-	}
-	cfg.Server.Listen, cfg.Server.AdminListen = "127.0.0.1:0", "127.0.0.1:0"
-	r, err := router.Start(context.Background(), cfg, log)
+	r, err := router.Start(context.Background(), exampleOnFleet(t, name), log)
 	if err != nil {
 		t.Fatal(err)
 	}

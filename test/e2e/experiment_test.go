@@ -17,6 +17,13 @@ import (
 // startExample runs the router of an example config in front of an emulated fleet.
 func startExample(t *testing.T, name string) *router.Router {
 	t.Helper()
+	return startConfig(t, exampleOnFleet(t, name))
+}
+
+// exampleOnFleet starts an emulated fleet and returns the example config name with the fleet as
+// its endpoints and listeners on free loopback ports.
+func exampleOnFleet(t *testing.T, name string) *config.Config {
+	t.Helper()
 	fleet := startFleet(t)
 	cfg, err := config.Load(filepath.Join(root, "examples", name))
 	if err != nil {
@@ -27,7 +34,7 @@ func startExample(t *testing.T, name string) *router.Router {
 		cfg.Endpoints.Static = append(cfg.Endpoints.Static, config.EndpointSpec{ID: fmt.Sprint("vllm-", i), Address: a})
 	}
 	cfg.Server.Listen, cfg.Server.AdminListen = "127.0.0.1:0", "127.0.0.1:0"
-	return startConfig(t, cfg)
+	return cfg
 }
 
 func experimentReport(t *testing.T, r *router.Router) experiment.Report {

@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/foresight-router/foresight/host/config"
 	"github.com/foresight-router/foresight/internal/eventually"
 )
 
@@ -25,16 +23,7 @@ import (
 // each queued one's decision trace carries its wait and the detector's verdict, and /metrics
 // counts the eight dispatches.
 func TestFlowControlBurstDrainsInDeadlineOrder(t *testing.T) {
-	fleet := startFleet(t)
-	cfg, err := config.Load(filepath.Join(root, "examples", "flow-control.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Endpoints = config.Endpoints{}
-	for i, a := range fleet.Addrs() {
-		cfg.Endpoints.Static = append(cfg.Endpoints.Static, config.EndpointSpec{ID: fmt.Sprint("vllm-", i), Address: a})
-	}
-	cfg.Server.Listen, cfg.Server.AdminListen = "127.0.0.1:0", "127.0.0.1:0"
+	cfg := exampleOnFleet(t, "flow-control.yaml")
 	cfg.FlowControl.Detector.MaxInflight = 1
 	cfg.FlowControl.Policy = "edf" // the example's slo-feasible would put deadlines passed during the long requests last
 	r := startConfig(t, cfg)
