@@ -14,8 +14,9 @@ import (
 
 // Reload rebuilds the pipeline from the config file and swaps it in (Pipelines.Reload); source
 // says who asked (SIGHUP, POST /admin/reload, the file changed) for the log. Only plugins,
-// pipeline, profiles and profileHandler take effect: the server, endpoints, scrape, objectives and flowControl sections
-// need a restart (the endpoints file is watched on its own; a changed flowControl is logged as not applied). Every reload is logged and counted in
+// pipeline, profiles and profileHandler take effect: the server, endpoints, scrape, objectives
+// and flowControl sections need a restart (the endpoints file is watched on its own; a changed
+// flowControl is logged as not applied). Every reload is logged and counted in
 // foresight_reloads_total{result}; a failed one leaves the old pipeline serving.
 func (r *Router) Reload(ctx context.Context, source string) (admin.Result, error) {
 	data, err := os.ReadFile(r.file)
