@@ -27,12 +27,15 @@ type LiveResult struct {
 	Servers int      `json:"servers"`
 	Preset  string   `json:"preset"`
 	Classes []string `json:"classes,omitempty"`
-	// Requests is the number of arrivals every run replays; RateRPS their mean rate over the
-	// fleet after Speedup; SpanSeconds the time of the last one.
+	// Requests is the number of arrivals every run replays; RateRPS the workload's mean rate over
+	// the fleet after Speedup; SpanSeconds the time of the last one, and WindowRPS the rate those
+	// arrivals have (Requests / SpanSeconds): a trace cut at --max-duration may be denser or
+	// sparser there than over its whole length, which the load of a run depends on.
 	Requests    int     `json:"requests"`
 	Speedup     float64 `json:"speedup"`
 	RateRPS     float64 `json:"rate_rps"`
 	SpanSeconds float64 `json:"span_s"`
+	WindowRPS   float64 `json:"window_rps"`
 	// Runs are the configs, then the baselines, in the order asked for.
 	Runs []LiveRun `json:"runs"`
 }
@@ -131,6 +134,9 @@ func newLiveResult(o LiveOptions, w *workload.Workload) *LiveResult {
 	r := &LiveResult{Scenario: o.Scenario, Seed: o.Seed, Servers: o.Servers, Preset: o.Preset, Classes: o.Classes,
 		Requests: len(w.Requests), Speedup: o.Speedup, RateRPS: w.Rate,
 		SpanSeconds: w.Requests[len(w.Requests)-1].Arrival.Seconds()}
+	if r.SpanSeconds > 0 {
+		r.WindowRPS = float64(r.Requests) / r.SpanSeconds
+	}
 	if o.Trace != "" {
 		r.Trace = filepath.Base(o.Trace)
 	}
@@ -256,8 +262,8 @@ func (r *LiveResult) WriteText(out io.Writer) error {
 	if r.Trace != "" {
 		trace = " (" + r.Trace + ")"
 	}
-	fmt.Fprintf(out, "\nscenario %s%s, %d requests over %.1f s (%.2f req/s, speedup %g), %d servers (%s), seed %d\n",
-		r.Scenario, trace, r.Requests, r.SpanSeconds, r.RateRPS, r.Speedup, r.Servers, r.Preset, r.Seed)
+	fmt.Fprintf(out, "\nscenario %s%s, %d requests over %.1f s (%.2f req/s; the workload's %.2f req/s, speedup %g), %d servers (%s), seed %d\n",
+		r.Scenario, trace, r.Requests, r.SpanSeconds, r.WindowRPS, r.RateRPS, r.Speedup, r.Servers, r.Preset, r.Seed)
 	if len(r.Classes) > 0 {
 		fmt.Fprintf(out, "classes %s\n", strings.Join(r.Classes, ", "))
 	}
