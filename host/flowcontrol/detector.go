@@ -3,6 +3,7 @@ package flowcontrol
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
@@ -149,14 +150,25 @@ func (d *Detector) Check(c *sdk.Cycle) Verdict {
 }
 
 // Predictions reports whether the detector judges endpoints by their predictions: then it must
-// see the producer's output (Check after the pipeline ran); otherwise Room judges an endpoint
-// from its state alone, before the pipeline runs.
+// see the producer's output (Check after the pipeline ran), and Restrict leaves a cycle whole.
 func (d *Detector) Predictions() bool { return d.cfg.Predictions }
 
-// Room reports whether e has room by its state alone: idle, or within the gauge and in-flight
-// bounds. With predictions off, a caller keeps only such endpoints as the pipeline's candidates,
-// so that the request goes where it will not queue, and queues in the router when none is left.
-func (d *Detector) Room(e *sdk.Endpoint) bool { return d.idle(e.State) || d.fallbackRoom(e.State) }
+// Restrict keeps, when the detector judges endpoints by their state (predictions off, the
+// default), only c's endpoints with room — idle, or within the gauge and in-flight bounds — so
+// that the pipeline picks where the request will not queue. It reports false when c had
+// endpoints and none is left: the pool is saturated for the request, which then waits without a
+// pipeline run. With predictions on, c is left whole and Restrict reports true. It allocates
+// nothing.
+func (d *Detector) Restrict(c *sdk.Cycle) bool {
+	if d.cfg.Predictions || len(c.Endpoints) == 0 {
+		return true
+	}
+	c.Endpoints = slices.DeleteFunc(c.Endpoints, func(e sdk.Endpoint) bool { return !d.room(e.State) })
+	return len(c.Endpoints) > 0
+}
+
+// room: idle, or within the gauge and in-flight bounds.
+func (d *Detector) room(s sdk.EndpointState) bool { return d.idle(s) || d.fallbackRoom(s) }
 
 // predictedRoom: the predicted wait within MaxPredictedWait, or, with a TTFT objective, the
 // predicted TTFT within objective × margin. The second lets a request whose objective tolerates

@@ -2,6 +2,7 @@ package flowcontrol
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -126,8 +127,9 @@ func TestDetectorGaugesOnly(t *testing.T) {
 	if v.Saturated || v.Room != 1 || v.ByPrediction != 0 || v.ByFallback != 2 || v.Wait != 0 {
 		t.Errorf("queues 2 and 3: %s", v)
 	}
-	if !d.Room(&eps[0]) || d.Room(&eps[1]) {
-		t.Errorf("Room: queue 2 %t, queue 3 %t; want true, false", d.Room(&eps[0]), d.Room(&eps[1]))
+	restricted := &sdk.Cycle{Endpoints: slices.Clone(eps)}
+	if !d.Restrict(restricted) || len(restricted.Endpoints) != 1 || restricted.Endpoints[0].Prediction.TTFTMs != 5000 {
+		t.Errorf("Restrict kept %+v; want the queue-2 endpoint alone", restricted.Endpoints)
 	}
 	// Both full: saturated by the engines, and the wait is the least prediction.
 	v = d.Check(&sdk.Cycle{Endpoints: []sdk.Endpoint{busy(4, 900), busy(3, 700)}})
@@ -135,9 +137,22 @@ func TestDetectorGaugesOnly(t *testing.T) {
 		t.Errorf("queues 4 and 3: %s", v)
 	}
 	// No in-flight bound by default: 10,000 of the router's requests on fresh, empty gauges.
-	many := gauged(sdk.EndpointState{MetricsAgeMs: 10, InflightRequests: 10000})
-	if !d.Room(&many) {
+	many := &sdk.Cycle{Endpoints: []sdk.Endpoint{gauged(sdk.EndpointState{MetricsAgeMs: 10, InflightRequests: 10000})}}
+	if !d.Restrict(many) || len(many.Endpoints) != 1 {
 		t.Error("an in-flight count alone made an endpoint full without maxInflight")
+	}
+	// Both full: Restrict leaves none and says so; with predictions on it leaves the cycle whole.
+	full := &sdk.Cycle{Endpoints: []sdk.Endpoint{busy(4, 900), busy(3, 700)}}
+	if d.Restrict(full) || len(full.Endpoints) != 0 {
+		t.Errorf("Restrict on two full endpoints: kept %d", len(full.Endpoints))
+	}
+	pd, err := NewDetector(workedConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := &sdk.Cycle{Endpoints: []sdk.Endpoint{busy(4, 900), busy(3, 700)}}
+	if !pd.Restrict(whole) || len(whole.Endpoints) != 2 {
+		t.Errorf("Restrict with predictions on kept %d of 2", len(whole.Endpoints))
 	}
 }
 
@@ -181,5 +196,13 @@ func TestDetectorCheckDoesNotAllocate(t *testing.T) {
 	c := &sdk.Cycle{Request: sdk.Request{SLO: sdk.SLO{TTFTMs: 450}}, Endpoints: []sdk.Endpoint{predicted(900), gauged(fresh(6, 0, 0.2)), predicted(300)}}
 	if n := testing.AllocsPerRun(100, func() { d.Check(c) }); n != 0 {
 		t.Errorf("Check allocates %v times a call, want 0", n)
+	}
+	g, err := NewDetector(DefaultDetectorConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	roomy := &sdk.Cycle{Endpoints: []sdk.Endpoint{gauged(fresh(1, 0, 0.5)), gauged(fresh(0, 1, 0.5))}}
+	if n := testing.AllocsPerRun(100, func() { g.Restrict(roomy) }); n != 0 || len(roomy.Endpoints) != 2 {
+		t.Errorf("Restrict allocates %v times a call (kept %d of 2), want 0", n, len(roomy.Endpoints))
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/textproto"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -136,17 +135,10 @@ func (g *flowGate) flowKey(h http.Header, req *openai.Request, m meta) string {
 	return ""
 }
 
-// restrict keeps, when the detector judges endpoints by their state (its default), only the
-// endpoints of p's cycle with room: the pipeline then picks among them, so the request goes where
-// it will not queue. False when none is left: the pool is saturated for p, which is decided
-// without a pipeline run. With predictions on, the detector needs the producer's output and
-// judges after the pipeline (saturated).
+// restrict keeps p's candidates to the endpoints with room (Detector.Restrict); false when none
+// is left: the pool is saturated for p, which is then decided without a pipeline run.
 func (g *flowGate) restrict(p *pending) bool {
-	if g.det.Predictions() || len(p.cycle.Endpoints) == 0 {
-		return true
-	}
-	p.cycle.Endpoints = slices.DeleteFunc(p.cycle.Endpoints, func(e sdk.Endpoint) bool { return !g.det.Room(&e) })
-	if len(p.cycle.Endpoints) > 0 {
+	if g.det.Restrict(p.cycle) {
 		return true
 	}
 	p.verdict = flowcontrol.Verdict{Saturated: true, Reason: flowcontrol.SaturationEngines}

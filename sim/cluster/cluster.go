@@ -383,10 +383,8 @@ func (s *sim) arrive(n int) error {
 func (s *sim) route(v *view, n int, now time.Duration) (*sdk.Cycle, Decision, error) {
 	r := &s.reqs[n]
 	c := s.cycle(v, r, now)
-	if v.flow != nil && !v.flow.detector.Predictions() {
-		if !v.flow.restrict(c) {
-			return nil, Decision{}, nil
-		}
+	if v.flow != nil && !v.flow.detector.Restrict(c) {
+		return nil, Decision{}, nil
 	}
 	d, err := v.Router.Route(c, &Fleet{Engines: s.engines, Arrival: s.engineRequest(n), Now: now})
 	if err != nil {

@@ -3,7 +3,6 @@ package cluster
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
@@ -53,13 +52,6 @@ func newFlowState(cfg *FlowControl) (*flowState, error) {
 		return nil, err
 	}
 	return f, nil
-}
-
-// restrict keeps the cycle's endpoints with room by their state (Detector.Room); false when
-// none is left.
-func (f *flowState) restrict(c *sdk.Cycle) bool {
-	c.Endpoints = slices.DeleteFunc(c.Endpoints, func(e sdk.Endpoint) bool { return !f.detector.Room(&e) })
-	return len(c.Endpoints) > 0
 }
 
 // saturated asks the detector about the routed request: on the candidates as the pipeline's
