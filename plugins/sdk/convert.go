@@ -2,6 +2,7 @@ package sdk
 
 import (
 	pb "github.com/foresight-router/foresight/proto/foresight/v1"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/foresight-router/foresight/plugins/sdk/internal/wire"
 )
@@ -151,6 +152,24 @@ func indicesToProto(idx []int) []uint32 {
 		out[i] = uint32(v)
 	}
 	return out
+}
+
+// roomToProto converts a detector's room counts, a negative count (a stage's slip) becoming 0: full.
+func roomToProto(room []int) []uint32 {
+	out := make([]uint32, len(room))
+	for i, v := range room {
+		out[i] = uint32(max(v, 0))
+	}
+	return out
+}
+
+// orderKeyToProto converts k; a zero HopelessAfter stays absent.
+func orderKeyToProto(k OrderKey) *pb.OrderResult {
+	r := &pb.OrderResult{Rank: k.Rank, Flow: k.Flow}
+	if !k.HopelessAfter.IsZero() {
+		r.HopelessAfter = timestamppb.New(k.HopelessAfter)
+	}
+	return r
 }
 
 // predictorStatsToProto converts stats (nil stays nil).

@@ -75,6 +75,14 @@ func (p *grpcServer) stageService() (func(*grpc.Server), error) {
 		if _, ok := impl.(Picker); ok {
 			register = func(s *grpc.Server) { pb.RegisterPickerServiceServer(s, &pickerServer{reg: reg}) }
 		}
+	case StageDetector:
+		if _, ok := impl.(Detector); ok {
+			register = func(s *grpc.Server) { pb.RegisterSaturationDetectorServiceServer(s, &detectorServer{reg: reg}) }
+		}
+	case StageOrder:
+		if _, ok := impl.(Orderer); ok {
+			register = func(s *grpc.Server) { pb.RegisterOrderServiceServer(s, &orderServer{reg: reg}) }
+		}
 	}
 	if register == nil {
 		return nil, fmt.Errorf("plugin %q does not implement stage %v", impl.Type(), p.stage)
@@ -114,6 +122,14 @@ func ServeAdmitter(a Admitter, version string) {
 
 // ServePicker serves p as a picker plugin process.
 func ServePicker(p Picker, version string) { ServeProtocol(ProtocolVersion, StagePicker, p, version) }
+
+// ServeDetector serves d as a saturation detector plugin process.
+func ServeDetector(d Detector, version string) {
+	ServeProtocol(ProtocolVersion, StageDetector, d, version)
+}
+
+// ServeOrderer serves o as an ordering policy plugin process.
+func ServeOrderer(o Orderer, version string) { ServeProtocol(ProtocolVersion, StageOrder, o, version) }
 
 // DefaultGCPercent is the GOGC that plugins (and the host) run with unless GOGC is set.
 const DefaultGCPercent = 400

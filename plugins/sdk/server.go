@@ -249,3 +249,48 @@ func (s *pickerServer) pick(ctx context.Context, req *pb.PickRequest) *pb.PickRe
 	}
 	return out
 }
+
+type detectorServer struct {
+	pb.UnimplementedSaturationDetectorServiceServer
+	reg *instances
+}
+
+func (s *detectorServer) Detect(stream grpc.BidiStreamingServer[pb.DetectRequest, pb.DetectResponse]) error {
+	return serveStream(stream, s.detect)
+}
+
+func (s *detectorServer) detect(ctx context.Context, req *pb.DetectRequest) *pb.DetectResponse {
+	results := serveEach(s.reg, req.GetInstance(), req.GetCycles(), func(impl Detector, _ int, c *Cycle) (SaturationVerdict, error) {
+		v, err := impl.Detect(ctx, c)
+		if err == nil && len(v.Room) != len(c.Endpoints) {
+			err = fmt.Errorf("detector returned %d room counts for %d endpoints", len(v.Room), len(c.Endpoints))
+		}
+		return v, err
+	})
+	out := &pb.DetectResponse{Results: make([]*pb.DetectResult, len(results))}
+	for i, r := range results {
+		out.Results[i] = &pb.DetectResult{Status: statusToProto(r.err), Room: roomToProto(r.value.Room), WaitMs: r.value.WaitMs, Reason: r.value.Reason}
+	}
+	return out
+}
+
+type orderServer struct {
+	pb.UnimplementedOrderServiceServer
+	reg *instances
+}
+
+func (s *orderServer) Order(stream grpc.BidiStreamingServer[pb.OrderRequest, pb.OrderResponse]) error {
+	return serveStream(stream, s.order)
+}
+
+func (s *orderServer) order(ctx context.Context, req *pb.OrderRequest) *pb.OrderResponse {
+	results := serveEach(s.reg, req.GetInstance(), req.GetCycles(), func(impl Orderer, _ int, c *Cycle) (OrderKey, error) {
+		return impl.Order(ctx, c)
+	})
+	out := &pb.OrderResponse{Results: make([]*pb.OrderResult, len(results))}
+	for i, r := range results {
+		out.Results[i] = orderKeyToProto(r.value)
+		out.Results[i].Status = statusToProto(r.err)
+	}
+	return out
+}

@@ -1,6 +1,9 @@
 package sdk
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Plugin is what every stage implementation is: a typed, configurable component.
 //
@@ -68,6 +71,58 @@ type Picker interface {
 	// Pick returns indices into c.Endpoints, best first; scores[i] is the weighted score of
 	// c.Endpoints[i]. Returning every index lets the proxy fail over down the list.
 	Pick(ctx context.Context, c *Cycle, scores []float64) ([]int, error)
+}
+
+// Detector is flow control's saturation detector: which endpoints have room for a request now. A
+// request for which none has room waits in the router and is decided again when one has.
+type Detector interface {
+	Plugin
+	// Detect returns the verdict for c's request on c's endpoints.
+	Detect(ctx context.Context, c *Cycle) (SaturationVerdict, error)
+}
+
+// SaturationVerdict is a detector's answer for one cycle.
+type SaturationVerdict struct {
+	// Room holds one count per endpoint of the cycle, in its order: how many more of the router's
+	// requests the endpoint takes now before it is full; 0: full.
+	Room []int `json:"room"`
+	// WaitMs estimates how long the request would wait before its prefill starts were it
+	// dispatched now: 0 when some endpoint has room, negative when unknown.
+	WaitMs float64 `json:"wait_ms"`
+	// Reason says in a few words why every endpoint is full, e.g. "engines-full"; empty otherwise.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Saturated reports whether no endpoint has room.
+func (v SaturationVerdict) Saturated() bool {
+	for _, r := range v.Room {
+		if r > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Orderer is flow control's ordering policy: the key by which a request waits in the router's
+// queue. It is asked once, when the request enters the queue; c.Now is the request's arrival.
+type Orderer interface {
+	Plugin
+	// Order returns c's request's key.
+	Order(ctx context.Context, c *Cycle) (OrderKey, error)
+}
+
+// OrderKey is a queued request's place in its flow: bands (priorities) first, flows in turn
+// within a band, then, within a flow, the requests that are not hopeless by Rank, then the
+// hopeless ones by Rank; equal ranks leave in arrival order.
+type OrderKey struct {
+	// Rank: lower leaves first, e.g. the arrival (FCFS) or the TTFT deadline (EDF) in Unix
+	// nanoseconds.
+	Rank int64 `json:"rank"`
+	// HopelessAfter, when not zero: the request is hopeless once the host's estimate of the wait,
+	// added to the time, passes it.
+	HopelessAfter time.Time `json:"hopeless_after,omitzero"`
+	// Flow is the fairness flow; empty: the one the host's flowControl.flowKey names.
+	Flow string `json:"flow,omitempty"`
 }
 
 // Reader is implemented by a stage that reads only part of the cycle. Reads returns the paths of

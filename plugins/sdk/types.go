@@ -17,9 +17,13 @@ const (
 	StageScorer
 	StageAdmitter
 	StagePicker
+	// StageDetector and StageOrder are flow control's stages: they run only while the router's
+	// flowControl section is on, around the pipeline rather than in it.
+	StageDetector
+	StageOrder
 )
 
-var stageNames = [...]string{"unspecified", "producer", "filter", "scorer", "admitter", "picker"}
+var stageNames = [...]string{"unspecified", "producer", "filter", "scorer", "admitter", "picker", "detector", "order"}
 
 // String returns the stage's lower-case name, e.g. "scorer".
 func (s Stage) String() string {
@@ -29,14 +33,15 @@ func (s Stage) String() string {
 	return stageNames[s]
 }
 
-// ParseStage returns the stage named name ("producer", "filter", "scorer", "admitter", "picker").
+// ParseStage returns the stage named name ("producer", "filter", "scorer", "admitter", "picker",
+// "detector", "order").
 func ParseStage(name string) (Stage, error) {
 	for i, n := range stageNames[1:] {
 		if n == name {
 			return Stage(i + 1), nil
 		}
 	}
-	return StageUnspecified, fmt.Errorf("unknown stage %q (want producer, filter, scorer, admitter or picker)", name)
+	return StageUnspecified, fmt.Errorf("unknown stage %q (want producer, filter, scorer, admitter, picker, detector or order)", name)
 }
 
 // Info describes a plugin binary: what it is and which version of it runs.

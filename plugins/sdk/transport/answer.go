@@ -23,3 +23,15 @@ func checkScores(s []float64, n int) error {
 	}
 	return nil
 }
+
+func checkRoom(v sdk.SaturationVerdict, n int) error {
+	if len(v.Room) != n {
+		return fmt.Errorf("detector returned %d room counts for %d endpoints", len(v.Room), n)
+	}
+	for i, r := range v.Room {
+		if r < 0 {
+			return fmt.Errorf("detector returned room %d for endpoint %d: want 0 or more", r, i)
+		}
+	}
+	return nil
+}

@@ -49,6 +49,16 @@ type BatchPicker interface {
 	PickBatch(ctx context.Context, cycles []*sdk.Cycle, scores [][]float64) ([]Result[[]int], error)
 }
 
+// BatchDetector is a saturation detector as the host calls it.
+type BatchDetector interface {
+	DetectBatch(ctx context.Context, cycles []*sdk.Cycle) ([]Result[sdk.SaturationVerdict], error)
+}
+
+// BatchOrderer is an ordering policy as the host calls it.
+type BatchOrderer interface {
+	OrderBatch(ctx context.Context, cycles []*sdk.Cycle) ([]Result[sdk.OrderKey], error)
+}
+
 // Local adapts an in-process stage implementation to the host's batch interfaces by answering the
 // cycles one by one. It implements every Batch interface whose stage p implements.
 type Local struct{ P sdk.Plugin }
@@ -99,6 +109,19 @@ func (l Local) PickBatch(ctx context.Context, cycles []*sdk.Cycle, scores [][]fl
 		}
 	}
 	return out, nil
+}
+
+// DetectBatch calls Detect per cycle.
+func (l Local) DetectBatch(ctx context.Context, cycles []*sdk.Cycle) ([]Result[sdk.SaturationVerdict], error) {
+	d := l.P.(sdk.Detector)
+	return each(cycles, func(c *sdk.Cycle) (sdk.SaturationVerdict, error) { return d.Detect(ctx, c) },
+		func(c *sdk.Cycle, v sdk.SaturationVerdict) error { return checkRoom(v, len(c.Endpoints)) }), nil
+}
+
+// OrderBatch calls Order per cycle.
+func (l Local) OrderBatch(ctx context.Context, cycles []*sdk.Cycle) ([]Result[sdk.OrderKey], error) {
+	o := l.P.(sdk.Orderer)
+	return each(cycles, func(c *sdk.Cycle) (sdk.OrderKey, error) { return o.Order(ctx, c) }, nil), nil
 }
 
 // each answers every cycle with call; check, when set, holds each answer to the rules the wire

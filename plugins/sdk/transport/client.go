@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync/atomic"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
@@ -87,6 +88,14 @@ func Bind(c Configurer, instance string) Configurer {
 		b := *c
 		b.PluginClient = c.bind(instance)
 		return &b
+	case *DetectorClient:
+		b := *c
+		b.PluginClient = c.bind(instance)
+		return &b
+	case *OrderClient:
+		b := *c
+		b.PluginClient = c.bind(instance)
+		return &b
 	}
 	return c
 }
@@ -115,6 +124,10 @@ func NewClient(stage sdk.Stage, conn grpc.ClientConnInterface) (Configurer, erro
 		return &AdmitterClient{pc, &streamPool[pb.AdmitRequest, pb.AdmitResponse]{open: pb.NewAdmitterServiceClient(conn).Admit}}, nil
 	case sdk.StagePicker:
 		return &PickerClient{pc, &streamPool[pb.PickRequest, pb.PickResponse]{open: pb.NewPickerServiceClient(conn).Pick}}, nil
+	case sdk.StageDetector:
+		return &DetectorClient{pc, &streamPool[pb.DetectRequest, pb.DetectResponse]{open: pb.NewSaturationDetectorServiceClient(conn).Detect}}, nil
+	case sdk.StageOrder:
+		return &OrderClient{pc, &streamPool[pb.OrderRequest, pb.OrderResponse]{open: pb.NewOrderServiceClient(conn).Order}}, nil
 	}
 	return nil, fmt.Errorf("no client for stage %v", stage)
 }
@@ -315,5 +328,47 @@ func (c *PickerClient) PickBatch(ctx context.Context, cycles []*sdk.Cycle, score
 	}
 	return collect(cycles, resp.GetResults(), func(cy *sdk.Cycle, r *pb.PickResult) ([]int, error) {
 		return indicesFromProto(r.GetOrder(), len(cy.Endpoints))
+	})
+}
+
+// DetectorClient calls a saturation detector plugin.
+type DetectorClient struct {
+	*PluginClient
+	detect *streamPool[pb.DetectRequest, pb.DetectResponse]
+}
+
+// DetectBatch asks for a verdict for every cycle.
+func (c *DetectorClient) DetectBatch(ctx context.Context, cycles []*sdk.Cycle) ([]Result[sdk.SaturationVerdict], error) {
+	resp, err := c.detect.call(ctx, &pb.DetectRequest{Cycles: c.cycles(cycles), Instance: c.instance})
+	if err != nil {
+		return nil, err
+	}
+	return collect(cycles, resp.GetResults(), func(cy *sdk.Cycle, r *pb.DetectResult) (sdk.SaturationVerdict, error) {
+		v := sdk.SaturationVerdict{Room: make([]int, len(r.GetRoom())), WaitMs: r.GetWaitMs(), Reason: r.GetReason()}
+		for i, n := range r.GetRoom() {
+			v.Room[i] = int(min(n, math.MaxInt32))
+		}
+		return v, checkRoom(v, len(cy.Endpoints))
+	})
+}
+
+// OrderClient calls an ordering policy plugin.
+type OrderClient struct {
+	*PluginClient
+	order *streamPool[pb.OrderRequest, pb.OrderResponse]
+}
+
+// OrderBatch asks for a queue key for every cycle.
+func (c *OrderClient) OrderBatch(ctx context.Context, cycles []*sdk.Cycle) ([]Result[sdk.OrderKey], error) {
+	resp, err := c.order.call(ctx, &pb.OrderRequest{Cycles: c.cycles(cycles), Instance: c.instance})
+	if err != nil {
+		return nil, err
+	}
+	return collect(cycles, resp.GetResults(), func(_ *sdk.Cycle, r *pb.OrderResult) (sdk.OrderKey, error) {
+		k := sdk.OrderKey{Rank: r.GetRank(), Flow: r.GetFlow()}
+		if r.GetHopelessAfter() != nil {
+			k.HopelessAfter = r.GetHopelessAfter().AsTime()
+		}
+		return k, nil
 	})
 }

@@ -33,7 +33,7 @@ func (p *GRPCPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *grpc
 // by the stage name, so the host dispenses the stage its config slot expects and then checks GetInfo.
 func HostPlugins() map[int]plugin.PluginSet {
 	set := plugin.PluginSet{}
-	for s := sdk.StageProducer; s <= sdk.StagePicker; s++ {
+	for s := sdk.StageProducer; s <= sdk.StageOrder; s++ {
 		set[s.String()] = &GRPCPlugin{Stage: s}
 	}
 	return map[int]plugin.PluginSet{sdk.ProtocolVersion: set}

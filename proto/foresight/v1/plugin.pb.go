@@ -37,6 +37,10 @@ const (
 	Stage_STAGE_ADMITTER Stage = 4
 	// Orders the candidates by preference (PickerService).
 	Stage_STAGE_PICKER Stage = 5
+	// Judges which endpoints have room for a request, for flow control (SaturationDetectorService).
+	Stage_STAGE_DETECTOR Stage = 6
+	// Gives a request its place in flow control's queue (OrderService).
+	Stage_STAGE_ORDER Stage = 7
 )
 
 // Enum value maps for Stage.
@@ -48,6 +52,8 @@ var (
 		3: "STAGE_SCORER",
 		4: "STAGE_ADMITTER",
 		5: "STAGE_PICKER",
+		6: "STAGE_DETECTOR",
+		7: "STAGE_ORDER",
 	}
 	Stage_value = map[string]int32{
 		"STAGE_UNSPECIFIED": 0,
@@ -56,6 +62,8 @@ var (
 		"STAGE_SCORER":      3,
 		"STAGE_ADMITTER":    4,
 		"STAGE_PICKER":      5,
+		"STAGE_DETECTOR":    6,
+		"STAGE_ORDER":       7,
 	}
 )
 
@@ -431,14 +439,16 @@ const file_foresight_v1_plugin_proto_rawDesc = "" +
 	"\x06status\x18\x01 \x01(\v2\x14.foresight.v1.StatusR\x06status\"1\n" +
 	"\x13DropInstanceRequest\x12\x1a\n" +
 	"\binstance\x18\x01 \x01(\tR\binstance\"\x16\n" +
-	"\x14DropInstanceResponse*|\n" +
+	"\x14DropInstanceResponse*\xa1\x01\n" +
 	"\x05Stage\x12\x15\n" +
 	"\x11STAGE_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eSTAGE_PRODUCER\x10\x01\x12\x10\n" +
 	"\fSTAGE_FILTER\x10\x02\x12\x10\n" +
 	"\fSTAGE_SCORER\x10\x03\x12\x12\n" +
 	"\x0eSTAGE_ADMITTER\x10\x04\x12\x10\n" +
-	"\fSTAGE_PICKER\x10\x052\xfc\x01\n" +
+	"\fSTAGE_PICKER\x10\x05\x12\x12\n" +
+	"\x0eSTAGE_DETECTOR\x10\x06\x12\x0f\n" +
+	"\vSTAGE_ORDER\x10\a2\xfc\x01\n" +
 	"\rPluginService\x12F\n" +
 	"\aGetInfo\x12\x1c.foresight.v1.GetInfoRequest\x1a\x1d.foresight.v1.GetInfoResponse\x12L\n" +
 	"\tConfigure\x12\x1e.foresight.v1.ConfigureRequest\x1a\x1f.foresight.v1.ConfigureResponse\x12U\n" +

@@ -38,6 +38,10 @@ export enum Stage {
   STAGE_ADMITTER = 4,
   /** STAGE_PICKER - Orders the candidates by preference (PickerService). */
   STAGE_PICKER = 5,
+  /** STAGE_DETECTOR - Judges which endpoints have room for a request, for flow control (SaturationDetectorService). */
+  STAGE_DETECTOR = 6,
+  /** STAGE_ORDER - Gives a request its place in flow control's queue (OrderService). */
+  STAGE_ORDER = 7,
   UNRECOGNIZED = -1,
 }
 
@@ -61,6 +65,12 @@ export function stageFromJSON(object: any): Stage {
     case 5:
     case "STAGE_PICKER":
       return Stage.STAGE_PICKER;
+    case 6:
+    case "STAGE_DETECTOR":
+      return Stage.STAGE_DETECTOR;
+    case 7:
+    case "STAGE_ORDER":
+      return Stage.STAGE_ORDER;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -82,6 +92,10 @@ export function stageToJSON(object: Stage): string {
       return "STAGE_ADMITTER";
     case Stage.STAGE_PICKER:
       return "STAGE_PICKER";
+    case Stage.STAGE_DETECTOR:
+      return "STAGE_DETECTOR";
+    case Stage.STAGE_ORDER:
+      return "STAGE_ORDER";
     case Stage.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";

@@ -1,0 +1,80 @@
+package flowpolicy
+
+import (
+	"errors"
+
+	"github.com/foresight-router/foresight/plugins/sdk"
+)
+
+// StateParams bound an endpoint judged by its state. Each default's source is in
+// StateDefaults.
+type StateParams struct {
+	// QueueDepth bounds the engine's waiting queue plus the router's requests sent there since
+	// that queue was scraped, in [0, 100000].
+	QueueDepth int64 `json:"queueDepth"`
+	// KVCacheUsage bounds the engine's KV-cache use, in (0, 1].
+	KVCacheUsage float64 `json:"kvCacheUsage"`
+	// MaxMetricsAgeMs is how old, in ms, the gauges may be and still count, in [1, 600000];
+	// older, only MaxInflight judges.
+	MaxMetricsAgeMs float64 `json:"maxMetricsAgeMs"`
+	// MaxInflight bounds the router's own requests in flight on the endpoint, in [0, 1000000];
+	// 0 sets no bound.
+	MaxInflight int64 `json:"maxInflight"`
+}
+
+// StateDefaults are saturation-detector's defaults, chosen on the routing bench
+// (docs/benchmarks.md, "Flow control"):
+//
+//   - QueueDepth 2: llm-d's utilization detector uses 5; on the bench 2 cut the critical class's
+//     TTFT p99 further on both engine families (1,015 → 489 ms against 777 ms with 5, batch
+//     engine at 0.95 of saturation).
+//   - KVCacheUsage 1: llm-d's 0.8 held requests a slot engine had room for (SLO attainment
+//     0.212 against 0.301); an engine that runs out of KV cache queues the request, which the
+//     queue depth sees.
+//   - MaxMetricsAgeMs 200: llm-d's metricsStalenessThreshold, four of the router's default 50 ms
+//     scrapes.
+//   - MaxInflight 0 (no bound): llm-d's concurrency detector's 100 held every request on a
+//     batch engine that runs about 350 at once.
+func StateDefaults() StateParams {
+	return StateParams{QueueDepth: 2, KVCacheUsage: 1, MaxMetricsAgeMs: 200}
+}
+
+// Validate reports every out-of-range parameter, each naming it.
+func (p *StateParams) Validate() error {
+	return errors.Join(
+		sdk.CheckRange("queueDepth", float64(p.QueueDepth), 0, 100_000),
+		sdk.CheckRangeOpenLow("kvCacheUsage", p.KVCacheUsage, 0, 1),
+		sdk.CheckRange("maxMetricsAgeMs", p.MaxMetricsAgeMs, 1, 600_000),
+		sdk.CheckRange("maxInflight", float64(p.MaxInflight), 0, 1_000_000),
+	)
+}
+
+// PredictedParams are predicted-saturation-detector's: the prediction rule's bounds, and the
+// state rule's for an endpoint without a usable prediction.
+type PredictedParams struct {
+	StateParams
+	// TTFTMargin scales a request's TTFT objective: an endpoint whose prediction is at most
+	// objective × margin has room for it; in (0, 10].
+	TTFTMargin float64 `json:"ttftMargin"`
+	// MaxPredictedWaitMs bounds the predicted wait (the predicted TTFT, which counts the
+	// request's own prefill too) an endpoint with room may have, in [1, 600000].
+	MaxPredictedWaitMs float64 `json:"maxPredictedWaitMs"`
+}
+
+// PredictedDefaults: the state rule's defaults; TTFTMargin 1, the objective itself, as the
+// slo-threshold filter's ttftThreshold; MaxPredictedWaitMs 500, Foresight's own with no llm-d
+// counterpart. The bench found a fixed wait bound does not carry across engines (on a slot
+// engine, whose TTFTs are seconds, 300 ms held 99 % of requests until their TTL), which is why
+// the router's default detector is saturation-detector.
+func PredictedDefaults() PredictedParams {
+	return PredictedParams{StateParams: StateDefaults(), TTFTMargin: 1, MaxPredictedWaitMs: 500}
+}
+
+// Validate reports every out-of-range parameter, each naming it.
+func (p *PredictedParams) Validate() error {
+	return errors.Join(
+		p.StateParams.Validate(),
+		sdk.CheckRangeOpenLow("ttftMargin", p.TTFTMargin, 0, 10),
+		sdk.CheckRange("maxPredictedWaitMs", p.MaxPredictedWaitMs, 1, 600_000),
+	)
+}
