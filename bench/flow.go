@@ -6,8 +6,10 @@ import (
 	"strings"
 
 	"github.com/foresight-router/foresight/host/config"
+	"github.com/foresight-router/foresight/host/pipeline"
 	"github.com/foresight-router/foresight/sim/cluster"
 	"github.com/foresight-router/foresight/sim/workload"
+	"github.com/rs/zerolog"
 )
 
 // flowSuffix marks a strategy run with flow control (config.DefaultFlowControl): rr+fc,
@@ -35,11 +37,12 @@ func strategyFlow(name string) (base string, fc *cluster.FlowControl, err error)
 	return name, simFlowControl(&cfg.FlowControl), nil
 }
 
-// simFlowControl is the section as the simulator runs it. The simulated requests carry no
+// simFlowControl is the section as the simulator runs it, with the section's built-in stages
+// (withPipelineStages swaps in a config pipeline's own). The simulated requests carry no
 // headers: a request's class stands for its tenant (flow keys header and user), its session for
 // session and its priority for objective.
 func simFlowControl(f *config.FlowControl) *cluster.FlowControl {
-	fc := &cluster.FlowControl{Queue: f.Queue(nil), Detector: f.DetectorConfig()}
+	fc := &cluster.FlowControl{Queue: f.Queue(nil), Stages: pipeline.NewFlowBuiltins(*f, zerolog.Nop())}
 	switch f.FlowKey {
 	case config.FlowKeySession:
 		fc.Flow = func(r *workload.Request) string { return r.SessionID }
@@ -49,4 +52,13 @@ func simFlowControl(f *config.FlowControl) *cluster.FlowControl {
 		fc.Flow = func(r *workload.Request) string { return r.Class }
 	}
 	return fc
+}
+
+// withPipelineStages has fc use the flow control stages of router's pipeline, when it routes
+// with one: its config's detector and order slots (plugins an operator deploys), else the same
+// built-ins its flowControl section configures.
+func withPipelineStages(fc *cluster.FlowControl, router cluster.Router) {
+	if pr, ok := router.(cluster.PipelineRouter); ok && fc != nil {
+		fc.Stages = pr.Pipeline
+	}
 }

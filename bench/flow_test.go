@@ -1,22 +1,38 @@
 package bench
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
-	"github.com/foresight-router/foresight/host/config"
+	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/foresight-router/foresight/sim/cluster"
 	"github.com/foresight-router/foresight/sim/workload"
 )
+
+// queueRoom is the room fc's detector sees on one endpoint with fresh gauges and waiting
+// requests queued.
+func queueRoom(fc *cluster.FlowControl, waiting int64) int {
+	v, _ := fc.Stages.Detect(context.Background(), &sdk.Cycle{Endpoints: []sdk.Endpoint{
+		{State: sdk.EndpointState{Waiting: waiting, InflightRequests: waiting, MetricsAgeMs: 10}}}})
+	return v.Room[0]
+}
 
 func TestStrategyFlow(t *testing.T) {
 	base, fc, err := strategyFlow("least-load+fc")
 	if err != nil || base != "least-load" || fc == nil {
 		t.Fatalf("least-load+fc: %q %v %v", base, fc, err)
 	}
-	def := config.DefaultFlowControl()
-	if fc.Queue.Policy != def.Policy || fc.Detector.QueueDepth != def.Detector.QueueDepth || fc.Detector.Predictions {
-		t.Errorf("+fc runs %+v / %+v, want the defaults", fc.Queue, fc.Detector)
+	// The defaults: slo-feasible (a request with an objective is hopeless after its deadline), a
+	// state detector (asked before the pipeline) with queue depth 2.
+	if k, _ := fc.Stages.Order(context.Background(), &sdk.Cycle{Now: time.Unix(1, 0), Request: sdk.Request{SLO: sdk.SLO{TTFTMs: 100}}}); !k.HopelessAfter.Equal(time.Unix(1, 1e8)) {
+		t.Errorf("+fc orders with %+v, want slo-feasible's key", k)
+	}
+	if !fc.Stages.DetectsBefore(&sdk.Request{}) || queueRoom(fc, 2) != 1 || queueRoom(fc, 3) != 0 {
+		t.Errorf("+fc detector: before %t, room at queue 2: %d, at 3: %d; want a state detector of depth 2",
+			fc.Stages.DetectsBefore(&sdk.Request{}), queueRoom(fc, 2), queueRoom(fc, 3))
 	}
 	// The header and user keys take the simulated request's class for its tenant.
 	if got := fc.Flow(&workload.Request{Class: "a", SessionID: "s"}); got != "a" {
@@ -33,7 +49,7 @@ func TestStrategyFlow(t *testing.T) {
 		t.Fatal(err)
 	}
 	base, fc, err = strategyFlow(file)
-	if err != nil || base != file || fc == nil || fc.Detector.QueueDepth != 7 {
+	if err != nil || base != file || fc == nil || queueRoom(fc, 7) != 1 {
 		t.Fatalf("%s: %q %+v %v", file, base, fc, err)
 	}
 	if got := fc.Flow(&workload.Request{Class: "a", SessionID: "s"}); got != "s" {

@@ -188,6 +188,9 @@ func runStrategies(ctx context.Context, o RoutingOptions, fleet cluster.Config, 
 		if err != nil {
 			return nil, err
 		}
+		if len(sts) > 0 {
+			withPipelineStages(fc, sts[0].router)
+		}
 		began := time.Now()
 		bar := newProgress(o.Progress, len(w.Requests), name)
 		fleet.Progress = func() { _ = bar.Add(1) }

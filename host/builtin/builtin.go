@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/foresight-router/foresight/plugins/sdk/flowpolicy"
 )
 
 // factory makes a fresh, default-configured instance of one built-in type.
@@ -29,6 +30,11 @@ var factories = map[string]factory{
 	PrefixScorerType:     {sdk.StageScorer, func() sdk.Plugin { return NewPrefixScorer() }},
 	CompositeScorerType:  {sdk.StageScorer, func() sdk.Plugin { return NewCompositeScorer() }},
 	AlwaysAdmitType:      {sdk.StageAdmitter, func() sdk.Plugin { return NewAlwaysAdmit() }},
+	// Flow control's stages: the same logic as their plugin binaries (plugins/sdk/flowpolicy),
+	// in process as the fast path the router takes when the pipeline names none.
+	flowpolicy.StateDetectorType:     {sdk.StageDetector, func() sdk.Plugin { return flowpolicy.NewStateDetector() }},
+	flowpolicy.PredictedDetectorType: {sdk.StageDetector, func() sdk.Plugin { return flowpolicy.NewPredictedDetector() }},
+	flowpolicy.OrderType:             {sdk.StageOrder, func() sdk.Plugin { return flowpolicy.NewOrder() }},
 }
 
 // New returns a fresh instance of the built-in type typ, configured with its defaults, and the

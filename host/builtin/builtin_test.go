@@ -11,7 +11,8 @@ import (
 func TestTypes(t *testing.T) {
 	want := []string{
 		"always-admit", "composite-scorer", "kv-cache-utilization-scorer", "max-score-picker",
-		"prefix-cache-scorer", "queue-scorer", "round-robin-picker",
+		"predicted-saturation-detector", "prefix-cache-scorer", "queue-scorer", "round-robin-picker",
+		"saturation-detector", "slo-order",
 	}
 	if got := Types(); !slices.Equal(got, want) {
 		t.Errorf("Types() = %q, want %q", got, want)

@@ -108,6 +108,12 @@ type Pipeline struct {
 	Admitter *StageRef `yaml:"admitter"`
 	// Picker orders the candidates; the built-in max-score-picker when absent.
 	Picker *StageRef `yaml:"picker"`
+	// Detector and Order are flow control's stages, used only while flowControl.enabled: the
+	// saturation detector, which says which endpoints have room for a request, and the ordering
+	// policy, which gives a queued request its key. Absent, the built-ins the flowControl section
+	// configures serve, in process; they are also the fallbacks of these slots.
+	Detector *StageRef `yaml:"detector"`
+	Order    *StageRef `yaml:"order"`
 	// StageTimeout is the deadline of one stage call (default 25ms); past it the stage's fallback applies.
 	StageTimeout time.Duration `yaml:"stageTimeout"`
 	// MaxBatch caps how many cycles one stage call, and one cohort, may carry (default 16).

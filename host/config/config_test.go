@@ -322,7 +322,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown field in a plugin entry", withPipeline(plugins("    params: {}")),
 			`test.yaml:4: unknown field "params" in a plugin entry (known: name, type, path, args, env, sha256, version, timeout, parameters)`, false},
 		{"unknown field in pipeline", withPipeline(plugins(), "  scorer: []"),
-			`test.yaml:6: unknown field "scorer" in pipeline (known: producer, filters, scorers, admitter, picker, stageTimeout, maxBatch, maxCohorts)`, false},
+			`test.yaml:6: unknown field "scorer" in pipeline (known: producer, filters, scorers, admitter, picker, detector, order, stageTimeout, maxBatch, maxCohorts)`, false},
 		{"unknown field in a stage reference", y("plugins:", scorerQ[0], scorerQ[1], "pipeline:", "  scorers:", "    - pluginRef: q", "      wieght: 2"),
 			`test.yaml:7: unknown field "wieght" in a stage reference (known: pluginRef, weight, arms, shadow)`, false},
 		{"wrong type", withPipeline(plugins(), "  maxBatch: many"),

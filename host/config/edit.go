@@ -46,6 +46,7 @@ func (c *Config) Clone() *Config {
 func clonePipeline(p *Pipeline) *Pipeline {
 	pl := *p
 	pl.Producer, pl.Admitter, pl.Picker = cloneRef(p.Producer), cloneRef(p.Admitter), cloneRef(p.Picker)
+	pl.Detector, pl.Order = cloneRef(p.Detector), cloneRef(p.Order)
 	pl.Filters = cloneRefs(p.Filters)
 	pl.Scorers = cloneRefs(p.Scorers)
 	return &pl
@@ -85,7 +86,7 @@ func clonePtr[T any](p *T) *T {
 }
 
 // SlotNames lists the default profile's slots by the names WithStage takes, in stage order:
-// producer, filters.0 …, scorers.0 …, admitter, picker.
+// producer, filters.0 …, scorers.0 …, admitter, picker, detector, order.
 func (c *Config) SlotNames() []string { return c.ProfileSlotNames(c.DefaultProfileName()) }
 
 // ProfileSlotNames lists a profile's slots as SlotNames does; nil for a profile c does not have.

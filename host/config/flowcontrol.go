@@ -2,6 +2,7 @@ package config
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -9,14 +10,18 @@ import (
 	"time"
 
 	"github.com/foresight-router/foresight/host/flowcontrol"
+	"github.com/foresight-router/foresight/plugins/sdk/flowpolicy"
 )
 
 // FlowControl holds requests in the router while the pool is saturated for them, and dispatches
 // them, highest priority first, fairly across flows and in the policy's order, when a server has
-// room (host/flowcontrol). It is off unless Enabled.
+// room (host/flowcontrol). It is off unless Enabled. Its two stages, the saturation detector and
+// the ordering policy, are the pipeline's detector and order slots when it names them; otherwise
+// the built-ins that Policy and Detector configure.
 type FlowControl struct {
 	Enabled bool `yaml:"enabled"`
-	// Policy orders a flow's requests: fcfs, edf or slo-feasible (default slo-feasible).
+	// Policy orders a flow's requests: fcfs, edf or slo-feasible (default slo-feasible), the
+	// built-in slo-order's policy.
 	Policy string `yaml:"policy"`
 	// FlowKey is what makes two requests one flow, the unit of fairness within a priority band:
 	// header (default: the value of FlowHeader), user (the body's user field), session (the
@@ -34,7 +39,7 @@ type FlowControl struct {
 	// NoEndpointsTTL is how long a request waits while the pool has no endpoint at all (scaled to
 	// zero, or every endpoint out of the rotation) before a 503 (default 30s).
 	NoEndpointsTTL time.Duration `yaml:"noEndpointsTTL"`
-	// Detector bounds the saturation detector (flowcontrol.DetectorConfig).
+	// Detector configures the built-in saturation detector.
 	Detector Detector `yaml:"detector"`
 }
 
@@ -48,8 +53,9 @@ type BandLimits struct {
 	TTL time.Duration `yaml:"ttl"`
 }
 
-// Detector is flowcontrol.DetectorConfig as the config file spells it; zero fields take the
-// defaults of flowcontrol.DefaultDetectorConfig.
+// Detector configures the built-in saturation detector: predicted-saturation-detector with
+// Predictions, else saturation-detector (plugins/sdk/flowpolicy, whose parameters these are, in
+// durations where the plugins take milliseconds); zero fields take their defaults.
 type Detector struct {
 	Predictions      bool          `yaml:"predictions"`
 	TTFTMargin       float64       `yaml:"ttftMargin"`
@@ -62,7 +68,7 @@ type Detector struct {
 
 // The flow control defaults (docs/configuration.md, "Flow control", says why each).
 const (
-	DefaultFlowPolicy     = flowcontrol.PolicySLOFeasible
+	DefaultFlowPolicy     = flowpolicy.PolicySLOFeasible
 	DefaultFlowKey        = FlowKeyHeader
 	DefaultFlowHeader     = "x-gateway-inference-fairness-id"
 	DefaultBandRequests   = 2000
@@ -92,12 +98,12 @@ func (f *FlowControl) applyDefaults() {
 		f.Bands[p] = b
 	}
 	f.NoEndpointsTTL = cmp.Or(f.NoEndpointsTTL, DefaultNoEndpointsTTL)
-	d, def := &f.Detector, flowcontrol.DefaultDetectorConfig()
+	d, def := &f.Detector, flowpolicy.PredictedDefaults()
 	d.TTFTMargin = cmp.Or(d.TTFTMargin, def.TTFTMargin)
-	d.MaxPredictedWait = cmp.Or(d.MaxPredictedWait, def.MaxPredictedWait)
+	d.MaxPredictedWait = cmp.Or(d.MaxPredictedWait, msToDuration(def.MaxPredictedWaitMs))
 	d.QueueDepth = cmp.Or(d.QueueDepth, def.QueueDepth)
 	d.KVCacheUsage = cmp.Or(d.KVCacheUsage, def.KVCacheUsage)
-	d.MaxMetricsAge = cmp.Or(d.MaxMetricsAge, def.MaxMetricsAge)
+	d.MaxMetricsAge = cmp.Or(d.MaxMetricsAge, msToDuration(def.MaxMetricsAgeMs))
 	d.MaxInflight = cmp.Or(d.MaxInflight, def.MaxInflight)
 }
 
@@ -107,10 +113,10 @@ func (b *BandLimits) fill(def BandLimits) {
 	b.TTL = cmp.Or(b.TTL, def.TTL)
 }
 
-// Queue returns the section as the queue takes it; estimate is the slo-feasible policy's (see
-// flowcontrol.Config.Estimate), ignored by the others.
+// Queue returns the section as the queue takes it; estimate finds the hopeless requests (see
+// flowcontrol.Config.Estimate).
 func (f *FlowControl) Queue(estimate func(time.Time) time.Duration) flowcontrol.Config {
-	q := flowcontrol.Config{Policy: f.Policy, Default: f.Default.limits(), Estimate: estimate}
+	q := flowcontrol.Config{Default: f.Default.limits(), Estimate: estimate}
 	if len(f.Bands) > 0 {
 		q.Bands = make(map[int]flowcontrol.Limits, len(f.Bands))
 		for p, b := range f.Bands {
@@ -124,19 +130,49 @@ func (b BandLimits) limits() flowcontrol.Limits {
 	return flowcontrol.Limits{MaxRequests: b.MaxRequests, MaxBytes: b.MaxBytes, TTL: b.TTL}
 }
 
-// DetectorConfig returns the section's detector bounds.
-func (f *FlowControl) DetectorConfig() flowcontrol.DetectorConfig {
-	d := f.Detector
-	return flowcontrol.DetectorConfig{Predictions: d.Predictions, TTFTMargin: d.TTFTMargin, MaxPredictedWait: d.MaxPredictedWait, QueueDepth: d.QueueDepth,
-		KVCacheUsage: d.KVCacheUsage, MaxMetricsAge: d.MaxMetricsAge, MaxInflight: d.MaxInflight}
+// BuiltinDetector names the built-in saturation detector the section configures and its
+// parameters, as the pipeline's detector slot would give them.
+func (f *FlowControl) BuiltinDetector() (typ string, params []byte) {
+	p := f.Detector.params()
+	if !f.Detector.Predictions {
+		return flowpolicy.StateDetectorType, mustJSON(p.StateParams)
+	}
+	return flowpolicy.PredictedDetectorType, mustJSON(p)
 }
+
+// params are d's bounds as the detectors' parameters.
+func (d *Detector) params() flowpolicy.PredictedParams {
+	return flowpolicy.PredictedParams{
+		StateParams: flowpolicy.StateParams{QueueDepth: d.QueueDepth, KVCacheUsage: d.KVCacheUsage,
+			MaxMetricsAgeMs: durationToMs(d.MaxMetricsAge), MaxInflight: d.MaxInflight},
+		TTFTMargin: d.TTFTMargin, MaxPredictedWaitMs: durationToMs(d.MaxPredictedWait),
+	}
+}
+
+// BuiltinOrder names the built-in ordering policy the section configures and its parameters.
+func (f *FlowControl) BuiltinOrder() (typ string, params []byte) {
+	return flowpolicy.OrderType, mustJSON(flowpolicy.OrderParams{Policy: f.Policy})
+}
+
+// mustJSON encodes parameter structs, which are plain numbers, strings and bools.
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("encoding built-in parameters %#v: %v", v, err))
+	}
+	return b
+}
+
+func durationToMs(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func msToDuration(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
 
 // validateFlowControl checks the section, defaults applied, naming the field at fault.
 func (c *Config) validateFlowControl() error {
 	f := &c.FlowControl
 	at := func(field ...any) []any { return append([]any{"flowControl"}, field...) }
-	if !slices.Contains(flowcontrol.Policies, f.Policy) {
-		return c.errorAt(at("policy"), "must be one of %q, got %q", flowcontrol.Policies, f.Policy)
+	if err := (&flowpolicy.OrderParams{Policy: f.Policy}).Validate(); err != nil {
+		return c.errorAt(at("policy"), "%v", err)
 	}
 	if !slices.Contains(FlowKeys, f.FlowKey) {
 		return c.errorAt(at("flowKey"), "must be one of %q, got %q", FlowKeys, f.FlowKey)
@@ -163,14 +199,27 @@ func (c *Config) validateFlowControl() error {
 	if f.NoEndpointsTTL < 0 {
 		return c.errorAt(at("noEndpointsTTL"), "must be > 0, got %s", f.NoEndpointsTTL)
 	}
-	if err := f.DetectorConfig().Validate(); err != nil {
-		return c.errorAt(at("detector"), "%v", err)
+	if f.Detector.MaxPredictedWait < 0 || f.Detector.MaxMetricsAge < 0 {
+		return c.errorAt(at("detector"), "maxPredictedWait and maxMetricsAge must be > 0, got %s and %s",
+			f.Detector.MaxPredictedWait, f.Detector.MaxMetricsAge)
+	}
+	// Both detectors' bounds, whichever Predictions selects: a bound given is checked.
+	if p := f.Detector.params(); p.Validate() != nil {
+		return c.errorAt(at("detector"), "%v", p.Validate())
 	}
 	// The estimate is the caller's; any non-nil one lets Validate judge the rest.
 	if err := f.Queue(func(time.Time) time.Duration { return 0 }).Validate(); err != nil {
 		return fmt.Errorf("%s: flowControl: %w", c.file, err)
 	}
 	return nil
+}
+
+// WithDefaults returns a copy of f with every zero field at its default, as parsing gives it: for
+// a section built in code.
+func (f FlowControl) WithDefaults() FlowControl {
+	f.Bands = maps.Clone(f.Bands)
+	f.applyDefaults()
+	return f
 }
 
 // DefaultFlowControl is the section with every default, enabled: what a benchmark runs as "with

@@ -7,6 +7,7 @@ import (
 
 	"github.com/foresight-router/foresight/host/config"
 	"github.com/foresight-router/foresight/host/flowcontrol"
+	"github.com/foresight-router/foresight/plugins/sdk/flowpolicy"
 )
 
 // minimal is a valid config without flow control; tests append a flowControl section.
@@ -33,7 +34,7 @@ func TestFlowControlSection(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := c.FlowControl
-	if !f.Enabled || f.Policy != flowcontrol.PolicySLOFeasible || f.FlowKey != config.FlowKeyUser {
+	if !f.Enabled || f.Policy != flowpolicy.PolicySLOFeasible || f.FlowKey != config.FlowKeyUser {
 		t.Errorf("section read as %+v", f)
 	}
 	q := f.Queue(func(time.Time) time.Duration { return 0 })
@@ -50,10 +51,18 @@ func TestFlowControlSection(t *testing.T) {
 			t.Errorf("band %d: %+v, want %+v", p, q.Bands[p], l)
 		}
 	}
-	d := f.DetectorConfig()
-	def := flowcontrol.DefaultDetectorConfig()
-	if d.MaxPredictedWait != 200*time.Millisecond || d.QueueDepth != 2 || d.KVCacheUsage != def.KVCacheUsage || d.MaxInflight != def.MaxInflight {
-		t.Errorf("detector %+v", d)
+	// The built-in stages the section configures, with the parameters their plugins take.
+	if typ, params := f.BuiltinDetector(); typ != flowpolicy.StateDetectorType ||
+		string(params) != `{"queueDepth":2,"kvCacheUsage":1,"maxMetricsAgeMs":200,"maxInflight":0}` {
+		t.Errorf("detector %s %s", typ, params)
+	}
+	f.Detector.Predictions = true
+	if typ, params := f.BuiltinDetector(); typ != flowpolicy.PredictedDetectorType ||
+		string(params) != `{"queueDepth":2,"kvCacheUsage":1,"maxMetricsAgeMs":200,"maxInflight":0,"ttftMargin":1,"maxPredictedWaitMs":200}` {
+		t.Errorf("detector with predictions %s %s", typ, params)
+	}
+	if typ, params := f.BuiltinOrder(); typ != flowpolicy.OrderType || string(params) != `{"policy":"slo-feasible"}` {
+		t.Errorf("order %s %s", typ, params)
 	}
 	if err := q.Validate(); err != nil {
 		t.Errorf("the queue refuses the section's config: %v", err)
@@ -62,13 +71,13 @@ func TestFlowControlSection(t *testing.T) {
 
 func TestFlowControlErrors(t *testing.T) {
 	cases := map[string]string{
-		"  policy: lifo":                                `flowControl.policy: must be one of`,
+		"  policy: lifo":                                `flowControl.policy: parameter "policy" must be one of`,
 		"  flowKey: ip":                                 `flowControl.flowKey: must be one of`,
 		"  default: {maxRequests: -1}":                  `flowControl.default.maxRequests: must be > 0, got -1`,
 		"  bands: {1: {ttl: -1s}}":                      `flowControl.bands.1.ttl: must be > 0, got -1s`,
 		"  noEndpointsTTL: -2s":                         `flowControl.noEndpointsTTL: must be > 0`,
-		"  detector: {kvCacheUsage: 1.5}":               `kvCacheUsage must be in (0, 1], got 1.5`,
-		"  detector: {ttftMargin: 20, maxInflight: -3}": `maxInflight must be >= 0 (0: no bound), got -3`,
+		"  detector: {kvCacheUsage: 1.5}":               `flowControl.detector: parameter "kvCacheUsage" must be in (0, 1], got 1.5`,
+		"  detector: {ttftMargin: 20, maxInflight: -3}": `parameter "maxInflight" must be in [0, 1e+06], got -3`,
 	}
 	for line, want := range cases {
 		_, err := config.Parse("test.yaml", []byte(minimal+y("flowControl:", line)))

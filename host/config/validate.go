@@ -307,6 +307,11 @@ func (c *Config) validatePipeline(pp placed, used map[string]sdk.Stage, experime
 		}
 		if sh := ref.Shadow; sh != nil {
 			at := append(path, "shadow")
+			if kind == sdk.StageDetector || kind == sdk.StageOrder {
+				// A shadow's decisions are compared with the pipeline's pick; flow control's stages
+				// decide when and in which order, which that comparison does not cover.
+				return c.errorAt(at, "flow control's %s slot takes arms, not a shadow", kind)
+			}
 			if sh.Weight != nil {
 				return c.errorAt(append(at, "weight"), "a shadow takes no share of the requests")
 			}
@@ -447,6 +452,12 @@ func slotsOf(pp placed) []slot {
 	}
 	if pl.Picker != nil {
 		add(pl.Picker, sdk.StagePicker, "picker")
+	}
+	if pl.Detector != nil {
+		add(pl.Detector, sdk.StageDetector, "detector")
+	}
+	if pl.Order != nil {
+		add(pl.Order, sdk.StageOrder, "order")
 	}
 	return out
 }

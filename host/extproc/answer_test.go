@@ -1,6 +1,7 @@
 package extproc
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -13,8 +14,10 @@ import (
 	"github.com/foresight-router/foresight/host/config"
 	"github.com/foresight-router/foresight/host/metrics"
 	"github.com/foresight-router/foresight/host/openai"
+	"github.com/foresight-router/foresight/host/pipeline"
 	"github.com/foresight-router/foresight/host/proxy"
 	"github.com/foresight-router/foresight/internal/eventually"
+	"github.com/rs/zerolog"
 )
 
 // A request flow control answered itself carries its reason in the immediate response under
@@ -47,7 +50,9 @@ func TestADroppedRequestCarriesItsReason(t *testing.T) {
 }
 
 // flowFixture is newFixture with flow control on (extra: more of the section) and a detector
-// that allows one request in flight per endpoint: the fixture's two endpoints hold two.
+// that allows one request in flight per endpoint: the fixture's two endpoints hold two. Its
+// pipeline is built from the same config, as the router's is, so that the pipeline's flow
+// control stages are the section's built-ins.
 func flowFixture(t *testing.T, extra string) (*fixture, *prometheus.Registry) {
 	t.Helper()
 	cfg, err := config.Parse("flow.yaml", []byte("plugins:\n  - name: rr\n    type: round-robin-picker\npipeline:\n  picker: {pluginRef: rr}\n"+
@@ -60,7 +65,12 @@ func flowFixture(t *testing.T, extra string) (*fixture, *prometheus.Registry) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := newFixture(t, func(o *proxy.Options) { o.FlowControl, o.FlowMetrics = &cfg.FlowControl, m })
+	p, err := pipeline.Build(context.Background(), cfg, zerolog.Nop()) // its flow stages are the section's
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	f := newFixture(t, func(o *proxy.Options) { o.Pipeline, o.FlowControl, o.FlowMetrics = p, &cfg.FlowControl, m })
 	t.Cleanup(f.router.Close)
 	return f, reg
 }

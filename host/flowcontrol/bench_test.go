@@ -9,10 +9,9 @@ import (
 // BenchmarkPushPop keeps about 1000 items queued over 3 bands and 64 flows, and per op pushes one
 // and pops one: the steady state of a saturated pool.
 func BenchmarkPushPop(b *testing.B) {
-	for _, policy := range Policies {
+	for _, policy := range policies {
 		b.Run(policy, func(b *testing.B) {
 			q, err := New(Config{
-				Policy:   policy,
 				Default:  Limits{MaxRequests: 1 << 20, MaxBytes: 1 << 40, TTL: time.Hour},
 				Estimate: func(time.Time) time.Duration { return 50 * time.Millisecond },
 			})
@@ -29,8 +28,8 @@ func BenchmarkPushPop(b *testing.B) {
 			}
 			item := func(i int) Item {
 				now := t0.Add(time.Duration(i) * time.Millisecond)
-				return Item{ID: ids[i%len(ids)], Band: i % 3, Flow: flows[(i*7)%len(flows)], Arrival: now,
-					Deadline: now.Add(time.Duration(i%200) * time.Millisecond), Bytes: 1000}
+				return keyed(b, policy, Item{ID: ids[i%len(ids)], Band: i % 3, Flow: flows[(i*7)%len(flows)], Arrival: now, Bytes: 1000},
+					float64(i%200))
 			}
 			for i := range 1000 {
 				if err := q.Push(item(i)); err != nil {

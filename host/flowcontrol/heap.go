@@ -9,36 +9,28 @@ type entry struct {
 	seq    uint64    // push order, the last tie-break everywhere: orders are total and deterministic
 	expiry time.Time // arrival + the band's TTL
 	flow   *flow
-	late   bool // slo-feasible: demoted to the flow's late heap
+	late   bool // found hopeless: demoted to the flow's late heap
 	fi, xi int  // index in the flow heap holding it, and in the expiry heap
 }
 
-// byArrival is FCFS: arrival, then push order.
-func byArrival(a, b *entry) bool {
-	if !a.item.Arrival.Equal(b.item.Arrival) {
+// byRank orders a flow's items: rank, then arrival, then push order.
+func byRank(a, b *entry) bool {
+	switch {
+	case a.item.Rank != b.item.Rank:
+		return a.item.Rank < b.item.Rank
+	case !a.item.Arrival.Equal(b.item.Arrival):
 		return a.item.Arrival.Before(b.item.Arrival)
 	}
 	return a.seq < b.seq
 }
 
-// byDeadline is EDF: a deadline before none, earlier deadlines first, then FCFS.
-func byDeadline(a, b *entry) bool {
-	ad, bd := a.item.Deadline, b.item.Deadline
-	switch {
-	case ad.IsZero() != bd.IsZero():
-		return bd.IsZero()
-	case !ad.Equal(bd):
-		return ad.Before(bd)
-	}
-	return byArrival(a, b)
-}
-
-// flowHeap is a binary min-heap of entries under less, keeping each entry's fi current. It is
+// flowHeap is a binary min-heap of entries by rank, keeping each entry's fi current. It is
 // written out rather than built on container/heap so that the hot path has no interface calls.
 type flowHeap struct {
-	es   []*entry
-	less func(a, b *entry) bool
+	es []*entry
 }
+
+func (h *flowHeap) less(a, b *entry) bool { return byRank(a, b) }
 
 func (h *flowHeap) push(e *entry) {
 	e.fi = len(h.es)

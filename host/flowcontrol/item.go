@@ -3,8 +3,10 @@
 // requests, bytes and waiting time, and leave it exactly once — popped for dispatch, expired,
 // removed, or refused at the door with a reason. It is pure logic: times are arguments, there are
 // no goroutines and no locks; the caller serialises every call (one mutex around the Queue, or one
-// owning goroutine). The saturation detector (detector.go) decides when to queue and when to pop;
-// the wiring into the proxy, ext_proc and the simulator lives elsewhere.
+// owning goroutine). Flow control's two stages live elsewhere: the ordering policy (an
+// sdk.Orderer) gives each item its key before the push, and the saturation detector (an
+// sdk.Detector) decides when to queue and when to pop; the wiring into the proxy, ext_proc and
+// the simulator lives with them.
 package flowcontrol
 
 import (
@@ -21,11 +23,15 @@ type Item struct {
 	// Flow is the fairness key within a band (tenant, session or objective, as the caller decides):
 	// flows of one band take turns. The empty string is a flow like any other.
 	Flow string
-	// Arrival is when the request reached the router; FCFS order and the band's TTL count from it.
+	// Arrival is when the request reached the router; the band's TTL counts from it, and it
+	// breaks ties between equal ranks.
 	Arrival time.Time
-	// Deadline is when the request's first token is due (arrival + its TTFT objective); the zero
-	// time means it has none, and deadline orders then put it after every item that has one.
-	Deadline time.Time
+	// Rank orders a flow's items, lower first (the ordering policy's sdk.OrderKey.Rank).
+	Rank int64
+	// HopelessAfter, when not zero, makes the item hopeless once now + the queue's estimated wait
+	// passes it: it then leaves after every item of its flow that is not (the ordering policy's
+	// sdk.OrderKey.HopelessAfter).
+	HopelessAfter time.Time
 	// Bytes is the request's size, counted against its band's byte capacity.
 	Bytes int64
 }

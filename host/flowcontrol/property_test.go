@@ -14,7 +14,7 @@ import (
 // removed, or refused at the door), that the counts per band match after every step, that a pop
 // always comes from the highest band holding items, and that an expired item had waited its TTL.
 func TestEveryItemLeavesOnce(t *testing.T) {
-	for _, policy := range Policies {
+	for _, policy := range policies {
 		for seed := range uint64(20) {
 			t.Run(policy+"/"+strconv.FormatUint(seed, 10), func(t *testing.T) { exercise(t, policy, seed) })
 		}
@@ -29,7 +29,6 @@ type modelItem struct {
 func exercise(t *testing.T, policy string, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 22))
 	q := newQueue(t, Config{
-		Policy:  policy,
 		Default: Limits{MaxRequests: 12, MaxBytes: 4000, TTL: 80 * time.Millisecond},
 		Bands:   map[int]Limits{2: {MaxRequests: 5, MaxBytes: 1500, TTL: 40 * time.Millisecond}},
 		Estimate: func(time.Time) time.Duration {
@@ -77,7 +76,9 @@ func exercise(t *testing.T, policy string, seed uint64) {
 				Bytes:   int64(rng.IntN(600)),
 			}
 			if rng.IntN(3) > 0 {
-				it.Deadline = now.Add(time.Duration(rng.IntN(100)-10) * time.Millisecond)
+				it = keyed(t, policy, it, float64(rng.IntN(100)+1))
+			} else {
+				it = keyed(t, policy, it, 0)
 			}
 			m := &modelItem{Item: it}
 			items = append(items, m)

@@ -38,8 +38,8 @@ type band struct {
 	cursor *flow // nil when the band is empty
 }
 
-// flow is one fairness key's items in a band. Under fcfs and edf every item is in ready; under
-// slo-feasible, ready holds those not yet found hopeless and late the hopeless ones.
+// flow is one fairness key's items in a band: ready holds those not yet found hopeless, late the
+// hopeless ones, each by rank.
 type flow struct {
 	key        string
 	band       *band
@@ -103,11 +103,11 @@ func (q *Queue) Push(it Item) error {
 }
 
 // Peek returns the next item to dispatch at now — from the highest band with items, the flow
-// whose turn it is, that flow's first item under the policy — without taking it: the caller
-// decides whether it can be dispatched (a pipeline run on fresh state, the saturation detector)
-// and then calls Dispatched, or leaves it at the head. ok is false when the queue is empty.
-// Under slo-feasible, Peek demotes the flow's items that became hopeless. Peek does not look at
-// TTLs: call Expire(now) first so that expired items are answered, not dispatched.
+// whose turn it is, that flow's first item — without taking it: the caller decides whether it can
+// be dispatched (a pipeline run on fresh state, the saturation detector) and then calls
+// Dispatched, or leaves it at the head. ok is false when the queue is empty. Peek demotes the
+// flow's leading items that became hopeless. Peek does not look at TTLs: call Expire(now) first
+// so that expired items are answered, not dispatched.
 func (q *Queue) Peek(now time.Time) (it Item, ok bool) {
 	for _, b := range q.bands {
 		if b.n == 0 {
@@ -153,19 +153,22 @@ func (q *Queue) NextExpiry() (at time.Time, ok bool) {
 	return q.expiry[0].expiry, true
 }
 
-// head returns f's first item under the policy, leaving it in place.
+// head returns f's first item, leaving it in place: the first of ready by rank once the hopeless
+// items at its front are demoted, else the first of late.
 func (q *Queue) head(f *flow, now time.Time) *entry {
-	if q.cfg.Policy != PolicySLOFeasible {
-		return f.ready.es[0]
-	}
-	// Demote the items whose deadline now + the estimate has passed. Demotion is one-way: a
-	// hopeless item stays behind the feasible ones even if the estimate later falls, which keeps
-	// each item's moves to one and errs towards serving those that can still make it.
-	if len(f.ready.es) > 0 && !f.ready.es[0].item.Deadline.IsZero() {
-		due := now.Add(q.cfg.Estimate(now))
+	// An item is found hopeless when it comes to the front of ready. With the deadline as rank
+	// and as HopelessAfter (slo-feasible) that finds every hopeless item before any feasible one
+	// is served. Demotion is one-way: a hopeless item stays behind the others even if the
+	// estimate later falls, which keeps each item's moves to one and errs towards serving those
+	// that can still make it.
+	if len(f.ready.es) > 0 && !f.ready.es[0].item.HopelessAfter.IsZero() {
+		due := now
+		if q.cfg.Estimate != nil {
+			due = now.Add(q.cfg.Estimate(now))
+		}
 		for len(f.ready.es) > 0 {
 			e := f.ready.es[0]
-			if e.item.Deadline.IsZero() || !e.item.Deadline.Before(due) {
+			if e.item.HopelessAfter.IsZero() || !e.item.HopelessAfter.Before(due) {
 				break
 			}
 			f.ready.remove(0)
@@ -173,13 +176,10 @@ func (q *Queue) head(f *flow, now time.Time) *entry {
 			f.late.push(e)
 		}
 	}
-	switch {
-	case len(f.ready.es) > 0 && !f.ready.es[0].item.Deadline.IsZero():
+	if len(f.ready.es) > 0 {
 		return f.ready.es[0]
-	case len(f.late.es) > 0:
-		return f.late.es[0]
 	}
-	return f.ready.es[0]
+	return f.late.es[0]
 }
 
 // Remove takes the item id out of the queue at once (its client went away) and returns it;
@@ -271,10 +271,7 @@ func (q *Queue) newFlow(b *band, key string) *flow {
 		f = q.spareFlows[n-1]
 		q.spareFlows = q.spareFlows[:n-1]
 	} else {
-		f = &flow{ready: flowHeap{less: byDeadline}, late: flowHeap{less: byDeadline}}
-		if q.cfg.Policy == PolicyFCFS {
-			f.ready.less = byArrival
-		}
+		f = &flow{}
 	}
 	f.key, f.band = key, b
 	return f

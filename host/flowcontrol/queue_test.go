@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/foresight-router/foresight/plugins/sdk/flowpolicy"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -59,7 +61,7 @@ func drain(q *Queue, now time.Time) []string {
 }
 
 func TestBandOrder(t *testing.T) {
-	q := newQueue(t, Config{Policy: PolicyFCFS})
+	q := newQueue(t, Config{})
 	// Pushed low band first: the higher band still goes first, and a negative (sheddable) band last.
 	mustPush(t, q,
 		Item{ID: "s1", Band: -1, Arrival: at(0)},
@@ -79,7 +81,7 @@ func TestBandOrder(t *testing.T) {
 }
 
 func TestFairness(t *testing.T) {
-	q := newQueue(t, Config{Policy: PolicyFCFS})
+	q := newQueue(t, Config{})
 	// The loud flow sends 5 items per millisecond, the quiet one 1, for 4 ms: 24 items, all queued
 	// before the first pop. Round-robin serves the flows in turn, so quiet's k-th item leaves at
 	// pop 2k-1 (quiet joined second, behind loud's first item): one loud item between each.
@@ -111,7 +113,7 @@ func TestFairness(t *testing.T) {
 }
 
 func TestFairnessLateJoiner(t *testing.T) {
-	q := newQueue(t, Config{Policy: PolicyFCFS})
+	q := newQueue(t, Config{})
 	// a and b have 2 items each; after one pop (a-0) the turn is b's, and c arrives. c joins the
 	// ring just before the cursor, that is at the end of the round b, a: it waits one item of each
 	// flow already waiting, then the round goes on from b.
@@ -130,7 +132,6 @@ func TestFairnessLateJoiner(t *testing.T) {
 
 func TestCapacity(t *testing.T) {
 	cfg := Config{
-		Policy:  PolicyFCFS,
 		Default: Limits{MaxRequests: 2, MaxBytes: 100, TTL: time.Second},
 		Bands:   map[int]Limits{1: {MaxRequests: 3, MaxBytes: 1000, TTL: time.Second}},
 	}
@@ -184,15 +185,14 @@ func TestCapacity(t *testing.T) {
 
 func TestTTL(t *testing.T) {
 	q := newQueue(t, Config{
-		Policy:  PolicyEDF,
 		Default: Limits{MaxRequests: 10, MaxBytes: 1000, TTL: 100 * time.Millisecond},
 		Bands:   map[int]Limits{1: {MaxRequests: 10, MaxBytes: 1000, TTL: 30 * time.Millisecond}},
 	})
 	mustPush(t, q,
-		Item{ID: "a", Arrival: at(0), Bytes: 10},                    // expires at 100
-		Item{ID: "b", Arrival: at(50), Bytes: 20},                   // expires at 150
-		Item{ID: "c", Band: 1, Arrival: at(10), Flow: "x"},          // band 1's TTL: expires at 40
-		Item{ID: "d", Arrival: at(20), Flow: "y", Deadline: at(25)}, // expires at 120, deadline irrelevant
+		Item{ID: "a", Arrival: at(0), Bytes: 10},                                             // expires at 100
+		Item{ID: "b", Arrival: at(50), Bytes: 20},                                            // expires at 150
+		Item{ID: "c", Band: 1, Arrival: at(10), Flow: "x"},                                   // band 1's TTL: expires at 40
+		keyed(t, flowpolicy.PolicySLOFeasible, Item{ID: "d", Arrival: at(20), Flow: "y"}, 5), // expires at 120, deadline irrelevant
 	)
 	steps := []struct {
 		now  int
@@ -225,7 +225,7 @@ func TestTTL(t *testing.T) {
 }
 
 func TestRemove(t *testing.T) {
-	q := newQueue(t, Config{Policy: PolicyFCFS})
+	q := newQueue(t, Config{})
 	mustPush(t, q,
 		Item{ID: "a", Flow: "x", Arrival: at(0), Bytes: 1},
 		Item{ID: "b", Flow: "x", Arrival: at(1), Bytes: 2},
@@ -256,7 +256,7 @@ func TestRemove(t *testing.T) {
 }
 
 func TestPushRejectsMalformedItems(t *testing.T) {
-	q := newQueue(t, Config{Policy: PolicyFCFS})
+	q := newQueue(t, Config{})
 	mustPush(t, q, Item{ID: "a", Arrival: at(0)})
 	tests := []struct {
 		item Item
@@ -281,12 +281,10 @@ func TestPushRejectsMalformedItems(t *testing.T) {
 
 func TestConfigValidate(t *testing.T) {
 	err := Config{
-		Policy:  "lifo",
 		Default: Limits{MaxRequests: 0, MaxBytes: 1, TTL: time.Second},
 		Bands:   map[int]Limits{3: {MaxRequests: 1, MaxBytes: -5, TTL: 0}},
 	}.Validate()
 	for _, want := range []string{
-		`policy must be one of ["fcfs" "edf" "slo-feasible"], got "lifo"`,
 		"default.maxRequests must be > 0, got 0",
 		"bands[3].maxBytes must be > 0, got -5",
 		"bands[3].ttl must be > 0, got 0s",
@@ -295,17 +293,13 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("validation %v lacks %q", err, want)
 		}
 	}
-	err = Config{Policy: PolicySLOFeasible, Default: roomy}.Validate()
-	if err == nil || err.Error() != `estimate is required by policy "slo-feasible"` {
-		t.Errorf("slo-feasible without an estimate: %v", err)
-	}
-	if _, err := New(Config{Policy: PolicyEDF}); err == nil || !strings.HasPrefix(err.Error(), "configuring flow control: ") {
+	if _, err := New(Config{}); err == nil || !strings.HasPrefix(err.Error(), "configuring flow control: ") {
 		t.Errorf("New with zero limits: %v", err)
 	}
 }
 
 func TestPeekThenDispatched(t *testing.T) {
-	q := newQueue(t, Config{Policy: PolicyFCFS})
+	q := newQueue(t, Config{})
 	mustPush(t, q,
 		Item{ID: "a1", Flow: "a", Arrival: at(0)},
 		Item{ID: "a2", Flow: "a", Arrival: at(1)},
@@ -354,7 +348,7 @@ func TestPeekThenDispatched(t *testing.T) {
 }
 
 func TestNextExpiry(t *testing.T) {
-	q := newQueue(t, Config{Policy: PolicyFCFS, Default: Limits{MaxRequests: 10, MaxBytes: 100, TTL: time.Second},
+	q := newQueue(t, Config{Default: Limits{MaxRequests: 10, MaxBytes: 100, TTL: time.Second},
 		Bands: map[int]Limits{1: {MaxRequests: 10, MaxBytes: 100, TTL: 100 * time.Millisecond}}})
 	if _, ok := q.NextExpiry(); ok {
 		t.Fatal("an empty queue has an expiry")

@@ -24,6 +24,7 @@ type Pipeline struct {
 	scorers  []*scorerSlot
 	admitter *admitterSlot
 	picker   *pickerSlot // nil: the built-in max-score picker decides
+	flow     flowStages  // flow control's detector and ordering policy (flow.go)
 
 	fallbackScorer sdk.Scorer // composite-scorer
 	fallbackPicker sdk.Picker // max-score-picker
@@ -128,6 +129,12 @@ func Assemble(cfg *config.Config, plugins []*pluginhost.Plugin, log zerolog.Logg
 		case sdk.StageAdmitter:
 			t := &admitterSlot{s, stageCoalescer(s, mb, transport.BatchAdmitter.AdmitBatch)}
 			return keep(t, t.co)
+		case sdk.StageDetector:
+			t := &detectorSlot{s, stageCoalescer(s, mb, detectBatch)}
+			return keep(t, t.co)
+		case sdk.StageOrder:
+			t := &orderSlot{s, stageCoalescer(s, mb, orderBatch)}
+			return keep(t, t.co)
 		default:
 			t := &pickerSlot{s, stageCoalescer(s, mb, pickBatch)}
 			return keep(t, t.co)
@@ -157,6 +164,13 @@ func Assemble(cfg *config.Config, plugins []*pluginhost.Plugin, log zerolog.Logg
 	}
 	if pc.Picker != nil {
 		p.picker = position(pc.Picker, sdk.StagePicker, 0).(*pickerSlot)
+	}
+	p.flow.builtins = NewFlowBuiltins(cfg.FlowControl, log)
+	if pc.Detector != nil {
+		p.flow.detector = position(pc.Detector, sdk.StageDetector, 0).(*detectorSlot)
+	}
+	if pc.Order != nil {
+		p.flow.order = position(pc.Order, sdk.StageOrder, 0).(*orderSlot)
 	}
 	p.fuseFilters(pc.MaxBatch)
 	return p

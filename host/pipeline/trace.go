@@ -48,6 +48,10 @@ type Trace struct {
 	// verdict on this decision's candidates when it left the queue.
 	FlowWait    time.Duration
 	FlowVerdict string
+	// FlowDetector is the saturation detector's call on this decision, and FlowOrder the ordering
+	// policy's that gave the request its key in the queue; nil when flow control made none.
+	FlowDetector *StageTrace
+	FlowOrder    *StageTrace
 }
 
 // StageTrace is one stage call within a cycle.
@@ -135,7 +139,8 @@ func (t *Trace) stageView(s *StageTrace) stageJSON {
 }
 
 // Stages returns the cycle's stage calls in the order they ran: producer, filters, scorers,
-// admitter, picker (those the pipeline has).
+// admitter, picker (those the pipeline has), then flow control's ordering policy and saturation
+// detector, when they were called.
 func (t *Trace) Stages() []*StageTrace {
 	out := make([]*StageTrace, 0, 3+len(t.Filters)+len(t.Scorers))
 	add := func(s *StageTrace) {
@@ -152,6 +157,8 @@ func (t *Trace) Stages() []*StageTrace {
 	}
 	add(t.Admitter)
 	add(t.Picker)
+	add(t.FlowOrder)
+	add(t.FlowDetector)
 	return out
 }
 

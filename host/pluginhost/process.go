@@ -271,6 +271,9 @@ func (pr *process) startLocal(began time.Time) (*incarnation, error) {
 		}
 	}
 	info := sdk.Info{Type: impl.Type(), Stage: stage, Version: "builtin", Description: impl.Description()}
+	if r, ok := impl.(sdk.Reader); ok {
+		info.Reads = r.Reads() // what the stage reads decides where some are called (flow control's detector)
+	}
 	if err := pr.members[0].checkInfo(info); err != nil {
 		return nil, err
 	}

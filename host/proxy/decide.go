@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/foresight-router/foresight/host/endpoints"
-	"github.com/foresight-router/foresight/host/flowcontrol"
 	"github.com/foresight-router/foresight/host/openai"
 	"github.com/foresight-router/foresight/host/pipeline"
 	"github.com/foresight-router/foresight/plugins/sdk"
@@ -63,9 +62,11 @@ type pending struct {
 	full   int             // endpoints left out of the cycle at server.maxInflightPerEndpoint
 	trace  *pipeline.Trace // nil when the cycle had no endpoint
 	first  *attempt        // the dispatch to the trace's first endpoint; nil when none
-	// With flow control, the saturation detector's verdict on the pick's candidates; when
-	// Saturated, the request was not dispatched (first is nil) and waits in the queue.
-	verdict flowcontrol.Verdict
+	// With flow control, the saturation detector's verdict on the decision; when saturated, the
+	// request was not dispatched (first is nil) and waits in the queue. detectBefore: the
+	// detector judged before the pipeline ran (flow.go).
+	verdict      verdict
+	detectBefore bool
 	// Set by flow control (flow.go): shed is its own answer to the request (dropped its reason
 	// label), waited how long the request waited in the queue.
 	shed    *openai.Error
@@ -178,7 +179,7 @@ func (d *decider) round(round []*pending) (redo []*pending, dispatched int) {
 			at = began
 		}
 		p.cycle, p.states, p.full = d.s.cycle(p.req, p.meta, at, p.only)
-		p.trace, p.verdict = nil, flowcontrol.Verdict{}
+		p.trace, p.verdict = nil, verdict{}
 		if len(p.cycle.Endpoints) == 0 {
 			continue // nothing to decide: serve explains why
 		}
@@ -229,6 +230,9 @@ func (d *decider) runCycle(p *pending) {
 		p.trace = prof.RunProfile(p.ctx, p.meta.profile, p.cycle)
 	} else {
 		p.trace = d.s.o.Pipeline.Run(p.ctx, p.cycle)
+	}
+	if p.verdict.judged && p.trace != nil { // flow control's detector judged p before the pipeline ran
+		p.trace.FlowDetector = &p.verdict.stage
 	}
 	if d.s.o.Stages != nil {
 		d.s.o.Stages.Observe(p.trace)

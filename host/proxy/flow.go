@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -16,7 +18,9 @@ import (
 	"github.com/foresight-router/foresight/host/flowcontrol"
 	"github.com/foresight-router/foresight/host/metrics"
 	"github.com/foresight-router/foresight/host/openai"
+	"github.com/foresight-router/foresight/host/pipeline"
 	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/foresight-router/foresight/plugins/sdk/flowpolicy"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -24,15 +28,17 @@ import (
 // request, it waits in the router instead of in one server's queue, and is decided again —
 // through the normal pipeline, on the state of that moment — when a server has room.
 //
-// A request is decided in a round as without flow control, except that by default (the detector
-// judging endpoints by their state) its cycle keeps only the endpoints with room, and when none
-// is left the pool is saturated for it without a pipeline run; for one the pipeline admitted and
-// picked, the round then asks the saturation detector about the trace's candidates (they carry
-// the producer's predictions: the detector judges by them when configured to, and takes its wait
-// estimate from them). With room it is dispatched as today: the fast path costs one lock (is
-// anyone of its band or a higher one queued?) and the detector's checks. Saturated, it is not
-// dispatched but queued, and its handler waits. A newcomer of a band that has requests queued
-// (or a higher band has) queues at once, without a pipeline run, so it cannot overtake them.
+// Flow control's two stages are the pipeline's (pipeline.Pipeline.Detect and Order: a plugin the
+// pipeline's detector or order slot names, else the built-ins the section configures). A request
+// is decided in a round as without flow control, except that the saturation detector judges it:
+// a detector that reads the endpoints' state alone (the default) before the pipeline runs, the
+// cycle then keeping only the endpoints with room, and when none is left the pool is saturated
+// for it without a pipeline run; one that reads the predictions after the pipeline admitted and
+// picked, on the trace's candidates. With room it is dispatched as today: the fast path costs one
+// lock (is anyone of its band or a higher one queued?) and the detector's call. Saturated, it is
+// not dispatched but queued, and its handler waits; the ordering policy gives it its key first,
+// once. A newcomer of a band that has requests queued (or a higher band has) queues at once,
+// without a pipeline run, so it cannot overtake them.
 //
 // One goroutine, the pump, lives while the queue holds requests. It sheds the requests whose TTL
 // ran out, then has the head decided again, first in line at the decider: with room, the head is
@@ -55,17 +61,27 @@ const (
 	reasonShuttingDown = "shutting-down"
 )
 
+// FlowStages is a Scheduler that serves flow control's stages: *pipeline.Pipeline, and the
+// router's *router.Pipelines (its default profile's pipeline's: the router has one queue, whatever
+// profile decides a request). With a Scheduler that does not, the flowControl section's built-ins
+// serve.
+type FlowStages interface {
+	DetectsBefore(r *sdk.Request) bool
+	Detect(ctx context.Context, c *sdk.Cycle) (sdk.SaturationVerdict, pipeline.StageTrace)
+	Order(ctx context.Context, c *sdk.Cycle) (sdk.OrderKey, pipeline.StageTrace)
+}
+
 // flowGate is the Server's flow control; nil when flowControl.enabled is false.
 type flowGate struct {
 	s        *Server
-	det      *flowcontrol.Detector
+	stages   FlowStages
 	key      string // config.FlowKey*
 	header   string // the header of the flow key "header", canonical so that reading it allocates nothing
 	roomTTL  time.Duration
 	roomMax  int           // the waiting room's capacity: the default band's maxRequests
 	tick     time.Duration // the scrape interval: the pump's and the waiting room's retry period
 	m        *metrics.FlowControl
-	lastWait atomic.Int64 // the last verdict's Wait: slo-feasible's estimate
+	lastWait atomic.Int64 // the last known wait estimate of the detector: finds hopeless requests
 	kicks    chan struct{}
 	stop     chan struct{}
 
@@ -85,8 +101,37 @@ type held struct {
 	p      *pending
 	id     string // its item id: the request id, made unique when a client reuses one
 	pushed time.Time
-	done   chan struct{} // closed when it left the queue
-	gone   bool          // its client went away
+	order  pipeline.StageTrace // the ordering policy's call that gave its key
+	done   chan struct{}       // closed when it left the queue
+	gone   bool                // its client went away
+}
+
+// verdict is the saturation detector's on one decision, as the gate keeps it.
+type verdict struct {
+	judged    bool // the detector judged this decision (false: flow control did not look)
+	saturated bool
+	reason    string  // why saturated: the detector's reason, or the router's own
+	room, of  int     // endpoints with room, of those judged
+	waitMs    float64 // the detector's wait estimate; negative: unknown
+	stage     pipeline.StageTrace
+}
+
+func (v verdict) String() string {
+	state := fmt.Sprintf("room on %d of %d", v.room, v.of)
+	if v.saturated {
+		state = "saturated (" + v.reason + ")"
+	}
+	wait := "unknown"
+	if v.waitMs >= 0 {
+		wait = fmt.Sprintf("%.0fms", v.waitMs)
+	}
+	return fmt.Sprintf("%s by %s; wait %s", state, v.stage.Type, wait)
+}
+
+// saturatedBy is the verdict of a decision the router judged saturated itself: every endpoint is
+// at server.maxInflightPerEndpoint, so none reached the detector.
+func saturatedBy(reason string) verdict {
+	return verdict{judged: true, saturated: true, reason: reason, waitMs: -1, stage: pipeline.StageTrace{Type: "server.maxInflightPerEndpoint"}}
 }
 
 // newFlowGate builds the gate of cfg, or nil when flow control is off. m may be nil (nothing
@@ -95,23 +140,24 @@ func newFlowGate(s *Server, cfg *config.FlowControl, m *metrics.FlowControl) (*f
 	if cfg == nil || !cfg.Enabled {
 		return nil, nil
 	}
-	det, err := flowcontrol.NewDetector(cfg.DetectorConfig())
-	if err != nil {
-		return nil, fmt.Errorf("flowControl.detector: %w", err)
+	stages, ok := s.o.Pipeline.(FlowStages)
+	if !ok { // a scheduler without stage slots: the section's built-ins
+		stages = pipeline.NewFlowBuiltins(*cfg, s.o.Log)
 	}
+	var err error
 	if m == nil {
 		if m, err = metrics.NewFlowControl(prometheus.NewRegistry()); err != nil {
 			return nil, err
 		}
 	}
-	g := &flowGate{s: s, det: det, key: cfg.FlowKey, header: textproto.CanonicalMIMEHeaderKey(cfg.FlowHeader), roomTTL: cfg.NoEndpointsTTL,
+	g := &flowGate{s: s, stages: stages, key: cfg.FlowKey, header: textproto.CanonicalMIMEHeaderKey(cfg.FlowHeader), roomTTL: cfg.NoEndpointsTTL,
 		roomMax: cfg.Default.MaxRequests, tick: s.o.Endpoints.Config().Interval, m: m,
 		kicks: make(chan struct{}, 1), stop: make(chan struct{}), held: map[string]*held{}}
 	if g.tick <= 0 {
 		g.tick = endpoints.DefaultInterval
 	}
-	// slo-feasible's estimate of a dispatch's wait: the last verdict's, 0 when unknown (which
-	// errs towards feasible).
+	// The queue's estimate of a dispatch's wait: the detector's last known, 0 before the first
+	// (which errs towards feasible).
 	estimate := func(time.Time) time.Duration { return time.Duration(g.lastWait.Load()) }
 	if g.q, err = flowcontrol.New(cfg.Queue(estimate)); err != nil {
 		return nil, err
@@ -135,22 +181,63 @@ func (g *flowGate) flowKey(h http.Header, req *openai.Request, m meta) string {
 	return ""
 }
 
-// restrict keeps p's candidates to the endpoints with room (Detector.Restrict); false when none
-// is left: the pool is saturated for p, which is then decided without a pipeline run.
+// restrict, for a detector that judges by state alone, asks it about p's cycle before the
+// pipeline runs and keeps only the endpoints with room; false when none is left: the pool is
+// saturated for p, which is then decided without a pipeline run.
 func (g *flowGate) restrict(p *pending) bool {
-	if g.det.Restrict(p.cycle) {
+	p.detectBefore = g.stages.DetectsBefore(&p.cycle.Request)
+	if !p.detectBefore {
 		return true
 	}
-	p.verdict = flowcontrol.Verdict{Saturated: true, Reason: flowcontrol.SaturationEngines}
-	return false
+	v := g.judge(p, p.cycle)
+	if v.Saturated() {
+		return false
+	}
+	eps := p.cycle.Endpoints
+	n := 0
+	for i := range eps {
+		if v.Room[i] > 0 {
+			eps[n] = eps[i]
+			n++
+		}
+	}
+	clear(eps[n:])
+	p.cycle.Endpoints = eps[:n]
+	return true
 }
 
-// saturated asks the detector about p's decision (called by the round, for an admitted pick)
-// and records the verdict; true when p must wait instead of being dispatched.
+// saturated, for a detector that reads the predictions, asks it about p's decision (called by
+// the round, for an admitted pick) on the trace's candidates; true when p must wait instead of
+// being dispatched.
 func (g *flowGate) saturated(p *pending) bool {
-	p.verdict = g.det.Check(&sdk.Cycle{Request: p.cycle.Request, Endpoints: p.trace.Candidates})
-	g.lastWait.Store(int64(p.verdict.Wait))
-	return p.verdict.Saturated
+	if p.detectBefore {
+		return false // judged before the pipeline ran: the pick is among the endpoints with room
+	}
+	c := *p.cycle
+	c.Endpoints = p.trace.Candidates
+	return g.judge(p, &c).Saturated()
+}
+
+// judge asks the detector about c, records its verdict on p and keeps its wait estimate.
+func (g *flowGate) judge(p *pending, c *sdk.Cycle) sdk.SaturationVerdict {
+	v, st := g.stages.Detect(p.ctx, c)
+	if len(v.Room) != len(c.Endpoints) { // a slot's answers are checked; this is a built-in's bug
+		v = sdk.SaturationVerdict{Room: make([]int, len(c.Endpoints)), WaitMs: -1, Reason: "invalid-verdict"}
+	}
+	room := 0
+	for _, r := range v.Room {
+		if r > 0 {
+			room++
+		}
+	}
+	p.verdict = verdict{judged: true, saturated: room == 0, reason: v.Reason, room: room, of: len(v.Room), waitMs: v.WaitMs, stage: st}
+	if p.trace != nil { // judged after the pipeline; before it, runCycle adds the call to the trace
+		p.trace.FlowDetector = &p.verdict.stage
+	}
+	if v.WaitMs >= 0 {
+		g.lastWait.Store(int64(v.WaitMs * float64(time.Millisecond)))
+	}
+	return v
 }
 
 // kick wakes the pump: a request's flight ended, so a server may have room.
@@ -167,19 +254,18 @@ func (g *flowGate) decide(p *pending) bool {
 	band := int(p.meta.priority)
 	for {
 		g.mu.Lock()
-		if g.q.Ahead(band) > 0 { // no overtaking: behind the queued requests of its band and higher
-			h := g.push(p)
-			g.mu.Unlock()
-			return h == nil || g.wait(h)
-		}
+		ahead := g.q.Ahead(band)
 		g.mu.Unlock()
+		if ahead > 0 { // no overtaking: behind the queued requests of its band and higher
+			return g.queue(p)
+		}
 		if !g.s.decider.decide(p) {
 			return false
 		}
 		switch {
 		case p.trace == nil && p.full > 0 && routable(p.states) > 0:
 			// Every endpoint that serves the model is at server.maxInflightPerEndpoint: saturated.
-			p.verdict = flowcontrol.Verdict{Saturated: true, Reason: flowcontrol.SaturationEngines}
+			p.verdict = saturatedBy(flowpolicy.ReasonEnginesFull)
 		case p.trace == nil && routable(p.states) == 0:
 			if !g.s.o.Now().Before(p.received.Add(g.roomTTL)) {
 				g.answer(p, http.StatusServiceUnavailable, reasonNoEndpoints, fmt.Sprintf(
@@ -195,14 +281,23 @@ func (g *flowGate) decide(p *pending) bool {
 			p.retry = true // decided again: on the state of that moment
 			continue
 		}
-		if !p.verdict.Saturated {
+		if !p.verdict.saturated {
 			return true
 		}
-		g.mu.Lock()
-		h := g.push(p)
-		g.mu.Unlock()
-		return h == nil || g.wait(h)
+		return g.queue(p)
 	}
+}
+
+// queue has the ordering policy key p, then queues it and waits for its fate: false when its
+// client went away first. The key is asked outside the lock, which a plugin's round trip must not
+// hold; requests queued meanwhile only mean p queues behind them.
+func (g *flowGate) queue(p *pending) bool {
+	c := &sdk.Cycle{Request: requestOf(p.req, p.meta), Now: p.received}
+	key, st := g.stages.Order(p.ctx, c)
+	g.mu.Lock()
+	h := g.push(p, key, st)
+	g.mu.Unlock()
+	return h == nil || g.wait(h)
 }
 
 // routable counts the endpoints in the rotation.
@@ -216,8 +311,9 @@ func routable(states []endpoints.State) int {
 	return n
 }
 
-// push queues p, or answers it when its band has no room (nil then); the caller holds mu.
-func (g *flowGate) push(p *pending) *held {
+// push queues p with key, or answers it when its band has no room (nil then); the caller holds
+// mu.
+func (g *flowGate) push(p *pending, key sdk.OrderKey, order pipeline.StageTrace) *held {
 	if g.closed {
 		g.answer(p, http.StatusServiceUnavailable, reasonShuttingDown, "the router is shutting down")
 		return nil
@@ -227,10 +323,8 @@ func (g *flowGate) push(p *pending) *held {
 		g.seq++
 		id += "#" + strconv.FormatUint(g.seq, 10)
 	}
-	it := flowcontrol.Item{ID: id, Band: int(p.meta.priority), Flow: p.flow, Arrival: p.received, Bytes: p.bytes}
-	if p.meta.slo.TTFTMs > 0 {
-		it.Deadline = p.received.Add(time.Duration(p.meta.slo.TTFTMs * float64(time.Millisecond)))
-	}
+	it := flowcontrol.Item{ID: id, Band: int(p.meta.priority), Flow: cmp.Or(key.Flow, p.flow), Arrival: p.received, Bytes: p.bytes,
+		Rank: key.Rank, HopelessAfter: key.HopelessAfter}
 	err := g.q.Push(it)
 	var refused *flowcontrol.RefusedError
 	switch {
@@ -241,7 +335,7 @@ func (g *flowGate) push(p *pending) *held {
 		p.shed = &openai.Error{Status: http.StatusInternalServerError, Type: openai.TypeServer, Message: "queueing the request: " + err.Error()}
 		return nil
 	}
-	h := &held{p: p, id: id, pushed: g.s.o.Now(), done: make(chan struct{})}
+	h := &held{p: p, id: id, pushed: g.s.o.Now(), order: order, done: make(chan struct{})}
 	g.held[id] = h
 	g.m.Queued(it.Band, g.q.Len(it.Band), g.q.Bytes(it.Band))
 	if !g.pumping {
@@ -303,7 +397,8 @@ func (g *flowGate) release(h *held) {
 	p.waited = g.s.o.Now().Sub(h.pushed)
 	if p.trace != nil {
 		p.trace.FlowWait = p.waited
-		if p.verdict.Saturated || p.first != nil { // the detector judged this decision
+		p.trace.FlowOrder = &h.order
+		if p.verdict.judged {
 			p.trace.FlowVerdict = p.verdict.String()
 		}
 	}
@@ -416,7 +511,7 @@ func (g *flowGate) try(h *held) bool {
 		g.m.Shed(int(p.meta.priority), reasonClientGone)
 		g.release(h)
 		return true
-	case p.trace != nil && !p.verdict.Saturated: // the admitter shed it, or nothing was picked: answered as today
+	case p.trace != nil && !p.verdict.saturated: // the admitter shed it, or nothing was picked: answered as today
 		g.q.Remove(h.id)
 		g.release(h)
 		return true

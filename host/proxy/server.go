@@ -416,13 +416,8 @@ func (s *Server) noEndpoint(model string, states []endpoints.State, full int, su
 // many it left out as full.
 func (s *Server) cycle(req *openai.Request, m meta, now time.Time, only func(endpoints.Endpoint) bool) (c *sdk.Cycle, states []endpoints.State, full int) {
 	blocks := openai.PrefixBlocks(nil, req.Prompt)
-	c = &sdk.Cycle{
-		Request: sdk.Request{ID: m.id, Model: req.Model, InputTokens: req.InputTokens(),
-			MaxOutputTokens: req.MaxTokens, Streaming: req.Stream, SLO: m.slo, Priority: m.priority,
-			SessionID: m.session, PrefixBlockHashes: blocks},
-		Now:  now,
-		Seed: rand.Uint64(),
-	}
+	c = &sdk.Cycle{Request: requestOf(req, m), Now: now, Seed: rand.Uint64()}
+	c.Request.PrefixBlockHashes = blocks
 	states = s.o.Endpoints.Snapshot()
 	c.Excluded = excluded(states)
 	if only != nil {
@@ -447,6 +442,12 @@ func (s *Server) cycle(req *openai.Request, m meta, now time.Time, only func(end
 		c.Endpoints = append(c.Endpoints, sdk.Endpoint{ID: st.ID, Labels: st.Labels, State: es})
 	}
 	return c, states, full
+}
+
+// requestOf is what the stages see of a request, but for its prefix block hashes.
+func requestOf(req *openai.Request, m meta) sdk.Request {
+	return sdk.Request{ID: m.id, Model: req.Model, InputTokens: req.InputTokens(), MaxOutputTokens: req.MaxTokens,
+		Streaming: req.Stream, SLO: m.slo, Priority: m.priority, SessionID: m.session}
 }
 
 // excluded returns the endpoints of states out of the rotation, with their labels and why, for

@@ -172,6 +172,35 @@ func (l *Pipelines) RunProfile(ctx context.Context, profile string, c *sdk.Cycle
 	return p.Run(ctx, c)
 }
 
+// DetectsBefore, Detect and Order are flow control's stages (proxy.FlowStages), served by the
+// default profile's pipeline: the router has one queue, whichever profile decides a request. A
+// call that has begun finishes on the pipeline it began on.
+func (l *Pipelines) DetectsBefore(r *sdk.Request) bool {
+	p, ok := l.enter("")
+	if ok {
+		defer p.Leave()
+	}
+	return p.DetectsBefore(r)
+}
+
+// Detect: see DetectsBefore.
+func (l *Pipelines) Detect(ctx context.Context, c *sdk.Cycle) (sdk.SaturationVerdict, pipeline.StageTrace) {
+	p, ok := l.enter("")
+	if ok {
+		defer p.Leave()
+	}
+	return p.Detect(ctx, c)
+}
+
+// Order: see DetectsBefore.
+func (l *Pipelines) Order(ctx context.Context, c *sdk.Cycle) (sdk.OrderKey, pipeline.StageTrace) {
+	p, ok := l.enter("")
+	if ok {
+		defer p.Leave()
+	}
+	return p.Order(ctx, c)
+}
+
 // Choose returns the scheduling profile of a request (config.Config.ChooseProfile on the
 // serving configuration) and the rule that chose it; a *config.ProfileError is the client's.
 func (l *Pipelines) Choose(h http.Header, objective string, hasSLO bool) (profile, rule string, err error) {

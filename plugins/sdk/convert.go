@@ -1,6 +1,8 @@
 package sdk
 
 import (
+	"math"
+
 	pb "github.com/foresight-router/foresight/proto/foresight/v1"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -154,11 +156,13 @@ func indicesToProto(idx []int) []uint32 {
 	return out
 }
 
-// roomToProto converts a detector's room counts, a negative count (a stage's slip) becoming 0: full.
+// roomToProto converts a detector's room counts into [0, 2^31 − 1], the range the host reads: a
+// negative count (a stage's slip) becomes 0, full, and a larger one than the host reads is capped
+// rather than wrapped.
 func roomToProto(room []int) []uint32 {
 	out := make([]uint32, len(room))
 	for i, v := range room {
-		out[i] = uint32(max(v, 0))
+		out[i] = uint32(min(max(v, 0), math.MaxInt32))
 	}
 	return out
 }

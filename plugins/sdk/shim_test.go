@@ -3,6 +3,7 @@ package sdk_test
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -89,6 +90,31 @@ func (e *echoStage) Pick(_ context.Context, c *sdk.Cycle, scores []float64) ([]i
 		out[i] = len(scores) - 1 - i
 	}
 	return out, nil
+}
+
+func (e *echoStage) Detect(_ context.Context, c *sdk.Cycle) (sdk.SaturationVerdict, error) {
+	switch c.Request.ID {
+	case "short":
+		return sdk.SaturationVerdict{Room: []int{1}}, nil
+	case "wide":
+		return sdk.SaturationVerdict{Room: []int{-3, math.MaxInt64}, WaitMs: 0}, nil
+	}
+	room := make([]int, len(c.Endpoints))
+	for i, ep := range c.Endpoints {
+		room[i] = int(ep.State.Waiting)
+	}
+	return sdk.SaturationVerdict{Room: room, WaitMs: c.Request.SLO.TTFTMs, Reason: c.Request.SessionID}, nil
+}
+
+func (e *echoStage) Order(_ context.Context, c *sdk.Cycle) (sdk.OrderKey, error) {
+	if c.Request.ID == "fail" {
+		return sdk.OrderKey{}, errors.New("no key")
+	}
+	k := sdk.OrderKey{Rank: c.Now.UnixNano() + c.Request.InputTokens, Flow: c.Request.SessionID}
+	if c.Request.Priority < 0 {
+		k.HopelessAfter = c.Now.Add(time.Second)
+	}
+	return k, nil
 }
 
 func testCycle(id string) *sdk.Cycle {
@@ -246,6 +272,41 @@ func TestScorerAdmitterPickerRoundTrip(t *testing.T) {
 	}
 	if _, err := pk.PickBatch(ctx, []*sdk.Cycle{testCycle("r")}, nil); err == nil {
 		t.Error("pick with missing scores should fail")
+	}
+}
+
+// Flow control's two stages: the room counts, the wait and the reason cross intact; a verdict of
+// the wrong length is that cycle's error; a negative count arrives as 0 and one beyond what the
+// host reads is capped, not wrapped; an order key's rank, hopeless-after time and flow cross
+// intact, and a stage error is that cycle's.
+func TestDetectorOrderRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	dc := dispense(t, sdk.StageDetector, &echoStage{}).(*transport.DetectorClient)
+	verdicts, err := dc.DetectBatch(ctx, []*sdk.Cycle{testCycle("r"), testCycle("short"), testCycle("wide")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(sdk.SaturationVerdict{Room: []int{3, 1}, WaitMs: 500, Reason: "s1"}, verdicts[0].Value); diff != "" {
+		t.Errorf("verdict (-want +got):\n%s", diff)
+	}
+	if verdicts[1].Err == nil || !strings.Contains(verdicts[1].Err.Error(), "1 room counts for 2 endpoints") {
+		t.Errorf("short verdict: got %v, want a length error", verdicts[1].Err)
+	}
+	if diff := cmp.Diff([]int{0, math.MaxInt32}, verdicts[2].Value.Room); diff != "" || verdicts[2].Err != nil {
+		t.Errorf("out-of-range counts (-want +got):\n%s (%v)", diff, verdicts[2].Err)
+	}
+
+	oc := dispense(t, sdk.StageOrder, &echoStage{}).(*transport.OrderClient)
+	keys, err := oc.OrderBatch(ctx, []*sdk.Cycle{testCycle("r"), testCycle("fail")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := testCycle("r").Now
+	if diff := cmp.Diff(sdk.OrderKey{Rank: now.UnixNano() + 900, HopelessAfter: now.Add(time.Second), Flow: "s1"}, keys[0].Value); diff != "" {
+		t.Errorf("key (-want +got):\n%s", diff)
+	}
+	if keys[1].Err == nil || !strings.Contains(keys[1].Err.Error(), "no key") {
+		t.Errorf("failing order: got %v, want the stage's error", keys[1].Err)
 	}
 }
 

@@ -383,7 +383,7 @@ func (s *sim) arrive(n int) error {
 func (s *sim) route(v *view, n int, now time.Duration) (*sdk.Cycle, Decision, error) {
 	r := &s.reqs[n]
 	c := s.cycle(v, r, now)
-	if v.flow != nil && !v.flow.detector.Restrict(c) {
+	if v.flow != nil && !v.flow.restrict(c) {
 		return nil, Decision{}, nil
 	}
 	d, err := v.Router.Route(c, &Fleet{Engines: s.engines, Arrival: s.engineRequest(n), Now: now})
@@ -427,16 +427,21 @@ func (s *sim) dispatch(v *view, n int, c *sdk.Cycle, d Decision, now time.Durati
 	return nil
 }
 
+// request is what the stages see of r. Its max_tokens is its actual output length (a client that
+// sets max_tokens to what it gets).
+func (s *sim) request(r *workload.Request) sdk.Request {
+	return sdk.Request{
+		ID: strconv.FormatUint(r.ID, 10), InputTokens: int64(r.InputTokens), MaxOutputTokens: int64(r.OutputTokens),
+		Streaming: r.Streaming, SLO: sdk.SLO{TTFTMs: r.SLO.TTFTMs, TPOTMs: r.SLO.TPOTMs}, Priority: r.Priority,
+		SessionID: r.SessionID, PrefixBlockHashes: r.Blocks,
+	}
+}
+
 // cycle is what the replica v would know at now: scraped gauges, its own in-flight accounting
-// and its prefix index. The request's max_tokens is its actual output length (a client that sets
-// max_tokens to what it gets).
+// and its prefix index.
 func (s *sim) cycle(v *view, r *workload.Request, now time.Duration) *sdk.Cycle {
 	c := &sdk.Cycle{
-		Request: sdk.Request{
-			ID: strconv.FormatUint(r.ID, 10), InputTokens: int64(r.InputTokens), MaxOutputTokens: int64(r.OutputTokens),
-			Streaming: r.Streaming, SLO: sdk.SLO{TTFTMs: r.SLO.TTFTMs, TPOTMs: r.SLO.TPOTMs}, Priority: r.Priority,
-			SessionID: r.SessionID, PrefixBlockHashes: r.Blocks,
-		},
+		Request:   s.request(r),
 		Endpoints: make([]sdk.Endpoint, len(s.engines)),
 		Now:       Epoch.Add(now),
 		Seed:      splitmix.Mix((s.cfg.Seed ^ splitmix.Mix(r.ID+1+splitmix.Gamma)) + splitmix.Gamma),

@@ -1,12 +1,15 @@
 package cluster
 
 import (
+	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/foresight-router/foresight/host/flowcontrol"
+	"github.com/foresight-router/foresight/host/pipeline"
 	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/foresight-router/foresight/sim/workload"
 )
@@ -19,22 +22,31 @@ import (
 // moment and dispatches it if the detector finds room, then the next head, until one does not
 // fit. A request waits at most its band's TTL.
 type FlowControl struct {
-	// Queue configures each router's queue; its Estimate is the simulation's (the last verdict's
-	// wait), so leave it nil.
-	Queue    flowcontrol.Config
-	Detector flowcontrol.DetectorConfig
-	// Flow gives a request's fairness key within its band; nil puts every request in one flow.
+	// Queue configures each router's queue; its Estimate is the simulation's (the detector's last
+	// known wait), so leave it nil.
+	Queue flowcontrol.Config
+	// Stages are flow control's saturation detector and ordering policy: a *pipeline.Pipeline's,
+	// or the built-ins of a flowControl section (pipeline.NewFlowBuiltins).
+	Stages FlowStages
+	// Flow gives a request's fairness key within its band, unless the ordering policy gives one;
+	// nil puts every request in one flow.
 	Flow func(*workload.Request) string
 }
 
-// flowState is one router's flow control: its queue and detector, and the wait of its last
-// verdict, which slo-feasible's estimate reads.
+// FlowStages serves flow control's stages, as the live router's proxy.FlowStages.
+type FlowStages interface {
+	DetectsBefore(r *sdk.Request) bool
+	Detect(ctx context.Context, c *sdk.Cycle) (sdk.SaturationVerdict, pipeline.StageTrace)
+	Order(ctx context.Context, c *sdk.Cycle) (sdk.OrderKey, pipeline.StageTrace)
+}
+
+// flowState is one router's flow control: its queue, and the detector's last known wait
+// estimate, which the queue's Estimate reads.
 type flowState struct {
-	cfg      *FlowControl
-	queue    *flowcontrol.Queue
-	detector *flowcontrol.Detector
-	wait     time.Duration
-	expired  []flowcontrol.Shed
+	cfg     *FlowControl
+	queue   *flowcontrol.Queue
+	wait    time.Duration
+	expired []flowcontrol.Shed
 }
 
 func newFlowState(cfg *FlowControl) (*flowState, error) {
@@ -44,29 +56,59 @@ func newFlowState(cfg *FlowControl) (*flowState, error) {
 		return nil, errors.New("flow control: leave Queue.Estimate nil, the simulation sets it")
 	}
 	qc.Estimate = func(time.Time) time.Duration { return f.wait }
+	if cfg.Stages == nil {
+		return nil, errors.New("flow control: no stages (Stages)")
+	}
 	var err error
 	if f.queue, err = flowcontrol.New(qc); err != nil {
-		return nil, err
-	}
-	if f.detector, err = flowcontrol.NewDetector(cfg.Detector); err != nil {
 		return nil, err
 	}
 	return f, nil
 }
 
-// saturated asks the detector about the routed request: on the candidates as the pipeline's
-// stages saw them (with its producer's predictions) when the router reports them, else on the
-// cycle's endpoints (gauges and in-flight counts only).
+// restrict, for a detector that judges by state alone, asks it about c before the router decides
+// and keeps only the endpoints with room; false when none is left: the pool is saturated.
+func (f *flowState) restrict(c *sdk.Cycle) bool {
+	if !f.cfg.Stages.DetectsBefore(&c.Request) {
+		return true
+	}
+	v := f.detect(c)
+	n := 0
+	for i, e := range c.Endpoints {
+		if v.Room[i] > 0 {
+			c.Endpoints[n] = e
+			n++
+		}
+	}
+	c.Endpoints = c.Endpoints[:n]
+	return n > 0
+}
+
+// saturated, for a detector that reads the predictions, asks it about the routed request: on the
+// candidates as the pipeline's stages saw them (with its producer's predictions) when the router
+// reports them, else on the cycle's endpoints.
 func (f *flowState) saturated(c *sdk.Cycle, d Decision) bool {
+	if f.cfg.Stages.DetectsBefore(&c.Request) {
+		return false // judged before the router decided
+	}
 	judged := c
 	if d.Candidates != nil {
-		judged = &sdk.Cycle{Request: c.Request, Endpoints: d.Candidates}
+		judged = &sdk.Cycle{Request: c.Request, Endpoints: d.Candidates, Now: c.Now, Seed: c.Seed}
 	}
-	v := f.detector.Check(judged)
-	if v.WaitKnown {
-		f.wait = v.Wait
+	return f.detect(judged).Saturated()
+}
+
+// detect asks the detector about c and keeps its wait estimate. A verdict of the wrong length (a
+// stage's bug) is an error of the simulation's caller, reported as a panic with the stage named.
+func (f *flowState) detect(c *sdk.Cycle) sdk.SaturationVerdict {
+	v, st := f.cfg.Stages.Detect(context.Background(), c)
+	if len(v.Room) != len(c.Endpoints) {
+		panic(fmt.Sprintf("flow control: detector %s answered %d room counts for %d endpoints", st.Type, len(v.Room), len(c.Endpoints)))
 	}
-	return v.Saturated
+	if v.WaitMs >= 0 {
+		f.wait = time.Duration(v.WaitMs * float64(time.Millisecond))
+	}
+	return v
 }
 
 // hold queues request n at its arrival; a band without room sheds it at once.
@@ -75,12 +117,12 @@ func (f *flowState) hold(s *sim, n int) {
 	o := &s.outcomes[n]
 	it := flowcontrol.Item{ID: strconv.Itoa(n), Band: int(r.Priority), Arrival: Epoch.Add(r.Arrival),
 		Bytes: int64(4 * r.InputTokens)} // about four bytes of body a prompt token
+	key, _ := f.cfg.Stages.Order(context.Background(), &sdk.Cycle{Now: it.Arrival, Request: s.request(r)})
+	it.Rank, it.HopelessAfter = key.Rank, key.HopelessAfter
 	if f.cfg.Flow != nil {
 		it.Flow = f.cfg.Flow(r)
 	}
-	if r.SLO.TTFTMs > 0 {
-		it.Deadline = it.Arrival.Add(time.Duration(r.SLO.TTFTMs * float64(time.Millisecond)))
-	}
+	it.Flow = cmp.Or(key.Flow, it.Flow)
 	o.Held = true
 	if err := f.queue.Push(it); err != nil {
 		var refused *flowcontrol.RefusedError

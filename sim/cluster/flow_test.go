@@ -5,8 +5,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/foresight-router/foresight/host/config"
 	"github.com/foresight-router/foresight/host/flowcontrol"
+	"github.com/foresight-router/foresight/host/pipeline"
+	"github.com/foresight-router/foresight/plugins/sdk/flowpolicy"
 	"github.com/foresight-router/foresight/sim/workload"
+	"github.com/rs/zerolog"
 )
 
 // slotFleet is n servers of 32 slots each: a burst beyond 32 × n requests must queue somewhere.
@@ -29,9 +33,9 @@ func burstOf(n int) []workload.Request {
 
 func flowControl(ttl time.Duration, maxRequests int) *FlowControl {
 	return &FlowControl{
-		Queue:    flowcontrol.Config{Policy: flowcontrol.PolicyEDF, Default: flowcontrol.Limits{MaxRequests: maxRequests, MaxBytes: 1 << 30, TTL: ttl}},
-		Detector: flowcontrol.DefaultDetectorConfig(),
-		Flow:     func(r *workload.Request) string { return r.Class },
+		Queue:  flowcontrol.Config{Default: flowcontrol.Limits{MaxRequests: maxRequests, MaxBytes: 1 << 30, TTL: ttl}},
+		Stages: pipeline.NewFlowBuiltins(config.FlowControl{Policy: flowpolicy.PolicyEDF}, zerolog.Nop()),
+		Flow:   func(r *workload.Request) string { return r.Class },
 	}
 }
 

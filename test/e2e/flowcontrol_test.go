@@ -11,21 +11,38 @@ import (
 	"testing"
 	"time"
 
+	"github.com/foresight-router/foresight/host/config"
 	"github.com/foresight-router/foresight/internal/eventually"
 )
 
 // TestFlowControlBurstDrainsInDeadlineOrder: flow-control.yaml's pipeline of real plugin
 // processes in front of two emulated servers, its detector bounded to one request in flight per
 // server (maxInflight: 1: an endpoint with one request in flight has no room, so the second long
-// request goes to the other server and the burst finds none). Long requests fill both servers; a burst of eight with TTFT objectives in a
-// shuffled order queues in the router; as the servers free, the burst is dispatched one head at
-// a time in deadline order (edf, one flow) and drained without loss: every request is a 200,
-// each queued one's decision trace carries its wait and the detector's verdict, and /metrics
-// counts the eight dispatches.
+// request goes to the other server and the burst finds none). Long requests fill both servers; a
+// burst of eight with TTFT objectives in a shuffled order queues in the router; as the servers
+// free, the burst is dispatched one head at a time in deadline order (edf, one flow) and drained
+// without loss: every request is a 200, each queued one's decision trace carries its wait, the
+// detector's verdict and both flow control stage calls, and /metrics counts the eight
+// dispatches. It runs twice: with flow control's stages built in, and with them as the plugin
+// binaries of flow-control-plugins.yaml's detector and order slots.
 func TestFlowControlBurstDrainsInDeadlineOrder(t *testing.T) {
-	cfg := exampleOnFleet(t, "flow-control.yaml")
-	cfg.FlowControl.Detector.MaxInflight = 1
-	cfg.FlowControl.Policy = "edf" // the example's slo-feasible would put deadlines passed during the long requests last
+	t.Run("built-in stages", func(t *testing.T) {
+		cfg := exampleOnFleet(t, "flow-control.yaml")
+		cfg.FlowControl.Detector.MaxInflight = 1
+		cfg.FlowControl.Policy = "edf" // the example's slo-feasible would put deadlines passed during the long requests last
+		burstDrainsInDeadlineOrder(t, cfg, "flowControl")
+	})
+	t.Run("plugin stages", func(t *testing.T) {
+		cfg := exampleOnFleet(t, "flow-control-plugins.yaml")
+		cfg.Plugin("saturation").Parameters["maxInflight"] = 1
+		cfg.Plugin("order").Parameters["policy"] = "edf"
+		burstDrainsInDeadlineOrder(t, cfg, "saturation", "order")
+	})
+}
+
+// burstDrainsInDeadlineOrder runs the test on cfg; stagePlugins names the plugins whose calls
+// the traces must show (the detector's, then the ordering policy's when it differs).
+func burstDrainsInDeadlineOrder(t *testing.T, cfg *config.Config, stagePlugins ...string) {
 	r := startConfig(t, cfg)
 	url := "http://" + r.Addr()
 
@@ -96,9 +113,21 @@ func TestFlowControlBurstDrainsInDeadlineOrder(t *testing.T) {
 			Now         time.Time `json:"now"`
 			FlowWaitMs  float64   `json:"flow_wait_ms"`
 			FlowVerdict string    `json:"flow_verdict"`
+			Stages      []struct {
+				Stage, Plugin, Fallback string
+			}
 		}
 		if err := json.Unmarshal([]byte(res.trace), &tr); err != nil || tr.FlowWaitMs <= 0 || !strings.HasPrefix(tr.FlowVerdict, "room on") {
 			t.Errorf("%s: decision trace %s (%v); want its queue wait and a verdict with room", res.id, res.trace, err)
+		}
+		calls := map[string]string{} // flow control's stage → the plugin that answered
+		for _, st := range tr.Stages {
+			if (st.Stage == "detector" || st.Stage == "order") && st.Fallback == "" {
+				calls[st.Stage] = st.Plugin
+			}
+		}
+		if calls["detector"] != stagePlugins[0] || calls["order"] != stagePlugins[len(stagePlugins)-1] {
+			t.Errorf("%s: flow control's stage calls %v, want the detector by %s and the order by %s", res.id, calls, stagePlugins[0], stagePlugins[len(stagePlugins)-1])
 		}
 		order = append(order, dispatch{res.id, tr.Now})
 	}
