@@ -217,7 +217,8 @@ def wait_ms_of(v: SaturationVerdict) -> float:
     has room and -1 (unknown) if none has."""
     if v.wait_ms is None:
         return -1.0 if v.saturated() else 0.0
-    if isinstance(v.wait_ms, bool) or not isinstance(v.wait_ms, (int, float)):
+    if isinstance(v.wait_ms, bool) or not isinstance(v.wait_ms, (int, float)) or v.wait_ms != v.wait_ms:
+        # (v != v: NaN, which estimates nothing; -1 says "unknown".)
         raise StatusError(f"detector returned wait_ms = {v.wait_ms!r}: want a number of milliseconds")
     return float(v.wait_ms)
 

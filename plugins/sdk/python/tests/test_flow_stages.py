@@ -49,6 +49,8 @@ class QueueDetector(fp.Detector):
             return fp.SaturationVerdict(room, wait_ms=250.0, reason="engines-full")
         if kind == "string":
             return "full"
+        if kind == "nan":
+            return fp.SaturationVerdict(room, wait_ms=float("nan"))
         return fp.SaturationVerdict(room, reason="" if any(r > 0 for r in room) else "engines-full")
 
 
@@ -95,6 +97,8 @@ class DetectTest(unittest.TestCase):
              "detector returned room[0] = 1.5: want an int"),
             ("string", [1], [], 0.0, "", types_pb2.STATUS_CODE_ERROR,
              "detect must return a SaturationVerdict or a list of room counts, got str"),
+            ("nan", [1], [], 0.0, "", types_pb2.STATUS_CODE_ERROR,
+             "detector returned wait_ms = nan: want a number of milliseconds"),
         ]
         for rid, waiting, room, wait, reason, code, message in tests:
             with self.subTest(rid):
