@@ -21,10 +21,10 @@ python3-protobuf and python3-cryptography only. See README.md beside this packag
 
 from . import _gen  # noqa: F401  (puts the generated code on sys.path)
 from .cycle import (
-    EXCLUDED_EJECTED, EXCLUDED_UNHEALTHY, NO_LABELS, SLO, STAGE_ADMITTER, STAGE_FILTER, STAGE_NAMES,
-    STAGE_PICKER, STAGE_PRODUCER, STAGE_SCORER, AdmitVerdict, Cycle, Endpoint, EndpointState,
-    ExcludedEndpoint, FilterVerdict, ObserveResult, Prediction, PredictorStats, Request, Sample,
-    TargetStats,
+    EXCLUDED_EJECTED, EXCLUDED_UNHEALTHY, NO_LABELS, SLO, STAGE_ADMITTER, STAGE_DETECTOR,
+    STAGE_FILTER, STAGE_NAMES, STAGE_ORDER, STAGE_PICKER, STAGE_PRODUCER, STAGE_SCORER,
+    AdmitVerdict, Cycle, Endpoint, EndpointState, ExcludedEndpoint, FilterVerdict, ObserveResult,
+    OrderKey, Prediction, PredictorStats, Request, Sample, SaturationVerdict, TargetStats,
 )
 from .convert import cycle_from_proto, cycle_to_proto
 from .heuristics import (
@@ -33,7 +33,9 @@ from .heuristics import (
 from .log import Logger, logger
 from .params import check_one_of, check_range, check_range_open_low, decode_params, resolve_path
 from .server import serve
-from .stages import Admitter, Filter, Picker, Plugin, Producer, Scorer, read_paths
+from .stages import (
+    Admitter, Detector, Filter, Orderer, Picker, Plugin, Producer, Scorer, read_paths,
+)
 from .status import (
     CODE_ERROR, CODE_INVALID_ARGUMENT, CODE_OK, CODE_UNAVAILABLE, InvalidArgument, StatusError,
     Unavailable,
@@ -43,13 +45,15 @@ __version__ = "1.0.0"
 
 __all__ = [
     # stages and serving
-    "Plugin", "Producer", "Filter", "Scorer", "Admitter", "Picker", "serve", "read_paths",
+    "Plugin", "Producer", "Filter", "Scorer", "Admitter", "Picker", "Detector", "Orderer", "serve",
+    "read_paths",
     # the cycle and the answers
     "Cycle", "Request", "SLO", "Endpoint", "EndpointState", "Prediction", "ExcludedEndpoint",
     "EXCLUDED_UNHEALTHY", "EXCLUDED_EJECTED", "Sample",
-    "FilterVerdict", "AdmitVerdict", "ObserveResult", "PredictorStats", "TargetStats", "NO_LABELS",
+    "FilterVerdict", "AdmitVerdict", "SaturationVerdict", "OrderKey", "ObserveResult",
+    "PredictorStats", "TargetStats", "NO_LABELS",
     "STAGE_PRODUCER", "STAGE_FILTER", "STAGE_SCORER", "STAGE_ADMITTER", "STAGE_PICKER",
-    "STAGE_NAMES", "cycle_from_proto", "cycle_to_proto",
+    "STAGE_DETECTOR", "STAGE_ORDER", "STAGE_NAMES", "cycle_from_proto", "cycle_to_proto",
     # errors
     "StatusError", "InvalidArgument", "Unavailable", "CODE_OK", "CODE_ERROR",
     "CODE_INVALID_ARGUMENT", "CODE_UNAVAILABLE",

@@ -20,13 +20,14 @@ except ImportError:
     sys.path.insert(0, str(_gen))
 
 from foresight.v1 import (  # noqa: E402
-    admitter_pb2, admitter_pb2_grpc, filter_pb2, filter_pb2_grpc, picker_pb2, picker_pb2_grpc,
-    plugin_pb2, plugin_pb2_grpc, producer_pb2, producer_pb2_grpc, scorer_pb2, scorer_pb2_grpc,
-    types_pb2,
+    admitter_pb2, admitter_pb2_grpc, detector_pb2, detector_pb2_grpc, filter_pb2, filter_pb2_grpc,
+    order_pb2, order_pb2_grpc, picker_pb2, picker_pb2_grpc, plugin_pb2, plugin_pb2_grpc,
+    producer_pb2, producer_pb2_grpc, scorer_pb2, scorer_pb2_grpc, types_pb2,
 )
 
 __all__ = [
-    "admitter_pb2", "admitter_pb2_grpc", "filter_pb2", "filter_pb2_grpc", "picker_pb2",
-    "picker_pb2_grpc", "plugin_pb2", "plugin_pb2_grpc", "producer_pb2", "producer_pb2_grpc",
-    "scorer_pb2", "scorer_pb2_grpc", "types_pb2",
+    "admitter_pb2", "admitter_pb2_grpc", "detector_pb2", "detector_pb2_grpc", "filter_pb2",
+    "filter_pb2_grpc", "order_pb2", "order_pb2_grpc", "picker_pb2", "picker_pb2_grpc",
+    "plugin_pb2", "plugin_pb2_grpc", "producer_pb2", "producer_pb2_grpc", "scorer_pb2",
+    "scorer_pb2_grpc", "types_pb2",
 ]

@@ -8,13 +8,15 @@ zero) or exactly ``count`` long; any other length makes the cycle invalid (INVAL
 from __future__ import annotations
 
 import datetime as _dt
+import operator
 from itertools import repeat
 
 from ._gen import types_pb2
-from .status import InvalidArgument
+from .status import InvalidArgument, StatusError
 from .cycle import (
     NO_LABELS, SLO, AdmitVerdict, Cycle, Endpoint, EndpointState, ExcludedEndpoint, FilterVerdict,
-    ObserveResult, Prediction, PredictorStats, Request, Sample, TargetStats,
+    ObserveResult, OrderKey, Prediction, PredictorStats, Request, Sample, SaturationVerdict,
+    TargetStats,
 )
 
 _UTC = _dt.timezone.utc
@@ -178,3 +180,76 @@ def admit_verdict(v) -> AdmitVerdict:
 def observe_result(v) -> ObserveResult:
     """A producer's observe return value as an ObserveResult: a result, or just the count."""
     return v if isinstance(v, ObserveResult) else ObserveResult(int(v))
+
+
+def saturation_verdict(v) -> SaturationVerdict:
+    """A detector's return value as a SaturationVerdict: a verdict, or just the room counts."""
+    if isinstance(v, SaturationVerdict):
+        return v
+    if isinstance(v, (str, bytes, dict)) or not hasattr(v, "__len__"):
+        raise StatusError("detect must return a SaturationVerdict or a list of room counts, "
+                          f"got {type(v).__name__}")
+    return SaturationVerdict(list(v))
+
+
+# The largest room count the wire carries (uint32); the host reads no more than 2^31 - 1 anyway.
+_MAX_ROOM = (1 << 32) - 1
+
+
+def room_to_proto(room, n: int) -> list:
+    """The wire form of a detector's room counts for a cycle of n endpoints: one per endpoint
+    (another length is that cycle's error, as in the Go SDK), a negative count becoming 0 (full)
+    and one beyond the wire's uint32 its largest value."""
+    if len(room) != n:
+        raise StatusError(f"detector returned {len(room)} room counts for {n} endpoints")
+    out = []
+    for i, r in enumerate(room):
+        try:
+            r = operator.index(r)  # an int; a float such as 1.5 is refused, not truncated
+        except TypeError:
+            raise StatusError(f"detector returned room[{i}] = {r!r}: want an int") from None
+        out.append(min(max(r, 0), _MAX_ROOM))
+    return out
+
+
+def wait_ms_of(v: SaturationVerdict) -> float:
+    """The verdict's wait estimate as it travels: its own, or when it has none 0 if some endpoint
+    has room and -1 (unknown) if none has."""
+    if v.wait_ms is None:
+        return -1.0 if v.saturated() else 0.0
+    if isinstance(v.wait_ms, bool) or not isinstance(v.wait_ms, (int, float)) or v.wait_ms != v.wait_ms:
+        # (v != v: NaN, which estimates nothing; -1 says "unknown".)
+        raise StatusError(f"detector returned wait_ms = {v.wait_ms!r}: want a number of milliseconds")
+    return float(v.wait_ms)
+
+
+def order_key(v) -> OrderKey:
+    """An orderer's return value as an OrderKey: a key, or just the rank."""
+    if isinstance(v, OrderKey):
+        return v
+    if isinstance(v, int) and not isinstance(v, bool):
+        return OrderKey(v)
+    raise StatusError(f"order must return an OrderKey or an int rank, got {type(v).__name__}")
+
+
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+
+
+def order_key_to_proto(k: OrderKey):
+    """The wire form of an order key; raises naming the field that cannot travel: a rank that is
+    not an int64, a naive or non-datetime hopeless_after, a flow that is not a string."""
+    from ._gen import order_pb2
+    if isinstance(k.rank, bool) or not isinstance(k.rank, int) or not _INT64[0] <= k.rank <= _INT64[1]:
+        raise StatusError(f"order returned rank {k.rank!r}: want an int64 (an int in [-2^63, 2^63))")
+    if not isinstance(k.flow, str):
+        raise StatusError(f"order returned flow {k.flow!r}: want a string")
+    out = order_pb2.OrderResult(rank=k.rank, flow=k.flow)
+    h = k.hopeless_after
+    if h is not None:
+        # A naive datetime is refused rather than read as UTC: datetime.now() is naive local time,
+        # and a deadline off by the zone's offset would go unnoticed.
+        if not isinstance(h, _dt.datetime) or h.utcoffset() is None:
+            raise StatusError(f"order returned hopeless_after {h!r}: want a timezone-aware datetime "
+                              "(e.g. cycle.now + timedelta) or None")
+        out.hopeless_after.FromDatetime(h.astimezone(_UTC))
+    return out

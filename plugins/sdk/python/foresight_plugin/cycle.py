@@ -23,8 +23,13 @@ STAGE_FILTER = 2
 STAGE_SCORER = 3
 STAGE_ADMITTER = 4
 STAGE_PICKER = 5
+# Flow control's stages: they run only while the router's flowControl section is on, around the
+# pipeline rather than in it.
+STAGE_DETECTOR = 6
+STAGE_ORDER = 7
 STAGE_NAMES = {STAGE_PRODUCER: "producer", STAGE_FILTER: "filter", STAGE_SCORER: "scorer",
-               STAGE_ADMITTER: "admitter", STAGE_PICKER: "picker"}
+               STAGE_ADMITTER: "admitter", STAGE_PICKER: "picker", STAGE_DETECTOR: "detector",
+               STAGE_ORDER: "order"}
 
 #: The label set of an endpoint that has none (read-only, shared).
 NO_LABELS: Mapping[str, str] = MappingProxyType({})
@@ -191,6 +196,39 @@ class AdmitVerdict:
     """An admitter's answer for one cycle."""
     admitted: bool = True
     reason: str = ""
+
+
+@dataclass(slots=True)
+class SaturationVerdict:
+    """A saturation detector's answer for one cycle."""
+    #: One count per endpoint of the cycle, in its order: how many more of the router's requests
+    #: the endpoint takes now before it is full; 0: full. A negative count travels as 0.
+    room: list = field(default_factory=list)
+    #: The estimated wait in ms before the request's prefill could start were it dispatched now;
+    #: negative: unknown. None (the default) sends 0 when some endpoint has room and -1 (unknown)
+    #: when none has: a detector that estimates no wait claims none.
+    wait_ms: Optional[float] = None
+    #: When every count is 0, why, in a few words (e.g. "engines-full").
+    reason: str = ""
+
+    def saturated(self) -> bool:
+        """Whether no endpoint has room."""
+        return not any(r > 0 for r in self.room)
+
+
+@dataclass(slots=True)
+class OrderKey:
+    """A queued request's place in its flow: bands (priorities) first, flows in turn within a
+    band, then, within a flow, the requests that are not hopeless by rank, then the hopeless ones
+    by rank; equal ranks leave in arrival order."""
+    #: Lower leaves first, e.g. the arrival (FCFS) or the TTFT deadline (EDF) in Unix nanoseconds
+    #: (an int64).
+    rank: int = 0
+    #: A timezone-aware datetime: the request is hopeless once the host's estimate of the wait,
+    #: added to the time, passes it (e.g. cycle.now plus the TTFT objective). None: never hopeless.
+    hopeless_after: Optional[_dt.datetime] = None
+    #: The fairness flow; empty: the one the host's flowControl.flowKey names.
+    flow: str = ""
 
 
 @dataclass(slots=True)

@@ -11,11 +11,13 @@ from __future__ import annotations
 import time
 
 from ._gen import (
-    admitter_pb2, filter_pb2, picker_pb2, plugin_pb2, producer_pb2, scorer_pb2,
+    admitter_pb2, detector_pb2, filter_pb2, order_pb2, picker_pb2, plugin_pb2, producer_pb2,
+    scorer_pb2,
 )
 from .convert import (
-    admit_verdict, cycle_from_proto, filter_verdict, observe_result, predictions_to_proto,
-    predictor_stats_to_proto, sample_from_proto,
+    admit_verdict, cycle_from_proto, filter_verdict, observe_result, order_key,
+    order_key_to_proto, predictions_to_proto, predictor_stats_to_proto, room_to_proto,
+    sample_from_proto, saturation_verdict, wait_ms_of,
 )
 from .log import Logger, logger as default_logger
 from .stages import Plugin, stage_of
@@ -127,6 +129,31 @@ class Handlers:
             except Exception as e:  # noqa: BLE001
                 r.Clear()
                 r.status.CopyFrom(self._failed("pick", e))
+        return out
+
+    def detect(self, req: detector_pb2.DetectRequest) -> detector_pb2.DetectResponse:
+        out = detector_pb2.DetectResponse()
+        for pc in req.cycles:
+            r = out.results.add()
+            try:
+                c = cycle_from_proto(pc)
+                v = saturation_verdict(self.impl.detect(c))
+                r.room.extend(room_to_proto(v.room, len(c.endpoints)))
+                r.wait_ms, r.reason = wait_ms_of(v), v.reason
+            except Exception as e:  # noqa: BLE001
+                r.Clear()
+                r.status.CopyFrom(self._failed("detect", e))
+        return out
+
+    def order(self, req: order_pb2.OrderRequest) -> order_pb2.OrderResponse:
+        out = order_pb2.OrderResponse()
+        for pc in req.cycles:
+            r = out.results.add()
+            try:
+                r.CopyFrom(order_key_to_proto(order_key(self.impl.order(cycle_from_proto(pc)))))
+            except Exception as e:  # noqa: BLE001
+                r.Clear()
+                r.status.CopyFrom(self._failed("order", e))
         return out
 
     def produce(self, req: producer_pb2.ProduceRequest) -> producer_pb2.ProduceResponse:

@@ -19,10 +19,13 @@ import grpc.aio
 
 from . import goplugin
 from ._gen import (
-    admitter_pb2_grpc, filter_pb2_grpc, picker_pb2_grpc, plugin_pb2_grpc, producer_pb2_grpc,
-    scorer_pb2_grpc,
+    admitter_pb2_grpc, detector_pb2_grpc, filter_pb2_grpc, order_pb2_grpc, picker_pb2_grpc,
+    plugin_pb2_grpc, producer_pb2_grpc, scorer_pb2_grpc,
 )
-from .cycle import STAGE_ADMITTER, STAGE_FILTER, STAGE_PICKER, STAGE_PRODUCER, STAGE_SCORER
+from .cycle import (
+    STAGE_ADMITTER, STAGE_DETECTOR, STAGE_FILTER, STAGE_ORDER, STAGE_PICKER, STAGE_PRODUCER,
+    STAGE_SCORER,
+)
 from .handlers import Handlers
 from .log import LineWriter, logger
 from .stages import Plugin, read_paths, stage_of
@@ -54,7 +57,7 @@ def _check_impl(impl: Any) -> int:
     stage = stage_of(impl)
     if not isinstance(impl, Plugin) or stage == 0:
         _fail(f"foresight_plugin.serve: {type(impl).__name__} is not a stage: subclass "
-              "foresight_plugin.Producer, Filter, Scorer, Admitter or Picker")
+              "foresight_plugin.Producer, Filter, Scorer, Admitter, Picker, Detector or Orderer")
     if not impl.type:
         _fail(f"foresight_plugin.serve: {type(impl).__name__} has no type: set the class attribute "
               'type = "my-plugin" (the type the host config declares)')
@@ -173,6 +176,15 @@ def _register(server, handlers: Handlers, stage: int) -> None:
         class PickerService(picker_pb2_grpc.PickerServiceServicer):
             Pick = stream(h.pick)
         picker_pb2_grpc.add_PickerServiceServicer_to_server(PickerService(), server)
+    elif stage == STAGE_DETECTOR:
+        class SaturationDetectorService(detector_pb2_grpc.SaturationDetectorServiceServicer):
+            Detect = stream(h.detect)
+        detector_pb2_grpc.add_SaturationDetectorServiceServicer_to_server(
+            SaturationDetectorService(), server)
+    elif stage == STAGE_ORDER:
+        class OrderService(order_pb2_grpc.OrderServiceServicer):
+            Order = stream(h.order)
+        order_pb2_grpc.add_OrderServiceServicer_to_server(OrderService(), server)
 
 
 def _goplugin_services(stopping: asyncio.Event):

@@ -27,11 +27,13 @@ from typing import Any, ClassVar, Optional, Sequence
 from ._gen import types_pb2
 from .params import decode_params
 from .cycle import (
-    STAGE_ADMITTER, STAGE_FILTER, STAGE_PICKER, STAGE_PRODUCER, STAGE_SCORER, AdmitVerdict, Cycle,
-    FilterVerdict, ObserveResult, Prediction, Sample,
+    STAGE_ADMITTER, STAGE_DETECTOR, STAGE_FILTER, STAGE_ORDER, STAGE_PICKER, STAGE_PRODUCER,
+    STAGE_SCORER, AdmitVerdict, Cycle, FilterVerdict, ObserveResult, OrderKey, Prediction, Sample,
+    SaturationVerdict,
 )
 
-__all__ = ["Plugin", "Producer", "Filter", "Scorer", "Admitter", "Picker", "read_paths"]
+__all__ = ["Plugin", "Producer", "Filter", "Scorer", "Admitter", "Picker", "Detector", "Orderer",
+           "read_paths"]
 
 
 def read_paths() -> list:
@@ -127,9 +129,31 @@ class Picker(Plugin):
         raise NotImplementedError
 
 
+class Detector(Plugin):
+    """Flow control's saturation detector: which endpoints have room for a request now. A request
+    for which none has room waits in the router's queue and is decided again when one has."""
+    stage = STAGE_DETECTOR
+
+    def detect(self, cycle: Cycle) -> SaturationVerdict | Sequence[int]:
+        """One room count per endpoint of cycle, in order (0: full), or a SaturationVerdict to add
+        the estimated wait and why every endpoint is full. A count list of another length than
+        the endpoints is that cycle's error."""
+        raise NotImplementedError
+
+
+class Orderer(Plugin):
+    """Flow control's ordering policy: the key by which a request waits in the router's queue.
+    It is asked once, when the request enters the queue; cycle.now is the request's arrival."""
+    stage = STAGE_ORDER
+
+    def order(self, cycle: Cycle) -> OrderKey | int:
+        """cycle's request's key: an OrderKey, or just its rank (an int64, lower leaves first)."""
+        raise NotImplementedError
+
+
 def stage_of(impl: Any) -> int:
     """The stage impl serves, or 0 when it is none of the stage classes."""
-    for cls in (Producer, Filter, Scorer, Admitter, Picker):
+    for cls in (Producer, Filter, Scorer, Admitter, Picker, Detector, Orderer):
         if isinstance(impl, cls):
             return cls.stage
     return 0

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """A plugin for the kit's process tests: `fixture_plugin.py STAGE` serves a trivial stage."""
 
+import datetime
 import sys
 from pathlib import Path
 
@@ -51,6 +52,26 @@ class Picker(fp.Picker):
         return sorted(range(len(scores)), key=lambda i: -scores[i])
 
 
+class Detector(fp.Detector):
+    type = "fixture-detector"
+
+    def detect(self, cycle):
+        # Room for 2 - waiting more; a negative count travels as 0.
+        room = [2 - e.state.waiting for e in cycle.endpoints]
+        return fp.SaturationVerdict(room, reason="" if any(r > 0 for r in room) else "queues-full")
+
+
+class Orderer(fp.Orderer):
+    type = "fixture-order"
+
+    def order(self, cycle):
+        # Rank by priority, highest first; hopeless 100 ms after arrival with a TTFT objective.
+        hopeless = None
+        if cycle.request.slo.ttft_ms > 0:
+            hopeless = cycle.now + datetime.timedelta(milliseconds=100)
+        return fp.OrderKey(-cycle.request.priority, hopeless, cycle.request.session_id)
+
+
 class Scorer(fp.Scorer):
     type = "fixture-scorer"
     parameters = {"fail": False}
@@ -78,7 +99,8 @@ class BadDefaults(Scorer):
 
 
 STAGES = {"producer": Producer, "filter": Filter, "admitter": Admitter, "picker": Picker,
-          "scorer": Scorer, "bad-reads": BadReads, "bad-defaults": BadDefaults}
+          "scorer": Scorer, "detector": Detector, "order": Orderer, "bad-reads": BadReads,
+          "bad-defaults": BadDefaults}
 
 if __name__ == "__main__":
     fp.serve(STAGES[sys.argv[1]](), version="0.1.0")

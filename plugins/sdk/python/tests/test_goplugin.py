@@ -21,7 +21,8 @@ from tests.support import (
 )
 from foresight_plugin import convert, goplugin
 from foresight.v1 import (
-    admitter_pb2, filter_pb2, picker_pb2, plugin_pb2, producer_pb2, scorer_pb2, types_pb2,
+    admitter_pb2, detector_pb2, filter_pb2, order_pb2, picker_pb2, plugin_pb2, producer_pb2,
+    scorer_pb2, types_pb2,
 )
 
 HANDSHAKE = re.compile(r"^1\|1\|unix\|(/[^|]+)\|grpc\|([A-Za-z0-9+/]*)$")
@@ -297,6 +298,31 @@ class StagesOverTheWireTest(unittest.TestCase):
         req.scores.add().values.extend([0.1, 0.7, 0.3])
         r = self.stream(ch, "/foresight.v1.PickerService/Pick", req, picker_pb2.PickResponse)
         self.assertEqual(list(r.results[0].order), [1, 2, 0])
+
+    def test_detector(self):
+        _, ch = self.serve("detector")
+        self.assertEqual(self.info(ch).stage, plugin_pb2.STAGE_DETECTOR)
+        r = self.stream(ch, "/foresight.v1.SaturationDetectorService/Detect",
+                        detector_pb2.DetectRequest(cycles=[self.cycle([0, 1, 5]), self.cycle([2, 3])]),
+                        detector_pb2.DetectResponse)
+        # 2 - waiting: [2, 1, -3] with the negative count sent as 0; then [0, -1]: every one full.
+        self.assertEqual([(list(x.room), x.wait_ms, x.reason) for x in r.results],
+                         [([2, 1, 0], 0.0, ""), ([0, 0], -1.0, "queues-full")])
+
+    def test_order(self):
+        _, ch = self.serve("order")
+        self.assertEqual(self.info(ch).stage, plugin_pb2.STAGE_ORDER)
+        now = dt.datetime(2026, 11, 26, tzinfo=dt.timezone.utc)
+        with_slo = convert.cycle_to_proto(fp.Cycle(
+            request=fp.Request(priority=2, session_id="s1", slo=fp.SLO(300, 0)), now=now))
+        r = self.stream(ch, "/foresight.v1.OrderService/Order",
+                        order_pb2.OrderRequest(cycles=[with_slo, self.cycle([1], priority=-1)]),
+                        order_pb2.OrderResponse)
+        first, second = r.results
+        self.assertEqual((first.rank, first.flow), (-2, "s1"))
+        self.assertEqual(first.hopeless_after.ToDatetime(tzinfo=dt.timezone.utc),
+                         now + dt.timedelta(milliseconds=100))
+        self.assertEqual((second.rank, second.flow, second.HasField("hopeless_after")), (1, "", False))
 
     def test_scorer_prints_reach_the_log_and_errors_travel_per_cycle(self):
         p, ch = self.serve("scorer")

@@ -272,9 +272,9 @@ function fatal(message: string, fields?: Record<string, unknown>): never {
 
 /**
  * serve serves impl as a plugin process of the stage it implements (filter, score, admit, pick,
- * or produce and observe), reporting `version` (the plugin's semver) in GetInfo. It returns at
- * once; the process then runs until the host shuts it down. Run by hand (without the handshake
- * cookie), it prints why it will not run and exits with status 1.
+ * detect, order, or produce and observe), reporting `version` (the plugin's semver) in GetInfo.
+ * It returns at once; the process then runs until the host shuts it down. Run by hand (without
+ * the handshake cookie), it prints why it will not run and exits with status 1.
  */
 export function serve(impl: AnyStage, version: string, opts: ServeOptions = {}): void {
   if (process.env[HANDSHAKE.magicCookieKey] !== HANDSHAKE.magicCookieValue) {

@@ -1,5 +1,6 @@
 // The Foresight services a plugin serves (Go: server.go, stream.go): PluginService and the
-// stage's service. Shims only: they translate wire requests into stage calls and answers back.
+// stage's service. Shims only: they translate wire requests into stage calls and answers back
+// (batch.ts holds what every stage does with a batch; flow.ts, flow control's two stages).
 
 import * as grpc from "@grpc/grpc-js";
 import {
@@ -14,6 +15,12 @@ import {
   type FilterResponse,
   type FilterResult,
 } from "./gen/foresight/v1/filter";
+import {
+  SaturationDetectorServiceService,
+  type DetectRequest,
+  type DetectResponse,
+} from "./gen/foresight/v1/detector";
+import { OrderServiceService, type OrderRequest, type OrderResponse } from "./gen/foresight/v1/order";
 import { PickerServiceService, type PickRequest, type PickResponse, type PickResult } from "./gen/foresight/v1/picker";
 import {
   PluginServiceService,
@@ -31,16 +38,9 @@ import {
   type ProduceResult,
 } from "./gen/foresight/v1/producer";
 import { ScorerServiceService, type ScoreRequest, type ScoreResponse, type ScoreResult } from "./gen/foresight/v1/scorer";
-import type { Status } from "./gen/foresight/v1/types";
-import {
-  batchOf,
-  cycleFromWire,
-  predictionsToProto,
-  sampleFromProto,
-  statsToProto,
-  type CycleBatch,
-  type WireCycle,
-} from "./convert";
+import { checkReason, serveEach, then, type BatchHandler, type Result } from "./batch";
+import { batchOf, predictionsToProto, sampleFromProto, statsToProto } from "./convert";
+import { detectHandler, orderHandler } from "./flow";
 import { log } from "./log";
 import { decodeParams } from "./params";
 import { Code, StatusError, invalidArgument, statusOf } from "./status";
@@ -49,11 +49,12 @@ import {
   type Admitter,
   type AdmitVerdict,
   type AnyStage,
-  type Answer,
   type Cycle,
+  type Detector,
   type Filter,
   type FilterVerdict,
   type ObserveResult,
+  type Orderer,
   type Picker,
   type Plugin,
   type Prediction,
@@ -61,77 +62,7 @@ import {
   type Scorer,
 } from "./types";
 
-/** Result is one cycle's answer within a batch: a value, or the stage's error for that cycle. */
-export type Result<T> = { ok: true; value: T } | { ok: false; status: Status };
-
-const fail = (err: unknown): { ok: false; status: Status } => ({ ok: false, status: statusOf(err) });
-
-function isPromise<T>(v: Answer<T>): v is Promise<T> {
-  return typeof (v as Promise<T> | undefined)?.then === "function";
-}
-
-/**
- * serveEach answers every decodable cycle with call, one after the other, and every malformed one
- * with its decoding error; `check` holds each answer to the rules the host applies (a failing
- * answer becomes that cycle's error). A thrown StatusError keeps its code; anything else thrown
- * answers Code.Error with its message (Go: serveEach and guard). The answers come back at once
- * unless the stage answered with a promise.
- */
-export function serveEach<T>(
-  cycles: readonly WireCycle[],
-  call: (i: number, c: Cycle) => Answer<T>,
-  check: (c: Cycle, v: T) => void,
-): Result<T>[] | Promise<Result<T>[]> {
-  const out: Result<T>[] = [];
-  for (let i = 0; i < cycles.length; i++) {
-    let c: Cycle;
-    let v: Answer<T>;
-    try {
-      c = cycleFromWire(cycles[i]!);
-      v = call(i, c);
-    } catch (err) {
-      out.push(fail(err));
-      continue;
-    }
-    if (isPromise(v)) return finishAsync(cycles, call, check, out, i, c, v);
-    out.push(checked(c, v, check));
-  }
-  return out;
-}
-
-async function finishAsync<T>(
-  cycles: readonly WireCycle[],
-  call: (i: number, c: Cycle) => Answer<T>,
-  check: (c: Cycle, v: T) => void,
-  out: Result<T>[],
-  i: number,
-  c: Cycle,
-  first: Promise<T>,
-): Promise<Result<T>[]> {
-  try {
-    out.push(checked(c, await first, check));
-  } catch (err) {
-    out.push(fail(err));
-  }
-  for (let k = i + 1; k < cycles.length; k++) {
-    try {
-      const ck = cycleFromWire(cycles[k]!);
-      out.push(checked(ck, await call(k, ck), check));
-    } catch (err) {
-      out.push(fail(err));
-    }
-  }
-  return out;
-}
-
-function checked<T>(c: Cycle, v: T, check: (c: Cycle, v: T) => void): Result<T> {
-  try {
-    check(c, v);
-    return { ok: true, value: v };
-  } catch (err) {
-    return fail(err);
-  }
-}
+export { serveEach, type BatchHandler, type Result } from "./batch";
 
 // --- the answers' checks (the host applies the same ones; failing here names the problem) ------
 
@@ -141,10 +72,6 @@ function checkIndices(what: string, idx: unknown, n: number): asserts idx is num
     if (!Number.isInteger(k)) throw new Error(`${what}: endpoint index ${String(k)} is not an integer`);
     if (k < 0 || k >= n) throw new Error(`endpoint index ${k} out of range: the cycle has ${n} endpoints`);
   }
-}
-
-function checkReason(reason: unknown): void {
-  if (reason !== undefined && typeof reason !== "string") throw new Error(`reason must be a string, got ${typeof reason}`);
 }
 
 export function checkFilterVerdict(c: Cycle, v: FilterVerdict): void {
@@ -213,14 +140,7 @@ export function produceResponse(rs: Result<Prediction[]>[]): ProduceResponse {
   };
 }
 
-/** then applies f to an answer, now or when it arrives. */
-function then<A, B>(a: A | Promise<A>, f: (a: A) => B): B | Promise<B> {
-  return a instanceof Promise ? a.then(f) : f(a);
-}
-
 // --- the stage handlers, as plain functions of a decoded batch (testable without gRPC) ---------
-
-export type BatchHandler<Resp> = (batch: CycleBatch) => Resp | Promise<Resp>;
 
 export function filterHandler(impl: Filter): BatchHandler<FilterResponse> {
   return (b) => then(serveEach(b.cycles, (_i, c) => impl.filter(c), checkFilterVerdict), filterResponse);
@@ -334,6 +254,8 @@ export function stageOf(impl: AnyStage, stage?: Stage): Stage {
   if (has("score")) found.push(Stage.Scorer);
   if (has("admit")) found.push(Stage.Admitter);
   if (has("pick")) found.push(Stage.Picker);
+  if (has("detect")) found.push(Stage.Detector);
+  if (has("order")) found.push(Stage.Order);
   if (stage !== undefined) {
     if (!found.includes(stage)) throw new Error(`plugin ${JSON.stringify(impl.type)} does not implement stage ${Stage[stage]}`);
     return stage;
@@ -341,7 +263,7 @@ export function stageOf(impl: AnyStage, stage?: Stage): Stage {
   if (found.length !== 1) {
     throw new Error(
       found.length === 0
-        ? `plugin ${JSON.stringify(impl.type)} implements no stage (filter, score, admit, pick, or produce and observe)`
+        ? `plugin ${JSON.stringify(impl.type)} implements no stage (filter, score, admit, pick, detect, order, or produce and observe)`
         : `plugin ${JSON.stringify(impl.type)} implements several stages (${found.map((s) => Stage[s]).join(", ")}): pass the stage to serve`,
     );
   }
@@ -424,6 +346,20 @@ export function addForesightServices(server: grpc.Server, impl: AnyStage, stage:
         observe: (call: grpc.ServerUnaryCall<ObserveRequest, ObserveResponse>, cb: grpc.sendUnaryData<ObserveResponse>) => {
           void observe(p, call.request.samples.map(sampleFromProto)).then((r) => cb(null, r));
         },
+      });
+      break;
+    }
+    case Stage.Detector: {
+      const h = detectHandler(impl as Detector);
+      server.addService(SaturationDetectorServiceService, {
+        detect: (call: grpc.ServerDuplexStream<DetectRequest, DetectResponse>) => serveStream(call, h),
+      });
+      break;
+    }
+    case Stage.Order: {
+      const h = orderHandler(impl as Orderer);
+      server.addService(OrderServiceService, {
+        order: (call: grpc.ServerDuplexStream<OrderRequest, OrderResponse>) => serveStream(call, h),
       });
       break;
     }

@@ -9,9 +9,13 @@ export enum Stage {
   Scorer = 3,
   Admitter = 4,
   Picker = 5,
+  // Flow control's stages: they run only while the router's flowControl section is on, around the
+  // pipeline rather than in it.
+  Detector = 6,
+  Order = 7,
 }
 
-const stageNames = ["unspecified", "producer", "filter", "scorer", "admitter", "picker"] as const;
+const stageNames = ["unspecified", "producer", "filter", "scorer", "admitter", "picker", "detector", "order"] as const;
 
 /** stageName returns the stage's lower-case name, e.g. "filter": the name the host dispenses it by. */
 export function stageName(s: Stage): string {
@@ -159,6 +163,43 @@ export interface AdmitVerdict {
   reason?: string;
 }
 
+/** SaturationVerdict is a saturation detector's answer for one cycle. */
+export interface SaturationVerdict {
+  /**
+   * One count per endpoint of the cycle, in its order: how many more of the router's requests
+   * the endpoint takes now before it is full; 0: full. Integers; a negative count travels as 0.
+   */
+  room: number[];
+  /**
+   * The estimated wait in ms before the request's prefill could start were it dispatched now;
+   * negative: unknown. Absent: 0 when some endpoint has room, −1 (unknown) when none has — a
+   * detector that estimates no wait claims none.
+   */
+  waitMs?: number;
+  /** When every count is 0, why, in a few words (e.g. "engines-full"). */
+  reason?: string;
+}
+
+/**
+ * OrderKey is a queued request's place in its flow: bands (priorities) first, flows in turn
+ * within a band, then, within a flow, the requests that are not hopeless by rank, then the
+ * hopeless ones by rank; equal ranks leave in arrival order.
+ */
+export interface OrderKey {
+  /**
+   * Lower leaves first, e.g. the arrival (FCFS) or the TTFT deadline (EDF) in Unix nanoseconds:
+   * an int64, as a bigint or a safe-integer number (nanoseconds since 1970 exceed 2^53: use bigint).
+   */
+  rank: bigint | number;
+  /**
+   * The request is hopeless once the host's estimate of the wait, added to the time, passes it
+   * (e.g. the TTFT deadline). Absent: never hopeless.
+   */
+  hopelessAfter?: Date;
+  /** The fairness flow; absent or empty: the one the host's flowControl.flowKey names. */
+  flow?: string;
+}
+
 /** Sample is one finished request as a producer learns from it. */
 export interface Sample {
   request: Request;
@@ -257,8 +298,26 @@ export interface Producer extends Plugin {
   observe(samples: Sample[]): Answer<ObserveResult>;
 }
 
-/** AnyStage is any of the five stage interfaces. */
-export type AnyStage = Filter | Scorer | Admitter | Picker | Producer;
+/**
+ * Detector is flow control's saturation detector: which endpoints have room for a request now. A
+ * request for which none has room waits in the router's queue and is decided again when one has.
+ */
+export interface Detector extends Plugin {
+  /** detect returns one room count per endpoint of the cycle, in order, and the wait and why. */
+  detect(cycle: Cycle): Answer<SaturationVerdict>;
+}
+
+/**
+ * Orderer is flow control's ordering policy: the key by which a request waits in the router's
+ * queue. It is asked once, when the request enters the queue; cycle.now is the request's arrival.
+ */
+export interface Orderer extends Plugin {
+  /** order returns the cycle's request's key. */
+  order(cycle: Cycle): Answer<OrderKey>;
+}
+
+/** AnyStage is any of the seven stage interfaces. */
+export type AnyStage = Filter | Scorer | Admitter | Picker | Producer | Detector | Orderer;
 
 /** allIndices returns 0, 1, …, n−1: the verdict of a filter that keeps every endpoint. */
 export function allIndices(n: number): number[] {

@@ -9,7 +9,9 @@ import { createInterface } from "node:readline";
 import * as grpc from "@grpc/grpc-js";
 import { BinaryReader } from "@bufbuild/protobuf/wire";
 import { encodeCycleBatch } from "../src/convert";
+import { DetectResponse } from "../src/gen/foresight/v1/detector";
 import { FilterResponse } from "../src/gen/foresight/v1/filter";
+import { OrderResponse } from "../src/gen/foresight/v1/order";
 import { ConfigureResponse, GetInfoResponse } from "../src/gen/foresight/v1/plugin";
 import {
   HANDSHAKE,
@@ -23,6 +25,7 @@ import { rawStdBase64, selfSignedCert, toPem } from "../src/x509";
 import { cycle } from "./helpers";
 
 const fixture = join(__dirname, "fixtures", "parity-filter.js");
+const flowFixture = join(__dirname, "fixtures", "flow-stages.js");
 const cookie = { [HANDSHAKE.magicCookieKey]: HANDSHAKE.magicCookieValue };
 
 test("negotiation picks the newest common version, else the oldest of ours", () => {
@@ -71,9 +74,12 @@ test("log lines have hclog's shape and go-plugin's timestamp layout", () => {
   assert.match(timestamp(new Date()), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
 });
 
-/** run starts the fixture plugin and collects its output. */
-function run(env: Record<string, string>): { child: ChildProcess; stdout: Promise<string>; stderr: string[]; exit: Promise<number | null> } {
-  const child = spawn(process.execPath, [fixture], { env: { PATH: process.env.PATH ?? "", ...env }, stdio: ["ignore", "pipe", "pipe"] });
+/** run starts a fixture plugin (the parity filter unless told) and collects its output. */
+function run(
+  env: Record<string, string>,
+  args: string[] = [fixture],
+): { child: ChildProcess; stdout: Promise<string>; stderr: string[]; exit: Promise<number | null> } {
+  const child = spawn(process.execPath, args, { env: { PATH: process.env.PATH ?? "", ...env }, stdio: ["ignore", "pipe", "pipe"] });
   const stderr: string[] = [];
   createInterface({ input: child.stderr! }).on("line", (l) => stderr.push(l));
   const stdout = new Promise<string>((resolve) => {
@@ -226,6 +232,60 @@ test("without AutoMTLS the plugin serves plaintext; a host without protocol 1 ge
     assert.ok(!existsSync(parts[3]!), "SIGTERM removes the socket too");
   } finally {
     p.child.kill("SIGKILL");
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+/** bidi sends each request on one stage stream and returns the responses, in order. */
+function bidi<T>(client: grpc.Client, path: string, reqs: Uint8Array[], decode: (b: Buffer) => T): Promise<T[]> {
+  const stream = client.makeBidiStreamRequest(path, identity, decode);
+  const out: T[] = [];
+  const ended = new Promise<T[]>((resolve, reject) => {
+    stream.on("data", (r: T) => out.push(r));
+    stream.on("end", () => resolve(out));
+    stream.on("error", reject);
+  });
+  for (const r of reqs) stream.write(Buffer.from(r));
+  stream.end();
+  return ended;
+}
+
+test("flow control's stages as processes: a detector and an orderer answer their streams", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "sdk-test-"));
+  const env = { ...cookie, PLUGIN_PROTOCOL_VERSIONS: "1", PLUGIN_UNIX_SOCKET_DIR: dir };
+  const detector = run(env, [flowFixture, "detector"]);
+  const orderer = run(env, [flowFixture, "order"]);
+  try {
+    const dial = async (p: ReturnType<typeof run>) => new grpc.Client(`unix:${(await p.stdout).split("|")[3]}`, grpc.credentials.createInsecure());
+    const d = await dial(detector);
+    const dInfo = await unary(d, "/foresight.v1.PluginService/GetInfo", Buffer.alloc(0), (b) => GetInfoResponse.decode(b));
+    assert.deepEqual([dInfo.type, dInfo.stage, dInfo.reads], ["fixture-detector", 6, ["endpoints.states.waiting"]]);
+    // helpers' endpoint i waits i: room 2 − [0, 1, 2, 3] = 2, 1, 0, −1 (sent as 0); then [2, 3]: all full.
+    const many = cycle(4);
+    const full = cycle(4);
+    full.endpoints = full.endpoints.slice(2);
+    const [r1, r2] = await bidi(d, "/foresight.v1.SaturationDetectorService/Detect", [encodeCycleBatch([many]), encodeCycleBatch([full])], (b) =>
+      DetectResponse.decode(b),
+    );
+    assert.deepEqual(r1!.results, [{ status: undefined, room: [2, 1, 0, 0], waitMs: 0, reason: "" }]);
+    assert.deepEqual(r2!.results, [{ status: undefined, room: [0, 0], waitMs: -1, reason: "queues-full" }]);
+    d.close();
+
+    const o = await dial(orderer);
+    const oInfo = await unary(o, "/foresight.v1.PluginService/GetInfo", Buffer.alloc(0), (b) => GetInfoResponse.decode(b));
+    assert.deepEqual([oInfo.type, oInfo.stage], ["fixture-order", 7]);
+    // helpers' cycle: priority −1, session "s-1", a TTFT objective, now 10:11:12.345.
+    const noSlo = cycle(1);
+    noSlo.request = { ...noSlo.request, priority: 3, sessionId: "", slo: { ttftMs: 0, tpotMs: 0 } };
+    const [keys] = await bidi(o, "/foresight.v1.OrderService/Order", [encodeCycleBatch([cycle(1), noSlo])], (b) => OrderResponse.decode(b));
+    assert.deepEqual(keys!.results, [
+      { status: undefined, rank: 1n, hopelessAfter: new Date("2026-11-22T10:11:12.445Z"), flow: "s-1" },
+      { status: undefined, rank: -3n, hopelessAfter: undefined, flow: "" },
+    ]);
+    o.close();
+  } finally {
+    detector.child.kill("SIGKILL");
+    orderer.child.kill("SIGKILL");
     rmSync(dir, { recursive: true, force: true });
   }
 });
