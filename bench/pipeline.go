@@ -66,6 +66,14 @@ type PipelineResult struct {
 	PluginsCPUUs float64 `json:"plugins_cpu_us_per_decision,omitempty"`
 	PayloadBytes int     `json:"payload_bytes"`
 	WallSeconds  float64 `json:"wall_s"`
+	// FlowControl: the config enables flowControl, so each decision is the router's with it on
+	// (decideWithFlow): the saturation detector's call included. Saturated counts the measured
+	// decisions it found no endpoint with room for (the router would have queued them).
+	// DetectP50Us and DetectP99Us are the detector's call alone, within the decision.
+	FlowControl bool    `json:"flow_control,omitempty"`
+	Saturated   int64   `json:"saturated,omitempty"`
+	DetectP50Us float64 `json:"detect_p50_us,omitempty"`
+	DetectP99Us float64 `json:"detect_p99_us,omitempty"`
 }
 
 // RunPipeline runs synthetic cycles (with predictions when the config has no producer) through
@@ -100,8 +108,26 @@ func RunPipeline(ctx context.Context, o PipelineOptions) (*PipelineResult, error
 	res := &PipelineResult{Endpoints: o.Endpoints, Cycles: o.Cycles, Concurrency: o.Concurrency, Stages: processStages(p),
 		PayloadBytes: payloadSize(pool[0])}
 
-	run := func(i int) { c := *pool[i%len(pool)]; c.Seed = uint64(i); p.Run(ctx, &c) }
+	var saturated atomic.Int64
+	res.FlowControl = cfg.FlowControl.Enabled
+	detect := make([]time.Duration, o.Cycles) // by run index: each run writes its own
+	run := func(i int) {
+		c := *pool[i%len(pool)]
+		c.Seed = uint64(i)
+		if !res.FlowControl {
+			p.Run(ctx, &c)
+			return
+		}
+		room, took := decideWithFlow(ctx, p, &c)
+		if i < len(detect) {
+			detect[i] = took
+		}
+		if !room {
+			saturated.Add(1)
+		}
+	}
 	measure(min(o.Cycles, 500), o.Concurrency, run) // warm up connections, caches and the scheduler
+	saturated.Store(0)
 	before := totals(p.Stats())
 	host, plugins := newCPUMeter(os.Getpid()), newCPUMeter(pluginPIDs(p)...)
 	lat, wall := measure(o.Cycles, o.Concurrency, run)
@@ -115,6 +141,11 @@ func RunPipeline(ctx context.Context, o PipelineOptions) (*PipelineResult, error
 	res.P50Us, res.P99Us = quantile.Sorted(us, 0.50), quantile.Sorted(us, 0.99)
 	res.DecisionsPerS = float64(o.Cycles) / wall.Seconds()
 	res.WallSeconds = wall.Seconds()
+	res.Saturated = saturated.Load()
+	if res.FlowControl {
+		us := sortedMicros(detect)
+		res.DetectP50Us, res.DetectP99Us = quantile.Sorted(us, 0.50), quantile.Sorted(us, 0.99)
+	}
 	after := totals(p.Stats())
 	res.Fallbacks = after.Fallbacks - before.Fallbacks
 	if b := after.Batches - before.Batches; b > 0 {
@@ -134,6 +165,33 @@ func RunPipeline(ctx context.Context, o PipelineOptions) (*PipelineResult, error
 	return res, nil
 }
 
+// decideWithFlow makes c's decision as the router does with flow control on: a detector that
+// judges by state alone before the pipeline, the pipeline then choosing among the endpoints with
+// room; one that reads the predictions after it, on the candidates. It reports false when the
+// pool was saturated for the request, which the router would then have queued (its ordering
+// policy is called only then, and the queue's own work is a heap push: neither is measured here).
+// took is the detector's call.
+func decideWithFlow(ctx context.Context, p *pipeline.Pipeline, c *sdk.Cycle) (room bool, took time.Duration) {
+	if !p.DetectsBefore(&c.Request) {
+		t := p.Run(ctx, c)
+		v, st := p.Detect(ctx, &sdk.Cycle{Request: c.Request, Endpoints: t.Candidates, Now: c.Now, Seed: c.Seed})
+		return !v.Saturated(), st.Duration
+	}
+	v, st := p.Detect(ctx, c)
+	kept := make([]sdk.Endpoint, 0, len(c.Endpoints)) // the pool's cycles are shared: a copy
+	for i, e := range c.Endpoints {
+		if v.Room[i] > 0 {
+			kept = append(kept, e)
+		}
+	}
+	if len(kept) == 0 {
+		return false, st.Duration
+	}
+	c.Endpoints = kept
+	p.Run(ctx, c)
+	return true, st.Duration
+}
+
 // WriteText prints the result as bench pipeline's text.
 func (r *PipelineResult) WriteText(out io.Writer) error {
 	fmt.Fprintf(out, "pipeline: %d cycles × %d endpoints, %d plugin stages, concurrency %d, payload %d B\n",
@@ -141,6 +199,10 @@ func (r *PipelineResult) WriteText(out io.Writer) error {
 	fmt.Fprintf(out, "  decision  p50 %8.0f µs  p99 %8.0f µs  %8.0f decisions/s  fallbacks %d  mean batch %.2f\n", r.P50Us, r.P99Us, r.DecisionsPerS, r.Fallbacks, r.MeanBatch)
 	if r.HostCPUUs > 0 {
 		fmt.Fprintf(out, "  cpu       host %6.0f µs + plugins %6.0f µs per decision\n", r.HostCPUUs, r.PluginsCPUUs)
+	}
+	if r.FlowControl {
+		fmt.Fprintf(out, "  flow      detector p50 %6.0f µs  p99 %6.0f µs within the decision; %d of %d decisions found no endpoint with room\n",
+			r.DetectP50Us, r.DetectP99Us, r.Saturated, r.Cycles)
 	}
 	fmt.Fprintf(out, "  floor     p50 %8.0f µs  p99 %8.0f µs  (%d sequential no-op round trips per cycle)\n", r.FloorP50Us, r.FloorP99Us, max(r.Stages, 1))
 	return nil
@@ -208,10 +270,14 @@ func totals(stats []pipeline.Stats) pipeline.Stats {
 }
 
 // processStages counts the pipeline's stages served by plugin processes (each a round trip of
-// its own, unless fused with the filters beside it: see pipeline.StageTrace.Fused).
+// its own, unless fused with the filters beside it: see pipeline.StageTrace.Fused) that a decision
+// calls.
 func processStages(p *pipeline.Pipeline) int {
 	n := 0
 	for _, s := range p.Stats() {
+		if s.Stage == sdk.StageOrder {
+			continue // flow control's ordering policy: called for a request that queues, not a decision
+		}
 		for _, pl := range p.Plugins() {
 			if pl.Name() == s.Plugin && !pl.Status().Builtin {
 				n++

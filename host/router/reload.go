@@ -14,10 +14,12 @@ import (
 
 // Reload rebuilds the pipeline from the config file and swaps it in (Pipelines.Reload); source
 // says who asked (SIGHUP, POST /admin/reload, the file changed) for the log. Only plugins,
-// pipeline, profiles and profileHandler take effect: the server, endpoints, scrape, objectives
-// and flowControl sections need a restart (the endpoints file is watched on its own; a changed
-// flowControl is logged as not applied). Every reload is logged and counted in
-// foresight_reloads_total{result}; a failed one leaves the old pipeline serving.
+// pipeline, profiles and profileHandler take effect, and with the pipeline flow control's stages
+// (its detector and order slots, or the built-ins flowControl.policy and flowControl.detector
+// configure): the server, endpoints, scrape, objectives sections and the rest of flowControl
+// need a restart (the endpoints file is watched on its own; a change of the queue's settings is
+// logged as not applied). Every reload is logged and counted in foresight_reloads_total{result};
+// a failed one leaves the old pipeline serving.
 func (r *Router) Reload(ctx context.Context, source string) (admin.Result, error) {
 	data, err := os.ReadFile(r.file)
 	if err != nil {
@@ -32,10 +34,10 @@ func (r *Router) reloadData(ctx context.Context, source string, data []byte) (ad
 		return r.reloaded(source, admin.Result{}, err)
 	}
 	res, err := r.pipes.Reload(ctx, cfg)
-	if err == nil && !reflect.DeepEqual(cfg.FlowControl, r.flow) {
+	if err == nil && !reflect.DeepEqual(queueSettings(cfg.FlowControl), queueSettings(r.flow)) {
 		// The queue holds waiting requests and their handlers: swapping it under them would
-		// lose or reorder them, so the section is read at start only.
-		r.log.Warn().Str("source", source).Msg("the flowControl section changed; it is read at start only: restart the router to apply it (the running queue keeps its settings)")
+		// lose or reorder them, so its settings are read at start only.
+		r.log.Warn().Str("source", source).Msg("flowControl's queue settings changed (enabled, flowKey, flowHeader, default, bands, noEndpointsTTL); they are read at start only: restart the router to apply them (the running queue keeps its settings; policy and detector, the pipeline's, were applied)")
 	}
 	return r.reloaded(source, res, err)
 }
@@ -112,4 +114,11 @@ func (r *Router) watchRestarts(ctx context.Context) {
 			r.events.Restarts(counts, now.UTC())
 		}
 	}
+}
+
+// queueSettings is the part of a flowControl section the queue holds, read at start only: all but
+// policy and detector, which configure the pipeline's built-in stages and change with it.
+func queueSettings(f config.FlowControl) config.FlowControl {
+	f.Policy, f.Detector = "", config.Detector{}
+	return f
 }
