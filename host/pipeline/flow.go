@@ -30,7 +30,8 @@ import (
 type (
 	detectorSlot struct {
 		*slot
-		co *coalescer[*sdk.Cycle, sdk.SaturationVerdict]
+		co    *coalescer[*sdk.Cycle, sdk.SaturationVerdict]
+		cache roomCache // for a detector that reads endpoint state only
 	}
 	orderSlot struct {
 		*slot
@@ -143,7 +144,8 @@ func (p *Pipeline) DetectsBefore(r *sdk.Request) bool {
 
 // Detect asks the saturation detector about c: which of its endpoints have room for its request.
 // A slot that fails, or answers past its deadline, is replaced by the built-in for this call, and
-// the trace says why.
+// the trace says why. A plugin that reads endpoint state only is answered from its last verdict
+// until the endpoints' next scrape (roomCache): one call a scrape interval, not one a decision.
 func (p *Pipeline) Detect(ctx context.Context, c *sdk.Cycle) (sdk.SaturationVerdict, StageTrace) {
 	s := p.detectorFor(&c.Request)
 	if s == nil {
@@ -151,6 +153,15 @@ func (p *Pipeline) Detect(ctx context.Context, c *sdk.Cycle) (sdk.SaturationVerd
 	}
 	began := time.Now()
 	t := StageTrace{Stage: sdk.StageDetector, Plugin: s.name, Type: s.typ}
+	if stateOnly(s.plugin.Status().Info.Reads) {
+		v, err := s.detectCached(ctx, c)
+		if err != nil {
+			t.Fallback = s.failed(err)
+			v, _ = p.flow.builtins.Detect(ctx, c)
+		}
+		t.Duration, t.Reason = time.Since(began), v.Reason
+		return v, t
+	}
 	v, err := callOne(s.slot, s.co, ctx, c)
 	if err != nil {
 		t.Fallback = s.failed(err)
@@ -158,6 +169,42 @@ func (p *Pipeline) Detect(ctx context.Context, c *sdk.Cycle) (sdk.SaturationVerd
 	}
 	t.Duration, t.Reason = time.Since(began), v.Reason
 	return v, t
+}
+
+// detectCached answers c from the slot's cache, asking the plugin about the endpoints it misses
+// only (roomCache). With room somewhere the wait is 0, and the reason "cached" when the plugin was
+// not asked. With every endpoint full: the plugin's wait and reason when it judged them all, else
+// an unknown wait and "room-used" (counts the router's dispatches used up).
+func (s *detectorSlot) detectCached(ctx context.Context, c *sdk.Cycle) (sdk.SaturationVerdict, error) {
+	if len(c.Endpoints) == 0 {
+		return callOne(s.slot, s.co, ctx, c)
+	}
+	room, missed := s.cache.lookup(c)
+	v := sdk.SaturationVerdict{Room: room, WaitMs: -1, Reason: "room-used"}
+	if len(missed) > 0 {
+		sub := &sdk.Cycle{Request: c.Request, Now: c.Now, Seed: c.Seed, Endpoints: make([]sdk.Endpoint, len(missed))}
+		for j, i := range missed {
+			sub.Endpoints[j] = c.Endpoints[i]
+		}
+		fresh, err := callOne(s.slot, s.co, ctx, sub)
+		if err != nil {
+			return v, err
+		}
+		s.cache.store(sub, fresh)
+		for j, i := range missed {
+			room[i] = fresh.Room[j]
+		}
+		if len(missed) == len(room) {
+			v.WaitMs, v.Reason = fresh.WaitMs, fresh.Reason
+		}
+	}
+	if !v.Saturated() {
+		v.WaitMs, v.Reason = 0, ""
+		if len(missed) == 0 {
+			v.Reason = "cached"
+		}
+	}
+	return v, nil
 }
 
 // Order asks the ordering policy for the queue key of c's request; c.Now is its arrival. A slot

@@ -130,7 +130,7 @@ func Assemble(cfg *config.Config, plugins []*pluginhost.Plugin, log zerolog.Logg
 			t := &admitterSlot{s, stageCoalescer(s, mb, transport.BatchAdmitter.AdmitBatch)}
 			return keep(t, t.co)
 		case sdk.StageDetector:
-			t := &detectorSlot{s, stageCoalescer(s, mb, detectBatch)}
+			t := &detectorSlot{slot: s, co: stageCoalescer(s, mb, detectBatch)}
 			return keep(t, t.co)
 		case sdk.StageOrder:
 			t := &orderSlot{s, stageCoalescer(s, mb, orderBatch)}

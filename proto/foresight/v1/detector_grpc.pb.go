@@ -29,10 +29,15 @@ const (
 // SaturationDetectorService is flow control's saturation detector: for a request, which endpoints
 // have room for it now. A request for which no endpoint has room waits in the router's queue and
 // is decided again, on fresh state, when one has room. The host calls it only while flow control
-// is on (the flowControl section), once per decision: before the pipeline, on the cycle's states,
-// for a detector that reads neither the request nor the predictions (its GetInfo `reads`), so that
-// the pipeline chooses among the endpoints with room; after the pipeline, on the candidates with
-// the producer's predictions, for one that does.
+// is on (the flowControl section), once per decision: before the pipeline, on every endpoint, for a
+// detector whose GetInfo `reads` declare no "endpoints.predictions", so that the pipeline chooses
+// among the endpoints with room; after the pipeline, on the candidates with the producer's
+// predictions, for one that reads them or declares no reads. A detector that reads nothing but endpoint
+// columns other than the predictions (no request field) is answered from its last verdict until
+// an endpoint's next scrape, for at most 50 ms: the host takes each endpoint's room less the
+// requests it sent there since (the change of its dispatched_since_scrape), and calls the plugin
+// again on a new scrape. Such a detector must therefore give counts that hold until the next
+// scrape.
 type SaturationDetectorServiceClient interface {
 	// Detect answers a stream of batches with a verdict for each cycle, one response per request, in
 	// order. The host keeps the stream open across calls.
@@ -67,10 +72,15 @@ type SaturationDetectorService_DetectClient = grpc.BidiStreamingClient[DetectReq
 // SaturationDetectorService is flow control's saturation detector: for a request, which endpoints
 // have room for it now. A request for which no endpoint has room waits in the router's queue and
 // is decided again, on fresh state, when one has room. The host calls it only while flow control
-// is on (the flowControl section), once per decision: before the pipeline, on the cycle's states,
-// for a detector that reads neither the request nor the predictions (its GetInfo `reads`), so that
-// the pipeline chooses among the endpoints with room; after the pipeline, on the candidates with
-// the producer's predictions, for one that does.
+// is on (the flowControl section), once per decision: before the pipeline, on every endpoint, for a
+// detector whose GetInfo `reads` declare no "endpoints.predictions", so that the pipeline chooses
+// among the endpoints with room; after the pipeline, on the candidates with the producer's
+// predictions, for one that reads them or declares no reads. A detector that reads nothing but endpoint
+// columns other than the predictions (no request field) is answered from its last verdict until
+// an endpoint's next scrape, for at most 50 ms: the host takes each endpoint's room less the
+// requests it sent there since (the change of its dispatched_since_scrape), and calls the plugin
+// again on a new scrape. Such a detector must therefore give counts that hold until the next
+// scrape.
 type SaturationDetectorServiceServer interface {
 	// Detect answers a stream of batches with a verdict for each cycle, one response per request, in
 	// order. The host keeps the stream open across calls.
