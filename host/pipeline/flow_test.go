@@ -3,6 +3,8 @@ package pipeline_test
 import (
 	"context"
 	"slices"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -110,5 +112,66 @@ func TestPredictedDetectorIsNotCached(t *testing.T) {
 	}
 	if det.calls.Load() != 3 || p.DetectsBefore(&sdk.Request{}) {
 		t.Errorf("%d calls for 3 decisions (before the pipeline: %t); want 3, after", det.calls.Load(), p.DetectsBefore(&sdk.Request{}))
+	}
+}
+
+// The detector slot takes arms like any slot: each request's session picks its detector, and
+// the trace names the arm's plugin.
+func TestDetectorArms(t *testing.T) {
+	cfg, err := config.Parse("flow-arms.yaml", []byte(`
+plugins:
+  - {name: pick, type: max-score-picker}
+  - {name: strict, type: saturation-detector, parameters: {queueDepth: 0}}
+  - {name: loose, type: saturation-detector, parameters: {queueDepth: 4}}
+pipeline:
+  picker: {pluginRef: pick}
+  detector:
+    arms:
+      - {name: strict, pluginRef: strict}
+      - {name: loose, pluginRef: loose}
+flowControl: {enabled: true}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := pipeline.BuildInProcess(context.Background(), cfg, nil, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	rooms := map[string]int{} // arm plugin → the room it gave
+	for i := range 40 {
+		c := &sdk.Cycle{Now: time.Unix(100, 0), Request: sdk.Request{ID: "r", SessionID: "s" + strconv.Itoa(i)}, Endpoints: []sdk.Endpoint{
+			{ID: "a", State: sdk.EndpointState{Waiting: 1, Running: 3, InflightRequests: 4, MetricsAgeMs: 10}}}}
+		v, st := p.Detect(context.Background(), c)
+		if prev, seen := rooms[st.Plugin]; seen && prev != v.Room[0] {
+			t.Fatalf("arm %s gave room %d and %d", st.Plugin, prev, v.Room[0])
+		}
+		rooms[st.Plugin] = v.Room[0]
+	}
+	if len(rooms) != 2 || rooms["strict"] != 0 || rooms["loose"] != 4 {
+		t.Errorf("rooms by arm %v, want strict 0 and loose 4", rooms)
+	}
+	if slot, arms, ok := p.Experiment(); !ok || slot != "detector" || !slices.Equal(arms, []string{"strict", "loose"}) {
+		t.Errorf("experiment %q %v %t", slot, arms, ok)
+	}
+}
+
+// A shadow is refused at flow control's slots: the shadow report compares picks.
+func TestFlowSlotsRefuseAShadow(t *testing.T) {
+	for _, slot := range []string{"detector", "order"} {
+		typ := map[string]string{"detector": "saturation-detector", "order": "slo-order"}[slot]
+		_, err := config.Parse("flow-shadow.yaml", []byte(`
+plugins:
+  - {name: pick, type: max-score-picker}
+  - {name: a, type: `+typ+`}
+  - {name: b, type: `+typ+`}
+pipeline:
+  picker: {pluginRef: pick}
+  `+slot+`: {pluginRef: a, shadow: {pluginRef: b}}
+`))
+		if err == nil || !strings.Contains(err.Error(), "flow control's "+slot+" slot takes arms, not a shadow") {
+			t.Errorf("%s with a shadow: %v", slot, err)
+		}
 	}
 }

@@ -242,3 +242,30 @@ pipeline:
 		t.Errorf("after a reload that renamed an arm: %d requests, want a fresh experiment", n)
 	}
 }
+
+// Flow control's stages are slots like the others: PUT /admin/stages/detector swaps the detector
+// on a running router, and the default profile's pipeline serves them.
+func TestSwapFlowControlStage(t *testing.T) {
+	l := start(t, `
+plugins:
+  - {name: pick, type: max-score-picker}
+  - {name: strict, type: saturation-detector, parameters: {queueDepth: 0}}
+pipeline:
+  picker: {pluginRef: pick}
+  detector: {pluginRef: strict}
+flowControl: {enabled: true}
+`)
+	// One endpoint with one request waiting, scraped 10 ms ago, some of the router's in flight.
+	busy := &sdk.Cycle{Now: time.Unix(100, 0), Endpoints: []sdk.Endpoint{
+		{ID: "a", State: sdk.EndpointState{Waiting: 1, Running: 3, InflightRequests: 4, MetricsAgeMs: 10}}}}
+	if v, st := l.Detect(context.Background(), busy); !v.Saturated() || st.Plugin != "strict" {
+		t.Fatalf("queue depth 0 on a queue of 1: %+v by %q, want saturated by strict", v, st.Plugin)
+	}
+	if _, err := l.SwapStage(context.Background(), "detector", config.PluginSpec{Name: "loose", Type: "saturation-detector",
+		Parameters: map[string]any{"queueDepth": 4}}, nil, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if v, st := l.Detect(context.Background(), busy); v.Saturated() || v.Room[0] != 4 || st.Plugin != "loose" {
+		t.Errorf("after the swap: %+v by %q, want room 4 by loose", v, st.Plugin)
+	}
+}
