@@ -42,14 +42,20 @@ func NewStages(reg prometheus.Registerer, plugins func() []*pluginhost.Plugin) (
 	return s, nil
 }
 
-// Observe records every stage call of a cycle's trace.
+// Observe records every stage call of a cycle's trace (flow control's are recorded by
+// ObserveStage as they are made: attach them to the trace after this).
 func (s *Stages) Observe(t *pipeline.Trace) {
 	for _, st := range t.Stages() {
-		stage := st.Stage.String()
-		s.duration.WithLabelValues(t.Profile, stage, st.Plugin).Observe(st.Duration.Seconds())
-		if st.Fallback != "" {
-			s.fallbacks.WithLabelValues(t.Profile, stage, st.Fallback).Inc()
-		}
+		s.ObserveStage(t.Profile, st)
+	}
+}
+
+// ObserveStage records one stage call of profile's pipeline.
+func (s *Stages) ObserveStage(profile string, st *pipeline.StageTrace) {
+	stage := st.Stage.String()
+	s.duration.WithLabelValues(profile, stage, st.Plugin).Observe(st.Duration.Seconds())
+	if st.Fallback != "" {
+		s.fallbacks.WithLabelValues(profile, stage, st.Fallback).Inc()
 	}
 }
 

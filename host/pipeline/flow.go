@@ -92,6 +92,13 @@ func judgesByState(reads []string) bool {
 	return len(reads) > 0 && !slices.Contains(reads, "endpoints.predictions")
 }
 
+// FlowProfile is the profile of a pipeline without profiles: the built-ins serve the config's one.
+func (b *FlowBuiltins) FlowProfile() string { return config.DefaultProfile }
+
+// FlowProfile names the scheduling profile whose pipeline p is (Profile): its flow control
+// stages' calls are recorded under it.
+func (p *Pipeline) FlowProfile() string { return p.Profile() }
+
 // DetectsBefore: see Pipeline.DetectsBefore.
 func (b *FlowBuiltins) DetectsBefore(*sdk.Request) bool { return b.before }
 

@@ -231,11 +231,11 @@ func (d *decider) runCycle(p *pending) {
 	} else {
 		p.trace = d.s.o.Pipeline.Run(p.ctx, p.cycle)
 	}
-	if p.verdict.judged && p.trace != nil { // flow control's detector judged p before the pipeline ran
-		p.trace.FlowDetector = &p.verdict.stage
-	}
 	if d.s.o.Stages != nil {
 		d.s.o.Stages.Observe(p.trace)
+	}
+	if p.verdict.judged && p.trace != nil { // flow control's detector judged p before the pipeline ran
+		p.trace.FlowDetector = &p.verdict.stage
 	}
 }
 

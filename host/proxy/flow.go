@@ -66,6 +66,8 @@ const (
 // profile decides a request). With a Scheduler that does not, the flowControl section's built-ins
 // serve.
 type FlowStages interface {
+	// FlowProfile names the scheduling profile whose pipeline's stages they are, for metrics.
+	FlowProfile() string
 	DetectsBefore(r *sdk.Request) bool
 	Detect(ctx context.Context, c *sdk.Cycle) (sdk.SaturationVerdict, pipeline.StageTrace)
 	Order(ctx context.Context, c *sdk.Cycle) (sdk.OrderKey, pipeline.StageTrace)
@@ -218,9 +220,18 @@ func (g *flowGate) saturated(p *pending) bool {
 	return g.judge(p, &c).Saturated()
 }
 
+// observe records a flow control stage call in the stage metrics, under the profile whose
+// pipeline's stages they are.
+func (g *flowGate) observe(st *pipeline.StageTrace) {
+	if g.s.o.Stages != nil {
+		g.s.o.Stages.ObserveStage(g.stages.FlowProfile(), st)
+	}
+}
+
 // judge asks the detector about c, records its verdict on p and keeps its wait estimate.
 func (g *flowGate) judge(p *pending, c *sdk.Cycle) sdk.SaturationVerdict {
 	v, st := g.stages.Detect(p.ctx, c)
+	g.observe(&st)
 	if len(v.Room) != len(c.Endpoints) { // a slot's answers are checked; this is a built-in's bug
 		v = sdk.SaturationVerdict{Room: make([]int, len(c.Endpoints)), WaitMs: -1, Reason: "invalid-verdict"}
 	}
@@ -294,6 +305,7 @@ func (g *flowGate) decide(p *pending) bool {
 func (g *flowGate) queue(p *pending) bool {
 	c := &sdk.Cycle{Request: requestOf(p.req, p.meta), Now: p.received}
 	key, st := g.stages.Order(p.ctx, c)
+	g.observe(&st)
 	g.mu.Lock()
 	h := g.push(p, key, st)
 	g.mu.Unlock()

@@ -183,6 +183,9 @@ func (l *Pipelines) DetectsBefore(r *sdk.Request) bool {
 	return p.DetectsBefore(r)
 }
 
+// FlowProfile names the default profile, whose pipeline serves flow control's stages.
+func (l *Pipelines) FlowProfile() string { return l.Config().DefaultProfileName() }
+
 // Detect: see DetectsBefore.
 func (l *Pipelines) Detect(ctx context.Context, c *sdk.Cycle) (sdk.SaturationVerdict, pipeline.StageTrace) {
 	p, ok := l.enter("")

@@ -145,6 +145,15 @@ func burstDrainsInDeadlineOrder(t *testing.T, cfg *config.Config, stagePlugins .
 	if n := metric(t, r, `foresight_flow_dispatched_total{band="0"}`); n != 8 {
 		t.Errorf("foresight_flow_dispatched_total{band=\"0\"} %v, want 8", n)
 	}
+	// Flow control's stage calls are in the stage metrics: the ordering policy once per queued
+	// request, the detector at least once per decision.
+	detectorPlugin, orderPlugin := stagePlugins[0], stagePlugins[len(stagePlugins)-1]
+	if n := metric(t, r, fmt.Sprintf(`foresight_stage_duration_seconds_count{plugin=%q,profile="default",stage="order"}`, orderPlugin)); n != 8 {
+		t.Errorf("order stage calls %v, want 8", n)
+	}
+	if n := metric(t, r, fmt.Sprintf(`foresight_stage_duration_seconds_count{plugin=%q,profile="default",stage="detector"}`, detectorPlugin)); n < 8 {
+		t.Errorf("detector stage calls %v, want at least 8", n)
+	}
 	// The access record follows the answer's last byte by a moment.
 	eventually.Wait(t, 10*time.Second, "every request counted 200 (nothing lost)", func() bool {
 		return metric(t, r, `foresight_requests_total{code="200"}`) == float64(len(long)+len(slos))
