@@ -17,9 +17,18 @@ import (
 // enables its flowControl section.
 const flowSuffix = "+fc"
 
+// flowAllSuffix is flowSuffix with flowControl.candidates all: the pipeline chooses among every
+// endpoint while some has room.
+const flowAllSuffix = "+fc-all"
+
 // strategyFlow splits a strategy's name into the strategy to build and its flow control (nil
 // without).
 func strategyFlow(name string) (base string, fc *cluster.FlowControl, err error) {
+	if base, ok := strings.CutSuffix(name, flowAllSuffix); ok {
+		f := config.DefaultFlowControl()
+		f.Candidates = config.CandidatesAll
+		return base, simFlowControl(&f), nil
+	}
 	if base, ok := strings.CutSuffix(name, flowSuffix); ok {
 		f := config.DefaultFlowControl()
 		return base, simFlowControl(&f), nil
@@ -42,7 +51,8 @@ func strategyFlow(name string) (base string, fc *cluster.FlowControl, err error)
 // headers: a request's class stands for its tenant (flow keys header and user), its session for
 // session and its priority for objective.
 func simFlowControl(f *config.FlowControl) *cluster.FlowControl {
-	fc := &cluster.FlowControl{Queue: f.Queue(nil), Stages: pipeline.NewFlowBuiltins(*f, zerolog.Nop())}
+	fc := &cluster.FlowControl{Queue: f.Queue(nil), Stages: pipeline.NewFlowBuiltins(*f, zerolog.Nop()),
+		AllCandidates: f.Candidates == config.CandidatesAll}
 	switch f.FlowKey {
 	case config.FlowKeySession:
 		fc.Flow = func(r *workload.Request) string { return r.SessionID }

@@ -38,6 +38,12 @@ func TestStrategyFlow(t *testing.T) {
 	if got := fc.Flow(&workload.Request{Class: "a", SessionID: "s"}); got != "a" {
 		t.Errorf("flow key %q, want the class", got)
 	}
+	if fc.AllCandidates {
+		t.Error("+fc leaves the router every endpoint; want only those with room")
+	}
+	if base, all, err := strategyFlow("least-load+fc-all"); err != nil || base != "least-load" || all == nil || !all.AllCandidates {
+		t.Errorf("least-load+fc-all: %q %+v %v, want flow control with every endpoint a candidate", base, all, err)
+	}
 	if base, fc, err := strategyFlow("least-load"); err != nil || base != "least-load" || fc != nil {
 		t.Errorf("least-load: %q %v %v, want no flow control", base, fc, err)
 	}

@@ -116,7 +116,7 @@ func TestParseValid(t *testing.T) {
 		Scrape: config.Scrape{Interval: config.DefaultScrapeInterval, Engine: config.DefaultEngine},
 		FlowControl: config.FlowControl{Policy: config.DefaultFlowPolicy, FlowKey: config.DefaultFlowKey, FlowHeader: config.DefaultFlowHeader,
 			Default:        config.BandLimits{MaxRequests: config.DefaultBandRequests, MaxBytes: config.DefaultBandBytes, TTL: config.DefaultBandTTL},
-			NoEndpointsTTL: config.DefaultNoEndpointsTTL,
+			NoEndpointsTTL: config.DefaultNoEndpointsTTL, Candidates: config.DefaultCandidates,
 			Detector: config.Detector{TTFTMargin: 1, MaxPredictedWait: 500 * time.Millisecond, QueueDepth: 2, KVCacheUsage: 1,
 				MaxMetricsAge: 200 * time.Millisecond}},
 	}

@@ -39,6 +39,12 @@ type FlowControl struct {
 	// NoEndpointsTTL is how long a request waits while the pool has no endpoint at all (scaled to
 	// zero, or every endpoint out of the rotation) before a 503 (default 30s).
 	NoEndpointsTTL time.Duration `yaml:"noEndpointsTTL"`
+	// Candidates, with a detector that judges before the pipeline, is what the pipeline chooses
+	// among while some endpoint has room: room (default), only the endpoints with room, so the
+	// request goes where it will not queue; all, every endpoint, the pipeline free to send it to
+	// a full one (a cache-warm server, say) — the detector then only says whether the request
+	// waits in the router.
+	Candidates string `yaml:"candidates"`
 	// Detector configures the built-in saturation detector.
 	Detector Detector `yaml:"detector"`
 }
@@ -75,6 +81,7 @@ const (
 	DefaultBandBytes      = 512 << 20
 	DefaultBandTTL        = 30 * time.Second
 	DefaultNoEndpointsTTL = 30 * time.Second
+	DefaultCandidates     = CandidatesRoom
 )
 
 // The flow keys.
@@ -83,6 +90,12 @@ const (
 	FlowKeyUser      = "user"
 	FlowKeySession   = "session"
 	FlowKeyObjective = "objective"
+)
+
+// The candidates values.
+const (
+	CandidatesRoom = "room"
+	CandidatesAll  = "all"
 )
 
 // FlowKeys lists the accepted flowKey values.
@@ -98,6 +111,7 @@ func (f *FlowControl) applyDefaults() {
 		f.Bands[p] = b
 	}
 	f.NoEndpointsTTL = cmp.Or(f.NoEndpointsTTL, DefaultNoEndpointsTTL)
+	f.Candidates = cmp.Or(f.Candidates, DefaultCandidates)
 	d, def := &f.Detector, flowpolicy.PredictedDefaults()
 	d.TTFTMargin = cmp.Or(d.TTFTMargin, def.TTFTMargin)
 	d.MaxPredictedWait = cmp.Or(d.MaxPredictedWait, msToDuration(def.MaxPredictedWaitMs))
@@ -195,6 +209,9 @@ func (c *Config) validateFlowControl() error {
 		if err := check(at("bands", strconv.Itoa(int(p))), f.Bands[p]); err != nil {
 			return err
 		}
+	}
+	if f.Candidates != CandidatesRoom && f.Candidates != CandidatesAll {
+		return c.errorAt(at("candidates"), "must be %q or %q, got %q", CandidatesRoom, CandidatesAll, f.Candidates)
 	}
 	if f.NoEndpointsTTL < 0 {
 		return c.errorAt(at("noEndpointsTTL"), "must be > 0, got %s", f.NoEndpointsTTL)

@@ -73,6 +73,7 @@ func TestFlowControlErrors(t *testing.T) {
 	cases := map[string]string{
 		"  policy: lifo":                                `flowControl.policy: parameter "policy" must be one of`,
 		"  flowKey: ip":                                 `flowControl.flowKey: must be one of`,
+		"  candidates: some":                            `flowControl.candidates: must be "room" or "all", got "some"`,
 		"  default: {maxRequests: -1}":                  `flowControl.default.maxRequests: must be > 0, got -1`,
 		"  bands: {1: {ttl: -1s}}":                      `flowControl.bands.1.ttl: must be > 0, got -1s`,
 		"  noEndpointsTTL: -2s":                         `flowControl.noEndpointsTTL: must be > 0`,

@@ -77,6 +77,7 @@ type FlowStages interface {
 type flowGate struct {
 	s        *Server
 	stages   FlowStages
+	all      bool   // flowControl.candidates all: the pipeline chooses among every endpoint
 	key      string // config.FlowKey*
 	header   string // the header of the flow key "header", canonical so that reading it allocates nothing
 	roomTTL  time.Duration
@@ -152,7 +153,7 @@ func newFlowGate(s *Server, cfg *config.FlowControl, m *metrics.FlowControl) (*f
 			return nil, err
 		}
 	}
-	g := &flowGate{s: s, stages: stages, key: cfg.FlowKey, header: textproto.CanonicalMIMEHeaderKey(cfg.FlowHeader), roomTTL: cfg.NoEndpointsTTL,
+	g := &flowGate{s: s, stages: stages, all: cfg.Candidates == config.CandidatesAll, key: cfg.FlowKey, header: textproto.CanonicalMIMEHeaderKey(cfg.FlowHeader), roomTTL: cfg.NoEndpointsTTL,
 		roomMax: cfg.Default.MaxRequests, tick: s.o.Endpoints.Config().Interval, m: m,
 		kicks: make(chan struct{}, 1), stop: make(chan struct{}), held: map[string]*held{}}
 	if g.tick <= 0 {
@@ -184,8 +185,9 @@ func (g *flowGate) flowKey(h http.Header, req *openai.Request, m meta) string {
 }
 
 // restrict, for a detector that judges by state alone, asks it about p's cycle before the
-// pipeline runs and keeps only the endpoints with room; false when none is left: the pool is
-// saturated for p, which is then decided without a pipeline run.
+// pipeline runs and keeps only the endpoints with room (all of them with flowControl.candidates
+// all); false when none has room: the pool is saturated for p, which is then decided without a
+// pipeline run.
 func (g *flowGate) restrict(p *pending) bool {
 	p.detectBefore = g.stages.DetectsBefore(&p.cycle.Request)
 	if !p.detectBefore {
@@ -194,6 +196,9 @@ func (g *flowGate) restrict(p *pending) bool {
 	v := g.judge(p, p.cycle)
 	if v.Saturated() {
 		return false
+	}
+	if g.all {
+		return true
 	}
 	eps := p.cycle.Endpoints
 	n := 0

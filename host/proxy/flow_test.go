@@ -422,3 +422,28 @@ func TestFlowControlPicksAmongEndpointsWithRoom(t *testing.T) {
 		t.Errorf("vllm-a got %v, vllm-b %v; want first on vllm-a, second on vllm-b, third on either", a.arrived(), b.arrived())
 	}
 }
+
+// With flowControl.candidates all, the detector only says whether the request waits: while some
+// endpoint has room the pipeline chooses among every endpoint, so byID sends every request to
+// vllm-a, full or not, as long as vllm-b has room; none queues.
+func TestFlowControlAllCandidates(t *testing.T) {
+	a, b := &recorder{holder: newHolder()}, &recorder{holder: newHolder()}
+	a.started, b.started = make(chan struct{}, 8), make(chan struct{}, 8)
+	f := newFlowRouter(t, "  candidates: all\n", endpoints.Endpoint{ID: "vllm-a", Address: startFaulty(t, a.serve)},
+		endpoints.Endpoint{ID: "vllm-b", Address: startFaulty(t, b.serve)})
+	answers := make(chan answer, 3)
+	for _, id := range []string{"first", "second", "third"} {
+		go func() { answers <- f.send(context.Background(), id, chatBody(true, "")) }()
+		<-a.started
+	}
+	if f.queued() != 0 || len(b.arrived()) != 0 {
+		t.Errorf("%d queued, vllm-b got %v; want none queued, all three on vllm-a", f.queued(), b.arrived())
+	}
+	close(a.release)
+	close(b.release)
+	for range 3 {
+		if got := <-answers; got.status != http.StatusOK {
+			t.Errorf("%s: %d %s", got.id, got.status, got.body)
+		}
+	}
+}

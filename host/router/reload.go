@@ -37,7 +37,7 @@ func (r *Router) reloadData(ctx context.Context, source string, data []byte) (ad
 	if err == nil && !reflect.DeepEqual(queueSettings(cfg.FlowControl), queueSettings(r.flow)) {
 		// The queue holds waiting requests and their handlers: swapping it under them would
 		// lose or reorder them, so its settings are read at start only.
-		r.log.Warn().Str("source", source).Msg("flowControl's queue settings changed (enabled, flowKey, flowHeader, default, bands, noEndpointsTTL); they are read at start only: restart the router to apply them (the running queue keeps its settings; policy and detector, the pipeline's, were applied)")
+		r.log.Warn().Str("source", source).Msg("flowControl's queue settings changed (enabled, flowKey, flowHeader, default, bands, noEndpointsTTL, candidates); they are read at start only: restart the router to apply them (the running queue keeps its settings; policy and detector, the pipeline's, were applied)")
 	}
 	return r.reloaded(source, res, err)
 }

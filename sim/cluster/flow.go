@@ -31,6 +31,9 @@ type FlowControl struct {
 	// Flow gives a request's fairness key within its band, unless the ordering policy gives one;
 	// nil puts every request in one flow.
 	Flow func(*workload.Request) string
+	// AllCandidates leaves the router every endpoint while some has room (flowControl.candidates
+	// all) rather than only those with room.
+	AllCandidates bool
 }
 
 // FlowStages serves flow control's stages, as the live router's proxy.FlowStages.
@@ -67,12 +70,16 @@ func newFlowState(cfg *FlowControl) (*flowState, error) {
 }
 
 // restrict, for a detector that judges by state alone, asks it about c before the router decides
-// and keeps only the endpoints with room; false when none is left: the pool is saturated.
+// and keeps only the endpoints with room (every endpoint with AllCandidates); false when none has
+// room: the pool is saturated.
 func (f *flowState) restrict(c *sdk.Cycle) bool {
 	if !f.cfg.Stages.DetectsBefore(&c.Request) {
 		return true
 	}
 	v := f.detect(c)
+	if f.cfg.AllCandidates {
+		return !v.Saturated()
+	}
 	n := 0
 	for i, e := range c.Endpoints {
 		if v.Room[i] > 0 {
