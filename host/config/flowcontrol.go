@@ -70,6 +70,7 @@ type Detector struct {
 	KVCacheUsage     float64       `yaml:"kvCacheUsage"`
 	MaxMetricsAge    time.Duration `yaml:"maxMetricsAge"`
 	MaxInflight      int64         `yaml:"maxInflight"`
+	MaxQueueWait     time.Duration `yaml:"maxQueueWait"`
 }
 
 // The flow control defaults (docs/configuration.md, "Flow control", says why each).
@@ -119,6 +120,7 @@ func (f *FlowControl) applyDefaults() {
 	d.KVCacheUsage = cmp.Or(d.KVCacheUsage, def.KVCacheUsage)
 	d.MaxMetricsAge = cmp.Or(d.MaxMetricsAge, msToDuration(def.MaxMetricsAgeMs))
 	d.MaxInflight = cmp.Or(d.MaxInflight, def.MaxInflight)
+	d.MaxQueueWait = cmp.Or(d.MaxQueueWait, msToDuration(def.MaxQueueWaitMs))
 }
 
 func (b *BandLimits) fill(def BandLimits) {
@@ -158,7 +160,7 @@ func (f *FlowControl) BuiltinDetector() (typ string, params []byte) {
 func (d *Detector) params() flowpolicy.PredictedParams {
 	return flowpolicy.PredictedParams{
 		StateParams: flowpolicy.StateParams{QueueDepth: d.QueueDepth, KVCacheUsage: d.KVCacheUsage,
-			MaxMetricsAgeMs: durationToMs(d.MaxMetricsAge), MaxInflight: d.MaxInflight},
+			MaxMetricsAgeMs: durationToMs(d.MaxMetricsAge), MaxInflight: d.MaxInflight, MaxQueueWaitMs: durationToMs(d.MaxQueueWait)},
 		TTFTMargin: d.TTFTMargin, MaxPredictedWaitMs: durationToMs(d.MaxPredictedWait),
 	}
 }

@@ -44,7 +44,16 @@ type endpoint struct {
 	prefill    int64     // sum of PrefillTokens of flights not yet decoding
 	decode     int64     // sum of remaining output tokens of decoding flights
 	lastOutput time.Time // when a flight there last produced output
+	// The times of the last startsKept first tokens there, a ring: starts[next] is the oldest
+	// once it is full (seen ≥ startsKept).
+	starts [startsKept]time.Time
+	next   int
+	seen   int
 }
+
+// startsKept is how many first tokens the start rate is measured over: at a slot engine's few
+// starts a second, the last few seconds; enough that one slow or quick start moves it by 1/15.
+const startsKept = 16
 
 // Ledger is safe for concurrent use.
 type Ledger struct {
@@ -85,6 +94,10 @@ func (f *Flight) FirstToken(at time.Time) {
 		return
 	}
 	f.output(at)
+	e := f.ep
+	e.starts[e.next] = at
+	e.next = (e.next + 1) % startsKept
+	e.seen++
 	f.decoding, f.generated = true, 1
 	f.ep.prefill -= f.req.PrefillTokens
 	f.ep.decode += f.remaining()
@@ -139,7 +152,8 @@ func (f *Flight) output(at time.Time) {
 // last successful scrape (zero before one): InflightRequests, DispatchedSinceScrape (the requests
 // in flight whose DispatchedAt is not before scrapedAt; every one before a first scrape),
 // PrefillTokensInFlight, DecodeTokensInFlight, MinRunningTPOTSLOMs (0 when no request there has a
-// TPOT objective) and LastOutputAgeMs (−1 with nothing in flight or no output seen yet).
+// TPOT objective), LastOutputAgeMs (−1 with nothing in flight or no output seen yet) and
+// FirstTokenRate (0 until startsKept first tokens were seen there).
 func (t *Ledger) Fill(endpoint string, now, scrapedAt time.Time, s *sdk.EndpointState) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -147,8 +161,10 @@ func (t *Ledger) Fill(endpoint string, now, scrapedAt time.Time, s *sdk.Endpoint
 	s.LastOutputAgeMs = -1
 	if e == nil {
 		s.InflightRequests, s.DispatchedSinceScrape, s.PrefillTokensInFlight, s.DecodeTokensInFlight, s.MinRunningTPOTSLOMs = 0, 0, 0, 0, 0
+		s.FirstTokenRate = 0
 		return
 	}
+	s.FirstTokenRate = e.startRate()
 	if len(e.flights) > 0 && !e.lastOutput.IsZero() {
 		s.LastOutputAgeMs = max(float64(now.Sub(e.lastOutput))/float64(time.Millisecond), 0)
 	}
@@ -167,4 +183,20 @@ func (t *Ledger) Fill(endpoint string, now, scrapedAt time.Time, s *sdk.Endpoint
 	}
 	s.InflightRequests, s.DispatchedSinceScrape, s.PrefillTokensInFlight, s.DecodeTokensInFlight, s.MinRunningTPOTSLOMs =
 		int64(len(e.flights)), unscraped, e.prefill, e.decode, slo
+}
+
+// startRate is the first tokens a second over the last startsKept: startsKept − 1 intervals over
+// the time they span; 0 before startsKept, or when they span no time (a clock that did not move).
+// It does not decay while nothing starts: an endpoint idle for lack of requests can still start
+// them as fast, and the idle endpoint has room anyway.
+func (e *endpoint) startRate() float64 {
+	if e.seen < startsKept {
+		return 0
+	}
+	oldest, newest := e.starts[e.next], e.starts[(e.next+startsKept-1)%startsKept]
+	span := newest.Sub(oldest).Seconds()
+	if span <= 0 {
+		return 0
+	}
+	return float64(startsKept-1) / span
 }

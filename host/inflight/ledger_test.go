@@ -1,6 +1,8 @@
 package inflight
 
 import (
+	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -123,5 +125,46 @@ func TestDispatchedSinceScrape(t *testing.T) {
 	after.Finish()
 	if got := count("a", at(10)); got != 1 {
 		t.Errorf("after a finish: DispatchedSinceScrape %d, want 1 (a finished request is no load)", got)
+	}
+}
+
+// The start rate is measured over the last 16 first tokens at an endpoint: unknown (0) before
+// 16, then 15 intervals over the time they span, following the most recent 16 as they come.
+func TestFirstTokenRate(t *testing.T) {
+	l := New()
+	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	rate := func(now time.Time) float64 {
+		var s sdk.EndpointState
+		l.Fill("a", now, t0, &s)
+		return s.FirstTokenRate
+	}
+	at := t0
+	for i := range 16 {
+		if r := rate(at); r != 0 {
+			t.Fatalf("after %d first tokens the rate is %v, want 0 (unknown)", i, r)
+		}
+		f := l.Dispatch("a", Request{ID: fmt.Sprint("r", i), DispatchedAt: at})
+		at = at.Add(100 * time.Millisecond)
+		f.FirstToken(at)
+		f.Finish()
+	}
+	// 16 first tokens 100 ms apart: 15 intervals over 1.5 s, 10 a second.
+	if r := rate(at); math.Abs(r-10) > 1e-9 {
+		t.Errorf("16 first tokens 100 ms apart: rate %v, want 10", r)
+	}
+	// Sixteen more, 50 ms apart, replace them: 20 a second. The rate does not decay while nothing
+	// starts.
+	for i := range 16 {
+		f := l.Dispatch("a", Request{ID: fmt.Sprint("s", i), DispatchedAt: at})
+		at = at.Add(50 * time.Millisecond)
+		f.FirstToken(at)
+		f.Finish()
+	}
+	if r := rate(at.Add(time.Minute)); math.Abs(r-20) > 1e-9 {
+		t.Errorf("16 first tokens 50 ms apart, a minute later: rate %v, want 20", r)
+	}
+	var other sdk.EndpointState
+	if l.Fill("b", at, t0, &other); other.FirstTokenRate != 0 {
+		t.Errorf("an endpoint with no first tokens has rate %v", other.FirstTokenRate)
 	}
 }

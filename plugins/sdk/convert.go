@@ -39,6 +39,7 @@ func cycleFromProto(p *pb.Cycle) (*Cycle, error) {
 	age := wire.Column(&cols, "metrics_age_ms", s.GetMetricsAgeMs())
 	outputAge := wire.Column(&cols, "last_output_age_ms", s.GetLastOutputAgeMs())
 	sinceScrape := wire.Column(&cols, "dispatched_since_scrape", s.GetDispatchedSinceScrape())
+	startRate := wire.Column(&cols, "first_token_rate", s.GetFirstTokenRate())
 	pr := eps.GetPredictions()
 	valid := wire.Column(&cols, "predictions.valid", pr.GetValid())
 	ttft := wire.Column(&cols, "predictions.ttft_ms", pr.GetTtftMs())
@@ -63,6 +64,7 @@ func cycleFromProto(p *pb.Cycle) (*Cycle, error) {
 				MetricsAgeMs:          age(i),
 				LastOutputAgeMs:       outputAge(i),
 				DispatchedSinceScrape: sinceScrape(i),
+				FirstTokenRate:        startRate(i),
 			},
 			Prediction: Prediction{Valid: valid(i), TTFTMs: ttft(i), TPOTMs: tpot(i)},
 		}
@@ -126,6 +128,7 @@ func sampleFromProto(p *pb.Sample) Sample {
 			MetricsAgeMs:          st.GetMetricsAgeMs(),
 			LastOutputAgeMs:       st.GetLastOutputAgeMs(),
 			DispatchedSinceScrape: st.GetDispatchedSinceScrape(),
+			FirstTokenRate:        st.GetFirstTokenRate(),
 		},
 		Predicted: Prediction{
 			Valid:  p.GetPredicted().GetValid(),

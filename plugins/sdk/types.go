@@ -175,6 +175,11 @@ type EndpointState struct {
 	// scraped gauges do not show yet, because they do not move between two scrapes. Before the
 	// first scrape every request in flight there counts.
 	DispatchedSinceScrape int64 `json:"dispatched_since_scrape,omitempty"`
+	// FirstTokenRate is how many of the router's requests reach their first token there per
+	// second: over the last 16 that did, 15 over the time from the first to the last of them; 0
+	// until 16 have. The rate the endpoint starts requests at while busy, which turns a count
+	// waiting into a time.
+	FirstTokenRate float64 `json:"first_token_rate,omitempty"`
 }
 
 // Idle reports whether the router has nothing in flight on the endpoint.

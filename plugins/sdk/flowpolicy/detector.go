@@ -50,7 +50,7 @@ func (*StateDetector) Reads() []string { return stateReads }
 var stateReads = []string{
 	"endpoints.states.waiting", "endpoints.states.running", "endpoints.states.kv_cache_usage",
 	"endpoints.states.inflight_requests", "endpoints.states.dispatched_since_scrape",
-	"endpoints.states.metrics_age_ms",
+	"endpoints.states.metrics_age_ms", "endpoints.states.first_token_rate",
 }
 
 // Detect implements sdk.Detector. The wait is unknown when every endpoint is full: gauges have
@@ -85,7 +85,7 @@ func (p *StateParams) room(s sdk.EndpointState) int {
 	fresh := s.MetricsAgeMs <= p.MaxMetricsAgeMs
 	n := int64(1)
 	if fresh {
-		n = p.QueueDepth + 1 - s.Waiting - s.DispatchedSinceScrape
+		n = p.depth(s) + 1 - s.Waiting - s.DispatchedSinceScrape
 		if s.KVCacheUsage > p.KVCacheUsage {
 			n = 0
 		}
@@ -100,6 +100,17 @@ func (p *StateParams) room(s sdk.EndpointState) int {
 		n = max(n, 1)
 	}
 	return int(max(min(n, math.MaxInt32), 0))
+}
+
+// depth is the waiting queue an endpoint may have with room left: QueueDepth, and with a time
+// bound and the endpoint's start rate known, no more than it starts in MaxQueueWaitMs. The count
+// alone does not carry across engines: a slot engine that starts a few requests a second makes a
+// queue of 2 wait most of a second, a batch engine starting forty a second only 50 ms.
+func (p *StateParams) depth(s sdk.EndpointState) int64 {
+	if p.MaxQueueWaitMs <= 0 || !(s.FirstTokenRate > 0) {
+		return p.QueueDepth
+	}
+	return min(p.QueueDepth, int64(s.FirstTokenRate*p.MaxQueueWaitMs/1000))
 }
 
 // PredictedDetector is predicted-saturation-detector: an endpoint with a usable prediction has

@@ -25,6 +25,12 @@ func fresh(waiting, sinceScrape int64, kv float64) sdk.EndpointState {
 	return sdk.EndpointState{Waiting: waiting, DispatchedSinceScrape: sinceScrape, KVCacheUsage: kv, MetricsAgeMs: 50, InflightRequests: waiting + sinceScrape}
 }
 
+// withRate is an endpoint judged by its state s, starting rate requests a second.
+func withRate(s sdk.EndpointState, rate float64) sdk.Endpoint {
+	s.FirstTokenRate = rate
+	return sdk.Endpoint{State: s}
+}
+
 func slo(ttftMs float64) sdk.Request { return sdk.Request{SLO: sdk.SLO{TTFTMs: ttftMs}} }
 
 // workedParams are the bounds TestPredictedDetectorRules' cases are worked out with: llm-d's
@@ -105,6 +111,12 @@ func TestStateDetectorRules(t *testing.T) {
 		{name: "in-flight bound 100: 97 on stale gauges leaves 3", params: `{"maxInflight": 100}`, eps: []sdk.Endpoint{gauged(sdk.EndpointState{MetricsAgeMs: 1000, InflightRequests: 97})}, room: []int{3}},
 		{name: "in-flight bound below the queue room", params: `{"maxInflight": 2}`, eps: []sdk.Endpoint{gauged(fresh(0, 1, 0))}, room: []int{1}},
 		{name: "queue depth 0: only an empty queue has room", params: `{"queueDepth": 0}`, eps: []sdk.Endpoint{gauged(fresh(0, 0, 0.1)), gauged(fresh(1, 0, 0.1))}, room: []int{1, 0}},
+		// A time bound of 100 ms: depth min(2, ⌊rate × 0.1⌋).
+		{name: "time bound, 4.8 starts/s: depth 0", params: `{"maxQueueWaitMs": 100}`, eps: []sdk.Endpoint{withRate(fresh(0, 0, 0.1), 4.8), withRate(fresh(0, 1, 0.1), 4.8)}, room: []int{1, 0}},
+		{name: "time bound, 15 starts/s: depth 1", params: `{"maxQueueWaitMs": 100}`, eps: []sdk.Endpoint{withRate(fresh(1, 0, 0.1), 15), withRate(fresh(2, 0, 0.1), 15)}, room: []int{1, 0}},
+		{name: "time bound, 44 starts/s: the queue depth binds", params: `{"maxQueueWaitMs": 100}`, eps: []sdk.Endpoint{withRate(fresh(2, 0, 0.1), 44)}, room: []int{1}},
+		{name: "time bound, rate unknown: the queue depth", params: `{"maxQueueWaitMs": 100}`, eps: []sdk.Endpoint{gauged(fresh(2, 0, 0.1))}, room: []int{1}},
+		{name: "time bound, idle: one anyway", params: `{"maxQueueWaitMs": 100}`, eps: []sdk.Endpoint{withRate(sdk.EndpointState{MetricsAgeMs: 10}, 1)}, room: []int{1}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -131,11 +143,11 @@ func TestStateDetectorRules(t *testing.T) {
 }
 
 func TestDetectorParamsValidate(t *testing.T) {
-	err := NewPredictedDetector().Configure([]byte(`{"ttftMargin": 11, "maxPredictedWaitMs": 0, "queueDepth": -1, "kvCacheUsage": 1.5, "maxMetricsAgeMs": 0, "maxInflight": -1}`))
+	err := NewPredictedDetector().Configure([]byte(`{"ttftMargin": 11, "maxPredictedWaitMs": 0, "queueDepth": -1, "kvCacheUsage": 1.5, "maxMetricsAgeMs": 0, "maxInflight": -1, "maxQueueWaitMs": -5}`))
 	if err == nil {
 		t.Fatal("want an error")
 	}
-	for _, field := range []string{"ttftMargin", "maxPredictedWaitMs", "queueDepth", "kvCacheUsage", "maxMetricsAgeMs", "maxInflight"} {
+	for _, field := range []string{"ttftMargin", "maxPredictedWaitMs", "queueDepth", "kvCacheUsage", "maxMetricsAgeMs", "maxInflight", "maxQueueWaitMs"} {
 		if !strings.Contains(err.Error(), `"`+field+`"`) {
 			t.Errorf("error does not name %s: %v", field, err)
 		}

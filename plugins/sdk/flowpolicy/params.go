@@ -20,6 +20,10 @@ type StateParams struct {
 	// MaxInflight bounds the router's own requests in flight on the endpoint, in [0, 1000000];
 	// 0 sets no bound.
 	MaxInflight int64 `json:"maxInflight"`
+	// MaxQueueWaitMs bounds the waiting queue in time as QueueDepth bounds it in requests: with
+	// the endpoint's start rate known (first_token_rate), the depth is at most the requests it
+	// starts in this many ms, rounded down; in [0, 600000], 0 for no time bound.
+	MaxQueueWaitMs float64 `json:"maxQueueWaitMs"`
 }
 
 // StateDefaults are saturation-detector's defaults, chosen on the routing bench
@@ -46,6 +50,7 @@ func (p *StateParams) Validate() error {
 		sdk.CheckRangeOpenLow("kvCacheUsage", p.KVCacheUsage, 0, 1),
 		sdk.CheckRange("maxMetricsAgeMs", p.MaxMetricsAgeMs, 1, 600_000),
 		sdk.CheckRange("maxInflight", float64(p.MaxInflight), 0, 1_000_000),
+		sdk.CheckRange("maxQueueWaitMs", p.MaxQueueWaitMs, 0, 600_000),
 	)
 }
 

@@ -43,6 +43,9 @@ func RandomCycle(rng *rand.Rand) *sdk.Cycle {
 				InflightRequests: rng.Int64N(3) * rng.Int64N(30), PrefillTokensInFlight: rng.Int64N(9000),
 				DecodeTokensInFlight: rng.Int64N(30000), PrefixMatch: float64(rng.IntN(5)) / 4,
 				MetricsAgeMs: rng.Float64() * 60, DispatchedSinceScrape: rng.Int64N(2) * rng.Int64N(12),
+				// From the index rather than rng, so that the draws of the fields before it keep
+				// their values: 0 (unknown) on the first endpoint, else 2.5–47.5 a second.
+				FirstTokenRate: float64((i*7)%20) * 2.5,
 			},
 		}
 		if rng.IntN(3) == 0 {

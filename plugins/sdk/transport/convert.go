@@ -30,6 +30,7 @@ func CycleToProto(c *sdk.Cycle) *pb.Cycle {
 			MetricsAgeMs:          make([]float64, n),
 			LastOutputAgeMs:       make([]float64, n),
 			DispatchedSinceScrape: make([]int64, n),
+			FirstTokenRate:        make([]float64, n),
 		},
 	}
 	var labels, predictions bool
@@ -48,6 +49,7 @@ func CycleToProto(c *sdk.Cycle) *pb.Cycle {
 		s.MetricsAgeMs[i] = st.MetricsAgeMs
 		s.LastOutputAgeMs[i] = st.LastOutputAgeMs
 		s.DispatchedSinceScrape[i] = st.DispatchedSinceScrape
+		s.FirstTokenRate[i] = st.FirstTokenRate
 		labels = labels || len(e.Labels) > 0
 		predictions = predictions || e.Prediction.Valid
 	}
@@ -138,6 +140,7 @@ func sampleToProto(s *sdk.Sample) *pb.Sample {
 			MetricsAgeMs:          st.MetricsAgeMs,
 			LastOutputAgeMs:       st.LastOutputAgeMs,
 			DispatchedSinceScrape: st.DispatchedSinceScrape,
+			FirstTokenRate:        st.FirstTokenRate,
 		},
 		Predicted:    &pb.Prediction{Valid: s.Predicted.Valid, TtftMs: s.Predicted.TTFTMs, TpotMs: s.Predicted.TPOTMs},
 		ActualTtftMs: s.ActualTTFTMs,

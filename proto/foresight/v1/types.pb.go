@@ -574,8 +574,13 @@ type EndpointStates struct {
 	// that have not finished: load the scraped waiting and running gauges do not show yet. Every
 	// request in flight there counts before the first scrape.
 	DispatchedSinceScrape []int64 `protobuf:"varint,11,rep,packed,name=dispatched_since_scrape,json=dispatchedSinceScrape,proto3" json:"dispatched_since_scrape,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// How many of the router's requests reach their first token there per second: the start rate
+	// of its last 16 that did, (16 − 1) over the time between the first and the last of them; 0
+	// until 16 have. The rate the endpoint has been starting requests at while busy, which turns a
+	// count waiting into a time.
+	FirstTokenRate []float64 `protobuf:"fixed64,12,rep,packed,name=first_token_rate,json=firstTokenRate,proto3" json:"first_token_rate,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *EndpointStates) Reset() {
@@ -685,6 +690,13 @@ func (x *EndpointStates) GetDispatchedSinceScrape() []int64 {
 	return nil
 }
 
+func (x *EndpointStates) GetFirstTokenRate() []float64 {
+	if x != nil {
+		return x.FirstTokenRate
+	}
+	return nil
+}
+
 // Predictions holds, per endpoint, the latency a producer predicts for the request.
 type Predictions struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -775,8 +787,10 @@ type EndpointState struct {
 	LastOutputAgeMs float64 `protobuf:"fixed64,10,opt,name=last_output_age_ms,json=lastOutputAgeMs,proto3" json:"last_output_age_ms,omitempty"`
 	// Requests dispatched there after the last successful scrape and not finished.
 	DispatchedSinceScrape int64 `protobuf:"varint,11,opt,name=dispatched_since_scrape,json=dispatchedSinceScrape,proto3" json:"dispatched_since_scrape,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// The router's requests reaching their first token there per second, over its last 16; 0 before.
+	FirstTokenRate float64 `protobuf:"fixed64,12,opt,name=first_token_rate,json=firstTokenRate,proto3" json:"first_token_rate,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *EndpointState) Reset() {
@@ -882,6 +896,13 @@ func (x *EndpointState) GetLastOutputAgeMs() float64 {
 func (x *EndpointState) GetDispatchedSinceScrape() int64 {
 	if x != nil {
 		return x.DispatchedSinceScrape
+	}
+	return 0
+}
+
+func (x *EndpointState) GetFirstTokenRate() float64 {
+	if x != nil {
+		return x.FirstTokenRate
 	}
 	return 0
 }
@@ -1052,7 +1073,7 @@ const file_foresight_v1_types_proto_rawDesc = "" +
 	"\x06values\x18\x01 \x03(\v2 .foresight.v1.Labels.ValuesEntryR\x06values\x1a9\n" +
 	"\vValuesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xeb\x03\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x95\x04\n" +
 	"\x0eEndpointStates\x12$\n" +
 	"\x0ekv_cache_usage\x18\x01 \x03(\x01R\fkvCacheUsage\x12\x18\n" +
 	"\awaiting\x18\x02 \x03(\x03R\awaiting\x12\x18\n" +
@@ -1065,11 +1086,12 @@ const file_foresight_v1_types_proto_rawDesc = "" +
 	"\x0emetrics_age_ms\x18\t \x03(\x01R\fmetricsAgeMs\x12+\n" +
 	"\x12last_output_age_ms\x18\n" +
 	" \x03(\x01R\x0flastOutputAgeMs\x126\n" +
-	"\x17dispatched_since_scrape\x18\v \x03(\x03R\x15dispatchedSinceScrape\"U\n" +
+	"\x17dispatched_since_scrape\x18\v \x03(\x03R\x15dispatchedSinceScrape\x12(\n" +
+	"\x10first_token_rate\x18\f \x03(\x01R\x0efirstTokenRate\"U\n" +
 	"\vPredictions\x12\x14\n" +
 	"\x05valid\x18\x01 \x03(\bR\x05valid\x12\x17\n" +
 	"\attft_ms\x18\x02 \x03(\x01R\x06ttftMs\x12\x17\n" +
-	"\atpot_ms\x18\x03 \x03(\x01R\x06tpotMs\"\xea\x03\n" +
+	"\atpot_ms\x18\x03 \x03(\x01R\x06tpotMs\"\x94\x04\n" +
 	"\rEndpointState\x12$\n" +
 	"\x0ekv_cache_usage\x18\x01 \x01(\x01R\fkvCacheUsage\x12\x18\n" +
 	"\awaiting\x18\x02 \x01(\x03R\awaiting\x12\x18\n" +
@@ -1082,7 +1104,8 @@ const file_foresight_v1_types_proto_rawDesc = "" +
 	"\x0emetrics_age_ms\x18\t \x01(\x01R\fmetricsAgeMs\x12+\n" +
 	"\x12last_output_age_ms\x18\n" +
 	" \x01(\x01R\x0flastOutputAgeMs\x126\n" +
-	"\x17dispatched_since_scrape\x18\v \x01(\x03R\x15dispatchedSinceScrape\"T\n" +
+	"\x17dispatched_since_scrape\x18\v \x01(\x03R\x15dispatchedSinceScrape\x12(\n" +
+	"\x10first_token_rate\x18\f \x01(\x01R\x0efirstTokenRate\"T\n" +
 	"\n" +
 	"Prediction\x12\x14\n" +
 	"\x05valid\x18\x01 \x01(\bR\x05valid\x12\x17\n" +

@@ -215,6 +215,13 @@ export interface EndpointStates {
    * request in flight there counts before the first scrape.
    */
   dispatchedSinceScrape: bigint[];
+  /**
+   * How many of the router's requests reach their first token there per second: the start rate
+   * of its last 16 that did, (16 − 1) over the time between the first and the last of them; 0
+   * until 16 have. The rate the endpoint has been starting requests at while busy, which turns a
+   * count waiting into a time.
+   */
+  firstTokenRate: number[];
 }
 
 /** Predictions holds, per endpoint, the latency a producer predicts for the request. */
@@ -254,6 +261,8 @@ export interface EndpointState {
   lastOutputAgeMs: number;
   /** Requests dispatched there after the last successful scrape and not finished. */
   dispatchedSinceScrape: bigint;
+  /** The router's requests reaching their first token there per second, over its last 16; 0 before. */
+  firstTokenRate: number;
 }
 
 /** Prediction is one endpoint's predicted latency as a single record. */
@@ -1441,6 +1450,7 @@ function createBaseEndpointStates(): EndpointStates {
     metricsAgeMs: [],
     lastOutputAgeMs: [],
     dispatchedSinceScrape: [],
+    firstTokenRate: [],
   };
 }
 
@@ -1542,6 +1552,13 @@ export const EndpointStates: MessageFns<EndpointStates> = {
           );
         }
         writer.int64(v);
+      }
+      writer.join();
+    }
+    if (message.firstTokenRate.length !== 0) {
+      writer.uint32(98).fork();
+      for (const v of message.firstTokenRate) {
+        writer.double(v);
       }
       writer.join();
     }
@@ -1759,6 +1776,24 @@ export const EndpointStates: MessageFns<EndpointStates> = {
 
             break;
           }
+          case 12: {
+            if (tag === 97) {
+              message.firstTokenRate.push(reader.double());
+
+              continue;
+            }
+
+            if (tag === 98) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.firstTokenRate.push(reader.double());
+              }
+
+              continue;
+            }
+
+            break;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1820,6 +1855,11 @@ export const EndpointStates: MessageFns<EndpointStates> = {
         : globalThis.Array.isArray(object?.dispatched_since_scrape)
         ? object.dispatched_since_scrape.map((e: any) => BigInt(e))
         : [],
+      firstTokenRate: globalThis.Array.isArray(object?.firstTokenRate)
+        ? object.firstTokenRate.map((e: any) => globalThis.Number(e))
+        : globalThis.Array.isArray(object?.first_token_rate)
+        ? object.first_token_rate.map((e: any) => globalThis.Number(e))
+        : [],
     };
   },
 
@@ -1858,6 +1898,9 @@ export const EndpointStates: MessageFns<EndpointStates> = {
     if (message.dispatchedSinceScrape?.length) {
       obj.dispatchedSinceScrape = message.dispatchedSinceScrape.map((e) => e.toString());
     }
+    if (message.firstTokenRate?.length) {
+      obj.firstTokenRate = message.firstTokenRate.map((e) => floatToJson(e));
+    }
     return obj;
   },
 
@@ -1877,6 +1920,7 @@ export const EndpointStates: MessageFns<EndpointStates> = {
     message.metricsAgeMs = object.metricsAgeMs?.map((e) => e) || [];
     message.lastOutputAgeMs = object.lastOutputAgeMs?.map((e) => e) || [];
     message.dispatchedSinceScrape = object.dispatchedSinceScrape?.map((e) => BigInt(e)) || [];
+    message.firstTokenRate = object.firstTokenRate?.map((e) => e) || [];
     return message;
   },
 };
@@ -2045,6 +2089,7 @@ function createBaseEndpointState(): EndpointState {
     metricsAgeMs: 0,
     lastOutputAgeMs: 0,
     dispatchedSinceScrape: 0n,
+    firstTokenRate: 0,
   };
 }
 
@@ -2100,6 +2145,9 @@ export const EndpointState: MessageFns<EndpointState> = {
         throw new globalThis.Error("value provided for field message.dispatchedSinceScrape of type int64 too large");
       }
       writer.uint32(88).int64(message.dispatchedSinceScrape);
+    }
+    if (message.firstTokenRate !== 0) {
+      writer.uint32(97).double(message.firstTokenRate);
     }
     return writer;
   },
@@ -2205,6 +2253,14 @@ export const EndpointState: MessageFns<EndpointState> = {
             message.dispatchedSinceScrape = reader.int64() as bigint;
             continue;
           }
+          case 12: {
+            if (tag !== 97) {
+              break;
+            }
+
+            message.firstTokenRate = reader.double();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2266,6 +2322,11 @@ export const EndpointState: MessageFns<EndpointState> = {
         : isSet(object.dispatched_since_scrape)
         ? BigInt(object.dispatched_since_scrape)
         : 0n,
+      firstTokenRate: isSet(object.firstTokenRate)
+        ? globalThis.Number(object.firstTokenRate)
+        : isSet(object.first_token_rate)
+        ? globalThis.Number(object.first_token_rate)
+        : 0,
     };
   },
 
@@ -2304,6 +2365,9 @@ export const EndpointState: MessageFns<EndpointState> = {
     if (message.dispatchedSinceScrape !== 0n) {
       obj.dispatchedSinceScrape = message.dispatchedSinceScrape.toString();
     }
+    if (message.firstTokenRate !== 0) {
+      obj.firstTokenRate = floatToJson(message.firstTokenRate);
+    }
     return obj;
   },
 
@@ -2333,6 +2397,7 @@ export const EndpointState: MessageFns<EndpointState> = {
       (object.dispatchedSinceScrape !== undefined && object.dispatchedSinceScrape !== null)
         ? BigInt(object.dispatchedSinceScrape)
         : 0n;
+    message.firstTokenRate = object.firstTokenRate ?? 0;
     return message;
   },
 };
