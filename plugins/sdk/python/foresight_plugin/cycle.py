@@ -72,8 +72,8 @@ class Request:
 class EndpointState(namedtuple("EndpointState", (
         "kv_cache_usage", "waiting", "running", "inflight_requests", "prefill_tokens_in_flight",
         "decode_tokens_in_flight", "prefix_match", "min_running_tpot_slo_ms", "metrics_age_ms",
-        "last_output_age_ms", "dispatched_since_scrape"),
-        defaults=(0.0, 0, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0))):
+        "last_output_age_ms", "dispatched_since_scrape", "first_token_rate"),
+        defaults=(0.0, 0, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0, 0.0))):
     """One endpoint's state at decision time: scraped engine gauges and the router's accounting.
 
     kv_cache_usage: engine KV-cache utilisation in [0, 1]. waiting, running: the engine's queue
@@ -86,7 +86,10 @@ class EndpointState(namedtuple("EndpointState", (
     milliseconds since the router last saw output from the endpoint (-1 with nothing in flight).
     dispatched_since_scrape: requests the router dispatched there after the last successful scrape
     and that have not finished, load the scraped gauges do not show yet (before a first scrape,
-    every request in flight there).
+    every request in flight there). first_token_rate: how many of the router's requests reach
+    their first token there per second, over the last 16 that did (15 over the time from the first
+    to the last of them; 0 until 16 have): the rate the endpoint starts requests at while busy,
+    which turns a count waiting into a time.
     """
     __slots__ = ()
 

@@ -34,6 +34,7 @@ def wire_cycle():
     s.metrics_age_ms.extend([1.0, 2.0, 3.0])
     s.last_output_age_ms.extend([-1.0, 4.5, 9.0])
     s.dispatched_since_scrape.extend([0, 2, 5])
+    s.first_token_rate.extend([0.0, 12.5, 40.0])
     e.predictions.valid.extend([True, False, True])
     e.predictions.ttft_ms.extend([120.0, 0.0, 900.0])
     e.predictions.tpot_ms.extend([10.0, 0.0, 45.0])
@@ -67,7 +68,7 @@ class CycleFromProtoTest(unittest.TestCase):
             kv_cache_usage=0.5, waiting=3, running=2, inflight_requests=4,
             prefill_tokens_in_flight=1000, decode_tokens_in_flight=6, prefix_match=0.0,
             min_running_tpot_slo_ms=30.0, metrics_age_ms=2.0, last_output_age_ms=4.5,
-            dispatched_since_scrape=2))
+            dispatched_since_scrape=2, first_token_rate=12.5))
         self.assertFalse(b.prediction.valid)
         self.assertEqual(dict(b.labels), {})
         a, cc = c.endpoints[0], c.endpoints[2]
@@ -157,7 +158,7 @@ class ReadPathsTest(unittest.TestCase):
         cols = ["kv_cache_usage", "waiting", "running", "inflight_requests",
                 "prefill_tokens_in_flight", "decode_tokens_in_flight", "prefix_match",
                 "min_running_tpot_slo_ms", "metrics_age_ms", "last_output_age_ms",
-                "dispatched_since_scrape"]
+                "dispatched_since_scrape", "first_token_rate"]
         self.assertEqual(fp.read_paths(), [
             "request", "request.prefix_block_hashes", "endpoints.count", "endpoints.ids",
             "endpoints.labels", "endpoints.states"] + ["endpoints.states." + c for c in cols] + [
@@ -167,7 +168,7 @@ class ReadPathsTest(unittest.TestCase):
 class SampleTest(unittest.TestCase):
     def test_sample_round_trip(self):
         s = fp.Sample(request=fp.Request(id="r", input_tokens=10), endpoint_id="e",
-                      state=fp.EndpointState(waiting=3, kv_cache_usage=0.5),
+                      state=fp.EndpointState(waiting=3, kv_cache_usage=0.5, first_token_rate=20.0),
                       predicted=fp.Prediction(True, 100.0, 9.0), actual_ttft_ms=120.0,
                       actual_tpot_ms=10.5, output_tokens=64,
                       dispatched_at=dt.datetime(2026, 1, 2, 3, 4, 5, 6000, tzinfo=dt.timezone.utc))

@@ -172,7 +172,10 @@ def random_cycle(rng, predicted=0.8):
                              running=rng.randint(0, 9), inflight_requests=rng.randint(0, 3),
                              prefix_match=rng.random(),
                              min_running_tpot_slo_ms=rng.choice([0.0, 25.0, 60.0]),
-                             dispatched_since_scrape=rng.choice([0, 0, 3, 7])),
+                             dispatched_since_scrape=rng.choice([0, 0, 3, 7]),
+                             # From the index rather than rng, so that the draws above keep their
+                             # values (as sdktest.RandomCycle): 0 (unknown) on the first endpoint.
+                             first_token_rate=float((i * 7) % 20) * 2.5),
             fp.Prediction(pred < predicted, rng.uniform(-10, 1200), rng.uniform(0, 80))))
     slo = rng.choice([fp.SLO(), fp.SLO(500, 0), fp.SLO(0, 40), fp.SLO(800, 40)])
     return fp.Cycle(request=fp.Request(id="r", slo=slo, streaming=rng.random() < 0.5,
