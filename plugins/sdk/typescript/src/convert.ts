@@ -150,6 +150,7 @@ function stateFromProto(p: PbEndpointState | undefined): EndpointState {
     metricsAgeMs: p?.metricsAgeMs ?? 0,
     lastOutputAgeMs: p?.lastOutputAgeMs ?? 0,
     dispatchedSinceScrape: toNumber(p?.dispatchedSinceScrape ?? 0n),
+    firstTokenRate: p?.firstTokenRate ?? 0,
   };
 }
 
@@ -218,6 +219,7 @@ export function cycleFromWire(w: WireCycle): Cycle {
   const age = cols.col("metrics_age_ms", s?.metricsAgeMs, 0);
   const outputAge = cols.col("last_output_age_ms", s?.lastOutputAgeMs, 0);
   const sinceScrape = cols.col("dispatched_since_scrape", s?.dispatchedSinceScrape, 0n);
+  const startRate = cols.col("first_token_rate", s?.firstTokenRate, 0);
   const valid = cols.col("predictions.valid", pr?.valid, false);
   const ttft = cols.col("predictions.ttft_ms", pr?.ttftMs, 0);
   const tpot = cols.col("predictions.tpot_ms", pr?.tpotMs, 0);
@@ -240,6 +242,7 @@ export function cycleFromWire(w: WireCycle): Cycle {
         metricsAgeMs: age(i),
         lastOutputAgeMs: outputAge(i),
         dispatchedSinceScrape: toNumber(sinceScrape(i)),
+        firstTokenRate: startRate(i),
       },
       prediction: { valid: valid(i), ttftMs: ttft(i), tpotMs: tpot(i) },
     };
@@ -279,6 +282,7 @@ export function endpointsToProto(eps: readonly Endpoint[]): PbEndpoints {
       metricsAgeMs: col((e) => e.state.metricsAgeMs),
       lastOutputAgeMs: col((e) => e.state.lastOutputAgeMs),
       dispatchedSinceScrape: int64Col("dispatchedSinceScrape"),
+      firstTokenRate: col((e) => e.state.firstTokenRate),
     },
     predictions: undefined,
     excluded: [], // the cycle's, not the endpoints': cycleToProto fills them in

@@ -17,12 +17,13 @@ const stateColumns: Record<string, keyof EndpointState> = {
   metrics_age_ms: "metricsAgeMs",
   last_output_age_ms: "lastOutputAgeMs",
   dispatched_since_scrape: "dispatchedSinceScrape",
+  first_token_rate: "firstTokenRate",
 };
 
 const zeroState = (): EndpointState => ({
   kvCacheUsage: 0, waiting: 0, running: 0, inflightRequests: 0, prefillTokensInFlight: 0,
   decodeTokensInFlight: 0, prefixMatch: 0, minRunningTpotSloMs: 0, metricsAgeMs: 0, lastOutputAgeMs: 0,
-  dispatchedSinceScrape: 0,
+  dispatchedSinceScrape: 0, firstTokenRate: 0,
 });
 
 /**

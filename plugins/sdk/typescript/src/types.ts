@@ -78,6 +78,12 @@ export interface EndpointState {
    * flight there).
    */
   dispatchedSinceScrape: number;
+  /**
+   * How many of the router's requests reach their first token there per second, over the last 16
+   * that did (15 over the time from the first to the last of them; 0 until 16 have): the rate the
+   * endpoint starts requests at while busy, which turns a count waiting into a time.
+   */
+  firstTokenRate: number;
 }
 
 /**
@@ -350,6 +356,7 @@ export const READ_PATHS: readonly string[] = [
   "endpoints.states.metrics_age_ms",
   "endpoints.states.last_output_age_ms",
   "endpoints.states.dispatched_since_scrape",
+  "endpoints.states.first_token_rate",
   "endpoints.predictions",
   "endpoints.excluded",
 ];

@@ -17,6 +17,7 @@ export function endpoint(i: number, labels: Record<string, string> = {}, valid =
       metricsAgeMs: 5 + i,
       lastOutputAgeMs: i === 0 ? -1 : 7 * i,
       dispatchedSinceScrape: 4 * i,
+      firstTokenRate: 2.5 * i,
     },
     prediction: { valid, ttftMs: valid ? 100 + i : 0, tpotMs: valid ? 10 + i : 0 },
   };
