@@ -160,7 +160,8 @@ func (f *FlowControl) BuiltinDetector() (typ string, params []byte) {
 func (d *Detector) params() flowpolicy.PredictedParams {
 	return flowpolicy.PredictedParams{
 		StateParams: flowpolicy.StateParams{QueueDepth: d.QueueDepth, KVCacheUsage: d.KVCacheUsage,
-			MaxMetricsAgeMs: durationToMs(d.MaxMetricsAge), MaxInflight: d.MaxInflight, MaxQueueWaitMs: durationToMs(d.MaxQueueWait)},
+			MaxMetricsAgeMs: durationToMs(d.MaxMetricsAge), MaxInflight: d.MaxInflight,
+			MaxQueueWaitMs: max(durationToMs(d.MaxQueueWait), 0)}, // negative: no time bound
 		TTFTMargin: d.TTFTMargin, MaxPredictedWaitMs: durationToMs(d.MaxPredictedWait),
 	}
 }
