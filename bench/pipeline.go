@@ -178,16 +178,10 @@ func decideWithFlow(ctx context.Context, p *pipeline.Pipeline, c *sdk.Cycle) (ro
 		return !v.Saturated(), st.Duration
 	}
 	v, st := p.Detect(ctx, c)
-	kept := make([]sdk.Endpoint, 0, len(c.Endpoints)) // the pool's cycles are shared: a copy
-	for i, e := range c.Endpoints {
-		if v.Room[i] > 0 {
-			kept = append(kept, e)
-		}
-	}
-	if len(kept) == 0 {
+	c.Endpoints = pipeline.KeepRoom(slices.Clone(c.Endpoints), v.Room) // the pool's cycles are shared
+	if len(c.Endpoints) == 0 {
 		return false, st.Duration
 	}
-	c.Endpoints = kept
 	p.Run(ctx, c)
 	return true, st.Duration
 }

@@ -129,6 +129,21 @@ func (b *FlowBuiltins) trace(stage sdk.Stage, typ string, began time.Time, err e
 	return t
 }
 
+// KeepRoom keeps, in place, the endpoints of eps with room by a detector's room counts (one per
+// endpoint, in eps' order) and returns them: the candidates of a decision made with a detector
+// that judges before the pipeline. The slots after the last kept are cleared.
+func KeepRoom(eps []sdk.Endpoint, room []int) []sdk.Endpoint {
+	n := 0
+	for i := range eps {
+		if room[i] > 0 {
+			eps[n] = eps[i]
+			n++
+		}
+	}
+	clear(eps[n:])
+	return eps[:n]
+}
+
 // detectorFor returns the detector slot serving r (its arm's, in an experiment there); nil when
 // the built-in serves.
 func (p *Pipeline) detectorFor(r *sdk.Request) *detectorSlot {
@@ -239,20 +254,13 @@ func callOne[Req, Res any](s *slot, co *coalescer[Req, Res], ctx context.Context
 	s.calls.Add(1)
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	if !s.inProcess {
-		r := co.doMany([]context.Context{ctx}, []Req{req})[0]
-		return r.Value, r.Err
+	var r transport.Result[Res]
+	if s.inProcess {
+		r = callLocal(co, ctx, req)
+	} else {
+		r = co.doMany([]context.Context{ctx}, []Req{req})[0]
 	}
-	co.batches.Add(1)
-	var zero Res
-	results, err := co.call(ctx, []Req{req})
-	switch {
-	case err != nil:
-		return zero, err
-	case len(results) != 1:
-		return zero, errShortBatch
-	}
-	return results[0].Value, results[0].Err
+	return r.Value, r.Err
 }
 
 // The typed slots' batch calls, for stageCoalescer.

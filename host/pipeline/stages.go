@@ -81,16 +81,20 @@ func callAll[Req, Res any](s *slot, co *coalescer[Req, Res], ms []*member, req f
 	}
 	out := make([]transport.Result[Res], len(ms))
 	for i := range ms {
-		co.batches.Add(1)
-		results, err := co.call(ctxs[i], reqs[i:i+1])
-		switch {
-		case err != nil:
-			out[i].Err = err
-		case len(results) != 1:
-			out[i].Err = errShortBatch
-		default:
-			out[i] = results[0]
-		}
+		out[i] = callLocal(co, ctxs[i], reqs[i])
 	}
 	return out
+}
+
+// callLocal makes an in-process stage's call for one request, counted as a batch of one.
+func callLocal[Req, Res any](co *coalescer[Req, Res], ctx context.Context, req Req) transport.Result[Res] {
+	co.batches.Add(1)
+	results, err := co.call(ctx, []Req{req})
+	switch {
+	case err != nil:
+		return transport.Result[Res]{Err: err}
+	case len(results) != 1:
+		return transport.Result[Res]{Err: errShortBatch}
+	}
+	return results[0]
 }

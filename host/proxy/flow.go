@@ -200,16 +200,7 @@ func (g *flowGate) restrict(p *pending) bool {
 	if g.all {
 		return true
 	}
-	eps := p.cycle.Endpoints
-	n := 0
-	for i := range eps {
-		if v.Room[i] > 0 {
-			eps[n] = eps[i]
-			n++
-		}
-	}
-	clear(eps[n:])
-	p.cycle.Endpoints = eps[:n]
+	p.cycle.Endpoints = pipeline.KeepRoom(p.cycle.Endpoints, v.Room)
 	return true
 }
 

@@ -80,15 +80,8 @@ func (f *flowState) restrict(c *sdk.Cycle) bool {
 	if f.cfg.AllCandidates {
 		return !v.Saturated()
 	}
-	n := 0
-	for i, e := range c.Endpoints {
-		if v.Room[i] > 0 {
-			c.Endpoints[n] = e
-			n++
-		}
-	}
-	c.Endpoints = c.Endpoints[:n]
-	return n > 0
+	c.Endpoints = pipeline.KeepRoom(c.Endpoints, v.Room)
+	return len(c.Endpoints) > 0
 }
 
 // saturated, for a detector that reads the predictions, asks it about the routed request: on the
