@@ -118,7 +118,7 @@ func TestParseValid(t *testing.T) {
 			Default:        config.BandLimits{MaxRequests: config.DefaultBandRequests, MaxBytes: config.DefaultBandBytes, TTL: config.DefaultBandTTL},
 			NoEndpointsTTL: config.DefaultNoEndpointsTTL, Candidates: config.DefaultCandidates,
 			Detector: config.Detector{TTFTMargin: 1, MaxPredictedWait: 500 * time.Millisecond, QueueDepth: 2, KVCacheUsage: 1,
-				MaxMetricsAge: 200 * time.Millisecond, MaxQueueWait: 100 * time.Millisecond}},
+				MaxMetricsAge: 200 * time.Millisecond, MaxQueueWait: 100 * time.Millisecond, SlotScrapes: 4}},
 	}
 	if diff := cmp.Diff(want, c, cmpopts.IgnoreUnexported(config.Config{})); diff != "" {
 		t.Errorf("Parse (-want +got):\n%s", diff)

@@ -71,6 +71,8 @@ type Detector struct {
 	MaxMetricsAge    time.Duration `yaml:"maxMetricsAge"`
 	MaxInflight      int64         `yaml:"maxInflight"`
 	MaxQueueWait     time.Duration `yaml:"maxQueueWait"`
+	// SlotScrapes: negative learns no slots.
+	SlotScrapes int64 `yaml:"slotScrapes"`
 }
 
 // The flow control defaults (docs/configuration.md, "Flow control", says why each).
@@ -121,6 +123,7 @@ func (f *FlowControl) applyDefaults() {
 	d.MaxMetricsAge = cmp.Or(d.MaxMetricsAge, msToDuration(def.MaxMetricsAgeMs))
 	d.MaxInflight = cmp.Or(d.MaxInflight, def.MaxInflight)
 	d.MaxQueueWait = cmp.Or(d.MaxQueueWait, msToDuration(def.MaxQueueWaitMs))
+	d.SlotScrapes = cmp.Or(d.SlotScrapes, def.SlotScrapes)
 }
 
 func (b *BandLimits) fill(def BandLimits) {
@@ -161,7 +164,8 @@ func (d *Detector) params() flowpolicy.PredictedParams {
 	return flowpolicy.PredictedParams{
 		StateParams: flowpolicy.StateParams{QueueDepth: d.QueueDepth, KVCacheUsage: d.KVCacheUsage,
 			MaxMetricsAgeMs: durationToMs(d.MaxMetricsAge), MaxInflight: d.MaxInflight,
-			MaxQueueWaitMs: max(durationToMs(d.MaxQueueWait), 0)}, // negative: no time bound
+			MaxQueueWaitMs: max(durationToMs(d.MaxQueueWait), 0), // negative: no time bound
+			SlotScrapes:    max(d.SlotScrapes, 0)},               // negative: no slots learned
 		TTFTMargin: d.TTFTMargin, MaxPredictedWaitMs: durationToMs(d.MaxPredictedWait),
 	}
 }

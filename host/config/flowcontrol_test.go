@@ -53,12 +53,12 @@ func TestFlowControlSection(t *testing.T) {
 	}
 	// The built-in stages the section configures, with the parameters their plugins take.
 	if typ, params := f.BuiltinDetector(); typ != flowpolicy.StateDetectorType ||
-		string(params) != `{"queueDepth":2,"kvCacheUsage":1,"maxMetricsAgeMs":200,"maxInflight":0,"maxQueueWaitMs":100}` {
+		string(params) != `{"queueDepth":2,"kvCacheUsage":1,"maxMetricsAgeMs":200,"maxInflight":0,"maxQueueWaitMs":100,"slotScrapes":4}` {
 		t.Errorf("detector %s %s", typ, params)
 	}
 	f.Detector.Predictions = true
 	if typ, params := f.BuiltinDetector(); typ != flowpolicy.PredictedDetectorType ||
-		string(params) != `{"queueDepth":2,"kvCacheUsage":1,"maxMetricsAgeMs":200,"maxInflight":0,"maxQueueWaitMs":100,"ttftMargin":1,"maxPredictedWaitMs":200}` {
+		string(params) != `{"queueDepth":2,"kvCacheUsage":1,"maxMetricsAgeMs":200,"maxInflight":0,"maxQueueWaitMs":100,"slotScrapes":4,"ttftMargin":1,"maxPredictedWaitMs":200}` {
 		t.Errorf("detector with predictions %s %s", typ, params)
 	}
 	if typ, params := f.BuiltinOrder(); typ != flowpolicy.OrderType || string(params) != `{"policy":"slo-feasible"}` {

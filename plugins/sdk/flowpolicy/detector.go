@@ -24,10 +24,14 @@ const (
 )
 
 // StateDetector is saturation-detector: an endpoint has room when it is idle, or when its
-// gauges (while fresh) and the router's in-flight count are within bounds. It reads only the
+// gauges (while fresh) and the router's in-flight count are within bounds, and, once it has
+// learned the endpoint's slots, while the router has fewer in flight there. It reads only the
 // endpoints' state, so the router asks it before the pipeline runs and lets the pipeline choose
 // among the endpoints with room.
-type StateDetector struct{ sdk.Params[StateParams] }
+type StateDetector struct {
+	sdk.Params[StateParams]
+	learned slotLearner
+}
 
 // NewStateDetector returns a saturation-detector with StateDefaults.
 func NewStateDetector() *StateDetector {
@@ -59,7 +63,7 @@ func (d *StateDetector) Detect(_ context.Context, c *sdk.Cycle) (sdk.SaturationV
 	p := d.Get()
 	v := sdk.SaturationVerdict{Room: make([]int, len(c.Endpoints)), WaitMs: -1}
 	for i := range c.Endpoints {
-		v.Room[i] = p.room(c.Endpoints[i].State)
+		v.Room[i] = p.room(c.Endpoints[i].State, d.learned.learn(c, i, p))
 		if v.Room[i] > 0 {
 			v.WaitMs = 0
 		}
@@ -76,12 +80,13 @@ func (d *StateDetector) Detect(_ context.Context, c *sdk.Cycle) (sdk.SaturationV
 // room counts how many more requests an endpoint judged by its state takes: while its gauges are
 // fresh, the queue depth left (its waiting queue and what the router sent since the scrape count
 // against it) unless its KV cache is over bound; with an in-flight bound, at most the in-flight
-// room. An idle endpoint (nothing of the router's in flight and, while fresh, nothing waiting or
-// running) takes at least one request whatever the bounds, so that a request never waits in the
-// router beside an idle server. Stale gauges are ignored rather than trusted — a queue scraped
-// long ago may since have drained — and without an in-flight bound such an endpoint takes one
-// request at a time, each judged again.
-func (p *StateParams) room(s sdk.EndpointState) int {
+// room; with the endpoint's slots learned (bound, from slotLearner.learn), at most the slots the
+// router's requests in flight leave. An idle endpoint (nothing of the router's in flight and,
+// while fresh, nothing waiting or running) takes at least one request whatever the bounds, so
+// that a request never waits in the router beside an idle server. Stale gauges are ignored rather
+// than trusted — a queue scraped long ago may since have drained — and without an in-flight bound
+// such an endpoint takes one request at a time, each judged again.
+func (p *StateParams) room(s sdk.EndpointState, bound int64) int {
 	fresh := s.MetricsAgeMs <= p.MaxMetricsAgeMs
 	n := int64(1)
 	if fresh {
@@ -95,6 +100,9 @@ func (p *StateParams) room(s sdk.EndpointState) int {
 			n = math.MaxInt64
 		}
 		n = min(n, p.MaxInflight-s.InflightRequests)
+	}
+	if bound > 0 {
+		n = min(n, bound-s.InflightRequests)
 	}
 	if idle(p, s) {
 		n = max(n, 1)
@@ -118,7 +126,10 @@ func (p *StateParams) depth(s sdk.EndpointState) int64 {
 // objective, the predicted TTFT is within objective × TTFTMargin; an idle endpoint has room
 // whatever its prediction; any other endpoint is judged by the state rule. It reads the
 // predictions, so the router asks it after the pipeline, on the candidates.
-type PredictedDetector struct{ sdk.Params[PredictedParams] }
+type PredictedDetector struct {
+	sdk.Params[PredictedParams]
+	learned slotLearner
+}
 
 // NewPredictedDetector returns a predicted-saturation-detector with PredictedDefaults.
 func NewPredictedDetector() *PredictedDetector {
@@ -149,9 +160,10 @@ func (d *PredictedDetector) Detect(_ context.Context, c *sdk.Cycle) (sdk.Saturat
 	byPrediction, byState := 0, 0
 	for i := range c.Endpoints {
 		e := &c.Endpoints[i]
+		slots := d.learned.learn(c, i, &p.StateParams)
 		switch {
 		case idle(&p.StateParams, e.State):
-			v.Room[i] = p.room(e.State)
+			v.Room[i] = p.room(e.State, slots)
 			v.WaitMs = 0
 		case e.Prediction.Usable():
 			byPrediction++
@@ -163,7 +175,7 @@ func (d *PredictedDetector) Detect(_ context.Context, c *sdk.Cycle) (sdk.Saturat
 			v.WaitMs = min(v.WaitMs, ttft)
 		default:
 			byState++
-			v.Room[i] = p.room(e.State)
+			v.Room[i] = p.room(e.State, slots)
 			if v.Room[i] > 0 {
 				v.WaitMs = 0
 			}

@@ -10,7 +10,8 @@
 //     come first served, earliest TTFT deadline first, or earliest deadline first among the
 //     requests that can still meet theirs.
 //
-// Every type here is pure logic over one cycle, safe for concurrent calls, and configured through
-// sdk.Params, so the built-in and the binary of a type are the same code with the same
-// parameters.
+// Every type here is logic over the cycles it is asked about, safe for concurrent calls, and
+// configured through sdk.Params, so the built-in and the binary of a type are the same code with
+// the same parameters. The order is pure; the detectors also learn, from the gauges cycle after
+// cycle, which engines run a fixed number of requests at once (slots.go).
 package flowpolicy
