@@ -138,7 +138,12 @@ type DetectResult struct {
 	// `hopeless_after` (OrderService).
 	WaitMs float64 `protobuf:"fixed64,3,opt,name=wait_ms,json=waitMs,proto3" json:"wait_ms,omitempty"`
 	// When every count is 0, why, in a few words (e.g. "engines-full", "predicted-full").
-	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	Reason string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	// How many requests the detector believes each endpoint runs at once (its slots, as a slot
+	// engine's or vLLM's max_num_seqs), in the cycle's order: empty when it believes nothing, else
+	// one per endpoint, 0 for an endpoint it does not know. The host reports them
+	// (foresight_flow_endpoint_slots) and does not act on them; the room counts are the verdict.
+	Slots         []uint32 `protobuf:"varint,5,rep,packed,name=slots,proto3" json:"slots,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -201,6 +206,13 @@ func (x *DetectResult) GetReason() string {
 	return ""
 }
 
+func (x *DetectResult) GetSlots() []uint32 {
+	if x != nil {
+		return x.Slots
+	}
+	return nil
+}
+
 var File_foresight_v1_detector_proto protoreflect.FileDescriptor
 
 const file_foresight_v1_detector_proto_rawDesc = "" +
@@ -210,12 +222,13 @@ const file_foresight_v1_detector_proto_rawDesc = "" +
 	"\x06cycles\x18\x01 \x03(\v2\x13.foresight.v1.CycleR\x06cycles\x12\x1a\n" +
 	"\binstance\x18\x02 \x01(\tR\binstance\"F\n" +
 	"\x0eDetectResponse\x124\n" +
-	"\aresults\x18\x01 \x03(\v2\x1a.foresight.v1.DetectResultR\aresults\"\x81\x01\n" +
+	"\aresults\x18\x01 \x03(\v2\x1a.foresight.v1.DetectResultR\aresults\"\x97\x01\n" +
 	"\fDetectResult\x12,\n" +
 	"\x06status\x18\x01 \x01(\v2\x14.foresight.v1.StatusR\x06status\x12\x12\n" +
 	"\x04room\x18\x02 \x03(\rR\x04room\x12\x17\n" +
 	"\await_ms\x18\x03 \x01(\x01R\x06waitMs\x12\x16\n" +
-	"\x06reason\x18\x04 \x01(\tR\x06reason2d\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x14\n" +
+	"\x05slots\x18\x05 \x03(\rR\x05slots2d\n" +
 	"\x19SaturationDetectorService\x12G\n" +
 	"\x06Detect\x12\x1b.foresight.v1.DetectRequest\x1a\x1c.foresight.v1.DetectResponse(\x010\x01BFZDgithub.com/foresight-router/foresight/proto/foresight/v1;foresightv1b\x06proto3"
 

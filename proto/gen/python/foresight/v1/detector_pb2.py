@@ -14,7 +14,7 @@ _sym_db = _symbol_database.Default()
 from foresight.v1 import types_pb2 as foresight_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x66oresight/v1/detector.proto\x12\x0c\x66oresight.v1\x1a\x18\x66oresight/v1/types.proto\"X\n\rDetectRequest\x12+\n\x06\x63ycles\x18\x01 \x03(\x0b\x32\x13.foresight.v1.CycleR\x06\x63ycles\x12\x1a\n\x08instance\x18\x02 \x01(\tR\x08instance\"F\n\x0e\x44\x65tectResponse\x12\x34\n\x07results\x18\x01 \x03(\x0b\x32\x1a.foresight.v1.DetectResultR\x07results\"\x81\x01\n\x0c\x44\x65tectResult\x12,\n\x06status\x18\x01 \x01(\x0b\x32\x14.foresight.v1.StatusR\x06status\x12\x12\n\x04room\x18\x02 \x03(\rR\x04room\x12\x17\n\x07wait_ms\x18\x03 \x01(\x01R\x06waitMs\x12\x16\n\x06reason\x18\x04 \x01(\tR\x06reason2d\n\x19SaturationDetectorService\x12G\n\x06\x44\x65tect\x12\x1b.foresight.v1.DetectRequest\x1a\x1c.foresight.v1.DetectResponse(\x01\x30\x01\x42\x46ZDgithub.com/foresight-router/foresight/proto/foresight/v1;foresightv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x66oresight/v1/detector.proto\x12\x0c\x66oresight.v1\x1a\x18\x66oresight/v1/types.proto\"X\n\rDetectRequest\x12+\n\x06\x63ycles\x18\x01 \x03(\x0b\x32\x13.foresight.v1.CycleR\x06\x63ycles\x12\x1a\n\x08instance\x18\x02 \x01(\tR\x08instance\"F\n\x0e\x44\x65tectResponse\x12\x34\n\x07results\x18\x01 \x03(\x0b\x32\x1a.foresight.v1.DetectResultR\x07results\"\x97\x01\n\x0c\x44\x65tectResult\x12,\n\x06status\x18\x01 \x01(\x0b\x32\x14.foresight.v1.StatusR\x06status\x12\x12\n\x04room\x18\x02 \x03(\rR\x04room\x12\x17\n\x07wait_ms\x18\x03 \x01(\x01R\x06waitMs\x12\x16\n\x06reason\x18\x04 \x01(\tR\x06reason\x12\x14\n\x05slots\x18\x05 \x03(\rR\x05slots2d\n\x19SaturationDetectorService\x12G\n\x06\x44\x65tect\x12\x1b.foresight.v1.DetectRequest\x1a\x1c.foresight.v1.DetectResponse(\x01\x30\x01\x42\x46ZDgithub.com/foresight-router/foresight/proto/foresight/v1;foresightv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'foresight.v1.detector_pb2', globals())
@@ -27,7 +27,7 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _DETECTRESPONSE._serialized_start=161
   _DETECTRESPONSE._serialized_end=231
   _DETECTRESULT._serialized_start=234
-  _DETECTRESULT._serialized_end=363
-  _SATURATIONDETECTORSERVICE._serialized_start=365
-  _SATURATIONDETECTORSERVICE._serialized_end=465
+  _DETECTRESULT._serialized_end=385
+  _SATURATIONDETECTORSERVICE._serialized_start=387
+  _SATURATIONDETECTORSERVICE._serialized_end=487
 # @@protoc_insertion_point(module_scope)

@@ -61,6 +61,13 @@ export interface DetectResult {
   waitMs: number;
   /** When every count is 0, why, in a few words (e.g. "engines-full", "predicted-full"). */
   reason: string;
+  /**
+   * How many requests the detector believes each endpoint runs at once (its slots, as a slot
+   * engine's or vLLM's max_num_seqs), in the cycle's order: empty when it believes nothing, else
+   * one per endpoint, 0 for an endpoint it does not know. The host reports them
+   * (foresight_flow_endpoint_slots) and does not act on them; the room counts are the verdict.
+   */
+  slots: number[];
 }
 
 function createBaseDetectRequest(): DetectRequest {
@@ -220,7 +227,7 @@ export const DetectResponse: MessageFns<DetectResponse> = {
 };
 
 function createBaseDetectResult(): DetectResult {
-  return { status: undefined, room: [], waitMs: 0, reason: "" };
+  return { status: undefined, room: [], waitMs: 0, reason: "", slots: [] };
 }
 
 export const DetectResult: MessageFns<DetectResult> = {
@@ -240,6 +247,13 @@ export const DetectResult: MessageFns<DetectResult> = {
     }
     if (message.reason !== "") {
       writer.uint32(34).string(message.reason);
+    }
+    if (message.slots.length !== 0) {
+      writer.uint32(42).fork();
+      for (const v of message.slots) {
+        writer.uint32(v);
+      }
+      writer.join();
     }
     return writer;
   },
@@ -299,6 +313,24 @@ export const DetectResult: MessageFns<DetectResult> = {
             message.reason = reader.string();
             continue;
           }
+          case 5: {
+            if (tag === 40) {
+              message.slots.push(reader.uint32());
+
+              continue;
+            }
+
+            if (tag === 42) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.slots.push(reader.uint32());
+              }
+
+              continue;
+            }
+
+            break;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -321,6 +353,7 @@ export const DetectResult: MessageFns<DetectResult> = {
         ? globalThis.Number(object.wait_ms)
         : 0,
       reason: isSet(object.reason) ? globalThis.String(object.reason) : "",
+      slots: globalThis.Array.isArray(object?.slots) ? object.slots.map((e: any) => globalThis.Number(e)) : [],
     };
   },
 
@@ -338,6 +371,9 @@ export const DetectResult: MessageFns<DetectResult> = {
     if (message.reason !== "") {
       obj.reason = message.reason;
     }
+    if (message.slots?.length) {
+      obj.slots = message.slots.map((e) => Math.round(e));
+    }
     return obj;
   },
 
@@ -352,6 +388,7 @@ export const DetectResult: MessageFns<DetectResult> = {
     message.room = object.room?.map((e) => e) || [];
     message.waitMs = object.waitMs ?? 0;
     message.reason = object.reason ?? "";
+    message.slots = object.slots?.map((e) => e) || [];
     return message;
   },
 };
