@@ -18,6 +18,7 @@ const (
 	metricWaiting          = "vllm:num_requests_waiting"
 	metricFlowDispatched   = "foresight_flow_dispatched_total"
 	metricFlowShed         = "foresight_flow_shed_total"
+	metricEndpointSlots    = "foresight_endpoint_slots"
 )
 
 // routerFigures are what the live bench reads from the router's /metrics after a run.
@@ -32,6 +33,9 @@ type routerFigures struct {
 	// flowShed those flow control answered itself, by reason; both empty without flow control.
 	flowDispatched float64
 	flowShed       map[string]float64
+	// slots are the slots flow control's detector believes each endpoint has, by endpoint id;
+	// empty without flow control.
+	slots map[string]float64
 }
 
 // readRouter scrapes the router's admin /metrics.
@@ -42,7 +46,7 @@ func readRouter(ctx context.Context, client *http.Client, admin string) (routerF
 	}
 	dispatched, _ := v.Sum(metricFlowDispatched)
 	return routerFigures{dispatched: v.ByLabel(metricEndpointRequests, "endpoint"), mape: v.ByLabel(metricPredictorMAPE, "target"),
-		flowDispatched: dispatched, flowShed: v.ByLabel(metricFlowShed, "reason")}, nil
+		flowDispatched: dispatched, flowShed: v.ByLabel(metricFlowShed, "reason"), slots: v.ByLabel(metricEndpointSlots, "endpoint")}, nil
 }
 
 // queuePoller samples every emulated server's waiting queue (vllm:num_requests_waiting on its

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -127,6 +128,9 @@ type LiveServer struct {
 	// MaxWaiting and MeanWaiting are its vllm:num_requests_waiting, sampled every 100 ms.
 	MaxWaiting  float64 `json:"max_waiting"`
 	MeanWaiting float64 `json:"mean_waiting"`
+	// Slots are the slots flow control's detector believed it had at the run's end
+	// (foresight_endpoint_slots); 0: none learned, or flow control off.
+	Slots int `json:"slots,omitempty"`
 }
 
 // newLiveResult heads the result of replaying w with o.
@@ -247,7 +251,7 @@ func (r *LiveRun) servers(addrs []string, results []loadgen.Result, fig routerFi
 	}
 	r.ServerStats = make([]LiveServer, len(addrs))
 	for i, a := range addrs {
-		s := LiveServer{Addr: a, Requests: counts[i], MaxWaiting: maxWaiting[i], MeanWaiting: meanWaiting[i]}
+		s := LiveServer{Addr: a, Requests: counts[i], MaxWaiting: maxWaiting[i], MeanWaiting: meanWaiting[i], Slots: int(fig.slots[a])}
 		if r.Dispatches > 0 {
 			s.Share = float64(counts[i]) / float64(r.Dispatches)
 		}
@@ -336,7 +340,7 @@ func (r *LiveResult) WriteText(out io.Writer) error {
 	}
 	for _, run := range r.Runs {
 		if run.FlowHeld > 0 || len(run.FlowShed) > 0 {
-			fmt.Fprintf(out, "%s: flow control held %d requests (%.1f%% of those sent), shed %v\n", run.Name, run.FlowHeld, 100*run.FlowHeldShare, run.FlowShed)
+			fmt.Fprintf(out, "%s: flow control held %d requests (%.1f%% of those sent), shed %v%s\n", run.Name, run.FlowHeld, 100*run.FlowHeldShare, run.FlowShed, learnedSlots(run.ServerStats))
 		}
 	}
 	for _, m := range missing {
@@ -370,4 +374,17 @@ func (r *LiveResult) WriteReport(file string) error {
 		in.Strategies = append(in.Strategies, st)
 	}
 	return report.WriteFile(file, in)
+}
+
+// learnedSlots says which slots flow control's detector learned for the servers, in their order
+// ("" when none).
+func learnedSlots(servers []LiveServer) string {
+	if !slices.ContainsFunc(servers, func(s LiveServer) bool { return s.Slots > 0 }) {
+		return ""
+	}
+	parts := make([]string, len(servers))
+	for i, s := range servers {
+		parts[i] = strconv.Itoa(s.Slots)
+	}
+	return "; learned slots " + strings.Join(parts, "/")
 }

@@ -226,6 +226,9 @@ foresight_endpoint_requests_total{endpoint="127.0.0.1:8001"} 9
 # TYPE foresight_predictor_mape gauge
 foresight_predictor_mape{target="ttft"} 0.051
 foresight_predictor_mape{target="tpot"} 0.004
+# TYPE foresight_endpoint_slots gauge
+foresight_endpoint_slots{endpoint="127.0.0.1:8000"} 32
+foresight_endpoint_slots{endpoint="127.0.0.1:8001"} 0
 `)
 	}))
 	defer ts.Close()
@@ -238,6 +241,11 @@ foresight_predictor_mape{target="tpot"} 0.004
 	}
 	if fig.mape["ttft"] != 0.051 || fig.mape["tpot"] != 0.004 {
 		t.Errorf("mape %v", fig.mape)
+	}
+	var run LiveRun
+	run.servers([]string{"127.0.0.1:8000", "127.0.0.1:8001"}, nil, fig, []float64{0, 0}, []float64{0, 0})
+	if run.ServerStats[0].Slots != 32 || run.ServerStats[1].Slots != 0 || learnedSlots(run.ServerStats) != "; learned slots 32/0" {
+		t.Errorf("servers %+v (%q), want 32 slots learned for the first", run.ServerStats, learnedSlots(run.ServerStats))
 	}
 }
 

@@ -18,6 +18,9 @@ type EndpointGauges struct {
 	KVCacheUsage     float64
 	// PrefixBlocks is how many prompt blocks the router's prefix index holds for the endpoint.
 	PrefixBlocks int
+	// Slots is how many requests flow control's detector believes the endpoint runs at once; 0:
+	// unknown; negative: flow control is off (not reported).
+	Slots int64
 }
 
 // Endpoints are the per-endpoint metrics, so that one endpoint piling up requests while the
@@ -32,6 +35,7 @@ type EndpointGauges struct {
 //	foresight_endpoint_ejected{endpoint}               1 while outlier detection keeps it out for failing requests
 //	foresight_endpoint_ejections_total{endpoint}       its ejections
 //	foresight_endpoint_prefix_index_blocks{endpoint}   prompt blocks the router's prefix index holds for it (its memory: ~53 B a block)
+//	foresight_endpoint_slots{endpoint}                 with flow control on: the requests its detector believes the endpoint runs at once (0: unknown)
 //
 // The gauges are read at scrape time from the endpoints the router has then, so an endpoint
 // removed from the list leaves them; its requests counter stays.
@@ -39,7 +43,7 @@ type Endpoints struct {
 	dispatched *prometheus.CounterVec
 	read       func() []EndpointGauges
 
-	inflight, waiting, running, kv, healthy, ejected, ejections, prefix *prometheus.Desc
+	inflight, waiting, running, kv, healthy, ejected, ejections, prefix, slots *prometheus.Desc
 }
 
 // NewEndpoints returns the per-endpoint metrics, registered with reg; read is called at every
@@ -66,6 +70,8 @@ func NewEndpoints(reg prometheus.Registerer, read func() []EndpointGauges) (*End
 			"Times outlier detection ejected the endpoint.", label, nil),
 		prefix: prometheus.NewDesc("foresight_endpoint_prefix_index_blocks",
 			"Prompt blocks (16 tokens) the router's prefix index holds for the endpoint.", label, nil),
+		slots: prometheus.NewDesc("foresight_endpoint_slots",
+			"With flow control on: the requests its saturation detector believes the endpoint runs at once (0: unknown).", label, nil),
 	}
 	for _, c := range []prometheus.Collector{e.dispatched, e} {
 		if err := reg.Register(c); err != nil {
@@ -80,7 +86,7 @@ func (e *Endpoints) Dispatched(id string) { e.dispatched.WithLabelValues(id).Inc
 
 // Describe implements prometheus.Collector (the gauges; the counter registers itself).
 func (e *Endpoints) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{e.inflight, e.waiting, e.running, e.kv, e.healthy, e.ejected, e.ejections, e.prefix} {
+	for _, d := range []*prometheus.Desc{e.inflight, e.waiting, e.running, e.kv, e.healthy, e.ejected, e.ejections, e.prefix, e.slots} {
 		ch <- d
 	}
 }
@@ -98,6 +104,9 @@ func (e *Endpoints) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(m.d, prometheus.GaugeValue, m.v, g.ID)
 		}
 		ch <- prometheus.MustNewConstMetric(e.ejections, prometheus.CounterValue, float64(g.Ejections), g.ID)
+		if g.Slots >= 0 {
+			ch <- prometheus.MustNewConstMetric(e.slots, prometheus.GaugeValue, float64(g.Slots), g.ID)
+		}
 	}
 }
 

@@ -201,8 +201,8 @@ func (s *detectorSlot) detectCached(ctx context.Context, c *sdk.Cycle) (sdk.Satu
 	if len(c.Endpoints) == 0 {
 		return callOne(s.slot, s.co, ctx, c)
 	}
-	room, missed := s.cache.lookup(c)
-	v := sdk.SaturationVerdict{Room: room, WaitMs: -1, Reason: "room-used"}
+	room, slots, missed := s.cache.lookup(c)
+	v := sdk.SaturationVerdict{Room: room, WaitMs: -1, Reason: "room-used", Slots: slots}
 	if len(missed) > 0 {
 		sub := &sdk.Cycle{Request: c.Request, Now: c.Now, Seed: c.Seed, Endpoints: make([]sdk.Endpoint, len(missed))}
 		for j, i := range missed {
@@ -215,6 +215,12 @@ func (s *detectorSlot) detectCached(ctx context.Context, c *sdk.Cycle) (sdk.Satu
 		s.cache.store(sub, fresh)
 		for j, i := range missed {
 			room[i] = fresh.Room[j]
+			if len(fresh.Slots) == len(missed) && fresh.Slots[j] > 0 {
+				if v.Slots == nil {
+					v.Slots = make([]int, len(room))
+				}
+				v.Slots[i] = fresh.Slots[j]
+			}
 		}
 		if len(missed) == len(room) {
 			v.WaitMs, v.Reason = fresh.WaitMs, fresh.Reason

@@ -33,6 +33,7 @@ type roomEntry struct {
 	at        time.Time // the verdict's cycle time
 	room      int
 	sent      int64 // the endpoint's dispatched_since_scrape at the verdict
+	slots     int   // the slots the verdict reported for it; 0: none
 }
 
 // stateOnly reports whether a detector with these reads judges by endpoint state alone: it
@@ -50,10 +51,11 @@ func scrapedAt(c *sdk.Cycle, s *sdk.EndpointState) time.Time {
 	return c.Now.Add(-time.Duration(s.MetricsAgeMs * float64(time.Millisecond)))
 }
 
-// lookup answers c's endpoints from the cache: room holds one count per endpoint, and missed the
-// indices of those without an entry for their current scrape, or with one older than
-// roomCacheFor (their counts are 0 until the caller fills them).
-func (rc *roomCache) lookup(c *sdk.Cycle) (room, missed []int) {
+// lookup answers c's endpoints from the cache: room holds one count per endpoint, slots the slots
+// reported with them (nil when none was), and missed the indices of those without an entry for
+// their current scrape, or with one older than roomCacheFor (their counts are 0 until the caller
+// fills them).
+func (rc *roomCache) lookup(c *sdk.Cycle) (room, slots, missed []int) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	room = make([]int, len(c.Endpoints))
@@ -66,8 +68,14 @@ func (rc *roomCache) lookup(c *sdk.Cycle) (room, missed []int) {
 			continue
 		}
 		room[i] = max(en.room-int(e.State.DispatchedSinceScrape-en.sent), 0)
+		if en.slots > 0 {
+			if slots == nil {
+				slots = make([]int, len(c.Endpoints))
+			}
+			slots[i] = en.slots
+		}
 	}
-	return room, missed
+	return room, slots, missed
 }
 
 // store keeps v, the detector's verdict on c.
@@ -79,6 +87,10 @@ func (rc *roomCache) store(c *sdk.Cycle, v sdk.SaturationVerdict) {
 	}
 	for i := range c.Endpoints {
 		e := &c.Endpoints[i]
-		rc.byID[e.ID] = roomEntry{scrapedAt: scrapedAt(c, &e.State), at: c.Now, room: v.Room[i], sent: e.State.DispatchedSinceScrape}
+		en := roomEntry{scrapedAt: scrapedAt(c, &e.State), at: c.Now, room: v.Room[i], sent: e.State.DispatchedSinceScrape}
+		if len(v.Slots) == len(c.Endpoints) {
+			en.slots = v.Slots[i]
+		}
+		rc.byID[e.ID] = en
 	}
 }

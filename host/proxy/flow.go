@@ -85,6 +85,7 @@ type flowGate struct {
 	tick     time.Duration // the scrape interval: the pump's and the waiting room's retry period
 	m        *metrics.FlowControl
 	lastWait atomic.Int64 // the last known wait estimate of the detector: finds hopeless requests
+	slots    endpointSlots
 	kicks    chan struct{}
 	stop     chan struct{}
 
@@ -231,6 +232,7 @@ func (g *flowGate) judge(p *pending, c *sdk.Cycle) sdk.SaturationVerdict {
 	if len(v.Room) != len(c.Endpoints) { // a slot's answers are checked; this is a built-in's bug
 		v = sdk.SaturationVerdict{Room: make([]int, len(c.Endpoints)), WaitMs: -1, Reason: "invalid-verdict"}
 	}
+	g.slots.note(c, v.Slots)
 	room := 0
 	for _, r := range v.Room {
 		if r > 0 {
@@ -550,4 +552,42 @@ func (g *flowGate) shedAll() {
 		g.answer(h.p, http.StatusServiceUnavailable, reasonShuttingDown, "the router shut down while the request waited in its queue")
 		g.release(h)
 	}
+}
+
+// endpointSlots keeps the slots the detector last reported for each endpoint it judged, for
+// foresight_endpoint_slots.
+type endpointSlots struct {
+	mu   sync.Mutex
+	byID map[string]int
+}
+
+// note records slots, the verdict's on c's endpoints (none: every one unknown). A detector that
+// never reports slots costs a lock and a length check.
+func (s *endpointSlots) note(c *sdk.Cycle, slots []int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(slots) == 0 && len(s.byID) == 0 {
+		return
+	}
+	if s.byID == nil {
+		s.byID = make(map[string]int, len(c.Endpoints))
+	}
+	for i := range c.Endpoints {
+		n := 0
+		if len(slots) == len(c.Endpoints) {
+			n = slots[i]
+		}
+		if n == 0 {
+			delete(s.byID, c.Endpoints[i].ID)
+		} else {
+			s.byID[c.Endpoints[i].ID] = n
+		}
+	}
+}
+
+// of returns the slots last reported for endpoint id; 0: unknown.
+func (s *endpointSlots) of(id string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.byID[id]
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/foresight-router/foresight/host/endpoints"
 	"github.com/foresight-router/foresight/host/metrics"
 	"github.com/foresight-router/foresight/internal/logbuf"
+	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/foresight-router/foresight/sim/emulator"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -445,5 +446,28 @@ func TestFlowControlAllCandidates(t *testing.T) {
 		if got := <-answers; got.status != http.StatusOK {
 			t.Errorf("%s: %d %s", got.id, got.status, got.body)
 		}
+	}
+}
+
+// The gate keeps the slots each verdict reports per endpoint, for foresight_endpoint_slots: a
+// verdict without them, or with 0 for an endpoint, makes its slots unknown again.
+func TestEndpointSlotsFollowTheVerdicts(t *testing.T) {
+	var s endpointSlots
+	c := &sdk.Cycle{Endpoints: []sdk.Endpoint{{ID: "a"}, {ID: "b"}}}
+	s.note(c, nil)
+	if s.byID != nil {
+		t.Fatal("a detector that never reports slots allocated the map")
+	}
+	s.note(c, []int{32, 0})
+	if s.of("a") != 32 || s.of("b") != 0 {
+		t.Errorf("after [32 0]: a %d, b %d", s.of("a"), s.of("b"))
+	}
+	s.note(&sdk.Cycle{Endpoints: []sdk.Endpoint{{ID: "b"}}}, []int{8}) // a cycle on b alone leaves a's
+	if s.of("a") != 32 || s.of("b") != 8 {
+		t.Errorf("after b's [8]: a %d, b %d", s.of("a"), s.of("b"))
+	}
+	s.note(c, nil)
+	if s.of("a") != 0 || s.of("b") != 0 || len(s.byID) != 0 {
+		t.Errorf("after a verdict without slots: a %d, b %d (%d kept), want unknown", s.of("a"), s.of("b"), len(s.byID))
 	}
 }

@@ -172,9 +172,13 @@ func (s *Server) EndpointGauges() []metrics.EndpointGauges {
 	for _, st := range states {
 		var es sdk.EndpointState
 		s.inflight.Fill(st.ID, now, st.ScrapedAt, &es)
-		out = append(out, metrics.EndpointGauges{ID: st.ID, Healthy: st.Healthy, Ejected: st.Ejected, Ejections: st.Ejections,
+		g := metrics.EndpointGauges{ID: st.ID, Healthy: st.Healthy, Ejected: st.Ejected, Ejections: st.Ejections,
 			Inflight: es.InflightRequests, Waiting: st.Waiting, Running: st.Running, KVCacheUsage: st.KVCacheUsage,
-			PrefixBlocks: s.prefix.Len(st.ID)})
+			PrefixBlocks: s.prefix.Len(st.ID), Slots: -1}
+		if s.flow != nil {
+			g.Slots = int64(s.flow.slots.of(st.ID))
+		}
+		out = append(out, g)
 	}
 	return out
 }

@@ -162,9 +162,12 @@ func indicesToProto(idx []int) []uint32 {
 // roomToProto converts a detector's room counts into [0, 2^31 − 1], the range the host reads: a
 // negative count (a stage's slip) becomes 0, full, and a larger one than the host reads is capped
 // rather than wrapped.
-func roomToProto(room []int) []uint32 {
-	out := make([]uint32, len(room))
-	for i, v := range room {
+func countsToProto(counts []int) []uint32 {
+	if len(counts) == 0 {
+		return nil
+	}
+	out := make([]uint32, len(counts))
+	for i, v := range counts {
 		out[i] = uint32(min(max(v, 0), math.MaxInt32))
 	}
 	return out

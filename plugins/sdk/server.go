@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"google.golang.org/grpc"
 
@@ -262,14 +263,23 @@ func (s *detectorServer) Detect(stream grpc.BidiStreamingServer[pb.DetectRequest
 func (s *detectorServer) detect(ctx context.Context, req *pb.DetectRequest) *pb.DetectResponse {
 	results := serveEach(s.reg, req.GetInstance(), req.GetCycles(), func(impl Detector, _ int, c *Cycle) (SaturationVerdict, error) {
 		v, err := impl.Detect(ctx, c)
-		if err == nil && len(v.Room) != len(c.Endpoints) {
+		switch {
+		case err != nil:
+		case len(v.Room) != len(c.Endpoints):
 			err = fmt.Errorf("detector returned %d room counts for %d endpoints", len(v.Room), len(c.Endpoints))
+		case len(v.Slots) != 0 && len(v.Slots) != len(c.Endpoints):
+			err = fmt.Errorf("detector returned %d slot counts for %d endpoints", len(v.Slots), len(c.Endpoints))
+		default:
+			if i := slices.IndexFunc(v.Slots, func(n int) bool { return n < 0 }); i >= 0 {
+				err = fmt.Errorf("detector returned %d slots for endpoint %d: want 0 or more", v.Slots[i], i)
+			}
 		}
 		return v, err
 	})
 	out := &pb.DetectResponse{Results: make([]*pb.DetectResult, len(results))}
 	for i, r := range results {
-		out.Results[i] = &pb.DetectResult{Status: statusToProto(r.err), Room: roomToProto(r.value.Room), WaitMs: r.value.WaitMs, Reason: r.value.Reason}
+		out.Results[i] = &pb.DetectResult{Status: statusToProto(r.err), Room: countsToProto(r.value.Room),
+			WaitMs: r.value.WaitMs, Reason: r.value.Reason, Slots: countsToProto(r.value.Slots)}
 	}
 	return out
 }

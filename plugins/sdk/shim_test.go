@@ -98,12 +98,16 @@ func (e *echoStage) Detect(_ context.Context, c *sdk.Cycle) (sdk.SaturationVerdi
 		return sdk.SaturationVerdict{Room: []int{1}}, nil
 	case "wide":
 		return sdk.SaturationVerdict{Room: []int{-3, math.MaxInt64}, WaitMs: 0}, nil
+	case "short-slots":
+		return sdk.SaturationVerdict{Room: []int{1, 1}, Slots: []int{32}}, nil
+	case "negative-slots":
+		return sdk.SaturationVerdict{Room: []int{1, 1}, Slots: []int{32, -1}}, nil
 	}
 	room := make([]int, len(c.Endpoints))
 	for i, ep := range c.Endpoints {
 		room[i] = int(ep.State.Waiting)
 	}
-	return sdk.SaturationVerdict{Room: room, WaitMs: c.Request.SLO.TTFTMs, Reason: c.Request.SessionID}, nil
+	return sdk.SaturationVerdict{Room: room, WaitMs: c.Request.SLO.TTFTMs, Reason: c.Request.SessionID, Slots: []int{32, 0}}, nil
 }
 
 func (e *echoStage) Order(_ context.Context, c *sdk.Cycle) (sdk.OrderKey, error) {
@@ -282,11 +286,12 @@ func TestScorerAdmitterPickerRoundTrip(t *testing.T) {
 func TestDetectorOrderRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	dc := dispense(t, sdk.StageDetector, &echoStage{}).(*transport.DetectorClient)
-	verdicts, err := dc.DetectBatch(ctx, []*sdk.Cycle{testCycle("r"), testCycle("short"), testCycle("wide")})
+	verdicts, err := dc.DetectBatch(ctx, []*sdk.Cycle{testCycle("r"), testCycle("short"), testCycle("wide"),
+		testCycle("short-slots"), testCycle("negative-slots")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(sdk.SaturationVerdict{Room: []int{3, 1}, WaitMs: 500, Reason: "s1"}, verdicts[0].Value); diff != "" {
+	if diff := cmp.Diff(sdk.SaturationVerdict{Room: []int{3, 1}, WaitMs: 500, Reason: "s1", Slots: []int{32, 0}}, verdicts[0].Value); diff != "" {
 		t.Errorf("verdict (-want +got):\n%s", diff)
 	}
 	if verdicts[1].Err == nil || !strings.Contains(verdicts[1].Err.Error(), "1 room counts for 2 endpoints") {
@@ -294,6 +299,14 @@ func TestDetectorOrderRoundTrip(t *testing.T) {
 	}
 	if diff := cmp.Diff([]int{0, math.MaxInt32}, verdicts[2].Value.Room); diff != "" || verdicts[2].Err != nil {
 		t.Errorf("out-of-range counts (-want +got):\n%s (%v)", diff, verdicts[2].Err)
+	}
+	if verdicts[2].Value.Slots != nil {
+		t.Errorf("a verdict without slots arrived with %v", verdicts[2].Value.Slots)
+	}
+	for i, want := range map[int]string{3: "1 slot counts for 2 endpoints", 4: "-1 slots for endpoint 1"} {
+		if verdicts[i].Err == nil || !strings.Contains(verdicts[i].Err.Error(), want) {
+			t.Errorf("verdict %d: got %v, want an error saying %q", i, verdicts[i].Err, want)
+		}
 	}
 
 	oc := dispense(t, sdk.StageOrder, &echoStage{}).(*transport.OrderClient)

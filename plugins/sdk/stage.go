@@ -91,6 +91,11 @@ type SaturationVerdict struct {
 	WaitMs float64 `json:"wait_ms"`
 	// Reason says in a few words why every endpoint is full, e.g. "engines-full"; empty otherwise.
 	Reason string `json:"reason,omitempty"`
+	// Slots, when the detector believes it knows them, holds one count per endpoint, in the
+	// cycle's order: how many requests the endpoint runs at once (a slot engine's slots, vLLM's
+	// max_num_seqs); 0 for one it does not know. Empty: none known. The router reports them
+	// (foresight_flow_endpoint_slots) and acts on Room alone.
+	Slots []int `json:"slots,omitempty"`
 }
 
 // Saturated reports whether no endpoint has room.

@@ -63,7 +63,7 @@ func (d *StateDetector) Detect(_ context.Context, c *sdk.Cycle) (sdk.SaturationV
 	p := d.Get()
 	v := sdk.SaturationVerdict{Room: make([]int, len(c.Endpoints)), WaitMs: -1}
 	for i := range c.Endpoints {
-		v.Room[i] = p.room(c.Endpoints[i].State, d.learned.learn(c, i, p))
+		v.Room[i] = p.room(c.Endpoints[i].State, d.learned.learn(c, i, p, &v))
 		if v.Room[i] > 0 {
 			v.WaitMs = 0
 		}
@@ -160,10 +160,10 @@ func (d *PredictedDetector) Detect(_ context.Context, c *sdk.Cycle) (sdk.Saturat
 	byPrediction, byState := 0, 0
 	for i := range c.Endpoints {
 		e := &c.Endpoints[i]
-		slots := d.learned.learn(c, i, &p.StateParams)
+		bound := d.learned.learn(c, i, &p.StateParams, &v)
 		switch {
 		case idle(&p.StateParams, e.State):
-			v.Room[i] = p.room(e.State, slots)
+			v.Room[i] = p.room(e.State, bound)
 			v.WaitMs = 0
 		case e.Prediction.Usable():
 			byPrediction++
@@ -175,7 +175,7 @@ func (d *PredictedDetector) Detect(_ context.Context, c *sdk.Cycle) (sdk.Saturat
 			v.WaitMs = min(v.WaitMs, ttft)
 		default:
 			byState++
-			v.Room[i] = p.room(e.State, slots)
+			v.Room[i] = p.room(e.State, bound)
 			if v.Room[i] > 0 {
 				v.WaitMs = 0
 			}

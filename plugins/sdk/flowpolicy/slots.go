@@ -1,6 +1,7 @@
 package flowpolicy
 
 import (
+	"math"
 	"sync"
 	"time"
 
@@ -53,15 +54,26 @@ const (
 )
 
 // learn observes endpoint i of c and returns how many of the router's requests it may have in
-// flight under p: its slots, or one more while they are probed; 0 while unknown, or when p
-// learns none.
-func (l *slotLearner) learn(c *sdk.Cycle, i int, p *StateParams) int64 {
+// flight under p (its slots, or one more while they are probed; 0 while unknown, or when p learns
+// none), and notes its slots in v (v.Slots is made the first time an endpoint has some).
+func (l *slotLearner) learn(c *sdk.Cycle, i int, p *StateParams, v *sdk.SaturationVerdict) int64 {
 	if p.SlotScrapes <= 0 {
 		return 0
 	}
 	e := &c.Endpoints[i]
 	l.observe(e.ID, c.Now, &e.State, p.MaxMetricsAgeMs)
-	return l.bound(e.ID, c.Now, p.SlotScrapes)
+	slots, probing := l.slots(e.ID, c.Now, p.SlotScrapes)
+	if slots == 0 {
+		return 0
+	}
+	if v.Slots == nil {
+		v.Slots = make([]int, len(c.Endpoints))
+	}
+	v.Slots[i] = int(min(slots, math.MaxInt32))
+	if probing {
+		return slots + 1
+	}
+	return slots
 }
 
 // observe records the state s of endpoint id in a cycle at now: once a scrape, and only while
@@ -106,18 +118,15 @@ func (l *slotLearner) observe(id string, now time.Time, s *sdk.EndpointState, ma
 	}
 }
 
-// bound returns the in-flight bound of endpoint id at now: its slots (the running count seen
-// with a queue in at least after scrapes, and not exceeded for slotSettle), plus one when no
-// scrape showed a queue at them for slotProbeEvery; 0 when not learned.
-func (l *slotLearner) bound(id string, now time.Time, after int64) int64 {
+// slots returns the slots of endpoint id at now: the running count seen with a queue in at least
+// after scrapes, and not exceeded for slotSettle; 0 when not learned. probing: no scrape showed a
+// queue at them for slotProbeEvery.
+func (l *slotLearner) slots(id string, now time.Time, after int64) (slots int64, probing bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e := l.byID[id]
 	if e == nil || int64(e.queued) < after || now.Sub(e.since) < slotSettle {
-		return 0
+		return 0, false
 	}
-	if now.Sub(e.queue) > slotProbeEvery {
-		return e.running + 1
-	}
-	return e.running
+	return e.running, now.Sub(e.queue) > slotProbeEvery
 }

@@ -3,6 +3,7 @@ package flowpolicy
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -57,7 +58,18 @@ func TestStateDetectorLearnsSlots(t *testing.T) {
 	if got := room(10201*ms, 0, 31, 31); got != 3 {
 		t.Errorf("a scrape seen twice counted twice: room %d, want 3", got)
 	}
+	slots := func(at time.Duration) []int {
+		s := sdk.EndpointState{Running: 31, InflightRequests: 31, MetricsAgeMs: 10}
+		v, _ := d.Detect(context.Background(), &sdk.Cycle{Now: t0.Add(at), Endpoints: []sdk.Endpoint{{ID: "e", State: s}}})
+		return v.Slots
+	}
+	if got := slots(10201 * ms); got != nil {
+		t.Errorf("before the slots are learned the verdict reports %v, want none", got)
+	}
 	room(10250*ms, 1, 32, 33) // the fourth scrape with a queue at 32: learned
+	if got := slots(10251 * ms); !slices.Equal(got, []int{32}) {
+		t.Errorf("learned: the verdict reports slots %v, want [32]", got)
+	}
 	cases := []struct {
 		name                       string
 		at                         time.Duration

@@ -28,9 +28,17 @@ func checkRoom(v sdk.SaturationVerdict, n int) error {
 	if len(v.Room) != n {
 		return fmt.Errorf("detector returned %d room counts for %d endpoints", len(v.Room), n)
 	}
+	if len(v.Slots) != 0 && len(v.Slots) != n {
+		return fmt.Errorf("detector returned %d slot counts for %d endpoints", len(v.Slots), n)
+	}
 	for i, r := range v.Room {
 		if r < 0 {
 			return fmt.Errorf("detector returned room %d for endpoint %d: want 0 or more", r, i)
+		}
+	}
+	for i, s := range v.Slots {
+		if s < 0 {
+			return fmt.Errorf("detector returned %d slots for endpoint %d: want 0 or more", s, i)
 		}
 	}
 	return nil

@@ -344,10 +344,8 @@ func (c *DetectorClient) DetectBatch(ctx context.Context, cycles []*sdk.Cycle) (
 		return nil, err
 	}
 	return collect(cycles, resp.GetResults(), func(cy *sdk.Cycle, r *pb.DetectResult) (sdk.SaturationVerdict, error) {
-		v := sdk.SaturationVerdict{Room: make([]int, len(r.GetRoom())), WaitMs: r.GetWaitMs(), Reason: r.GetReason()}
-		for i, n := range r.GetRoom() {
-			v.Room[i] = int(min(n, math.MaxInt32))
-		}
+		v := sdk.SaturationVerdict{Room: countsFromProto(r.GetRoom()), WaitMs: r.GetWaitMs(), Reason: r.GetReason(),
+			Slots: countsFromProto(r.GetSlots())}
 		return v, checkRoom(v, len(cy.Endpoints))
 	})
 }
@@ -371,4 +369,16 @@ func (c *OrderClient) OrderBatch(ctx context.Context, cycles []*sdk.Cycle) ([]Re
 		}
 		return k, nil
 	})
+}
+
+// countsFromProto converts a verdict's counts, capped at the largest int32; none is nil.
+func countsFromProto(counts []uint32) []int {
+	if len(counts) == 0 {
+		return nil
+	}
+	out := make([]int, len(counts))
+	for i, n := range counts {
+		out[i] = int(min(n, math.MaxInt32))
+	}
+	return out
 }
