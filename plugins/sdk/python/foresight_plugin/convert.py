@@ -192,8 +192,9 @@ def saturation_verdict(v) -> SaturationVerdict:
     return SaturationVerdict(list(v))
 
 
-# The largest room count the wire carries (uint32); the host reads no more than 2^31 - 1 anyway.
-_MAX_ROOM = (1 << 32) - 1
+# The largest room or slot count the wire carries (uint32); the host reads no more than 2^31 - 1
+# anyway.
+_MAX_COUNT = (1 << 32) - 1
 
 
 def room_to_proto(room, n: int) -> list:
@@ -208,7 +209,27 @@ def room_to_proto(room, n: int) -> list:
             r = operator.index(r)  # an int; a float such as 1.5 is refused, not truncated
         except TypeError:
             raise StatusError(f"detector returned room[{i}] = {r!r}: want an int") from None
-        out.append(min(max(r, 0), _MAX_ROOM))
+        out.append(min(max(r, 0), _MAX_COUNT))
+    return out
+
+
+def slots_to_proto(slots, n: int) -> list:
+    """The wire form of a detector's slot counts for a cycle of n endpoints: none (an empty list
+    or None), or one per endpoint, each an int >= 0 (another length or a negative count is that
+    cycle's error, as in the Go SDK), one beyond the wire's uint32 its largest value."""
+    if slots is None or len(slots) == 0:
+        return []
+    if len(slots) != n:
+        raise StatusError(f"detector returned {len(slots)} slot counts for {n} endpoints")
+    out = []
+    for i, s in enumerate(slots):
+        try:
+            s = operator.index(s)
+        except TypeError:
+            raise StatusError(f"detector returned slots[{i}] = {s!r}: want an int >= 0") from None
+        if s < 0:
+            raise StatusError(f"detector returned slots[{i}] = {s}: want an int >= 0")
+        out.append(min(s, _MAX_COUNT))
     return out
 
 

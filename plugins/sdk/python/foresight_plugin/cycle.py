@@ -213,6 +213,11 @@ class SaturationVerdict:
     wait_ms: Optional[float] = None
     #: When every count is 0, why, in a few words (e.g. "engines-full").
     reason: str = ""
+    #: How many requests the detector believes each endpoint runs at once (its slots, as a slot
+    #: engine's or vLLM's max_num_seqs), in the cycle's order: empty (the default) when it
+    #: believes nothing, else one per endpoint, 0 for one it does not know. The host reports them
+    #: and does not act on them; the room counts are the verdict.
+    slots: list = field(default_factory=list)
 
     def saturated(self) -> bool:
         """Whether no endpoint has room."""

@@ -17,7 +17,7 @@ from ._gen import (
 from .convert import (
     admit_verdict, cycle_from_proto, filter_verdict, observe_result, order_key,
     order_key_to_proto, predictions_to_proto, predictor_stats_to_proto, room_to_proto,
-    sample_from_proto, saturation_verdict, wait_ms_of,
+    sample_from_proto, saturation_verdict, slots_to_proto, wait_ms_of,
 )
 from .log import Logger, logger as default_logger
 from .stages import Plugin, stage_of
@@ -140,6 +140,7 @@ class Handlers:
                 v = saturation_verdict(self.impl.detect(c))
                 r.room.extend(room_to_proto(v.room, len(c.endpoints)))
                 r.wait_ms, r.reason = wait_ms_of(v), v.reason
+                r.slots.extend(slots_to_proto(v.slots, len(c.endpoints)))
             except Exception as e:  # noqa: BLE001
                 r.Clear()
                 r.status.CopyFrom(self._failed("detect", e))

@@ -136,8 +136,8 @@ class Detector(Plugin):
 
     def detect(self, cycle: Cycle) -> SaturationVerdict | Sequence[int]:
         """One room count per endpoint of cycle, in order (0: full), or a SaturationVerdict to add
-        the estimated wait and why every endpoint is full. A count list of another length than
-        the endpoints is that cycle's error."""
+        the estimated wait, why every endpoint is full and the slots it believes each has. A count
+        list of another length than the endpoints is that cycle's error."""
         raise NotImplementedError
 
 

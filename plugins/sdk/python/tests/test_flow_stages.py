@@ -29,6 +29,11 @@ def malformed():
     return c
 
 
+# The slots QueueDetector believes in, by request id.
+SLOTS = {"slots": [8, 0, 2**40], "slots-none": None, "slots-short": [8], "slots-negative": [8, -1],
+         "slots-float": [8.0, 4]}
+
+
 class QueueDetector(fp.Detector):
     """Room = 4 - waiting; its answer's shape is chosen by the request id, to reach every path."""
     type = "queue-detector"
@@ -51,6 +56,8 @@ class QueueDetector(fp.Detector):
             return "full"
         if kind == "nan":
             return fp.SaturationVerdict(room, wait_ms=float("nan"))
+        if kind in SLOTS:
+            return fp.SaturationVerdict(room, slots=SLOTS[kind])
         return fp.SaturationVerdict(room, reason="" if any(r > 0 for r in room) else "engines-full")
 
 
@@ -104,6 +111,32 @@ class DetectTest(unittest.TestCase):
             with self.subTest(rid):
                 r = detect(self.h, with_id(cycle(waiting), rid))[0]
                 self.assertEqual((list(r.room), r.wait_ms, r.reason), (room, wait, reason))
+                if code is None:
+                    self.assertFalse(r.HasField("status"))
+                else:
+                    self.assertEqual((r.status.code, r.status.message), (code, message))
+
+    def test_slots(self):
+        tests = [
+            # (request id, waiting, room, slots, status code, status message)
+            # 0: a slot count the detector does not know; 2^40: the wire's largest, 2^32 - 1.
+            ("slots", [0, 1, 5], [4, 3, 0], [8, 0, 2**32 - 1], None, None),
+            # None and the default: the detector believes nothing.
+            ("slots-none", [1, 2], [3, 2], [], None, None),
+            ("wait", [1, 2], [3, 2], [], None, None),
+            ("slots-short", [1, 2], [], [], types_pb2.STATUS_CODE_ERROR,
+             "detector returned 1 slot counts for 2 endpoints"),
+            ("slots-negative", [1, 2], [], [], types_pb2.STATUS_CODE_ERROR,
+             "detector returned slots[1] = -1: want an int >= 0"),
+            ("slots-float", [1, 2], [], [], types_pb2.STATUS_CODE_ERROR,
+             "detector returned slots[0] = 8.0: want an int >= 0"),
+        ]
+        for rid, waiting, room, slots, code, message in tests:
+            with self.subTest(rid):
+                r = detect(self.h, with_id(cycle(waiting), rid))[0]
+                # As the host reads it: through the wire.
+                r = detector_pb2.DetectResult.FromString(r.SerializeToString())
+                self.assertEqual((list(r.room), list(r.slots)), (room, slots))
                 if code is None:
                     self.assertFalse(r.HasField("status"))
                 else:

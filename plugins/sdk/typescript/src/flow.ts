@@ -7,8 +7,8 @@ import type { DetectResponse, DetectResult } from "./gen/foresight/v1/detector";
 import type { OrderResponse, OrderResult } from "./gen/foresight/v1/order";
 import type { Cycle, Detector, OrderKey, Orderer, SaturationVerdict } from "./types";
 
-/** MAX_ROOM is the largest room count the wire carries (a uint32); the host reads no more than 2^31 − 1. */
-const MAX_ROOM = 0xffff_ffff;
+/** MAX_COUNT is the largest room or slot count the wire carries (a uint32); the host reads no more than 2^31 − 1. */
+const MAX_COUNT = 0xffff_ffff;
 
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
@@ -16,7 +16,8 @@ const INT64_MAX = 2n ** 63n - 1n;
 /**
  * checkSaturationVerdict throws, naming the problem, when v is not a verdict for c: one integer
  * room count per endpoint (another length is that cycle's error, as in the Go SDK), a wait that is
- * a number when given, a reason that is a string when given.
+ * a number when given, a reason that is a string when given, and no slot counts or one integer ≥ 0
+ * per endpoint.
  */
 export function checkSaturationVerdict(c: Cycle, v: SaturationVerdict): void {
   if (typeof v !== "object" || v === null) throw new Error(`detector must return { room, waitMs, reason }, got ${String(v)}`);
@@ -32,6 +33,14 @@ export function checkSaturationVerdict(c: Cycle, v: SaturationVerdict): void {
     throw new Error(`detector returned waitMs = ${String(v.waitMs)}: want a number of milliseconds`);
   }
   checkReason(v.reason);
+  if (v.slots === undefined) return;
+  if (!Array.isArray(v.slots)) throw new Error(`detector must return slots as an array of counts, got ${typeof v.slots}`);
+  if (v.slots.length !== 0 && v.slots.length !== c.endpoints.length) {
+    throw new Error(`detector returned ${v.slots.length} slot counts for ${c.endpoints.length} endpoints`);
+  }
+  v.slots.forEach((s, i) => {
+    if (!Number.isInteger(s) || s < 0) throw new Error(`detector returned slots[${i}] = ${String(s)}: want an integer >= 0`);
+  });
 }
 
 /**
@@ -58,7 +67,12 @@ export function checkOrderKey(_c: Cycle, k: OrderKey): void {
  * the Go SDK sends it; one beyond the wire's uint32 as its largest value.
  */
 function roomToProto(room: readonly number[]): number[] {
-  return room.map((r) => Math.min(Math.max(r, 0), MAX_ROOM));
+  return room.map((r) => Math.min(Math.max(r, 0), MAX_COUNT));
+}
+
+/** slotsToProto returns the slot counts as they travel: none when absent; one beyond the wire's uint32 as its largest value. */
+function slotsToProto(slots: readonly number[] | undefined): number[] {
+  return (slots ?? []).map((s) => Math.min(s, MAX_COUNT));
 }
 
 /** waitOf returns the verdict's wait, or when it has none 0 if some endpoint has room and −1 (unknown) if none has. */
@@ -70,8 +84,8 @@ export function detectResponse(rs: Result<SaturationVerdict>[]): DetectResponse 
   return {
     results: rs.map((r): DetectResult =>
       r.ok
-        ? { status: undefined, room: roomToProto(r.value.room), waitMs: waitOf(r.value), reason: r.value.reason ?? "" }
-        : { status: r.status, room: [], waitMs: 0, reason: "" },
+        ? { status: undefined, room: roomToProto(r.value.room), waitMs: waitOf(r.value), reason: r.value.reason ?? "", slots: slotsToProto(r.value.slots) }
+        : { status: r.status, room: [], waitMs: 0, reason: "", slots: [] },
     ),
   };
 }

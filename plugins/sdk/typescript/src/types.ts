@@ -184,6 +184,13 @@ export interface SaturationVerdict {
   waitMs?: number;
   /** When every count is 0, why, in a few words (e.g. "engines-full"). */
   reason?: string;
+  /**
+   * How many requests the detector believes each endpoint runs at once (its slots, as a slot
+   * engine's or vLLM's max_num_seqs), in the cycle's order: absent or empty when it believes
+   * nothing, else one integer ≥ 0 per endpoint, 0 for one it does not know. The host reports them
+   * and does not act on them; the room counts are the verdict.
+   */
+  slots?: number[];
 }
 
 /**
@@ -309,7 +316,7 @@ export interface Producer extends Plugin {
  * request for which none has room waits in the router's queue and is decided again when one has.
  */
 export interface Detector extends Plugin {
-  /** detect returns one room count per endpoint of the cycle, in order, and the wait and why. */
+  /** detect returns one room count per endpoint of the cycle, in order, the wait and why, and the slots it believes in. */
   detect(cycle: Cycle): Answer<SaturationVerdict>;
 }
 

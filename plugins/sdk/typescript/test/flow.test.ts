@@ -4,6 +4,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { decodeCycleBatch, encodeCycleBatch } from "../src/convert";
 import { detectHandler, orderHandler } from "../src/flow";
+import { DetectResult } from "../src/gen/foresight/v1/detector";
 import { info, stageOf } from "../src/server";
 import { Code, Stage, type Cycle, type Detector, type OrderKey, type Orderer, type SaturationVerdict } from "../src/index";
 import { cycle } from "./helpers";
@@ -29,6 +30,18 @@ const queueDetector: Detector = {
         return { room: room.map(() => 2 ** 40) };
       case "nan-wait":
         return { room, waitMs: NaN };
+      case "slots":
+        return { room, slots: [8, 0, 2 ** 40] };
+      case "slots-empty":
+        return { room, slots: [] };
+      case "slots-short":
+        return { room, slots: [8] };
+      case "slots-negative":
+        return { room, slots: room.map(() => -1) };
+      case "slots-float":
+        return { room, slots: room.map(() => 1.5) };
+      case "slots-string":
+        return { room, slots: "8" as unknown as number[] };
       case "undefined":
         return undefined as unknown as SaturationVerdict;
     }
@@ -41,10 +54,10 @@ test("a detector's verdicts come back per cycle, in order", () => {
   assert.ok(!(resp instanceof Promise));
   assert.deepEqual(resp.results, [
     // 4 − [0..5] = 4, 3, 2, 1, 0, −1: the negative count travels as 0; some room and no estimate: wait 0.
-    { status: undefined, room: [4, 3, 2, 1, 0, 0], waitMs: 0, reason: "" },
+    { status: undefined, room: [4, 3, 2, 1, 0, 0], waitMs: 0, reason: "", slots: [] },
     // No endpoints: no room anywhere and no estimate: the wait is unknown (−1).
-    { status: undefined, room: [], waitMs: -1, reason: "engines-full" },
-    { status: undefined, room: [4, 3, 2, 1, 0, 0], waitMs: 250, reason: "engines-full" },
+    { status: undefined, room: [], waitMs: -1, reason: "engines-full", slots: [] },
+    { status: undefined, room: [4, 3, 2, 1, 0, 0], waitMs: 250, reason: "engines-full", slots: [] },
   ]);
 });
 
@@ -54,6 +67,10 @@ test("detector answers the host would reject are that cycle's error, with the Go
     { model: "float", n: 1, message: "detector returned room[0] = 1.5: want an integer" },
     { model: "nan-wait", n: 1, message: "detector returned waitMs = NaN: want a number of milliseconds" },
     { model: "undefined", n: 1, message: "detector must return { room, waitMs, reason }, got undefined" },
+    { model: "slots-short", n: 2, message: "detector returned 1 slot counts for 2 endpoints" },
+    { model: "slots-negative", n: 1, message: "detector returned slots[0] = -1: want an integer >= 0" },
+    { model: "slots-float", n: 1, message: "detector returned slots[0] = 1.5: want an integer >= 0" },
+    { model: "slots-string", n: 1, message: "detector must return slots as an array of counts, got string" },
     // 2^40 is beyond the wire's uint32: its largest value.
     { model: "huge", n: 1, room: [0xffff_ffff] },
   ];
@@ -64,10 +81,24 @@ test("detector answers the host would reject are that cycle's error, with the Go
     if (tc.message === undefined) {
       assert.deepEqual(r!.room, tc.room, tc.model);
     } else {
-      assert.deepEqual(r, { status: { code: Code.Error, message: tc.message }, room: [], waitMs: 0, reason: "" }, tc.model);
+      assert.deepEqual(r, { status: { code: Code.Error, message: tc.message }, room: [], waitMs: 0, reason: "", slots: [] }, tc.model);
     }
     assert.deepEqual(next!.room, [4], `${tc.model}: the next cycle is answered`);
   }
+});
+
+test("a detector's slot counts travel one per endpoint, capped at the wire's uint32", () => {
+  const resp = detectHandler(queueDetector)(batch(withModel(cycle(3), "slots"), withModel(cycle(2), "slots-empty")));
+  assert.ok(!(resp instanceof Promise));
+  const want = [
+    // 0: an endpoint the detector does not know; 2^40 is beyond the wire's uint32: its largest value.
+    { status: undefined, room: [4, 3, 2], waitMs: 0, reason: "", slots: [8, 0, 0xffff_ffff] },
+    // Empty: the detector believes nothing.
+    { status: undefined, room: [4, 3], waitMs: 0, reason: "", slots: [] },
+  ];
+  assert.deepEqual(resp.results, want);
+  // As the host reads them: through the wire.
+  assert.deepEqual(resp.results.map((r) => DetectResult.decode(DetectResult.encode(r).finish())), want);
 });
 
 test("a malformed cycle is INVALID_ARGUMENT for a detector too", () => {

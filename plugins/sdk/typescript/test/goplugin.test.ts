@@ -267,8 +267,8 @@ test("flow control's stages as processes: a detector and an orderer answer their
     const [r1, r2] = await bidi(d, "/foresight.v1.SaturationDetectorService/Detect", [encodeCycleBatch([many]), encodeCycleBatch([full])], (b) =>
       DetectResponse.decode(b),
     );
-    assert.deepEqual(r1!.results, [{ status: undefined, room: [2, 1, 0, 0], waitMs: 0, reason: "" }]);
-    assert.deepEqual(r2!.results, [{ status: undefined, room: [0, 0], waitMs: -1, reason: "queues-full" }]);
+    assert.deepEqual(r1!.results, [{ status: undefined, room: [2, 1, 0, 0], waitMs: 0, reason: "", slots: [] }]);
+    assert.deepEqual(r2!.results, [{ status: undefined, room: [0, 0], waitMs: -1, reason: "queues-full", slots: [] }]);
     d.close();
 
     const o = await dial(orderer);
