@@ -140,12 +140,13 @@ func TestSlotLearningParams(t *testing.T) {
 // Endpoints not seen for 10 minutes are forgotten at the next sweep.
 func TestSlotLearnerForgets(t *testing.T) {
 	var l slotLearner
+	p := StateDefaults()
 	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	s := sdk.EndpointState{Waiting: 1, Running: 4, MetricsAgeMs: 1}
-	l.observe("gone", t0, &s, 200)
+	l.observe("gone", t0, &s, &p)
 	later := t0.Add(11 * time.Minute)
 	for k := range slotSweep {
-		l.observe(fmt.Sprint("e", k%4), later.Add(time.Duration(k)*time.Millisecond), &s, 200)
+		l.observe(fmt.Sprint("e", k%4), later.Add(time.Duration(k)*10*time.Millisecond), &s, &p)
 	}
 	if _, ok := l.byID["gone"]; ok || len(l.byID) != 4 {
 		t.Errorf("after a sweep: %d endpoints kept, gone kept: %t; want 4, false", len(l.byID), ok)
