@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/textproto"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -581,6 +582,17 @@ func (s *endpointSlots) note(c *sdk.Cycle, slots []int) {
 			delete(s.byID, c.Endpoints[i].ID)
 		} else {
 			s.byID[c.Endpoints[i].ID] = n
+		}
+	}
+}
+
+// retain forgets the endpoints not in ids.
+func (s *endpointSlots) retain(ids []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id := range s.byID {
+		if !slices.Contains(ids, id) {
+			delete(s.byID, id)
 		}
 	}
 }

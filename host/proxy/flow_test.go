@@ -466,6 +466,10 @@ func TestEndpointSlotsFollowTheVerdicts(t *testing.T) {
 	if s.of("a") != 32 || s.of("b") != 8 {
 		t.Errorf("after b's [8]: a %d, b %d", s.of("a"), s.of("b"))
 	}
+	s.retain([]string{"b"}) // a left the fleet
+	if s.of("a") != 0 || s.of("b") != 8 {
+		t.Errorf("after a left: a %d, b %d", s.of("a"), s.of("b"))
+	}
 	s.note(c, nil)
 	if s.of("a") != 0 || s.of("b") != 0 || len(s.byID) != 0 {
 		t.Errorf("after a verdict without slots: a %d, b %d (%d kept), want unknown", s.of("a"), s.of("b"), len(s.byID))

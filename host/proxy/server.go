@@ -184,7 +184,7 @@ func (s *Server) EndpointGauges() []metrics.EndpointGauges {
 }
 
 // Prune forgets what the router recorded of endpoints no longer in the fleet (their prefix
-// index); call it after the endpoint list changed.
+// index, the slots flow control's detector reported); call it after the endpoint list changed.
 func (s *Server) Prune() {
 	states := s.o.Endpoints.Snapshot()
 	ids := make([]string, len(states))
@@ -192,6 +192,9 @@ func (s *Server) Prune() {
 		ids[i] = st.ID
 	}
 	s.prefix.Retain(ids)
+	if s.flow != nil {
+		s.flow.slots.retain(ids)
+	}
 }
 
 // Close answers the requests still waiting in the flow control queue (503) and releases idle
