@@ -80,13 +80,13 @@ func (d *StateDetector) Detect(_ context.Context, c *sdk.Cycle) (sdk.SaturationV
 // room counts how many more requests an endpoint judged by its state takes: while its gauges are
 // fresh, the queue depth left (its waiting queue and what the router sent since the scrape count
 // against it) unless its KV cache is over bound; with an in-flight bound, at most the in-flight
-// room; with the endpoint's slots learned (bound, from slotLearner.learn), at most the slots the
-// router's requests in flight leave. An idle endpoint (nothing of the router's in flight and,
+// room. The bound is MaxInflight, or the endpoint's learned slots (learned, from
+// slotLearner.learn) when lower. An idle endpoint (nothing of the router's in flight and,
 // while fresh, nothing waiting or running) takes at least one request whatever the bounds, so
 // that a request never waits in the router beside an idle server. Stale gauges are ignored rather
 // than trusted — a queue scraped long ago may since have drained — and without an in-flight bound
 // such an endpoint takes one request at a time, each judged again.
-func (p *StateParams) room(s sdk.EndpointState, bound int64) int {
+func (p *StateParams) room(s sdk.EndpointState, learned int64) int {
 	fresh := s.MetricsAgeMs <= p.MaxMetricsAgeMs
 	n := int64(1)
 	if fresh {
@@ -95,14 +95,15 @@ func (p *StateParams) room(s sdk.EndpointState, bound int64) int {
 			n = 0
 		}
 	}
-	if p.MaxInflight > 0 {
+	limit := p.MaxInflight
+	if learned > 0 && (limit == 0 || learned < limit) {
+		limit = learned
+	}
+	if limit > 0 {
 		if !fresh {
 			n = math.MaxInt64
 		}
-		n = min(n, p.MaxInflight-s.InflightRequests)
-	}
-	if bound > 0 {
-		n = min(n, bound-s.InflightRequests)
+		n = min(n, limit-s.InflightRequests)
 	}
 	if idle(p, s) {
 		n = max(n, 1)

@@ -81,6 +81,7 @@ func TestStateDetectorLearnsSlots(t *testing.T) {
 		{"learned, 32 in flight: full though the queue is empty", 10270 * ms, 10, 0, 31, 32, 0},
 		{"learned, 29 in flight: 3 slots, as many as the depth rule", 10280 * ms, 10, 0, 29, 29, 3},
 		{"stale gauges are no evidence, and the slots still bind", 10290 * ms, 500, 0, 40, 32, 0},
+		{"stale gauges: the slots judge alone, as maxInflight does", 10295 * ms, 500, 0, 40, 29, 3},
 		{"2 s after the last queue at 32: the probe lets one more through", 12300 * ms, 10, 0, 31, 32, 1},
 		{"a queue at 32 again: the slots bind again", 12350 * ms, 10, 1, 32, 32, 0},
 		{"33 running: not its slots, the depth rule again", 12400 * ms, 10, 0, 33, 33, 3},
