@@ -558,18 +558,19 @@ func (g *flowGate) shedAll() {
 // endpointSlots keeps the slots the detector last reported for each endpoint it judged, for
 // foresight_endpoint_slots.
 type endpointSlots struct {
-	mu   sync.Mutex
-	byID map[string]int
+	known atomic.Bool // byID is not empty: a verdict without slots has some to forget
+	mu    sync.Mutex
+	byID  map[string]int
 }
 
 // note records slots, the verdict's on c's endpoints (none: every one unknown). A detector that
-// never reports slots costs a lock and a length check.
+// never reports slots costs a length check and an atomic load, no lock.
 func (s *endpointSlots) note(c *sdk.Cycle, slots []int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(slots) == 0 && len(s.byID) == 0 {
+	if len(slots) == 0 && !s.known.Load() {
 		return
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.byID == nil {
 		s.byID = make(map[string]int, len(c.Endpoints))
 	}
@@ -584,6 +585,7 @@ func (s *endpointSlots) note(c *sdk.Cycle, slots []int) {
 			s.byID[c.Endpoints[i].ID] = n
 		}
 	}
+	s.known.Store(len(s.byID) > 0)
 }
 
 // retain forgets the endpoints not in ids.
@@ -595,6 +597,7 @@ func (s *endpointSlots) retain(ids []string) {
 			delete(s.byID, id)
 		}
 	}
+	s.known.Store(len(s.byID) > 0)
 }
 
 // of returns the slots last reported for endpoint id; 0: unknown.
