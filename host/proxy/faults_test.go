@@ -83,6 +83,10 @@ var faults = map[string]fault{
 		w.(http.Flusher).Flush()
 		panic(http.ErrAbortHandler) // the connection closes without the stream's end: as a killed engine's
 	},
+	"end without [DONE]": func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, chunk("Hello")+chunk(" world")) // and the response ends cleanly (EOF)
+	},
 	"garbage mid-answer": func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		_, _ = io.WriteString(w, chunk("Hello")+chunk(" world")+"data: \x00\x01garbage\n\n"+chunk("!")+"data: [DONE]\n\n")
@@ -251,10 +255,21 @@ func TestFaultsBeforeTheFirstByteFailOver(t *testing.T) {
 	}
 }
 
-// A stream that breaks after its first byte reached the client ends with an error event in
-// OpenAI's shape and no [DONE], and the request counts as failed (502).
+// A stream that breaks after its first byte reached the client, or ends cleanly without its
+// [DONE], ends with an error event in OpenAI's shape and no [DONE]; the request counts as failed
+// (502), and against the endpoint in outlier detection.
 func TestFaultsAfterTheFirstByteEndTheStreamWithAnError(t *testing.T) {
-	for _, name := range []string{"cut mid-answer", "garbage mid-answer"} {
+	tests := []struct {
+		fault   string
+		message string // in the error event
+	}{
+		{"cut mid-answer", "vllm-a broke off the stream after 2 content chunks"},
+		{"garbage mid-answer", "vllm-a broke off the stream after 2 content chunks"},
+		// The connection closed cleanly: a truncation all the same, the answer is incomplete.
+		{"end without [DONE]", "vllm-a ended the stream after 2 content chunks without data: [DONE]"},
+	}
+	for _, tt := range tests {
+		name := tt.fault
 		t.Run(name, func(t *testing.T) {
 			f := newFaultRouter(t, 3, faults[name])
 			code, out := postTo(t, f.url, chatBody(true, ""))
@@ -269,8 +284,8 @@ func TestFaultsAfterTheFirstByteEndTheStreamWithAnError(t *testing.T) {
 				Error struct{ Message, Type, Code string }
 			}
 			if err := json.Unmarshal([]byte(strings.TrimPrefix(events[2], "data: ")), &ev); err != nil ||
-				ev.Error.Type != "server_error" || ev.Error.Code != "upstream_stream_broken" || !strings.Contains(ev.Error.Message, "vllm-a broke off the stream after 2 content chunks") {
-				t.Errorf("last event %q (%v); want an OpenAI error naming the endpoint", events[2], err)
+				ev.Error.Type != "server_error" || ev.Error.Code != "upstream_stream_broken" || !strings.Contains(ev.Error.Message, tt.message) {
+				t.Errorf("last event %q (%v); want an OpenAI error saying %q", events[2], err, tt.message)
 			}
 			line := f.access(t)[0]
 			if line["status"] != 502.0 || line["attempts"] != 1.0 || !strings.Contains(line["error"].(string), "stream broken after its first byte") {
@@ -278,6 +293,9 @@ func TestFaultsAfterTheFirstByteEndTheStreamWithAnError(t *testing.T) {
 			}
 			if got := f.metric(t, "foresight_requests_total"); got["502"] != 1 || got["200"] != 0 {
 				t.Errorf("foresight_requests_total %v; want 1 under code 502", got)
+			}
+			if st, _ := f.set.Get("vllm-a"); st.RequestFailures != 1 {
+				t.Errorf("vllm-a has %d failed requests in a row; want the broken stream counted (1)", st.RequestFailures)
 			}
 		})
 	}
