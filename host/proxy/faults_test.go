@@ -125,6 +125,7 @@ type faultRouter struct {
 	reg  *prometheus.Registry
 	good string // the working endpoint's ID
 	set  *endpoints.Set
+	srv  *Server
 }
 
 func newFaultRouter(t *testing.T, maxAttempts int, fs ...fault) *faultRouter {
@@ -178,7 +179,7 @@ func newRouterOver(t *testing.T, cfg endpoints.Config, eps []endpoints.Endpoint,
 	api := httptest.NewServer(srv)
 	t.Cleanup(api.Close)
 	t.Cleanup(srv.Close)
-	return &faultRouter{url: api.URL, log: logs, reg: reg, set: set}
+	return &faultRouter{url: api.URL, log: logs, reg: reg, set: set, srv: srv}
 }
 
 // access returns the router's access lines.
