@@ -386,3 +386,40 @@ func TestAClientLeavingAfterDoneWasServed(t *testing.T) {
 		t.Errorf("access line %v; want a served request (200) on vllm-a", line)
 	}
 }
+
+// In a full outage every endpoint answers 5xx: outlier detection ejects what it may, never the
+// last one in the rotation, which stays there (traffic finds it when it recovers) but is not
+// healthy in foresight_endpoint_healthy until a request succeeds there.
+func TestAFullOutageLeavesNoEndpointHealthy(t *testing.T) {
+	var broken atomic.Bool
+	broken.Store(true)
+	flaky := func(w http.ResponseWriter, r *http.Request) {
+		if broken.Load() {
+			faults["5xx"](w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, chunk("fine")+"data: [DONE]\n\n")
+	}
+	eps := []endpoints.Endpoint{{ID: "vllm-a", Address: startFaulty(t, faults["5xx"])}, {ID: "vllm-b", Address: startFaulty(t, flaky)}}
+	f := newRouterOver(t, endpoints.Config{Interval: 20 * time.Millisecond, Outlier: endpoints.Outlier{ConsecutiveFailures: 2, MaxEjectionPercent: 50}},
+		eps, func(o *Options) { o.MaxAttempts = 2 })
+	// Each request fails on vllm-a, then vllm-b: at the second, vllm-a is ejected and vllm-b, the
+	// last in the rotation, is kept, failing.
+	for range 2 {
+		if code, out := postTo(t, f.url, chatBody(true, "")); code != http.StatusBadGateway {
+			t.Fatalf("status %d: %s; want 502", code, out)
+		}
+	}
+	healthy, ejected := f.metric(t, "foresight_endpoint_healthy"), f.metric(t, "foresight_endpoint_ejected")
+	if healthy["vllm-b"] != 0 || ejected["vllm-b"] != 0 || ejected["vllm-a"] != 1 {
+		t.Errorf("healthy %v, ejected %v; want vllm-a ejected and vllm-b, in the rotation, not healthy", healthy, ejected)
+	}
+	broken.Store(false)
+	if code, out := postTo(t, f.url, chatBody(true, "")); code != http.StatusOK || !strings.Contains(out, "fine") {
+		t.Fatalf("after vllm-b recovered: status %d, %q; want its answer", code, out)
+	}
+	if healthy := f.metric(t, "foresight_endpoint_healthy"); healthy["vllm-b"] != 1 {
+		t.Errorf("healthy %v after vllm-b served; want it healthy", healthy)
+	}
+}
