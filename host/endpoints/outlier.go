@@ -56,11 +56,13 @@ func (o Outlier) WithDefaults() (Outlier, error) {
 // failed (no connection, a 5xx, no first byte, a broken stream, …). ConsecutiveFailures failed
 // requests in a row eject the endpoint (see Outlier); reports about an ejected endpoint (its
 // requests still in flight) and unknown ids are ignored.
+//
+// An endpoint that reached ConsecutiveFailures but may not be ejected (it is the last one in the
+// rotation, the ejected share is at MaxEjectionPercent, or ejection is Disabled) is Failing until
+// one of its requests succeeds: it stays in the rotation, so that traffic finds it once it
+// recovers, but it is not serving.
 func (s *Set) ReportRequest(id string, err error) {
 	o := s.cfg.Outlier
-	if o.Disabled {
-		return
-	}
 	now := s.cfg.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -69,24 +71,43 @@ func (s *Set) ReportRequest(id string, err error) {
 		return
 	}
 	if err == nil {
-		m.st.RequestFailures = 0
+		m.st.RequestFailures, m.st.Failing = 0, false
 		return
 	}
 	m.st.RequestFailures++
 	if m.st.RequestFailures < o.ConsecutiveFailures {
 		return
 	}
-	if !s.mayEject(m, now) {
-		return // it stays, and is ejected at its next failure if another endpoint can then take its share
+	if o.Disabled || !s.mayEject(m, now) {
+		// It stays, and is ejected at its next failure if another endpoint can then take its share.
+		if !m.st.Failing {
+			m.st.Failing = true
+			s.cfg.Log.Warn().Str("endpoint", id).Int("failed_requests", m.st.RequestFailures).Str("last_error", err.Error()).
+				Str("kept_because", s.keptBecause(m, now)).Msg("endpoint failing every request, kept in the rotation")
+		}
+		return
 	}
 	back := int(now.Sub(m.st.EjectedUntil) / o.BaseEjectionTime) // base periods in the rotation since the last ejection
 	m.streak = max(m.streak-back, 0) + 1
 	d := min(o.BaseEjectionTime*time.Duration(m.streak), o.MaxEjectionTime)
-	m.st.EjectedUntil, m.st.RequestFailures, m.returned = now.Add(d), 0, false
+	m.st.EjectedUntil, m.st.RequestFailures, m.st.Failing, m.returned = now.Add(d), 0, false, false
 	m.st.Ejections++
 	s.cfg.Log.Warn().Str("endpoint", id).Int("failed_requests", o.ConsecutiveFailures).Dur("for", d).
 		Int("ejection", m.streak).Str("last_error", err.Error()).
 		Msg("endpoint ejected: its requests keep failing")
+}
+
+// keptBecause says why m, failing, was not ejected at now; Set.mu must be held.
+func (s *Set) keptBecause(m *member, now time.Time) string {
+	if s.cfg.Outlier.Disabled {
+		return "outlier ejection is disabled"
+	}
+	for _, o := range s.members {
+		if o != m && o.st.Healthy && !now.Before(o.st.EjectedUntil) {
+			return fmt.Sprintf("the ejected share is at its most (%d%%)", s.cfg.Outlier.MaxEjectionPercent)
+		}
+	}
+	return "it is the last endpoint in the rotation"
 }
 
 // mayEject reports whether m may be ejected at now: another endpoint stays in the rotation, and

@@ -113,3 +113,68 @@ func TestOutlierConfigIsChecked(t *testing.T) {
 		t.Error("ejected with outlier detection disabled")
 	}
 }
+
+// An endpoint whose requests all fail but which outlier detection may not eject is failing: in
+// the rotation, not serving, until one of its requests succeeds; a full outage leaves no endpoint
+// serving although all stay in the rotation.
+func TestAnEndpointThatCannotBeEjectedIsFailing(t *testing.T) {
+	tests := []struct {
+		name     string
+		n, pct   int  // endpoints, MaxEjectionPercent
+		disabled bool // outlier ejection off
+		fails    map[string]int
+		failing  []string // failing, in the rotation
+		ejected  []string
+		kept     string // the log's reason for keeping the first failing one
+	}{
+		// e0 goes out first; e1, the last in the rotation, stays failing.
+		{name: "full outage of two", n: 2, fails: map[string]int{"e0": 3, "e1": 3}, failing: []string{"e1"}, ejected: []string{"e0"},
+			kept: "it is the last endpoint in the rotation"},
+		{name: "the only endpoint", n: 1, fails: map[string]int{"e0": 3}, failing: []string{"e0"}, kept: "it is the last endpoint in the rotation"},
+		// 10 endpoints at 10 %: one may be out; the next failing one is kept for the share.
+		{name: "the share is spent", n: 10, pct: 10, fails: map[string]int{"e0": 3, "e1": 3}, failing: []string{"e1"}, ejected: []string{"e0"},
+			kept: "the ejected share is at its most (10%)"},
+		// Two failures of three: not yet failing.
+		{name: "below the threshold", n: 1, fails: map[string]int{"e0": 2}},
+		{name: "ejection disabled", n: 2, disabled: true, fails: map[string]int{"e0": 3}, failing: []string{"e0"}, kept: "outlier ejection is disabled"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _, logs := outlierSet(t, tt.n, tt.pct)
+			s.cfg.Outlier.Disabled = tt.disabled
+			for i := range tt.n { // in id order, so that e0 fails first
+				fail(s, fmt.Sprintf("e%d", i), tt.fails[fmt.Sprintf("e%d", i)])
+			}
+			var failing, out []string
+			for _, st := range s.Snapshot() {
+				if st.Failing {
+					failing = append(failing, st.ID)
+					if !st.Routable() || st.Serving() {
+						t.Errorf("%s %+v: want in the rotation and not serving", st.ID, st)
+					}
+				}
+				if st.Ejected {
+					out = append(out, st.ID)
+				}
+			}
+			if fmt.Sprint(failing) != fmt.Sprint(tt.failing) || fmt.Sprint(out) != fmt.Sprint(tt.ejected) {
+				t.Errorf("failing %v, ejected %v; want %v and %v", failing, out, tt.failing, tt.ejected)
+			}
+			if tt.kept != "" && (!strings.Contains(logs.String(), "endpoint failing every request, kept in the rotation") || !strings.Contains(logs.String(), tt.kept)) {
+				t.Errorf("log %s; want the failing endpoint logged, kept because %q", logs, tt.kept)
+			}
+			if len(tt.failing) == 0 {
+				return
+			}
+			id := tt.failing[0]
+			fail(s, id, 5) // still failing: logged once
+			if c := strings.Count(logs.String(), "kept in the rotation"); c != 1 {
+				t.Errorf("logged %d times; want once", c)
+			}
+			s.ReportRequest(id, nil) // recovered
+			if st, _ := s.Get(id); st.Failing || !st.Serving() {
+				t.Errorf("after a success: %+v; want serving", st)
+			}
+		})
+	}
+}

@@ -40,7 +40,16 @@ type State struct {
 	EjectedUntil    time.Time
 	Ejections       int64
 	RequestFailures int
+	// Failing says its last Outlier.ConsecutiveFailures requests or more all failed but outlier
+	// detection could not eject it (see Set.ReportRequest): it stays in the rotation but is not
+	// serving. Its next request that succeeds clears it.
+	Failing bool
 }
+
+// Serving reports whether the endpoint answers and serves: healthy and not failing its requests.
+// It is what foresight_endpoint_healthy exports: in a full outage, every endpoint stays in the
+// rotation (one always does) while none is serving.
+func (st *State) Serving() bool { return st.Healthy && !st.Failing }
 
 // Routable reports whether the endpoint is in the rotation: healthy and not ejected.
 func (st *State) Routable() bool { return st.Healthy && !st.Ejected }

@@ -54,6 +54,32 @@ func promptField(kind Kind) string {
 	return "prompt"
 }
 
+// foldedKey refuses a key of raw that differs from one of names, the fields the router reads
+// there, only in case: engines disagree on such a key (one built on encoding/json reads "Stream"
+// as stream, one built on pydantic ignores it), so neither reading of it by the router would be
+// the engine's every time, and a request the router and its engine read differently gets a
+// healthy engine's answers taken for failures. where is the object's parameter ("" at the top
+// level). Of several such keys, the first in sorted order is named.
+func foldedKey(raw map[string]json.RawMessage, where string, names ...string) *Error {
+	var key, name string
+	for k := range raw {
+		for _, n := range names {
+			if k != n && strings.EqualFold(k, n) && (key == "" || k < key) {
+				key, name = k, n
+			}
+		}
+	}
+	if key == "" {
+		return nil
+	}
+	param, in := name, ""
+	if where != "" {
+		param, in = where+"."+name, where+": "
+	}
+	return BadRequest(param, "%skey %q differs from %q only in case; field names are case-sensitive (engines disagree on such keys), send %q",
+		in, key, name, name)
+}
+
 // requiredString returns field name, which must be a non-empty string.
 func requiredString(raw map[string]json.RawMessage, name string) (string, *Error) {
 	v := raw[name]
@@ -151,6 +177,9 @@ func streamOptions(raw map[string]json.RawMessage, stream bool) (bool, *Error) {
 	if !stream {
 		return false, BadRequest("stream_options", "stream_options is only allowed when stream is true")
 	}
+	if err := foldedKey(opts, "stream_options", "include_usage"); err != nil {
+		return false, err
+	}
 	return optionalBool(opts, "include_usage", "stream_options.include_usage")
 }
 
@@ -218,6 +247,9 @@ func chatPrompt(raw map[string]json.RawMessage) (string, *Error) {
 		if fields == nil {
 			return "", notObject(i, json.RawMessage("null"))
 		}
+		if err := foldedKey(fields, param, "role", "content"); err != nil {
+			return "", err
+		}
 		role, err := requiredString(fields, "role")
 		if err != nil {
 			return "", BadRequest(param+".role", "%s.%s", param, err.Message)
@@ -273,23 +305,23 @@ func messageContent(v json.RawMessage, param string) (string, *Error) {
 	var b strings.Builder
 	for j, p := range parts {
 		pp := fmt.Sprintf("%s[%d]", param, j)
-		var part struct {
-			Type json.RawMessage `json:"type"`
-			Text json.RawMessage `json:"text"`
-		}
+		var part map[string]json.RawMessage // its keys exactly, as for every object the router reads
 		if jsonType(p) != "an object" || json.Unmarshal(p, &part) != nil {
 			return "", BadRequest(pp, "%s must be a {\"type\": \"text\", \"text\": …} object, got %s", pp, jsonType(p))
 		}
+		if err := foldedKey(part, pp, "type", "text"); err != nil {
+			return "", err
+		}
 		var typ string
-		if json.Unmarshal(part.Type, &typ) != nil {
-			return "", BadRequest(pp+".type", "%s.type must be the string \"text\", got %s", pp, jsonType(part.Type))
+		if json.Unmarshal(part["type"], &typ) != nil {
+			return "", BadRequest(pp+".type", "%s.type must be the string \"text\", got %s", pp, jsonType(part["type"]))
 		}
 		if typ != "text" {
 			return "", BadRequest(pp+".type", "%s has type %q; only \"text\" parts are supported", pp, typ)
 		}
-		text, ok := decodeString(part.Text)
+		text, ok := decodeString(part["text"])
 		if !ok {
-			return "", BadRequest(pp+".text", "%s.text must be a string, got %s", pp, jsonType(part.Text))
+			return "", BadRequest(pp+".text", "%s.text must be a string, got %s", pp, jsonType(part["text"]))
 		}
 		b.WriteString(text)
 	}

@@ -28,6 +28,7 @@ var parseSeeds = []struct {
 	body string
 }{
 	{false, `{"model":"m","prompt":"Hello","max_tokens":7}`},
+	{false, `{"model":"m","prompt":"x","stream":false,"Stream":true,"User":"u"}`}, // keys in another case
 	{false, `{"model":"m","prompt":["Hello"]}`},
 	{false, `{"model":"m","prompt":""}`},
 	{false, `{"model":"m","prompt":"x","max_tokens":5,"max_completion_tokens":9}`},
@@ -150,6 +151,16 @@ func checkParsed(t *testing.T, kind Kind, body []byte, r *Request) {
 	if r.Kind != kind || r.Model == "" || r.Model != str(m["model"]) || r.User != str(m["user"]) ||
 		r.Stream != boolean(m["stream"]) {
 		t.Fatalf("Parse(%v, %q) = %+v: kind, model, user or stream differs from the body's", kind, body, *r)
+	}
+	// An engine on encoding/json matches keys regardless of case (the last match wins): it must
+	// read what the router read.
+	var folded struct {
+		Model, User *string
+		Stream      *bool
+	}
+	if err := json.Unmarshal(body, &folded); err != nil || *folded.Model != r.Model ||
+		(folded.User != nil && *folded.User != r.User) || (folded.Stream != nil && *folded.Stream != r.Stream) {
+		t.Fatalf("Parse(%v, %q) = %+v; encoding/json, matching keys in any case, reads %+v (%v)", kind, body, *r, folded, err)
 	}
 	var opts map[string]json.RawMessage
 	if !isNull(m["stream_options"]) && (json.Unmarshal(m["stream_options"], &opts) != nil || opts == nil || !r.Stream) {

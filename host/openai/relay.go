@@ -23,7 +23,8 @@ type StreamResult struct {
 	Done         bool      // "data: [DONE]" was written to the client
 	Chunks       int       // content chunks
 	// Partial is true when what was written ends inside an event: the stream broke while an
-	// event longer than the relay holds (4 MiB) was being passed through.
+	// event longer than the relay holds (4 MiB) was being passed through, or ended with an
+	// event without its blank line. What follows must first end that event.
 	Partial bool
 }
 
@@ -144,16 +145,18 @@ func Relay(dst io.Writer, src io.Reader, o RelayOptions) (StreamResult, error) {
 			continue
 		}
 		if rerr != nil {
+			var unended bool                                // what was written ends inside an event
 			if rerr == io.EOF && !overflow && len(ev) > 0 { // a last event without its blank line
 				if err := r.event(ev); err != nil {
 					return r.result(), err
 				}
+				unended = true
 			}
 			r.flushDst()
+			r.res.Partial = overflow || unended
 			if rerr == io.EOF {
 				return r.result(), nil
 			}
-			r.res.Partial = overflow
 			return r.result(), &SourceError{Err: rerr}
 		}
 	}

@@ -197,7 +197,16 @@ func TestRelay(t *testing.T) {
 			events: []string{cmplLorem, `data: {"error":{"message":"engine died","code":500}}` + "\n\n", "data: [DONE]"},
 			hide:   true,
 			want:   []string{cmplLorem, `data: {"error":{"message":"engine died","code":500}}` + "\n\n", "data: [DONE]"},
-			res:    StreamResult{FirstContent: ms(10), Last: ms(10), Answer: " lorem", Done: true, Chunks: 1},
+			// What was written ends inside that last event: Partial says so.
+			res:    StreamResult{FirstContent: ms(10), Last: ms(10), Answer: " lorem", Done: true, Chunks: 1, Partial: true},
+			tokens: []call{{1, ms(10)}},
+		},
+		{
+			// EOF without [DONE] is no error of Relay's: Done false tells the caller it was cut.
+			name:   "a stream ending without [DONE] is not done",
+			events: []string{cmplLorem},
+			want:   []string{cmplLorem},
+			res:    StreamResult{FirstContent: ms(10), Last: ms(10), Answer: " lorem", Chunks: 1},
 			tokens: []call{{1, ms(10)}},
 		},
 	}

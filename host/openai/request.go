@@ -59,7 +59,9 @@ type Request struct {
 // whose Message names the field and what is accepted.
 //
 // Parse checks only what the router relies on and leaves the rest to the engine: max_tokens of 0
-// is forwarded (vLLM rejects it, other engines may not), unknown fields pass through.
+// is forwarded (vLLM rejects it, other engines may not), unknown fields pass through. Field names
+// are matched exactly, and a key that differs from a field the router reads only in case
+// ("Stream") is a 400: engines disagree on whether it is that field.
 func Parse(kind Kind, body []byte) (*Request, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, BadRequest("", "request body is empty; send a JSON object with model and %s", promptField(kind))
@@ -82,6 +84,9 @@ func Parse(kind Kind, body []byte) (*Request, error) {
 	}
 	r := &Request{Kind: kind, body: body, raw: raw}
 	var err *Error
+	if err = foldedKey(raw, "", readFields[kind]...); err != nil {
+		return nil, err
+	}
 	if r.Model, err = requiredString(raw, "model"); err != nil {
 		return nil, err
 	}
@@ -109,6 +114,13 @@ func Parse(kind Kind, body []byte) (*Request, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// readFields are the top-level fields Parse reads, by kind: a key differing from one of them only
+// in case is refused (foldedKey).
+var readFields = map[Kind][]string{
+	Completions: {"model", "stream", "stream_options", "user", "max_tokens", "prompt"},
+	Chat:        {"model", "stream", "stream_options", "user", "max_tokens", "max_completion_tokens", "messages"},
 }
 
 // InputTokens is EstimateTokens of the prompt.

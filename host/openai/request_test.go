@@ -52,6 +52,11 @@ func TestParseGood(t *testing.T) {
 		{"chat, max_tokens alone", Chat,
 			`{"model":"m","messages":[{"role":"user","content":"a"}],"max_tokens":100}`,
 			Request{Kind: Chat, Model: "m", Prompt: "<|user|>\na\n<|assistant|>\n", MaxTokens: 100}},
+		{"chat, a field the router does not read may differ from a known one beyond case", Chat,
+			`{"model":"m","messages":[{"role":"user","content":"a"}],"streams":true,"Temperature":1,"messages_extra":1}`,
+			Request{Kind: Chat, Model: "m", Prompt: "<|user|>\na\n<|assistant|>\n"}},
+		{"completion, messages is not a completions field, in any case", Completions, `{"model":"m","prompt":"x","Messages":[]}`,
+			Request{Kind: Completions, Model: "m", Prompt: "x"}},
 		{"chat, stream without usage, other options kept", Chat,
 			`{"model":"m","messages":[{"role":"developer","content":"a"}],"stream":true,"stream_options":{"continuous_usage_stats":false}}`,
 			Request{Kind: Chat, Model: "m", Prompt: "<|developer|>\na\n<|assistant|>\n", Stream: true}},
@@ -122,6 +127,30 @@ func TestParseBad(t *testing.T) {
 		{"include_usage not a boolean", Chat, `{"model":"m",` + msgs + `,"stream":true,"stream_options":{"include_usage":1}}`,
 			"stream_options.include_usage", "stream_options.include_usage must be a boolean, got a number"},
 		{"user not a string", Completions, `{"model":"m","prompt":"x","user":42}`, "user", "user must be a string, got a number"},
+		// A key differing from a field the router reads only in case: an engine on encoding/json
+		// reads it as the field, one on pydantic ignores it; the router refuses it rather than guess.
+		{"Stream", Chat, `{"model":"m",` + msgs + `,"Stream":true}`, "stream",
+			`key "Stream" differs from "stream" only in case; field names are case-sensitive (engines disagree on such keys), send "stream"`},
+		// Beside the field itself, the engine on encoding/json reads the last of the two, the router the exact one.
+		{"stream and STREAM", Chat, `{"model":"m",` + msgs + `,"stream":false,"STREAM":true}`, "stream", `key "STREAM" differs from "stream"`},
+		{"Model", Completions, `{"Model":"m","prompt":"x"}`, "model", `key "Model" differs from "model"`},
+		// Unicode folding as encoding/json's: ſ (long s) folds to s, K (Kelvin) to k.
+		{"long s", Chat, `{"model":"m",` + msgs + `,"\u017ftream":true}`, "stream", `key "ſtream" differs from "stream"`},
+		{"Kelvin", Chat, `{"model":"m",` + msgs + `,"max_to\u212aens":1}`, "max_tokens", "key \"max_to\u212aens\" differs from \"max_tokens\""},
+		{"Max_Completion_Tokens", Chat, `{"model":"m",` + msgs + `,"Max_Completion_Tokens":1}`, "max_completion_tokens", `differs from "max_completion_tokens"`},
+		{"Messages", Chat, `{"model":"m","Messages":[]}`, "messages", `key "Messages" differs from "messages"`},
+		{"Prompt", Completions, `{"model":"m","prompt":"x","PROMPT":"y"}`, "prompt", `key "PROMPT" differs from "prompt"`},
+		{"User", Completions, `{"model":"m","prompt":"x","User":"u"}`, "user", `key "User" differs from "user"`},
+		{"Stream_Options", Chat, `{"model":"m",` + msgs + `,"stream":true,"Stream_Options":{}}`, "stream_options", `differs from "stream_options"`},
+		{"Include_Usage", Chat, `{"model":"m",` + msgs + `,"stream":true,"stream_options":{"Include_Usage":true}}`, "stream_options.include_usage",
+			`stream_options: key "Include_Usage" differs from "include_usage"`},
+		{"Role", Chat, `{"model":"m","messages":[{"role":"user","Role":"system","content":"a"}]}`, "messages[0].role",
+			`messages[0]: key "Role" differs from "role"`},
+		{"Content", Chat, `{"model":"m","messages":[{"role":"user","Content":"a"}]}`, "messages[0].content", `messages[0]: key "Content" differs from "content"`},
+		{"Text of a part", Chat, `{"model":"m","messages":[{"role":"user","content":[{"type":"text","Text":"a"}]}]}`, "messages[0].content[0].text",
+			`messages[0].content[0]: key "Text" differs from "text"`},
+		// Of several, the first in sorted order is named, whatever the map's order.
+		{"several", Chat, `{"model":"m",` + msgs + `,"User":"u","Stream":true,"MODEL":"x"}`, "model", `key "MODEL" differs from "model"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

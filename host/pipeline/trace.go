@@ -52,6 +52,13 @@ type Trace struct {
 	// policy's that gave the request its key in the queue; nil when flow control made none.
 	FlowDetector *StageTrace
 	FlowOrder    *StageTrace
+
+	// BeyondOrder lists the endpoints the proxy failed over to outside Order, in the order it
+	// tried them, and BeyondReason says why it left the order: every endpoint of Order failed
+	// before the client got a byte and server.maxAttempts allowed more attempts, so it tried
+	// other endpoints with room that the filters had not kept. Empty when it kept to Order.
+	BeyondOrder  []string
+	BeyondReason string
 }
 
 // StageTrace is one stage call within a cycle.
@@ -185,7 +192,9 @@ func (t *Trace) MarshalJSON() ([]byte, error) {
 		DurationUs  int64              `json:"duration_us"`
 		FlowWaitMs  float64            `json:"flow_wait_ms,omitempty"`
 		FlowVerdict string             `json:"flow_verdict,omitempty"`
+		Beyond      []string           `json:"beyond_order,omitempty"`
+		BeyondWhy   string             `json:"beyond_order_reason,omitempty"`
 	}{t.RequestID, t.Profile, t.Seed, t.Now, t.Outcome(), t.Reason, t.OrderIDs(), t.scoreMap(t.Scores), stages, t.Candidates,
-		t.Duration.Microseconds(), float64(t.FlowWait) / float64(time.Millisecond), t.FlowVerdict})
+		t.Duration.Microseconds(), float64(t.FlowWait) / float64(time.Millisecond), t.FlowVerdict, t.BeyondOrder, t.BeyondReason})
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), err
 }

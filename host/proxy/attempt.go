@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -26,8 +27,9 @@ var errNoFirstByte = errors.New("no first byte")
 // attempt failed before the client got any byte — no connection, a reset, a 5xx, a stream with
 // no first event within server.firstByteTimeout, an answer that is not an OpenAI one — so that
 // the request can go to the next endpoint. Otherwise out holds the answer: the engine's, its
-// own error (4xx) passed through, or a stream that broke after its first byte, ended with an
-// error event and counted as failed (502, or 504 at server.upstreamTimeout).
+// own error (4xx) passed through, or a stream that broke after its first byte or ended without
+// its "data: [DONE]", ended with an error event and counted as failed (502, or 504 at
+// server.upstreamTimeout).
 //
 // How the attempt ended goes to outlier detection (endpoints.Set.ReportRequest), unless the
 // client left first.
@@ -183,7 +185,8 @@ func (s *Server) measureStream(x *exchange, a *attempt, res openai.StreamResult,
 
 // relayStream streams the SSE answer through, without the usage chunk the client did not ask
 // for. A stream that fails before its first event reached the client fails over; one that fails
-// after it ends with an error event (openai.WriteStreamError) and counts as failed.
+// after it, or ends without "data: [DONE]", ends with an error event (openai.WriteStreamError)
+// and counts as failed.
 func (s *Server) relayStream(actx context.Context, w http.ResponseWriter, resp *http.Response, x *exchange, a *attempt, timer *time.Timer, out *outcome) error {
 	aw := &answerWriter{w: w, resp: resp, timer: timer}
 	first := func(at time.Time) {
@@ -200,23 +203,38 @@ func (s *Server) relayStream(actx context.Context, w http.ResponseWriter, resp *
 		return s.cause(actx, err)
 	}
 	out.status = http.StatusOK
-	complete := err == nil || res.Done // a failure after [DONE] reached the client (it hung up, the engine reset) cut nothing
-	s.measureStream(x, a, res, out, complete, true)
+	// Only [DONE] makes the answer complete: a failure after it reached the client (it hung up,
+	// the engine reset) cut nothing, and a stream that ends cleanly without it was cut all the same.
+	s.measureStream(x, a, res, out, res.Done, true)
 	var source *openai.SourceError
 	switch {
-	case complete:
-	case !errors.As(err, &source) || x.client.Err() != nil: // the client went away
+	case res.Done:
+	case err != nil && (!errors.As(err, &source) || x.client.Err() != nil): // the client went away
 		out.status, out.err = statusClientClosed, "client went away mid-answer"
 	default:
-		e := &openai.Error{Status: http.StatusBadGateway, Type: openai.TypeServer, Code: "upstream_stream_broken",
-			Message: fmt.Sprintf("endpoint %s broke off the stream after %d content chunks: %v; the answer is incomplete", a.ep.ID, res.Chunks, err)}
+		e := brokenStream(a.ep.ID, res.Chunks, err)
 		if errors.Is(actx.Err(), context.DeadlineExceeded) {
 			e.Status, e.Type, e.Code = http.StatusGatewayTimeout, openai.TypeTimeout, "upstream_timeout"
 			e.Message = fmt.Sprintf("endpoint %s did not finish the stream within %v (server.upstreamTimeout); the answer is incomplete", a.ep.ID, s.o.UpstreamTimeout)
 		}
 		_ = openai.WriteStreamError(aw, e, res.Partial)
 		aw.flush()
-		out.status, out.err = e.Status, "stream broken after its first byte: "+err.Error()
+		out.status, out.err = e.Status, "stream broken after its first byte: "+cmp.Or(err, errNoDone).Error()
 	}
 	return nil
+}
+
+// errNoDone is why a stream that ended at EOF without "data: [DONE]" failed.
+var errNoDone = errors.New("the stream ended without data: [DONE]")
+
+// brokenStream is the error event ending a stream the engine broke off after chunks content
+// chunks: err is the read error or the stray event, nil when the stream simply ended without
+// its [DONE] (a connection closed cleanly mid-answer, an engine's proxy giving up).
+func brokenStream(id string, chunks int, err error) *openai.Error {
+	e := &openai.Error{Status: http.StatusBadGateway, Type: openai.TypeServer, Code: "upstream_stream_broken",
+		Message: fmt.Sprintf("endpoint %s broke off the stream after %d content chunks: %v; the answer is incomplete", id, chunks, err)}
+	if err == nil {
+		e.Message = fmt.Sprintf("endpoint %s ended the stream after %d content chunks without data: [DONE]; the answer is incomplete", id, chunks)
+	}
+	return e
 }

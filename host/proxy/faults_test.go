@@ -83,6 +83,10 @@ var faults = map[string]fault{
 		w.(http.Flusher).Flush()
 		panic(http.ErrAbortHandler) // the connection closes without the stream's end: as a killed engine's
 	},
+	"end without [DONE]": func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, chunk("Hello")+chunk(" world")) // and the response ends cleanly (EOF)
+	},
 	"garbage mid-answer": func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		_, _ = io.WriteString(w, chunk("Hello")+chunk(" world")+"data: \x00\x01garbage\n\n"+chunk("!")+"data: [DONE]\n\n")
@@ -121,6 +125,7 @@ type faultRouter struct {
 	reg  *prometheus.Registry
 	good string // the working endpoint's ID
 	set  *endpoints.Set
+	srv  *Server
 }
 
 func newFaultRouter(t *testing.T, maxAttempts int, fs ...fault) *faultRouter {
@@ -174,7 +179,7 @@ func newRouterOver(t *testing.T, cfg endpoints.Config, eps []endpoints.Endpoint,
 	api := httptest.NewServer(srv)
 	t.Cleanup(api.Close)
 	t.Cleanup(srv.Close)
-	return &faultRouter{url: api.URL, log: logs, reg: reg, set: set}
+	return &faultRouter{url: api.URL, log: logs, reg: reg, set: set, srv: srv}
 }
 
 // access returns the router's access lines.
@@ -251,10 +256,21 @@ func TestFaultsBeforeTheFirstByteFailOver(t *testing.T) {
 	}
 }
 
-// A stream that breaks after its first byte reached the client ends with an error event in
-// OpenAI's shape and no [DONE], and the request counts as failed (502).
+// A stream that breaks after its first byte reached the client, or ends cleanly without its
+// [DONE], ends with an error event in OpenAI's shape and no [DONE]; the request counts as failed
+// (502), and against the endpoint in outlier detection.
 func TestFaultsAfterTheFirstByteEndTheStreamWithAnError(t *testing.T) {
-	for _, name := range []string{"cut mid-answer", "garbage mid-answer"} {
+	tests := []struct {
+		fault   string
+		message string // in the error event
+	}{
+		{"cut mid-answer", "vllm-a broke off the stream after 2 content chunks"},
+		{"garbage mid-answer", "vllm-a broke off the stream after 2 content chunks"},
+		// The connection closed cleanly: a truncation all the same, the answer is incomplete.
+		{"end without [DONE]", "vllm-a ended the stream after 2 content chunks without data: [DONE]"},
+	}
+	for _, tt := range tests {
+		name := tt.fault
 		t.Run(name, func(t *testing.T) {
 			f := newFaultRouter(t, 3, faults[name])
 			code, out := postTo(t, f.url, chatBody(true, ""))
@@ -269,8 +285,8 @@ func TestFaultsAfterTheFirstByteEndTheStreamWithAnError(t *testing.T) {
 				Error struct{ Message, Type, Code string }
 			}
 			if err := json.Unmarshal([]byte(strings.TrimPrefix(events[2], "data: ")), &ev); err != nil ||
-				ev.Error.Type != "server_error" || ev.Error.Code != "upstream_stream_broken" || !strings.Contains(ev.Error.Message, "vllm-a broke off the stream after 2 content chunks") {
-				t.Errorf("last event %q (%v); want an OpenAI error naming the endpoint", events[2], err)
+				ev.Error.Type != "server_error" || ev.Error.Code != "upstream_stream_broken" || !strings.Contains(ev.Error.Message, tt.message) {
+				t.Errorf("last event %q (%v); want an OpenAI error saying %q", events[2], err, tt.message)
 			}
 			line := f.access(t)[0]
 			if line["status"] != 502.0 || line["attempts"] != 1.0 || !strings.Contains(line["error"].(string), "stream broken after its first byte") {
@@ -278,6 +294,9 @@ func TestFaultsAfterTheFirstByteEndTheStreamWithAnError(t *testing.T) {
 			}
 			if got := f.metric(t, "foresight_requests_total"); got["502"] != 1 || got["200"] != 0 {
 				t.Errorf("foresight_requests_total %v; want 1 under code 502", got)
+			}
+			if st, _ := f.set.Get("vllm-a"); st.RequestFailures != 1 {
+				t.Errorf("vllm-a has %d failed requests in a row; want the broken stream counted (1)", st.RequestFailures)
 			}
 		})
 	}
@@ -365,5 +384,42 @@ func TestAClientLeavingAfterDoneWasServed(t *testing.T) {
 	waitFor(t, "the access line", func() bool { return strings.TrimSpace(f.log.String()) != "" })
 	if line := f.access(t)[0]; line["status"] != 200.0 || line["endpoint"] != "vllm-a" {
 		t.Errorf("access line %v; want a served request (200) on vllm-a", line)
+	}
+}
+
+// In a full outage every endpoint answers 5xx: outlier detection ejects what it may, never the
+// last one in the rotation, which stays there (traffic finds it when it recovers) but is not
+// healthy in foresight_endpoint_healthy until a request succeeds there.
+func TestAFullOutageLeavesNoEndpointHealthy(t *testing.T) {
+	var broken atomic.Bool
+	broken.Store(true)
+	flaky := func(w http.ResponseWriter, r *http.Request) {
+		if broken.Load() {
+			faults["5xx"](w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, chunk("fine")+"data: [DONE]\n\n")
+	}
+	eps := []endpoints.Endpoint{{ID: "vllm-a", Address: startFaulty(t, faults["5xx"])}, {ID: "vllm-b", Address: startFaulty(t, flaky)}}
+	f := newRouterOver(t, endpoints.Config{Interval: 20 * time.Millisecond, Outlier: endpoints.Outlier{ConsecutiveFailures: 2, MaxEjectionPercent: 50}},
+		eps, func(o *Options) { o.MaxAttempts = 2 })
+	// Each request fails on vllm-a, then vllm-b: at the second, vllm-a is ejected and vllm-b, the
+	// last in the rotation, is kept, failing.
+	for range 2 {
+		if code, out := postTo(t, f.url, chatBody(true, "")); code != http.StatusBadGateway {
+			t.Fatalf("status %d: %s; want 502", code, out)
+		}
+	}
+	healthy, ejected := f.metric(t, "foresight_endpoint_healthy"), f.metric(t, "foresight_endpoint_ejected")
+	if healthy["vllm-b"] != 0 || ejected["vllm-b"] != 0 || ejected["vllm-a"] != 1 {
+		t.Errorf("healthy %v, ejected %v; want vllm-a ejected and vllm-b, in the rotation, not healthy", healthy, ejected)
+	}
+	broken.Store(false)
+	if code, out := postTo(t, f.url, chatBody(true, "")); code != http.StatusOK || !strings.Contains(out, "fine") {
+		t.Fatalf("after vllm-b recovered: status %d, %q; want its answer", code, out)
+	}
+	if healthy := f.metric(t, "foresight_endpoint_healthy"); healthy["vllm-b"] != 1 {
+		t.Errorf("healthy %v after vllm-b served; want it healthy", healthy)
 	}
 }

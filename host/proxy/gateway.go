@@ -142,7 +142,8 @@ func (r *Routed) Status(code int) { r.status = code }
 // times the first token and the tokens after it for the producer and the in-flight ledger, hides
 // the usage the client did not ask for, and records the answer in the prefix index. It returns
 // Relay's error; one reading src is the stream breaking off (a 502 in the access log), one writing
-// dst the client going away.
+// dst the client going away. A stream that ends without "data: [DONE]" gets the proxy's error
+// event (upstream_stream_broken) written after it and counts as failed (a 502) too.
 func (r *Routed) Relay(dst io.Writer, src io.Reader) error {
 	x, a, s := r.x, r.a, r.s
 	first := func(at time.Time) {
@@ -154,11 +155,14 @@ func (r *Routed) Relay(dst io.Writer, src io.Reader) error {
 	res, err := openai.Relay(dst, src, openai.RelayOptions{HideUsage: r.hideUsage, Now: s.o.Now,
 		OnFirst: first, OnTokens: a.flight.Tokens})
 	r.out.e2e = s.o.Now().Sub(a.dispatched)
-	r.complete = err == nil || res.Done
+	r.complete = res.Done // a stream that ends cleanly without [DONE] was cut all the same
 	s.measureStream(x, a, res, &r.out, r.complete, !r.fellBack)
 	var source *openai.SourceError
 	switch {
 	case r.complete:
+	case err == nil:
+		r.broken = fmt.Errorf("the stream ended after %d content chunks: %w", res.Chunks, errNoDone)
+		_ = openai.WriteStreamError(dst, brokenStream(a.ep.ID, res.Chunks, nil), res.Partial)
 	case errors.As(err, &source):
 		r.broken = fmt.Errorf("the stream broke off after %d content chunks: %w", res.Chunks, err)
 	default:

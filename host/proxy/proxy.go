@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -52,26 +53,48 @@ type outcome struct {
 	e2e        time.Duration
 	err        string
 	predicted  sdk.Prediction
+	// beyond says why the proxy went on beyond the pipeline's order ("" when it did not), and
+	// beyondIDs are the endpoints it tried there.
+	beyond    string
+	beyondIDs []string
 }
 
 // proxy sends the exchange to the picked endpoints in order, at most server.maxAttempts of them
 // and each at most once, until one answers, and relays the answer. An attempt that fails before
 // the client got any byte of an answer moves on to the next endpoint; a failure after that ends
-// the client's answer (attempt.go).
+// the client's answer (attempt.go). When every picked endpoint failed so and server.maxAttempts
+// allows more, it goes on beyond the pipeline's order (see beyond), and says so in the trace.
 func (s *Server) proxy(w http.ResponseWriter, r *http.Request, x *exchange) {
 	ctx, cancel := context.WithTimeout(r.Context(), s.o.UpstreamTimeout)
 	defer cancel()
 	var failures []string
 	out := outcome{}
-	for i, idx := range x.trace.Order {
-		if i == s.o.MaxAttempts {
-			break
+	eps := make([]sdk.Endpoint, 0, len(x.trace.Order))
+	for _, idx := range x.trace.Order {
+		eps = append(eps, x.trace.Candidates[idx]) // the cycle's endpoint with the producer's prediction
+	}
+	picked, widened := len(eps), false
+	for i := 0; i < s.o.MaxAttempts; i++ {
+		if i == len(eps) {
+			if widened {
+				break
+			}
+			widened = true
+			more := s.beyond(x, eps)
+			if len(more) == 0 {
+				break
+			}
+			eps = append(eps, more...)
+			out.beyond = fmt.Sprintf("the %d endpoints of the pipeline's order failed before the first byte and server.maxAttempts is %d", picked, s.o.MaxAttempts)
 		}
-		ep := x.trace.Candidates[idx] // the cycle's endpoint with the producer's prediction
+		ep := eps[i]
 		out.attempts++
 		a := x.first
 		if i > 0 {
 			a = s.dispatch(&x.cycle.Request, ep)
+		}
+		if i >= picked {
+			out.beyondIDs = append(out.beyondIDs, ep.ID)
 		}
 		err := s.try(ctx, w, x, a, &out)
 		s.endFlight(a)
@@ -94,6 +117,37 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, x *exchange) {
 	openai.WriteError(w, &openai.Error{Status: out.status, Type: openai.TypeServer, Code: "upstream_failed",
 		Message: fmt.Sprintf("no answer from the %d endpoints tried: %s", len(failures), out.err)})
 	s.finish(x, &out)
+}
+
+// beyond returns the endpoints an exchange whose picked endpoints all failed before the first
+// byte may still go to: the endpoints of a cycle built now (in the rotation, serving the model,
+// under server.maxInflightPerEndpoint), whether the filters kept them or not, but those in tried;
+// the fewest requests in flight first, then by id. One the decision's cycle had keeps the
+// producer's prediction.
+func (s *Server) beyond(x *exchange, tried []sdk.Endpoint) []sdk.Endpoint {
+	c, _, _ := s.cycle(x.req, x.meta, s.o.Now(), nil)
+	out := slices.DeleteFunc(c.Endpoints, func(e sdk.Endpoint) bool {
+		return slices.ContainsFunc(tried, func(t sdk.Endpoint) bool { return t.ID == e.ID })
+	})
+	for i := range out {
+		if j := slices.IndexFunc(x.trace.Candidates, func(e sdk.Endpoint) bool { return e.ID == out[i].ID }); j >= 0 {
+			out[i].Prediction = x.trace.Candidates[j].Prediction
+		}
+	}
+	slices.SortFunc(out, func(a, b sdk.Endpoint) int {
+		return cmp.Or(cmp.Compare(a.State.InflightRequests, b.State.InflightRequests), strings.Compare(a.ID, b.ID))
+	})
+	return out
+}
+
+// markBeyond records in the decision's trace that the exchange went on beyond the pipeline's
+// order: in a copy, which takes the original's place among the kept decisions (readers may hold
+// the original).
+func (s *Server) markBeyond(x *exchange, out *outcome) {
+	t := *x.trace
+	t.BeyondOrder, t.BeyondReason = out.beyondIDs, out.beyond
+	s.decisions.replace(x.trace, &t)
+	x.trace = &t
 }
 
 // dispatch records the request as in flight on ep and in ep's prefix index. The ledger takes the
@@ -153,6 +207,9 @@ func (s *Server) observe(x *exchange, a *attempt, measured sdk.Sample, at time.T
 
 // finish records the exchange in the metrics and the experiment, and writes its access line.
 func (s *Server) finish(x *exchange, out *outcome) {
+	if len(out.beyondIDs) > 0 {
+		s.markBeyond(x, out)
+	}
 	slo := x.cycle.Request.SLO
 	s.recordOutcome(x.trace, out.status, out.ttft, out.tpot, ms(out.e2e), slo)
 	if s.o.Metrics != nil {
@@ -185,6 +242,9 @@ func (s *Server) finish(x *exchange, out *outcome) {
 	}
 	if u := out.usage; u != nil {
 		ev = ev.Int64("prompt_tokens", u.PromptTokens).Int64("completion_tokens", u.CompletionTokens).Int64("cached_tokens", u.CachedTokens)
+	}
+	if len(out.beyondIDs) > 0 {
+		ev = ev.Strs("beyond_order", out.beyondIDs)
 	}
 	if out.err != "" {
 		ev = ev.Str("error", out.err)

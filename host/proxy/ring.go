@@ -35,3 +35,16 @@ func (r *ring) all() []*pipeline.Trace {
 	}
 	return append(append([]*pipeline.Trace(nil), r.buf[r.next:]...), r.buf[:r.next]...)
 }
+
+// replace puts t in the place of old, if old is still kept: a decision's trace is shared with
+// readers once added, so what the proxy learns later goes into a copy.
+func (r *ring) replace(old, t *pipeline.Trace) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, k := range r.buf {
+		if k == old {
+			r.buf[i] = t
+			return
+		}
+	}
+}

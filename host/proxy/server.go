@@ -163,8 +163,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.Serve
 // Decisions returns the kept decision traces, oldest first.
 func (s *Server) Decisions() []*pipeline.Trace { return s.decisions.all() }
 
-// EndpointGauges returns every endpoint's health, scraped gauges and the router's in-flight
-// count, for metrics.Endpoints.
+// EndpointGauges returns every endpoint's health (endpoints.State.Serving: an endpoint failing
+// every request is not healthy, though it may stay in the rotation), scraped gauges and the
+// router's in-flight count, for metrics.Endpoints.
 func (s *Server) EndpointGauges() []metrics.EndpointGauges {
 	states := s.o.Endpoints.Snapshot()
 	out := make([]metrics.EndpointGauges, 0, len(states))
@@ -172,7 +173,7 @@ func (s *Server) EndpointGauges() []metrics.EndpointGauges {
 	for _, st := range states {
 		var es sdk.EndpointState
 		s.inflight.Fill(st.ID, now, st.ScrapedAt, &es)
-		g := metrics.EndpointGauges{ID: st.ID, Healthy: st.Healthy, Ejected: st.Ejected, Ejections: st.Ejections,
+		g := metrics.EndpointGauges{ID: st.ID, Healthy: st.Serving(), Ejected: st.Ejected, Ejections: st.Ejections,
 			Inflight: es.InflightRequests, Waiting: st.Waiting, Running: st.Running, KVCacheUsage: st.KVCacheUsage,
 			PrefixBlocks: s.prefix.Len(st.ID), Slots: -1}
 		if s.flow != nil {

@@ -68,6 +68,11 @@ var badInputs = map[string]badInput{
 		return rawRequest(t, b.r.Addr(), "POST /v1/chat/completions HTTP/1.1\r\nHost: router\r\nContent-Length: 100\r\n\r\n{\"model\":")
 	},
 
+	// Field names the router reads, in another case than theirs.
+	"field name in another case":     sendTo("/v1/chat/completions", chatWith(`,"Stream":true`)),
+	"field name twice, in two cases": sendTo("/v1/chat/completions", chatWith(`,"stream":false,"STREAM":true`)),
+	"message field in another case":  sendTo("/v1/chat/completions", `{"model":"`+model+`","messages":[{"role":"user","Content":"Hi"}]}`),
+
 	// Request headers.
 	"TTFT SLO not a number":   sendTo("/v1/chat/completions", chatWith(""), "x-llm-d-slo-ttft-ms", "abc"),
 	"TTFT SLO zero":           sendTo("/v1/chat/completions", chatWith(""), "x-llm-d-slo-ttft-ms", "0"),
