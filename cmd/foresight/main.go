@@ -5,7 +5,7 @@
 // and schedule to host/pipeline, emulate to sim/emulator, demo to demo, bench's subcommands to
 // bench, bench/faults and bench/soak, and the hidden noop-plugin to bench.NoopFilter. This file holds what
 // they share: the root command, the logger, terminal detection, and the cleanups that run when
-// the command ends or on SIGINT/SIGTERM (then the exit code is 130), so that plugin processes
+// the command ends or on SIGINT/SIGTERM (then the exit code is 130, or 0 for SIGTERM), so that plugin processes
 // never outlive the host.
 package main
 
@@ -75,7 +75,17 @@ func stopOnSignal() {
 	s := <-sig
 	fmt.Fprintf(os.Stderr, "foresight: %v: stopping\n", s)
 	runCleanups()
-	os.Exit(130)
+	os.Exit(signalExitCode(s))
+}
+
+// signalExitCode is the exit code of a command stopped by s once its cleanups ran: 0 for SIGTERM,
+// the orderly stop a supervisor (Kubernetes, systemd) asks for, which the command completed;
+// 130 (128 + SIGINT) for Ctrl-C, as a shell reports an interrupted command.
+func signalExitCode(s os.Signal) int {
+	if s == syscall.SIGTERM {
+		return 0
+	}
+	return 130
 }
 
 func newRoot() *cobra.Command {

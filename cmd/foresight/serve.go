@@ -30,7 +30,9 @@ func newServe() *cobra.Command {
 			"/debug/decisions, /health and the /admin API on server.adminListen, until interrupted.\n" +
 			"SIGHUP, a change of the config file and POST /admin/reload rebuild the pipeline and swap it\n" +
 			"in without dropping a request (plugins and pipeline only; other sections need a restart).\n" +
-			"Ctrl-C lets requests in flight finish (up to 10 s) and stops every plugin process.\n" +
+			"SIGTERM or Ctrl-C lets requests in flight finish (up to server.shutdownGrace, 25 s; the ones left\n" +
+			"then end with a 503 router_shutting_down) and stops every plugin process; the exit code is 0 after\n" +
+			"SIGTERM, 130 after Ctrl-C.\n" +
 			"--ext-proc (server.extProcListen) also serves the endpoint picker of a Kubernetes Inference\n" +
 			"Gateway there: Envoy's ext_proc gRPC protocol, the same pipeline and metrics (docs/kubernetes.md).\n" +
 			"--endpoints replaces the config's endpoints (static, file and kubernetes), --listen, --admin and\n" +

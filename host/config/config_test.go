@@ -109,6 +109,7 @@ func TestParseValid(t *testing.T) {
 			MaxConcurrentRequests: config.DefaultMaxConcurrentRequests, MaxHeaderBytes: config.DefaultMaxHeaderBytes,
 			MaxHeaders: config.DefaultMaxHeaders, ReadHeaderTimeout: config.DefaultReadHeaderTimeout,
 			ReadBodyTimeout: config.DefaultReadBodyTimeout, IdleTimeout: config.DefaultIdleTimeout,
+			ShutdownGrace:     config.DefaultShutdownGrace,
 			PrefixIndexBlocks: config.DefaultPrefixBlocks},
 		Endpoints: config.Endpoints{OutlierDetection: config.OutlierDetection{ConsecutiveFailures: endpoints.DefaultConsecutiveFailures,
 			BaseEjectionTime: endpoints.DefaultBaseEjectionTime, MaxEjectionTime: endpoints.DefaultMaxEjectionTime,
@@ -270,7 +271,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown top-level field", withPipeline(plugins(), "servers: {}"),
 			`test.yaml:6: unknown field "servers" in the top level (known: plugins, pipeline, profiles, profileHandler, server, endpoints, scrape, objectives, flowControl)`, false},
 		{"unknown field in server", withPipeline(plugins(), "server: {port: 80}"),
-			`test.yaml:6: unknown field "port" in server (known: listen, adminListen, extProcListen, adminToken, maxBodyBytes, upstreamTimeout, connectTimeout, firstByteTimeout, maxAttempts, maxConcurrentRequests, maxInflightPerEndpoint, maxHeaderBytes, maxHeaders, readHeaderTimeout, readBodyTimeout, idleTimeout, decisions, prefixIndexBlocks, decisionConcurrency, streamFlushInterval)`, false},
+			`test.yaml:6: unknown field "port" in server (known: listen, adminListen, extProcListen, adminToken, maxBodyBytes, upstreamTimeout, connectTimeout, firstByteTimeout, maxAttempts, maxConcurrentRequests, maxInflightPerEndpoint, maxHeaderBytes, maxHeaders, readHeaderTimeout, readBodyTimeout, idleTimeout, shutdownGrace, decisions, prefixIndexBlocks, decisionConcurrency, streamFlushInterval)`, false},
 		{"unknown field in an endpoint", withPipeline(plugins(), "endpoints:", "  static:", "    - {addr: 127.0.0.1:8000}"),
 			`test.yaml:8: unknown field "addr" in an endpoint entry (known: id, address, labels)`, false},
 		{"listen not host:port", withPipeline(plugins(), "server: {listen: \"8080\"}"),
@@ -454,6 +455,7 @@ func TestParseRouterSections(t *testing.T) {
 		"  readHeaderTimeout: 2s", "  readBodyTimeout: 3s", "  idleTimeout: 4s",
 		"  decisions: 10", "  prefixIndexBlocks: 1000",
 		"  decisionConcurrency: 4", "  streamFlushInterval: 25ms",
+		"  shutdownGrace: 7s",
 		"endpoints:", "  static:",
 		"    - {id: a, address: 10.0.0.1:8000, labels: {accelerator: h100}}",
 		"    - {address: http://10.0.0.2:8000}",
@@ -469,7 +471,7 @@ func TestParseRouterSections(t *testing.T) {
 		UpstreamTimeout: 30 * time.Second, ConnectTimeout: 500 * time.Millisecond, FirstByteTimeout: 5 * time.Second,
 		MaxAttempts: 2, MaxConcurrentRequests: 50, MaxInflightPerEndpoint: 8, MaxHeaderBytes: 4096, MaxHeaders: 20,
 		ReadHeaderTimeout: 2 * time.Second, ReadBodyTimeout: 3 * time.Second, IdleTimeout: 4 * time.Second, Decisions: 10, PrefixIndexBlocks: 1000, DecisionConcurrency: 4,
-		StreamFlushInterval: 25 * time.Millisecond}
+		StreamFlushInterval: 25 * time.Millisecond, ShutdownGrace: 7 * time.Second}
 	if diff := cmp.Diff(want, c.Server); diff != "" {
 		t.Errorf("server (-want +got):\n%s", diff)
 	}

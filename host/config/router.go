@@ -64,6 +64,11 @@ type Server struct {
 	ReadHeaderTimeout time.Duration `yaml:"readHeaderTimeout"`
 	ReadBodyTimeout   time.Duration `yaml:"readBodyTimeout"`
 	IdleTimeout       time.Duration `yaml:"idleTimeout"`
+	// ShutdownGrace is how long a stopping router (SIGTERM, SIGINT) lets the requests in flight on
+	// both fronts finish; past it the ones left end with the router's error (503,
+	// router_shutting_down: an error event in a stream) before the connections close (default 25s:
+	// under Kubernetes' 30 s terminationGracePeriodSeconds, with room for the plugins to stop).
+	ShutdownGrace time.Duration `yaml:"shutdownGrace"`
 	// Decisions is how many decision traces /debug/decisions keeps (default 256).
 	Decisions int `yaml:"decisions"`
 	// PrefixIndexBlocks bounds the router's prefix index per endpoint, in 16-token blocks, until
@@ -199,6 +204,7 @@ const (
 	DefaultReadHeaderTimeout     = 10 * time.Second
 	DefaultReadBodyTimeout       = 30 * time.Second
 	DefaultIdleTimeout           = 120 * time.Second
+	DefaultShutdownGrace         = 25 * time.Second
 	DefaultPrefixBlocks          = 1 << 16
 	DefaultScrapeInterval        = 50 * time.Millisecond
 	DefaultEngine                = "vllm"
@@ -220,6 +226,7 @@ func (c *Config) applyRouterDefaults() {
 	s.ReadHeaderTimeout = cmp.Or(s.ReadHeaderTimeout, DefaultReadHeaderTimeout)
 	s.ReadBodyTimeout = cmp.Or(s.ReadBodyTimeout, DefaultReadBodyTimeout)
 	s.IdleTimeout = cmp.Or(s.IdleTimeout, DefaultIdleTimeout)
+	s.ShutdownGrace = cmp.Or(s.ShutdownGrace, DefaultShutdownGrace)
 	s.PrefixIndexBlocks = cmp.Or(s.PrefixIndexBlocks, DefaultPrefixBlocks)
 	c.Scrape.Interval = cmp.Or(c.Scrape.Interval, DefaultScrapeInterval)
 	c.Scrape.Engine = cmp.Or(c.Scrape.Engine, DefaultEngine)
@@ -287,6 +294,7 @@ func (c *Config) ValidateRouter() error {
 		{"maxHeaders", s.MaxHeaders > 0}, {"readHeaderTimeout", s.ReadHeaderTimeout > 0},
 		{"readBodyTimeout", s.ReadBodyTimeout > 0}, {"idleTimeout", s.IdleTimeout > 0},
 		{"prefixIndexBlocks", s.PrefixIndexBlocks > 0},
+		{"shutdownGrace", s.ShutdownGrace > 0},
 	}
 	for _, p := range positive {
 		if !p.ok {

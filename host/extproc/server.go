@@ -11,6 +11,7 @@ package extproc
 
 import (
 	"io"
+	"sync"
 	"time"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
@@ -45,6 +46,9 @@ type Server struct {
 	extprocv3.UnimplementedExternalProcessorServer
 	o      Options
 	health *health.Server
+	// stopping is closed by Cut (once): the exchanges still open end with the router's 503.
+	stopping chan struct{}
+	cutOnce  sync.Once
 }
 
 // New returns a server over o; it answers the health checks NOT_SERVING for readiness until
@@ -53,7 +57,7 @@ func New(o Options) *Server {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Server{o: o, health: health.NewServer()}
+	s := &Server{o: o, health: health.NewServer(), stopping: make(chan struct{})}
 	s.health.SetServingStatus(HealthLiveness, healthpb.HealthCheckResponse_SERVING)
 	s.SetReady(false)
 	return s
@@ -85,27 +89,68 @@ func (s *Server) Shutdown() { s.health.Shutdown() }
 // cannot take (a body mode it does not support, a message out of order) ends the stream with a
 // gRPC error, on which the data plane applies its failure mode (GIE's failureMode on the pool:
 // FailOpen sends the request on without a pick, FailClose fails it); a request the router
-// refuses is an immediate response (429 shed or full, 503 nothing available, 4xx bad input).
+// refuses is an immediate response (429 shed or full, 503 nothing available, 4xx bad input,). Cut ends it
+// early (stop.go).
 func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error {
 	x := &exchange{s: s, ctx: stream.Context()}
 	defer x.close("the gateway ended the exchange before the answer did")
+	msgs := receive(stream)
 	for {
-		req, err := stream.Recv()
-		if err == io.EOF || status.Code(err) == codes.Canceled {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		resps, err := x.handle(req)
-		if err != nil {
-			s.o.Log.Warn().Err(err).Str("request_id", x.requestID()).Msg("ext_proc stream refused")
-			return err
+		var (
+			resps []*extprocv3.ProcessingResponse
+			last  bool // the stream ends after resps
+			err   error
+		)
+		select {
+		case m := <-msgs:
+			if m.err == io.EOF || status.Code(m.err) == codes.Canceled {
+				return nil
+			}
+			if m.err != nil {
+				return m.err
+			}
+			if resps, err = x.handle(m.req); err != nil {
+				s.o.Log.Warn().Err(err).Str("request_id", x.requestID()).Msg("ext_proc stream refused")
+				return err
+			}
+		case <-s.stopping:
+			resps, err = x.cut()
+			last = true
 		}
 		for _, r := range resps {
 			if err := stream.Send(r); err != nil {
 				return err
 			}
 		}
+		if last {
+			return err
+		}
 	}
+}
+
+// received is one message of the data plane, or how its stream ended.
+type received struct {
+	req *extprocv3.ProcessingRequest
+	err error
+}
+
+// receive reads the stream's messages on their own goroutine, so that Process also watches the
+// body's deadline and the router's shutdown; it stops at the stream's first error, or when
+// Process returned (the stream's context ends with it).
+func receive(stream extprocv3.ExternalProcessor_ProcessServer) <-chan received {
+	msgs := make(chan received)
+	go func() {
+		for {
+			req, err := stream.Recv()
+			select {
+			case msgs <- received{req, err}:
+			case <-stream.Context().Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return msgs
 }

@@ -209,6 +209,11 @@ func (s *Server) relayStream(actx context.Context, w http.ResponseWriter, resp *
 	var source *openai.SourceError
 	switch {
 	case res.Done:
+	case shuttingDown(x.client): // the router's grace ended (shutdown.go)
+		e := shutdownStreamError(a.ep.ID, res.Chunks)
+		_ = openai.WriteStreamError(aw, e, res.Partial)
+		aw.flush()
+		out.status, out.err = e.Status, ErrShuttingDown.Error()
 	case err != nil && (!errors.As(err, &source) || x.client.Err() != nil): // the client went away
 		out.status, out.err = statusClientClosed, "client went away mid-answer"
 	default:

@@ -198,6 +198,8 @@ func (r *Routed) Finish(cause string) {
 	out, id := &r.out, r.a.ep.ID
 	out.endpoint, out.predicted = id, r.a.ep.Prediction
 	switch {
+	case errors.Is(r.broken, ErrShuttingDown): // Cut (shutdown.go)
+		out.status, out.err = http.StatusServiceUnavailable, ErrShuttingDown.Error()
 	case r.status == 0:
 		out.status, out.err = statusClientClosed, cmp.Or(cause, "the exchange ended before the answer's headers")
 	case r.status >= 500:

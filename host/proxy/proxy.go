@@ -100,6 +100,10 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, x *exchange) {
 		s.endFlight(a)
 		switch {
 		case err == nil: // answered: out says how
+		case shuttingDown(x.client): // the router's grace ended before an answer (shutdown.go)
+			e := ShutdownError()
+			out.status, out.err = e.Status, ErrShuttingDown.Error()
+			openai.WriteError(w, e)
 		case x.client.Err() != nil: // the client left: nothing to answer
 			out.status, out.err = statusClientClosed, "client went away"
 		case errors.Is(ctx.Err(), context.DeadlineExceeded):

@@ -339,6 +339,9 @@ func (s *Server) decideRequest(ctx context.Context, kind openai.Kind, h http.Hea
 		decided = s.decider.decide(p)
 	}
 	x.queued = p.waited
+	if !decided && shuttingDown(ctx) { // the router's grace ended while it waited (shutdown.go)
+		return x, ShutdownError()
+	}
 	if !decided { // counted and logged as a 499 like a client that leaves mid-answer; nobody reads the body
 		return x, &openai.Error{Status: statusClientClosed, Type: "invalid_request_error", Message: "the client went away before a decision"}
 	}

@@ -57,17 +57,25 @@ func (r *Router) markReady() {
 }
 
 // stopExtProc reports not serving, then lets the streams in flight (answers under way) finish
-// until ctx ends.
+// until ctx ends; the ones left are then cut (extproc.Server.Cut) and get lastWords to say so
+// before the listener stops.
 func (r *Router) stopExtProc(ctx context.Context) {
-	if r.ext == nil {
-		return
-	}
 	r.ext.srv.Shutdown()
 	done := make(chan struct{})
 	go func() { r.ext.grpc.GracefulStop(); close(done) }()
 	select {
 	case <-done:
+		return
 	case <-ctx.Done():
+	}
+	r.log.Warn().Dur("grace", r.grace).Msg("shutdown grace (server.shutdownGrace) ended: the endpoint picker's exchanges still open end with 503 router_shutting_down")
+	r.ext.srv.Cut()
+	last := time.NewTimer(lastWords)
+	defer last.Stop()
+	select {
+	case <-done:
+	case <-last.C:
 		r.ext.grpc.Stop()
+		<-done
 	}
 }

@@ -25,9 +25,6 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// shutdownGrace is how long Close lets requests in flight finish.
-const shutdownGrace = 10 * time.Second
-
 // Router is a running router. Close stops it.
 type Router struct {
 	api, admin         *http.Server
@@ -43,6 +40,12 @@ type Router struct {
 	cancel             context.CancelFunc
 	wg                 sync.WaitGroup
 	closeOnce          sync.Once
+	grace              time.Duration // server.shutdownGrace
+	// requests is the HTTP listeners' base context, which every request's derives from;
+	// stopRequests cancels it when the shutdown grace ends (shutdown.go), once (cutOnce).
+	requests     context.Context
+	stopRequests context.CancelCauseFunc
+	cutOnce      sync.Once
 }
 
 // Start builds and starts the router of cfg. It returns once both listeners accept connections;
@@ -67,7 +70,8 @@ func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger, opts ...
 		return nil, fmt.Errorf("%s: endpoints: %w", cfg.File(), err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	r := &Router{cancel: cancel, file: cfg.File(), flow: cfg.FlowControl, log: log, events: admin.NewEvents(0)}
+	r := &Router{cancel: cancel, file: cfg.File(), flow: cfg.FlowControl, log: log, events: admin.NewEvents(0), grace: cfg.Server.ShutdownGrace}
+	r.requests, r.stopRequests = context.WithCancelCause(context.Background())
 	defer func() {
 		if err != nil {
 			r.Close()
@@ -173,18 +177,13 @@ func (r *Router) AdminAddr() string { return r.adminAddr }
 // Server returns the request handler (decision traces, for tests and the demo).
 func (r *Router) Server() *proxy.Server { return r.srv }
 
-// Close stops accepting requests, lets those in flight finish (up to shutdownGrace), stops the
-// scrapers and the plugin processes. It is safe to call more than once.
+// Close stops accepting requests, lets those in flight finish (up to server.shutdownGrace; the
+// ones left then end with the router's 503, shutdown.go), stops the scrapers and the plugin
+// processes. It is safe to call more than once.
 func (r *Router) Close() {
 	r.closeOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-		defer cancel()
-		r.stopExtProc(ctx)
-		for _, s := range []*http.Server{r.api, r.admin} {
-			if s != nil {
-				_ = s.Shutdown(ctx)
-			}
-		}
+		r.drain()
+		r.stopRequests(nil)
 		r.cancel()
 		r.wg.Wait() // the batcher flushes its last samples before the pipeline stops
 		if r.srv != nil {
@@ -212,7 +211,8 @@ func (r *Router) listen(addr string, h http.Handler, c config.Server) (*http.Ser
 	if err != nil {
 		return nil, "", fmt.Errorf("listening on %s: %w", addr, err)
 	}
-	s := &http.Server{Handler: h, ReadHeaderTimeout: c.ReadHeaderTimeout, IdleTimeout: c.IdleTimeout, MaxHeaderBytes: 2 * c.MaxHeaderBytes}
+	s := &http.Server{Handler: h, ReadHeaderTimeout: c.ReadHeaderTimeout, IdleTimeout: c.IdleTimeout, MaxHeaderBytes: 2 * c.MaxHeaderBytes,
+		BaseContext: func(net.Listener) context.Context { return r.requests }}
 	r.goRun(func() { _ = s.Serve(ln) }) // ErrServerClosed after Shutdown
 	return s, ln.Addr().String(), nil
 }

@@ -79,6 +79,10 @@ endpoints.kubernetes from .Values.modelServers and .Values.inferencePool.
 {{- $server := get $cfg "server" | default dict }}
 {{- $_ := set $server "listen" (printf "0.0.0.0:%d" (int .Values.ports.http)) }}
 {{- $_ := set $server "adminListen" (printf "0.0.0.0:%d" (int .Values.ports.admin)) }}
+{{- /* Requests in flight drain until 5 s before the kubelet's kill, which leaves the plugins time to stop. */}}
+{{- if not (hasKey $server "shutdownGrace") }}
+{{- $_ := set $server "shutdownGrace" (printf "%ds" (max 1 (sub (int .Values.terminationGracePeriodSeconds) 5))) }}
+{{- end }}
 {{- $_ := set $cfg "server" $server }}
 {{- $endpoints := get $cfg "endpoints" | default dict }}
 {{- if hasKey $endpoints "kubernetes" }}
