@@ -115,6 +115,16 @@ func (p *RouterProc) PID() int { return p.pid }
 func (p *RouterProc) API() string   { return p.api }
 func (p *RouterProc) Admin() string { return p.admin }
 
+// ExitCode is the router's exit status, -1 when a signal ended it; ok is false while it runs.
+func (p *RouterProc) ExitCode() (code int, ok bool) {
+	select {
+	case <-p.exited:
+		return p.cmd.ProcessState.ExitCode(), true
+	default:
+		return 0, false
+	}
+}
+
 // waitReady waits until the admin listener answers /health and the API lists model: the router
 // has scraped the fleet. It gives up at timeout, or when the process exits.
 func (p *RouterProc) waitReady(ctx context.Context, model string, timeout time.Duration) error {

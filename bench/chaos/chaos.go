@@ -1,9 +1,11 @@
 // Package chaos performs faults on a running router through its admin API, as an operator's
 // mistakes and a machine's accidents would: a stage swapped for an equivalent plugin
-// (PUT /admin/stages), a plugin process SIGKILLed, an invalid config reloaded. [Schedule] spreads
-// them over a window, seeded; a [Faulter] performs them one at a time and says how each went
-// ([Event]). bench faults and bench soak share it: the first to see what faults cost the
-// requests in flight, the second to see that a long run of them leaks nothing.
+// (PUT /admin/stages), a plugin process SIGKILLed or frozen (SIGSTOP), an invalid config
+// reloaded. [Schedule] spreads them over a window, seeded; a [Faulter] performs them one at a
+// time and says how each went ([Event]). bench faults and bench soak share it: the first to see
+// what faults cost the requests in flight, the second to see that a long run of them leaks
+// nothing. A [Truncator] is a fault of a server's: a proxy in front of it that ends some of its
+// streams early, cleanly, without their data: [DONE].
 package chaos
 
 import (
@@ -29,7 +31,7 @@ const (
 // Event is one fault as performed.
 type Event struct {
 	AtMs   float64 `json:"at_ms"` // since the load began
-	Kind   string  `json:"kind"`  // swap, kill or bad-reload
+	Kind   string  `json:"kind"`  // swap, kill, bad-reload or stop
 	OK     bool    `json:"ok"`    // performed as intended (see Tally)
 	TookMs float64 `json:"took_ms"`
 	Detail string  `json:"detail,omitempty"`
@@ -37,11 +39,13 @@ type Event struct {
 
 // Tally counts the faults of each kind that were performed as intended — a swap answered 200; a
 // killed plugin served again with a new pid; a bad reload answered 422 and left the generation
-// as it was — and those that were not.
+// as it was; a stopped plugin was killed by the router and served again with a new pid — and
+// those that were not.
 type Tally struct {
 	Swaps, SwapFailures           int
 	Kills, KillFailures           int
 	BadReloads, BadReloadFailures int
+	Stops, StopFailures           int
 }
 
 // Count tallies events.
@@ -56,6 +60,8 @@ func Count(events []Event) Tally {
 			ok, failed = &t.Kills, &t.KillFailures
 		case KindBadReload.String():
 			ok, failed = &t.BadReloads, &t.BadReloadFailures
+		case KindStop.String():
+			ok, failed = &t.Stops, &t.StopFailures
 		default:
 			continue
 		}

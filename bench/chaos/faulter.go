@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,9 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/foresight-router/foresight/bench/openloop"
@@ -35,11 +39,16 @@ type Faulter struct {
 
 	swaps     int
 	restartMs []float64
+	recoverMs []float64
 }
 
 // RestartMs returns every kill's restart time so far, in order: per kill the larger of the
 // plugin's last_restart_ms and the faulter's own kill-to-serving time.
 func (f *Faulter) RestartMs() []float64 { return f.restartMs }
+
+// RecoverMs returns, for every stop so far, the time from the SIGSTOP until the plugin served
+// again with a new pid: the router's hang detection, its kill and the restart.
+func (f *Faulter) RecoverMs() []float64 { return f.recoverMs }
 
 // perform does the planned fault and says how it went (Event.AtMs left 0).
 func (f *Faulter) perform(ctx context.Context, pf Planned) Event {
@@ -52,6 +61,8 @@ func (f *Faulter) perform(ctx context.Context, pf Planned) Event {
 		ev = f.kill(ctx)
 	case KindBadReload:
 		ev = f.badReload(ctx, pf.N)
+	case KindStop:
+		ev = f.stop(ctx)
 	}
 	ev.Kind = pf.Kind.String()
 	ev.TookMs = ms(time.Since(began))
@@ -106,6 +117,20 @@ func swapBody(spec config.PluginSpec, strategy string) ([]byte, error) {
 
 // kill SIGKILLs a random plugin process and waits until the plugin serves again with a new pid.
 func (f *Faulter) kill(ctx context.Context) Event {
+	return f.signal(ctx, syscall.SIGKILL)
+}
+
+// stop SIGSTOPs a random plugin process — frozen, its socket open, answering nothing — and waits
+// until the router has taken it for hung, killed it and served the plugin again with a new pid.
+// A stopped process the router left behind is killed here, so that nothing stays frozen, and
+// fails the fault.
+func (f *Faulter) stop(ctx context.Context) Event {
+	return f.signal(ctx, syscall.SIGSTOP)
+}
+
+// signal sends sig to a random plugin process that is up and waits until the plugin serves again
+// with a new pid, the old process gone.
+func (f *Faulter) signal(ctx context.Context, sig syscall.Signal) Event {
 	d, err := f.Admin.Pipeline(ctx)
 	if err != nil {
 		return Event{Detail: err.Error()}
@@ -120,15 +145,31 @@ func (f *Faulter) kill(ctx context.Context) Event {
 		return Event{Detail: "no plugin process is up"}
 	}
 	victim := alive[f.Rand.IntN(len(alive))]
-	proc, err := os.FindProcess(victim.PID)
-	if err != nil {
-		return Event{Detail: fmt.Sprintf("%s (pid %d): %v", victim.Name, victim.PID, err)}
+	sent := time.Now()
+	if err := syscall.Kill(victim.PID, sig); err != nil {
+		return Event{Detail: fmt.Sprintf("sending %v to %s (pid %d): %v", sig, victim.Name, victim.PID, err)}
 	}
-	killed := time.Now()
-	if err := proc.Kill(); err != nil {
-		return Event{Detail: fmt.Sprintf("killing %s (pid %d): %v", victim.Name, victim.PID, err)}
+	ev, took := f.awaitRestart(ctx, victim, sent)
+	if ev.OK {
+		if sig == syscall.SIGSTOP {
+			f.recoverMs = append(f.recoverMs, took)
+		} else {
+			f.restartMs = append(f.restartMs, took)
+		}
 	}
-	deadline := killed.Add(restartTimeout)
+	if ev.OK && processExists(victim.PID) {
+		ev = Event{Detail: fmt.Sprintf("%s served again but its old process (pid %d) is still there", victim.Name, victim.PID)}
+	}
+	if sig == syscall.SIGSTOP && processExists(victim.PID) {
+		_ = syscall.Kill(victim.PID, syscall.SIGKILL) // never leave a frozen process behind
+	}
+	return ev
+}
+
+// awaitRestart waits until victim serves again with a new pid, restartTimeout after sent at most,
+// and returns the larger of the plugin's last_restart_ms and the time since sent.
+func (f *Faulter) awaitRestart(ctx context.Context, victim admin.Plugin, sent time.Time) (Event, float64) {
+	deadline := sent.Add(restartTimeout)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		time.Sleep(restartPoll)
 		d, err := f.Admin.Pipeline(ctx)
@@ -139,14 +180,24 @@ func (f *Faulter) kill(ctx context.Context) Event {
 			if p.Name != victim.Name || !p.Up || p.PID == 0 || p.PID == victim.PID {
 				continue
 			}
-			measured := ms(time.Since(killed))
-			restart := max(measured, p.LastRestartMs)
-			f.restartMs = append(f.restartMs, restart)
-			return Event{OK: true, Detail: fmt.Sprintf("%s pid %d → %d: last_restart_ms %.1f, measured %.1f ms, restarts %d",
-				victim.Name, victim.PID, p.PID, p.LastRestartMs, measured, p.Restarts)}
+			measured := ms(time.Since(sent))
+			return Event{OK: true, Detail: fmt.Sprintf("%s pid %d → %d: last_restart_ms %.1f, measured %.1f ms, restarts %d, hangs %d",
+				victim.Name, victim.PID, p.PID, p.LastRestartMs, measured, p.Restarts, p.Hangs)}, max(measured, p.LastRestartMs)
 		}
 	}
-	return Event{Detail: fmt.Sprintf("%s (pid %d) did not serve again with a new pid within %v", victim.Name, victim.PID, restartTimeout)}
+	return Event{Detail: fmt.Sprintf("%s (pid %d) did not serve again with a new pid within %v", victim.Name, victim.PID, restartTimeout)}, 0
+}
+
+// processExists says whether a process of that pid runs (a zombie, dead but not yet reaped by
+// its parent, does not count).
+func processExists(pid int) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// After the command name's closing parenthesis: the state.
+	fields := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
 }
 
 // The kinds of invalid config the bad reloads write, in turn.

@@ -19,9 +19,12 @@ const (
 	KindKill
 	// KindBadReload reloads an invalid config, which must be refused.
 	KindBadReload
+	// KindStop SIGSTOPs a random plugin process, which the router must take for hung, kill and
+	// restart.
+	KindStop
 )
 
-// String is the kind's name in the JSON: swap, kill or bad-reload.
+// String is the kind's name in the JSON: swap, kill, bad-reload or stop.
 func (k Kind) String() string {
 	switch k {
 	case KindSwap:
@@ -30,6 +33,8 @@ func (k Kind) String() string {
 		return "kill"
 	case KindBadReload:
 		return "bad-reload"
+	case KindStop:
+		return "stop"
 	}
 	return "fault(" + strconv.Itoa(int(k)) + ")"
 }
@@ -42,11 +47,16 @@ type Planned struct {
 	At   time.Duration
 }
 
-// Schedule spreads swaps, kills and bad reloads evenly over window, interleaved: the i-th of
-// c faults of one kind is ranked at (i+u)/c, u seeded in [0.25, 0.75), so every kind covers the
-// window evenly and the kinds alternate; the ranked faults then take the centres of len equal
-// slots of the window.
-func Schedule(swaps, kills, badReloads int, window time.Duration, seed uint64) []Planned {
+// Counts are how many faults of each kind a schedule holds.
+type Counts struct {
+	Swaps, Kills, BadReloads, Stops int
+}
+
+// Schedule spreads the faults c counts evenly over window, interleaved: the i-th of n faults of
+// one kind is ranked at (i+u)/n, u seeded in [0.25, 0.75), so every kind covers the window evenly
+// and the kinds alternate; the ranked faults then take the centres of len equal slots of the
+// window.
+func Schedule(c Counts, window time.Duration, seed uint64) []Planned {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	type ranked struct {
 		f    Planned
@@ -56,7 +66,7 @@ func Schedule(swaps, kills, badReloads int, window time.Duration, seed uint64) [
 	for _, k := range []struct {
 		k Kind
 		n int
-	}{{KindSwap, swaps}, {KindKill, kills}, {KindBadReload, badReloads}} {
+	}{{KindSwap, c.Swaps}, {KindKill, c.Kills}, {KindBadReload, c.BadReloads}, {KindStop, c.Stops}} {
 		for i := range k.n {
 			all = append(all, ranked{Planned{Kind: k.k, N: i}, (float64(i) + 0.25 + rng.Float64()/2) / float64(k.n)})
 		}

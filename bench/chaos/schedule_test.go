@@ -13,11 +13,11 @@ func TestFaultScheduleCountsSpreadAndInterleaving(t *testing.T) {
 	counts := map[Kind]int{KindSwap: 20, KindKill: 5, KindBadReload: 3}
 	orders := map[string]bool{}
 	for seed := uint64(1); seed <= 50; seed++ {
-		s := Schedule(counts[KindSwap], counts[KindKill], counts[KindBadReload], window, seed)
+		s := Schedule(Counts{Swaps: counts[KindSwap], Kills: counts[KindKill], BadReloads: counts[KindBadReload]}, window, seed)
 		if len(s) != 28 {
 			t.Fatalf("seed %d: %d faults, want 28", seed, len(s))
 		}
-		if !slices.Equal(s, Schedule(20, 5, 3, window, seed)) {
+		if !slices.Equal(s, Schedule(Counts{Swaps: 20, Kills: 5, BadReloads: 3}, window, seed)) {
 			t.Fatalf("seed %d: the schedule is not reproducible", seed)
 		}
 		next := map[Kind]int{}
@@ -52,11 +52,25 @@ func TestFaultScheduleCountsSpreadAndInterleaving(t *testing.T) {
 	if len(orders) < 2 {
 		t.Errorf("50 seeds gave one order: the order is not seeded")
 	}
-	if s := Schedule(0, 0, 0, window, 1); len(s) != 0 {
+	if s := Schedule(Counts{}, window, 1); len(s) != 0 {
 		t.Errorf("no faults asked, got %v", s)
 	}
-	s := Schedule(0, 3, 0, 6*time.Second, 1)
+	if s := Schedule(Counts{Kills: 2, Stops: 2}, 8*time.Second, 1); len(s) != 4 || countKind(s, KindStop) != 2 || countKind(s, KindKill) != 2 {
+		t.Errorf("2 kills and 2 stops: %+v", s)
+	}
+	s := Schedule(Counts{Kills: 3}, 6*time.Second, 1)
 	if len(s) != 3 || s[0].At != time.Second || s[1].At != 3*time.Second || s[2].At != 5*time.Second {
 		t.Errorf("3 kills over 6 s: %+v", s)
 	}
+}
+
+// countKind counts the faults of kind k in s.
+func countKind(s []Planned, k Kind) int {
+	n := 0
+	for _, f := range s {
+		if f.Kind == k {
+			n++
+		}
+	}
+	return n
 }

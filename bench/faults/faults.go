@@ -186,7 +186,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	l := newLoad("http://"+r.Addr(), o.Baseline)
 	defer l.client.CloseIdleConnections()
 	arrivals := openloop.Arrivals(o.Rate, o.Baseline+o.Duration, o.Seed)
-	plan := chaos.Schedule(o.Swaps, o.Kills, o.BadReloads, o.Duration, o.Seed)
+	plan := chaos.Schedule(chaos.Counts{Swaps: o.Swaps, Kills: o.Kills, BadReloads: o.BadReloads}, o.Duration, o.Seed)
 
 	began := time.Now()
 	faultsDone := make(chan []chaos.Event, 1)

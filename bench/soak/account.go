@@ -17,8 +17,8 @@ type Accounting struct {
 	Sent    int `json:"sent"`
 	Counted int `json:"counted"`
 	// ClientFailed is the requests the load saw answered otherwise than 200 or not at all
-	// (lost, wrong, or shed by flow control with a reason); CountedFailed those the router
-	// counted under a code other than 200.
+	// (lost, wrong, cut with an error event, or shed by flow control with a reason);
+	// CountedFailed those the router counted under a code other than 200.
 	ClientFailed  int `json:"client_failed"`
 	CountedFailed int `json:"counted_failed"`
 	// ByCode is Counted by HTTP status code.

@@ -3,6 +3,7 @@ package soak
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -20,6 +21,7 @@ const maxAnswerBytes = 1 << 20
 type answer struct {
 	Error *struct {
 		Message string `json:"message"`
+		Code    string `json:"code"`
 	} `json:"error"`
 	Choices []struct {
 		Text  string `json:"text"`
@@ -115,14 +117,26 @@ func checkWhole(r io.Reader, c call) string {
 	return t.problem(c)
 }
 
-// checkStream reads a streamed answer to c up to its end and returns the time from began to
-// its first token, and what is wrong with it: "" when it ends with data: [DONE], nothing after
-// it, and adds up to a complete answer (tally.problem).
-func checkStream(r io.Reader, c call, began time.Time) (time.Duration, string) {
+// streamEnd is how a stream ended, as checkStream read it.
+type streamEnd struct {
+	ttft time.Duration // from began to its first token
+	// cut is the error event's code (its message when it has none) of a stream the router ended
+	// with an error event: the events so far, then one error event, then the end of the body.
+	cut string
+	// silent is a stream that ended without data: [DONE] and without an error event: truncated
+	// with nothing to tell the client.
+	silent bool
+	// problem is what is wrong with the stream: "" when it ended with data: [DONE], nothing after
+	// it, and adds up to a complete answer (tally.problem), or when it is cut.
+	problem string
+}
+
+// checkStream reads a streamed answer to c up to its end and says how it ended.
+func checkStream(r io.Reader, c call, began time.Time) streamEnd {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 16<<10), maxAnswerBytes)
 	var (
-		ttft time.Duration
+		e    streamEnd
 		t    tally
 		done bool
 	)
@@ -134,28 +148,37 @@ func checkStream(r io.Reader, c call, began time.Time) (time.Duration, string) {
 		data = bytes.TrimSpace(data)
 		switch {
 		case done:
-			return ttft, "an event after data: [DONE]: " + openloop.Clip(string(data), 200)
+			e.problem = "an event after data: [DONE]: " + openloop.Clip(string(data), 200)
+			return e
+		case e.cut != "":
+			e.problem = "an event after the error event: " + openloop.Clip(string(data), 200)
+			return e
 		case string(data) == "[DONE]":
 			done = true
 			continue
 		}
 		var a answer
 		if err := json.Unmarshal(data, &a); err != nil {
-			return ttft, "an event that is not JSON: " + openloop.Clip(string(data), 200)
+			e.problem = "an event that is not JSON: " + openloop.Clip(string(data), 200)
+			return e
 		}
 		if a.Error != nil {
-			return ttft, "an error event: " + openloop.Clip(a.Error.Message, 200)
+			e.cut = cmp.Or(a.Error.Code, openloop.Clip(a.Error.Message, 200))
+			continue
 		}
-		if ttft == 0 && a.text() != "" {
-			ttft = time.Since(began)
+		if e.ttft == 0 && a.text() != "" {
+			e.ttft = time.Since(began)
 		}
 		t.add(&a)
 	}
 	switch {
 	case sc.Err() != nil:
-		return ttft, "the stream broke: " + openloop.Clip(sc.Err().Error(), 200)
+		e.problem = "the stream broke: " + openloop.Clip(sc.Err().Error(), 200)
+	case e.cut != "":
 	case !done:
-		return ttft, "the stream ended without data: [DONE]"
+		e.silent, e.problem = true, "the stream ended without data: [DONE] and without an error event"
+	default:
+		e.problem = t.problem(c)
 	}
-	return ttft, t.problem(c)
+	return e
 }

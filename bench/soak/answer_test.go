@@ -38,31 +38,43 @@ func TestCheckStream(t *testing.T) {
 		name   string
 		c      call
 		stream string
-		want   string // "" for a complete answer, else the start of the problem
+		want   string // "" for a complete or cut answer, else the start of the problem
+		cut    string // the error event's code (its message without one) of a cut stream
+		silent bool   // ended without [DONE] and without an error event
 	}{
 		{name: "completion", c: plain, stream: sse(tok1, tok2, fin, "[DONE]")},
 		{name: "completion with usage", c: withUsage, stream: sse(tok1, tok2, fin, usage2, "[DONE]")},
 		{name: "chat", c: call{chat: true, stream: true, maxTokens: 2}, stream: sse(role, chat1, chat2, chatF, "[DONE]")},
 		{name: "comments and CRLF", c: plain, stream: ": keep-alive\r\n\r\ndata: " + tok1 + "\r\n\r\n" + sse(tok2, fin, "[DONE]")},
-		{name: "no [DONE]", c: plain, stream: sse(tok1, tok2, fin), want: "the stream ended without data: [DONE]"},
+		{name: "no [DONE]", c: plain, stream: sse(tok1, tok2, fin), want: "the stream ended without data: [DONE] and without an error event", silent: true},
+		{name: "no [DONE] after one token", c: plain, stream: sse(tok1), want: "the stream ended without data: [DONE]", silent: true},
 		{name: "cut short", c: plain, stream: sse(tok1, fin, "[DONE]"), want: "1 tokens, asked for 2"},
 		{name: "a token too many", c: call{stream: true, maxTokens: 1}, stream: sse(tok1, tok2, fin, "[DONE]"), want: "2 tokens, asked for 1"},
 		{name: "no finish reason", c: plain, stream: sse(tok1, tok2, "[DONE]"), want: "no finish_reason"},
 		{name: "usage asked, none came", c: withUsage, stream: sse(tok1, tok2, fin, "[DONE]"), want: "no usage"},
 		{name: "usage wrong", c: withUsage, stream: sse(tok1, tok2, fin, usage3, "[DONE]"), want: "usage.completion_tokens 3, asked for 2"},
-		{name: "error event", c: plain, stream: sse(tok1, `{"error":{"message":"upstream reset","type":"server_error"}}`),
-			want: "an error event: upstream reset"},
+		{name: "cut with an error event", c: plain, stream: sse(tok1, `{"error":{"message":"upstream reset","type":"server_error","code":"upstream_stream_broken"}}`),
+			cut: "upstream_stream_broken"},
+		{name: "cut with an error event without a code", c: plain, stream: sse(tok1, `{"error":{"message":"upstream reset","type":"server_error"}}`),
+			cut: "upstream reset"},
+		{name: "an event after the error event", c: plain, stream: sse(tok1, `{"error":{"message":"reset","code":"x"}}`, tok2),
+			want: "an event after the error event", cut: "x"},
+		{name: "[DONE] after the error event", c: plain, stream: sse(tok1, `{"error":{"message":"reset","code":"x"}}`, "[DONE]"),
+			want: "an event after the error event", cut: "x"},
 		{name: "not JSON", c: plain, stream: sse(tok1, `{"choices":`), want: "an event that is not JSON"},
 		{name: "after [DONE]", c: plain, stream: sse(tok1, tok2, fin, "[DONE]", tok1), want: "an event after data: [DONE]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ttft, got := checkStream(strings.NewReader(tt.stream), tt.c, time.Now())
-			if !strings.HasPrefix(got, tt.want) || (tt.want == "" && got != "") {
-				t.Errorf("problem %q, want %q", got, tt.want)
+			e := checkStream(strings.NewReader(tt.stream), tt.c, time.Now())
+			if !strings.HasPrefix(e.problem, tt.want) || (tt.want == "" && e.problem != "") {
+				t.Errorf("problem %q, want %q", e.problem, tt.want)
 			}
-			if tt.want == "" && ttft <= 0 {
-				t.Errorf("TTFT %v for a stream with tokens", ttft)
+			if e.cut != tt.cut || e.silent != tt.silent {
+				t.Errorf("cut %q, silent %v; want %q, %v", e.cut, e.silent, tt.cut, tt.silent)
+			}
+			if e.ttft <= 0 {
+				t.Errorf("TTFT %v for a stream with tokens", e.ttft)
 			}
 		})
 	}

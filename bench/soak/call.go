@@ -85,8 +85,13 @@ type outcome struct {
 	status int           // 0: no answer
 	ttft   time.Duration // a stream's time to its first token
 	e2e    time.Duration // to the answer's end
-	// problem is "" for a complete, correct answer, else what was wrong or why none came.
+	// problem is "" for a complete, correct answer or a cut stream, else what was wrong or why
+	// none came.
 	problem string
+	// cut is the error event's code of a stream the router ended with an error event (see
+	// streamEnd); silent a stream that ended without data: [DONE] and without an error event.
+	cut    string
+	silent bool
 	// dropped is the reason of a request the router answered itself under flow control (a 429
 	// or 503 with x-foresight-dropped-reason and an OpenAI error body): answered, not wrong.
 	dropped string
@@ -137,15 +142,31 @@ func droppedReason(resp *http.Response, body []byte) string {
 	if reason == "" || (resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable) {
 		return ""
 	}
-	var e struct {
-		Error *struct {
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(body, &e) != nil || e.Error == nil || e.Error.Message == "" || resp.Header.Get("x-llm-d-request-dropped-reason") != reason {
+	if errorMessage(body) == "" || resp.Header.Get("x-llm-d-request-dropped-reason") != reason {
 		return ""
 	}
 	return reason
+}
+
+// errorMessage is the message of an OpenAI error body, "" when body is none.
+func errorMessage(body []byte) string {
+	var a answer
+	if json.Unmarshal(body, &a) != nil || a.Error == nil {
+		return ""
+	}
+	return a.Error.Message
+}
+
+// newRequest is c's request to the router at base (http://host:port).
+func newRequest(ctx context.Context, base string, c call) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+c.path(), bytes.NewReader(c.body()))
+	if err != nil {
+		return nil, fmt.Errorf("building the request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("x-request-id", c.id)
+	req.Header.Set("x-llm-d-slo-ttft-ms", strconv.Itoa(sloTTFTMs))
+	return req, nil
 }
 
 // do sends c and reads its answer to the end.
@@ -153,14 +174,11 @@ func (l *load) do(ctx context.Context, c call) outcome {
 	o := outcome{call: c}
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.base+c.path(), bytes.NewReader(c.body()))
+	req, err := newRequest(ctx, l.base, c)
 	if err != nil {
-		o.problem = "building the request: " + err.Error()
+		o.problem = err.Error()
 		return o
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("x-request-id", c.id)
-	req.Header.Set("x-llm-d-slo-ttft-ms", strconv.Itoa(sloTTFTMs))
 	began := time.Now()
 	resp, err := l.client.Do(req)
 	if err != nil {
@@ -179,7 +197,8 @@ func (l *load) do(ctx context.Context, c call) outcome {
 		return o
 	}
 	if c.stream {
-		o.ttft, o.problem = checkStream(resp.Body, c, began)
+		e := checkStream(resp.Body, c, began)
+		o.ttft, o.problem, o.cut, o.silent = e.ttft, e.problem, e.cut, e.silent
 	} else {
 		o.problem = checkWhole(resp.Body, c)
 	}

@@ -31,16 +31,22 @@ type Result struct {
 
 	// Requests were due; Sent were sent, the others Skipped (the in-flight bound, or the bench
 	// stopped). OK got a complete, correct answer; Shed an answer of the router's flow control
-	// with its reason (ShedByReason); Lost got none (no HTTP status); Wrong got one that was
-	// none of these (another status, a broken or incomplete stream, an incomplete answer).
-	Requests     int            `json:"requests"`
-	Sent         int            `json:"sent"`
-	Skipped      int            `json:"skipped"`
-	OK           int            `json:"ok"`
-	Shed         int            `json:"shed"`
-	ShedByReason map[string]int `json:"shed_by_reason,omitempty"`
-	Lost         int            `json:"lost"`
-	Wrong        int            `json:"wrong"`
+	// with its reason (ShedByReason); Cut a stream the router ended with an error event (by the
+	// event's code, CutByCode), as it must when a server broke the stream off after its first
+	// event; Lost got none (no HTTP status); Wrong got one that was none of these (another
+	// status, a broken or incomplete stream, an incomplete answer). SilentTruncations, counted
+	// in Wrong too, are the streams that ended without data: [DONE] and without an error event.
+	Requests          int            `json:"requests"`
+	Sent              int            `json:"sent"`
+	Skipped           int            `json:"skipped"`
+	OK                int            `json:"ok"`
+	Shed              int            `json:"shed"`
+	ShedByReason      map[string]int `json:"shed_by_reason,omitempty"`
+	Cut               int            `json:"cut"`
+	CutByCode         map[string]int `json:"cut_by_code,omitempty"`
+	Lost              int            `json:"lost"`
+	Wrong             int            `json:"wrong"`
+	SilentTruncations int            `json:"silent_truncations"`
 	// Streamed and Whole count the requests sent of each kind; Chat those to
 	// /v1/chat/completions (the others to /v1/completions).
 	Streamed int `json:"streamed"`
@@ -56,15 +62,26 @@ type Result struct {
 	WholeP99Ms float64 `json:"whole_p99_ms"`
 	// Failures lists every lost, wrong or skipped request, in the order they were due.
 	Failures []Failure `json:"failures"`
+	// Truncated is what the truncator in front of the first server cut (nil without one):
+	// each stream it cut after its first event must reach the client as a Cut one.
+	Truncated *chaos.TruncatedCounts `json:"truncated,omitempty"`
 
 	// Kills and Swaps count the faults performed as intended (chaos.Tally), KillFailures and
 	// SwapFailures the others; MaxRestartMs is the longest restart of a killed plugin.
-	Kills        int           `json:"kills"`
-	KillFailures int           `json:"kill_failures"`
-	Swaps        int           `json:"swaps"`
-	SwapFailures int           `json:"swap_failures"`
-	MaxRestartMs float64       `json:"max_restart_ms"`
+	Kills        int     `json:"kills"`
+	KillFailures int     `json:"kill_failures"`
+	Swaps        int     `json:"swaps"`
+	SwapFailures int     `json:"swap_failures"`
+	MaxRestartMs float64 `json:"max_restart_ms"`
+	// Stops count the plugin processes frozen (SIGSTOP) that the router killed and served again
+	// with a new pid, StopFailures the others; MaxRecoverMs is the longest time from a SIGSTOP
+	// to the plugin serving again (the router's hang detection, its kill and the restart).
+	Stops        int           `json:"stops"`
+	StopFailures int           `json:"stop_failures"`
+	MaxRecoverMs float64       `json:"max_recover_ms"`
 	Faults       []chaos.Event `json:"faults"`
+	// Drain is how the requests in flight at the router's SIGTERM ended (nil without them).
+	Drain *DrainResult `json:"drain,omitempty"`
 
 	// RouterPID is the router process's id; RouterRSSMB its VmRSS in MB (10^6 bytes),
 	// RouterGoroutines its go_goroutines and RouterFDs its open file descriptors, sampled
@@ -126,13 +143,16 @@ func (l *load) result(sent int, span time.Duration) *Result {
 			res.Failures = append(res.Failures, failure(o, "lost"))
 		case o.dropped != "":
 			res.Shed++
-			if res.ShedByReason == nil {
-				res.ShedByReason = map[string]int{}
-			}
-			res.ShedByReason[o.dropped]++
+			res.ShedByReason = increment(res.ShedByReason, o.dropped)
 		case o.problem != "":
 			res.Wrong++
+			if o.silent {
+				res.SilentTruncations++
+			}
 			res.Failures = append(res.Failures, failure(o, "wrong"))
+		case o.cut != "":
+			res.Cut++
+			res.CutByCode = increment(res.CutByCode, o.cut)
 		case o.stream:
 			res.OK++
 			ttfts = append(ttfts, msOf(o.ttft))
@@ -149,6 +169,15 @@ func (l *load) result(sent int, span time.Duration) *Result {
 		res.RateAchieved = math.Round(float64(sent)/span.Seconds()*10) / 10
 	}
 	return res
+}
+
+// increment adds one to m[key], making m when it is nil, and returns m.
+func increment(m map[string]int, key string) map[string]int {
+	if m == nil {
+		m = map[string]int{}
+	}
+	m[key]++
+	return m
 }
 
 // count counts a sent request by kind and status.
@@ -175,14 +204,14 @@ func failure(o outcome, kind string) Failure {
 // msOf is d in milliseconds, to the microsecond.
 func msOf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// faults records the faults as performed and the kills' restart times.
-func (r *Result) faults(events []chaos.Event, restartMs []float64) {
+// faults records the faults as performed, the kills' restart times and the stops' recoveries.
+func (r *Result) faults(events []chaos.Event, restartMs, recoverMs []float64) {
 	t := chaos.Count(events)
 	r.Kills, r.KillFailures, r.Swaps, r.SwapFailures = t.Kills, t.KillFailures, t.Swaps, t.SwapFailures
+	r.Stops, r.StopFailures = t.Stops, t.StopFailures
 	r.Faults = append([]chaos.Event{}, events...)
-	for _, ms := range restartMs {
-		r.MaxRestartMs = max(r.MaxRestartMs, ms)
-	}
+	r.MaxRestartMs = slices.Max(append([]float64{0}, restartMs...))
+	r.MaxRecoverMs = slices.Max(append([]float64{0}, recoverMs...))
 }
 
 // trends keeps the samples and summarizes them, fitting the slopes after warmup.
@@ -216,8 +245,20 @@ func (r *Result) verdict() {
 	add(r.Lost, "%d requests lost")
 	add(r.Wrong, "%d requests answered wrong")
 	add(r.Skipped, "%d requests not sent")
+	add(r.SilentTruncations, "%d streams truncated silently (no data: [DONE], no error event)")
 	add(r.KillFailures, "%d kills failed")
 	add(r.SwapFailures, "%d swaps failed")
+	add(r.StopFailures, "%d frozen plugins not killed and restarted")
+	var cutAfter int
+	if r.Truncated != nil {
+		cutAfter = int(r.Truncated.CutAfterFirst)
+	}
+	if r.Cut != cutAfter {
+		p = append(p, fmt.Sprintf("%d streams reached the client cut with an error event; the servers cut %d after their first event", r.Cut, cutAfter))
+	}
+	if r.Drain != nil {
+		p = append(p, r.Drain.problems()...)
+	}
 	a := r.Accounting
 	if a.Counted != a.Sent {
 		p = append(p, fmt.Sprintf("the router counted %d requests in %s, the load sent %d", a.Counted, metricRequests, a.Sent))
@@ -233,21 +274,21 @@ func (r *Result) verdict() {
 func (r *Result) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "%s on %d emulated servers: %.0f requests/s for %v (%.1f/s sent), seed %d\n",
 		r.Config, r.Servers, r.Rate, time.Duration(r.DurationSeconds*float64(time.Second)), r.RateAchieved, r.Seed)
-	fmt.Fprintf(w, "requests: %d sent, %d ok, %d shed with a reason, %d lost, %d wrong, %d not sent; %d streamed, %d whole, %d chat; by status:",
-		r.Sent, r.OK, r.Shed, r.Lost, r.Wrong, r.Skipped, r.Streamed, r.Whole, r.Chat)
+	fmt.Fprintf(w, "requests: %d sent, %d ok, %d shed with a reason, %d cut with an error event, %d lost, %d wrong (%d truncated silently), %d not sent; %d streamed, %d whole, %d chat; by status:",
+		r.Sent, r.OK, r.Shed, r.Cut, r.Lost, r.Wrong, r.SilentTruncations, r.Skipped, r.Streamed, r.Whole, r.Chat)
 	for _, k := range slices.Sorted(maps.Keys(r.ByStatus)) {
 		fmt.Fprintf(w, " %s %d", k, r.ByStatus[k])
 	}
-	if len(r.ShedByReason) > 0 {
-		fmt.Fprint(w, "; shed by reason:")
-		for _, k := range slices.Sorted(maps.Keys(r.ShedByReason)) {
-			fmt.Fprintf(w, " %s %d", k, r.ShedByReason[k])
-		}
+	writeCounts(w, "; shed by reason:", r.ShedByReason)
+	writeCounts(w, "; cut by code:", r.CutByCode)
+	if t := r.Truncated; t != nil {
+		fmt.Fprintf(w, "\ntruncator in front of the first server: %d streams relayed, %d cut before their first event, %d after",
+			t.Streams, t.CutBeforeFirst, t.CutAfterFirst)
 	}
 	fmt.Fprintf(w, "\nTTFT of streams p50 %.1f p99 %.1f ms; whole answers p50 %.1f p99 %.1f ms\n",
 		r.TTFTP50Ms, r.TTFTP99Ms, r.WholeP50Ms, r.WholeP99Ms)
-	fmt.Fprintf(w, "faults: %d kills (%d failed, max restart %.1f ms), %d swaps (%d failed)\n",
-		r.Kills, r.KillFailures, r.MaxRestartMs, r.Swaps, r.SwapFailures)
+	fmt.Fprintf(w, "faults: %d kills (%d failed, max restart %.1f ms), %d swaps (%d failed), %d stops (%d failed, max recovery %.1f ms)\n",
+		r.Kills, r.KillFailures, r.MaxRestartMs, r.Swaps, r.SwapFailures, r.Stops, r.StopFailures, r.MaxRecoverMs)
 	fmt.Fprintf(w, "router (pid %d): RSS %s; CPU %.3f ms per request\n", r.RouterPID, r.RouterRSSMB.text(" MB", 1), r.RouterCPUMsPerRequest)
 	fmt.Fprintf(w, "  goroutines %s\n  descriptors %s\n  prefix index blocks %s\n", r.RouterGoroutines.text("", 0), r.RouterFDs.text("", 0),
 		r.RouterPrefixBlocks.text("", 0))
@@ -258,11 +299,9 @@ func (r *Result) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "slopes fitted after a %v warm-up, samples every %v\n",
 		time.Duration(r.WarmupSeconds*float64(time.Second)), time.Duration(r.SampleEverySeconds*float64(time.Second)))
 	a := r.Accounting
-	fmt.Fprintf(w, "metrics: %s counted %d of %d sent; failures counted %d, seen by the client %d; by code:",
+	fmt.Fprintf(w, "metrics: %s counted %d of %d sent; failures counted %d, seen by the client %d",
 		metricRequests, a.Counted, a.Sent, a.CountedFailed, a.ClientFailed)
-	for _, k := range slices.Sorted(maps.Keys(a.ByCode)) {
-		fmt.Fprintf(w, " %s %d", k, a.ByCode[k])
-	}
+	writeCounts(w, "; by code:", a.ByCode)
 	fmt.Fprintln(w)
 	for _, f := range r.Failures {
 		fmt.Fprintf(w, "  %s %s at %.0f ms: %s\n", f.Kind, f.ID, f.AtMs, f.Error)
@@ -272,12 +311,26 @@ func (r *Result) WriteText(w io.Writer) error {
 			fmt.Fprintf(w, "  failed %s at %.0f ms: %s\n", ev.Kind, ev.AtMs, ev.Detail)
 		}
 	}
+	if r.Drain != nil {
+		r.Drain.writeText(w)
+	}
 	verdict := "PASS"
 	if !r.Pass {
 		verdict = "FAIL: " + strings.Join(r.Problems, "; ")
 	}
 	_, err := fmt.Fprintf(w, "verdict: %s\n", verdict)
 	return err
+}
+
+// writeCounts prints m after label, key by key in order, when it holds any.
+func writeCounts(w io.Writer, label string, m map[string]int) {
+	if len(m) == 0 {
+		return
+	}
+	fmt.Fprint(w, label)
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		fmt.Fprintf(w, " %s %d", k, m[k])
+	}
 }
 
 // text is the trend as bench soak's text shows it, its values with digits decimals and unit:

@@ -73,7 +73,7 @@ func TestResultAndVerdict(t *testing.T) {
 	l.record(outcome{call: newCall(1, 9, 4), at: 900 * ms, problem: "not sent: 2000 requests in flight", skipped: true})
 	res := l.result(9, 3*time.Second)
 	res.faults([]chaos.Event{{Kind: "kill", OK: true}, {Kind: "kill", OK: false, Detail: "picker did not serve again"}, {Kind: "swap", OK: true}},
-		[]float64{150, 170.5})
+		[]float64{150, 170.5}, nil)
 	res.Accounting = Accounting{Sent: 9, Counted: 8, ClientFailed: 3, CountedFailed: 2, ByCode: map[string]int{"200": 6, "502": 1, "503": 1}}
 	res.verdict()
 
@@ -160,5 +160,64 @@ func TestShedWithAReason(t *testing.T) {
 	res.verdict()
 	if res.OK != 1 || res.Shed != 2 || res.ShedByReason["ttl-expired"] != 1 || res.ShedByReason["band-full"] != 1 || res.Wrong != 0 || !res.Pass {
 		t.Errorf("ok %d, shed %d %v, wrong %d, pass %t %q", res.OK, res.Shed, res.ShedByReason, res.Wrong, res.Pass, res.Problems)
+	}
+}
+
+// A stream the router ends with an error event is cut, not wrong: counted by code, a failure the
+// router must count too, and the verdict wants as many as the truncator cut after a first event.
+// A stream that ends with neither [DONE] nor an error event is a silent truncation, which fails
+// it; so do a stop the router did not recover from and a drain with a request cut silently or
+// lost, or a router the bench had to kill.
+func TestCutsStopsAndDrain(t *testing.T) {
+	l := newLoad("http://127.0.0.1:1", 1, 4, nil)
+	l.record(outcome{call: newCall(1, 0, 4), status: 200, ttft: time.Millisecond, e2e: time.Millisecond})
+	l.record(outcome{call: newCall(1, 1, 4), status: 200, cut: "upstream_stream_broken"})
+	l.record(outcome{call: newCall(1, 2, 4), status: 200, cut: "upstream_stream_broken"})
+	l.record(outcome{call: newCall(1, 3, 4), status: 200, silent: true, problem: "the stream ended without data: [DONE] and without an error event"})
+	res := l.result(4, time.Second)
+	res.faults([]chaos.Event{{Kind: "stop", OK: true}, {Kind: "stop", Detail: "scorer (pid 7) did not serve again with a new pid within 30s"}},
+		nil, []float64{2150.5})
+	res.Truncated = &chaos.TruncatedCounts{Streams: 9, CutBeforeFirst: 1, CutAfterFirst: 3}
+	res.Drain = &DrainResult{GraceSeconds: 2, Streams: 4, Whole: 1, Completed: 2, Cut: 2, Refused: 0, Silent: 1, ExitCode: -1,
+		Failures: []Failure{{ID: "soak-1-drain-0", Kind: "silent", Error: "the stream ended without data: [DONE] and without an error event"}}}
+	res.Accounting = Accounting{Sent: 4, Counted: 4, ClientFailed: 2, CountedFailed: 2, ByCode: map[string]int{"200": 2, "502": 2}}
+	res.verdict()
+	if res.OK != 1 || res.Cut != 2 || res.CutByCode["upstream_stream_broken"] != 2 || res.Wrong != 1 || res.SilentTruncations != 1 {
+		t.Errorf("ok %d, cut %d %v, wrong %d, silent %d", res.OK, res.Cut, res.CutByCode, res.Wrong, res.SilentTruncations)
+	}
+	if res.Stops != 1 || res.StopFailures != 1 || res.MaxRecoverMs != 2150.5 || res.MaxRestartMs != 0 {
+		t.Errorf("stops %d (%d failed), max recovery %v ms, max restart %v ms", res.Stops, res.StopFailures, res.MaxRecoverMs, res.MaxRestartMs)
+	}
+	wantProblems := []string{"1 requests answered wrong", "1 streams truncated silently (no data: [DONE], no error event)",
+		"1 frozen plugins not killed and restarted",
+		"2 streams reached the client cut with an error event; the servers cut 3 after their first event",
+		"at the SIGTERM 1 requests in flight ended silently cut, without an answer or wrong",
+		"the router had not exited 10s after its 2s grace; the bench killed it"}
+	if res.Pass || strings.Join(res.Problems, "|") != strings.Join(wantProblems, "|") {
+		t.Errorf("pass %v, problems %q", res.Pass, res.Problems)
+	}
+	var b strings.Builder
+	if err := res.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"2 cut with an error event", "1 wrong (1 truncated silently)", "cut by code: upstream_stream_broken 2",
+		"truncator in front of the first server: 9 streams relayed, 1 cut before their first event, 3 after",
+		"1 stops (1 failed, max recovery 2150.5 ms)",
+		"SIGTERM with 4 streams and 1 whole requests in flight (grace 2.0 s): 2 completed, 2 cut with an error event, 0 refused with an error, 1 silently cut, 0 lost, 0 wrong",
+		"silent soak-1-drain-0: the stream ended without data: [DONE]"} {
+		if !strings.Contains(b.String(), s) {
+			t.Errorf("the text lacks %q:\n%s", s, b.String())
+		}
+	}
+
+	// The cuts match the truncator's, the drain ended well: a pass.
+	res.Truncated.CutAfterFirst = 2
+	res.Drain = &DrainResult{GraceSeconds: 2, Streams: 4, Completed: 2, Cut: 2, ExitCode: 0}
+	res.faults([]chaos.Event{{Kind: "stop", OK: true}}, nil, []float64{2000})
+	l2 := *res
+	l2.Wrong, l2.SilentTruncations = 0, 0
+	l2.verdict()
+	if !l2.Pass {
+		t.Errorf("problems %q, want a pass", l2.Problems)
 	}
 }

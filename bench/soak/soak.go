@@ -48,9 +48,17 @@ type Options struct {
 	// Warmup is left out of the slopes' fits, in [0, Duration); SampleEvery is the time between
 	// two samples of the router and its plugins, at least MinSampleEvery.
 	Warmup, SampleEvery time.Duration
-	// KillEvery and SwapEvery are the mean times between two plugin kills and between two stage
-	// swaps: Duration / KillEvery kills (rounded down) spread over the load; 0 is none.
-	KillEvery, SwapEvery time.Duration
+	// KillEvery, SwapEvery and StopEvery are the mean times between two plugin kills (SIGKILL),
+	// two stage swaps and two plugin freezes (SIGSTOP): Duration / KillEvery kills (rounded down)
+	// spread over the load; 0 is none.
+	KillEvery, SwapEvery, StopEvery time.Duration
+	// TruncateEvery puts a chaos.Truncator in front of the first server, ending every
+	// TruncateEvery-th stream it serves early without data: [DONE]; 0 is none.
+	TruncateEvery int
+	// Drain is the streams (and a quarter as many whole requests) in flight when the bench ends
+	// the router with SIGTERM, after the load: each must end complete or with the router's error
+	// (drain.go). 0 stops the router without them.
+	Drain int
 	// MaxTokens is the longest answer asked for, in [1, MaxMaxTokens]: each request asks for
 	// between 1 and MaxTokens tokens.
 	MaxTokens int
@@ -77,6 +85,9 @@ const (
 	requestTimeout = 30 * time.Second
 	// sloTTFTMs is every request's TTFT objective (x-llm-d-slo-ttft-ms), as bench faults sends.
 	sloTTFTMs = 500
+	// stopTail is the load kept after the fault window when plugins are frozen (SIGSTOP): the
+	// router sees a plugin hang only through the calls it misses, so a freeze needs load after it.
+	stopTail = 5 * time.Second
 	// countedWithin bounds the wait, after the last answer, for the router's metrics to count
 	// every request: it counts a request after its last byte is written.
 	countedWithin = 5 * time.Second
@@ -99,8 +110,14 @@ func (o *Options) check() error {
 		return fmt.Errorf("--warmup must be in [0, --duration), got %v", o.Warmup)
 	case o.SampleEvery < MinSampleEvery:
 		return fmt.Errorf("--sample-every must be at least %v, got %v", MinSampleEvery, o.SampleEvery)
-	case o.KillEvery < 0 || o.SwapEvery < 0:
-		return fmt.Errorf("--kill-every and --swap-every must not be negative (0: none)")
+	case o.KillEvery < 0 || o.SwapEvery < 0 || o.StopEvery < 0:
+		return fmt.Errorf("--kill-every, --swap-every and --stop-every must not be negative (0: none)")
+	case o.StopEvery > 0 && o.Duration <= stopTail:
+		return fmt.Errorf("--stop-every needs a --duration over %v (the router sees a frozen plugin through the calls it misses), got %v", stopTail, o.Duration)
+	case o.TruncateEvery < 0:
+		return fmt.Errorf("--truncate-every must not be negative (0: none), got %d", o.TruncateEvery)
+	case o.Drain < 0 || o.Drain > MaxDrain:
+		return fmt.Errorf("--drain must be in [0, %d], got %d", MaxDrain, o.Drain)
 	case o.MaxTokens < 1 || o.MaxTokens > MaxMaxTokens:
 		return fmt.Errorf("--max-tokens must be in [1, %d], got %d", MaxMaxTokens, o.MaxTokens)
 	}
@@ -118,11 +135,14 @@ func every(d, interval time.Duration) int {
 // Run starts o.Servers emulated vLLM servers and the router of o.Config in front of them, as its
 // own `foresight serve` process, and sends o.Rate requests per second for o.Duration, open loop:
 // completions and chat completions, streamed or not, each checked to the end (see call and
-// answer). Over the same time it kills a random plugin process every o.KillEvery and swaps the
-// latency scorer of scorers.0 for its other strategy every o.SwapEvery (bench/chaos), in a
-// seeded, interleaved order, and samples every o.SampleEvery the router's RSS and goroutines and
-// its plugins' RSS. After the last answer it reads the router's metrics to account for every
-// request. It stops the router and the servers before it returns. Lost or wrong requests are
+// answer). Over the same time it kills a random plugin process every o.KillEvery, freezes one
+// every o.StopEvery and swaps the latency scorer of scorers.0 for its other strategy every
+// o.SwapEvery (bench/chaos), in a seeded, interleaved order (ending stopTail before the load when
+// it freezes any), while a chaos.Truncator in front of the first server cuts every
+// o.TruncateEvery-th stream; and it samples every o.SampleEvery the router's RSS and goroutines
+// and its plugins' RSS. After the last answer it reads the router's metrics to account for every
+// request, then ends the router with SIGTERM while o.Drain streams are in flight (drain.go). It
+// stops the router and the servers before it returns. Lost, wrong or silently cut requests are
 // counted, never retried, and make the verdict fail; only a failed setup is an error.
 func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := o.check(); err != nil {
@@ -132,13 +152,16 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	kills, swaps := every(o.Duration, o.KillEvery), every(o.Duration, o.SwapEvery)
+	counts := chaos.Counts{Kills: every(o.Duration, o.KillEvery), Swaps: every(o.Duration, o.SwapEvery), Stops: every(o.Duration, o.StopEvery)}
 	var swapFlag, killFlag string // the flags asking for faults, for Targets' errors
-	if swaps > 0 {
+	if counts.Swaps > 0 {
 		swapFlag = "--swap-every"
 	}
-	if kills > 0 {
+	switch {
+	case counts.Kills > 0:
 		killFlag = "--kill-every"
+	case counts.Stops > 0:
+		killFlag = "--stop-every"
 	}
 	swapSpec, _, err := chaos.Targets(cfg, o.Config, swapFlag, killFlag)
 	if err != nil {
@@ -156,7 +179,18 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	stopFleet := sync.OnceFunc(fleet.Close)
 	atExit(stopFleet)
 	defer stopFleet()
-	proc, err := bench.StartRouter(ctx, o.Binary, o.Config, fleet.Addrs(), []string{"--log-level", "error"},
+	addrs := fleet.Addrs()
+	var trunc *chaos.Truncator
+	if o.TruncateEvery > 0 {
+		if trunc, err = chaos.StartTruncator(addrs[0], o.TruncateEvery, o.Seed); err != nil {
+			return nil, err
+		}
+		stopTrunc := sync.OnceFunc(trunc.Close)
+		atExit(stopTrunc)
+		defer stopTrunc()
+		addrs[0] = trunc.Addr()
+	}
+	proc, err := bench.StartRouter(ctx, o.Binary, o.Config, addrs, []string{"--log-level", "error"},
 		emulator.DefaultModel, bench.DefaultLiveReadyTimeout)
 	if err != nil {
 		return nil, err
@@ -172,7 +206,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 
 	f := &chaos.Faulter{Admin: adm, Swap: swapSpec, Rand: rand.New(rand.NewPCG(o.Seed, 2))}
-	plan := chaos.Schedule(swaps, kills, 0, o.Duration, o.Seed)
+	window := o.Duration
+	if counts.Stops > 0 {
+		window -= stopTail
+	}
+	plan := chaos.Schedule(counts, window, o.Seed)
 	arrivals := openloop.Arrivals(o.Rate, o.Duration, o.Seed)
 	l := newLoad("http://"+proc.API(), o.Seed, o.MaxTokens, arrivals)
 	defer l.client.CloseIdleConnections()
@@ -193,12 +231,19 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	res.Config, res.Servers, res.Rate, res.Seed = o.Config, o.Servers, o.Rate, o.Seed
 	res.DurationSeconds, res.WarmupSeconds, res.SampleEverySeconds = o.Duration.Seconds(), o.Warmup.Seconds(), o.SampleEvery.Seconds()
 	res.RouterPID = proc.PID()
-	res.faults(events, f.RestartMs())
+	res.faults(events, f.RestartMs(), f.RecoverMs())
 	res.trends(s, o.Warmup)
-	res.Accounting = account(before, after, sent, res.Lost+res.Wrong+res.Shed)
+	res.Accounting = account(before, after, sent, res.Lost+res.Wrong+res.Shed+res.Cut)
 	if cpu, ok := after.Sum(metricCPU); ok && sent > 0 {
 		c0, _ := before.Sum(metricCPU)
 		res.RouterCPUMsPerRequest = round3((cpu - c0) * 1000 / float64(sent))
+	}
+	if trunc != nil {
+		c := trunc.Counts()
+		res.Truncated = &c
+	}
+	if o.Drain > 0 {
+		res.Drain = drain(ctx, proc, o.Drain, o.Seed, shutdownGrace(cfg))
 	}
 	res.verdict()
 	res.WallSeconds = round3(time.Since(began).Seconds())
