@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/foresight-router/foresight/bench"
-	"github.com/foresight-router/foresight/host/config"
 )
 
 const (
@@ -212,5 +211,3 @@ func waitOrCancel(ctx context.Context, wg *sync.WaitGroup, within time.Duration)
 	}
 }
 
-// shutdownGrace is the router's shutdown grace under cfg.
-func shutdownGrace(cfg *config.Config) time.Duration { return 10 * time.Second } // MERGE: helper-4's field

@@ -243,7 +243,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		res.Truncated = &c
 	}
 	if o.Drain > 0 {
-		res.Drain = drain(ctx, proc, o.Drain, o.Seed, shutdownGrace(cfg))
+		res.Drain = drain(ctx, proc, o.Drain, o.Seed, cfg.Server.ShutdownGrace)
 	}
 	res.verdict()
 	res.WallSeconds = round3(time.Since(began).Seconds())
