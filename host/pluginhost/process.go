@@ -216,9 +216,11 @@ func (pr *process) halt() {
 
 // newClient prepares the plugin process: go-plugin's client and the command it will start.
 func (pr *process) newClient(log hclog.Logger) (*plugin.Client, *exec.Cmd, error) {
+	host.reapOnce.Do(func() { reapOrphans(pr.log) }) // before this host's first plugin process
 	// Run the binary directly, never through a shell, or its exit would go unseen.
 	cmd := exec.Command(pr.spec.Path, pr.spec.Args...)
-	cmd.Env = append(os.Environ(), pr.spec.Env...)
+	cmd.Env = append(append(os.Environ(), routerEnv+"="+routerID()), pr.spec.Env...)
+	dieWithHost(cmd)
 	cfg := &plugin.ClientConfig{
 		HandshakeConfig:  sdk.Handshake,
 		VersionedPlugins: transport.HostPlugins(),
