@@ -367,7 +367,11 @@ func TestParseErrors(t *testing.T) {
 		{"directory as binary", withPipeline(plugins("  - name: b", "    type: t", "    path: $DIR/dir"), "  filters: [{pluginRef: b}]"),
 			`test.yaml:6: plugins[1].path: plugin "b": $DIR/dir is not an executable file`, false},
 		{"negative plugin timeout", withPipeline(plugins("    timeout: -1ms")),
-			`test.yaml:4: plugins[0].timeout: plugin "q": must not be negative, got -1ms`, false},
+			`test.yaml:4: plugins[0].timeout: plugin "q": must be in [0s, 10s] (0: the pipeline's stageTimeout), got -1ms`, false},
+		// An hour's deadline would hold every decision an hour on a plugin that stopped answering,
+		// and its hang would never be seen: deadlines stop at 10 s.
+		{"plugin timeout over the cap", withPipeline(plugins("    timeout: 1000h")),
+			`test.yaml:4: plugins[0].timeout: plugin "q": must be in [0s, 10s] (0: the pipeline's stageTimeout), got 1000h0m0s`, false},
 		{"pluginRef to an undeclared plugin", withPipeline(plugins(), "  picker:", "    pluginRef: nope"),
 			`test.yaml:7: pipeline.picker.pluginRef: no plugin named "nope" is declared under plugins`, false},
 		{"missing pluginRef", withPipeline(plugins(), "  picker:", "    weight: 1"),
@@ -393,7 +397,9 @@ func TestParseErrors(t *testing.T) {
 		{"maxCohorts above 64", withPipeline(plugins(), "  maxCohorts: 65"),
 			`test.yaml:6: pipeline.maxCohorts: must be in [1, 64], got 65`, false},
 		{"negative stageTimeout", withPipeline(plugins(), "  stageTimeout: -5ms"),
-			`test.yaml:6: pipeline.stageTimeout: must be positive, got -5ms`, false},
+			`test.yaml:6: pipeline.stageTimeout: must be in (0s, 10s], got -5ms`, false},
+		{"stageTimeout over the cap", withPipeline(plugins(), "  stageTimeout: 11s"),
+			`test.yaml:6: pipeline.stageTimeout: must be in (0s, 10s], got 11s`, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/Masterminds/semver/v3"
 	"github.com/foresight-router/foresight/plugins/sdk"
@@ -257,11 +258,17 @@ func (c *Config) validatePlugin(i int, seen map[string]int) error {
 			return c.errorAt(at("env"), "plugin %q: invalid variable name %q", p.Name, k)
 		}
 	}
-	if p.Timeout < 0 {
-		return c.errorAt(at("timeout"), "plugin %q: must not be negative, got %v", p.Name, p.Timeout)
+	if p.Timeout < 0 || p.Timeout > MaxStageTimeout {
+		return c.errorAt(at("timeout"), "plugin %q: must be in [0s, %v] (0: the pipeline's stageTimeout), got %v", p.Name, MaxStageTimeout, p.Timeout)
 	}
 	return nil
 }
+
+// MaxStageTimeout bounds the deadline of a stage call (pipeline.stageTimeout, a plugin's
+// timeout). A plugin that stops answering holds every decision for its deadline, and is taken
+// for hung only after missing deadlines for 2 s: a longer deadline would stall requests for as
+// long and, at an hour, keep the fallback and the restart from ever coming.
+const MaxStageTimeout = 10 * time.Second
 
 // validatePipeline checks one pipeline (the config's, or a profile's); used collects the stage
 // each plugin serves across all of them (a plugin serves one stage), experiment the slot that
@@ -269,8 +276,8 @@ func (c *Config) validatePlugin(i int, seen map[string]int) error {
 func (c *Config) validatePipeline(pp placed, used map[string]sdk.Stage, experiment *[]any) error {
 	pl := pp.pl
 	at := func(field ...any) []any { return append(slices.Clone(pp.base), field...) }
-	if pl.StageTimeout < 0 {
-		return c.errorAt(at("stageTimeout"), "must be positive, got %v", pl.StageTimeout)
+	if pl.StageTimeout <= 0 || pl.StageTimeout > MaxStageTimeout {
+		return c.errorAt(at("stageTimeout"), "must be in (0s, %v], got %v", MaxStageTimeout, pl.StageTimeout)
 	}
 	if pl.MaxBatch < 1 || pl.MaxBatch > 1024 {
 		return c.errorAt(at("maxBatch"), "must be in [1, 1024], got %d", pl.MaxBatch)

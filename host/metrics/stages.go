@@ -15,6 +15,9 @@ var stageBuckets = prometheus.ExponentialBuckets(50e-6, 2, 15)
 //	foresight_stage_duration_seconds{profile,stage,plugin}   one stage call within a cycle, fallbacks included
 //	foresight_stage_fallbacks_total{profile,stage,reason}    cycles where the stage's fallback replaced the plugin's answer
 //
+// reason is one of a fixed set (pipeline.FallbackLabel: timeout, unavailable, transport,
+// stage_error, invalid_answer); the error's text is in the trace and the log.
+//
 // profile is the scheduling profile whose pipeline ran the cycle (pipeline.Trace.Profile):
 // profiles that share a plugin share its process, not its series.
 //
@@ -55,7 +58,7 @@ func (s *Stages) ObserveStage(profile string, st *pipeline.StageTrace) {
 	stage := st.Stage.String()
 	s.duration.WithLabelValues(profile, stage, st.Plugin).Observe(st.Duration.Seconds())
 	if st.Fallback != "" {
-		s.fallbacks.WithLabelValues(profile, stage, st.Fallback).Inc()
+		s.fallbacks.WithLabelValues(profile, stage, pipeline.FallbackLabel(st.Fallback)).Inc()
 	}
 }
 

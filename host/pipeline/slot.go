@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -65,21 +66,57 @@ func (s *slot) failed(err error) string {
 	return reason
 }
 
-// fallbackReason classifies a failure for traces and metrics.
+// The fixed set of fallback labels, foresight_stage_fallbacks_total's reason: a failure's kind,
+// never its text, which holds socket paths and plugin messages without bound. The text goes in
+// the trace and the log.
+const (
+	FallbackUnavailable   = "unavailable"    // the process is down: crashed and restarting, or stopped
+	FallbackTimeout       = "timeout"        // the call missed its deadline
+	FallbackStageError    = "stage_error"    // the stage answered with an error of its own
+	FallbackTransport     = "transport"      // the call failed on its way: connection, protocol
+	FallbackInvalidAnswer = "invalid_answer" // the answer does not fit the cycle (counts, an empty order)
+)
+
+// fallbackPrefix is how the trace reasons of each label begin: fallbackReason writes them and
+// FallbackLabel reads them back (no prefix begins another).
+var fallbackPrefix = map[string]string{
+	FallbackUnavailable:   "plugin down",
+	FallbackTimeout:       "deadline exceeded",
+	FallbackStageError:    "stage error: ",
+	FallbackTransport:     "transport: ",
+	FallbackInvalidAnswer: "invalid answer: ",
+}
+
+// fallbackReason describes a failure for the trace and the log: its label's prefix, then what
+// the error said.
 func fallbackReason(err error) string {
 	var se *sdk.StatusError
 	switch {
 	case errors.Is(err, errDown):
-		return "plugin down"
+		return fallbackPrefix[FallbackUnavailable]
 	case isDeadline(err):
-		return "deadline exceeded"
+		return fallbackPrefix[FallbackTimeout]
 	case errors.As(err, &se):
-		return "stage error: " + se.Message
+		return fallbackPrefix[FallbackStageError] + se.Message
 	case isTransport(err):
-		return "transport: " + status.Convert(err).Message()
+		return fallbackPrefix[FallbackTransport] + status.Convert(err).Message()
 	default:
-		return "invalid answer: " + err.Error()
+		return fallbackPrefix[FallbackInvalidAnswer] + err.Error()
 	}
+}
+
+// FallbackLabel returns the fixed label (FallbackTimeout, …) of a StageTrace.Fallback reason, for
+// metrics; "" for "" (no fallback). Any reason the pipeline writes has one of the five labels.
+func FallbackLabel(reason string) string {
+	if reason == "" {
+		return ""
+	}
+	for label, prefix := range fallbackPrefix {
+		if strings.HasPrefix(reason, prefix) {
+			return label
+		}
+	}
+	return FallbackInvalidAnswer // not written by fallbackReason: what the host could not use
 }
 
 func isDeadline(err error) bool {

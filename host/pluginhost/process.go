@@ -53,12 +53,17 @@ type process struct {
 // incarnation is one run of a process.
 type incarnation struct {
 	client   *plugin.Client // nil in process
+	cmd      *exec.Cmd      // the process go-plugin started from it; nil in process
 	stage    any            // the process's stage client (transport.Configurer), or transport.Local
 	info     sdk.Info
 	pid      int
 	protocol int
 	startup  time.Duration
 	started  time.Time
+	// hung is set by the first hang detection that kills this incarnation, so that further missed
+	// deadlines while the kill runs do not start another.
+	hung     atomic.Bool
+	killOnce sync.Once
 }
 
 // inProcess reports whether the process is an in-process implementation (built-in or Spec.Local).
@@ -99,17 +104,17 @@ func (pr *process) start(ctx context.Context) (*incarnation, error) {
 		return pr.startLocal(began)
 	}
 	log := newZlog(pr.log, hclog.Info)
-	client, err := pr.newClient(log)
+	client, cmd, err := pr.newClient(log)
 	if err != nil {
 		return nil, err
 	}
-	inc, err := pr.connect(ctx, client)
+	inc, err := pr.connect(ctx, client, cmd)
 	if err == nil {
 		err = pr.configureAll(ctx, inc)
 	}
 	if err != nil {
 		log.SetLevel(hclog.Off) // the error says it all; go-plugin's cleanup messages are noise
-		client.Kill()
+		killClient(client, cmd)
 		return nil, err
 	}
 	inc.startup, inc.started = time.Since(began), time.Now()
@@ -203,16 +208,19 @@ func (pr *process) halt() {
 		pr.stopped.Store(true)
 		close(pr.stop)
 		<-pr.done
-		if inc := pr.cur.Swap(nil); inc != nil && inc.client != nil {
-			inc.client.Kill()
+		if inc := pr.cur.Swap(nil); inc != nil {
+			inc.kill()
 		}
 	})
 }
 
-func (pr *process) newClient(log hclog.Logger) (*plugin.Client, error) {
+// newClient prepares the plugin process: go-plugin's client and the command it will start.
+func (pr *process) newClient(log hclog.Logger) (*plugin.Client, *exec.Cmd, error) {
+	host.reapOnce.Do(func() { reapOrphans(pr.log) }) // before this host's first plugin process
 	// Run the binary directly, never through a shell, or its exit would go unseen.
 	cmd := exec.Command(pr.spec.Path, pr.spec.Args...)
-	cmd.Env = append(os.Environ(), pr.spec.Env...)
+	cmd.Env = append(append(os.Environ(), routerEnv+"="+routerID()), pr.spec.Env...)
+	dieWithHost(cmd)
 	cfg := &plugin.ClientConfig{
 		HandshakeConfig:  sdk.Handshake,
 		VersionedPlugins: transport.HostPlugins(),
@@ -227,15 +235,15 @@ func (pr *process) newClient(log hclog.Logger) (*plugin.Client, error) {
 	if pr.spec.SHA256 != "" {
 		sum, err := hex.DecodeString(pr.spec.SHA256)
 		if err != nil {
-			return nil, fmt.Errorf("sha256 %q is not hex: %w", pr.spec.SHA256, err)
+			return nil, nil, fmt.Errorf("sha256 %q is not hex: %w", pr.spec.SHA256, err)
 		}
 		cfg.SecureConfig = &plugin.SecureConfig{Checksum: sum, Hash: sha256.New()}
 	}
-	return plugin.NewClient(cfg), nil
+	return plugin.NewClient(cfg), cmd, nil
 }
 
 // connect handshakes, dispenses the stage and asks the binary what it is.
-func (pr *process) connect(ctx context.Context, client *plugin.Client) (*incarnation, error) {
+func (pr *process) connect(ctx context.Context, client *plugin.Client, cmd *exec.Cmd) (*incarnation, error) {
 	rpc, err := client.Client()
 	if errors.Is(err, plugin.ErrChecksumsDoNotMatch) {
 		return nil, fmt.Errorf("starting %s: its SHA-256 is not the declared sha256 %s (the binary changed since it was pinned?)", pr.spec.Path, pr.spec.SHA256)
@@ -251,7 +259,7 @@ func (pr *process) connect(ctx context.Context, client *plugin.Client) (*incarna
 	if !ok {
 		return nil, fmt.Errorf("the %v client does not speak PluginService", pr.spec.Stage)
 	}
-	inc := &incarnation{client: client, stage: conf, protocol: client.NegotiatedVersion()}
+	inc := &incarnation{client: client, cmd: cmd, stage: conf, protocol: client.NegotiatedVersion()}
 	if rc := client.ReattachConfig(); rc != nil {
 		inc.pid = rc.Pid
 	}
@@ -293,7 +301,8 @@ func (pr *process) callFailed() {
 }
 
 // callTimedOut counts a missed deadline; a process that has missed every deadline for hangAfter
-// is killed, and the supervisor then restarts it as after a crash.
+// is killed (SIGKILL within killGrace, whether or not it answers go-plugin's graceful close), and
+// the supervisor then restarts it as after a crash. One kill runs per incarnation.
 func (pr *process) callTimedOut() {
 	now := time.Now().UnixNano()
 	if pr.missSince.CompareAndSwap(0, now) {
@@ -304,14 +313,16 @@ func (pr *process) callTimedOut() {
 		return
 	}
 	inc := pr.cur.Load()
-	if inc == nil || inc.client == nil {
+	if inc == nil || inc.client == nil || !inc.hung.CompareAndSwap(false, true) {
 		return
 	}
 	pr.hangs.Add(1)
 	pr.log.Error().Int("pid", inc.pid).Dur("missing_deadlines_for", time.Duration(now-since)).
 		Msg("plugin hung: every call missed its deadline; killing it to restart it")
-	go inc.client.Kill()
-	pr.callFailed()
+	go func() {
+		inc.kill()
+		pr.callFailed() // the process is gone now: restart it without waiting for the next poll
+	}()
 }
 
 // supervise waits for the process to exit and restarts it with backoff until halted.
@@ -331,7 +342,7 @@ func (pr *process) supervise() {
 		}
 		pr.cur.Store(nil)
 		exited := time.Now()
-		inc.client.Kill() // reap and release the connection
+		inc.kill() // release the connection (a hang's kill may be under way: this waits for it)
 		pr.log.Error().Dur("ran", time.Since(inc.started)).Int("pid", inc.pid).Msg("plugin process exited; restarting")
 		var backoff time.Duration
 		if time.Since(inc.started) < healthyRunTime {

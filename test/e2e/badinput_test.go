@@ -108,6 +108,7 @@ pipeline:
 	"listen not host:port":            check(validPlugins + "server: {listen: \"8080\"}\n"),
 	"two endpoints with one id":       check(validPlugins + "endpoints:\n  static: [{id: a, address: 127.0.0.1:1}, {id: a, address: 127.0.0.1:2}]\n"),
 	"plugin parameters out of range":  check(strings.Replace(validPlugins, "path: ../bin/plugins/scorer}", "path: ../bin/plugins/scorer, parameters: {ttftWeight: -1}}", 1)),
+	"plugin timeout over the cap":     check(strings.Replace(validPlugins, "path: ../bin/plugins/scorer}", "path: ../bin/plugins/scorer, timeout: 1000h}", 1)),
 
 	// The admin API.
 	"no admin token": func(t *testing.T, b *badBench) (string, string) {

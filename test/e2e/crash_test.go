@@ -3,7 +3,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/foresight-router/foresight/host/config"
 	"github.com/foresight-router/foresight/host/pipeline"
 	"github.com/foresight-router/foresight/host/pluginhost"
+	"github.com/foresight-router/foresight/internal/eventually"
 	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/rs/zerolog"
 )
@@ -166,4 +169,46 @@ func TestConcurrentCyclesShareRoundTrips(t *testing.T) {
 	if calls != workers*each*6 || batches >= calls {
 		t.Errorf("%d stage calls in %d round trips; want %d calls sharing fewer round trips", calls, batches, workers*each*6)
 	}
+}
+
+// TestFrozenPluginIsKilledAndRestarts: a scorer stopped with SIGSTOP answers nothing, not even
+// go-plugin's graceful shutdown call. After missing its deadlines for the hang interval it must
+// still be killed (SIGKILL, not a wait on a close that never ends) and restarted once, while
+// cycles are served by the fallback.
+func TestFrozenPluginIsKilledAndRestarts(t *testing.T) {
+	example, err := os.ReadFile(filepath.Join(root, "examples", "pipeline.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A short deadline, so that misses (two of them 2 s apart make a hang) come quickly.
+	yaml := strings.Replace(string(example), "stageTimeout: 5s", "stageTimeout: 100ms", 1)
+	p := buildFile(t, writeConfig(t, "frozen.yaml", yaml))
+	scorer := plugin(t, p, "latency-scorer")
+	before := scorer.Status()
+	if err := syscall.Kill(before.PID, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	// Runs before p.Close when the test fails, so that a close does not wait on a frozen process.
+	t.Cleanup(func() { _ = syscall.Kill(before.PID, syscall.SIGCONT) })
+
+	seed := uint64(1000)
+	eventually.Wait(t, 20*time.Second, "the frozen scorer's kill and restart", func() bool {
+		seed++
+		if tr := p.Run(context.Background(), testCycle(seed)); tr.Outcome() != "picked" {
+			t.Fatalf("a cycle while the scorer is frozen was not served: %s (%s)", tr.Outcome(), tr.Reason)
+		}
+		st := scorer.Status()
+		return st.Up && st.Restarts == 1 && st.PID != before.PID
+	})
+	if st := scorer.Status(); st.Hangs != 1 {
+		t.Errorf("one freeze counted %d hangs, want 1", st.Hangs)
+	}
+	// go-plugin reaps the process it started once it exits: the frozen pid is gone.
+	eventually.Wait(t, 10*time.Second, "the frozen process's end", func() bool {
+		return syscall.Kill(before.PID, 0) == syscall.ESRCH
+	})
+	eventually.Wait(t, 10*time.Second, "a cycle the restarted scorer answers", func() bool {
+		seed++
+		return p.Run(context.Background(), testCycle(seed)).Scorers[0].Fallback == ""
+	})
 }
