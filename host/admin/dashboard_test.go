@@ -196,7 +196,7 @@ func TestDashboardEmpty(t *testing.T) {
 }
 
 func TestPage(t *testing.T) {
-	h := Handler(Options{Control: &control{}, Metrics: prometheus.NewRegistry(), Token: "s3cret"})
+	h := Handler(Options{Control: &control{}, Metrics: prometheus.NewRegistry(), Token: "s3cret-admin-token"})
 	r := do2(t, h, "/dashboard")
 	if r.code != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/html") ||
 		!strings.Contains(r.header.Get("Content-Security-Policy"), "connect-src 'self'") {
