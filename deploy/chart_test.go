@@ -34,6 +34,8 @@ type valueSet struct {
 	// secret and secretKey hold the admin token; generated says the chart renders the Secret.
 	secret, secretKey string
 	generated         bool
+	// readSecret and readSecretKey hold the read-only token ("": none).
+	readSecret, readSecretKey string
 	// probe is the probes' kind: grpc or http.
 	probe string
 	// modelLabels are the model servers' labels, which discovery or the created pool selects.
@@ -50,7 +52,7 @@ var valueSets = []valueSet{
 	{name: "httproute", file: "ci/httproute-values.yaml", pool: "vllm-llama3-8b-instruct", route: true,
 		secret: "foresight-admin-token", secretKey: "token", generated: true, probe: "grpc"},
 	{name: "pvc", file: "ci/pvc-values.yaml", share: "foresight-share", secret: "router-admin", secretKey: "bearer", probe: "http",
-		modelLabels: map[string]string{"app": "vllm-llama3-8b-instruct"}},
+		readSecret: "router-metrics", readSecretKey: "bearer", modelLabels: map[string]string{"app": "vllm-llama3-8b-instruct"}},
 }
 
 // TestValueSetsCoverCI fails when a values file under ci/ is not among the tests' value sets.
@@ -276,12 +278,22 @@ func checkObjects(t *testing.T, r *rendered, vs valueSet) {
 		t.Errorf("Role rules %+v: want exactly %+v", r.role.Rules, wantRules)
 	}
 
-	// The admin token: from the Secret the chart renders, or the operator's.
-	var token *corev1.SecretKeySelector
+	// The admin token: from the Secret the chart renders, or the operator's; the read-only
+	// token from the operator's Secret, when one is named.
+	var token, readToken *corev1.SecretKeySelector
 	for _, e := range c.Env {
 		if e.Name == "FORESIGHT_ADMIN_TOKEN" && e.ValueFrom != nil {
 			token = e.ValueFrom.SecretKeyRef
 		}
+		if e.Name == "FORESIGHT_READ_TOKEN" && e.ValueFrom != nil {
+			readToken = e.ValueFrom.SecretKeyRef
+		}
+	}
+	switch {
+	case vs.readSecret == "" && readToken != nil:
+		t.Errorf("FORESIGHT_READ_TOKEN from Secret %q, though the values name none", readToken.Name)
+	case vs.readSecret != "" && (readToken == nil || readToken.Name != vs.readSecret || readToken.Key != vs.readSecretKey):
+		t.Errorf("FORESIGHT_READ_TOKEN from %+v: want Secret %q key %q", readToken, vs.readSecret, vs.readSecretKey)
 	}
 	switch {
 	case token == nil:

@@ -1,6 +1,8 @@
 package chaos
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -59,8 +61,8 @@ func TestFaultTargetsAndSwapBody(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got struct {
-		Type, Path, Version, Timeout string
-		Parameters                   map[string]any
+		Type, Path, Version, Timeout, SHA256 string
+		Parameters                           map[string]any
 	}
 	if err := json.Unmarshal(body, &got); err != nil {
 		t.Fatal(err)
@@ -68,6 +70,10 @@ func TestFaultTargetsAndSwapBody(t *testing.T) {
 	if got.Type != "latency-scorer" || got.Path != "./scorer" || got.Version != ">=1.0.0, <2.0.0" || got.Timeout != "30ms" ||
 		got.Parameters["headroomSelectionStrategy"] != "most" || got.Parameters["ttftWeight"] != 0.5 {
 		t.Errorf("swap body %s", body)
+	}
+	// A swap must pin its binary: the config's scorer is "#!/bin/sh\n", unpinned there.
+	if sum := sha256.Sum256([]byte("#!/bin/sh\n")); got.SHA256 != hex.EncodeToString(sum[:]) {
+		t.Errorf("swap body %s: want the scorer pinned by its sha256", body)
 	}
 	if _, ok := spec.Parameters["headroomSelectionStrategy"]; ok {
 		t.Error("swapBody modified the config's parameters")

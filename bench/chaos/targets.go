@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/foresight-router/foresight/host/config"
+	"github.com/foresight-router/foresight/host/pluginhost"
 )
 
 // Targets returns the plugin spec of the swapped slot (when swaps are asked for it must be a
@@ -12,6 +13,8 @@ import (
 // first plugin launched from a binary, else the first plugin. Kills need a plugin launched from a
 // binary. swaps and kills name the flags that asked for swaps and kills ("--swaps 0" is how a
 // user asks for none), "" when none are asked for; errors name them and file, the user's config.
+// A swapped binary the config does not pin is pinned to its current checksum, as PUT
+// /admin/stages requires.
 func Targets(cfg *config.Config, file, swaps, kills string) (config.PluginSpec, string, error) {
 	var spec config.PluginSpec
 	ref, _, err := cfg.SlotRef(SwapSlot)
@@ -26,6 +29,13 @@ func Targets(cfg *config.Config, file, swaps, kills string) (config.PluginSpec, 
 		}
 		return spec, "", fmt.Errorf("%s: %s alternates latency-scorer configurations in slot %s, which is served by a %q (use %s 0)",
 			file, swaps, SwapSlot, spec.Type, swaps)
+	}
+	if swaps != "" && !spec.Builtin() && spec.SHA256 == "" {
+		sum, err := pluginhost.Checksum(cfg.ResolvePath(&spec))
+		if err != nil {
+			return spec, "", fmt.Errorf("%s: pinning the swapped plugin %q: %w", file, spec.Name, err)
+		}
+		spec.SHA256 = sum
 	}
 	i := slices.IndexFunc(cfg.Plugins, func(p config.PluginSpec) bool { return !p.Builtin() })
 	if kills != "" && i < 0 {

@@ -15,14 +15,16 @@
 //	GET  /admin/experiments      the experiment's arms and their comparison
 //	GET  /admin/dashboard.json   what the dashboard draws (Dashboard)
 //
-// With a token, every request but GET /health and GET /dashboard must carry
-// "Authorization: Bearer TOKEN". The page takes the token from its URL's fragment
-// (/dashboard#token=TOKEN), which browsers never send, so it stays out of access logs and proxies.
+// With the admin token, every request but GET /health and GET /dashboard must carry
+// "Authorization: Bearer TOKEN"; the read-only token opens the GET routes that change nothing
+// (access.go). Without a token for a route, it answers only this machine's own requests: from a
+// loopback address, with a loopback Host, and no other site's Origin. The page takes the token
+// from its URL's fragment (/dashboard#token=TOKEN), which browsers never send, so it stays out
+// of access logs and proxies.
 package admin
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -62,9 +64,13 @@ type Options struct {
 	// events; nil shows them empty.
 	Samples *Samples
 	Events  *Events
-	// Token, when not empty, is the bearer token required on every request but GET /health and
-	// GET /dashboard.
+	// Token, when not empty, is the admin token: the bearer token required on every request but
+	// GET /health and GET /dashboard.
 	Token string
+	// ReadToken, when not empty, is the read-only token, which opens the routes that change
+	// nothing (GET /metrics, /debug/decisions, /admin/pipeline, /admin/experiments,
+	// /admin/dashboard.json).
+	ReadToken string
 }
 
 // maxBodyBytes bounds a request body of the API.
@@ -107,29 +113,7 @@ func Handler(o Options) http.Handler {
 	})
 	mux.HandleFunc(http.MethodGet, "/dashboard", servePage)
 	mux.HandleFunc(http.MethodGet, "/health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
-	if o.Token == "" {
-		return mux
-	}
-	return requireToken(o.Token, mux)
-}
-
-// requireToken answers 401 to any request without the bearer token but GET /health and GET
-// /dashboard (a page without data, which asks for the token itself).
-func requireToken(token string, next http.Handler) http.Handler {
-	want := []byte("Bearer " + token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet && (r.URL.Path == "/health" || r.URL.Path == "/dashboard") {
-			next.ServeHTTP(w, r)
-			return
-		}
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="foresight admin"`)
-			openai.WriteError(w, &openai.Error{Status: http.StatusUnauthorized, Type: openai.TypeInvalidRequest,
-				Message: "the admin API needs the header Authorization: Bearer <token> (server.adminToken or $" + config.AdminTokenEnv + ")"})
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
+	return guard(o.Token, o.ReadToken, mux)
 }
 
 // stageBody is PUT /admin/stages/{slot}'s body: a plugin declaration as in the config file's

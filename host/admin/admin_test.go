@@ -40,11 +40,22 @@ func (c *control) Describe() Description { return Description{Generation: 7} }
 
 func (c *control) Experiments() (any, bool) { return nil, false }
 
+// do sends method path with body and the header name/value pairs to h as a request from this
+// machine to a listener on 127.0.0.1:9090 (a "Host" pair sets the Host, a "RemoteAddr" pair
+// where the request comes from), and returns the answer's status and body.
 func do(t *testing.T, h http.Handler, method, path, body string, header ...string) (int, string) {
 	t.Helper()
 	r := httptest.NewRequest(method, path, strings.NewReader(body))
+	r.Host, r.RemoteAddr = "127.0.0.1:9090", "127.0.0.1:40000"
 	for i := 0; i+1 < len(header); i += 2 {
-		r.Header.Set(header[i], header[i+1])
+		switch header[i] {
+		case "Host":
+			r.Host = header[i+1]
+		case "RemoteAddr":
+			r.RemoteAddr = header[i+1]
+		default:
+			r.Header.Set(header[i], header[i+1])
+		}
 	}
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, r)
@@ -130,7 +141,7 @@ func TestBadRequests(t *testing.T) {
 }
 
 func TestToken(t *testing.T) {
-	h := Handler(observed(&control{}, "s3cret"))
+	h := Handler(observed(&control{}, "s3cret-admin-token"))
 	for _, tc := range []struct {
 		method, path string
 		header       []string
@@ -140,13 +151,13 @@ func TestToken(t *testing.T) {
 		{"GET", "/metrics", nil, 401},
 		{"POST", "/admin/reload", nil, 401},
 		{"POST", "/admin/reload", []string{"Authorization", "Bearer wrong"}, 401},
-		{"POST", "/admin/reload", []string{"Authorization", "s3cret"}, 401},
-		{"POST", "/admin/reload", []string{"Authorization", "Bearer s3cret"}, 200},
-		{"GET", "/metrics", []string{"Authorization", "Bearer s3cret"}, 200},
+		{"POST", "/admin/reload", []string{"Authorization", "s3cret-admin-token"}, 401},
+		{"POST", "/admin/reload", []string{"Authorization", "Bearer s3cret-admin-token"}, 200},
+		{"GET", "/metrics", []string{"Authorization", "Bearer s3cret-admin-token"}, 200},
 		// The page holds no data and asks for the token itself; its JSON needs the token.
 		{"GET", "/dashboard", nil, 200},
 		{"GET", "/admin/dashboard.json", nil, 401},
-		{"GET", "/admin/dashboard.json", []string{"Authorization", "Bearer s3cret"}, 200},
+		{"GET", "/admin/dashboard.json", []string{"Authorization", "Bearer s3cret-admin-token"}, 200},
 	} {
 		if code, body := do(t, h, tc.method, tc.path, "", tc.header...); code != tc.want {
 			t.Errorf("%s %s %v: %d %s, want %d", tc.method, tc.path, tc.header, code, body, tc.want)

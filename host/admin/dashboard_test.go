@@ -134,7 +134,7 @@ func TestDashboardJSON(t *testing.T) {
 	}
 	for _, d := range []time.Duration{time.Millisecond, 3 * time.Millisecond} {
 		stages.Observe(&pipeline.Trace{Profile: "default",
-			Picker: &pipeline.StageTrace{Stage: sdk.StagePicker, Plugin: "picker", Duration: d, Fallback: "deadline"}})
+			Picker: &pipeline.StageTrace{Stage: sdk.StagePicker, Plugin: "picker", Duration: d, Fallback: "deadline exceeded"}})
 	}
 	samples, events := NewSamples(10), NewEvents(10)
 	samples.Add(sdk.Sample{EndpointID: "b", Predicted: sdk.Prediction{Valid: true, TTFTMs: 50}, ActualTTFTMs: 60}, t0)
@@ -162,7 +162,7 @@ func TestDashboardJSON(t *testing.T) {
 		d.Stages[0].P95Ms <= 1.6 || d.Stages[0].P95Ms > 3.2 {
 		t.Errorf("stages %+v", d.Stages)
 	}
-	if len(d.Fallbacks) != 1 || d.Fallbacks[0] != (FallbackView{Profile: "default", Stage: "picker", Reason: "deadline", Count: 2}) {
+	if len(d.Fallbacks) != 1 || d.Fallbacks[0] != (FallbackView{Profile: "default", Stage: "picker", Reason: pipeline.FallbackTimeout, Count: 2}) {
 		t.Errorf("fallbacks %+v", d.Fallbacks)
 	}
 	if d.Predictions.Seen != 1 || len(d.Predictions.Points) != 1 || d.Predictions.Points[0].ActualMs != 60 {
@@ -196,7 +196,7 @@ func TestDashboardEmpty(t *testing.T) {
 }
 
 func TestPage(t *testing.T) {
-	h := Handler(Options{Control: &control{}, Metrics: prometheus.NewRegistry(), Token: "s3cret"})
+	h := Handler(Options{Control: &control{}, Metrics: prometheus.NewRegistry(), Token: "s3cret-admin-token"})
 	r := do2(t, h, "/dashboard")
 	if r.code != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/html") ||
 		!strings.Contains(r.header.Get("Content-Security-Policy"), "connect-src 'self'") {

@@ -45,6 +45,8 @@ type Config struct {
 	// profile is the scheduling profile whose pipeline Pipeline is, on a copy ForProfile made;
 	// "" on the file's own config.
 	profile string
+	// pluginDirs are where plugin binaries may come from (PluginDirs), resolved once from the file.
+	pluginDirs []string
 }
 
 // PluginSpec declares one plugin: a binary to launch, or a built-in type when Path is empty.
@@ -212,6 +214,9 @@ func Parse(file string, data []byte) (*Config, error) {
 		return nil, c.yamlError(err)
 	}
 	c.applyDefaults()
+	if err := c.resolvePluginDirs(); err != nil {
+		return nil, err
+	}
 	if err := c.validate(); err != nil {
 		return nil, err
 	}

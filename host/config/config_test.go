@@ -271,7 +271,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown top-level field", withPipeline(plugins(), "servers: {}"),
 			`test.yaml:6: unknown field "servers" in the top level (known: plugins, pipeline, profiles, profileHandler, server, endpoints, scrape, objectives, flowControl)`, false},
 		{"unknown field in server", withPipeline(plugins(), "server: {port: 80}"),
-			`test.yaml:6: unknown field "port" in server (known: listen, adminListen, extProcListen, adminToken, maxBodyBytes, upstreamTimeout, connectTimeout, firstByteTimeout, maxAttempts, maxConcurrentRequests, maxInflightPerEndpoint, maxHeaderBytes, maxHeaders, readHeaderTimeout, readBodyTimeout, idleTimeout, shutdownGrace, decisions, prefixIndexBlocks, decisionConcurrency, streamFlushInterval)`, false},
+			`test.yaml:6: unknown field "port" in server (known: listen, adminListen, extProcListen, adminToken, readToken, pluginDirs, allowUnpinnedSwaps, maxBodyBytes, upstreamTimeout, connectTimeout, firstByteTimeout, maxAttempts, maxConcurrentRequests, maxInflightPerEndpoint, maxHeaderBytes, maxHeaders, readHeaderTimeout, readBodyTimeout, idleTimeout, shutdownGrace, decisions, prefixIndexBlocks, decisionConcurrency, streamFlushInterval)`, false},
 		{"unknown field in an endpoint", withPipeline(plugins(), "endpoints:", "  static:", "    - {addr: 127.0.0.1:8000}"),
 			`test.yaml:8: unknown field "addr" in an endpoint entry (known: id, address, labels)`, false},
 		{"listen not host:port", withPipeline(plugins(), "server: {listen: \"8080\"}"),

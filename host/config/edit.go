@@ -40,6 +40,7 @@ func (c *Config) Clone() *Config {
 		n.Endpoints.Static[i].Labels = maps.Clone(n.Endpoints.Static[i].Labels)
 	}
 	n.Objectives = slices.Clone(c.Objectives)
+	n.Server.PluginDirs = slices.Clone(c.Server.PluginDirs)
 	return &n
 }
 
@@ -146,8 +147,9 @@ func (c *Config) ProfileSlotRef(profile, name string) (*StageRef, sdk.Stage, err
 // replaces it in every profile, a new one in this profile only). A new name adds a plugin for
 // this slot only. Plugins no longer used by any slot are dropped. weight, when not nil, sets a
 // scorer slot's weight. Relative paths resolve against the config file's directory, as in the
-// file. origin (e.g. "PUT /admin/stages/scorers.0") prefixes validation errors, which have no
-// line to point at.
+// file. The plugin spec declares must pass the admin API's rules, checked before anything runs
+// (checkSwap: a binary inside the plugin directories, pinned by sha256). origin (e.g. "PUT
+// /admin/stages/scorers.0") prefixes validation errors, which have no line to point at.
 func (c *Config) WithStage(profile, slot string, spec PluginSpec, weight *float64, origin string) (*Config, error) {
 	n := c.Clone()
 	n.root = &yaml.Node{}
@@ -176,6 +178,9 @@ func (c *Config) WithStage(profile, slot string, spec PluginSpec, weight *float6
 	n.Plugins = slices.DeleteFunc(n.Plugins, func(p PluginSpec) bool { return n.StageOf(p.Name) == sdk.StageUnspecified })
 	n.applyDefaults()
 	if err := n.validate(); err != nil {
+		return nil, err
+	}
+	if err := n.checkSwap(origin, n.Plugin(spec.Name)); err != nil {
 		return nil, err
 	}
 	return n, nil

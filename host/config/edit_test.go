@@ -76,6 +76,7 @@ func TestWithStage(t *testing.T) {
 
 func TestCheckAdminAccess(t *testing.T) {
 	t.Setenv(AdminTokenEnv, "")
+	t.Setenv(ReadTokenEnv, "")
 	for _, tc := range []struct {
 		listen, token string
 		ok            bool
@@ -86,17 +87,31 @@ func TestCheckAdminAccess(t *testing.T) {
 		{"0.0.0.0:9090", "", false},
 		{":9090", "", false},
 		{"10.0.0.5:9090", "", false},
-		{"0.0.0.0:9090", "t0ken", true},
+		{"0.0.0.0:9090", "t0ken-of-16-chars", true},
 	} {
 		c := &Config{Server: Server{AdminListen: tc.listen, AdminToken: tc.token}}
 		if err := c.CheckAdminAccess(); (err == nil) != tc.ok {
 			t.Errorf("%s with token %q: err %v, want ok %v", tc.listen, tc.token, err, tc.ok)
 		}
 	}
-	t.Setenv(AdminTokenEnv, "from-env")
-	c := &Config{Server: Server{AdminListen: "0.0.0.0:9090", AdminToken: "from-file"}}
-	if err := c.CheckAdminAccess(); err != nil || c.AdminToken() != "from-env" {
+	t.Setenv(AdminTokenEnv, "token-from-the-env")
+	c := &Config{Server: Server{AdminListen: "0.0.0.0:9090", AdminToken: "token-from-the-file"}}
+	if err := c.CheckAdminAccess(); err != nil || c.AdminToken() != "token-from-the-env" {
 		t.Errorf("env token: err %v, token %q", err, c.AdminToken())
+	}
+	// The environment's tokens follow the file's rules (TestTokenRules), named by their variable.
+	for _, tc := range []struct{ env, value, want string }{
+		{AdminTokenEnv, "from-env", "$FORESIGHT_ADMIN_TOKEN must be at least 16 characters long, got 8"},
+		{AdminTokenEnv, "                ", "$FORESIGHT_ADMIN_TOKEN must be at least 16 printable characters, got only whitespace"},
+		{ReadTokenEnv, "x", "$FORESIGHT_READ_TOKEN must be at least 16 characters long, got 1"},
+		{ReadTokenEnv, "token-from-the-env", "the read-only token (server.readToken or $FORESIGHT_READ_TOKEN) is the admin token"},
+	} {
+		t.Setenv(AdminTokenEnv, "token-from-the-env")
+		t.Setenv(ReadTokenEnv, "")
+		t.Setenv(tc.env, tc.value)
+		if err := c.CheckAdminAccess(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("$%s=%q: %v, want %q", tc.env, tc.value, err, tc.want)
+		}
 	}
 }
 

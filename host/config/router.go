@@ -17,17 +17,33 @@ type Server struct {
 	// Listen is the OpenAI API's address (default 127.0.0.1:8080).
 	Listen string `yaml:"listen"`
 	// AdminListen serves /metrics, /debug/decisions, /health and the /admin API (default
-	// 127.0.0.1:9090). Bound to anything but a loopback address it requires AdminToken.
+	// 127.0.0.1:9090). Bound to anything but a loopback address it requires AdminToken; without
+	// a token it answers only requests from this machine that name it by a loopback Host.
 	AdminListen string `yaml:"adminListen"`
 	// ExtProcListen, when set, serves the endpoint picker of a Kubernetes Inference Gateway on
 	// this address: Envoy's external processing gRPC protocol, through which the gateway asks
 	// which endpoint serves each request (docs/kubernetes.md), with the gRPC health services
 	// liveness and readiness. Default "": off (serve --ext-proc sets it).
 	ExtProcListen string `yaml:"extProcListen"`
-	// AdminToken, when set, is the bearer token every admin request but GET /health must carry
-	// (Authorization: Bearer TOKEN). The environment variable FORESIGHT_ADMIN_TOKEN, when set,
-	// takes its place, so the secret need not sit in the file.
+	// AdminToken, when set, is the bearer token every admin request but GET /health and GET
+	// /dashboard must carry (Authorization: Bearer TOKEN). The environment variable
+	// FORESIGHT_ADMIN_TOKEN, when set, takes its place, so the secret need not sit in the file.
+	// At least MinTokenLength printable characters, no spaces.
 	AdminToken string `yaml:"adminToken"`
+	// ReadToken, when set, is a second bearer token that reads and changes nothing: GET /metrics,
+	// /debug/decisions, /admin/pipeline, /admin/experiments and /admin/dashboard.json (a
+	// Prometheus scrape's token). $FORESIGHT_READ_TOKEN takes its place. The admin token reads
+	// too. The same rules as AdminToken, and not the same token.
+	ReadToken string `yaml:"readToken"`
+	// PluginDirs lists the directories plugin binaries may come from (relative to the config
+	// file's directory unless absolute; symlinks resolved, in the directories and in the
+	// binaries' paths alike). Set, it binds every plugin of the file and of PUT /admin/stages;
+	// unset, PUT /admin/stages may launch only binaries that lie in a directory of a binary
+	// the file itself declares (plugindirs.go).
+	PluginDirs []string `yaml:"pluginDirs"`
+	// AllowUnpinnedSwaps lets PUT /admin/stages launch a binary without its sha256 (default
+	// false: a swap must pin the binary it launches).
+	AllowUnpinnedSwaps bool `yaml:"allowUnpinnedSwaps"`
 	// MaxBodyBytes bounds a request body; a larger one is answered 413 (default 4 MiB).
 	MaxBodyBytes int64 `yaml:"maxBodyBytes"`
 	// UpstreamTimeout bounds a whole upstream response, from dispatch to its last byte (default 10m).
@@ -255,8 +271,12 @@ func (c *Config) AdminToken() string {
 }
 
 // CheckAdminAccess refuses an admin listener reachable from other hosts without a token: one
-// that binds anything but a loopback address (127.0.0.0/8, ::1, localhost) needs AdminToken.
+// that binds anything but a loopback address (127.0.0.0/8, ::1, localhost) needs AdminToken. It
+// also refuses a token from the environment that is too short or not printable (tokens.go).
 func (c *Config) CheckAdminAccess() error {
+	if err := c.checkEnvTokens(); err != nil {
+		return err
+	}
 	host, _, err := net.SplitHostPort(c.Server.AdminListen)
 	if err != nil {
 		return fmt.Errorf("server.adminListen %q is not host:port: %w", c.Server.AdminListen, err)
@@ -309,6 +329,9 @@ func (c *Config) ValidateRouter() error {
 	}
 	if s.StreamFlushInterval < 0 {
 		return c.errorAt([]any{"server", "streamFlushInterval"}, "must not be negative, got %v", s.StreamFlushInterval)
+	}
+	if err := c.validateTokens(); err != nil {
+		return err
 	}
 	if c.Scrape.Interval < time.Millisecond {
 		return c.errorAt([]any{"scrape", "interval"}, "must be at least 1ms, got %v", c.Scrape.Interval)

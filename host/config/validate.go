@@ -191,6 +191,9 @@ func (c *Config) validate() error {
 			return err
 		}
 	}
+	if err := c.validatePluginDirs(); err != nil {
+		return err
+	}
 	if err := c.validateProfiles(); err != nil {
 		return err
 	}

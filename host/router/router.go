@@ -161,7 +161,7 @@ func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger, opts ...
 	}
 	r.goRun(func() { r.watchRestarts(ctx) })
 	adminHandler := admin.Handler(admin.Options{Control: r, Metrics: reg, Decisions: r.srv.Decisions,
-		Samples: recent, Events: r.events, Token: cfg.AdminToken()})
+		Samples: recent, Events: r.events, Token: cfg.AdminToken(), ReadToken: cfg.ReadToken()})
 	if r.admin, r.adminAddr, err = r.listen(cfg.Server.AdminListen, adminHandler, cfg.Server); err != nil {
 		return nil, err
 	}

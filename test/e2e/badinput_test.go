@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/foresight-router/foresight/host/pluginhost"
 	"github.com/foresight-router/foresight/host/router"
 	"github.com/foresight-router/foresight/internal/eventually"
 	"github.com/foresight-router/foresight/sim/emulator"
@@ -26,10 +27,13 @@ import (
 // from a running router (or from `foresight check` for a config).
 
 // badBench is the router the cases talk to: real plugin binaries in front of one emulated server,
-// with an admin token and a short body timeout.
+// with an admin token, a read-only token and a short body timeout; open is a router of built-ins
+// without a token; dir is a plugin directory of its own beside bin/plugins, for programs that are
+// not plugins.
 type badBench struct {
-	r     *router.Router
-	token string
+	r, open          *router.Router
+	token, readToken string
+	dir              string
 }
 
 // A badInput sends one bad input and returns what the user gets: the answer (an HTTP status, or
@@ -110,31 +114,66 @@ pipeline:
 	"plugin parameters out of range":  check(strings.Replace(validPlugins, "path: ../bin/plugins/scorer}", "path: ../bin/plugins/scorer, parameters: {ttftWeight: -1}}", 1)),
 	"plugin timeout over the cap":     check(strings.Replace(validPlugins, "path: ../bin/plugins/scorer}", "path: ../bin/plugins/scorer, timeout: 1000h}", 1)),
 
+	"a short admin token":          check(validPlugins + "server: {adminToken: x}\n"),
+	"a whitespace-only read token": check(validPlugins + "server: {readToken: \"                \"}\n"),
+	"a plugin outside pluginDirs":  check(validPlugins + "server: {pluginDirs: [../plugins]}\n"),
+
 	// The admin API.
 	"no admin token": func(t *testing.T, b *badBench) (string, string) {
-		return b.admin(t, http.MethodGet, "/admin/pipeline", "", "")
+		return b.admin(t, http.MethodPost, "/admin/reload", "", "")
 	},
 	"wrong admin token": func(t *testing.T, b *badBench) (string, string) {
-		return b.admin(t, http.MethodGet, "/admin/pipeline", "", "wrong")
+		return b.admin(t, http.MethodPost, "/admin/reload", "", "wrong")
+	},
+	"no token on a read route": func(t *testing.T, b *badBench) (string, string) {
+		return b.admin(t, http.MethodGet, "/admin/pipeline", "", "")
+	},
+	"the read-only token on a reload": func(t *testing.T, b *badBench) (string, string) {
+		return b.admin(t, http.MethodPost, "/admin/reload", "", b.readToken)
 	},
 	"unknown admin route":             adminCallAs(http.MethodGet, "/admin/nothing", ""),
 	"reload with GET":                 adminCallAs(http.MethodGet, "/admin/reload", ""),
 	"swap of an unknown slot":         adminCallAs(http.MethodPut, "/admin/stages/scorers.7", `{"type":"queue-scorer"}`),
 	"swap body not JSON":              adminCallAs(http.MethodPut, "/admin/stages/scorers.0", `scorer please`),
 	"swap body with an unknown field": adminCallAs(http.MethodPut, "/admin/stages/scorers.0", `{"type":"queue-scorer","colour":"blue"}`),
+	// The router without a token: what a page of another site can make a browser send it.
+	"a non-loopback Host without a token": func(t *testing.T, b *badBench) (string, string) {
+		return b.openAdmin(t, "Host", "evil.example:"+port(t, b.open.AdminAddr()))
+	},
+	"a cross-site Origin without a token": func(t *testing.T, b *badBench) (string, string) {
+		return b.openAdmin(t, "Origin", "https://evil.example", "Content-Type", "text/plain")
+	},
 
 	// Plugin binaries, swapped into scorers.0.
-	"/bin/true as a plugin":  swap(`{"name":"t","type":"latency-scorer","path":"/bin/true"}`),
-	"/bin/sleep as a plugin": swap(`{"name":"s","type":"latency-scorer","path":"/bin/sleep","args":["60"]}`),
-	"a missing binary":       swap(`{"name":"m","type":"latency-scorer","path":"/nonexistent/scorer"}`),
+	"/bin/true in a plugin directory": func(t *testing.T, b *badBench) (string, string) {
+		return swap(`{"name":"t","type":"latency-scorer","path":"`+filepath.Join(b.dir, "true")+`"}`)(t, b)
+	},
+	"/bin/sleep in a plugin directory": func(t *testing.T, b *badBench) (string, string) {
+		return swap(`{"name":"s","type":"latency-scorer","path":"`+filepath.Join(b.dir, "sleep")+`","args":["60"]}`)(t, b)
+	},
+	"a missing binary": swap(`{"name":"m","type":"latency-scorer","path":"/nonexistent/scorer"}`),
 	"a file that is not executable": func(t *testing.T, b *badBench) (string, string) {
-		return swap(`{"name":"n","type":"latency-scorer","path":"`+notExecutable(t)+`"}`)(t, b)
+		return swap(`{"name":"n","type":"latency-scorer","path":"`+filepath.Join(b.dir, "scorer.txt")+`"}`)(t, b)
 	},
 	"another type than declared":       swap(`{"name":"p","type":"weighted-random-picker","path":"../bin/plugins/scorer"}`),
 	"another stage than the slot":      swap(`{"name":"f","type":"slo-headroom-tier-filter","path":"../bin/plugins/headroom"}`),
 	"a checksum mismatch":              swap(`{"name":"c","type":"latency-scorer","path":"../bin/plugins/scorer","sha256":"` + strings.Repeat("0", 64) + `"}`),
 	"a version outside the constraint": swap(`{"name":"v","type":"latency-scorer","path":"../bin/plugins/scorer","version":">=99.0.0"}`),
 	"parameters the plugin refuses":    swap(`{"name":"r","type":"latency-scorer","path":"../bin/plugins/scorer","parameters":{"headroomSelectionStrategy":"random"}}`),
+	"a shell running a command": func(t *testing.T, b *badBench) (string, string) {
+		ran := filepath.Join(t.TempDir(), "ran")
+		answer, message := swap(`{"name":"sh","type":"latency-scorer","path":"/bin/sh","args":["-c","touch `+ran+`"]}`)(t, b)
+		if _, err := os.Stat(ran); err == nil {
+			t.Errorf("the swap ran /bin/sh's command before answering %s", answer)
+		}
+		return answer, message
+	},
+	"a path that climbs out with ../": swap(`{"name":"up","type":"latency-scorer","path":"../bin/plugins/` + strings.Repeat("../", 40) + `bin/true"}`),
+	"a link out of the plugin directories": func(t *testing.T, b *badBench) (string, string) {
+		return swap(`{"name":"l","type":"latency-scorer","path":"`+filepath.Join(b.dir, "sh")+`"}`)(t, b)
+	},
+	"an unpinned swap":             adminCallAs(http.MethodPut, "/admin/stages/scorers.0", `{"name":"u","type":"latency-scorer","path":"../bin/plugins/scorer"}`),
+	"the loader's variable in env": swap(`{"name":"e","type":"latency-scorer","path":"../bin/plugins/scorer","env":{"LD_PRELOAD":"/tmp/x.so"}}`),
 }
 
 // validPlugins is a config that `foresight check` accepts, to which cases add one mistake.
@@ -161,8 +200,86 @@ func adminCallAs(method, path, body string) badInput {
 	return func(t *testing.T, b *badBench) (string, string) { return b.admin(t, method, path, body, b.token) }
 }
 
-// swap serves scorers.0 with the plugin declaration decl.
-func swap(decl string) badInput { return adminCallAs(http.MethodPut, "/admin/stages/scorers.0", decl) }
+// swap serves scorers.0 with the plugin declaration decl, pinned: without a sha256 of its own,
+// decl gets the SHA-256 of the file its path names, as a swap must carry.
+func swap(decl string) badInput {
+	return func(t *testing.T, b *badBench) (string, string) {
+		return adminCallAs(http.MethodPut, "/admin/stages/scorers.0", pinned(t, decl))(t, b)
+	}
+}
+
+// pinned adds to the JSON plugin declaration decl the "sha256" of the file its path names,
+// relative paths against examples/ as the router resolves them; decl as it is when it has a
+// sha256 or names no file.
+func pinned(t *testing.T, decl string) string {
+	t.Helper()
+	var d struct{ Path, SHA256 string }
+	if err := json.Unmarshal([]byte(decl), &d); err != nil || d.SHA256 != "" || d.Path == "" {
+		return decl
+	}
+	path := d.Path
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(root, "examples", path)
+	}
+	sum, err := pluginhost.Checksum(path)
+	if err != nil {
+		return decl
+	}
+	return strings.TrimSuffix(decl, "}") + `,"sha256":"` + sum + `"}`
+}
+
+// pluginDir makes the bench's own plugin directory: copies of /bin/true and /bin/sleep, programs
+// that are not plugins; scorer.txt, a file without the execute bit; and sh, a link to /bin/sh.
+// It is filled before any process starts: a program being written while another goroutine forks
+// could fail to start with "text file busy".
+func pluginDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, prog := range []string{"/bin/true", "/bin/sleep"} {
+		data, err := os.ReadFile(prog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(prog)), data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "scorer.txt"), []byte("not a program\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/bin/sh", filepath.Join(dir, "sh")); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// openAdmin sends POST /admin/reload to the router without a token with the header name/value
+// pairs ("Host" sets the request's Host).
+func (b *badBench) openAdmin(t *testing.T, headers ...string) (string, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, "http://"+b.open.AdminAddr()+"/admin/reload", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		if headers[i] == "Host" {
+			req.Host = headers[i+1]
+		} else {
+			req.Header.Set(headers[i], headers[i+1])
+		}
+	}
+	return answer(t, req)
+}
+
+// port is the port of the address host:port.
+func port(t *testing.T, addr string) string {
+	t.Helper()
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
 
 // check runs `foresight check --config FILE` on yaml and returns its exit status and the error
 // it printed (its last line).
@@ -181,15 +298,6 @@ func check(yaml string) badInput {
 		lines := strings.Split(strings.TrimSpace(stderr), "\n")
 		return "exit " + strconv.Itoa(code), lines[len(lines)-1]
 	}
-}
-
-// notExecutable writes a file without the execute bit and returns its path.
-func notExecutable(t *testing.T) string {
-	path := filepath.Join(t.TempDir(), "scorer.txt")
-	if err := os.WriteFile(path, []byte("not a program\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 // api sends a request to the OpenAI listener.
@@ -313,18 +421,29 @@ func startBadBench(t *testing.T) *badBench {
 		t.Fatal(err)
 	}
 	t.Cleanup(fleet.Close)
-	const token = "e2e-token"
+	const token, readToken = "e2e-admin-token-0123456789", "e2e-read-token-0123456789"
+	dir := pluginDir(t)
 	yaml := fmt.Sprintf(`plugins:
   - {name: scorer, type: latency-scorer, path: ../bin/plugins/scorer}
 pipeline:
   scorers: [{pluginRef: scorer}]
-server: {listen: "127.0.0.1:0", adminListen: "127.0.0.1:0", extProcListen: "127.0.0.1:0", adminToken: %s, readBodyTimeout: 500ms}
+server: {listen: "127.0.0.1:0", adminListen: "127.0.0.1:0", extProcListen: "127.0.0.1:0", adminToken: %s, readToken: %s,
+  readBodyTimeout: 500ms, pluginDirs: [../bin/plugins, %q]}
 endpoints:
   static: [{id: vllm-0, address: %q}]
 objectives:
   - {name: batch, priority: -1}
-`, token, fleet.Addrs()[0])
-	b := &badBench{r: startFile(t, writeConfig(t, "bad-input-router.yaml", yaml)), token: token}
+`, token, readToken, dir, fleet.Addrs()[0])
+	open := fmt.Sprintf(`plugins:
+  - {name: queue, type: queue-scorer}
+pipeline:
+  scorers: [{pluginRef: queue}]
+server: {listen: "127.0.0.1:0", adminListen: "127.0.0.1:0"}
+endpoints:
+  static: [{id: vllm-0, address: %q}]
+`, fleet.Addrs()[0])
+	b := &badBench{r: startFile(t, writeConfig(t, "bad-input-router.yaml", yaml)), token: token, readToken: readToken, dir: dir,
+		open: startFile(t, writeConfig(t, "bad-input-open.yaml", open))}
 	eventually.Wait(t, 10*time.Second, "the router's first answer", func() bool {
 		code, _ := b.api(t, http.MethodPost, "/v1/chat/completions", chatWith(`,"max_tokens":1`))
 		return code == "200"

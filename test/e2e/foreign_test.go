@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/foresight-router/foresight/host/config"
+	"github.com/foresight-router/foresight/host/pluginhost"
 	"github.com/foresight-router/foresight/host/router"
 
 	"github.com/foresight-router/foresight/host/pipeline"
@@ -51,13 +52,22 @@ func exerciseForeign(t *testing.T, fc foreignCase) {
 		}
 	}
 
-	if _, err := l.SwapStage(context.Background(), fc.slot, fc.goSpec, nil, "test"); err != nil {
+	// A swap pins its binary.
+	pin := func(spec config.PluginSpec) config.PluginSpec {
+		sum, err := pluginhost.Checksum(cfg.ResolvePath(&spec))
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec.SHA256 = sum
+		return spec
+	}
+	if _, err := l.SwapStage(context.Background(), fc.slot, pin(fc.goSpec), nil, "test"); err != nil {
 		t.Fatal(err)
 	}
 	if tr := l.Run(context.Background(), fc.cycle(99)); !fc.goServed(tr) {
 		t.Fatalf("after swapping in %s: %s", fc.goSpec.Name, traceJSON(tr))
 	}
-	res, err := l.SwapStage(context.Background(), fc.slot, *cfg.Plugin(fc.plugin), nil, "test")
+	res, err := l.SwapStage(context.Background(), fc.slot, pin(*cfg.Plugin(fc.plugin)), nil, "test")
 	if err != nil || !slices.Equal(res.Started, []string{fc.plugin}) {
 		t.Fatalf("swapping %s back: %+v, %v", fc.plugin, res, err)
 	}
@@ -123,6 +133,7 @@ pipeline:
   scorers: [{pluginRef: cost}]
   picker: {pluginRef: pick}
   stageTimeout: 5s
+server: {pluginDirs: [../bin/plugins, ../plugins]} # the Go scorer swapped in lies beside neither
 `,
 		plugin: "cost", typ: "cost-aware-scorer", slot: "scorers.0", dir: "python-scorer", cycle: labelled,
 		// The a100s are cheaper; of them vllm-2 is the faster.
@@ -149,6 +160,7 @@ plugins:
 pipeline:
   filters: [{pluginRef: pool}]
   stageTimeout: 5s
+server: {pluginDirs: [../bin/plugins]} # the Go filter swapped in lies beside ts-filter/, not in it
 `,
 		plugin: "pool", typ: "label-selector-filter", slot: "filters.0", dir: "ts-filter", cycle: labelled,
 		served: func(tr *pipeline.Trace) bool {

@@ -135,7 +135,9 @@ pipeline:
   filters: [{pluginRef: strict}, {pluginRef: loose}]
   picker: {pluginRef: pick}
   stageTimeout: 5s
-server: {listen: "127.0.0.1:0", adminListen: "127.0.0.1:0"}
+# The swaps below launch bin/affinity-copy, and leave their binaries unpinned: a pin is part of a
+# process's identity, and the test is about instances that share one.
+server: {listen: "127.0.0.1:0", adminListen: "127.0.0.1:0", pluginDirs: [../bin/plugins, ../bin], allowUnpinnedSwaps: true}
 endpoints:
   static:
     - {id: a, address: %s}

@@ -187,8 +187,8 @@ func TestReloadKeepsTheProducer(t *testing.T) {
 	served(t, r)
 
 	// 3. PUT /admin/stages swaps the scorer back without the file.
-	code, body = adminCall(t, r, "PUT", "/admin/stages/scorers.0",
-		`{"type":"latency-scorer","path":"../bin/plugins/scorer","parameters":{"headroomSelectionStrategy":"least"},"weight":2}`)
+	code, body = adminCall(t, r, "PUT", "/admin/stages/scorers.0", pinned(t,
+		`{"type":"latency-scorer","path":"../bin/plugins/scorer","parameters":{"headroomSelectionStrategy":"least"},"weight":2}`))
 	if code != 200 || !strings.Contains(body, `"kept": [`) {
 		t.Fatalf("swap: %d %s", code, body)
 	}
