@@ -255,7 +255,7 @@ func chatPrompt(raw map[string]json.RawMessage) (string, *Error) {
 			return "", BadRequest(param+".role", "%s.%s", param, err.Message)
 		}
 		if !roles[role] {
-			return "", BadRequest(param+".role", "%s.role must be %s, got %q", param, rolesList, role)
+			return "", BadRequest(param+".role", "%s.role must be %s, got %q", param, rolesList, Clip(role))
 		}
 		content, err := messageContent(fields["content"], param+".content")
 		if err != nil {
@@ -317,7 +317,7 @@ func messageContent(v json.RawMessage, param string) (string, *Error) {
 			return "", BadRequest(pp+".type", "%s.type must be the string \"text\", got %s", pp, jsonType(part["type"]))
 		}
 		if typ != "text" {
-			return "", BadRequest(pp+".type", "%s has type %q; only \"text\" parts are supported", pp, typ)
+			return "", BadRequest(pp+".type", "%s has type %q; only \"text\" parts are supported", pp, Clip(typ))
 		}
 		text, ok := decodeString(part["text"])
 		if !ok {

@@ -22,7 +22,7 @@ func NewMux() *Mux {
 	m := &Mux{mux: http.NewServeMux(), methods: map[string][]string{}}
 	m.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, &Error{Status: http.StatusNotFound, Type: TypeInvalidRequest, Code: "unknown_route",
-			Message: fmt.Sprintf("no route %s %s; the routes are %s", r.Method, r.URL.Path, strings.Join(m.routes, ", "))})
+			Message: fmt.Sprintf("no route %s %s; the routes are %s", Clip(r.Method), Clip(r.URL.Path), strings.Join(m.routes, ", "))})
 	})
 	return m
 }
@@ -43,7 +43,7 @@ func (m *Mux) Handle(method, path string, h http.Handler) {
 			allowed := m.allowed(path)
 			w.Header().Set("Allow", strings.Join(allowed, ", "))
 			WriteError(w, &Error{Status: http.StatusMethodNotAllowed, Type: TypeInvalidRequest, Code: "method_not_allowed",
-				Message: fmt.Sprintf("%s does not take %s; it takes %s", r.URL.Path, r.Method, strings.Join(allowed, ", "))})
+				Message: fmt.Sprintf("%s does not take %s; it takes %s", Clip(r.URL.Path), Clip(r.Method), strings.Join(allowed, ", "))})
 		})
 	}
 	m.methods[path] = append(m.methods[path], method)

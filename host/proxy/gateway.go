@@ -124,7 +124,7 @@ func (r *Routed) Served(hostport string) {
 		r.out.attempts++
 		return
 	}
-	r.s.o.Log.Warn().Str("request_id", r.x.meta.id).Str("served_by", hostport).Str("picked", r.a.ep.ID).
+	r.s.o.Log.Warn().Str("request_id", r.x.meta.id).Str("served_by", openai.Clip(hostport)).Str("picked", r.a.ep.ID).
 		Msg("the gateway says an endpoint the router did not pick served the request; the request is counted on the pick")
 }
 

@@ -67,7 +67,7 @@ func readMeta(h http.Header, user string, priority func(string) (int32, bool), o
 			if len(objectives) > 0 {
 				accepted = "one of " + strings.Join(objectives, ", ")
 			}
-			return m, openai.BadRequest(HeaderObjective, "%s: unknown objective %q: %s", HeaderObjective, name, accepted)
+			return m, openai.BadRequest(HeaderObjective, "%s: unknown objective %q: %s", HeaderObjective, openai.Clip(name), accepted)
 		}
 		m.priority, m.objective = p, name
 	}
@@ -85,7 +85,7 @@ func readMeta(h http.Header, user string, priority func(string) (int32, bool), o
 	case "1":
 		m.debug = true
 	default:
-		return m, openai.BadRequest(HeaderDebug, "%s %q: must be 1 (or 0)", HeaderDebug, v)
+		return m, openai.BadRequest(HeaderDebug, "%s %q: must be 1 (or 0)", HeaderDebug, openai.Clip(v))
 	}
 	return m, nil
 }
@@ -100,7 +100,7 @@ func sloHeader(h http.Header, names ...string) (float64, *openai.Error) {
 		}
 		v, err := strconv.ParseFloat(raw, 64)
 		if err != nil || math.IsNaN(v) || v <= 0 || v > maxSLOMs {
-			return 0, openai.BadRequest(name, "%s %q: must be a number of milliseconds in (0, %d]", name, raw, maxSLOMs)
+			return 0, openai.BadRequest(name, "%s %q: must be a number of milliseconds in (0, %d]", name, openai.Clip(raw), maxSLOMs)
 		}
 		return v, nil
 	}

@@ -225,7 +225,7 @@ func (s *Server) finish(x *exchange, out *outcome) {
 	if out.status >= 500 || out.err != "" {
 		ev = s.o.Log.Warn()
 	}
-	ev = ev.Str("request_id", x.meta.id).Str("model", x.req.Model)
+	ev = ev.Str("request_id", x.meta.id).Str("model", openai.Clip(x.req.Model))
 	if x.meta.profile != "" {
 		ev = ev.Str("profile", x.meta.profile).Str("profile_rule", x.meta.profileRule)
 	}

@@ -289,7 +289,7 @@ func (s *Server) refused(x *exchange, e *openai.Error) {
 	if s.o.Metrics != nil {
 		s.o.Metrics.Observe(metrics.Request{Code: e.Status, Arm: arm})
 	}
-	ev := s.o.Log.Info().Str("request_id", id).Str("model", model)
+	ev := s.o.Log.Info().Str("request_id", id).Str("model", openai.Clip(model))
 	if profile != "" {
 		ev = ev.Str("profile", profile).Str("profile_rule", x.meta.profileRule)
 	}
@@ -413,10 +413,10 @@ func (s *Server) noEndpoint(model string, states []endpoints.State, full int, su
 			Message: fmt.Sprintf("every endpoint that serves the model has %d of the router's requests in flight (server.maxInflightPerEndpoint); retry later", s.o.MaxInflightPerEndpoint)}
 	case subset:
 		return &openai.Error{Status: http.StatusServiceUnavailable, Type: openai.TypeServer, Code: "model_not_found",
-			Message: "none of the endpoints the gateway offered (its subset hint) serves the model " + strconv.Quote(model)}
+			Message: "none of the endpoints the gateway offered (its subset hint) serves the model " + strconv.Quote(openai.Clip(model))}
 	}
 	return &openai.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "model", Code: "model_not_found",
-		Message: "no healthy endpoint serves the model " + strconv.Quote(model)}
+		Message: "no healthy endpoint serves the model " + strconv.Quote(openai.Clip(model))}
 }
 
 // cycle builds the scheduling cycle: every healthy endpoint that serves the model (or has not

@@ -77,6 +77,9 @@ var badInputs = map[string]badInput{
 	"field name twice, in two cases": sendTo("/v1/chat/completions", chatWith(`,"stream":false,"STREAM":true`)),
 	"message field in another case":  sendTo("/v1/chat/completions", `{"model":"`+model+`","messages":[{"role":"user","Content":"Hi"}]}`),
 
+	// A client's string the answer repeats: clipped.
+	"model over 256 bytes": sendTo("/v1/chat/completions", `{"model":"`+strings.Repeat("m", 1<<20)+`","messages":[{"role":"user","content":"Hi"}]}`),
+
 	// Request headers.
 	"TTFT SLO not a number":   sendTo("/v1/chat/completions", chatWith(""), "x-llm-d-slo-ttft-ms", "abc"),
 	"TTFT SLO zero":           sendTo("/v1/chat/completions", chatWith(""), "x-llm-d-slo-ttft-ms", "0"),
