@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/foresight-router/foresight/host/openai"
 	"github.com/foresight-router/foresight/plugins/sdk"
 	"gopkg.in/yaml.v3"
 )
@@ -232,7 +233,7 @@ func (c *Config) ChooseProfile(h http.Header, objective string, hasSLO bool) (pr
 	if name := strings.TrimSpace(h.Get(ph.Header)); name != "" {
 		if !slices.Contains(c.ProfileNames(), name) {
 			return "", "", &ProfileError{Header: ph.Header, Message: fmt.Sprintf("%s: no scheduling profile %q: the router's are %s",
-				ph.Header, name, strings.Join(c.ProfileNames(), ", "))}
+				ph.Header, openai.Clip(name), strings.Join(c.ProfileNames(), ", "))}
 		}
 		return name, RuleHeader, nil
 	}
@@ -240,7 +241,7 @@ func (c *Config) ChooseProfile(h http.Header, objective string, hasSLO bool) (pr
 		on, err := strconv.ParseBool(raw)
 		switch {
 		case err != nil:
-			return "", "", &ProfileError{Header: ph.PredictionHeader, Message: fmt.Sprintf("%s %q: must be true or false", ph.PredictionHeader, raw)}
+			return "", "", &ProfileError{Header: ph.PredictionHeader, Message: fmt.Sprintf("%s %q: must be true or false", ph.PredictionHeader, openai.Clip(raw))}
 		case on && ph.SLOProfile == "":
 			return "", "", &ProfileError{Header: ph.PredictionHeader, Message: fmt.Sprintf(
 				"%s: true asks for prediction-based routing, and the router has no SLO profile (profileHandler.sloProfile)", ph.PredictionHeader)}

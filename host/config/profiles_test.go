@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/foresight-router/foresight/host/config"
+	"github.com/foresight-router/foresight/host/openai"
 )
 
 // twoProfiles is a load profile (queue scorer, max-score picker) and an SLO profile that shares
@@ -185,6 +186,11 @@ func TestChooseProfile(t *testing.T) {
 			"load", config.RuleHeader, ""},
 		{"an unknown profile: 400, no fallback", c, map[string]string{"x-foresight-profile": "fast"}, "", true, "", "",
 			`x-foresight-profile: no scheduling profile "fast": the router's are load, slo`},
+		// A client's header is echoed clipped to openai.MaxEcho bytes, its length said.
+		{"a 10,000-byte profile name", c, map[string]string{"x-foresight-profile": strings.Repeat("p", 10000)}, "", false, "", "",
+			`x-foresight-profile: no scheduling profile "` + strings.Repeat("p", openai.MaxEcho) + `… (10000 bytes)": the router's are load, slo`},
+		{"a 10,000-byte prediction flag", c, map[string]string{"x-prediction-based-routing": strings.Repeat("y", 10000)}, "", false, "", "",
+			`x-prediction-based-routing "` + strings.Repeat("y", openai.MaxEcho) + `… (10000 bytes)": must be true or false`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

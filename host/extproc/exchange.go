@@ -164,7 +164,7 @@ func (x *exchange) requestHeaders(m *extprocv3.HttpHeaders) ([]*extprocv3.Proces
 		rec := httptest.NewRecorder()
 		r, err := http.NewRequestWithContext(x.ctx, pseudo[":method"], path, http.NoBody)
 		if err != nil {
-			return x.refuse(openai.BadRequest("", "the request line: %v", err)), nil
+			return x.refuse(openai.BadRequest("", "the request line: %s", openai.Clip(err.Error()))), nil
 		}
 		x.s.o.Router.ServeHTTP(rec, r)
 		return x.answerItself(immediate(rec, "")), nil
