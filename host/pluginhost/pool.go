@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -188,7 +189,11 @@ func (pl *Pool) Len() int {
 }
 
 // Fingerprint identifies what a spec would run: two specs with the same fingerprint run the same
-// binary with the same configuration. It reads the binary to checksum it.
+// binary with the same configuration. It reads the binary to checksum it. A sha256 pin the binary
+// satisfies changes nothing that runs, so a pinned spec and an unpinned one of the same binary
+// have one fingerprint (a swap through the admin API, pinned, may then join the process an
+// unpinned plugin of the file runs in); a pin it does not satisfy keeps its own, whose launch
+// fails on the checksum.
 func Fingerprint(spec Spec) (string, error) {
 	var binary string
 	if spec.Path != "" && spec.Local == nil {
@@ -197,6 +202,9 @@ func Fingerprint(spec Spec) (string, error) {
 			return "", err
 		}
 		binary = sum
+		if strings.EqualFold(spec.SHA256, sum) {
+			spec.SHA256 = ""
+		}
 	}
 	data, err := json.Marshal(struct {
 		Name, Type, Stage, Path, Binary, SHA256, Version string

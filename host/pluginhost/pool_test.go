@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
@@ -75,12 +76,25 @@ func TestFingerprint(t *testing.T) {
 	if fp(same) != want {
 		t.Error("key order and spacing of the parameters changed the fingerprint")
 	}
+	// A pin the binary satisfies runs the same thing, in either case of its hex digits.
+	sum, err := Checksum(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pin := range []string{sum, strings.ToUpper(sum)} {
+		pinned := base
+		pinned.SHA256 = pin
+		if fp(pinned) != want {
+			t.Errorf("the binary's own sha256 %s changed the fingerprint", pin)
+		}
+	}
 	changes := map[string]func(*Spec){
-		"parameters": func(s *Spec) { s.Params = []byte(`{"a":2,"b":[1,2]}`) },
-		"name":       func(s *Spec) { s.Name = "t" },
-		"args":       func(s *Spec) { s.Args = []string{"-v"} },
-		"env":        func(s *Spec) { s.Env = []string{"GOMAXPROCS=1"} },
-		"version":    func(s *Spec) { s.Version = ">=1.0.0" },
+		"a pin the binary fails": func(s *Spec) { s.SHA256 = strings.Repeat("0", 64) },
+		"parameters":             func(s *Spec) { s.Params = []byte(`{"a":2,"b":[1,2]}`) },
+		"name":                   func(s *Spec) { s.Name = "t" },
+		"args":                   func(s *Spec) { s.Args = []string{"-v"} },
+		"env":                    func(s *Spec) { s.Env = []string{"GOMAXPROCS=1"} },
+		"version":                func(s *Spec) { s.Version = ">=1.0.0" },
 	}
 	for what, change := range changes {
 		s := base

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/foresight-router/foresight/host/pipeline"
+	"github.com/foresight-router/foresight/host/pluginhost"
 	"github.com/foresight-router/foresight/sim/emulator"
 )
 
@@ -135,9 +136,8 @@ pipeline:
   filters: [{pluginRef: strict}, {pluginRef: loose}]
   picker: {pluginRef: pick}
   stageTimeout: 5s
-# The swaps below launch bin/affinity-copy, and leave their binaries unpinned: a pin is part of a
-# process's identity, and the test is about instances that share one.
-server: {listen: "127.0.0.1:0", adminListen: "127.0.0.1:0", pluginDirs: [../bin/plugins, ../bin], allowUnpinnedSwaps: true}
+# The swaps below launch bin/affinity-copy, outside the file's own plugin folder.
+server: {listen: "127.0.0.1:0", adminListen: "127.0.0.1:0", pluginDirs: [../bin/plugins, ../bin]}
 endpoints:
   static:
     - {id: a, address: %s}
@@ -166,9 +166,10 @@ func TestSwapOneInstanceOfASharedProcess(t *testing.T) {
 		}
 	}
 
-	// New parameters: a new instance in the same process; the old one is dropped.
+	// New parameters: a new instance in the same process (a swap is pinned, the file's plugins
+	// are not: a pin the binary satisfies is no other process); the old one is dropped.
 	code, body := adminCall(t, r, "PUT", "/admin/stages/filters.0",
-		`{"type":"prefix-cache-affinity-filter","path":"../bin/plugins/affinity","parameters":{"affinityThreshold":0.95}}`)
+		`{"type":"prefix-cache-affinity-filter","path":"../bin/plugins/affinity","sha256":"`+checksum(t, pluginBin("affinity"))+`","parameters":{"affinityThreshold":0.95}}`)
 	if code != 200 {
 		t.Fatalf("swap with new parameters: %d %s", code, body)
 	}
@@ -189,7 +190,7 @@ func TestSwapOneInstanceOfASharedProcess(t *testing.T) {
 	}
 	t.Cleanup(func() { os.Remove(other) })
 	code, body = adminCall(t, r, "PUT", "/admin/stages/filters.0",
-		`{"type":"prefix-cache-affinity-filter","path":"../bin/affinity-copy","parameters":{"affinityThreshold":0.99}}`)
+		`{"type":"prefix-cache-affinity-filter","path":"../bin/affinity-copy","sha256":"`+checksum(t, other)+`","parameters":{"affinityThreshold":0.99}}`)
 	if code != 200 {
 		t.Fatalf("swap to another binary: %d %s", code, body)
 	}
@@ -198,4 +199,14 @@ func TestSwapOneInstanceOfASharedProcess(t *testing.T) {
 		t.Errorf("another binary: strict runs in process %d, want one of its own (loose: %d)", strict.PID, loose.PID)
 	}
 	stillServing("after the binary swap")
+}
+
+// checksum is the SHA-256 a swap of the binary at path pins.
+func checksum(t *testing.T, path string) string {
+	t.Helper()
+	sum, err := pluginhost.Checksum(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum
 }
