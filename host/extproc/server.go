@@ -89,12 +89,15 @@ func (s *Server) Shutdown() { s.health.Shutdown() }
 // cannot take (a body mode it does not support, a message out of order) ends the stream with a
 // gRPC error, on which the data plane applies its failure mode (GIE's failureMode on the pool:
 // FailOpen sends the request on without a pick, FailClose fails it); a request the router
-// refuses is an immediate response (429 shed or full, 503 nothing available, 4xx bad input,). Cut ends it
-// early (stop.go).
+// refuses is an immediate response (429 shed or full, 503 nothing available, 4xx bad input, 408
+// a body that did not come within server.readBodyTimeout of the headers). Cut ends it early
+// (stop.go).
 func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error {
 	x := &exchange{s: s, ctx: stream.Context()}
 	defer x.close("the gateway ended the exchange before the answer did")
 	msgs := receive(stream)
+	body := bodyDeadline{}
+	defer body.stop()
 	for {
 		var (
 			resps []*extprocv3.ProcessingResponse
@@ -113,6 +116,8 @@ func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error
 				s.o.Log.Warn().Err(err).Str("request_id", x.requestID()).Msg("ext_proc stream refused")
 				return err
 			}
+		case <-body.after(x):
+			resps, last = x.refuse(s.o.Router.BodyTimeout()), true
 		case <-s.stopping:
 			resps, err = x.cut()
 			last = true

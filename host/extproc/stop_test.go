@@ -56,6 +56,31 @@ func immediateError(t *testing.T, stream extprocv3.ExternalProcessor_ProcessClie
 	}
 }
 
+// TestABodyThatDoesNotComeIs408: request headers and then nothing are answered 408 body_timeout
+// once server.readBodyTimeout has passed, as the OpenAI front answers a body that does not come,
+// and the request leaves the concurrency bound (here 1 request) so that it cannot hold it.
+func TestABodyThatDoesNotComeIs408(t *testing.T) {
+	f := newFixture(t, func(o *proxy.Options) { o.ReadBodyTimeout, o.MaxConcurrentRequests = 50*time.Millisecond, 1 })
+	stream := f.serve(t)
+	if err := stream.Send(requestHeaders(filterv3.ProcessingMode_FULL_DUPLEX_STREAMED)); err != nil {
+		t.Fatal(err)
+	}
+	code, body := immediateError(t, stream)
+	if code != 408 || !strings.Contains(body, `"code":"body_timeout"`) || !strings.Contains(body, "server.readBodyTimeout") {
+		t.Errorf("immediate response %d %s: want 408 body_timeout naming server.readBodyTimeout", code, body)
+	}
+	eventually.Wait(t, 5*time.Second, "the request to leave the concurrency bound", func() bool {
+		if f.router.Enter() != nil {
+			return false
+		}
+		f.router.Leave()
+		return true
+	})
+	if line := requestLines(t, f.log)[0]; line["status"] != 408.0 {
+		t.Errorf("access line %v: want 408", line)
+	}
+}
+
 // TestCutEndsEachStep: at the end of the shutdown grace each exchange still open ends with the
 // router's 503 router_shutting_down as far as its step allows, logged and counted as a 503, and
 // leaves the in-flight ledger.
