@@ -158,3 +158,25 @@ func TestCutReachesAnOpenStream(t *testing.T) {
 		t.Error("the stream goes on after the cut")
 	}
 }
+
+// TestCutAnswersARequestWaitingInTheQueue: a request waiting for its decision in flow control's
+// queue when the grace ends gets the router's immediate 503 at once, not the end of its stream.
+func TestCutAnswersARequestWaitingInTheQueue(t *testing.T) {
+	f, reg := flowFixture(t, "")
+	first, second := f.exchange(), f.exchange()
+	decided(t, first) // two endpoints of one request each: the pool is full
+	decided(t, second)
+	stream := f.serve(t)
+	for _, m := range []*extprocv3.ProcessingRequest{requestHeaders(filterv3.ProcessingMode_FULL_DUPLEX_STREAMED), requestBody(streamed, true)} {
+		if err := stream.Send(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually.Wait(t, 10*time.Second, "the third request queued", func() bool { return queuedIn(t, reg) == 1 })
+	f.srv.Cut()
+	if code, body := immediateError(t, stream); code != 503 || !strings.Contains(body, `"code":"router_shutting_down"`) {
+		t.Errorf("immediate response %d %s: want 503 router_shutting_down", code, body)
+	}
+	first.close("")
+	second.close("")
+}
