@@ -35,7 +35,8 @@ func newServe() *cobra.Command {
 			"SIGTERM, 130 after Ctrl-C.\n" +
 			"--ext-proc (server.extProcListen) also serves the endpoint picker of a Kubernetes Inference\n" +
 			"Gateway there: Envoy's ext_proc gRPC protocol, the same pipeline and metrics (docs/kubernetes.md).\n" +
-			"--endpoints replaces the config's endpoints (static, file and kubernetes), --listen, --admin and\n" +
+			"--endpoints replaces the config's endpoint list (static, file and kubernetes; outlierDetection\n" +
+			"holds), --listen, --admin and\n" +
 			"--ext-proc its listeners; they hold across reloads.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -92,7 +93,8 @@ func (o serveOverrides) apply(cfg *config.Config) error {
 		if len(eps) == 0 {
 			return fmt.Errorf("--endpoints: no endpoint in %q", o.endpoints)
 		}
-		cfg.Endpoints = config.Endpoints{Static: eps}
+		// The list only: the rest of the section (outlierDetection) holds.
+		cfg.Endpoints.Static, cfg.Endpoints.File, cfg.Endpoints.Kubernetes = eps, "", nil
 	}
 	if o.listen != "" {
 		cfg.Server.Listen = o.listen

@@ -16,6 +16,7 @@ pipeline:
 endpoints:
   static: [{address: 127.0.0.1:8000}]
   file: fleet.yaml
+  outlierDetection: {consecutiveFailures: 9}
 `
 	load := func() *config.Config {
 		cfg, err := config.Parse("router.yaml", []byte(yaml))
@@ -32,6 +33,10 @@ endpoints:
 	eps := cfg.Endpoints.Static
 	if len(eps) != 2 || eps[0].Address != "http://127.0.0.1:18001" || eps[1].ID != "127.0.0.1:18002" || cfg.Endpoints.File != "" {
 		t.Errorf("endpoints %+v", cfg.Endpoints)
+	}
+	// The flag replaces the list, not the section: outlier detection stays as configured.
+	if od := cfg.Endpoints.OutlierDetection; od.ConsecutiveFailures != 9 {
+		t.Errorf("--endpoints left outlierDetection %+v, want the config's consecutiveFailures 9", od)
 	}
 	if cfg.Server.Listen != "127.0.0.1:8081" || cfg.Server.AdminListen != "127.0.0.1:9091" {
 		t.Errorf("listeners %q, %q", cfg.Server.Listen, cfg.Server.AdminListen)

@@ -10,8 +10,8 @@
 package extproc
 
 import (
+	"context"
 	"io"
-	"sync"
 	"time"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
@@ -46,9 +46,10 @@ type Server struct {
 	extprocv3.UnimplementedExternalProcessorServer
 	o      Options
 	health *health.Server
-	// stopping is closed by Cut (once): the exchanges still open end with the router's 503.
-	stopping chan struct{}
-	cutOnce  sync.Once
+	// stopping ends with proxy.ErrShuttingDown at Cut: the exchanges still open end with the
+	// router's 503.
+	stopping context.Context
+	cut      context.CancelCauseFunc
 }
 
 // New returns a server over o; it answers the health checks NOT_SERVING for readiness until
@@ -57,7 +58,8 @@ func New(o Options) *Server {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Server{o: o, health: health.NewServer(), stopping: make(chan struct{})}
+	s := &Server{o: o, health: health.NewServer()}
+	s.stopping, s.cut = context.WithCancelCause(context.Background())
 	s.health.SetServingStatus(HealthLiveness, healthpb.HealthCheckResponse_SERVING)
 	s.SetReady(false)
 	return s
@@ -89,12 +91,20 @@ func (s *Server) Shutdown() { s.health.Shutdown() }
 // cannot take (a body mode it does not support, a message out of order) ends the stream with a
 // gRPC error, on which the data plane applies its failure mode (GIE's failureMode on the pool:
 // FailOpen sends the request on without a pick, FailClose fails it); a request the router
-// refuses is an immediate response (429 shed or full, 503 nothing available, 4xx bad input,). Cut ends it
-// early (stop.go).
+// refuses is an immediate response (429 shed or full, 503 nothing available, 4xx bad input, 408
+// a body that did not come within server.readBodyTimeout of the headers). Cut ends it early
+// (stop.go).
 func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error {
-	x := &exchange{s: s, ctx: stream.Context()}
+	// The exchange's context ends with the stream, or with proxy.ErrShuttingDown at Cut, so that
+	// a request waiting for its decision is answered at once.
+	ctx, cancel := context.WithCancelCause(stream.Context())
+	defer cancel(nil)
+	defer context.AfterFunc(s.stopping, func() { cancel(context.Cause(s.stopping)) })()
+	x := &exchange{s: s, ctx: ctx}
 	defer x.close("the gateway ended the exchange before the answer did")
 	msgs := receive(stream)
+	body := bodyDeadline{}
+	defer body.stop()
 	for {
 		var (
 			resps []*extprocv3.ProcessingResponse
@@ -113,7 +123,9 @@ func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error
 				s.o.Log.Warn().Err(err).Str("request_id", x.requestID()).Msg("ext_proc stream refused")
 				return err
 			}
-		case <-s.stopping:
+		case <-body.after(x):
+			resps, last = x.refuse(s.o.Router.BodyTimeout()), true
+		case <-s.stopping.Done():
 			resps, err = x.cut()
 			last = true
 		}

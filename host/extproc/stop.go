@@ -15,7 +15,7 @@ import (
 // Cut ends every exchange still open, at the end of the router's shutdown grace
 // (server.shutdownGrace), with the router's 503 router_shutting_down as far as the exchange's
 // step allows (exchange.cut). It is safe to call more than once.
-func (s *Server) Cut() { s.cutOnce.Do(func() { close(s.stopping) }) }
+func (s *Server) Cut() { s.cut(proxy.ErrShuttingDown) }
 
 // errCut ends a stream that Cut ended where the router can send the data plane nothing more: it
 // applies its failure mode to the request.

@@ -56,6 +56,31 @@ func immediateError(t *testing.T, stream extprocv3.ExternalProcessor_ProcessClie
 	}
 }
 
+// TestABodyThatDoesNotComeIs408: request headers and then nothing are answered 408 body_timeout
+// once server.readBodyTimeout has passed, as the OpenAI front answers a body that does not come,
+// and the request leaves the concurrency bound (here 1 request) so that it cannot hold it.
+func TestABodyThatDoesNotComeIs408(t *testing.T) {
+	f := newFixture(t, func(o *proxy.Options) { o.ReadBodyTimeout, o.MaxConcurrentRequests = 50*time.Millisecond, 1 })
+	stream := f.serve(t)
+	if err := stream.Send(requestHeaders(filterv3.ProcessingMode_FULL_DUPLEX_STREAMED)); err != nil {
+		t.Fatal(err)
+	}
+	code, body := immediateError(t, stream)
+	if code != 408 || !strings.Contains(body, `"code":"body_timeout"`) || !strings.Contains(body, "server.readBodyTimeout") {
+		t.Errorf("immediate response %d %s: want 408 body_timeout naming server.readBodyTimeout", code, body)
+	}
+	eventually.Wait(t, 5*time.Second, "the request to leave the concurrency bound", func() bool {
+		if f.router.Enter() != nil {
+			return false
+		}
+		f.router.Leave()
+		return true
+	})
+	if line := requestLines(t, f.log)[0]; line["status"] != 408.0 {
+		t.Errorf("access line %v: want 408", line)
+	}
+}
+
 // TestCutEndsEachStep: at the end of the shutdown grace each exchange still open ends with the
 // router's 503 router_shutting_down as far as its step allows, logged and counted as a 503, and
 // leaves the in-flight ledger.
@@ -132,4 +157,26 @@ func TestCutReachesAnOpenStream(t *testing.T) {
 	if _, err := stream.Recv(); err == nil {
 		t.Error("the stream goes on after the cut")
 	}
+}
+
+// TestCutAnswersARequestWaitingInTheQueue: a request waiting for its decision in flow control's
+// queue when the grace ends gets the router's immediate 503 at once, not the end of its stream.
+func TestCutAnswersARequestWaitingInTheQueue(t *testing.T) {
+	f, reg := flowFixture(t, "")
+	first, second := f.exchange(), f.exchange()
+	decided(t, first) // two endpoints of one request each: the pool is full
+	decided(t, second)
+	stream := f.serve(t)
+	for _, m := range []*extprocv3.ProcessingRequest{requestHeaders(filterv3.ProcessingMode_FULL_DUPLEX_STREAMED), requestBody(streamed, true)} {
+		if err := stream.Send(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually.Wait(t, 10*time.Second, "the third request queued", func() bool { return queuedIn(t, reg) == 1 })
+	f.srv.Cut()
+	if code, body := immediateError(t, stream); code != 503 || !strings.Contains(body, `"code":"router_shutting_down"`) {
+		t.Errorf("immediate response %d %s: want 503 router_shutting_down", code, body)
+	}
+	first.close("")
+	second.close("")
 }

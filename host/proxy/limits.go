@@ -58,6 +58,16 @@ func (s *Server) BodyTooLarge() *openai.Error {
 		Message: "the request body is larger than the router's limit of " + strconv.FormatInt(s.o.MaxBodyBytes, 10) + " bytes (server.maxBodyBytes)"}
 }
 
+// ReadBodyTimeout is server.readBodyTimeout, how long a request's body may take to arrive after
+// its headers (0: no bound).
+func (s *Server) ReadBodyTimeout() time.Duration { return s.o.ReadBodyTimeout }
+
+// BodyTimeout is the 408 for a request body that did not arrive within ReadBodyTimeout.
+func (s *Server) BodyTimeout() *openai.Error {
+	return &openai.Error{Status: http.StatusRequestTimeout, Type: openai.TypeInvalidRequest, Code: "body_timeout",
+		Message: fmt.Sprintf("the request body did not arrive within %v (server.readBodyTimeout)", s.o.ReadBodyTimeout)}
+}
+
 // readBody reads the request body, at most server.maxBodyBytes (413 beyond) within
 // server.readBodyTimeout (408 past it).
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *openai.Error) {
@@ -78,8 +88,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *open
 		// The rest of the body may never come: close the connection after the answer rather than
 		// let net/http wait for it to discard it.
 		w.Header().Set("Connection", "close")
-		return nil, &openai.Error{Status: http.StatusRequestTimeout, Type: openai.TypeInvalidRequest, Code: "body_timeout",
-			Message: fmt.Sprintf("the request body did not arrive within %v (server.readBodyTimeout)", s.o.ReadBodyTimeout)}
+		return nil, s.BodyTimeout()
 	default:
 		return nil, openai.BadRequest("", "reading the request body: %v", err)
 	}

@@ -36,6 +36,7 @@ func init() {
 		"a body over the limit through the gateway": tooBig,
 		"a buffered body Envoy cut short":           {pickerHeaders(partial), pickerBody(`{"model":`, false)},
 		"a bad body through the gateway":            {pickerHeaders(duplex), pickerBody(`{"model":`, true)},
+		"no body through the gateway":               {pickerHeaders(duplex)}, // the 408 comes at server.readBodyTimeout
 	} {
 		badInputs[name] = sendToPicker(msgs...)
 	}

@@ -114,8 +114,9 @@ func (p *Producer) Params() Params {
 }
 
 // Configure decodes params over DefaultParams and applies them. With a model directory it loads
-// the model set found there, if any, and serves it at once; a model it cannot use is an error and
-// leaves the previous configuration in force.
+// the newest intact model set saved there, if any, and serves it at once (a saved version it
+// cannot use is passed over with a warning, load.go); an operator's model files it cannot use
+// are an error and leave the previous configuration in force.
 func (p *Producer) Configure(raw []byte) error {
 	params, err := sdk.DecodeParams(raw, DefaultParams())
 	if err != nil {
@@ -129,32 +130,20 @@ func (p *Producer) Configure(raw []byte) error {
 	if err != nil {
 		return err
 	}
-	var loaded *model.Set
-	if params.ModelDir != "" {
-		loaded, err = model.Load(params.ModelDir, features.TTFT, features.TPOT)
-		switch {
-		case errors.Is(err, model.ErrOutdated): // this producer's own, from another version: retrain
-			sdk.Log().Warn().Err(err).Str("dir", params.ModelDir).Msg("starting without a model")
-			loaded = nil
-		case err != nil:
-			return fmt.Errorf("parameter \"modelDir\": %w", err)
-		}
-	}
-	if loaded != nil && loaded.Meta.Residual && params.Prior == PriorOff {
-		sdk.Log().Warn().Str("dir", params.ModelDir).Msg("starting without a model: the models in modelDir correct the prior, which prior \"off\" disables")
-		loaded = nil
+	found, err := loadModels(params)
+	if err != nil {
+		return err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.apply(params)
 	p.publish(func(s *serving) { s.cold = cold })
-	if loaded != nil {
-		if err := p.serveLoaded(loaded); err != nil {
+	if found.Set != nil {
+		if err := p.serveLoaded(found.Set); err != nil {
 			return fmt.Errorf("parameter \"modelDir\": %w", err)
 		}
-		sdk.Log().Info().Str("dir", params.ModelDir).Uint64("model_version", loaded.Meta.Version).
-			Str("source", loaded.Meta.Source).Uint64("training_rows", loaded.Meta.TrainingRows).Msg("model loaded")
 	}
+	logLoaded(found)
 	p.configureShare(params)
 	return nil
 }

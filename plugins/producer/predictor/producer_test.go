@@ -539,24 +539,27 @@ func TestNoisyWorkloadIsNotDrift(t *testing.T) {
 	}
 }
 
-// TestOutdatedOwnModelsAreRetrained: a set this producer persisted over other features (an
-// earlier version's) does not fail Configure; the producer starts cold and retrains.
+// TestOutdatedOwnModelsAreRetrained: sets this producer persisted over other features (an
+// earlier version's, every version kept) do not fail Configure; the producer starts cold and
+// retrains.
 func TestOutdatedOwnModelsAreRetrained(t *testing.T) {
 	dir := t.TempDir()
 	trainedProducer(t, map[string]any{"modelDir": dir})
-	metaFile := filepath.Join(dir, "current", model.MetaFile)
-	raw, err := os.ReadFile(metaFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var meta map[string]any
-	if err := json.Unmarshal(raw, &meta); err != nil {
-		t.Fatal(err)
-	}
-	meta["ttft_features"] = []string{"an", "older", "feature", "set"}
-	raw, _ = json.Marshal(meta)
-	if err := os.WriteFile(metaFile, raw, 0o644); err != nil {
-		t.Fatal(err)
+	metaFiles, _ := filepath.Glob(filepath.Join(dir, "v*", model.MetaFile))
+	for _, metaFile := range metaFiles {
+		raw, err := os.ReadFile(metaFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var meta map[string]any
+		if err := json.Unmarshal(raw, &meta); err != nil {
+			t.Fatal(err)
+		}
+		meta["ttft_features"] = []string{"an", "older", "feature", "set"}
+		raw, _ = json.Marshal(meta)
+		if err := os.WriteFile(metaFile, raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	p := New()
 	configure(t, p, map[string]any{"modelDir": dir})
