@@ -371,6 +371,22 @@ func errorMessage(data []byte) string {
 	return strings.TrimSpace(string(data))
 }
 
+// operationsSection returns the text of the section of docs/operations.md headed "## heading",
+// up to the next such heading.
+func operationsSection(t *testing.T, heading string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(repo, "docs", "operations.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(data), "\n## "+heading+"\n")
+	if !ok {
+		t.Fatalf("docs/operations.md has no %q section", "## "+heading)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	return section
+}
+
 // docRow is one row of the bad-input table in docs/operations.md.
 type docRow struct{ name, answer, message string }
 
@@ -379,15 +395,7 @@ type docRow struct{ name, answer, message string }
 // any text.
 func badInputRows(t *testing.T) []docRow {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(repo, "docs", "operations.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, ok := strings.Cut(string(data), "\n## Bad input\n")
-	if !ok {
-		t.Fatal(`docs/operations.md has no "## Bad input" section`)
-	}
-	section, _, _ = strings.Cut(section, "\n## ")
+	section := operationsSection(t, "Bad input")
 	code := regexp.MustCompile("`([^`]*)`")
 	var rows []docRow
 	for _, line := range strings.Split(section, "\n") {

@@ -13,15 +13,7 @@ import (
 // every row names, in its last column, tests the repository has: a row cannot point at a test
 // that was renamed or removed, and every row has one.
 func TestFaultsTable(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(repo, "docs", "operations.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, ok := strings.Cut(string(data), "\n## Faults\n")
-	if !ok {
-		t.Fatal(`docs/operations.md has no "## Faults" section`)
-	}
-	section, _, _ = strings.Cut(section, "\n## ")
+	section := operationsSection(t, "Faults")
 	have := repositoryTests(t)
 	named := regexp.MustCompile("`(Test[A-Za-z0-9_]+)`")
 	rows := 0
