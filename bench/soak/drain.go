@@ -210,4 +210,3 @@ func waitOrCancel(ctx context.Context, wg *sync.WaitGroup, within time.Duration)
 	case <-time.After(within):
 	}
 }
-
