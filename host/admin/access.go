@@ -90,7 +90,7 @@ func sameMachine(r *http.Request) string {
 	}
 	host, port := splitHost(r.Host, "80")
 	if !loopback(host) {
-		return "the Host header " + strconv.Quote(r.Host) + " names no loopback address (localhost, 127.0.0.1, [::1])"
+		return "the Host header " + strconv.Quote(openai.Clip(r.Host)) + " names no loopback address (localhost, 127.0.0.1, [::1])"
 	}
 	origin := r.Header.Get("Origin")
 	if origin == "" {
@@ -98,14 +98,14 @@ func sameMachine(r *http.Request) string {
 	}
 	u, err := url.Parse(origin)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-		return "the Origin header " + strconv.Quote(origin) + " is not this listener's (another site's page sent the request)"
+		return "the Origin header " + strconv.Quote(openai.Clip(origin)) + " is not this listener's (another site's page sent the request)"
 	}
 	def := "80"
 	if u.Scheme == "https" {
 		def = "443"
 	}
 	if oHost, oPort := splitHost(u.Host, def); !loopback(oHost) || oPort != port {
-		return "the Origin header " + strconv.Quote(origin) + " is not this listener's (another site's page sent the request)"
+		return "the Origin header " + strconv.Quote(openai.Clip(origin)) + " is not this listener's (another site's page sent the request)"
 	}
 	return ""
 }
