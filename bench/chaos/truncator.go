@@ -46,6 +46,7 @@ type Truncator struct {
 	seed  uint64
 
 	streams, before, after atomic.Int64
+	whole                  atomic.Bool // Spare was called: every stream passes whole
 	wg                     sync.WaitGroup
 }
 
@@ -84,6 +85,10 @@ func (t *Truncator) Counts() TruncatedCounts {
 	return TruncatedCounts{Streams: t.streams.Load(), CutBeforeFirst: t.before.Load(), CutAfterFirst: t.after.Load()}
 }
 
+// Spare makes the truncator relay every stream from now on whole, uncounted, as when the fault is
+// over: what follows (bench soak's drain) is then not confounded with it.
+func (t *Truncator) Spare() { t.whole.Store(true) }
+
 // Close stops the truncator and ends the streams it is relaying.
 func (t *Truncator) Close() {
 	_ = t.srv.Close()
@@ -93,7 +98,7 @@ func (t *Truncator) Close() {
 // modify picks the streams to cut: every Every-th event stream, after a number of events drawn
 // from its rank and the seed.
 func (t *Truncator) modify(resp *http.Response) error {
-	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+	if t.whole.Load() || resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		return nil
 	}
 	n := t.streams.Add(1)

@@ -77,6 +77,16 @@ func TestTruncatorCutsEveryNthStream(t *testing.T) {
 	if c := tr.Counts(); c.Streams != 12 {
 		t.Errorf("a whole answer counted as a stream: %+v", c)
 	}
+	// Spared, it relays every stream whole and counts none.
+	tr.Spare()
+	for n := 13; n <= 16; n++ {
+		if body := get("/v1/completions"); strings.Count(body, `{"n":`) != events || !strings.Contains(body, "[DONE]") {
+			t.Errorf("stream %d after Spare: %q", n, body)
+		}
+	}
+	if c := tr.Counts(); c.Streams != 12 || c.CutBeforeFirst+c.CutAfterFirst != 6 {
+		t.Errorf("counts after Spare %+v, want those before it", c)
+	}
 }
 
 func TestTruncatorRefusesEveryBelowOne(t *testing.T) {

@@ -239,6 +239,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		res.RouterCPUMsPerRequest = round3((cpu - c0) * 1000 / float64(sent))
 	}
 	if trunc != nil {
+		trunc.Spare() // the drain is about the SIGTERM alone
 		c := trunc.Counts()
 		res.Truncated = &c
 	}
