@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/foresight-router/foresight/host/config"
+	"github.com/foresight-router/foresight/internal/procstat"
 	"github.com/foresight-router/foresight/sim/emulator"
 	"github.com/foresight-router/foresight/sim/loadgen"
 	"github.com/foresight-router/foresight/sim/testbed"
@@ -288,7 +289,7 @@ func runLive(ctx context.Context, o LiveOptions, s liveRunSpec, w *workload.Work
 		run.RouterPID = proc.pid
 		lo.BaseURL, lo.OmitObjective, lo.ClassObjectives = "http://"+proc.api, !s.objectives, s.classObjectives
 		run.ObjectiveHeader = s.objectives
-		kids := children(proc.pid) // the plugin processes, all started before the router is ready
+		kids := procstat.Children(procstat.Root, proc.pid) // the plugin processes, all started before the router is ready
 		routerCPU, plugs = newCPUMeter(proc.pid), newCPUMeter(kids...)
 		run.PluginProcesses = len(kids)
 	} else {

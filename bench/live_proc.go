@@ -1,17 +1,13 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -206,28 +202,6 @@ func (p *RouterProc) Stop(grace time.Duration) {
 		_ = syscall.Kill(-p.pid, syscall.SIGKILL) // ESRCH when the group is empty, as it should be
 	})
 	<-p.exited
-}
-
-// children returns the pids of the processes whose parent is pid (the router's plugins), from
-// /proc; none where /proc is missing.
-func children(pid int) []int {
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	var out []int
-	for _, f := range stats {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		// After the command name's closing parenthesis: state, ppid, …
-		fields := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
-		if len(fields) < 2 || fields[1] != strconv.Itoa(pid) {
-			continue
-		}
-		if c, err := strconv.Atoi(filepath.Base(filepath.Dir(f))); err == nil {
-			out = append(out, c)
-		}
-	}
-	return out
 }
 
 // tail keeps the last max bytes written to it; safe for concurrent use.

@@ -1,22 +1,19 @@
 package chaos
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"math/rand/v2"
 	"net/http"
-	"os"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/foresight-router/foresight/bench/openloop"
 	"github.com/foresight-router/foresight/host/admin"
 	"github.com/foresight-router/foresight/host/config"
+	"github.com/foresight-router/foresight/internal/procstat"
 	"gopkg.in/yaml.v3"
 )
 
@@ -157,10 +154,10 @@ func (f *Faulter) signal(ctx context.Context, sig syscall.Signal) Event {
 			f.restartMs = append(f.restartMs, took)
 		}
 	}
-	if ev.OK && processExists(victim.PID) {
+	if ev.OK && procstat.Running(victim.PID) {
 		ev = Event{Detail: fmt.Sprintf("%s served again but its old process (pid %d) is still there", victim.Name, victim.PID)}
 	}
-	if sig == syscall.SIGSTOP && processExists(victim.PID) {
+	if sig == syscall.SIGSTOP && procstat.Running(victim.PID) {
 		_ = syscall.Kill(victim.PID, syscall.SIGKILL) // never leave a frozen process behind
 	}
 	return ev
@@ -186,18 +183,6 @@ func (f *Faulter) awaitRestart(ctx context.Context, victim admin.Plugin, sent ti
 		}
 	}
 	return Event{Detail: fmt.Sprintf("%s (pid %d) did not serve again with a new pid within %v", victim.Name, victim.PID, restartTimeout)}, 0
-}
-
-// processExists says whether a process of that pid runs (a zombie, dead but not yet reaped by
-// its parent, does not count).
-func processExists(pid int) bool {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	// After the command name's closing parenthesis: the state.
-	fields := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
-	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
 }
 
 // The kinds of invalid config the bad reloads write, in turn.

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/foresight-router/foresight/internal/procstat"
 	"github.com/rs/zerolog"
 )
 
@@ -22,7 +23,7 @@ import (
 const routerEnv = "FORESIGHT_ROUTER_ID"
 
 // procRoot is where the proc file system is mounted.
-const procRoot = "/proc"
+const procRoot = procstat.Root
 
 // host is this process as a host of plugins: its marker, and whether it reaped orphans yet
 // (once, before its first plugin process).
@@ -35,8 +36,8 @@ var host struct {
 func routerID() string {
 	host.idOnce.Do(func() {
 		pid := os.Getpid()
-		st, _ := readStat(procRoot, pid) // zero where there is no /proc: reapOrphans then finds nothing
-		host.id = fmt.Sprintf("%d.%d", pid, st.start)
+		st, _ := procstat.Read(procRoot, pid) // zero where there is no /proc: reapOrphans then finds nothing
+		host.id = fmt.Sprintf("%d.%d", pid, st.Start)
 	})
 	return host.id
 }
@@ -141,42 +142,14 @@ func hostGone(proc, m string) bool {
 	if !ok || err1 != nil || err2 != nil || pid <= 0 || start == 0 {
 		return false
 	}
-	st, err := readStat(proc, pid)
+	st, err := procstat.Read(proc, pid)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return true
 	case err != nil:
 		return false
 	}
-	return st.start != start || st.state == 'Z'
-}
-
-// procStat is what the host reads of /proc/<pid>/stat.
-type procStat struct {
-	state byte
-	start uint64 // clock ticks after boot
-}
-
-func readStat(proc string, pid int) (procStat, error) {
-	data, err := os.ReadFile(filepath.Join(proc, strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return procStat{}, err
-	}
-	// "pid (comm) state ppid …": comm may hold spaces and parentheses, so fields count from the
-	// last ')'; the start time is the 22nd field, the 20th after it.
-	i := bytes.LastIndexByte(data, ')')
-	if i < 0 {
-		return procStat{}, fmt.Errorf("%s/%d/stat: no command name", proc, pid)
-	}
-	f := strings.Fields(string(data[i+1:]))
-	if len(f) < 20 || len(f[0]) != 1 {
-		return procStat{}, fmt.Errorf("%s/%d/stat: %d fields after the command name, want at least 20", proc, pid, len(f))
-	}
-	start, err := strconv.ParseUint(f[19], 10, 64)
-	if err != nil {
-		return procStat{}, fmt.Errorf("%s/%d/stat: start time: %w", proc, pid, err)
-	}
-	return procStat{state: f[0][0], start: start}, nil
+	return st.Start != start || st.Ended()
 }
 
 // listeningSockets returns the paths of the Unix sockets pid holds open (its plugin socket).

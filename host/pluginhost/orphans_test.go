@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/foresight-router/foresight/internal/procstat"
 	"github.com/rs/zerolog"
 )
 
@@ -122,10 +123,10 @@ func TestReapOrphansKillsAPluginOfADeadHost(t *testing.T) {
 	}
 	dead := exec.Command("true")
 	must(t, dead.Start())
-	st, err := readStat(procRoot, dead.Process.Pid)
+	st, err := procstat.Read(procRoot, dead.Process.Pid)
 	must(t, err)
 	must(t, dead.Wait()) // reaped: its pid and start time name no process now
-	gone := fmt.Sprintf("%d.%d", dead.Process.Pid, st.start)
+	gone := fmt.Sprintf("%d.%d", dead.Process.Pid, st.Start)
 
 	live := exec.Command("sleep", "60")
 	live.Env = []string{routerEnv + "=" + routerID()} // a plugin of this host: left alone

@@ -316,13 +316,9 @@ func TestFailoverIsBoundedByMaxAttempts(t *testing.T) {
 	}
 }
 
-// An endpoint whose requests keep failing while its /metrics answers is ejected: the requests
-// that follow go straight to the others. It comes back after the ejection time and, recovered,
-// serves again.
-func TestAnEndpointWhoseRequestsKeepFailingIsEjectedAndComesBack(t *testing.T) {
-	var broken atomic.Bool
-	broken.Store(true)
-	flaky := func(w http.ResponseWriter, r *http.Request) {
+// recovering is an engine that answers 5xx while broken holds, then a stream of one chunk.
+func recovering(broken *atomic.Bool) fault {
+	return func(w http.ResponseWriter, r *http.Request) {
 		if broken.Load() {
 			faults["5xx"](w, r)
 			return
@@ -330,6 +326,15 @@ func TestAnEndpointWhoseRequestsKeepFailingIsEjectedAndComesBack(t *testing.T) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		_, _ = io.WriteString(w, chunk("fine")+"data: [DONE]\n\n")
 	}
+}
+
+// An endpoint whose requests keep failing while its /metrics answers is ejected: the requests
+// that follow go straight to the others. It comes back after the ejection time and, recovered,
+// serves again.
+func TestAnEndpointWhoseRequestsKeepFailingIsEjectedAndComesBack(t *testing.T) {
+	var broken atomic.Bool
+	broken.Store(true)
+	flaky := recovering(&broken)
 	f := newFaultRouterWith(t, endpoints.Outlier{ConsecutiveFailures: 3, BaseEjectionTime: 1500 * time.Millisecond, MaxEjectionPercent: 50}, 3, flaky)
 	for i := range 5 {
 		if code, out := postTo(t, f.url, chatBody(true, "")); code != http.StatusOK {
@@ -393,14 +398,7 @@ func TestAClientLeavingAfterDoneWasServed(t *testing.T) {
 func TestAFullOutageLeavesNoEndpointHealthy(t *testing.T) {
 	var broken atomic.Bool
 	broken.Store(true)
-	flaky := func(w http.ResponseWriter, r *http.Request) {
-		if broken.Load() {
-			faults["5xx"](w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		_, _ = io.WriteString(w, chunk("fine")+"data: [DONE]\n\n")
-	}
+	flaky := recovering(&broken)
 	eps := []endpoints.Endpoint{{ID: "vllm-a", Address: startFaulty(t, faults["5xx"])}, {ID: "vllm-b", Address: startFaulty(t, flaky)}}
 	f := newRouterOver(t, endpoints.Config{Interval: 20 * time.Millisecond, Outlier: endpoints.Outlier{ConsecutiveFailures: 2, MaxEjectionPercent: 50}},
 		eps, func(o *Options) { o.MaxAttempts = 2 })
