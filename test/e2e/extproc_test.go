@@ -52,6 +52,19 @@ func dialPicker(t *testing.T, addr string) (*grpc.ClientConn, *envoy) {
 // line; the process is interrupted (SIGINT, as Ctrl-C) at the end of the test.
 func startServe(t *testing.T, file string, args ...string) serveProcess {
 	t.Helper()
+	_, line := spawnServe(t, file, args...)
+	m := regexp.MustCompile(`OpenAI API on http://(\S+), admin on http://(\S+), ext_proc endpoint picker on (\S+)`).FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("serve's first line %q names no ext_proc listener", line)
+	}
+	return serveProcess{api: m[1], admin: m[2], extProc: m[3]}
+}
+
+// spawnServe starts `foresight serve --config file args…` and returns it with the first line it
+// printed, which comes once its pipeline, and so every plugin process, is up. At the end of the
+// test it is interrupted (SIGINT) and waited for, if it still runs.
+func spawnServe(t *testing.T, file string, args ...string) (*exec.Cmd, string) {
+	t.Helper()
 	cmd := exec.Command(hostBin, append([]string{"serve", "--config", file}, args...)...)
 	cmd.Dir = root
 	var stderr bytes.Buffer
@@ -71,11 +84,7 @@ func startServe(t *testing.T, file string, args ...string) serveProcess {
 	if err != nil {
 		t.Fatalf("serve printed no first line: %v; stderr: %s", err, stderr.String())
 	}
-	m := regexp.MustCompile(`OpenAI API on http://(\S+), admin on http://(\S+), ext_proc endpoint picker on (\S+)`).FindStringSubmatch(line)
-	if m == nil {
-		t.Fatalf("serve's first line %q names no ext_proc listener", line)
-	}
-	return serveProcess{api: m[1], admin: m[2], extProc: m[3]}
+	return cmd, line
 }
 
 // envoy plays the data plane of an inference gateway: for each request it replays the messages

@@ -1,10 +1,7 @@
 package e2e
 
 import (
-	"bufio"
-	"bytes"
 	"os"
-	"os/exec"
 	"strconv"
 	"syscall"
 	"testing"
@@ -30,22 +27,7 @@ server: {listen: "127.0.0.1:0", adminListen: "127.0.0.1:0"}
 endpoints:
   static: [{id: a, address: "127.0.0.1:9"}]
 `)
-	cmd := exec.Command(hostBin, "serve", "--config", file)
-	cmd.Dir = root
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	// serve prints its listeners once the pipeline, and so every plugin process, is up.
-	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
-		t.Fatalf("serve printed no first line: %v; stderr: %s", err, stderr.String())
-	}
+	cmd, _ := spawnServe(t, file)
 	plugins := procstat.Children(procstat.Root, cmd.Process.Pid)
 	if len(plugins) != 2 {
 		t.Fatalf("serve runs %d child processes %v, want its 2 plugins", len(plugins), plugins)
