@@ -203,11 +203,12 @@ type generation struct {
 	promptTokens, completionTokens, cachedTokens int
 }
 
-// generate submits a request of the given prompt tokens and output length and calls onToken for
-// each output token k (1-based) at the time the engine says the client sees it. It returns when
-// the request finishes, ctx ends, onToken fails or the server closes. An error from Add (a
-// request vLLM would reject) is returned as a *requestError.
-func (s *Server) generate(ctx context.Context, tokens []uint32, maxTokens int, onToken func(id uint64, k int) error) (generation, error) {
+// generate submits a request of the given prompt tokens and output length, calls onAdmit (when
+// not nil) once the engine has accepted it, and calls onToken for each output token k (1-based)
+// at the time the engine says the client sees it. It returns when the request finishes, ctx
+// ends, a callback fails or the server closes. An error from Add (a request vLLM would reject)
+// is returned as a *requestError, before any callback.
+func (s *Server) generate(ctx context.Context, tokens []uint32, maxTokens int, onAdmit func(id uint64) error, onToken func(id uint64, k int) error) (generation, error) {
 	id := s.nextID.Add(1)
 	req := engine.Request{
 		ID:           id,
@@ -228,6 +229,12 @@ func (s *Server) generate(ctx context.Context, tokens []uint32, maxTokens int, o
 		return generation{}, &requestError{err: err}
 	}
 	gen := generation{id: id, promptTokens: len(tokens)}
+	if onAdmit != nil {
+		if err := onAdmit(id); err != nil {
+			s.abort(id)
+			return gen, err
+		}
+	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
