@@ -99,11 +99,9 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
-// prefill runs one engine request per input, concurrently, as vLLM's embeddings endpoint does,
-// and returns when every prefill has ended. The engine cannot run a request without output, so
-// each asks for one output token: the engine samples it at the end of the step that computes the
-// last prompt token (a pooling request's answer is ready then too), and it is never shown. The
-// first error (a refused input, the server closing, the client leaving) cancels the others.
+// prefill runs one prefill-only engine request per input, concurrently, as vLLM's embeddings
+// endpoint does, and returns when every prefill has ended. The first error (a refused input, the
+// server closing, the client leaving) cancels the others.
 func (s *Server) prefill(ctx context.Context, inputs [][]uint32) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -111,7 +109,7 @@ func (s *Server) prefill(ctx context.Context, inputs [][]uint32) error {
 	var wg sync.WaitGroup
 	for i, tokens := range inputs {
 		wg.Go(func() {
-			_, err := s.generate(ctx, tokens, 1, nil, func(uint64, int) error { return nil })
+			_, err := s.generate(ctx, tokens, 0, nil, nil)
 			if re := (*requestError)(nil); errors.As(err, &re) {
 				err = &requestError{err: fmt.Errorf("input %d: %w", i, re.err)}
 			}

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"io"
 	"math"
 	"net/http"
 	"slices"
@@ -177,5 +178,30 @@ func TestEmbeddingsBadRequests(t *testing.T) {
 				t.Errorf("error = %+v, want type invalid_request_error and a message containing %q", e.Error, tt.want)
 			}
 		})
+	}
+}
+
+// TestEmbeddingsFinishByStop checks request_success_total's reasons: vLLM finishes a pooling
+// request as "stopped" as soon as its prompt is computed, and the emulator's completions by
+// "length".
+func TestEmbeddingsFinishByStop(t *testing.T) {
+	_, ts := newTestServer(t)
+	embedRequest(t, ts.URL, `{"input":["a","b"]}`) // two engine requests
+	resp := post(t, ts.URL+"/v1/completions", `{"prompt":"hi","max_tokens":1}`)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	resp, err := http.Get(ts.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{
+		`vllm:request_success_total{finished_reason="stop",model_name="` + DefaultModel + `"} 2`,
+		`vllm:request_success_total{finished_reason="length",model_name="` + DefaultModel + `"} 1`,
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("metrics lack %q:\n%s", want, b)
+		}
 	}
 }
