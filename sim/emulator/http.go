@@ -90,7 +90,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, c call) {
 	tokens := Tokenize(c.prompt)
 	if !c.stream {
 		var text strings.Builder
-		gen, err := s.generate(r.Context(), tokens, c.maxTokens, func(id uint64, k int) error {
+		gen, err := s.generate(r.Context(), tokens, c.maxTokens, nil, func(id uint64, k int) error {
 			text.WriteString(fillerToken(id, k))
 			return nil
 		})
@@ -127,7 +127,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, c call) {
 	chunk := func(choices any, u *usage) response {
 		return response{ID: chunkID, Object: object, Created: created, Model: s.model, Choices: choices, Usage: u}
 	}
-	gen, err := s.generate(r.Context(), tokens, c.maxTokens, func(id uint64, k int) error {
+	gen, err := s.generate(r.Context(), tokens, c.maxTokens, nil, func(id uint64, k int) error {
 		text := fillerToken(id, k)
 		if !started {
 			started = true
@@ -136,10 +136,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, c call) {
 			if c.kind == completions {
 				object = "text_completion"
 			}
-			h := w.Header()
-			h.Set("Content-Type", "text/event-stream")
-			h.Set("Cache-Control", "no-cache")
-			w.WriteHeader(http.StatusOK)
+			startSSE(w)
 			if c.kind == chat {
 				empty := ""
 				if err := send(chunk([]chatChoice{{Delta: &chatDelta{Role: "assistant", Content: &empty}}}, nil)); err != nil {
@@ -194,6 +191,14 @@ func decode(w http.ResponseWriter, r *http.Request, v any) error {
 		return fmt.Errorf("invalid JSON body: %v", err)
 	}
 	return nil
+}
+
+// startSSE writes the 200 header of a Server-Sent Events stream.
+func startSSE(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

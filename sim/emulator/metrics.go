@@ -22,11 +22,13 @@ func (s *Server) handleMetrics(w http.ResponseWriter, _ *http.Request) {
 	metric("vllm:prefix_cache_queries_total", "counter", "Prefix cache queries, in terms of number of queried tokens.", label, m.PrefixCacheQueries)
 	metric("vllm:prefix_cache_hits_total", "counter", "Prefix cache hits, in terms of number of cached tokens.", label, m.PrefixCacheHits)
 	metric("vllm:num_preemptions_total", "counter", "Cumulative number of preemption from the engine.", label, m.Preemptions)
-	// Output is always max_tokens long, so every request finishes by length; "stop" stays 0.
+	// Output is always max_tokens long, so generating requests finish by length; embeddings
+	// stop once their prompt is computed, as vLLM's pooling requests do.
+	stop, length := s.finishedByReason()
 	name := "vllm:request_success_total"
 	fmt.Fprintf(&b, "# HELP %s Count of successfully processed requests.\n# TYPE %s counter\n", name, name)
-	fmt.Fprintf(&b, "%s{finished_reason=\"stop\",model_name=%q} 0\n", name, s.model)
-	fmt.Fprintf(&b, "%s{finished_reason=\"length\",model_name=%q} %d\n", name, s.model, s.Finished())
+	fmt.Fprintf(&b, "%s{finished_reason=\"stop\",model_name=%q} %d\n", name, s.model, stop)
+	fmt.Fprintf(&b, "%s{finished_reason=\"length\",model_name=%q} %d\n", name, s.model, length)
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	_, _ = w.Write([]byte(b.String()))
 }

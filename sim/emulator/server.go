@@ -45,6 +45,7 @@ type Server struct {
 	mu       sync.Mutex
 	metrics  engine.Metrics // snapshot after the last Add or Step
 	finished int64          // requests the engine finished, as of the same snapshot
+	pooled   int64          // of those, prefill-only (embeddings) requests
 
 	eng   engine.Engine    // owned by run
 	sinks map[uint64]*sink // owned by run
@@ -101,11 +102,22 @@ func (s *Server) Finished() int64 {
 	return s.finished
 }
 
+// finishedByReason returns Finished split as vllm:request_success_total's finished_reason does:
+// a pooling (embeddings) request stops as soon as its prompt is computed ("stop"); every other
+// request generates its whole output ("length").
+func (s *Server) finishedByReason() (stop, length int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pooled, s.finished - s.pooled
+}
+
 // Handler returns the HTTP handler serving the OpenAI-compatible API, /health and /metrics.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/completions", s.handleCompletions)
 	mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
+	mux.HandleFunc("POST /v1/embeddings", s.handleEmbeddings)
+	mux.HandleFunc("POST /v1/responses", s.handleResponses)
 	mux.HandleFunc("GET /v1/models", s.handleModels)
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	mux.HandleFunc("GET /metrics", s.handleMetrics)
@@ -120,7 +132,7 @@ func (s *Server) run() {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	notBefore := time.Duration(0) // set after an empty step to avoid spinning
-	finished := int64(0)
+	finished, pooled := int64(0), int64(0)
 	for {
 		var wake <-chan time.Time
 		if next := s.eng.NextStep(); next >= 0 {
@@ -145,10 +157,13 @@ func (s *Server) run() {
 		case <-wake:
 			res := s.eng.Step(s.elapsed())
 			for _, ev := range res.Events {
+				k := s.sinks[ev.ID]
 				if ev.Kind == engine.Finish {
 					finished++
+					if k != nil && k.pooling {
+						pooled++
+					}
 				}
-				k := s.sinks[ev.ID]
 				if k == nil {
 					continue
 				}
@@ -165,19 +180,20 @@ func (s *Server) run() {
 		}
 		m := s.eng.Metrics()
 		s.mu.Lock()
-		s.metrics, s.finished = m, finished
+		s.metrics, s.finished, s.pooled = m, finished, pooled
 		s.mu.Unlock()
 	}
 }
 
 // sink is one request's unbounded event queue: the engine loop never blocks on a slow client.
 type sink struct {
-	mu     sync.Mutex
-	events []engine.Event
-	ready  chan struct{} // capacity 1: "events may be waiting"
+	mu      sync.Mutex
+	events  []engine.Event
+	ready   chan struct{} // capacity 1: "events may be waiting"
+	pooling bool          // a prefill-only request; set before the engine loop sees the sink
 }
 
-func newSink() *sink { return &sink{ready: make(chan struct{}, 1)} }
+func newSink(pooling bool) *sink { return &sink{ready: make(chan struct{}, 1), pooling: pooling} }
 
 func (k *sink) push(ev engine.Event) {
 	k.mu.Lock()
@@ -203,19 +219,26 @@ type generation struct {
 	promptTokens, completionTokens, cachedTokens int
 }
 
-// generate submits a request of the given prompt tokens and output length and calls onToken for
-// each output token k (1-based) at the time the engine says the client sees it. It returns when
-// the request finishes, ctx ends, onToken fails or the server closes. An error from Add (a
-// request vLLM would reject) is returned as a *requestError.
-func (s *Server) generate(ctx context.Context, tokens []uint32, maxTokens int, onToken func(id uint64, k int) error) (generation, error) {
+// generate submits a request of the given prompt tokens and output length, calls onAdmit (when
+// not nil) once the engine has accepted it, and calls onToken for each output token k (1-based)
+// at the time the engine says the client sees it. It returns when the request finishes, ctx
+// ends, a callback fails or the server closes. An error from Add (a request vLLM would reject)
+// is returned as a *requestError, before any callback.
+//
+// maxTokens 0 is a prefill-only (pooling) request. The engine cannot run a request without
+// output, so it asks for one token, which the engine samples at the end of the step computing
+// the prompt's last token — when vLLM has a pooling request's result — and which is never passed
+// to onToken: generate returns at that token's time.
+func (s *Server) generate(ctx context.Context, tokens []uint32, maxTokens int, onAdmit func(id uint64) error, onToken func(id uint64, k int) error) (generation, error) {
 	id := s.nextID.Add(1)
+	pooling := maxTokens == 0
 	req := engine.Request{
 		ID:           id,
 		InputTokens:  len(tokens),
-		OutputTokens: maxTokens,
+		OutputTokens: max(maxTokens, 1),
 		Blocks:       BlockHashes(tokens, s.block),
 	}
-	k := newSink()
+	k := newSink(pooling)
 	a := arrival{req: req, sink: k, err: make(chan error, 1)}
 	select {
 	case s.arrivals <- a:
@@ -228,6 +251,12 @@ func (s *Server) generate(ctx context.Context, tokens []uint32, maxTokens int, o
 		return generation{}, &requestError{err: err}
 	}
 	gen := generation{id: id, promptTokens: len(tokens)}
+	if onAdmit != nil {
+		if err := onAdmit(id); err != nil {
+			s.abort(id)
+			return gen, err
+		}
+	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -257,6 +286,9 @@ func (s *Server) generate(ctx context.Context, tokens []uint32, maxTokens int, o
 			gen.cachedTokens = ev.CachedTokens
 			if ev.Kind == engine.Finish {
 				return gen, nil
+			}
+			if pooling {
+				continue
 			}
 			gen.completionTokens = ev.Tokens
 			if err := onToken(id, ev.Tokens); err != nil {
