@@ -272,7 +272,9 @@ func checkObjects(t *testing.T, r *rendered, vs valueSet) {
 	read := []string{"get", "list", "watch"}
 	wantRules := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: read}}
 	if vs.pool != "" {
-		wantRules = append(wantRules, rbacv1.PolicyRule{APIGroups: []string{inferenceGroup}, Resources: []string{"inferencepools"}, Verbs: read})
+		wantRules = append(wantRules, rbacv1.PolicyRule{APIGroups: []string{inferenceGroup}, Resources: []string{"inferencepools"}, Verbs: read},
+			// The pool's objectives and model rewrites, read when their CRDs are installed.
+			rbacv1.PolicyRule{APIGroups: []string{"inference.networking.x-k8s.io"}, Resources: []string{"inferenceobjectives", "inferencemodelrewrites"}, Verbs: read})
 	}
 	if !equalRules(r.role.Rules, wantRules) {
 		t.Errorf("Role rules %+v: want exactly %+v", r.role.Rules, wantRules)

@@ -14,10 +14,12 @@ import (
 // k8s.io/client-go/kubernetes/fake and k8s.io/client-go/dynamic/fake; NewClients builds the real
 // ones.
 type Clients struct {
-	// Core lists and watches pods.
+	// Core lists and watches pods; with Config.InferencePool its discovery says whether the
+	// cluster serves ObjectiveResource and ModelRewriteResource.
 	Core kubernetes.Interface
-	// Dynamic lists and watches the InferencePool (PoolResource) as unstructured data; needed
-	// only with Config.InferencePool.
+	// Dynamic lists and watches the InferencePool (PoolResource), and the InferenceObjectives and
+	// InferenceModelRewrites the cluster serves, as unstructured data; needed only with
+	// Config.InferencePool.
 	Dynamic dynamic.Interface
 }
 

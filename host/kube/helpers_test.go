@@ -70,10 +70,12 @@ func testPool(name string, match map[string]string, ports ...int64) *unstructure
 	}}
 }
 
-// fakeDynamic is a dynamic client that knows the InferencePool's list kind.
+// fakeDynamic is a dynamic client that knows the list kinds of the InferencePool, the
+// InferenceObjective and the InferenceModelRewrite.
 func fakeDynamic(objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
 	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{PoolResource: "InferencePoolList"}, objs...)
+		map[schema.GroupVersionResource]string{PoolResource: "InferencePoolList",
+			ObjectiveResource: "InferenceObjectiveList", ModelRewriteResource: "InferenceModelRewriteList"}, objs...)
 }
 
 // recorder keeps every list a watcher delivered and checks the callback contract: one call at a
@@ -138,6 +140,13 @@ func (r *recorder) check(t *testing.T) {
 // and checks the callback contract.
 func run(t *testing.T, cfg Config, c Clients) (*recorder, *logbuf.Buffer) {
 	t.Helper()
+	_, rec, logs := start(t, cfg, c)
+	return rec, logs
+}
+
+// start is run that also returns the watcher.
+func start(t *testing.T, cfg Config, c Clients) (*Watcher, *recorder, *logbuf.Buffer) {
+	t.Helper()
 	logs := &logbuf.Buffer{}
 	w, err := New(cfg, c, zerolog.New(logs))
 	if err != nil {
@@ -162,7 +171,7 @@ func run(t *testing.T, cfg Config, c Clients) (*recorder, *logbuf.Buffer) {
 	if err := w.WaitSynced(ctx); err != nil {
 		t.Fatal(err)
 	}
-	return rec, logs
+	return w, rec, logs
 }
 
 // editPod applies f to the pod called name and writes it back.

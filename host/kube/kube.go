@@ -2,8 +2,10 @@
 // Gateway API Inference Extension InferencePool, or of a label selector, each served on its target
 // port(s). It watches pods (and the pool) with client-go informers and hands the router the full
 // list whenever it changes, so a pod that stops being ready leaves the rotation at the next event
-// rather than after the scrapes that would have found it failing. It knows nothing of the router:
-// host/router applies the lists it delivers.
+// rather than after the scrapes that would have found it failing. With a pool it also follows the
+// pool's InferenceObjectives (priorities) and InferenceModelRewrites (model rewrites) when the
+// cluster serves their CRDs (crd.go). It knows nothing of the router: host/router applies the
+// lists it delivers and reads the priorities and rewrites.
 package kube
 
 import (

@@ -2,7 +2,6 @@ package kube
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -65,23 +64,10 @@ func parsePool(u *unstructured.Unstructured) (pool, error) {
 	return p, nil
 }
 
-// portNumber reads a JSON number as a port: int64 from the API server's JSON, float64 from a
-// generic decoder; 1 to 65535.
+// portNumber reads a JSON number as a port (wholeNumber): 1 to 65535.
 func portNumber(v any) (int32, bool) {
-	var n float64
-	switch x := v.(type) {
-	case int64:
-		n = float64(x)
-	case int32:
-		n = float64(x)
-	case int:
-		n = float64(x)
-	case float64:
-		n = x
-	default:
-		return 0, false
-	}
-	if n != math.Trunc(n) || n < 1 || n > 65535 {
+	n, ok := wholeNumber(v)
+	if !ok || n < 1 || n > 65535 {
 		return 0, false
 	}
 	return int32(n), true

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/foresight-router/foresight/host/endpoints"
+	"github.com/foresight-router/foresight/host/modelrewrite"
 	"github.com/rs/zerolog"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -30,6 +32,13 @@ type Watcher struct {
 	log  zerolog.Logger
 	pods cache.SharedIndexInformer
 	pool cache.SharedIndexInformer // nil with a selector
+
+	// The pool's InferenceObjectives and InferenceModelRewrites (crd.go), nil with a selector,
+	// watched when the cluster serves them (discovery); what they make is read without a lock.
+	objectives, rewrites *crdWatch
+	discovery            discovery.DiscoveryInterfaceWithContext
+	priorities           atomic.Pointer[map[string]int32]
+	rewriteSet           atomic.Pointer[modelrewrite.Set]
 
 	kick    chan struct{} // an informer saw an event: compute the list again
 	synced  chan struct{} // closed once the first list was delivered
@@ -45,7 +54,8 @@ type Watcher struct {
 }
 
 // New returns a watcher of cfg through c (c.Dynamic is needed with cfg.InferencePool). It reads
-// nothing before Run. Its errors are cfg's: neither or both of InferencePool and Selector, a
+// nothing before Run; with a pool, Run also asks c.Core's discovery whether the cluster serves
+// InferenceObjective and InferenceModelRewrite, and watches those it serves. Its errors are cfg's: neither or both of InferencePool and Selector, a
 // TargetPort missing with a selector or given with a pool, a port number out of range.
 func New(cfg Config, c Clients, log zerolog.Logger) (*Watcher, error) {
 	cfg, err := cfg.withDefaults()
@@ -64,6 +74,15 @@ func New(cfg Config, c Clients, log zerolog.Logger) (*Watcher, error) {
 		w.pods = coreinformers.NewFilteredPodInformer(c.Core, cfg.Namespace, 0, cache.Indexers{}, nil)
 		w.pool = dynamicinformer.NewFilteredDynamicInformer(c.Dynamic, PoolResource, cfg.Namespace, 0, cache.Indexers{},
 			func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + cfg.InferencePool }).Informer()
+		w.discovery = c.Core.Discovery()
+		if w.objectives, err = w.newCRDWatch(c.Dynamic, ObjectiveResource, "InferenceObjective",
+			"x-gateway-inference-objective names the config's objectives only", w.rebuildObjectives); err != nil {
+			return nil, err
+		}
+		if w.rewrites, err = w.newCRDWatch(c.Dynamic, ModelRewriteResource, "InferenceModelRewrite",
+			"models are not rewritten by the cluster's rules", w.rebuildRewrites); err != nil {
+			return nil, err
+		}
 	} else {
 		w.log = w.log.With().Str("selector", selectorString(cfg.Selector)).Logger()
 		sel := labels.SelectorFromSet(cfg.Selector).String()
@@ -116,13 +135,19 @@ func (w *Watcher) Run(ctx context.Context, onChange func([]endpoints.Endpoint)) 
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	checkers := make([]cache.DoneChecker, 0, 2)
+	checkers := make([]cache.DoneChecker, 0, 4)
 	for _, inf := range w.informers() {
 		wg.Go(func() { inf.RunWithContext(ctx) })
 		checkers = append(checkers, inf.HasSyncedChecker())
 	}
+	checkers = append(checkers, w.startCRDWatches(ctx, &wg)...)
 	if !cache.WaitFor(ctx, "", checkers...) {
 		return nil
+	}
+	for _, cw := range w.crdWatches() {
+		if cw.on.Load() { // published before the first list: the handlers may not have run yet
+			w.refresh(cw)
+		}
 	}
 	w.log.Info().Msg("kubernetes discovery synced")
 	eps := w.compute()
@@ -178,6 +203,14 @@ func (w *Watcher) WaitSynced(ctx context.Context) error {
 	if !w.pods.HasSynced() {
 		return fmt.Errorf("%s: cannot list pods in namespace %s: %s (does the service account have get/list/watch on pods?)",
 			prefix, ns, why("pods"))
+	}
+	if w.pool != nil && w.pool.HasSynced() {
+		for _, cw := range w.crdWatches() {
+			if r := cw.res; cw.on.Load() && !cw.inf.HasSynced() {
+				return fmt.Errorf("%s: cannot list %s.%s in namespace %s: %s (the cluster serves %s/%s: does the service account "+
+					"have get/list/watch on %s in group %s?)", prefix, r.Resource, r.Group, ns, why(r.Resource), r.Group, r.Version, r.Resource, r.Group)
+			}
+		}
 	}
 	return fmt.Errorf("%s: cannot list %s.%s in namespace %s: %s (is the InferencePool CRD %s/%s installed, and does the "+
 		"service account have get/list/watch on %s in group %s?)", prefix, PoolResource.Resource, PoolResource.Group, ns,

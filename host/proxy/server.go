@@ -56,6 +56,9 @@ type Options struct {
 	// accepted names for error messages.
 	Priority   func(name string) (int32, bool)
 	Objectives []string
+	// ModelRewrite returns the model a request for model is sent as and the rule that chose it
+	// (the pool's InferenceModelRewrite rules), ok false when none applies; nil: none.
+	ModelRewrite func(model string) (target, rule string, ok bool)
 	// MaxBodyBytes bounds a request body (413 beyond), ReadBodyTimeout its reading (408 past it;
 	// 0: no bound).
 	MaxBodyBytes    int64

@@ -23,15 +23,13 @@ type options struct {
 // client-go's fake clientsets, an embedder its own clients.
 func WithKubeClients(c kube.Clients) Option { return func(o *options) { o.kube = &c } }
 
-// discover follows endpoints.kubernetes when the config has it: it waits (at most
-// kube.DefaultSyncTimeout) until the pods are listed and their endpoints applied, so the router
-// serves none of its requests before it knows the fleet, then applies every change as it comes.
-// The list may be empty (pods scale from zero): requests are answered 503 until a pod is ready.
-// The discovery stops when ctx ends; Close waits for it.
-func (r *Router) discover(ctx context.Context, cfg *config.Config, set *endpoints.Set, opts []Option) error {
+// newWatcher returns the watcher of endpoints.kubernetes, nil without the section. It reads
+// nothing: discover runs it, after the proxy that reads its objectives and model rewrites was
+// built.
+func (r *Router) newWatcher(cfg *config.Config, opts []Option) (*kube.Watcher, error) {
 	k := cfg.Endpoints.Kubernetes
 	if k == nil {
-		return nil
+		return nil, nil
 	}
 	var o options
 	for _, opt := range opts {
@@ -43,12 +41,24 @@ func (r *Router) discover(ctx context.Context, cfg *config.Config, set *endpoint
 	} else {
 		var err error
 		if clients, err = kube.NewClients(cfg.KubeconfigFile()); err != nil {
-			return fmt.Errorf("%s: endpoints.kubernetes: %w", cfg.File(), err)
+			return nil, fmt.Errorf("%s: endpoints.kubernetes: %w", cfg.File(), err)
 		}
 	}
 	w, err := kube.New(kubeConfig(k), clients, r.log)
 	if err != nil {
-		return fmt.Errorf("%s: endpoints.kubernetes: %w", cfg.File(), err)
+		return nil, fmt.Errorf("%s: endpoints.kubernetes: %w", cfg.File(), err)
+	}
+	return w, nil
+}
+
+// discover runs w (nil: no endpoints.kubernetes): it waits (at most kube.DefaultSyncTimeout)
+// until the pods are listed and their endpoints applied, so the router serves none of its
+// requests before it knows the fleet, then applies every change as it comes. The list may be
+// empty (pods scale from zero): requests are answered 503 until a pod is ready. The discovery
+// stops when ctx ends; Close waits for it.
+func (r *Router) discover(ctx context.Context, cfg *config.Config, w *kube.Watcher, set *endpoints.Set) error {
+	if w == nil {
+		return nil
 	}
 	static := staticEndpoints(cfg)
 	r.goRun(func() { _ = w.Run(ctx, func(eps []endpoints.Endpoint) { r.applyDiscovered(set, static, eps) }) })
@@ -56,6 +66,35 @@ func (r *Router) discover(ctx context.Context, cfg *config.Config, set *endpoint
 		return fmt.Errorf("%s: endpoints.kubernetes: %w", cfg.File(), err)
 	}
 	return nil
+}
+
+// followsPool reports whether w follows an InferencePool, whose InferenceObjectives and
+// InferenceModelRewrites it then reads.
+func followsPool(cfg *config.Config, w *kube.Watcher) bool {
+	return w != nil && cfg.Endpoints.Kubernetes.InferencePool != ""
+}
+
+// priority maps an objective's name to its priority: the pool's InferenceObjective of that name
+// first, when the router follows a pool, then the config's objectives.
+func priority(cfg *config.Config, w *kube.Watcher) func(string) (int32, bool) {
+	if !followsPool(cfg, w) {
+		return cfg.Priority
+	}
+	return func(name string) (int32, bool) {
+		if p, ok := w.Objective(name); ok {
+			return p, true
+		}
+		return cfg.Priority(name)
+	}
+}
+
+// modelRewrite is the pool's InferenceModelRewrite rules when the router follows a pool, nil
+// otherwise.
+func modelRewrite(cfg *config.Config, w *kube.Watcher) func(string) (string, string, bool) {
+	if !followsPool(cfg, w) {
+		return nil
+	}
+	return w.ModelRewrite
 }
 
 // applyDiscovered makes the fleet the static endpoints followed by the discovered ones. A pod

@@ -118,8 +118,12 @@ func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger, opts ...
 			return nil, err
 		}
 	}
+	watcher, err := r.newWatcher(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
 	r.srv, err = proxy.New(proxy.Options{Pipeline: r.pipes, FlowControl: &cfg.FlowControl, FlowMetrics: flowMetrics, Outcomes: r.pipes, Endpoints: set, Samples: samples,
-		Priority: cfg.Priority, Objectives: objectives, MaxBodyBytes: cfg.Server.MaxBodyBytes, ReadBodyTimeout: cfg.Server.ReadBodyTimeout,
+		Priority: priority(cfg, watcher), ModelRewrite: modelRewrite(cfg, watcher), Objectives: objectives, MaxBodyBytes: cfg.Server.MaxBodyBytes, ReadBodyTimeout: cfg.Server.ReadBodyTimeout,
 		MaxConcurrentRequests: cfg.Server.MaxConcurrentRequests, MaxInflightPerEndpoint: cfg.Server.MaxInflightPerEndpoint,
 		MaxHeaders: cfg.Server.MaxHeaders, MaxHeaderBytes: cfg.Server.MaxHeaderBytes,
 		ConnectTimeout: cfg.Server.ConnectTimeout, UpstreamTimeout: cfg.Server.UpstreamTimeout,
@@ -130,7 +134,7 @@ func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger, opts ...
 		return nil, err
 	}
 	r.goRun(func() { set.Run(ctx) })
-	if err := r.discover(ctx, cfg, set, opts); err != nil {
+	if err := r.discover(ctx, cfg, watcher, set); err != nil {
 		return nil, err
 	}
 	if file := cfg.EndpointsFile(); file != "" {
