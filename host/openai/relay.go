@@ -66,6 +66,10 @@ type RelayOptions struct {
 	// chunk and the end of the stream are never held. Sleep waits (nil: time.Sleep).
 	FlushEvery time.Duration
 	Sleep      func(time.Duration)
+	// Rename renames the model in every event the relay writes (ModelRename.Apply on its data,
+	// its other lines kept); the zero value renames nothing. An event longer than the relay holds
+	// (4 MiB) is passed through as it came.
+	Rename ModelRename
 }
 
 // Relay copies an SSE stream from src to dst event by event, holding at most one event. It
@@ -93,7 +97,7 @@ func Relay(dst io.Writer, src io.Reader, o RelayOptions) (StreamResult, error) {
 	if o.Sleep == nil {
 		o.Sleep = time.Sleep
 	}
-	r := relay{dst: dst, o: o}
+	r := relay{dst: dst, o: o, rename: newRenamer(o.Rename)}
 	br := bufio.NewReaderSize(src, 4<<10) // longer lines arrive in pieces
 	var (
 		ev        []byte // the event so far, raw
@@ -178,8 +182,9 @@ func isBlank(line []byte) bool { return string(line) == "\n" || string(line) == 
 
 // relay is Relay's state.
 type relay struct {
-	dst io.Writer
-	o   RelayOptions
+	dst    io.Writer
+	o      RelayOptions
+	rename renamer
 
 	res          StreamResult
 	answer       strings.Builder
@@ -234,7 +239,7 @@ func (r *relay) event(ev []byte) error {
 	if out == nil {
 		return nil // the hidden usage chunk
 	}
-	if _, err := r.dst.Write(out); err != nil {
+	if _, err := r.dst.Write(r.rename.event(out)); err != nil {
 		return err
 	}
 	r.res.Done = r.res.Done || r.sawDone

@@ -179,20 +179,28 @@ func (r *Request) HiddenUsage() bool {
 var usageOption = []byte(`"stream_options":{"include_usage":true},`)
 
 // UpstreamBody returns the JSON body to send to the engine: the client's body unchanged except
-// that, when HiddenUsage, stream_options.include_usage is set to true (other stream_options fields
-// preserved), so the router can read the usage block. Field order may change; values do not. When
-// nothing changes it returns the client's body itself, which the caller must not modify.
+// that, after SetModel, "model" holds Model, and, when HiddenUsage, stream_options.include_usage
+// is set to true (other stream_options fields preserved), so the router can read the usage block.
+// Field order may change; values do not. When nothing changes it returns the client's body
+// itself, which the caller must not modify.
 func (r *Request) UpstreamBody() ([]byte, error) {
+	body, renamed := r.body, r.Model != r.ClientModel
+	if renamed {
+		var err error
+		if body, err = r.modelBody(); err != nil {
+			return nil, err
+		}
+	}
 	if !r.HiddenUsage() {
-		return r.body, nil
+		return body, nil
 	}
 	opts, ok := r.raw["stream_options"]
 	if !ok {
 		// Common case, no re-encoding: insert the option as the first member. The object has at
 		// least "model" after it, so the comma is right.
-		i := bytes.IndexByte(r.body, '{') + 1
-		out := make([]byte, 0, len(r.body)+len(usageOption))
-		out = append(append(append(out, r.body[:i]...), usageOption...), r.body[i:]...)
+		i := bytes.IndexByte(body, '{') + 1
+		out := make([]byte, 0, len(body)+len(usageOption))
+		out = append(append(append(out, body[:i]...), usageOption...), body[i:]...)
 		return out, nil
 	}
 	so := map[string]json.RawMessage{}
@@ -211,6 +219,11 @@ func (r *Request) UpstreamBody() ([]byte, error) {
 		fields[k] = v
 	}
 	fields["stream_options"] = b
+	if renamed {
+		if fields["model"], err = encode(r.Model); err != nil {
+			return nil, fmt.Errorf("encoding model %q: %w", Clip(r.Model), err)
+		}
+	}
 	out, err := encode(fields)
 	if err != nil {
 		return nil, fmt.Errorf("re-encoding request body: %w", err)
