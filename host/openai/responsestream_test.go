@@ -1,6 +1,8 @@
 package openai
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -198,4 +200,75 @@ func checkResponseEvent(t *testing.T, data []byte) {
 	if gotOK != wantOK || got.typ != want.typ || string(got.delta) != string(want.delta) || string(got.response) != string(want.response) {
 		t.Errorf("%q:\nreadResponseEvent %+v, %v\nencoding/json     %+v, %v", data, got, gotOK, want, wantOK)
 	}
+}
+
+// FuzzRelayResponses relays arbitrary bytes as a responses stream, handed out in pieces whose
+// sizes the fuzzer picks, and checks that when Relay returns nil the client got the stream byte
+// for byte, flushed, and that Done, Chunks, Answer and Usage are what a reading of each event
+// with encoding/json finds (the type from the data, else the event field; a terminal event or
+// [DONE] ends it; a ".delta" event with output is a token).
+func FuzzRelayResponses(f *testing.F) {
+	seeds := []string{
+		respCreated + respItemAdded + respHel + respLo + respTextDone + respCompleted,
+		"event: response.output_text.delta\r\ndata: {\"delta\":\"x\"}\r\n\r\n: ping\n\nevent: response.failed\ndata: {\"response\":{\"usage\":{\"input_tokens\":1}}}",
+		respHel + "data: [DONE]\n\n" + respLo,
+		"data: {\"type\":\"response.reasoning_text.delta\",\"delta\":{}}\n\ndata: {\"type\":\"response.incomplete\",\"response\":null}\n\n",
+	}
+	for i, s := range seeds {
+		f.Add([]byte(s), []byte{byte(i * 37), 5, 200})
+	}
+	f.Fuzz(func(t *testing.T, stream, cuts []byte) {
+		if len(stream) > maxEventBytes/4 {
+			return
+		}
+		var dst relayDst
+		src := &piecesReader{data: stream, cuts: cuts, dst: &dst}
+		res, err := Relay(&dst, src, RelayOptions{Kind: Responses, Flush: dst.flush})
+		if err != nil {
+			return // what a failing stream leaves written is the relay tests' to check
+		}
+		if dst.unflushed != 0 || !bytes.Equal(dst.Bytes(), stream) {
+			t.Fatalf("stream %q relayed as %q (%d writes unflushed)", stream, dst.Bytes(), dst.unflushed)
+		}
+		var want streamModel
+		for _, ev := range splitEvents(stream) {
+			if !ev.hasData {
+				continue
+			}
+			if string(ev.data) == "[DONE]" {
+				want.done = true
+				continue
+			}
+			e, ok := decodeResponseEvent(ev.data)
+			if !ok {
+				continue
+			}
+			typ := e.typ
+			for _, line := range ev.others { // without a type, the last event field's value
+				if name, isEvent := bytes.CutPrefix(bytes.TrimRight(line, "\r\n"), []byte("event:")); isEvent && e.typ == "" {
+					typ = string(bytes.TrimPrefix(name, []byte(" ")))
+				}
+			}
+			var resp struct{ Usage json.RawMessage }
+			switch {
+			case terminalEvents[typ]:
+				want.done = true
+				if json.Unmarshal(e.response, &resp) == nil && decodeResponsesUsage(resp.Usage) != nil {
+					want.usage = decodeResponsesUsage(resp.Usage)
+				}
+			case strings.HasSuffix(typ, ".delta") && present(e.delta) && string(e.delta) != `""`:
+				want.chunks++
+				if typ == outputTextDelta {
+					var s string
+					_ = json.Unmarshal(e.delta, &s)
+					want.answer += s
+				}
+			}
+		}
+		if res.Done != want.done || res.Chunks != want.chunks || res.Answer != want.answer ||
+			(res.Usage == nil) != (want.usage == nil) || res.Usage != nil && *res.Usage != *want.usage {
+			t.Fatalf("stream %q: result %+v, want done %v, %d chunks, answer %q, usage %+v",
+				stream, res, want.done, want.chunks, want.answer, want.usage)
+		}
+	})
 }
