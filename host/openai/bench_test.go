@@ -22,6 +22,24 @@ func BenchmarkRelayChunk(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*(perStream+4)), "ns/event")
 }
 
+// BenchmarkRelayResponseEvent measures Relay's cost per event of a responses stream (vLLM's
+// response.output_text.delta), with the model renamed in every event.
+func BenchmarkRelayResponseEvent(b *testing.B) {
+	const perStream = 256
+	src := respCreated + respItemAdded + strings.Repeat(respHel, perStream) + respTextDone + respCompleted
+	o := RelayOptions{Kind: Responses, Rename: ModelRename{From: "m", To: "client"}}
+	b.ResetTimer()
+	for b.Loop() {
+		b.StopTimer()
+		r := strings.NewReader(src)
+		b.StartTimer()
+		if _, err := Relay(io.Discard, r, o); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*(perStream+4)), "ns/event")
+}
+
 // BenchmarkParseChat measures parsing a chat request with a ~4 KB conversation.
 func BenchmarkParseChat(b *testing.B) {
 	body := []byte(`{"model":"m","stream":true,"max_tokens":128,"messages":[{"role":"system","content":"` +

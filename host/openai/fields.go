@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -48,8 +49,11 @@ func decodeString(raw json.RawMessage) (string, bool) {
 
 // promptField is the field that carries kind's input.
 func promptField(kind Kind) string {
-	if kind == Chat {
+	switch kind {
+	case Chat:
 		return "messages"
+	case Embeddings, Responses:
+		return "input"
 	}
 	return "prompt"
 }
@@ -147,8 +151,16 @@ func optionalCount(raw map[string]json.RawMessage, name string) (n int64, presen
 }
 
 // maxTokens returns the output limit: for chat max_completion_tokens wins over the deprecated
-// max_tokens, as in vLLM and OpenAI; for completions max_tokens. 0 when unset.
+// max_tokens, as in vLLM and OpenAI; for completions max_tokens; for responses
+// max_output_tokens; embeddings generate nothing. 0 when unset.
 func maxTokens(kind Kind, raw map[string]json.RawMessage) (int64, *Error) {
+	switch kind {
+	case Embeddings:
+		return 0, nil
+	case Responses:
+		n, _, err := optionalCount(raw, "max_output_tokens")
+		return n, err
+	}
 	n, _, err := optionalCount(raw, "max_tokens")
 	if err != nil || kind != Chat {
 		return n, err
@@ -257,7 +269,7 @@ func chatPrompt(raw map[string]json.RawMessage) (string, *Error) {
 		if !roles[role] {
 			return "", BadRequest(param+".role", "%s.role must be %s, got %q", param, rolesList, Clip(role))
 		}
-		content, err := messageContent(fields["content"], param+".content")
+		content, err := messageContent(fields["content"], param+".content", chatParts)
 		if err != nil {
 			return "", err
 		}
@@ -289,9 +301,20 @@ func notObject(i int, m json.RawMessage) *Error {
 	return BadRequest(param, "%s must be an object with role and content, got %s", param, jsonType(m))
 }
 
+// textParts are the content parts a message's array content may hold: parts of these types,
+// each with a "text" string.
+type textParts struct {
+	types   []string
+	example string // a type for the example in messages: "text"
+	list    string // types for messages: "text", or "input_text", "output_text" or "text"
+}
+
+// chatParts are chat's content parts.
+var chatParts = textParts{types: []string{"text"}, example: `"text"`, list: `"text"`}
+
 // messageContent returns a message's text: a string, null or absent (""), or an array of
-// {"type":"text","text":…} parts, concatenated.
-func messageContent(v json.RawMessage, param string) (string, *Error) {
+// text parts ({"type":"text","text":…} for chat), concatenated.
+func messageContent(v json.RawMessage, param string, tp textParts) (string, *Error) {
 	if isNull(v) {
 		return "", nil
 	}
@@ -307,17 +330,17 @@ func messageContent(v json.RawMessage, param string) (string, *Error) {
 		pp := fmt.Sprintf("%s[%d]", param, j)
 		var part map[string]json.RawMessage // its keys exactly, as for every object the router reads
 		if jsonType(p) != "an object" || json.Unmarshal(p, &part) != nil {
-			return "", BadRequest(pp, "%s must be a {\"type\": \"text\", \"text\": …} object, got %s", pp, jsonType(p))
+			return "", BadRequest(pp, "%s must be a {\"type\": %s, \"text\": …} object, got %s", pp, tp.example, jsonType(p))
 		}
 		if err := foldedKey(part, pp, "type", "text"); err != nil {
 			return "", err
 		}
 		var typ string
 		if json.Unmarshal(part["type"], &typ) != nil {
-			return "", BadRequest(pp+".type", "%s.type must be the string \"text\", got %s", pp, jsonType(part["type"]))
+			return "", BadRequest(pp+".type", "%s.type must be the string %s, got %s", pp, tp.list, jsonType(part["type"]))
 		}
-		if typ != "text" {
-			return "", BadRequest(pp+".type", "%s has type %q; only \"text\" parts are supported", pp, Clip(typ))
+		if !slices.Contains(tp.types, typ) {
+			return "", BadRequest(pp+".type", "%s has type %q; only %s parts are supported", pp, Clip(typ), tp.list)
 		}
 		text, ok := decodeString(part["text"])
 		if !ok {

@@ -70,7 +70,8 @@ var parseSeeds = []struct {
 // encoding/json reads from the body (the prompt rendered as Request.Prompt documents), InputTokens
 // is EstimateTokens(Prompt) >= 1, and UpstreamBody is the body itself unless HiddenUsage, else
 // valid JSON with the same members and values but stream_options.include_usage true, which
-// Parse reads back as the same request.
+// Parse reads back as the same request. SetModel changes the model upstream and nothing else
+// (checkSetModel).
 func FuzzParse(f *testing.F) {
 	for _, s := range parseSeeds {
 		f.Add(s.chat, []byte(s.body))
@@ -98,6 +99,7 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		checkParsed(t, kind, body, r)
+		checkSetModel(t, kind, body, r)
 
 		up, uerr := r.UpstreamBody()
 		if uerr != nil {

@@ -23,9 +23,10 @@ func Turn(role, content string) string {
 // turn's prompt will contain it. For chat that is Turn("assistant", answer) minus the generation
 // prompt already at the end of Prompt, so Prompt + AnswerText(answer) is a prefix of the Prompt of
 // a follow-up request whose messages are this request's, the assistant's answer, and more. For
-// completions it is answer itself (the follow-up prompt is prompt + answer + more).
+// completions it is answer itself (the follow-up prompt is prompt + answer + more). Responses
+// are conversations as chat is; embeddings answer no text ("" gives "").
 func (r *Request) AnswerText(answer string) string {
-	if r.Kind != Chat {
+	if !r.Kind.conversational() {
 		return answer
 	}
 	return strings.TrimPrefix(Turn("assistant", answer), generationPrompt)

@@ -15,13 +15,21 @@ import (
 type StreamResult struct {
 	// FirstContent is when the first chunk carrying generated content (non-empty text or
 	// delta.content, or a tool-call or reasoning delta) was written to the client; zero if none.
-	// A chat stream's opening role-only delta is not content.
+	// A chat stream's opening role-only delta is not content. In a responses stream content is
+	// an event whose type ends in ".delta" (output text, reasoning, tool-call arguments …) with a
+	// non-empty delta.
 	FirstContent time.Time
 	Last         time.Time // when the last content chunk was written
-	Usage        *Usage    // from the last chunk carrying usage (the final usage chunk); nil if none
-	Answer       string    // the generated text of choice 0, capped at MaxAnswerBytes
-	Done         bool      // "data: [DONE]" was written to the client
-	Chunks       int       // content chunks
+	// Usage is from the last chunk carrying usage (the final usage chunk), or a responses
+	// stream's terminal event; nil if none.
+	Usage *Usage
+	// Answer is the generated text of choice 0, or a responses stream's output text (its
+	// response.output_text.delta events), capped at MaxAnswerBytes.
+	Answer string
+	// Done is true when "data: [DONE]" or, in a responses stream, its terminal event
+	// (response.completed, response.incomplete or response.failed) was written to the client.
+	Done   bool
+	Chunks int // content chunks
 	// Partial is true when what was written ends inside an event: the stream broke while an
 	// event longer than the relay holds (4 MiB) was being passed through, or ended with an
 	// event without its blank line. What follows must first end that event.
@@ -50,9 +58,13 @@ const maxEventBytes = 4 << 20
 // RelayOptions are Relay's collaborators and settings; the zero value relays with no flushing,
 // no callbacks and time.Now.
 type RelayOptions struct {
+	// Kind is the request's kind: Responses relays a responses stream (its events typed, its
+	// usage in its terminal event); any other value a completions or chat stream of chunks.
+	Kind Kind
 	// Flush is http.Flusher's Flush (nil: nothing to flush).
 	Flush func()
-	// HideUsage drops the usage the client did not ask for (Request.HiddenUsage).
+	// HideUsage drops the usage the client did not ask for (Request.HiddenUsage); a responses
+	// stream's usage is always the client's, and HideUsage does not apply to it.
 	HideUsage bool
 	// Now gives the time (nil: time.Now); OnFirst, when non-nil, is called once with the time the
 	// first content chunk was written; OnTokens, when non-nil, with the running count of content
@@ -66,6 +78,10 @@ type RelayOptions struct {
 	// chunk and the end of the stream are never held. Sleep waits (nil: time.Sleep).
 	FlushEvery time.Duration
 	Sleep      func(time.Duration)
+	// Rename renames the model in every event the relay writes (ModelRename.Apply on its data,
+	// its other lines kept); the zero value renames nothing. An event longer than the relay holds
+	// (4 MiB) is passed through as it came.
+	Rename ModelRename
 }
 
 // Relay copies an SSE stream from src to dst event by event, holding at most one event. It
@@ -81,6 +97,12 @@ type RelayOptions struct {
 // continuous_usage_stats is not requested, but Relay does not rely on it), so the client sees
 // exactly what it would have without stream_options.include_usage. Usage is recorded either way.
 //
+// With o.Kind Responses the stream is a responses stream: events typed by their data's "type"
+// (or their "event" field), content the ".delta" events with output, the answer the
+// response.output_text.delta events' text, the end and the usage its terminal event
+// (response.completed, response.incomplete or response.failed; "data: [DONE]" ends it too).
+// Every event passes through as it came (o.Rename aside).
+//
 // Relay returns when src ends (nil at EOF), when it fails (a *SourceError: a read error, or an
 // event that is not part of an OpenAI stream, wrapping ErrNotAStream; the event at fault, or the
 // part of one the read error cut, is not written) or when a write to dst fails: the client went
@@ -93,7 +115,7 @@ func Relay(dst io.Writer, src io.Reader, o RelayOptions) (StreamResult, error) {
 	if o.Sleep == nil {
 		o.Sleep = time.Sleep
 	}
-	r := relay{dst: dst, o: o}
+	r := relay{dst: dst, o: o, rename: newRenamer(o.Rename)}
 	br := bufio.NewReaderSize(src, 4<<10) // longer lines arrive in pieces
 	var (
 		ev        []byte // the event so far, raw
@@ -178,8 +200,9 @@ func isBlank(line []byte) bool { return string(line) == "\n" || string(line) == 
 
 // relay is Relay's state.
 type relay struct {
-	dst io.Writer
-	o   RelayOptions
+	dst    io.Writer
+	o      RelayOptions
+	rename renamer
 
 	res          StreamResult
 	answer       strings.Builder
@@ -234,7 +257,7 @@ func (r *relay) event(ev []byte) error {
 	if out == nil {
 		return nil // the hidden usage chunk
 	}
-	if _, err := r.dst.Write(out); err != nil {
+	if _, err := r.dst.Write(r.rename.event(out)); err != nil {
 		return err
 	}
 	r.res.Done = r.res.Done || r.sawDone
@@ -268,6 +291,9 @@ func (r *relay) inspect(ev []byte) (out []byte, content bool, text0 string, err 
 			return nil, false, "", notAStream(ev)
 		}
 		return ev, false, "", nil // a comment, retry or other field-only event
+	}
+	if r.o.Kind == Responses {
+		return r.inspectResponse(ev, data)
 	}
 	if string(data) == "[DONE]" {
 		r.sawDone = true

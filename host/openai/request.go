@@ -14,44 +14,66 @@ type Kind int
 const (
 	Completions Kind = iota // POST /v1/completions
 	Chat                    // POST /v1/chat/completions
+	Embeddings              // POST /v1/embeddings
+	Responses               // POST /v1/responses
 )
 
-// String returns "completions" or "chat".
+// String returns "completions", "chat", "embeddings" or "responses".
 func (k Kind) String() string {
 	switch k {
 	case Completions:
 		return "completions"
 	case Chat:
 		return "chat"
+	case Embeddings:
+		return "embeddings"
+	case Responses:
+		return "responses"
 	}
 	return fmt.Sprintf("Kind(%d)", int(k))
 }
 
-// Path returns the endpoint's URL path, "/v1/completions" or "/v1/chat/completions".
+// Path returns the endpoint's URL path: "/v1/completions", "/v1/chat/completions",
+// "/v1/embeddings" or "/v1/responses" ("/v1/completions" for an unknown kind).
 func (k Kind) Path() string {
-	if k == Chat {
+	switch k {
+	case Chat:
 		return "/v1/chat/completions"
+	case Embeddings:
+		return "/v1/embeddings"
+	case Responses:
+		return "/v1/responses"
 	}
 	return "/v1/completions"
 }
 
+// conversational reports whether the kind's prompt is a conversation rendered with Turn and
+// ending in the generation prompt (chat, responses).
+func (k Kind) conversational() bool { return k == Chat || k == Responses }
+
 // Request is a parsed client request.
 type Request struct {
-	Kind         Kind
-	Model        string
-	Stream       bool
-	IncludeUsage bool   // the client asked for stream_options.include_usage
-	MaxTokens    int64  // max_tokens, or max_completion_tokens for chat; 0 when unset
+	Kind Kind
+	// Model is the model the engine is asked for: the client's until SetModel.
+	Model string
+	// ClientModel is the model the client sent; Model differs from it after SetModel.
+	ClientModel  string
+	Stream       bool   // always false for embeddings, which do not stream
+	IncludeUsage bool   // the client asked for stream_options.include_usage (completions, chat)
+	MaxTokens    int64  // max_tokens, max_completion_tokens for chat, max_output_tokens for responses; 0 when unset
 	User         string // the "user" field, "" when absent
 	// Prompt is the text the model conditions on, serialised deterministically: for completions the
 	// prompt string (an array of one string is accepted; token-id arrays and multi-prompt arrays are
 	// 400s); for chat every message as Turn(role, content) in order, followed by Turn's prefix for
 	// "assistant" (the generation prompt). Text parts of array contents are concatenated; non-text
-	// parts are a 400.
+	// parts are a 400. For responses the instructions as a system turn, then each input item (a
+	// message as chat's, another item as Turn(type, its JSON)), then the generation prompt; for
+	// embeddings the input's strings joined by "\n" ("" for token-id input).
 	Prompt string
 
-	body []byte                     // the body as received
-	raw  map[string]json.RawMessage // every field of body, to re-encode upstream unchanged
+	tokens int64                      // the token ids of an embeddings input given as ids; 0 for text
+	body   []byte                     // the body as received
+	raw    map[string]json.RawMessage // every field of body, to re-encode upstream unchanged
 }
 
 // Parse decodes body for kind; the caller enforces its size limit. Parse keeps body (UpstreamBody
@@ -82,19 +104,28 @@ func Parse(kind Kind, body []byte) (*Request, error) {
 	if raw == nil { // the body was null
 		return nil, BadRequest("", "request body must be a JSON object, got null")
 	}
+	fields, ok := readFields[kind]
+	if !ok {
+		return nil, BadRequest("", "unsupported endpoint %v", kind)
+	}
 	r := &Request{Kind: kind, body: body, raw: raw}
 	var err *Error
-	if err = foldedKey(raw, "", readFields[kind]...); err != nil {
+	if err = foldedKey(raw, "", fields...); err != nil {
 		return nil, err
 	}
 	if r.Model, err = requiredString(raw, "model"); err != nil {
 		return nil, err
 	}
-	if r.Stream, err = optionalBool(raw, "stream", "stream"); err != nil {
-		return nil, err
+	r.ClientModel = r.Model
+	if kind != Embeddings { // an embeddings answer is never streamed; "stream" is the engine's to judge
+		if r.Stream, err = optionalBool(raw, "stream", "stream"); err != nil {
+			return nil, err
+		}
 	}
-	if r.IncludeUsage, err = streamOptions(raw, r.Stream); err != nil {
-		return nil, err
+	if kind == Completions || kind == Chat { // responses have no usage to ask for: it is always sent
+		if r.IncludeUsage, err = streamOptions(raw, r.Stream); err != nil {
+			return nil, err
+		}
 	}
 	if r.User, err = optionalString(raw, "user"); err != nil {
 		return nil, err
@@ -107,8 +138,10 @@ func Parse(kind Kind, body []byte) (*Request, error) {
 		r.Prompt, err = completionPrompt(raw)
 	case Chat:
 		r.Prompt, err = chatPrompt(raw)
-	default:
-		return nil, BadRequest("", "unsupported endpoint %v", kind)
+	case Embeddings:
+		r.Prompt, r.tokens, err = embeddingsInput(raw)
+	case Responses:
+		r.Prompt, err = responsesPrompt(raw)
 	}
 	if err != nil {
 		return nil, err
@@ -121,33 +154,53 @@ func Parse(kind Kind, body []byte) (*Request, error) {
 var readFields = map[Kind][]string{
 	Completions: {"model", "stream", "stream_options", "user", "max_tokens", "prompt"},
 	Chat:        {"model", "stream", "stream_options", "user", "max_tokens", "max_completion_tokens", "messages"},
+	Embeddings:  {"model", "user", "input"},
+	Responses:   {"model", "stream", "user", "max_output_tokens", "input", "instructions"},
 }
 
-// InputTokens is EstimateTokens of the prompt.
-func (r *Request) InputTokens() int64 { return EstimateTokens(r.Prompt) }
+// InputTokens is the number of token ids of an embeddings input given as ids, otherwise
+// EstimateTokens of the prompt.
+func (r *Request) InputTokens() int64 {
+	if r.tokens > 0 {
+		return r.tokens
+	}
+	return EstimateTokens(r.Prompt)
+}
 
-// HiddenUsage reports whether UpstreamBody asks for usage the client did not ask for: a stream
-// without stream_options.include_usage. The relay must then remove the usage chunk.
-func (r *Request) HiddenUsage() bool { return r.Stream && !r.IncludeUsage }
+// HiddenUsage reports whether UpstreamBody asks for usage the client did not ask for: a
+// completions or chat stream without stream_options.include_usage. The relay must then remove
+// the usage chunk. A responses stream always ends with its usage, and embeddings do not stream:
+// for them it is false.
+func (r *Request) HiddenUsage() bool {
+	return r.Stream && !r.IncludeUsage && (r.Kind == Completions || r.Kind == Chat)
+}
 
 // usageOption is what UpstreamBody inserts when the client sent no stream_options.
 var usageOption = []byte(`"stream_options":{"include_usage":true},`)
 
 // UpstreamBody returns the JSON body to send to the engine: the client's body unchanged except
-// that, when HiddenUsage, stream_options.include_usage is set to true (other stream_options fields
-// preserved), so the router can read the usage block. Field order may change; values do not. When
-// nothing changes it returns the client's body itself, which the caller must not modify.
+// that, after SetModel, "model" holds Model, and, when HiddenUsage, stream_options.include_usage
+// is set to true (other stream_options fields preserved), so the router can read the usage block.
+// Field order may change; values do not. When nothing changes it returns the client's body
+// itself, which the caller must not modify.
 func (r *Request) UpstreamBody() ([]byte, error) {
+	body, renamed := r.body, r.Model != r.ClientModel
+	if renamed {
+		var err error
+		if body, err = r.modelBody(); err != nil {
+			return nil, err
+		}
+	}
 	if !r.HiddenUsage() {
-		return r.body, nil
+		return body, nil
 	}
 	opts, ok := r.raw["stream_options"]
 	if !ok {
 		// Common case, no re-encoding: insert the option as the first member. The object has at
 		// least "model" after it, so the comma is right.
-		i := bytes.IndexByte(r.body, '{') + 1
-		out := make([]byte, 0, len(r.body)+len(usageOption))
-		out = append(append(append(out, r.body[:i]...), usageOption...), r.body[i:]...)
+		i := bytes.IndexByte(body, '{') + 1
+		out := make([]byte, 0, len(body)+len(usageOption))
+		out = append(append(append(out, body[:i]...), usageOption...), body[i:]...)
 		return out, nil
 	}
 	so := map[string]json.RawMessage{}
@@ -166,6 +219,11 @@ func (r *Request) UpstreamBody() ([]byte, error) {
 		fields[k] = v
 	}
 	fields["stream_options"] = b
+	if renamed {
+		if fields["model"], err = encode(r.Model); err != nil {
+			return nil, fmt.Errorf("encoding model %q: %w", Clip(r.Model), err)
+		}
+	}
 	out, err := encode(fields)
 	if err != nil {
 		return nil, fmt.Errorf("re-encoding request body: %w", err)

@@ -43,7 +43,8 @@ func decodeUsage(raw json.RawMessage) *Usage {
 	return out
 }
 
-// wholeResponse is the part of a non-streamed completion or chat completion ReadWhole reads.
+// wholeResponse is the part of a non-streamed completion, chat completion or embeddings answer
+// ReadWhole reads (an embeddings answer has no choices, only usage).
 type wholeResponse struct {
 	Choices []struct {
 		Index   int     `json:"index"`
@@ -57,9 +58,18 @@ type wholeResponse struct {
 
 // ReadWhole extracts usage and the answer text from a non-streamed response body (the caller
 // reads it, at most its limit, and forwards the bytes unchanged). The answer is choice 0's "text"
-// for completions and "message.content" for chat, capped at MaxAnswerBytes; usage is nil when the
-// body has none (an error body, say). Only a body that is not a JSON object is an error.
+// for completions and "message.content" for chat, the "output_text" parts of the output's message
+// items concatenated for responses, and "" for embeddings (whose usage has prompt tokens only),
+// capped at MaxAnswerBytes; usage is nil when the body has none (an error body, say). Only a body
+// that is not a JSON object is an error.
 func ReadWhole(kind Kind, body []byte) (answer string, usage *Usage, err error) {
+	if kind == Responses {
+		b, usage, err := readWholeResponses(body)
+		if err != nil {
+			return "", nil, fmt.Errorf("decoding %s response: %w", kind, err)
+		}
+		return b.String(), usage, nil
+	}
 	var resp wholeResponse
 	if err := json.Unmarshal(body, &resp); err != nil {
 		return "", nil, fmt.Errorf("decoding %s response: %w", kind, err)
@@ -71,7 +81,7 @@ func ReadWhole(kind Kind, body []byte) (answer string, usage *Usage, err error) 
 		switch {
 		case kind == Chat && c.Message != nil && c.Message.Content != nil:
 			answer = *c.Message.Content
-		case kind != Chat && c.Text != nil:
+		case kind == Completions && c.Text != nil:
 			answer = *c.Text
 		}
 		break

@@ -32,6 +32,22 @@ func TestReadWhole(t *testing.T) {
 		{"chat, tool call without content", Chat,
 			`{"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"1"}]}}],"usage":{"prompt_tokens":5,"completion_tokens":7}}`,
 			"", &Usage{PromptTokens: 5, CompletionTokens: 7}, ""},
+		{"embeddings: no answer, prompt tokens only", Embeddings,
+			`{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.1,-0.2]}],"model":"e","usage":{"prompt_tokens":7,"total_tokens":7}}`,
+			"", &Usage{PromptTokens: 7}, ""},
+		// The output_text parts of message items, in order; a reasoning item's text is not the answer.
+		{"responses: output text and usage", Responses,
+			`{"id":"resp_1","object":"response","model":"r","status":"completed","output":[` +
+				`{"type":"reasoning","id":"rs_1","content":[{"type":"reasoning_text","text":"hmm"}]},` +
+				`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Hel","annotations":[]},{"type":"refusal","refusal":"no"},{"type":"output_text","text":"lo"}]},` +
+				`{"type":"function_call","name":"f","arguments":"{}"},{"type":"message","content":"odd: a string"},` +
+				`{"type":"message","content":[{"type":"output_text","text":"!"}]}],` +
+				`"usage":{"input_tokens":30,"input_tokens_details":{"cached_tokens":16},"output_tokens":5,"output_tokens_details":{"reasoning_tokens":1},"total_tokens":35}}`,
+			"Hello!", &Usage{PromptTokens: 30, CompletionTokens: 5, CachedTokens: 16}, ""},
+		{"responses: no cached-token detail", Responses, `{"object":"response","output":[],"usage":{"input_tokens":3,"output_tokens":0}}`,
+			"", &Usage{PromptTokens: 3}, ""},
+		{"responses: an error body has neither", Responses, `{"error":{"message":"bad","type":"invalid_request_error"}}`, "", nil, ""},
+		{"responses: not JSON", Responses, `upstream connect error`, "", nil, "decoding responses response"},
 		{"an error body has neither", Completions, `{"error":{"message":"bad","type":"invalid_request_error"}}`, "", nil, ""},
 		{"not JSON", Chat, `<html>502</html>`, "", nil, "decoding chat response"},
 	}
