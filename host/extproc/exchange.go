@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/foresight-router/foresight/host/config"
 	"github.com/foresight-router/foresight/host/endpoints"
 	"github.com/foresight-router/foresight/host/openai"
 	"github.com/foresight-router/foresight/host/proxy"
@@ -250,17 +251,17 @@ func (x *exchange) decide(eos bool) ([]*extprocv3.ProcessingResponse, error) {
 		return []*extprocv3.ProcessingResponse{r}, nil
 	}
 	x.routed, x.phase, x.body = routed, phaseDecided, nil
-	dest := strings.Join(routed.Destinations(), ",")
+	dest, md := destination(routed.Destinations(), x.s.o.Destination == config.DestinationList)
 	body := routed.Body()
 	mutation := setHeaders(HeaderDestination, dest, proxy.HeaderRequestID, routed.RequestID(),
 		"content-length", strconv.Itoa(len(body)))
 	common := &extprocv3.CommonResponse{HeaderMutation: mutation, ClearRouteCache: true}
 	if x.reqMode != filterv3.ProcessingMode_FULL_DUPLEX_STREAMED {
 		common.BodyMutation = &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: body}}
-		return []*extprocv3.ProcessingResponse{{DynamicMetadata: destinationMetadata(dest),
+		return []*extprocv3.ProcessingResponse{{DynamicMetadata: md,
 			Response: &extprocv3.ProcessingResponse_RequestBody{RequestBody: &extprocv3.BodyResponse{Response: common}}}}, nil
 	}
-	resps := []*extprocv3.ProcessingResponse{{DynamicMetadata: destinationMetadata(dest),
+	resps := []*extprocv3.ProcessingResponse{{DynamicMetadata: md,
 		Response: &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{Response: common}}}}
 	for _, c := range chunks(body, eos) {
 		resps = append(resps, bodyResponse(c, false))
