@@ -58,7 +58,7 @@ func (s *Server) Refuse(e *openai.Error) { s.refused(nil, e) }
 // as the proxy sends it, with a stream's usage asked for, which Relay then hides from the client
 // — rather than the client's body as it came (when the front cannot edit the answer).
 func (s *Server) Route(ctx context.Context, kind openai.Kind, h http.Header, body []byte, received time.Time, only func(endpoints.Endpoint) bool, rewrite bool) (*Routed, *Refusal) {
-	x, e := s.decideRequest(ctx, kind, h, body, received, only)
+	x, e := s.decideRequest(ctx, kind, h, body, received, scope{only: only, anyModel: s.anyModel(true)})
 	if e != nil {
 		s.refused(x, e)
 		ref := &Refusal{Err: e}

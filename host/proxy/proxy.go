@@ -129,7 +129,7 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, x *exchange) {
 // the fewest requests in flight first, then by id. One the decision's cycle had keeps the
 // producer's prediction.
 func (s *Server) beyond(x *exchange, tried []sdk.Endpoint) []sdk.Endpoint {
-	c, _, _ := s.cycle(x.req, x.meta, s.o.Now(), nil)
+	c, _, _, _ := s.cycle(x.req, x.meta, s.o.Now(), scope{anyModel: x.trace.UnknownModel})
 	out := slices.DeleteFunc(c.Endpoints, func(e sdk.Endpoint) bool {
 		return slices.ContainsFunc(tried, func(t sdk.Endpoint) bool { return t.ID == e.ID })
 	})

@@ -73,6 +73,11 @@ type Options struct {
 	// MaxAttempts bounds the endpoints one request is sent to, the first included (0: every
 	// picked endpoint).
 	MaxAttempts int
+	// UnknownModels is server.unknownModels: what a request for a model that no endpoint in the
+	// rotation lists gets. config.UnknownModelsRoute: every endpoint in the rotation is its
+	// candidate (the trace says unknown_model); config.UnknownModelsRefuse: 404 model_not_found.
+	// "": route for a gateway's requests (Route), refuse for the OpenAI API's.
+	UnknownModels string
 	// Decisions is the size of the decision-trace ring (/debug/decisions).
 	Decisions int
 	// PrefixBlocks bounds each endpoint's prefix index until its engine reports num_gpu_blocks.
@@ -247,7 +252,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, kind openai.Kind)
 		s.refuse(w, nil, e)
 		return
 	}
-	x, e := s.decideRequest(r.Context(), kind, r.Header, body, received, nil)
+	x, e := s.decideRequest(r.Context(), kind, r.Header, body, received, scope{anyModel: s.anyModel(false)})
 	if x != nil {
 		w.Header().Set(HeaderRequestID, x.meta.id)
 		if b := x.debugTrace(); b != nil {
@@ -301,10 +306,10 @@ func (s *Server) refused(x *exchange, e *openai.Error) {
 
 // decideRequest does what every front does between a request's bytes and its dispatch: it parses
 // the body, reads the headers' metadata and has the request decided, among the endpoints only
-// accepts when only is non-nil. It returns the exchange, dispatched to its first endpoint, or the
-// error to refuse the request with; x is non-nil (without a trace when undecided) once the body
-// parsed, so that the refusal can name the request.
-func (s *Server) decideRequest(ctx context.Context, kind openai.Kind, h http.Header, body []byte, received time.Time, only func(endpoints.Endpoint) bool) (x *exchange, _ *openai.Error) {
+// sc allows. It returns the exchange, dispatched to its first endpoint, or the error to refuse
+// the request with; x is non-nil (without a trace when undecided) once the body parsed, so that
+// the refusal can name the request.
+func (s *Server) decideRequest(ctx context.Context, kind openai.Kind, h http.Header, body []byte, received time.Time, sc scope) (x *exchange, _ *openai.Error) {
 	req, err := openai.Parse(kind, body)
 	if err != nil {
 		return nil, asOpenAIError(err)
@@ -327,7 +332,7 @@ func (s *Server) decideRequest(ctx context.Context, kind openai.Kind, h http.Hea
 		}
 		x.meta = m
 	}
-	p := &pending{ctx: ctx, req: req, meta: m, received: received, only: only}
+	p := &pending{ctx: ctx, req: req, meta: m, received: received, scope: sc}
 	decided := false
 	if s.flow != nil {
 		p.flow, p.bytes = s.flow.flowKey(h, req, m), int64(len(body))
@@ -352,7 +357,7 @@ func (s *Server) decideRequest(ctx context.Context, kind openai.Kind, h http.Hea
 		return x, p.shed
 	}
 	if t == nil {
-		return x, s.noEndpoint(req.Model, p.states, p.full, only != nil)
+		return x, s.noEndpoint(req.Model, p.states, p.full, sc.only != nil)
 	}
 	s.decisions.add(t)
 	if s.o.Metrics != nil {
