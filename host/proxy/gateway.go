@@ -31,6 +31,7 @@ type Routed struct {
 	status    int    // the answer's status, once its headers came
 	broken    error  // the answer broke off after it began
 	complete  bool   // the whole answer went through Relay or Whole
+	opaque    bool   // a load-only pick whose answer the router does not read (RouteOpaque)
 	out       outcome
 	done      bool
 }
@@ -175,8 +176,13 @@ func (r *Routed) Relay(dst io.Writer, src io.Reader) error {
 var errClientGone = errors.New("client went away mid-answer")
 
 // Whole measures a 200 non-streamed answer, as the proxy does: its usage, its end-to-end time
-// and its text in the prefix index. An answer that is not an OpenAI one counts as failed.
+// and its text in the prefix index. An answer that is not an OpenAI one counts as failed. An
+// opaque request's answer is not read: only its end-to-end time is kept.
 func (r *Routed) Whole(data []byte) {
+	r.out.e2e = r.s.o.Now().Sub(r.a.dispatched)
+	if r.opaque {
+		return
+	}
 	r.out.e2e = r.s.o.Now().Sub(r.a.dispatched)
 	answer, usage, err := openai.ReadWhole(r.x.req.Kind, data)
 	if err != nil {
