@@ -25,7 +25,7 @@ import (
 // read its answer (Opaque). body is what the data plane sends upstream, as it came; the caller
 // counted the request with Enter and checked its headers with CheckHeaders.
 func (s *Server) RouteOpaque(ctx context.Context, h http.Header, model string, body []byte, received time.Time, only func(endpoints.Endpoint) bool) (*Routed, *Refusal) {
-	m, e := readMeta(h, "", s.o.Priority, s.o.Objectives)
+	m, e := s.meta(h, "")
 	if e != nil {
 		s.refused(nil, e)
 		return nil, &Refusal{Err: e}

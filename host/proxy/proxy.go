@@ -225,6 +225,9 @@ func (s *Server) finish(x *exchange, out *outcome) {
 	if x.meta.profile != "" {
 		ev = ev.Str("profile", x.meta.profile).Str("profile_rule", x.meta.profileRule)
 	}
+	if x.meta.objective != "" {
+		ev = ev.Str("objective", openai.Clip(x.meta.objective))
+	}
 	ev = ev.Str("endpoint", out.endpoint).
 		Int("status", out.status).Int("attempts", out.attempts).Bool("stream", x.req.Stream).
 		Float64("e2e_ms", ms(out.e2e)).Float64("total_ms", ms(s.o.Now().Sub(x.received)))

@@ -52,10 +52,15 @@ type Options struct {
 	// Samples batches streamed requests' samples (TTFT at first token, TPOT at the end) to the
 	// producer; nil when the pipeline has none.
 	Samples *feedback.Batcher
-	// Priority maps an x-llm-d-inference-objective value to a priority; Objectives lists the
-	// accepted names for error messages.
+	// Priority maps an objective's name (x-llm-d-inference-objective, x-gateway-inference-objective)
+	// to a priority; a name it does not know gets 0. Objectives lists the configured names for
+	// the log's warning about an unknown one.
 	Priority   func(name string) (int32, bool)
 	Objectives []string
+	// ModelRewrite, when set, names the model a request's body is to carry instead of the
+	// client's, and the rule that chose it (the InferenceModelRewrite resources); ok false keeps
+	// the client's. It overrides x-gateway-model-name-rewrite. Nil: none.
+	ModelRewrite func(model string) (target, rule string, ok bool)
 	// MaxBodyBytes bounds a request body (413 beyond), ReadBodyTimeout its reading (408 past it;
 	// 0: no bound).
 	MaxBodyBytes    int64
@@ -119,6 +124,8 @@ type Server struct {
 	decider   *decider
 	flow      *flowGate    // nil without flow control
 	active    atomic.Int64 // completion requests held (server.maxConcurrentRequests)
+	// objectiveWarnings bounds the warnings about unknown objectives (headers.go).
+	objectiveWarnings warnings
 }
 
 // New returns a server over o.
@@ -295,6 +302,9 @@ func (s *Server) refused(x *exchange, e *openai.Error) {
 	if profile != "" {
 		ev = ev.Str("profile", profile).Str("profile_rule", x.meta.profileRule)
 	}
+	if x != nil && x.meta.objective != "" {
+		ev = ev.Str("objective", openai.Clip(x.meta.objective))
+	}
 	if x != nil && x.queued > 0 {
 		ev = ev.Float64("queued_ms", ms(x.queued))
 	}
@@ -314,7 +324,7 @@ func (s *Server) decideRequest(ctx context.Context, kind openai.Kind, h http.Hea
 	if err != nil {
 		return nil, asOpenAIError(err)
 	}
-	m, oerr := readMeta(h, req.User, s.o.Priority, s.o.Objectives)
+	m, oerr := s.meta(h, req.User)
 	if oerr != nil {
 		return nil, oerr
 	}
