@@ -105,7 +105,7 @@ func TestParseValid(t *testing.T) {
 		Server: config.Server{Listen: config.DefaultListen, AdminListen: config.DefaultAdminListen,
 			MaxBodyBytes: config.DefaultMaxBodyBytes, UpstreamTimeout: config.DefaultUpstreamTimeout,
 			ConnectTimeout: config.DefaultConnectTimeout, FirstByteTimeout: config.DefaultFirstByteTimeout,
-			MaxAttempts: config.DefaultMaxAttempts, Decisions: config.DefaultDecisions,
+			MaxAttempts: config.DefaultMaxAttempts, Decisions: config.DefaultDecisions, ExtProcDestination: config.DestinationSingle,
 			MaxConcurrentRequests: config.DefaultMaxConcurrentRequests, MaxHeaderBytes: config.DefaultMaxHeaderBytes,
 			MaxHeaders: config.DefaultMaxHeaders, ReadHeaderTimeout: config.DefaultReadHeaderTimeout,
 			ReadBodyTimeout: config.DefaultReadBodyTimeout, IdleTimeout: config.DefaultIdleTimeout,
@@ -271,7 +271,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown top-level field", withPipeline(plugins(), "servers: {}"),
 			`test.yaml:6: unknown field "servers" in the top level (known: plugins, pipeline, profiles, profileHandler, server, endpoints, scrape, objectives, flowControl)`, false},
 		{"unknown field in server", withPipeline(plugins(), "server: {port: 80}"),
-			`test.yaml:6: unknown field "port" in server (known: listen, adminListen, extProcListen, adminToken, readToken, pluginDirs, allowUnpinnedSwaps, maxBodyBytes, upstreamTimeout, connectTimeout, firstByteTimeout, maxAttempts, maxConcurrentRequests, maxInflightPerEndpoint, maxHeaderBytes, maxHeaders, readHeaderTimeout, readBodyTimeout, idleTimeout, shutdownGrace, decisions, prefixIndexBlocks, decisionConcurrency, streamFlushInterval)`, false},
+			`test.yaml:6: unknown field "port" in server (known: listen, adminListen, extProcListen, extProcDestination, unknownModels, adminToken, readToken, pluginDirs, allowUnpinnedSwaps, maxBodyBytes, upstreamTimeout, connectTimeout, firstByteTimeout, maxAttempts, maxConcurrentRequests, maxInflightPerEndpoint, maxHeaderBytes, maxHeaders, readHeaderTimeout, readBodyTimeout, idleTimeout, shutdownGrace, decisions, prefixIndexBlocks, decisionConcurrency, streamFlushInterval)`, false},
 		{"unknown field in an endpoint", withPipeline(plugins(), "endpoints:", "  static:", "    - {addr: 127.0.0.1:8000}"),
 			`test.yaml:8: unknown field "addr" in an endpoint entry (known: id, address, labels)`, false},
 		{"listen not host:port", withPipeline(plugins(), "server: {listen: \"8080\"}"),
@@ -282,6 +282,10 @@ func TestParseErrors(t *testing.T) {
 			`test.yaml:6: server.decisionConcurrency: must not be negative (0: twice the endpoints), got -1`, false},
 		{"negative stream flush interval", withPipeline(plugins(), "server: {streamFlushInterval: -1ms}"),
 			`test.yaml:6: server.streamFlushInterval: must not be negative, got -1ms`, false},
+		{"unknown destination form", withPipeline(plugins(), "server: {extProcDestination: csv}"),
+			`test.yaml:6: server.extProcDestination: "csv" is not a destination form: single (one endpoint) or list (the picks, comma-separated)`, false},
+		{"unknown choice for unknown models", withPipeline(plugins(), "server: {unknownModels: drop}"),
+			`test.yaml:6: server.unknownModels: "drop" is not a choice: route (to any endpoint in the rotation) or refuse (404 model_not_found)`, false},
 		{"unknown engine", withPipeline(plugins(), "scrape: {engine: tgi}"),
 			`test.yaml:6: scrape.engine: "tgi" is not an engine: vllm or sglang`, false},
 		{"endpoint without address", withPipeline(plugins(), "endpoints:", "  static:", "    - {id: a}"),
@@ -461,7 +465,7 @@ func TestParseRouterSections(t *testing.T) {
 		"  readHeaderTimeout: 2s", "  readBodyTimeout: 3s", "  idleTimeout: 4s",
 		"  decisions: 10", "  prefixIndexBlocks: 1000",
 		"  decisionConcurrency: 4", "  streamFlushInterval: 25ms",
-		"  shutdownGrace: 7s",
+		"  shutdownGrace: 7s", "  extProcDestination: list", "  unknownModels: refuse",
 		"endpoints:", "  static:",
 		"    - {id: a, address: 10.0.0.1:8000, labels: {accelerator: h100}}",
 		"    - {address: http://10.0.0.2:8000}",
@@ -477,7 +481,8 @@ func TestParseRouterSections(t *testing.T) {
 		UpstreamTimeout: 30 * time.Second, ConnectTimeout: 500 * time.Millisecond, FirstByteTimeout: 5 * time.Second,
 		MaxAttempts: 2, MaxConcurrentRequests: 50, MaxInflightPerEndpoint: 8, MaxHeaderBytes: 4096, MaxHeaders: 20,
 		ReadHeaderTimeout: 2 * time.Second, ReadBodyTimeout: 3 * time.Second, IdleTimeout: 4 * time.Second, Decisions: 10, PrefixIndexBlocks: 1000, DecisionConcurrency: 4,
-		StreamFlushInterval: 25 * time.Millisecond, ShutdownGrace: 7 * time.Second}
+		StreamFlushInterval: 25 * time.Millisecond, ShutdownGrace: 7 * time.Second,
+		ExtProcDestination: config.DestinationList, UnknownModels: config.UnknownModelsRefuse}
 	if diff := cmp.Diff(want, c.Server); diff != "" {
 		t.Errorf("server (-want +got):\n%s", diff)
 	}

@@ -25,6 +25,20 @@ type Server struct {
 	// which endpoint serves each request (docs/kubernetes.md), with the gRPC health services
 	// liveness and readiness. Default "": off (serve --ext-proc sets it).
 	ExtProcListen string `yaml:"extProcListen"`
+	// ExtProcDestination is how the endpoint picker names its pick to the gateway:
+	// DestinationSingle (the default) puts one ip:port, the first pick, in the
+	// x-gateway-destination-endpoint header and the envoy.lb metadata key of that name, and the
+	// second pick in the metadata key x-gateway-destination-endpoint-fallback (the inference
+	// extension's reference Envoy config routes to one endpoint it parses from that header);
+	// DestinationList puts the picks, MaxAttempts in all, comma-separated in both, for gateways
+	// whose Envoy uses the override_host load-balancing policy and tries them in order.
+	ExtProcDestination string `yaml:"extProcDestination"`
+	// UnknownModels is what the router does with a request for a model that no endpoint in the
+	// rotation lists: UnknownModelsRoute sends it to any of them (vLLM loads LoRA adapters on
+	// demand), UnknownModelsRefuse answers 404 model_not_found. Unset, each front keeps its own
+	// default: route on the endpoint picker (the inference extension's pool routes any model),
+	// refuse on the OpenAI API; set, the value applies to both.
+	UnknownModels string `yaml:"unknownModels"`
 	// AdminToken, when set, is the bearer token every admin request but GET /health and GET
 	// /dashboard must carry (Authorization: Bearer TOKEN). The environment variable
 	// FORESIGHT_ADMIN_TOKEN, when set, takes its place, so the secret need not sit in the file.
@@ -226,6 +240,14 @@ const (
 	DefaultEngine                = "vllm"
 )
 
+// The values of server.extProcDestination and server.unknownModels.
+const (
+	DestinationSingle   = "single"
+	DestinationList     = "list"
+	UnknownModelsRoute  = "route"
+	UnknownModelsRefuse = "refuse"
+)
+
 func (c *Config) applyRouterDefaults() {
 	s := &c.Server
 	s.Listen = cmp.Or(s.Listen, DefaultListen)
@@ -235,6 +257,7 @@ func (c *Config) applyRouterDefaults() {
 	s.ConnectTimeout = cmp.Or(s.ConnectTimeout, DefaultConnectTimeout)
 	s.FirstByteTimeout = cmp.Or(s.FirstByteTimeout, DefaultFirstByteTimeout)
 	s.MaxAttempts = cmp.Or(s.MaxAttempts, DefaultMaxAttempts)
+	s.ExtProcDestination = cmp.Or(s.ExtProcDestination, DestinationSingle)
 	s.Decisions = cmp.Or(s.Decisions, DefaultDecisions)
 	s.MaxConcurrentRequests = cmp.Or(s.MaxConcurrentRequests, DefaultMaxConcurrentRequests)
 	s.MaxHeaderBytes = cmp.Or(s.MaxHeaderBytes, DefaultMaxHeaderBytes)
@@ -329,6 +352,12 @@ func (c *Config) ValidateRouter() error {
 	}
 	if s.StreamFlushInterval < 0 {
 		return c.errorAt([]any{"server", "streamFlushInterval"}, "must not be negative, got %v", s.StreamFlushInterval)
+	}
+	if d := s.ExtProcDestination; d != DestinationSingle && d != DestinationList {
+		return c.errorAt([]any{"server", "extProcDestination"}, "%q is not a destination form: single (one endpoint) or list (the picks, comma-separated)", d)
+	}
+	if u := s.UnknownModels; u != "" && u != UnknownModelsRoute && u != UnknownModelsRefuse {
+		return c.errorAt([]any{"server", "unknownModels"}, "%q is not a choice: route (to any endpoint in the rotation) or refuse (404 model_not_found)", u)
 	}
 	if err := c.validateTokens(); err != nil {
 		return err

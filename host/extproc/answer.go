@@ -13,7 +13,8 @@ import (
 // responseHeaders reads the answer's status and gives the client the request's ID (and the
 // decision trace when asked for). A streamed 200 answer goes through the relay, which times its
 // tokens and hides the usage the router asked for (so its length changes: content-length goes);
-// a whole 200 answer is kept to be measured at its end; any other passes through, not held.
+// a whole 200 answer is kept to be measured at its end; any other, and any answer to a request
+// the router did not read (a load-only pick), passes through, not held.
 func (x *exchange) responseHeaders(m *extprocv3.HttpHeaders) ([]*extprocv3.ProcessingResponse, error) {
 	_, pseudo := headerMap(m.GetHeaders())
 	code, err := strconv.Atoi(pseudo[":status"])
@@ -24,7 +25,7 @@ func (x *exchange) responseHeaders(m *extprocv3.HttpHeaders) ([]*extprocv3.Proce
 	x.phase = phaseAnswer
 	mutation := setHeaders(proxy.HeaderRequestID, x.routed.RequestID(), proxy.HeaderDecision, string(x.routed.Decision()))
 	switch {
-	case code != http.StatusOK || x.respMode == filterv3.ProcessingMode_NONE:
+	case code != http.StatusOK || x.respMode == filterv3.ProcessingMode_NONE || x.routed.Opaque():
 	case x.routed.Streaming():
 		x.relay = startFeed(x.routed.Relay)
 		mutation.RemoveHeaders = append(mutation.RemoveHeaders, "content-length")

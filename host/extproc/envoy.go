@@ -18,9 +18,13 @@ import (
 // Extension, proposal 004).
 const (
 	// HeaderDestination and, in the namespace MetadataNamespace, the metadata key of the same
-	// name carry the picked endpoints, "ip:port" separated by commas, the first choice first.
+	// name carry the pick: one "ip:port" (config.DestinationSingle), or the picked endpoints
+	// separated by commas, the first choice first (config.DestinationList).
 	HeaderDestination = "x-gateway-destination-endpoint"
 	MetadataNamespace = "envoy.lb"
+	// FallbackKey, in MetadataNamespace, carries the second pick when HeaderDestination carries
+	// one endpoint: the protocol's fallback endpoint, which a gateway that does not read it ignores.
+	FallbackKey = "x-gateway-destination-endpoint-fallback"
 	// SubsetNamespace holds SubsetKey, the endpoints the data plane allows for this request.
 	SubsetNamespace = "envoy.lb.subset_hint"
 	SubsetKey       = "x-gateway-destination-endpoint-subset"
@@ -66,13 +70,25 @@ func setHeaders(kv ...string) *extprocv3.HeaderMutation {
 	return m
 }
 
-// destinationMetadata is the dynamic metadata that carries the picked endpoints to the data
-// plane's load balancer.
-func destinationMetadata(dest string) *structpb.Struct {
-	return &structpb.Struct{Fields: map[string]*structpb.Value{
-		MetadataNamespace: structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{
-			HeaderDestination: structpb.NewStringValue(dest),
-		}}),
+// destination is how the pick reaches the data plane: the value of HeaderDestination, and the
+// dynamic metadata for its load balancer, which carries the same value under the same name. picks
+// are the picked endpoints' host:port, the first choice first (at least one). With list, the value
+// is all of them separated by commas; without, it is the first, and the second (when there is
+// one) goes in FallbackKey. No picks (they left the fleet since the decision) is an empty value,
+// on which the data plane fails the request.
+func destination(picks []string, list bool) (header string, md *structpb.Struct) {
+	if len(picks) > 0 {
+		header = picks[0]
+	}
+	if list {
+		header = strings.Join(picks, ",")
+	}
+	fields := map[string]*structpb.Value{HeaderDestination: structpb.NewStringValue(header)}
+	if !list && len(picks) > 1 {
+		fields[FallbackKey] = structpb.NewStringValue(picks[1])
+	}
+	return header, &structpb.Struct{Fields: map[string]*structpb.Value{
+		MetadataNamespace: structpb.NewStructValue(&structpb.Struct{Fields: fields}),
 	}}
 }
 

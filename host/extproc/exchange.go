@@ -3,9 +3,7 @@ package extproc
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
-	"strings"
 	"time"
 
 	filterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
@@ -13,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/foresight-router/foresight/host/config"
 	"github.com/foresight-router/foresight/host/endpoints"
 	"github.com/foresight-router/foresight/host/openai"
 	"github.com/foresight-router/foresight/host/proxy"
@@ -42,12 +41,13 @@ type exchange struct {
 	configured        bool // the first message's protocol configuration was read
 	phase             phase
 
-	header   http.Header
-	kind     openai.Kind
-	received time.Time
-	entered  bool // counted in server.maxConcurrentRequests
-	body     []byte
-	subset   func(endpoints.Endpoint) bool
+	header      http.Header
+	api         api
+	headersOnly bool // the request's headers ended it: no body
+	received    time.Time
+	entered     bool // counted in server.maxConcurrentRequests
+	body        []byte
+	subset      func(endpoints.Endpoint) bool
 
 	routed  *proxy.Routed
 	relay   *feed  // a streamed 200 answer's relay
@@ -151,24 +151,14 @@ func (x *exchange) refuse(e *openai.Error) []*extprocv3.ProcessingResponse {
 	return x.answerItself(errorResponse(e, ""))
 }
 
-// requestHeaders starts the request: the concurrency bound, the header bounds, and the path.
-// Completions wait for their body; anything else (GET /v1/models, /health, an unknown path) is
-// answered by the router's OpenAI API at once, as the proxy front answers it.
+// requestHeaders starts the request: the concurrency bound, the header bounds, and the path,
+// which says how the body is read (api.go). Every request goes to an endpoint, none is answered
+// by the router's OpenAI API: one whose headers end it (GET /v1/models, a POST without a body) is
+// picked at once, by load only; any other waits for its body.
 func (x *exchange) requestHeaders(m *extprocv3.HttpHeaders) ([]*extprocv3.ProcessingResponse, error) {
 	x.received = x.s.o.Now()
 	h, pseudo := headerMap(m.GetHeaders())
-	x.header = h
-	path, _, _ := strings.Cut(pseudo[":path"], "?")
-	kind, completion := kindOf(path)
-	if !completion || pseudo[":method"] != http.MethodPost {
-		rec := httptest.NewRecorder()
-		r, err := http.NewRequestWithContext(x.ctx, pseudo[":method"], path, http.NoBody)
-		if err != nil {
-			return x.refuse(openai.BadRequest("", "the request line: %s", openai.Clip(err.Error()))), nil
-		}
-		x.s.o.Router.ServeHTTP(rec, r)
-		return x.answerItself(immediate(rec, "")), nil
-	}
+	x.header, x.api = h, apiOf(pseudo[":path"])
 	if e := x.s.o.Router.Enter(); e != nil {
 		return x.refuse(e), nil
 	}
@@ -176,8 +166,9 @@ func (x *exchange) requestHeaders(m *extprocv3.HttpHeaders) ([]*extprocv3.Proces
 	if e := x.s.o.Router.CheckHeaders(h); e != nil {
 		return x.refuse(e), nil
 	}
-	x.kind, x.phase = kind, phaseBody
+	x.phase = phaseBody
 	if m.GetEndOfStream() {
+		x.headersOnly = true
 		return x.decide(true)
 	}
 	if x.reqMode == filterv3.ProcessingMode_FULL_DUPLEX_STREAMED {
@@ -185,16 +176,6 @@ func (x *exchange) requestHeaders(m *extprocv3.HttpHeaders) ([]*extprocv3.Proces
 	}
 	return []*extprocv3.ProcessingResponse{{Response: &extprocv3.ProcessingResponse_RequestHeaders{
 		RequestHeaders: &extprocv3.HeadersResponse{}}}}, nil
-}
-
-// kindOf maps a completion path to its kind.
-func kindOf(path string) (openai.Kind, bool) {
-	for _, k := range []openai.Kind{openai.Completions, openai.Chat} {
-		if path == k.Path() {
-			return k, true
-		}
-	}
-	return 0, false
 }
 
 // requestBody collects the body; at its end the request is decided.
@@ -235,10 +216,11 @@ func (x *exchange) requestTrailers() ([]*extprocv3.ProcessingResponse, error) {
 
 // decide has the request decided and answers with the pick, or with the router's refusal. In
 // full-duplex mode the answer is the headers' (the pick) then the body's, which the router sends
-// on itself; eos says whether the body ends the request (else trailers follow).
+// on itself; eos says whether the body ends the request (else trailers follow). A request without
+// a body gets the pick in the headers' answer alone, whatever the mode.
 func (x *exchange) decide(eos bool) ([]*extprocv3.ProcessingResponse, error) {
 	rewrite := x.respMode != filterv3.ProcessingMode_NONE // the answer can be edited: hide the usage the router asks for
-	routed, ref := x.s.o.Router.Route(x.ctx, x.kind, x.header, x.body, x.received, x.subset, rewrite)
+	routed, ref := x.route(rewrite)
 	if ref != nil {
 		x.phase = phaseAnswered
 		r := errorResponse(ref.Err, ref.RequestID)
@@ -250,17 +232,21 @@ func (x *exchange) decide(eos bool) ([]*extprocv3.ProcessingResponse, error) {
 		return []*extprocv3.ProcessingResponse{r}, nil
 	}
 	x.routed, x.phase, x.body = routed, phaseDecided, nil
-	dest := strings.Join(routed.Destinations(), ",")
+	dest, md := destination(routed.Destinations(), x.s.o.Destination == config.DestinationList)
 	body := routed.Body()
-	mutation := setHeaders(HeaderDestination, dest, proxy.HeaderRequestID, routed.RequestID(),
-		"content-length", strconv.Itoa(len(body)))
+	mutation := setHeaders(HeaderDestination, dest, proxy.HeaderRequestID, routed.RequestID())
 	common := &extprocv3.CommonResponse{HeaderMutation: mutation, ClearRouteCache: true}
+	if x.headersOnly {
+		return []*extprocv3.ProcessingResponse{{DynamicMetadata: md,
+			Response: &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{Response: common}}}}, nil
+	}
+	mutation.SetHeaders = append(mutation.SetHeaders, setHeaders("content-length", strconv.Itoa(len(body))).SetHeaders...)
 	if x.reqMode != filterv3.ProcessingMode_FULL_DUPLEX_STREAMED {
 		common.BodyMutation = &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: body}}
-		return []*extprocv3.ProcessingResponse{{DynamicMetadata: destinationMetadata(dest),
+		return []*extprocv3.ProcessingResponse{{DynamicMetadata: md,
 			Response: &extprocv3.ProcessingResponse_RequestBody{RequestBody: &extprocv3.BodyResponse{Response: common}}}}, nil
 	}
-	resps := []*extprocv3.ProcessingResponse{{DynamicMetadata: destinationMetadata(dest),
+	resps := []*extprocv3.ProcessingResponse{{DynamicMetadata: md,
 		Response: &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{Response: common}}}}
 	for _, c := range chunks(body, eos) {
 		resps = append(resps, bodyResponse(c, false))

@@ -133,16 +133,43 @@ func handle(t testing.TB, x *exchange, req *extprocv3.ProcessingRequest) []*extp
 
 const streamed = `{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":3,"stream":true}`
 
-// decided runs a full-duplex request to its pick and returns the destinations.
+// decided runs a full-duplex request to its pick and returns the endpoints it names: the
+// destination, then the fallback (single) or the rest of the list.
 func decided(t *testing.T, x *exchange) []string {
 	t.Helper()
 	handle(t, x, requestHeaders(filterv3.ProcessingMode_FULL_DUPLEX_STREAMED))
-	resps := handle(t, x, requestBody(streamed, true))
-	dest := resps[0].GetDynamicMetadata().GetFields()[MetadataNamespace].GetStructValue().GetFields()[HeaderDestination].GetStringValue()
-	if dest == "" {
-		t.Fatalf("no pick: %v", resps)
+	p := pickOf(t, handle(t, x, requestBody(streamed, true))[0])
+	if p.header != p.metadata {
+		t.Fatalf("header %q, metadata %q: want the same", p.header, p.metadata)
 	}
-	return strings.Split(dest, ",")
+	out := strings.Split(p.header, ",")
+	if p.fallback != "" {
+		out = append(out, p.fallback)
+	}
+	return out
+}
+
+// pick is what the answer to a request's headers or body tells the data plane.
+type pick struct{ header, metadata, fallback string }
+
+func pickOf(t *testing.T, r *extprocv3.ProcessingResponse) pick {
+	t.Helper()
+	common := r.GetRequestHeaders().GetResponse()
+	if common == nil {
+		common = r.GetRequestBody().GetResponse()
+	}
+	var p pick
+	for _, h := range common.GetHeaderMutation().GetSetHeaders() {
+		if h.GetHeader().GetKey() == HeaderDestination {
+			p.header = string(h.GetHeader().GetRawValue())
+		}
+	}
+	md := r.GetDynamicMetadata().GetFields()[MetadataNamespace].GetStructValue().GetFields()
+	p.metadata, p.fallback = md[HeaderDestination].GetStringValue(), md[FallbackKey].GetStringValue()
+	if p.header == "" {
+		t.Fatalf("no pick: %v", r)
+	}
+	return p
 }
 
 // sse is an OpenAI stream of n tokens, then its usage chunk and [DONE].
@@ -177,6 +204,37 @@ func TestAFallbackThatServedIsCounted(t *testing.T) {
 	line := requestLines(t, f.log)[0]
 	if line["endpoint"] != idOf(dest[1]) || line["attempts"] != 2.0 || line["status"] != 200.0 {
 		t.Errorf("access line %v: want the fallback, 2 attempts, 200", line)
+	}
+}
+
+// TestTheDestinationsForm: single names one endpoint in the header and the metadata and the
+// second pick in the fallback key; list names the picks, server.maxAttempts in all, in both.
+// The fleet is a (10.0.0.1:8000) and b (10.0.0.2:8000); round robin picks a first, then b.
+func TestTheDestinationsForm(t *testing.T) {
+	tests := []struct {
+		name        string
+		destination string
+		maxAttempts int
+		want        pick
+	}{
+		{"single, a fallback", config.DestinationSingle, 3, pick{"10.0.0.1:8000", "10.0.0.1:8000", "10.0.0.2:8000"}},
+		{"unset is single", "", 3, pick{"10.0.0.1:8000", "10.0.0.1:8000", "10.0.0.2:8000"}},
+		{"single, one attempt: no fallback", config.DestinationSingle, 1, pick{"10.0.0.1:8000", "10.0.0.1:8000", ""}},
+		{"list", config.DestinationList, 3, pick{"10.0.0.1:8000,10.0.0.2:8000", "10.0.0.1:8000,10.0.0.2:8000", ""}},
+		{"list, one attempt", config.DestinationList, 1, pick{"10.0.0.1:8000", "10.0.0.1:8000", ""}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, mode := range []filterv3.ProcessingMode_BodySendMode{filterv3.ProcessingMode_FULL_DUPLEX_STREAMED, filterv3.ProcessingMode_BUFFERED} {
+				f := newFixture(t, func(o *proxy.Options) { o.MaxAttempts = tt.maxAttempts })
+				f.srv.o.Destination = tt.destination
+				x := f.exchange()
+				handle(t, x, requestHeaders(mode))
+				if got := pickOf(t, handle(t, x, requestBody(streamed, true))[0]); got != tt.want {
+					t.Errorf("%s: told the gateway %+v, want %+v", mode, got, tt.want)
+				}
+			}
+		})
 	}
 }
 

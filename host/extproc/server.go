@@ -37,6 +37,10 @@ type Options struct {
 	// Router decides and accounts for the requests (the OpenAI front's server: both fronts share it).
 	Router *proxy.Server
 	Log    zerolog.Logger
+	// Destination is server.extProcDestination: config.DestinationList names every pick in the
+	// destination header, comma-separated; anything else (config.DestinationSingle) names the
+	// first there and the second in the metadata's fallback key (envoy.go).
+	Destination string
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 }

@@ -59,6 +59,14 @@ type Trace struct {
 	// other endpoints with room that the filters had not kept. Empty when it kept to Order.
 	BeyondOrder  []string
 	BeyondReason string
+
+	// LoadOnly says that the pipeline did not run: a request the router does not read (no body, an
+	// API it does not parse) went to the endpoints in the rotation, the fewest of the router's
+	// requests in flight first (proxy.Server.RouteOpaque).
+	LoadOnly bool
+	// UnknownModel says that no endpoint in the rotation listed the request's model, so its
+	// candidates were every endpoint in the rotation (server.unknownModels: route).
+	UnknownModel bool
 }
 
 // StageTrace is one stage call within a cycle.
@@ -194,7 +202,10 @@ func (t *Trace) MarshalJSON() ([]byte, error) {
 		FlowVerdict string             `json:"flow_verdict,omitempty"`
 		Beyond      []string           `json:"beyond_order,omitempty"`
 		BeyondWhy   string             `json:"beyond_order_reason,omitempty"`
+		LoadOnly    bool               `json:"load_only,omitempty"`
+		Unknown     bool               `json:"unknown_model,omitempty"`
 	}{t.RequestID, t.Profile, t.Seed, t.Now, t.Outcome(), t.Reason, t.OrderIDs(), t.scoreMap(t.Scores), stages, t.Candidates,
-		t.Duration.Microseconds(), float64(t.FlowWait) / float64(time.Millisecond), t.FlowVerdict, t.BeyondOrder, t.BeyondReason})
+		t.Duration.Microseconds(), float64(t.FlowWait) / float64(time.Millisecond), t.FlowVerdict, t.BeyondOrder, t.BeyondReason,
+		t.LoadOnly, t.UnknownModel})
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), err
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/foresight-router/foresight/host/config"
 	"github.com/foresight-router/foresight/host/endpoints"
 	"github.com/foresight-router/foresight/host/openai"
 	"github.com/foresight-router/foresight/plugins/sdk"
@@ -49,24 +50,44 @@ func (s *Server) noEndpoint(model string, states []endpoints.State, full int, su
 		Message: "no healthy endpoint serves the model " + strconv.Quote(openai.Clip(model))}
 }
 
+// scope is where a request may go.
+type scope struct {
+	// only, when non-nil, accepts the endpoints the request may go to (a gateway's subset hint).
+	only func(endpoints.Endpoint) bool
+	// anyModel sends a request for a model that no endpoint in the rotation lists to all of them
+	// (server.unknownModels: route).
+	anyModel bool
+}
+
+// anyModel is the scope's anyModel for a front: server.unknownModels when set, else the front's
+// default (route for a gateway's requests, refuse for the OpenAI API's).
+func (s *Server) anyModel(gateway bool) bool {
+	if s.o.UnknownModels == "" {
+		return gateway
+	}
+	return s.o.UnknownModels == config.UnknownModelsRoute
+}
+
 // cycle builds the scheduling cycle: every healthy endpoint that serves the model (or has not
 // said yet what it serves) and is not full (server.maxInflightPerEndpoint), with its scraped
 // gauges, the router's in-flight accounting (with what it dispatched there since that scrape) and
-// its prefix match; with only, among the endpoints it accepts. The fleet's endpoints out of the
-// rotation go in the cycle's Excluded (see excluded). It also returns the endpoints it saw and how
-// many it left out as full.
-func (s *Server) cycle(req *openai.Request, m meta, now time.Time, only func(endpoints.Endpoint) bool) (c *sdk.Cycle, states []endpoints.State, full int) {
+// its prefix match; with sc.only, among the endpoints it accepts. When none in the rotation lists
+// the model and sc.anyModel, every one in the rotation serves it, and unknown says so. The fleet's
+// endpoints out of the rotation go in the cycle's Excluded (see excluded). It also returns the
+// endpoints it saw and how many it left out as full.
+func (s *Server) cycle(req *openai.Request, m meta, now time.Time, sc scope) (c *sdk.Cycle, states []endpoints.State, full int, unknown bool) {
 	blocks := openai.PrefixBlocks(nil, req.Prompt)
 	c = &sdk.Cycle{Request: requestOf(req, m), Now: now, Seed: rand.Uint64()}
 	c.Request.PrefixBlockHashes = blocks
 	states = s.o.Endpoints.Snapshot()
 	c.Excluded = excluded(states)
-	if only != nil {
-		states = slices.DeleteFunc(states, func(st endpoints.State) bool { return !only(st.Endpoint) })
+	if sc.only != nil {
+		states = slices.DeleteFunc(states, func(st endpoints.State) bool { return !sc.only(st.Endpoint) })
 	}
+	unknown = sc.anyModel && !slices.ContainsFunc(states, func(st endpoints.State) bool { return st.Routable() && st.Serves(req.Model) })
 	c.Endpoints = make([]sdk.Endpoint, 0, len(states))
 	for _, st := range states {
-		if !st.Routable() || !st.Serves(req.Model) {
+		if !st.Routable() || !(unknown || st.Serves(req.Model)) {
 			continue
 		}
 		es := sdk.EndpointState{KVCacheUsage: st.KVCacheUsage, Waiting: st.Waiting, Running: st.Running,
@@ -82,7 +103,7 @@ func (s *Server) cycle(req *openai.Request, m meta, now time.Time, only func(end
 		es.PrefixMatch = s.prefix.Fraction(st.ID, blocks)
 		c.Endpoints = append(c.Endpoints, sdk.Endpoint{ID: st.ID, Labels: st.Labels, State: es})
 	}
-	return c, states, full
+	return c, states, full, unknown
 }
 
 // requestOf is what the stages see of a request, but for its prefix block hashes.

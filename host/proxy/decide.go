@@ -45,7 +45,7 @@ type pending struct {
 	req      *openai.Request
 	meta     meta
 	received time.Time
-	only     func(endpoints.Endpoint) bool // the endpoints the request may go to; nil: all
+	scope    scope // the endpoints the request may go to
 	queued   time.Time
 	// retry marks a request flow control has decided again (flow.go: the queue's head, or one
 	// back from the waiting room): its cycle reads the state at its decision, not at its arrival.
@@ -59,9 +59,11 @@ type pending struct {
 	// Set by the round that decides it, before done closes.
 	cycle  *sdk.Cycle
 	states []endpoints.State
-	full   int             // endpoints left out of the cycle at server.maxInflightPerEndpoint
-	trace  *pipeline.Trace // nil when the cycle had no endpoint
-	first  *attempt        // the dispatch to the trace's first endpoint; nil when none
+	full   int // endpoints left out of the cycle at server.maxInflightPerEndpoint
+	// unknown: no endpoint in the rotation listed the model, so the cycle holds them all.
+	unknown bool
+	trace   *pipeline.Trace // nil when the cycle had no endpoint
+	first   *attempt        // the dispatch to the trace's first endpoint; nil when none
 	// With flow control, the saturation detector's verdict on the decision; when saturated, the
 	// request was not dispatched (first is nil) and waits in the queue. detectBefore: the
 	// detector judged before the pipeline ran (flow.go).
@@ -178,7 +180,7 @@ func (d *decider) round(round []*pending) (redo []*pending, dispatched int) {
 		if p.retry {
 			at = began
 		}
-		p.cycle, p.states, p.full = d.s.cycle(p.req, p.meta, at, p.only)
+		p.cycle, p.states, p.full, p.unknown = d.s.cycle(p.req, p.meta, at, p.scope)
 		p.trace, p.verdict = nil, verdict{}
 		if len(p.cycle.Endpoints) == 0 {
 			continue // nothing to decide: serve explains why
@@ -233,6 +235,9 @@ func (d *decider) runCycle(p *pending) {
 	}
 	if d.s.o.Stages != nil {
 		d.s.o.Stages.Observe(p.trace)
+	}
+	if p.trace != nil {
+		p.trace.UnknownModel = p.unknown
 	}
 	if p.verdict.judged && p.trace != nil { // flow control's detector judged p before the pipeline ran
 		p.trace.FlowDetector = &p.verdict.stage

@@ -25,8 +25,6 @@ func TestClientStringsAreEchoedClipped(t *testing.T) {
 			`"` + long[:256] + `… (3000 bytes)"`},
 		{"role", "/v1/chat/completions", `{"model":"m","messages":[{"role":"` + long + `","content":"Hi"}]}`, nil, 400,
 			`got "` + long[:256] + `… (3000 bytes)"`},
-		{"objective header", "/v1/chat/completions", chatBody(false, ""), []string{HeaderObjective, header}, 400,
-			`"` + header[:256] + `… (32768 bytes)"`},
 		{"SLO header", "/v1/chat/completions", chatBody(false, ""), []string{HeaderSLOTTFT, header}, 400,
 			`"` + header[:256] + `… (32768 bytes)"`},
 		{"debug header", "/v1/chat/completions", chatBody(false, ""), []string{HeaderDebug, header}, 400,

@@ -31,6 +31,7 @@ type Routed struct {
 	status    int    // the answer's status, once its headers came
 	broken    error  // the answer broke off after it began
 	complete  bool   // the whole answer went through Relay or Whole
+	opaque    bool   // a load-only pick whose answer the router does not read (RouteOpaque)
 	out       outcome
 	done      bool
 }
@@ -58,7 +59,7 @@ func (s *Server) Refuse(e *openai.Error) { s.refused(nil, e) }
 // as the proxy sends it, with a stream's usage asked for, which Relay then hides from the client
 // — rather than the client's body as it came (when the front cannot edit the answer).
 func (s *Server) Route(ctx context.Context, kind openai.Kind, h http.Header, body []byte, received time.Time, only func(endpoints.Endpoint) bool, rewrite bool) (*Routed, *Refusal) {
-	x, e := s.decideRequest(ctx, kind, h, body, received, only)
+	x, e := s.decideRequest(ctx, kind, h, body, received, scope{only: only, anyModel: s.anyModel(true)})
 	if e != nil {
 		s.refused(x, e)
 		ref := &Refusal{Err: e}
@@ -175,8 +176,13 @@ func (r *Routed) Relay(dst io.Writer, src io.Reader) error {
 var errClientGone = errors.New("client went away mid-answer")
 
 // Whole measures a 200 non-streamed answer, as the proxy does: its usage, its end-to-end time
-// and its text in the prefix index. An answer that is not an OpenAI one counts as failed.
+// and its text in the prefix index. An answer that is not an OpenAI one counts as failed. An
+// opaque request's answer is not read: only its end-to-end time is kept.
 func (r *Routed) Whole(data []byte) {
+	r.out.e2e = r.s.o.Now().Sub(r.a.dispatched)
+	if r.opaque {
+		return
+	}
 	r.out.e2e = r.s.o.Now().Sub(r.a.dispatched)
 	answer, usage, err := openai.ReadWhole(r.x.req.Kind, data)
 	if err != nil {

@@ -15,14 +15,15 @@ import (
 var fuzzObjectives = map[string]int32{"interactive": 10, "batch": -1}
 
 // FuzzReadMeta reads fuzzed values of every header the router reads (the SLO headers under both
-// names, objective, session, request id, debug) and checks readMeta against its doc comments.
-// On success: each SLO is 0 when neither of its headers has a value, else the value of the first
-// that has one, a finite number in (0, maxSLOMs]; the priority is the named objective's (0 when
-// none is named); the session is the trimmed header or else the body's user; the request id is
-// the trimmed header when given, else a fresh one, and either way 1 to 256 printable ASCII
-// characters without spaces; debug is set by "1". On error: a 400 invalid_request_error whose
-// Param is the first header, in the order readMeta reads them, with a bad value, and whose
-// message names it.
+// names, objective under either name, session, request id, debug) and checks readMeta against its
+// doc comments. On success: each SLO is 0 when neither of its headers has a value, else the value
+// of the first that has one, a finite number in (0, maxSLOMs]; the objective is the router's
+// header's, else the gateway's, and the priority its own (0 when none is named or the name is
+// unknown, which unknownObjective says); the session is the trimmed header or else the body's
+// user; the request id is the trimmed header when given and well formed, else a fresh one (the
+// malformed one, clipped, in badID), and either way 1 to 256 printable ASCII characters without
+// spaces; debug is set by "1". On error: a 400 invalid_request_error whose Param is the first
+// header, in the order readMeta reads them, with a bad value, and whose message names it.
 func FuzzReadMeta(f *testing.F) {
 	type seed struct{ ttft, tpot, ttftAlias, tpotAlias, objective, session, id, debug, user string }
 	for _, s := range []seed{
@@ -33,7 +34,7 @@ func FuzzReadMeta(f *testing.F) {
 		{ttft: " ", ttftAlias: "1e3", tpot: "0x1p4"},
 		{ttft: "NaN"}, {ttft: "Inf"}, {ttft: "-5"}, {ttft: "0"}, {tpot: "3600000.0001"}, {tpotAlias: "1e400"},
 		{ttft: "5e-324"}, {ttft: "1_000"}, {ttft: "١٠"},
-		{objective: "unknown"}, {objective: "Interactive"},
+		{objective: "unknown"}, {objective: "Interactive"}, {objective: "batch"}, {objective: "gold"},
 		{id: strings.Repeat("x", 256)}, {id: strings.Repeat("x", 257)}, {id: "has space"}, {id: "tab\tid"},
 		{id: "caf\u00e9"}, {id: "\u00a0id\u00a0"}, {id: "\x7f"},
 		{session: " \t", user: "body-user"}, {session: "\xff\xfe", user: ""},
@@ -50,15 +51,22 @@ func FuzzReadMeta(f *testing.F) {
 				h.Set(names[i], v)
 			}
 		}
+		if len(objective)%2 == 1 { // an objective of odd length comes under the gateway's name
+			h.Del(HeaderObjective)
+			h.Set(HeaderGatewayObjective, objective)
+		}
 		priority := func(name string) (int32, bool) { p, ok := fuzzObjectives[name]; return p, ok }
-		m, err := readMeta(h, user, priority, []string{"interactive", "batch"})
+		m, err := readMeta(h, user, priority)
 
 		// The reference reading, from the doc comments of readMeta and sloHeader.
 		wantTTFT, badTTFT := referenceSLO(h, HeaderSLOTTFT, HeaderSLOTTFTAlias)
 		wantTPOT, badTPOT := referenceSLO(h, HeaderSLOTPOT, HeaderSLOTPOTAlias)
-		objName := strings.TrimSpace(objective)
+		objName := strings.TrimSpace(h.Get(HeaderObjective))
+		if objName == "" {
+			objName = strings.TrimSpace(h.Get(HeaderGatewayObjective))
+		}
 		wantPriority, known := fuzzObjectives[objName]
-		wantID := strings.TrimSpace(id)
+		wantID := strings.TrimSpace(h.Get(HeaderRequestID))
 		badID := len(wantID) > 256 || strings.ContainsFunc(wantID, func(r rune) bool { return r < 0x21 || r > 0x7e })
 		wantDebug := strings.TrimSpace(debug)
 		var wantParam string
@@ -67,10 +75,6 @@ func FuzzReadMeta(f *testing.F) {
 			wantParam = badTTFT
 		case badTPOT != "":
 			wantParam = badTPOT
-		case objName != "" && !known:
-			wantParam = HeaderObjective
-		case badID:
-			wantParam = HeaderRequestID
 		case wantDebug != "" && wantDebug != "0" && wantDebug != "1":
 			wantParam = HeaderDebug
 		}
@@ -93,8 +97,8 @@ func FuzzReadMeta(f *testing.F) {
 		if m.slo.TTFTMs != wantTTFT || m.slo.TPOTMs != wantTPOT {
 			t.Fatalf("headers %q: SLO %+v, want TTFT %v TPOT %v", h, m.slo, wantTTFT, wantTPOT)
 		}
-		if objName == "" && m.priority != 0 || objName != "" && m.priority != wantPriority {
-			t.Fatalf("headers %q: priority %d", h, m.priority)
+		if m.objective != objName || m.priority != wantPriority || m.unknownObjective != (objName != "" && !known) {
+			t.Fatalf("headers %q: objective %q priority %d unknown %v", h, m.objective, m.priority, m.unknownObjective)
 		}
 		wantSession := strings.TrimSpace(session)
 		if wantSession == "" {
@@ -104,8 +108,8 @@ func FuzzReadMeta(f *testing.F) {
 			t.Fatalf("headers %q, user %q: session %q, want %q", h, user, m.session, wantSession)
 		}
 		if m.id == "" || len(m.id) > 256 || strings.ContainsFunc(m.id, func(r rune) bool { return r < 0x21 || r > 0x7e }) ||
-			wantID != "" && m.id != wantID {
-			t.Fatalf("headers %q: request id %q", h, m.id)
+			wantID != "" && !badID && m.id != wantID || badID && (m.id == wantID || m.badID != openai.Clip(wantID)) {
+			t.Fatalf("headers %q: request id %q (replacing %q)", h, m.id, m.badID)
 		}
 		if m.debug != (wantDebug == "1") {
 			t.Fatalf("headers %q: debug %v", h, m.debug)

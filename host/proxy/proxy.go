@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -126,10 +125,10 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, x *exchange) {
 // beyond returns the endpoints an exchange whose picked endpoints all failed before the first
 // byte may still go to: the endpoints of a cycle built now (in the rotation, serving the model,
 // under server.maxInflightPerEndpoint), whether the filters kept them or not, but those in tried;
-// the fewest requests in flight first, then by id. One the decision's cycle had keeps the
-// producer's prediction.
+// the fewest requests in flight first, then in the endpoint set's order (leastLoaded). One the
+// decision's cycle had keeps the producer's prediction.
 func (s *Server) beyond(x *exchange, tried []sdk.Endpoint) []sdk.Endpoint {
-	c, _, _ := s.cycle(x.req, x.meta, s.o.Now(), nil)
+	c, _, _, _ := s.cycle(x.req, x.meta, s.o.Now(), scope{anyModel: x.trace.UnknownModel})
 	out := slices.DeleteFunc(c.Endpoints, func(e sdk.Endpoint) bool {
 		return slices.ContainsFunc(tried, func(t sdk.Endpoint) bool { return t.ID == e.ID })
 	})
@@ -138,10 +137,7 @@ func (s *Server) beyond(x *exchange, tried []sdk.Endpoint) []sdk.Endpoint {
 			out[i].Prediction = x.trace.Candidates[j].Prediction
 		}
 	}
-	slices.SortFunc(out, func(a, b sdk.Endpoint) int {
-		return cmp.Or(cmp.Compare(a.State.InflightRequests, b.State.InflightRequests), strings.Compare(a.ID, b.ID))
-	})
-	return out
+	return leastLoaded(out)
 }
 
 // markBeyond records in the decision's trace that the exchange went on beyond the pipeline's
@@ -229,6 +225,9 @@ func (s *Server) finish(x *exchange, out *outcome) {
 	if x.meta.profile != "" {
 		ev = ev.Str("profile", x.meta.profile).Str("profile_rule", x.meta.profileRule)
 	}
+	if x.meta.objective != "" {
+		ev = ev.Str("objective", openai.Clip(x.meta.objective))
+	}
 	ev = ev.Str("endpoint", out.endpoint).
 		Int("status", out.status).Int("attempts", out.attempts).Bool("stream", x.req.Stream).
 		Float64("e2e_ms", ms(out.e2e)).Float64("total_ms", ms(s.o.Now().Sub(x.received)))
@@ -249,6 +248,9 @@ func (s *Server) finish(x *exchange, out *outcome) {
 	}
 	if len(out.beyondIDs) > 0 {
 		ev = ev.Strs("beyond_order", out.beyondIDs)
+	}
+	if x.trace.LoadOnly {
+		ev = ev.Bool("load_only", true)
 	}
 	if out.err != "" {
 		ev = ev.Str("error", out.err)

@@ -52,12 +52,14 @@ type Options struct {
 	// Samples batches streamed requests' samples (TTFT at first token, TPOT at the end) to the
 	// producer; nil when the pipeline has none.
 	Samples *feedback.Batcher
-	// Priority maps an x-llm-d-inference-objective value to a priority; Objectives lists the
-	// accepted names for error messages.
+	// Priority maps an objective's name (x-llm-d-inference-objective, x-gateway-inference-objective)
+	// to a priority; a name it does not know gets 0. Objectives lists the configured names for
+	// the log's warning about an unknown one.
 	Priority   func(name string) (int32, bool)
 	Objectives []string
-	// ModelRewrite returns the model a request for model is sent as and the rule that chose it
-	// (the pool's InferenceModelRewrite rules), ok false when none applies; nil: none.
+	// ModelRewrite, when set, names the model a request's body is to carry instead of the
+	// client's, and the rule that chose it (the InferenceModelRewrite resources); ok false keeps
+	// the client's. It overrides x-gateway-model-name-rewrite. Nil: none.
 	ModelRewrite func(model string) (target, rule string, ok bool)
 	// MaxBodyBytes bounds a request body (413 beyond), ReadBodyTimeout its reading (408 past it;
 	// 0: no bound).
@@ -76,6 +78,11 @@ type Options struct {
 	// MaxAttempts bounds the endpoints one request is sent to, the first included (0: every
 	// picked endpoint).
 	MaxAttempts int
+	// UnknownModels is server.unknownModels: what a request for a model that no endpoint in the
+	// rotation lists gets. config.UnknownModelsRoute: every endpoint in the rotation is its
+	// candidate (the trace says unknown_model); config.UnknownModelsRefuse: 404 model_not_found.
+	// "": route for a gateway's requests (Route), refuse for the OpenAI API's.
+	UnknownModels string
 	// Decisions is the size of the decision-trace ring (/debug/decisions).
 	Decisions int
 	// PrefixBlocks bounds each endpoint's prefix index until its engine reports num_gpu_blocks.
@@ -117,6 +124,8 @@ type Server struct {
 	decider   *decider
 	flow      *flowGate    // nil without flow control
 	active    atomic.Int64 // completion requests held (server.maxConcurrentRequests)
+	// objectiveWarnings bounds the warnings about unknown objectives (headers.go).
+	objectiveWarnings warnings
 }
 
 // New returns a server over o.
@@ -250,7 +259,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, kind openai.Kind)
 		s.refuse(w, nil, e)
 		return
 	}
-	x, e := s.decideRequest(r.Context(), kind, r.Header, body, received, nil)
+	x, e := s.decideRequest(r.Context(), kind, r.Header, body, received, scope{anyModel: s.anyModel(false)})
 	if x != nil {
 		w.Header().Set(HeaderRequestID, x.meta.id)
 		if b := x.debugTrace(); b != nil {
@@ -293,6 +302,9 @@ func (s *Server) refused(x *exchange, e *openai.Error) {
 	if profile != "" {
 		ev = ev.Str("profile", profile).Str("profile_rule", x.meta.profileRule)
 	}
+	if x != nil && x.meta.objective != "" {
+		ev = ev.Str("objective", openai.Clip(x.meta.objective))
+	}
 	if x != nil && x.queued > 0 {
 		ev = ev.Float64("queued_ms", ms(x.queued))
 	}
@@ -304,15 +316,15 @@ func (s *Server) refused(x *exchange, e *openai.Error) {
 
 // decideRequest does what every front does between a request's bytes and its dispatch: it parses
 // the body, reads the headers' metadata and has the request decided, among the endpoints only
-// accepts when only is non-nil. It returns the exchange, dispatched to its first endpoint, or the
-// error to refuse the request with; x is non-nil (without a trace when undecided) once the body
-// parsed, so that the refusal can name the request.
-func (s *Server) decideRequest(ctx context.Context, kind openai.Kind, h http.Header, body []byte, received time.Time, only func(endpoints.Endpoint) bool) (x *exchange, _ *openai.Error) {
+// sc allows. It returns the exchange, dispatched to its first endpoint, or the error to refuse
+// the request with; x is non-nil (without a trace when undecided) once the body parsed, so that
+// the refusal can name the request.
+func (s *Server) decideRequest(ctx context.Context, kind openai.Kind, h http.Header, body []byte, received time.Time, sc scope) (x *exchange, _ *openai.Error) {
 	req, err := openai.Parse(kind, body)
 	if err != nil {
 		return nil, asOpenAIError(err)
 	}
-	m, oerr := readMeta(h, req.User, s.o.Priority, s.o.Objectives)
+	m, oerr := s.meta(h, req.User)
 	if oerr != nil {
 		return nil, oerr
 	}
@@ -330,7 +342,7 @@ func (s *Server) decideRequest(ctx context.Context, kind openai.Kind, h http.Hea
 		}
 		x.meta = m
 	}
-	p := &pending{ctx: ctx, req: req, meta: m, received: received, only: only}
+	p := &pending{ctx: ctx, req: req, meta: m, received: received, scope: sc}
 	decided := false
 	if s.flow != nil {
 		p.flow, p.bytes = s.flow.flowKey(h, req, m), int64(len(body))
@@ -355,7 +367,7 @@ func (s *Server) decideRequest(ctx context.Context, kind openai.Kind, h http.Hea
 		return x, p.shed
 	}
 	if t == nil {
-		return x, s.noEndpoint(req.Model, p.states, p.full, only != nil)
+		return x, s.noEndpoint(req.Model, p.states, p.full, sc.only != nil)
 	}
 	s.decisions.add(t)
 	if s.o.Metrics != nil {

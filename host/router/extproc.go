@@ -34,7 +34,7 @@ func (r *Router) startExtProc(c config.Server) error {
 		// Envoy keeps its ext_proc connections open and pings them; let it.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 	)
-	e := &extProc{grpc: g, srv: extproc.New(extproc.Options{Router: r.srv, Log: r.log}), addr: ln.Addr().String()}
+	e := &extProc{grpc: g, srv: extproc.New(extproc.Options{Router: r.srv, Log: r.log, Destination: c.ExtProcDestination}), addr: ln.Addr().String()}
 	e.srv.Register(g)
 	r.ext = e
 	r.goRun(func() { _ = g.Serve(ln) })

@@ -127,7 +127,7 @@ func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger, opts ...
 		MaxConcurrentRequests: cfg.Server.MaxConcurrentRequests, MaxInflightPerEndpoint: cfg.Server.MaxInflightPerEndpoint,
 		MaxHeaders: cfg.Server.MaxHeaders, MaxHeaderBytes: cfg.Server.MaxHeaderBytes,
 		ConnectTimeout: cfg.Server.ConnectTimeout, UpstreamTimeout: cfg.Server.UpstreamTimeout,
-		FirstByteTimeout: cfg.Server.FirstByteTimeout, MaxAttempts: cfg.Server.MaxAttempts,
+		FirstByteTimeout: cfg.Server.FirstByteTimeout, MaxAttempts: cfg.Server.MaxAttempts, UnknownModels: cfg.Server.UnknownModels,
 		Decisions: cfg.Server.Decisions, PrefixBlocks: cfg.Server.PrefixIndexBlocks, DecisionConcurrency: cfg.Server.DecisionConcurrency,
 		StreamFlushInterval: cfg.Server.StreamFlushInterval, Metrics: reqs, Stages: stages, EndpointMetrics: perEndpoint, Log: log})
 	if err != nil {

@@ -85,9 +85,9 @@ var badInputs = map[string]badInput{
 	"TTFT SLO zero":           sendTo("/v1/chat/completions", chatWith(""), "x-llm-d-slo-ttft-ms", "0"),
 	"TTFT SLO overflows":      sendTo("/v1/chat/completions", chatWith(""), "x-llm-d-slo-ttft-ms", "1e309"),
 	"negative TPOT SLO":       sendTo("/v1/chat/completions", chatWith(""), "x-slo-tpot-ms", "-5"),
-	"unknown objective":       sendTo("/v1/chat/completions", chatWith(""), "x-llm-d-inference-objective", "gold"),
+	"unknown objective":       takenDespite("/v1/chat/completions", chatWith(`,"max_tokens":1`), "x-llm-d-inference-objective", "gold"),
 	"debug flag not 0 or 1":   sendTo("/v1/chat/completions", chatWith(""), "x-foresight-debug", "yes"),
-	"request id with a space": sendTo("/v1/chat/completions", chatWith(""), "x-request-id", "a b"),
+	"request id with a space": takenDespite("/v1/chat/completions", chatWith(`,"max_tokens":1`), "x-request-id", "a b"),
 	"over maxHeaders header fields": func(t *testing.T, b *badBench) (string, string) {
 		var h []string
 		for i := range 101 {
@@ -190,6 +190,38 @@ plugins:
 func sendTo(path, body string, headers ...string) badInput {
 	return func(t *testing.T, b *badBench) (string, string) {
 		return b.api(t, http.MethodPost, path, body, headers...)
+	}
+}
+
+// takenDespite sends body to path with the header name/value pairs, a request the router takes
+// despite an odd header, and describes the answer: "the engine's answer" when it is a completion,
+// with ", under a new x-request-id" when its x-request-id is one the router generated in place
+// of the one sent; an error's message otherwise.
+func takenDespite(path, body string, headers ...string) badInput {
+	return func(t *testing.T, b *badBench) (string, string) {
+		req, err := http.NewRequest(http.MethodPost, "http://"+b.r.Addr()+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i+1 < len(headers); i += 2 {
+			req.Header.Set(headers[i], headers[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		var c struct{ Choices []json.RawMessage }
+		if json.Unmarshal(data, &c) != nil || len(c.Choices) == 0 {
+			return strconv.Itoa(resp.StatusCode), errorMessage(data)
+		}
+		msg := "the engine's answer"
+		sent, got := req.Header.Get("x-request-id"), resp.Header.Get("x-request-id")
+		if sent != "" && got != sent && regexp.MustCompile(`^[0-9a-f]{16}$`).MatchString(got) {
+			msg += ", under a new x-request-id"
+		}
+		return strconv.Itoa(resp.StatusCode), msg
 	}
 }
 

@@ -101,6 +101,7 @@ type trip struct {
 	immediate   *extprocv3.ImmediateResponse // the picker answered itself
 	destination string                       // the x-gateway-destination-endpoint header
 	metadata    string                       // the envoy.lb metadata's value
+	fallback    string                       // the envoy.lb metadata's fallback endpoint
 	requestID   string
 	upstream    []byte // the body the endpoint got
 	status      int
@@ -225,7 +226,9 @@ func (e *envoy) request(st *stream, tr *trip, path, body string, subset []string
 			tr.requestID = string(h.GetHeader().GetRawValue())
 		}
 	}
-	tr.metadata = r.GetDynamicMetadata().GetFields()["envoy.lb"].GetStructValue().GetFields()["x-gateway-destination-endpoint"].GetStringValue()
+	lb := r.GetDynamicMetadata().GetFields()["envoy.lb"].GetStructValue().GetFields()
+	tr.metadata = lb["x-gateway-destination-endpoint"].GetStringValue()
+	tr.fallback = lb["x-gateway-destination-endpoint-fallback"].GetStringValue()
 	if !duplex {
 		tr.upstream = common.GetBodyMutation().GetBody()
 		return
@@ -247,7 +250,7 @@ func (e *envoy) request(st *stream, tr *trip, path, body string, subset []string
 func (e *envoy) answer(st *stream, tr *trip, path string) {
 	t := e.t
 	t.Helper()
-	dest := strings.Split(tr.destination, ",")[0]
+	dest := tr.destination
 	resp, err := http.Post("http://"+dest+path, "application/json", bytes.NewReader(tr.upstream))
 	if err != nil {
 		t.Fatal(err)
@@ -465,14 +468,44 @@ endpoints:
 			t.Errorf("STREAMED request body: %v, want InvalidArgument naming the modes it takes", err)
 		}
 	})
-	t.Run("GET /v1/models", func(t *testing.T) {
+	t.Run("GET /v1/models goes to a pod", func(t *testing.T) {
 		st := duplex.open(context.Background())
 		st.send(t, &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestHeaders{RequestHeaders: &extprocv3.HttpHeaders{
 			Headers: headers(":method", "GET", ":path", "/v1/models"), EndOfStream: true}}})
-		ir := st.recv(t).GetImmediateResponse()
-		if ir.GetStatus().GetCode() != http.StatusOK || !strings.Contains(string(ir.GetBody()), emulator.DefaultModel) {
-			t.Errorf("GET /v1/models: %v", ir)
+		r := st.recv(t)
+		var dest string
+		for _, h := range r.GetRequestHeaders().GetResponse().GetHeaderMutation().GetSetHeaders() {
+			if h.GetHeader().GetKey() == "x-gateway-destination-endpoint" {
+				dest = string(h.GetHeader().GetRawValue())
+			}
 		}
+		if !slices.Contains(addrs, dest) {
+			t.Fatalf("GET /v1/models: %v; want a pick of the fleet in the headers' answer", r)
+		}
+		resp, err := http.Get("http://" + dest + "/v1/models")
+		if err != nil {
+			t.Fatal(err)
+		}
+		models, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		st.send(t, &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseHeaders{ResponseHeaders: &extprocv3.HttpHeaders{
+			Headers: headers(":status", fmt.Sprint(resp.StatusCode), "content-type", "application/json")}}})
+		st.recv(t)
+		st.send(t, &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseBody{ResponseBody: &extprocv3.HttpBody{Body: models, EndOfStream: true}}})
+		got := st.recv(t).GetResponseBody().GetResponse().GetBodyMutation().GetStreamedResponse().GetBody()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(got), emulator.DefaultModel) {
+			t.Errorf("the client got %d %s; want the pod's model list", resp.StatusCode, got)
+		}
+	})
+	t.Run("a model no pod lists goes to the pool", func(t *testing.T) {
+		body := strings.Replace(extChat(false, 2), emulator.DefaultModel, "my-lora-adapter", 1)
+		st := duplex.open(context.Background())
+		var tr trip
+		duplex.request(st, &tr, chatPath, body, nil)
+		if tr.immediate != nil || !slices.Contains(addrs, tr.destination) {
+			t.Errorf("an unknown model: %v, destination %q; want a pick of the fleet", tr.immediate, tr.destination)
+		}
+		_ = st.s.CloseSend()
 	})
 
 	// Every streamed answer taught the producer its TTFT at the first token and its TPOT at the end.
@@ -493,19 +526,23 @@ endpoints:
 	})
 }
 
-// checkPick checks that the header and the metadata name the same endpoints, the first choice
-// and its fallbacks, all of the fleet and n of them.
+// checkPick checks that the header and the metadata name the same endpoint, the first choice
+// (server.extProcDestination's default, single), and the metadata the fallback when n is 2, all
+// of the fleet.
 func checkPick(t *testing.T, tr trip, addrs []string, n int) {
 	t.Helper()
 	if tr.immediate != nil {
 		t.Fatalf("refused: %d %s", tr.immediate.GetStatus().GetCode(), tr.immediate.GetBody())
 	}
 	if tr.destination == "" || tr.destination != tr.metadata {
-		t.Fatalf("destination header %q, metadata %q: want the same endpoints", tr.destination, tr.metadata)
+		t.Fatalf("destination header %q, metadata %q: want the same endpoint", tr.destination, tr.metadata)
 	}
-	picked := strings.Split(tr.destination, ",")
-	if len(picked) != n {
-		t.Errorf("picked %v: want the first choice and %d fallbacks", picked, n-1)
+	picked := []string{tr.destination}
+	if tr.fallback != "" {
+		picked = append(picked, tr.fallback)
+	}
+	if len(picked) != n || slices.Contains(picked[1:], picked[0]) {
+		t.Errorf("picked %v: want the first choice and %d other fallbacks", picked, n-1)
 	}
 	for _, p := range picked {
 		if !slices.Contains(addrs, p) {
