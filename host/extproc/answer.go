@@ -7,6 +7,7 @@ import (
 	filterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 
+	"github.com/foresight-router/foresight/host/openai"
 	"github.com/foresight-router/foresight/host/proxy"
 )
 
@@ -31,6 +32,11 @@ func (x *exchange) responseHeaders(m *extprocv3.HttpHeaders) ([]*extprocv3.Proce
 		mutation.RemoveHeaders = append(mutation.RemoveHeaders, "content-length")
 	default:
 		x.measure = true
+		// A rewritten model is renamed back in the whole answer, which the router then holds
+		// until its end (but in STREAMED mode, which must answer each piece: renamed piece by
+		// piece, a name split across two pieces is missed).
+		x.rename = x.routed.Rename()
+		x.hold = x.rename != (openai.ModelRename{}) && x.respMode != filterv3.ProcessingMode_STREAMED
 	}
 	resps := []*extprocv3.ProcessingResponse{{Response: &extprocv3.ProcessingResponse_ResponseHeaders{
 		ResponseHeaders: &extprocv3.HeadersResponse{Response: &extprocv3.CommonResponse{HeaderMutation: mutation}}}}}
@@ -49,8 +55,17 @@ func (x *exchange) responseBody(piece []byte, eos bool) []*extprocv3.ProcessingR
 		out, changed = x.relay.push(piece), true
 	} else if x.measure {
 		x.whole = append(x.whole, piece...)
-		if len(x.whole) > maxWholeBytes { // too large to hold: it passes through unmeasured
-			x.measure, x.whole = false, nil
+		out, changed = x.rename.Apply(piece), x.rename != (openai.ModelRename{})
+		switch {
+		case len(x.whole) > maxWholeBytes: // too large to hold: it passes through unmeasured
+			if x.hold {
+				out = x.whole
+			}
+			x.measure, x.hold, x.whole = false, false, nil
+		case x.hold && eos:
+			out = x.rename.Apply(x.whole)
+		case x.hold:
+			out = nil
 		}
 	}
 	if eos {

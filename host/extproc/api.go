@@ -33,15 +33,12 @@ type api struct {
 // apis are checked in order, the inference extension's: /chat/completions before /completions,
 // which it ends with. A path none matches is probed. A request whose headers end it (no body:
 // GET /v1/models) is unread whatever its path.
-//
-// /responses and /embeddings are unread until host/openai parses their kinds: at that merge
-// their rows become {openai.Responses, parsed} and {openai.Embeddings, parsed}.
 var apis = []api{
 	{"/conversations", openai.Completions, probed},
-	{"/responses", 0, unread},
+	{"/responses", openai.Responses, parsed},
 	{"/chat/completions", openai.Chat, parsed},
 	{"/completions", openai.Completions, parsed},
-	{"/embeddings", 0, unread},
+	{"/embeddings", openai.Embeddings, parsed},
 }
 
 // apiOf is the routing of path.

@@ -50,9 +50,11 @@ type exchange struct {
 	subset      func(endpoints.Endpoint) bool
 
 	routed  *proxy.Routed
-	relay   *feed  // a streamed 200 answer's relay
-	measure bool   // a whole 200 answer, kept to be measured at its end (until maxWholeBytes)
-	whole   []byte // what came of it
+	relay   *feed              // a streamed 200 answer's relay
+	measure bool               // a whole 200 answer, kept to be measured at its end (until maxWholeBytes)
+	whole   []byte             // what came of it
+	rename  openai.ModelRename // the client's model back in the whole answer (zero: none)
+	hold    bool               // the whole answer is held until its end, to be renamed whole
 }
 
 // unsupported is the gRPC error for a message the router cannot take.

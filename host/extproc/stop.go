@@ -59,7 +59,7 @@ func (x *exchange) cutAnswer(e *openai.Error) ([]*extprocv3.ProcessingResponse, 
 		return nil, errCut
 	}
 	buf := bytes.NewBuffer(rest)
-	_ = openai.WriteStreamError(buf, e, len(rest) > 0 && !bytes.HasSuffix(rest, []byte("\n\n")))
+	_ = openai.WriteStreamError(buf, x.routed.Kind(), e, len(rest) > 0 && !bytes.HasSuffix(rest, []byte("\n\n")))
 	var resps []*extprocv3.ProcessingResponse
 	for _, c := range chunks(buf.Bytes(), true) {
 		resps = append(resps, bodyResponse(c, true))

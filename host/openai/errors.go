@@ -65,19 +65,34 @@ func WriteError(w http.ResponseWriter, e *Error) {
 	_ = json.NewEncoder(w).Encode(e.body()) // a client that went away gets nothing
 }
 
-// WriteStreamError writes e as the event that ends a stream which cannot go on:
-// data: {"error":{…}} and a blank line, the event OpenAI's client libraries raise as an error
-// mid-stream (and vLLM sends when a request fails after its stream began). No [DONE] follows,
-// so a client that waits for it does not take the answer for complete either. After a
-// partial event (StreamResult.Partial) a blank line ends that event first.
-func WriteStreamError(w io.Writer, e *Error, partial bool) error {
-	data, err := json.Marshal(e.body())
+// WriteStreamError writes e as the event that ends a stream of kind which cannot go on. For
+// completions and chat it is data: {"error":{…}} and a blank line, the event OpenAI's client
+// libraries raise as an error mid-stream (and vLLM sends when a request fails after its stream
+// began); for a Responses stream it is that API's error event, event: error with data:
+// {"type":"error","code":…,"message":…,"param":…}. No [DONE] or terminal response event follows,
+// so a client that waits for one does not take the answer for complete either. After a partial
+// event (StreamResult.Partial) a blank line ends that event first.
+func WriteStreamError(w io.Writer, kind Kind, e *Error, partial bool) error {
+	var v any = e.body()
+	if kind == Responses {
+		b := e.body().Error
+		v = struct {
+			Type    string  `json:"type"`
+			Code    *string `json:"code"`
+			Message string  `json:"message"`
+			Param   *string `json:"param"`
+		}{"error", b.Code, b.Message, b.Param}
+	}
+	data, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	ev := make([]byte, 0, len(data)+16)
+	ev := make([]byte, 0, len(data)+32)
 	if partial {
 		ev = append(ev, "\n\n"...)
+	}
+	if kind == Responses {
+		ev = append(ev, "event: error\n"...)
 	}
 	ev = append(append(append(ev, "data: "...), data...), "\n\n"...)
 	_, err = w.Write(ev)

@@ -113,3 +113,25 @@ func TestWriteError(t *testing.T) {
 		t.Errorf("BadRequest = %+v", e)
 	}
 }
+
+// TestWriteStreamError: the event that ends a broken stream is the one each API's clients raise
+// as an error: data: {"error":…} for completions and chat, event: error with data:
+// {"type":"error",…} for Responses; after a partial event a blank line ends it first.
+func TestWriteStreamError(t *testing.T) {
+	e := &Error{Status: 502, Type: TypeServer, Code: "upstream_stream_broken", Message: "cut"}
+	for _, tc := range []struct {
+		kind    Kind
+		partial bool
+		want    string
+	}{
+		{Chat, false, `data: {"error":{"message":"cut","type":"server_error","param":null,"code":"upstream_stream_broken"}}` + "\n\n"},
+		{Completions, true, "\n\n" + `data: {"error":{"message":"cut","type":"server_error","param":null,"code":"upstream_stream_broken"}}` + "\n\n"},
+		{Responses, false, "event: error\n" + `data: {"type":"error","code":"upstream_stream_broken","message":"cut","param":null}` + "\n\n"},
+		{Responses, true, "\n\nevent: error\n" + `data: {"type":"error","code":"upstream_stream_broken","message":"cut","param":null}` + "\n\n"},
+	} {
+		var b strings.Builder
+		if err := WriteStreamError(&b, tc.kind, e, tc.partial); err != nil || b.String() != tc.want {
+			t.Errorf("%v (partial %v): %q, %v; want %q", tc.kind, tc.partial, b.String(), err, tc.want)
+		}
+	}
+}

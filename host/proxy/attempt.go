@@ -130,10 +130,21 @@ func (s *Server) relayWhole(actx context.Context, w http.ResponseWriter, resp *h
 	}
 	copyHeaders(w, resp)
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(data)
+	_, _ = w.Write(x.rename().Apply(data))
 	out.status, out.usage = http.StatusOK, usage
 	s.recordAnswer(a.ep.ID, x, answer)
+	s.measureWhole(x, a, out.e2e, true)
 	return nil
+}
+
+// measureWhole teaches the producer what a whole answer shows of the engine's latency: an
+// embedding's answer comes when its prefill ends, so its end-to-end time is its TTFT; a whole
+// completion's mixes prefill and decoding and teaches nothing. sample false (a fallback served,
+// after failed attempts) teaches nothing either.
+func (s *Server) measureWhole(x *exchange, a *attempt, e2e time.Duration, sample bool) {
+	if sample && x.req.Kind == openai.Embeddings {
+		s.observe(x, a, sdk.Sample{ActualTTFTMs: ms(e2e)}, s.o.Now())
+	}
 }
 
 // answerWriter writes a streamed answer to the client. The status line and headers go with the
@@ -193,8 +204,8 @@ func (s *Server) relayStream(actx context.Context, w http.ResponseWriter, resp *
 		a.flight.FirstToken(at)
 		s.observe(x, a, sdk.Sample{ActualTTFTMs: ms(at.Sub(a.dispatched))}, at)
 	}
-	res, err := openai.Relay(aw, resp.Body, openai.RelayOptions{Flush: aw.flush, HideUsage: x.req.HiddenUsage(), Now: s.o.Now,
-		OnFirst: first, OnTokens: a.flight.Tokens, FlushEvery: s.o.StreamFlushInterval})
+	res, err := openai.Relay(aw, resp.Body, openai.RelayOptions{Kind: x.req.Kind, Rename: x.rename(), Flush: aw.flush,
+		HideUsage: x.req.HiddenUsage(), Now: s.o.Now, OnFirst: first, OnTokens: a.flight.Tokens, FlushEvery: s.o.StreamFlushInterval})
 	out.e2e = s.o.Now().Sub(a.dispatched)
 	if !aw.started {
 		if err == nil {
@@ -211,7 +222,7 @@ func (s *Server) relayStream(actx context.Context, w http.ResponseWriter, resp *
 	case res.Done:
 	case shuttingDown(x.client): // the router's grace ended (shutdown.go)
 		e := shutdownStreamError(a.ep.ID, res.Chunks)
-		_ = openai.WriteStreamError(aw, e, res.Partial)
+		_ = openai.WriteStreamError(aw, x.req.Kind, e, res.Partial)
 		aw.flush()
 		out.status, out.err = e.Status, ErrShuttingDown.Error()
 	case err != nil && (!errors.As(err, &source) || x.client.Err() != nil): // the client went away
@@ -222,7 +233,7 @@ func (s *Server) relayStream(actx context.Context, w http.ResponseWriter, resp *
 			e.Status, e.Type, e.Code = http.StatusGatewayTimeout, openai.TypeTimeout, "upstream_timeout"
 			e.Message = fmt.Sprintf("endpoint %s did not finish the stream within %v (server.upstreamTimeout); the answer is incomplete", a.ep.ID, s.o.UpstreamTimeout)
 		}
-		_ = openai.WriteStreamError(aw, e, res.Partial)
+		_ = openai.WriteStreamError(aw, x.req.Kind, e, res.Partial)
 		aw.flush()
 		out.status, out.err = e.Status, "stream broken after its first byte: "+cmp.Or(err, errNoDone).Error()
 	}

@@ -82,6 +82,9 @@ func (r *Routed) RequestID() string { return r.x.meta.id }
 // Decision is the decision trace as JSON when the request asked for it (x-foresight-debug: 1).
 func (r *Routed) Decision() []byte { return r.x.debugTrace() }
 
+// Kind is the API the request came to (its body read as that kind's).
+func (r *Routed) Kind() openai.Kind { return r.x.req.Kind }
+
 // Streaming reports whether the client asked for a streamed answer.
 func (r *Routed) Streaming() bool { return r.x.req.Stream }
 
@@ -153,8 +156,8 @@ func (r *Routed) Relay(dst io.Writer, src io.Reader) error {
 			s.observe(x, a, sdk.Sample{ActualTTFTMs: ms(at.Sub(a.dispatched))}, at)
 		}
 	}
-	res, err := openai.Relay(dst, src, openai.RelayOptions{HideUsage: r.hideUsage, Now: s.o.Now,
-		OnFirst: first, OnTokens: a.flight.Tokens})
+	res, err := openai.Relay(dst, src, openai.RelayOptions{Kind: x.req.Kind, Rename: x.rename(), HideUsage: r.hideUsage,
+		Now: s.o.Now, OnFirst: first, OnTokens: a.flight.Tokens})
 	r.out.e2e = s.o.Now().Sub(a.dispatched)
 	r.complete = res.Done // a stream that ends cleanly without [DONE] was cut all the same
 	s.measureStream(x, a, res, &r.out, r.complete, !r.fellBack)
@@ -163,7 +166,7 @@ func (r *Routed) Relay(dst io.Writer, src io.Reader) error {
 	case r.complete:
 	case err == nil:
 		r.broken = fmt.Errorf("the stream ended after %d content chunks: %w", res.Chunks, errNoDone)
-		_ = openai.WriteStreamError(dst, brokenStream(a.ep.ID, res.Chunks, nil), res.Partial)
+		_ = openai.WriteStreamError(dst, x.req.Kind, brokenStream(a.ep.ID, res.Chunks, nil), res.Partial)
 	case errors.As(err, &source):
 		r.broken = fmt.Errorf("the stream broke off after %d content chunks: %w", res.Chunks, err)
 	default:
@@ -183,7 +186,6 @@ func (r *Routed) Whole(data []byte) {
 	if r.opaque {
 		return
 	}
-	r.out.e2e = r.s.o.Now().Sub(r.a.dispatched)
 	answer, usage, err := openai.ReadWhole(r.x.req.Kind, data)
 	if err != nil {
 		r.broken = fmt.Errorf("answered 200 with what is not an OpenAI answer: %w", err)
@@ -191,6 +193,17 @@ func (r *Routed) Whole(data []byte) {
 	}
 	r.out.usage, r.complete = usage, true
 	r.s.recordAnswer(r.a.ep.ID, r.x, answer)
+	r.s.measureWhole(r.x, r.a, r.out.e2e, !r.fellBack)
+}
+
+// Rename is what the answer's model goes through before the client sees it: the client's model
+// back in place of the one the request was sent as (x-gateway-model-name-rewrite, the pool's
+// InferenceModelRewrite); the zero rename when it was not rewritten.
+func (r *Routed) Rename() openai.ModelRename {
+	if r.opaque {
+		return openai.ModelRename{}
+	}
+	return r.x.rename()
 }
 
 // Finish ends the request: its endpoint's attempt, outlier detection's report and the record of

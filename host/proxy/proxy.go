@@ -33,6 +33,9 @@ type exchange struct {
 	first    *attempt      // the dispatch to the trace's first endpoint, recorded by its decision round
 	queued   time.Duration // how long it waited in the flow control queue
 	dropped  string        // the reason label when flow control answered it itself
+	// modelRule is the InferenceModelRewrite rule that chose the model the request is sent as
+	// ("" when the header chose it or it was not rewritten: rewrite.go).
+	modelRule string
 }
 
 // attempt is one endpoint tried for an exchange.
@@ -222,6 +225,12 @@ func (s *Server) finish(x *exchange, out *outcome) {
 		ev = s.o.Log.Warn()
 	}
 	ev = ev.Str("request_id", x.meta.id).Str("model", openai.Clip(x.req.Model))
+	if x.req.ClientModel != x.req.Model {
+		ev = ev.Str("client_model", openai.Clip(x.req.ClientModel))
+	}
+	if x.modelRule != "" {
+		ev = ev.Str("model_rule", x.modelRule)
+	}
 	if x.meta.profile != "" {
 		ev = ev.Str("profile", x.meta.profile).Str("profile_rule", x.meta.profileRule)
 	}

@@ -161,6 +161,8 @@ func New(o Options) (*Server, error) {
 	s.mux = openai.NewMux()
 	s.mux.HandleFunc(http.MethodPost, "/v1/completions", func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, openai.Completions) })
 	s.mux.HandleFunc(http.MethodPost, "/v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, openai.Chat) })
+	s.mux.HandleFunc(http.MethodPost, "/v1/embeddings", func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, openai.Embeddings) })
+	s.mux.HandleFunc(http.MethodPost, "/v1/responses", func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, openai.Responses) })
 	s.mux.HandleFunc(http.MethodGet, "/v1/models", s.models)
 	s.mux.HandleFunc(http.MethodGet, "/health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	return s, nil
@@ -329,6 +331,7 @@ func (s *Server) decideRequest(ctx context.Context, kind openai.Kind, h http.Hea
 		return nil, oerr
 	}
 	x = &exchange{client: ctx, req: req, meta: m, received: received}
+	x.modelRule = s.rewriteModel(req, m)
 	if x.body, err = req.UpstreamBody(); err != nil {
 		return x, &openai.Error{Status: http.StatusInternalServerError, Type: "server_error", Message: "encoding the upstream request: " + err.Error()}
 	}

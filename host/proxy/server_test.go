@@ -484,7 +484,8 @@ func TestUnroutedRequestsGetOpenAIErrors(t *testing.T) {
 		{http.MethodGet, "/v1/completions", http.StatusMethodNotAllowed, "POST"},
 		{http.MethodPut, "/v1/chat/completions", http.StatusMethodNotAllowed, "POST"},
 		{http.MethodPost, "/v1/models", http.StatusMethodNotAllowed, "GET, HEAD"},
-		{http.MethodGet, "/v1/embeddings", http.StatusNotFound, ""},
+		{http.MethodGet, "/v1/embeddings", http.StatusMethodNotAllowed, "POST"},
+		{http.MethodPost, "/v1/audio/transcriptions", http.StatusNotFound, ""},
 	} {
 		req, _ := http.NewRequest(tc.method, f.url+tc.path, nil)
 		resp, err := http.DefaultClient.Do(req)

@@ -94,15 +94,9 @@ func (s *Server) Metrics() engine.Metrics {
 	return s.metrics
 }
 
-// Finished returns how many requests the engine has finished (vllm:request_success_total), as
-// of its last step: every finish, whether or not its client was still there to read it.
-func (s *Server) Finished() int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.finished
-}
-
-// finishedByReason returns Finished split as vllm:request_success_total's finished_reason does:
+// finishedByReason returns how many requests the engine has finished (vllm:request_success_total),
+// as of its last step — every finish, whether or not its client was still there to read it —
+// split as the metric's finished_reason does:
 // a pooling (embeddings) request stops as soon as its prompt is computed ("stop"); every other
 // request generates its whole output ("length").
 func (s *Server) finishedByReason() (stop, length int64) {
