@@ -48,7 +48,7 @@ type Options struct {
 	Targets []string
 	Chooser Chooser
 	// OmitObjective leaves out the x-llm-d-inference-objective header: a router whose config
-	// declares no objectives answers 400 to any.
+	// declares no objectives serves an unknown one at the default priority, but logs its name.
 	OmitObjective bool
 	// ClassObjectives sends a request's class name (workload.Request.Class) as its objective,
 	// for a router that declares one objective per class; requests without a class keep

@@ -68,6 +68,10 @@ var badInputs = map[string]badInput{
 	"deeply nested body":            sendTo("/v1/chat/completions", chatWith(`,"extra":`+strings.Repeat("[", 100000)+strings.Repeat("]", 100000))),
 	"body over maxBodyBytes":        sendTo("/v1/chat/completions", chatWith(`,"user":"`+strings.Repeat("x", 5<<20)+`"`)),
 	"unknown model":                 sendTo("/v1/chat/completions", `{"model":"gpt-9","messages":[{"role":"user","content":"Hi"}]}`),
+	"embeddings without input":      sendTo("/v1/embeddings", `{"model":"`+model+`"}`),
+	"embeddings of mixed input":     sendTo("/v1/embeddings", `{"model":"`+model+`","input":["a",1]}`),
+	"a response without input":      sendTo("/v1/responses", `{"model":"`+model+`"}`),
+	"a response of an image":        sendTo("/v1/responses", `{"model":"`+model+`","input":[{"role":"user","content":[{"type":"input_image","image_url":"https://example.com/a.png"}]}]}`),
 	"body slower than readBodyTimeout": func(t *testing.T, b *badBench) (string, string) {
 		return rawRequest(t, b.r.Addr(), "POST /v1/chat/completions HTTP/1.1\r\nHost: router\r\nContent-Length: 100\r\n\r\n{\"model\":")
 	},
