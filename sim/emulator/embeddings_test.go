@@ -165,18 +165,7 @@ func TestEmbeddingsBadRequests(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp := post(t, ts.URL+"/v1/embeddings", tt.body)
-			defer resp.Body.Close()
-			if resp.StatusCode != http.StatusBadRequest {
-				t.Errorf("status %d, want 400", resp.StatusCode)
-			}
-			var e errorBody
-			if err := json.NewDecoder(resp.Body).Decode(&e); err != nil {
-				t.Fatal(err)
-			}
-			if e.Error.Type != "invalid_request_error" || !strings.Contains(e.Error.Message, tt.want) {
-				t.Errorf("error = %+v, want type invalid_request_error and a message containing %q", e.Error, tt.want)
-			}
+			wantBadRequest(t, post(t, ts.URL+"/v1/embeddings", tt.body), tt.want)
 		})
 	}
 }

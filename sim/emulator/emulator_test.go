@@ -321,18 +321,7 @@ func TestBadRequests(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp := post(t, ts.URL+tt.path, tt.body)
-			defer resp.Body.Close()
-			if resp.StatusCode != http.StatusBadRequest {
-				t.Errorf("status %d, want 400", resp.StatusCode)
-			}
-			var e errorBody
-			if err := json.NewDecoder(resp.Body).Decode(&e); err != nil {
-				t.Fatal(err)
-			}
-			if e.Error.Type != "invalid_request_error" || !strings.Contains(e.Error.Message, tt.want) {
-				t.Errorf("error = %+v, want type invalid_request_error and a message containing %q", e.Error, tt.want)
-			}
+			wantBadRequest(t, post(t, ts.URL+tt.path, tt.body), tt.want)
 		})
 	}
 }
@@ -481,5 +470,22 @@ func TestClientDisconnect(t *testing.T) {
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("status after a disconnect = %d", resp.StatusCode)
+	}
+}
+
+// wantBadRequest checks that resp is the emulator's 400: an invalid_request_error whose message
+// holds want. It closes resp's body.
+func wantBadRequest(t *testing.T, resp *http.Response, want string) {
+	t.Helper()
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("status %d, want 400", resp.StatusCode)
+	}
+	var e errorBody
+	if err := json.NewDecoder(resp.Body).Decode(&e); err != nil {
+		t.Fatal(err)
+	}
+	if e.Error.Type != "invalid_request_error" || !strings.Contains(e.Error.Message, want) {
+		t.Errorf("error = %+v, want type invalid_request_error and a message containing %q", e.Error, want)
 	}
 }

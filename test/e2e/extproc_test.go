@@ -218,6 +218,17 @@ func (e *envoy) request(st *stream, tr *trip, path, body string, subset []string
 	if common == nil || !common.ClearRouteCache {
 		t.Fatalf("the pick %v: want a %s answer that clears the route cache", r, map[bool]string{true: "headers", false: "body"}[duplex])
 	}
+	tr.readPick(r, common)
+	if !duplex {
+		tr.upstream = common.GetBodyMutation().GetBody()
+		return
+	}
+	tr.upstream = st.sentOn(t)
+}
+
+// readPick reads what the pick r (its common response) tells the gateway: the destination header,
+// the request's ID, and the envoy.lb metadata's destination and fallback.
+func (tr *trip) readPick(r *extprocv3.ProcessingResponse, common *extprocv3.CommonResponse) {
 	for _, h := range common.GetHeaderMutation().GetSetHeaders() {
 		switch h.GetHeader().GetKey() {
 		case "x-gateway-destination-endpoint":
@@ -229,18 +240,20 @@ func (e *envoy) request(st *stream, tr *trip, path, body string, subset []string
 	lb := r.GetDynamicMetadata().GetFields()["envoy.lb"].GetStructValue().GetFields()
 	tr.metadata = lb["x-gateway-destination-endpoint"].GetStringValue()
 	tr.fallback = lb["x-gateway-destination-endpoint-fallback"].GetStringValue()
-	if !duplex {
-		tr.upstream = common.GetBodyMutation().GetBody()
-		return
-	}
-	for { // the body the picker sends on, in streamed pieces
+}
+
+// sentOn reads the request body the picker sends on after a full-duplex pick, in streamed pieces.
+func (st *stream) sentOn(t *testing.T) []byte {
+	t.Helper()
+	var body []byte
+	for {
 		piece := st.recv(t).GetRequestBody().GetResponse().GetBodyMutation().GetStreamedResponse()
 		if piece == nil {
 			t.Fatal("want the request body's streamed pieces after the pick")
 		}
-		tr.upstream = append(tr.upstream, piece.Body...)
+		body = append(body, piece.Body...)
 		if piece.EndOfStream {
-			return
+			return body
 		}
 	}
 }

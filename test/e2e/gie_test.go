@@ -31,12 +31,6 @@ type gieRequest struct {
 	subset  []string // the gateway's subset hint (nil: none)
 }
 
-// gieTrip is what the gateway, the pod and the client saw of one request.
-type gieTrip struct {
-	trip
-	fallback string // the envoy.lb x-gateway-destination-endpoint-fallback metadata
-}
-
 // gieGateway plays the data plane of the Inference Extension's reference Envoy configuration: an
 // ext_proc filter in full-duplex mode both ways and an ORIGINAL_DST cluster that reads
 // x-gateway-destination-endpoint as one ip:port. A value it cannot parse as exactly one address
@@ -45,14 +39,14 @@ type gieGateway struct{ *envoy }
 
 // do runs r through the gateway: the picker's answer to its headers and body, then, when it
 // picked, the pod's answer replayed through the picker.
-func (g gieGateway) do(r gieRequest) gieTrip {
+func (g gieGateway) do(r gieRequest) trip {
 	t := g.t
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	st := g.open(ctx)
 	defer func() { _ = st.s.CloseSend() }()
-	var tr gieTrip
+	var tr trip
 	method := cmp.Or(r.method, http.MethodPost)
 	first := &extprocv3.ProcessingRequest{
 		ProtocolConfig: &extprocv3.ProtocolConfiguration{RequestBodyMode: g.reqMode, ResponseBodyMode: g.respMode},
@@ -82,17 +76,7 @@ func (g gieGateway) do(r gieRequest) gieTrip {
 	if common == nil || !common.ClearRouteCache {
 		t.Fatalf("%s %s: the pick %v is not a headers answer that clears the route cache", method, r.path, pick)
 	}
-	for _, h := range common.GetHeaderMutation().GetSetHeaders() {
-		switch h.GetHeader().GetKey() {
-		case "x-gateway-destination-endpoint":
-			tr.destination = string(h.GetHeader().GetRawValue())
-		case "x-request-id":
-			tr.requestID = string(h.GetHeader().GetRawValue())
-		}
-	}
-	lb := pick.GetDynamicMetadata().GetFields()["envoy.lb"].GetStructValue().GetFields()
-	tr.metadata = lb["x-gateway-destination-endpoint"].GetStringValue()
-	tr.fallback = lb["x-gateway-destination-endpoint-fallback"].GetStringValue()
+	tr.readPick(pick, common)
 	if tr.destination != tr.metadata {
 		t.Fatalf("%s %s: header %q and metadata %q disagree", method, r.path, tr.destination, tr.metadata)
 	}
@@ -100,16 +84,7 @@ func (g gieGateway) do(r gieRequest) gieTrip {
 		t.Fatalf("%s %s: an ORIGINAL_DST cluster cannot route to %q (want one ip:port): %v", method, r.path, tr.destination, err)
 	}
 	if r.body != "" {
-		for { // the body the picker sends on, in streamed pieces
-			piece := st.recv(t).GetRequestBody().GetResponse().GetBodyMutation().GetStreamedResponse()
-			if piece == nil {
-				t.Fatalf("%s %s: want the request body's streamed pieces after the pick", method, r.path)
-			}
-			tr.upstream = append(tr.upstream, piece.Body...)
-			if piece.EndOfStream {
-				break
-			}
-		}
+		tr.upstream = st.sentOn(t)
 	}
 	g.upstream(st, &tr, method, cmp.Or(r.rewrite, r.path))
 	return tr
@@ -117,7 +92,7 @@ func (g gieGateway) do(r gieRequest) gieTrip {
 
 // upstream sends the request to the picked pod and replays its answer through the picker in
 // full-duplex mode: headers with the endpoint that served, then the body as it comes.
-func (g gieGateway) upstream(st *stream, tr *gieTrip, method, path string) {
+func (g gieGateway) upstream(st *stream, tr *trip, method, path string) {
 	t := g.t
 	t.Helper()
 	var body io.Reader = http.NoBody
@@ -146,7 +121,7 @@ func (g gieGateway) upstream(st *stream, tr *gieTrip, method, path string) {
 	for {
 		n, err := resp.Body.Read(buf)
 		if n > 0 {
-			g.bodyPiece(st, &tr.trip, buf[:n], false)
+			g.bodyPiece(st, tr, buf[:n], false)
 		}
 		if err == io.EOF {
 			break
@@ -155,7 +130,7 @@ func (g gieGateway) upstream(st *stream, tr *gieTrip, method, path string) {
 			t.Fatal(err)
 		}
 	}
-	g.bodyPiece(st, &tr.trip, nil, true)
+	g.bodyPiece(st, tr, nil, true)
 }
 
 // TestEndpointPickerConformance plays the Inference Extension's reference gateway — full-duplex
@@ -197,7 +172,7 @@ endpoints:
 	chat := func(extra string) string {
 		return fmt.Sprintf(`{"model":%q,"messages":[{"role":"user","content":"Through the gateway: what is an endpoint picker?"}],"max_tokens":4%s}`, model, extra)
 	}
-	served := func(t *testing.T, tr gieTrip, what string) {
+	served := func(t *testing.T, tr trip, what string) {
 		t.Helper()
 		if tr.immediate != nil {
 			t.Fatalf("%s: the picker answered itself %d %s, want a pick", what, tr.immediate.GetStatus().GetCode(), tr.immediate.GetBody())
