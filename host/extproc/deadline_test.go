@@ -16,8 +16,8 @@ import (
 	"github.com/foresight-router/foresight/internal/eventually"
 )
 
-// serve serves f's picker on a loopback port and opens one ext_proc stream to it.
-func (f *fixture) serve(t *testing.T) extprocv3.ExternalProcessor_ProcessClient {
+// dial serves f's picker on a loopback port and connects to it, until the test ends.
+func (f *fixture) dial(t *testing.T) *grpc.ClientConn {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -32,9 +32,15 @@ func (f *fixture) serve(t *testing.T) extprocv3.ExternalProcessor_ProcessClient 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// serve serves f's picker on a loopback port and opens one ext_proc stream to it.
+func (f *fixture) serve(t *testing.T) extprocv3.ExternalProcessor_ProcessClient {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
-	stream, err := extprocv3.NewExternalProcessorClient(conn).Process(ctx)
+	stream, err := extprocv3.NewExternalProcessorClient(f.dial(t)).Process(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -127,6 +127,10 @@ func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error
 				s.o.Log.Warn().Err(err).Str("request_id", x.requestID()).Msg("ext_proc stream refused")
 				return err
 			}
+		case <-stream.Context().Done():
+			// The gateway ended the stream (its client went away). receive may see it first and
+			// stop without handing Recv's error over, so the stream's end is watched here too.
+			return nil
 		case <-body.after(x):
 			resps, last = x.refuse(s.o.Router.BodyTimeout()), true
 		case <-s.stopping.Done():

@@ -3,9 +3,13 @@ package extproc
 import (
 	"context"
 	"testing"
+	"time"
 
+	filterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/foresight-router/foresight/internal/eventually"
 )
 
 // TestHealthFollowsTheRouter: the gateway's health checks see the picker alive from the start,
@@ -39,4 +43,38 @@ func TestHealthFollowsTheRouter(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestAStreamTheGatewayCancelsEnds: a gateway that cancels its stream mid-exchange (its client
+// went away) ends the exchange every time: the request leaves the in-flight ledger and Process
+// returns, rather than waiting for a message that cannot come until the router shuts down. The
+// stream's end is seen twice at once — its context done and Recv's error — and either must end
+// it; twenty streams leave no room for the one that did not.
+func TestAStreamTheGatewayCancelsEnds(t *testing.T) {
+	f := newFixture(t, nil)
+	conn := f.dial(t)
+	for range 20 {
+		ctx, cancel := context.WithCancel(context.Background())
+		stream, err := extprocv3.NewExternalProcessorClient(conn).Process(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range []*extprocv3.ProcessingRequest{requestHeaders(filterv3.ProcessingMode_FULL_DUPLEX_STREAMED), requestBody(streamed, true)} {
+			if err := stream.Send(m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if r, err := stream.Recv(); err != nil || r.GetRequestHeaders() == nil {
+			t.Fatalf("the pick: %v, %v", r, err)
+		}
+		cancel()
+	}
+	eventually.Wait(t, 10*time.Second, "every cancelled request out of the ledger", func() bool {
+		for _, n := range f.inflight() {
+			if n != 0 {
+				return false
+			}
+		}
+		return true
+	})
 }
