@@ -103,6 +103,11 @@ func (s *Set) scrape(ctx context.Context, m *member, sc *scraper) {
 	if ctx.Err() != nil {
 		return
 	}
+	s.record(m, g, err)
+}
+
+// record applies one scrape's outcome to m: its gauges, or a failure.
+func (s *Set) record(m *member, g gauges, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
