@@ -87,8 +87,16 @@ func (s *Set) loop(ctx context.Context, m *member, sc *scraper) {
 		if !healthy {
 			period = s.cfg.ProbeInterval
 		}
-		timer.Reset(max(period-time.Since(start), 0))
+		timer.Reset(untilTick(time.Now(), period))
 	}
+}
+
+// untilTick returns how long from now until the next multiple of period on the wall clock. Every
+// loop waits for those ticks, so the endpoints' scrapes of one period start together and the
+// process wakes once per period, not once per endpoint; a scrape that overran its period skips
+// the tick it missed rather than starting late.
+func untilTick(now time.Time, period time.Duration) time.Duration {
+	return now.Truncate(period).Add(period).Sub(now)
 }
 
 func (s *Set) healthy(m *member) bool {
