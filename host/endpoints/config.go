@@ -50,7 +50,11 @@ type Config struct {
 	// Log receives ejections and returns (the zero Logger logs nothing).
 	Log zerolog.Logger
 	// Client makes every request (default: a client with bounded dials and idle connections).
+	// When it is left nil, each loop reads a plain-http endpoint's /metrics over a keep-alive
+	// connection of its own instead, with the same dial bounds and no goroutine hand-offs.
 	Client *http.Client
+	// ownClient says Client was nil, so the loops may use their own connections.
+	ownClient bool
 	// Now is the clock of ScrapedAt and MetricsAge (default time.Now; tests inject).
 	Now func() time.Time
 }
@@ -86,7 +90,7 @@ func (c Config) withDefaults() (Config, error) {
 		return c, err
 	}
 	if c.Client == nil {
-		c.Client = DefaultClient()
+		c.Client, c.ownClient = DefaultClient(), true
 	}
 	if c.Now == nil {
 		c.Now = time.Now

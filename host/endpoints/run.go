@@ -45,6 +45,7 @@ func (s *Set) start(m *member) {
 	go func() {
 		defer s.wg.Done()
 		defer cancel()
+		defer sc.close()
 		s.loop(ctx, m, sc)
 	}()
 }

@@ -28,8 +28,8 @@ func TestScrapeAsksNoCompression(t *testing.T) {
 		name string
 		cfg  Config
 	}{
-		{"the default client", Config{}},
-		{"DefaultClient()", fastConfig()},
+		{"the loop's own connection (no Client given)", Config{}},
+		{"DefaultClient()", Config{Client: DefaultClient()}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			mu.Lock()
