@@ -1,6 +1,7 @@
 package endpoints
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -47,6 +48,34 @@ func TestScrapeAsksNoCompression(t *testing.T) {
 			for _, enc := range got {
 				if strings.Contains(enc, "gzip") {
 					t.Errorf("a scrape asked for Accept-Encoding %q", enc)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkScrape is one whole scrape over loopback, the server's work included: the loop's own
+// connection against net/http's client (whose transport hands each request to the connection's
+// writer and reader goroutines).
+func BenchmarkScrape(b *testing.B) {
+	body := []byte(vllmBody(1, 2, 0.5))
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(body) }))
+	defer ts.Close()
+	for _, bc := range []struct {
+		name string
+		cfg  Config
+	}{{"own connection", Config{}}, {"http.Client", Config{Client: DefaultClient()}}} {
+		b.Run(bc.name, func(b *testing.B) {
+			cfg, err := bc.cfg.withDefaults()
+			if err != nil {
+				b.Fatal(err)
+			}
+			sc := newScraper(cfg, Endpoint{ID: "e", Address: ts.URL})
+			defer sc.close()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := sc.scrape(context.Background()); err != nil {
+					b.Fatal(err)
 				}
 			}
 		})
