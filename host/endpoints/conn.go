@@ -49,6 +49,10 @@ func newConn(rawURL, accept string) *conn {
 	}
 }
 
+// errRedirect marks an answer that sends the scrape elsewhere (e.g. a /metrics mounted at
+// /metrics/): the scraper then leaves the URL to its client, which follows redirects.
+var errRedirect = errors.New("redirected")
+
 // errStale marks a reused connection that the server had closed before this request reached it.
 var errStale = errors.New("connection closed by the server while idle")
 
@@ -97,6 +101,9 @@ func (c *conn) roundTrip(ctx context.Context, timeout time.Duration, body *bytes
 	resp, err := http.ReadResponse(c.br, nil)
 	if err != nil {
 		return fmt.Errorf("GET %s: reading the answer: %w", c.url, err)
+	}
+	if resp.StatusCode >= 300 && resp.StatusCode <= 399 && resp.Header.Get("Location") != "" {
+		return fmt.Errorf("GET %s: status %s: %w", c.url, resp.Status, errRedirect)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return fmt.Errorf("GET %s: status %s", c.url, resp.Status) // get drops the connection

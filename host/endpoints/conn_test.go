@@ -120,6 +120,43 @@ func TestConn(t *testing.T) {
 	}
 }
 
+// TestConnRedirected: a /metrics that redirects (a metrics app mounted at /metrics/, say) is
+// followed, as the client would, and the scrapes go through the client from then on.
+func TestConnRedirected(t *testing.T) {
+	var mu sync.Mutex
+	redirects := 0
+	mux := http.NewServeMux()
+	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		redirects++
+		mu.Unlock()
+		http.Redirect(w, r, "/metrics/", http.StatusTemporaryRedirect)
+	})
+	mux.HandleFunc("/metrics/", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(vllmBody(1, 2, 0.5))) })
+	ts := httptest.NewServer(mux)
+	t.Cleanup(ts.Close)
+	cfg, err := Config{}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := newScraper(cfg, Endpoint{ID: "e", Address: ts.URL})
+	defer sc.close()
+	for i := range 3 {
+		if g, err := sc.scrape(context.Background()); err != nil || g.running != 2 {
+			t.Fatalf("scrape %d: %+v, %v", i, g, err)
+		}
+	}
+	if sc.metrics != nil {
+		t.Error("still scraping over its own connection after a redirect")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if redirects != 4 { // one on the own connection, then one per scrape through the client
+		t.Errorf("%d redirects, want 4", redirects)
+	}
+	cfg.Client.CloseIdleConnections()
+}
+
 // TestConnInterrupted: a scrape waiting on a server that does not answer ends when the loop's
 // context ends, or at the scrape timeout.
 func TestConnInterrupted(t *testing.T) {

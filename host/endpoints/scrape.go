@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -61,7 +62,11 @@ func (sc *scraper) scrape(ctx context.Context) (gauges, error) {
 	var err error
 	if sc.metrics != nil {
 		err = sc.metrics.get(ctx, sc.timeout, &sc.body)
-	} else {
+		if errors.Is(err, errRedirect) {
+			sc.metrics = nil // the client follows redirects, from now on
+		}
+	}
+	if sc.metrics == nil {
 		err = sc.get(ctx, sc.metricsURL, textFormat)
 	}
 	if err != nil {
