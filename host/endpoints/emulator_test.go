@@ -21,7 +21,7 @@ func TestEmulatorFleet(t *testing.T) {
 	}
 	t.Cleanup(fleet.Close)
 	addrs := fleet.Addrs()
-	s, err := New(Config{Interval: 10 * time.Millisecond, Client: DefaultClient()},
+	s, err := New(Config{Interval: 10 * time.Millisecond},
 		[]Endpoint{{ID: "vllm-0", Address: addrs[0]}, {ID: "vllm-1", Address: "http://" + addrs[1] + "/"}})
 	if err != nil {
 		t.Fatal(err)

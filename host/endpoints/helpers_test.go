@@ -24,12 +24,13 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	eventually.Wait(t, deadline, what, cond)
 }
 
-// fastConfig scrapes every 5 ms and probes every 20 ms, with a client of its own so the test can
-// close its idle connections.
+// fastConfig scrapes every 5 ms and probes every 20 ms. Its Client is left to the set (a
+// DefaultClient of its own, Set.Config().Client, whose idle connections a test can close), so
+// the loops read /metrics over their own connections, as in the router.
 func fastConfig() Config {
 	return Config{
 		Interval: 5 * time.Millisecond, ProbeInterval: 20 * time.Millisecond, ModelsInterval: time.Second,
-		Timeout: 2 * time.Second, FailAfter: 3, Client: DefaultClient(),
+		Timeout: 2 * time.Second, FailAfter: 3,
 	}
 }
 

@@ -20,10 +20,10 @@ type gauges struct {
 	cacheKnown              bool
 }
 
-// parseMetrics reads the gauges of names from a Prometheus text body. Only the lines naming
-// one of those metrics are parsed (a vLLM body is mostly histogram buckets the router does not
-// need); kept and p are reused between calls. A metric with several label sets (several models
-// or data-parallel engines behind one server) counts its waiting and running requests summed
+// parseMetrics reads the gauges of names from a Prometheus text body. Only the sample and TYPE
+// lines naming one of those metrics are parsed (a vLLM body is mostly histogram buckets the
+// router does not need); kept and p are reused between calls. A metric with several label sets
+// (several models or data-parallel engines behind one server) counts its waiting and running requests summed
 // and its KV-cache usage as the highest; the cache-config blocks are summed over its series
 // (each engine has its own cache) and its block size is the first series'.
 func parseMetrics(body []byte, names MetricNames, kept *bytes.Buffer, p *expfmt.TextParser) (gauges, error) {
@@ -126,8 +126,10 @@ func label(m *dto.Metric, name string) string {
 	return ""
 }
 
-// wants says whether a line of a text body is a sample, HELP or TYPE line of one of the names.
-// A line starting with '{' (a quoted UTF-8 name) is always kept, to be safe.
+// wants says whether a line of a text body is a sample or TYPE line of one of the names (HELP
+// lines change nothing the router reads, and their text is most of what the parser would copy).
+// A line starting with '{' (a quoted UTF-8 name) is always kept, to be safe. It runs on every
+// line of the body, so it compares prefixes rather than cutting the line into tokens.
 func (n MetricNames) wants(line []byte) bool {
 	if len(line) == 0 {
 		return false
@@ -136,9 +138,8 @@ func (n MetricNames) wants(line []byte) bool {
 	case '{':
 		return true
 	case '#':
-		rest := bytes.TrimLeft(line[1:], " \t")
-		kw, rest, ok := bytes.Cut(rest, []byte{' '})
-		if !ok || (string(kw) != "HELP" && string(kw) != "TYPE") {
+		rest, ok := bytes.CutPrefix(bytes.TrimLeft(line[1:], " \t"), []byte("TYPE"))
+		if !ok || len(rest) == 0 || (rest[0] != ' ' && rest[0] != '\t') {
 			return false
 		}
 		line = bytes.TrimLeft(rest, " \t")
@@ -146,15 +147,20 @@ func (n MetricNames) wants(line []byte) bool {
 			return true
 		}
 	}
-	end := bytes.IndexAny(line, "{ \t")
-	if end < 0 {
-		end = len(line)
-	}
-	name := line[:end]
-	for _, w := range [...]string{n.Waiting, n.Running, n.KVCacheUsage, n.KVCacheUsageFallback, n.CacheConfig} {
-		if w != "" && string(name) == w {
-			return true
+	return names(line, n.Waiting) || names(line, n.Running) || names(line, n.KVCacheUsage) ||
+		names(line, n.KVCacheUsageFallback) || names(line, n.CacheConfig)
+}
+
+// names says whether line starts with the metric name w ("" names nothing). The byte after the
+// name is checked first: on most lines of a body it rejects the line without a comparison.
+func names(line []byte, w string) bool {
+	switch {
+	case w == "" || len(line) < len(w):
+		return false
+	case len(line) > len(w):
+		if c := line[len(w)]; c != '{' && c != ' ' && c != '\t' {
+			return false
 		}
 	}
-	return false
+	return string(line[:len(w)]) == w
 }

@@ -45,6 +45,7 @@ func (s *Set) start(m *member) {
 	go func() {
 		defer s.wg.Done()
 		defer cancel()
+		defer sc.close()
 		s.loop(ctx, m, sc)
 	}()
 }
@@ -87,8 +88,16 @@ func (s *Set) loop(ctx context.Context, m *member, sc *scraper) {
 		if !healthy {
 			period = s.cfg.ProbeInterval
 		}
-		timer.Reset(max(period-time.Since(start), 0))
+		timer.Reset(untilTick(time.Now(), period))
 	}
+}
+
+// untilTick returns how long from now until the next multiple of period on the wall clock. Every
+// loop waits for those ticks, so the endpoints' scrapes of one period start together and the
+// process wakes once per period, not once per endpoint; a scrape that overran its period skips
+// the tick it missed rather than starting late.
+func untilTick(now time.Time, period time.Duration) time.Duration {
+	return now.Truncate(period).Add(period).Sub(now)
 }
 
 func (s *Set) healthy(m *member) bool {
@@ -103,6 +112,11 @@ func (s *Set) scrape(ctx context.Context, m *member, sc *scraper) {
 	if ctx.Err() != nil {
 		return
 	}
+	s.record(m, g, err)
+}
+
+// record applies one scrape's outcome to m: its gauges, or a failure.
+func (s *Set) record(m *member, g gauges, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {

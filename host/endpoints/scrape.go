@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -26,6 +27,9 @@ type scraper struct {
 	names   MetricNames
 
 	metricsURL, healthURL, modelsURL string
+	// metrics reads /metrics over the loop's own connection; nil when client does (an https
+	// endpoint, or a Config.Client of the caller's).
+	metrics *conn
 
 	body   bytes.Buffer // the last response body
 	kept   bytes.Buffer // the lines of body naming a metric of names
@@ -34,17 +38,38 @@ type scraper struct {
 
 func newScraper(cfg Config, ep Endpoint) *scraper {
 	base := ep.BaseURL()
-	return &scraper{
+	sc := &scraper{
 		client: cfg.Client, timeout: cfg.Timeout, names: cfg.Names,
 		metricsURL: base + "/metrics", healthURL: base + "/health", modelsURL: base + "/v1/models",
 		// vLLM's names contain ':', which the legacy scheme accepts too; UTF-8 accepts any.
 		parser: expfmt.NewTextParser(model.UTF8Validation),
 	}
+	if cfg.ownClient {
+		sc.metrics = newConn(sc.metricsURL, textFormat)
+	}
+	return sc
+}
+
+// close drops the scraper's own connection, if any (the client keeps its pool).
+func (sc *scraper) close() {
+	if sc.metrics != nil {
+		sc.metrics.close()
+	}
 }
 
 // scrape reads the engine gauges from /metrics.
 func (sc *scraper) scrape(ctx context.Context) (gauges, error) {
-	if err := sc.get(ctx, sc.metricsURL, textFormat); err != nil {
+	var err error
+	if sc.metrics != nil {
+		err = sc.metrics.get(ctx, sc.timeout, &sc.body)
+		if errors.Is(err, errRedirect) {
+			sc.metrics = nil // the client follows redirects, from now on
+		}
+	}
+	if sc.metrics == nil {
+		err = sc.get(ctx, sc.metricsURL, textFormat)
+	}
+	if err != nil {
 		return gauges{}, err
 	}
 	g, err := parseMetrics(sc.body.Bytes(), sc.names, &sc.kept, &sc.parser)

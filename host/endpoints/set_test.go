@@ -297,7 +297,7 @@ func TestRunStopsItsGoroutines(t *testing.T) {
 	waitFor(t, "scrapes after a restart", func() bool { st, _ := s.Get("new"); return !st.ScrapedAt.IsZero() })
 	stop()
 
-	cfg.Client.CloseIdleConnections()
+	s.Config().Client.CloseIdleConnections()
 	checkGoroutines(t, before)
 }
 
