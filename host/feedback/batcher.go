@@ -47,6 +47,9 @@ type Batcher struct {
 	since   time.Time // when the oldest pending sample was added
 	counts  Counts
 	sending sync.Mutex // one call at a time, in order
+	// wake tells Run that the queue went from empty to holding a sample, so that Run sleeps
+	// without a ticker while nothing waits.
+	wake chan struct{}
 }
 
 // New returns a batcher that delivers through send, at most maxBatch samples per call and at
@@ -58,7 +61,7 @@ func New(send SendFunc, maxBatch int, maxDelay time.Duration) *Batcher {
 	if maxDelay <= 0 {
 		maxDelay = DefaultMaxDelay
 	}
-	return &Batcher{send: send, maxBatch: maxBatch, maxDelay: maxDelay}
+	return &Batcher{send: send, maxBatch: maxBatch, maxDelay: maxDelay, wake: make(chan struct{}, 1)}
 }
 
 // Tap makes Add pass every sample, and the time it was observed, to f before queuing it (the
@@ -73,7 +76,8 @@ func (b *Batcher) Add(ctx context.Context, s sdk.Sample, now time.Time) {
 		b.tap(s, now)
 	}
 	b.mu.Lock()
-	if len(b.pending) == 0 {
+	first := len(b.pending) == 0
+	if first {
 		b.since = now
 	}
 	b.pending = append(b.pending, s)
@@ -81,6 +85,11 @@ func (b *Batcher) Add(ctx context.Context, s sdk.Sample, now time.Time) {
 	b.mu.Unlock()
 	if due {
 		b.Flush(ctx)
+	} else if first {
+		select {
+		case b.wake <- struct{}{}:
+		default: // Run has been told already
+		}
 	}
 }
 
@@ -95,17 +104,31 @@ func (b *Batcher) Tick(ctx context.Context, now time.Time) {
 	}
 }
 
-// Run calls Tick every maxDelay/4 of wall-clock time until ctx ends, then flushes what is left.
+// Run delivers the queue when its oldest sample has waited maxDelay of wall-clock time (the
+// live router's samples are dated by the wall clock), until ctx ends; then it flushes what is
+// left. While nothing waits it sleeps: no ticker wakes an idle router.
 func (b *Batcher) Run(ctx context.Context) {
-	t := time.NewTicker(b.maxDelay / 4)
+	t := time.NewTimer(time.Hour)
+	t.Stop()
 	defer t.Stop()
+	arm := func() { // the timer for the oldest pending sample's deadline, if one waits
+		b.mu.Lock()
+		n, since := len(b.pending), b.since
+		b.mu.Unlock()
+		if n > 0 {
+			t.Reset(time.Until(since.Add(b.maxDelay)))
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			b.Flush(context.WithoutCancel(ctx))
 			return
+		case <-b.wake:
+			arm()
 		case now := <-t.C:
 			b.Tick(ctx, now)
+			arm() // a queue refilled since the timer was set is due later
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/foresight-router/foresight/internal/eventually"
 	"github.com/foresight-router/foresight/plugins/sdk"
 )
 
@@ -100,5 +101,27 @@ func TestTapSeesEverySampleAsAdded(t *testing.T) {
 	}
 	if got, want := strings.Join(tapped, " "), "0@1000 1@1001 2@1002"; got != want {
 		t.Errorf("tapped %q, want %q", got, want)
+	}
+}
+
+// TestRunDeliversAfterMaxDelayAndSleepsOtherwise: Run delivers a lone sample once it has waited
+// maxDelay, and a sample added after the queue emptied starts a new wait; between them nothing
+// is sent (and no ticker runs while the queue is empty).
+func TestRunDeliversAfterMaxDelayAndSleepsOtherwise(t *testing.T) {
+	r := &recorder{}
+	b := New(r.send, 100, 20*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { b.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	for i := range 2 {
+		b.Add(context.Background(), smp(i), time.Now())
+		eventually.Wait(t, 5*time.Second, "the sample delivered by Run", func() bool { return b.Counts().Sent == uint64(i+1) })
+		if b.Pending() != 0 {
+			t.Fatalf("after delivery %d samples wait", b.Pending())
+		}
+	}
+	if c := b.Counts(); c.Batches != 2 {
+		t.Errorf("batches %d, want one per lone sample", c.Batches)
 	}
 }
