@@ -94,9 +94,11 @@ type ProxyResult struct {
 // least o.Requests in all, and 2 per client), first straight to the servers (round-robin) and
 // then through the router, and measures the TTFT percentiles of both, their difference, the
 // differences paired per request and the router's CPU time per routed request. With
-// o.Reference, the reference proxy (nginx) in front of the same servers gets the same requests
-// between the direct ones and the router's, and both proxies get them again answered in
-// ShortTokens tokens, which splits each one's CPU time into a part per token and one per request. Then it measures the highest rate of one-token requests
+// o.Reference, every prompt is first sent to every server (one-token answers), so that all the
+// passes find the same prefix caches; then the reference proxy (nginx) in front of the same
+// servers gets the same requests between the direct ones and the router's, and both proxies get
+// them again answered in ShortTokens tokens, which splits each one's CPU time into a part per
+// token and one per request. Then it measures the highest rate of one-token requests
 // the router completes (o.RPSWorkers clients back to back for o.RPSFor). It stops the servers
 // and the router before it returns.
 func RunProxy(ctx context.Context, o ProxyOptions) (*ProxyResult, error) {
@@ -180,6 +182,13 @@ func RunProxy(ctx context.Context, o ProxyOptions) (*ProxyResult, error) {
 	}
 	direct := fleet.Addrs()
 	routed := []string{proc.api}
+	if reference != nil {
+		warm, _, err := streamBodies(o.Trace, most, 1)
+		if err != nil {
+			return nil, err
+		}
+		warmCaches(ctx, client, direct, warm, most, maxConc)
+	}
 	for _, c := range levels {
 		k := "c" + strconv.Itoa(c)
 		per := max(2, (o.Requests+c-1)/c)

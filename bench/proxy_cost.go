@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -144,4 +145,21 @@ func ratio(a, b float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.2fx", a/b)
+}
+
+// warmCaches sends each of the first n requests of bodies to every server in addrs (c clients
+// per server, the servers at once), so that the servers' prefix caches hold every prompt before
+// the measured passes: the direct pass, the reference's and the router's then all find the same
+// cache, and the TTFT each proxy adds is not a cold prefill the direct pass paid and the later
+// passes did not (or a cache miss where a proxy picked another server than the direct pass).
+func warmCaches(ctx context.Context, client *http.Client, addrs []string, bodies func(int) string, n, c int) {
+	var wg sync.WaitGroup
+	for _, a := range addrs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = streams(ctx, client, []string{a}, bodies, c, (n+c-1)/c)
+		}()
+	}
+	wg.Wait()
 }
