@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/foresight-router/foresight/internal/procstat"
 )
 
 // clockTick is the kernel's USER_HZ, the unit of utime and stime in /proc/<pid>/stat (100 on
@@ -59,4 +61,68 @@ func (m *cpuMeter) used() (time.Duration, bool) {
 		total += t - m.start[i]
 	}
 	return total, true
+}
+
+// meter is a CPU reading begun: what a process, a set of them or a process tree used since.
+type meter interface {
+	// used returns the CPU time used since the first reading, or false where /proc is missing.
+	used() (time.Duration, bool)
+}
+
+// process names one process: its pid and its start time, so that a pid given again to another
+// process between two readings is not taken for the first.
+type process struct {
+	pid   int
+	start uint64
+}
+
+// treeMeter sums the CPU time of a process and all its descendants between two readings: a
+// proxy's whole cost (nginx's master and workers, the router and its plugin processes). A
+// process that appears after the first reading counts from zero; one that ends between the
+// readings takes the CPU time it used since the first one with it.
+type treeMeter struct {
+	root  int
+	start map[process]time.Duration
+}
+
+// newTreeCPUMeter takes the first reading of the process tree rooted at root.
+func newTreeCPUMeter(root int) *treeMeter {
+	start, _ := treeCPU(root)
+	return &treeMeter{root: root, start: start}
+}
+
+// used returns the CPU time the tree used since newTreeCPUMeter, or false where the root cannot
+// be read.
+func (m *treeMeter) used() (time.Duration, bool) {
+	now, ok := treeCPU(m.root)
+	if !ok {
+		return 0, false
+	}
+	var total time.Duration
+	for p, t := range now {
+		total += t - m.start[p]
+	}
+	return total, true
+}
+
+// treeCPU reads the CPU time of pid and each of its descendants; false when pid itself cannot
+// be read. A descendant that ends while it is read is left out.
+func treeCPU(pid int) (map[process]time.Duration, bool) {
+	out := map[process]time.Duration{}
+	queue := []int{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		st, err := procstat.Read(procstat.Root, p)
+		t, err2 := cpuTime(p)
+		if err != nil || err2 != nil {
+			if p == pid {
+				return nil, false
+			}
+			continue
+		}
+		out[process{p, st.Start}] = t
+		queue = append(queue, procstat.Children(procstat.Root, p)...)
+	}
+	return out, true
 }

@@ -21,7 +21,8 @@ import (
 )
 
 // helperEnv makes the test binary a stand-in process for the router-process tests: "ignore-term"
-// ignores SIGTERM and waits to be killed; "fail" fails as foresight serve does on a bad flag.
+// ignores SIGTERM and waits to be killed; "fail" fails as foresight serve does on a bad flag;
+// "cpu-tree" and "burn" are the process tree of TestTreeCPUMeter (cpu_test.go).
 const helperEnv = "FORESIGHT_BENCH_LIVE_HELPER"
 
 func TestMain(m *testing.M) {
@@ -30,6 +31,9 @@ func TestMain(m *testing.M) {
 		signal.Ignore(syscall.SIGTERM)
 		fmt.Println("ignoring SIGTERM")
 		select {}
+	case "cpu-tree", "burn":
+		cpuHelper(os.Getenv(helperEnv))
+		os.Exit(0)
 	case "fail":
 		fmt.Fprintln(os.Stderr, `foresight: --listen: address "x" is wrong`)
 		os.Exit(1)

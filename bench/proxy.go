@@ -43,6 +43,9 @@ type ProxyOptions struct {
 	RPSFor time.Duration
 	// RouterCPUProfile, when set, is where the router writes its CPU profile (serve --cpuprofile).
 	RouterCPUProfile string
+	// Reference, when set, is a proxy measured beside the router in front of the same servers:
+	// ReferenceNginx (the nginx on PATH or in /usr/sbin) is the one accepted.
+	Reference string
 }
 
 // Percentiles are a latency distribution's p50 and p99, in µs.
@@ -72,6 +75,15 @@ type ProxyResult struct {
 	// MaxRPS is the rate of one-token, non-streamed requests the router completed with
 	// RPSWorkers clients sending back to back.
 	MaxRPS float64 `json:"max_rps"`
+	// MaxTokens is the answer length of the streamed requests; ShortTokens that of the second
+	// pass with a reference proxy (0 without one).
+	MaxTokens   int `json:"max_tokens"`
+	ShortTokens int `json:"short_tokens,omitempty"`
+	// Proxies is, by name ("router", and the reference's, e.g. "nginx"), what each proxy cost
+	// per request (its whole process tree) and the TTFT it added, paired per request.
+	Proxies map[string]*ProxyCost `json:"proxies"`
+	// Reference is ProxyOptions.Reference.
+	Reference string `json:"reference,omitempty"`
 	// streams is ProxyOptions.Streams as given: the text's lines, in order.
 	streams string
 }
@@ -80,8 +92,13 @@ type ProxyResult struct {
 // front of them, as its own `foresight serve` process. For each concurrency in o.Streams it runs
 // that many clients sending streamed completions of o.MaxTokens tokens one after another (at
 // least o.Requests in all, and 2 per client), first straight to the servers (round-robin) and
-// then through the router, and measures the TTFT percentiles of both, their difference and the
-// router's CPU time per routed request. Then it measures the highest rate of one-token requests
+// then through the router, and measures the TTFT percentiles of both, their difference, the
+// differences paired per request and the router's CPU time per routed request. With
+// o.Reference, every prompt is first sent to every server (one-token answers), so that all the
+// passes find the same prefix caches; then the reference proxy (nginx) in front of the same
+// servers gets the same requests between the direct ones and the router's, and both proxies get
+// them again answered in ShortTokens tokens, which splits each one's CPU time into a part per
+// token and one per request. Then it measures the highest rate of one-token requests
 // the router completes (o.RPSWorkers clients back to back for o.RPSFor). It stops the servers
 // and the router before it returns.
 func RunProxy(ctx context.Context, o ProxyOptions) (*ProxyResult, error) {
@@ -97,6 +114,16 @@ func RunProxy(ctx context.Context, o ProxyOptions) (*ProxyResult, error) {
 	}
 	if _, err := config.Load(o.Config); err != nil {
 		return nil, err
+	}
+	var nginxBin string
+	switch o.Reference {
+	case "":
+	case ReferenceNginx:
+		if nginxBin, err = FindNginx(); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("--reference: %q is not a reference proxy bench proxy runs; accepted: %s", o.Reference, ReferenceNginx)
 	}
 	most := 0 // requests in the longest phase
 	for _, c := range levels {
@@ -121,6 +148,22 @@ func RunProxy(ctx context.Context, o ProxyOptions) (*ProxyResult, error) {
 		return nil, err
 	}
 	defer proc.Stop(DefaultLiveStopGrace)
+	router := proxyUnderTest{name: "router", addr: proc.api, pid: proc.pid}
+	var reference *proxyUnderTest
+	if nginxBin != "" {
+		n, err := startNginx(ctx, nginxBin, fleet.Addrs(), emulator.DefaultModel, DefaultLiveReadyTimeout)
+		if err != nil {
+			return nil, err
+		}
+		defer n.Stop(DefaultLiveStopGrace)
+		reference = &proxyUnderTest{name: ReferenceNginx, addr: n.api, pid: n.pid}
+	}
+	var shortBodies func(int) string
+	if reference != nil && o.MaxTokens > ShortTokens {
+		if shortBodies, _, err = streamBodies(o.Trace, most, ShortTokens); err != nil {
+			return nil, err
+		}
+	}
 	maxConc := 0
 	for _, c := range levels {
 		maxConc = max(maxConc, c)
@@ -129,19 +172,44 @@ func RunProxy(ctx context.Context, o ProxyOptions) (*ProxyResult, error) {
 	defer client.CloseIdleConnections()
 	res := &ProxyResult{Config: o.Config, Servers: o.Servers, AddedTTFTUs: map[string]Percentiles{},
 		DirectUs: map[string]Percentiles{}, RoutedUs: map[string]Percentiles{}, Errors: map[string]int64{},
-		RouterCPUMsPerRequest: map[string]float64{}, PromptTokens: promptTokens, streams: o.Streams}
+		RouterCPUMsPerRequest: map[string]float64{}, PromptTokens: promptTokens, streams: o.Streams,
+		MaxTokens: o.MaxTokens, Proxies: map[string]*ProxyCost{router.name: newProxyCost()}, Reference: o.Reference}
+	if reference != nil {
+		res.Proxies[reference.name] = newProxyCost()
+	}
+	if shortBodies != nil {
+		res.ShortTokens = ShortTokens
+	}
 	direct := fleet.Addrs()
 	routed := []string{proc.api}
+	if reference != nil {
+		warm, _, err := streamBodies(o.Trace, most, 1)
+		if err != nil {
+			return nil, err
+		}
+		warmCaches(ctx, client, direct, warm, most, maxConc)
+	}
 	for _, c := range levels {
 		k := "c" + strconv.Itoa(c)
 		per := max(2, (o.Requests+c-1)/c)
 		d, derr := streams(ctx, client, direct, bodies, c, per)
-		cpu := newCPUMeter(proc.pid)
+		if reference != nil {
+			tree := newTreeCPUMeter(reference.pid)
+			ref, failed := streams(ctx, client, []string{reference.addr}, bodies, c, per)
+			res.Proxies[reference.name].record(k, ref, d, failed, tree)
+		}
+		cpu, tree := newCPUMeter(proc.pid), newTreeCPUMeter(proc.pid)
 		rt, rerr := streams(ctx, client, routed, bodies, c, per)
 		res.cpuPerRequest(k, cpu, c*per)
+		res.Proxies[router.name].record(k, rt, d, rerr, tree)
 		res.Errors[k] = derr + rerr
-		res.DirectUs[k], res.RoutedUs[k] = percentiles(d), percentiles(rt)
+		res.DirectUs[k], res.RoutedUs[k] = percentiles(succeeded(d)), percentiles(succeeded(rt))
 		res.AddedTTFTUs[k] = Percentiles{res.RoutedUs[k].P50 - res.DirectUs[k].P50, res.RoutedUs[k].P99 - res.DirectUs[k].P99}
+		if shortBodies != nil {
+			for _, p := range []proxyUnderTest{*reference, router} {
+				res.Proxies[p.name].shortPass(ctx, client, k, p, shortBodies, c, per, o.MaxTokens)
+			}
+		}
 	}
 	cpu := newCPUMeter(proc.pid)
 	var done int64
@@ -191,7 +259,7 @@ func streamBodies(trace string, requests, maxTokens int) (func(n int) string, fl
 const maxTracePrompts = 2000
 
 // WriteText prints the result as bench proxy's text, one line per concurrency of the options'
-// Streams, in their order.
+// Streams, in their order; with a reference proxy, then the proxies side by side.
 func (r *ProxyResult) WriteText(out io.Writer) error {
 	fmt.Fprintf(out, "%s on %d emulated servers, prompts of %.0f tokens on average\n", r.Config, r.Servers, r.PromptTokens)
 	for _, c := range strings.Split(r.streams, ",") {
@@ -208,6 +276,9 @@ func (r *ProxyResult) WriteText(out io.Writer) error {
 		fmt.Fprintf(out, " max-rate phase %.3f\n", cpu["rps"])
 	}
 	_, err := fmt.Fprintf(out, "max rate: %.0f requests/s\n", r.MaxRPS)
+	if err == nil && r.Reference != "" {
+		err = r.writeCostTable(out)
+	}
 	return err
 }
 
@@ -231,12 +302,11 @@ func parseLevels(s string) ([]int, error) {
 }
 
 // streams runs c clients, each sending per streamed completions (bodies) one after another to
-// the addresses in turn, and returns every TTFT (time to the first event of the stream) and the
-// number of failed requests.
+// the addresses in turn, and returns the TTFT (time to the first event of the stream) of each
+// request n (client w's i-th is n = w·per + i), zero where it failed, and the number that failed.
 func streams(ctx context.Context, client *http.Client, addrs []string, bodies func(int) string, c, per int) ([]time.Duration, int64) {
 	var (
-		mu     sync.Mutex
-		ttfts  = make([]time.Duration, 0, c*per)
+		ttfts  = make([]time.Duration, c*per) // each client writes its own elements
 		failed atomic.Int64
 		wg     sync.WaitGroup
 	)
@@ -251,9 +321,7 @@ func streams(ctx context.Context, client *http.Client, addrs []string, bodies fu
 					failed.Add(1)
 					continue
 				}
-				mu.Lock()
-				ttfts = append(ttfts, ttft)
-				mu.Unlock()
+				ttfts[n] = max(ttft, 1) // a success is never zero
 			}
 		}()
 	}

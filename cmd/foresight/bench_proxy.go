@@ -23,7 +23,14 @@ func newBenchProxy() *cobra.Command {
 			"through the router, and reports the TTFT percentiles of both, their difference and the router\n" +
 			"process's CPU time per routed request. Prompts are a few words, or with --trace the prompt\n" +
 			"lengths of a trace's rows. Then it measures the highest rate of one-token requests the router\n" +
-			"completes (--rps-workers clients back to back for --rps-for).",
+			"completes (--rps-workers clients back to back for --rps-for).\n\n" +
+			"--reference nginx also starts nginx (on PATH or in /usr/sbin) with a generated config as a\n" +
+			"streaming reverse proxy in front of the same servers (least_conn, no buffering, kept-alive\n" +
+			"upstream connections, one worker per core; its files in a temp dir) and sends it the same\n" +
+			"requests between the direct ones and the router's; both proxies then get them again with\n" +
+			"20-token answers. A table puts them side by side: CPU ms per request of each one's process\n" +
+			"tree (nginx's workers, the router's plugins), µs per relayed token, the fixed ms per request,\n" +
+			"the TTFT added against the direct path paired per request, and the router's over nginx's.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			bin, err := self("to run the router")
@@ -46,6 +53,7 @@ func newBenchProxy() *cobra.Command {
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	f.StringVar(&o.Trace, "trace", "", "take the prompts' lengths from this trace's rows (Azure 2023 CSV, or Mooncake JSONL ending in .jsonl)")
 	f.StringVar(&o.RouterCPUProfile, "router-cpuprofile", "", "write the router process's CPU profile to this file (serve --cpuprofile)")
+	f.StringVar(&o.Reference, "reference", "", "measure this proxy beside the router in front of the same servers: nginx (needs nginx installed)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write the CPU profile of this process (emulated servers and clients) to this file")
 	return cmd
 }
