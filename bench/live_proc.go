@@ -124,24 +124,36 @@ func (p *RouterProc) ExitCode() (code int, ok bool) {
 // waitReady waits until the admin listener answers /health and the API lists model: the router
 // has scraped the fleet. It gives up at timeout, or when the process exits.
 func (p *RouterProc) waitReady(ctx context.Context, model string, timeout time.Duration) error {
+	return pollReady(ctx, timeout, p.exited, func(ctx context.Context, client *http.Client) bool {
+		return healthy(ctx, client, "http://"+p.admin+"/health") && listsModel(ctx, client, "http://"+p.api+"/v1/models", model)
+	}, func() error {
+		return fmt.Errorf("the router exited before it was ready: %s", p.out.last())
+	}, func() error {
+		return fmt.Errorf("the router at %s was not ready (admin /health, model %q listed) within %v: %s", p.api, model, timeout, p.out.last())
+	})
+}
+
+// pollReady asks ready every 50 ms, over a loopback client without a proxy, until it says yes
+// (nil), the process whose exit closes exited has exited (exitedErr's error) or timeout has
+// passed (timeoutErr's).
+func pollReady(ctx context.Context, timeout time.Duration, exited <-chan struct{}, ready func(context.Context, *http.Client) bool,
+	exitedErr, timeoutErr func() error) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{Proxy: nil}}
 	defer client.CloseIdleConnections()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
-	for {
-		if healthy(ctx, client, "http://"+p.admin+"/health") && listsModel(ctx, client, "http://"+p.api+"/v1/models", model) {
-			return nil
-		}
+	for !ready(ctx, client) {
 		select {
-		case <-p.exited:
-			return fmt.Errorf("the router exited before it was ready: %s", p.out.last())
+		case <-exited:
+			return exitedErr()
 		case <-ctx.Done():
-			return fmt.Errorf("the router at %s was not ready (admin /health, model %q listed) within %v: %s", p.api, model, timeout, p.out.last())
+			return timeoutErr()
 		case <-tick.C:
 		}
 	}
+	return nil
 }
 
 // get sends GET url; the caller closes the body.

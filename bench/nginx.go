@@ -123,22 +123,13 @@ func startNginx(ctx context.Context, bin string, upstreams []string, model strin
 
 // waitReady waits until nginx relays the fleet's model list, giving up at timeout or when it exits.
 func (n *nginxProc) waitReady(ctx context.Context, model string, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{Proxy: nil}}
-	defer client.CloseIdleConnections()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for !listsModel(ctx, client, "http://"+n.api+"/v1/models", model) {
-		select {
-		case <-n.exited:
-			return fmt.Errorf("nginx exited before it was ready: %s", n.errorLog())
-		case <-ctx.Done():
-			return fmt.Errorf("nginx at %s did not relay the model list (model %q) within %v: %s", n.api, model, timeout, n.errorLog())
-		case <-tick.C:
-		}
-	}
-	return nil
+	return pollReady(ctx, timeout, n.exited, func(ctx context.Context, client *http.Client) bool {
+		return listsModel(ctx, client, "http://"+n.api+"/v1/models", model)
+	}, func() error {
+		return fmt.Errorf("nginx exited before it was ready: %s", n.errorLog())
+	}, func() error {
+		return fmt.Errorf("nginx at %s did not relay the model list (model %q) within %v: %s", n.api, model, timeout, n.errorLog())
+	})
 }
 
 // errorLog returns the last line of nginx's error log, or a note that it is empty.
