@@ -55,16 +55,19 @@ func (x *exchange) responseBody(piece []byte, eos bool) []*extprocv3.ProcessingR
 		out, changed = x.relay.push(piece), true
 	} else if x.measure {
 		x.whole = append(x.whole, piece...)
-		out, changed = x.rename.Apply(piece), x.rename != (openai.ModelRename{})
+		changed = x.rename != (openai.ModelRename{})
 		switch {
-		case len(x.whole) > maxWholeBytes: // too large to hold: it passes through unmeasured
+		case len(x.whole) > maxWholeBytes: // too large to hold: it passes through unmeasured (what was held, unrenamed)
+			out = x.rename.Apply(piece)
 			if x.hold {
 				out = x.whole
 			}
 			x.measure, x.hold, x.whole = false, false, nil
-		case x.hold && eos:
+		case !x.hold: // renamed piece by piece (STREAMED mode), or passed as it came
+			out = x.rename.Apply(piece)
+		case eos:
 			out = x.rename.Apply(x.whole)
-		case x.hold:
+		default: // held until the end
 			out = nil
 		}
 	}
