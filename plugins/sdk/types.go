@@ -60,6 +60,9 @@ type Info struct {
 	// served with ServeInstances): the host then runs one process for every instance of it and may
 	// fuse consecutive filters into one call.
 	MultiInstance bool `json:"multi_instance,omitempty"`
+	// Rounds says a picker places a round's cycles in order (see Round). Every picker served by
+	// this SDK does.
+	Rounds bool `json:"rounds,omitempty"`
 }
 
 // Cycle is the input of one scheduling decision: the request, every candidate endpoint, the decision
@@ -74,15 +77,18 @@ type Cycle struct {
 	// of its rotation; it is filled for the stages that read "endpoints.excluded" (or everything)
 	// and is not touched by filtering (see ExcludedEndpoint).
 	Excluded []ExcludedEndpoint `json:"excluded,omitempty"`
+	// Round is set when the host decides this request together with others (see Round); the zero
+	// value means the request is decided alone.
+	Round Round `json:"round,omitzero"`
 
 	host any // the host's cached wire encoding of the cycle (see transport.Seal)
 }
 
 // Subset returns a cycle holding the endpoints of c at positions keep, in that order, with c's
-// request, time, seed and excluded endpoints (the endpoints are copied; the request and the
+// request, time, seed, round and excluded endpoints (the endpoints are copied; the request and the
 // excluded list are shared).
 func (c *Cycle) Subset(keep []int) *Cycle {
-	n := &Cycle{Request: c.Request, Now: c.Now, Seed: c.Seed, Excluded: c.Excluded, Endpoints: make([]Endpoint, len(keep))}
+	n := &Cycle{Request: c.Request, Now: c.Now, Seed: c.Seed, Excluded: c.Excluded, Round: c.Round, Endpoints: make([]Endpoint, len(keep))}
 	for i, k := range keep {
 		n.Endpoints[i] = c.Endpoints[k]
 	}
@@ -193,6 +199,11 @@ type Prediction struct {
 	// TPOTMs is 0 when the producer has no TPOT estimate yet (it has seen first tokens but no
 	// finished answers): stages treat TPOT as unknown then, not as instant.
 	TPOTMs float64 `json:"tpot_ms,omitempty"`
+	// TTFTAfterMs and TPOTAfterMs are, in a round (Cycle.InRound), what the request would see on
+	// the endpoint if one more request like it had been placed there first (see PlaceOn); 0 when
+	// the producer does not say, which reads as "a placement changes nothing".
+	TTFTAfterMs float64 `json:"ttft_after_ms,omitempty"`
+	TPOTAfterMs float64 `json:"tpot_after_ms,omitempty"`
 }
 
 // Sample is one measurement of a request as the producer learns from it: the request and the

@@ -30,7 +30,14 @@ type PickRequest struct {
 	Scores []*Scores `protobuf:"bytes,2,rep,name=scores,proto3" json:"scores,omitempty"`
 	// The instance that answers, in a plugin that reported `multi_instance`; empty: the default
 	// instance. An unknown instance fails every cycle of the batch with INVALID_ARGUMENT.
-	Instance      string `protobuf:"bytes,3,opt,name=instance,proto3" json:"instance,omitempty"`
+	Instance string `protobuf:"bytes,3,opt,name=instance,proto3" json:"instance,omitempty"`
+	// scores_after[i] holds, when cycles[i] is in a round (Cycle.round, size above 1), the weighted
+	// score every endpoint of cycles[i] would have if one more request like it had been placed there
+	// first (added to protocol 1; empty outside rounds). A picker that reported `rounds` places a
+	// round's cycles in order: cycle k sees each endpoint as if the earlier cycles of its round
+	// had been placed on their first choices, n of them on an endpoint lowering its score by n ×
+	// (scores − scores_after), clamped at 0, and moving its predictions by n × (after − now).
+	ScoresAfter   []*Scores `protobuf:"bytes,4,rep,name=scores_after,json=scoresAfter,proto3" json:"scores_after,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -84,6 +91,13 @@ func (x *PickRequest) GetInstance() string {
 		return x.Instance
 	}
 	return ""
+}
+
+func (x *PickRequest) GetScoresAfter() []*Scores {
+	if x != nil {
+		return x.ScoresAfter
+	}
+	return nil
 }
 
 // Scores is one cycle's weighted scores, one per endpoint.
@@ -237,11 +251,12 @@ var File_foresight_v1_picker_proto protoreflect.FileDescriptor
 
 const file_foresight_v1_picker_proto_rawDesc = "" +
 	"\n" +
-	"\x19foresight/v1/picker.proto\x12\fforesight.v1\x1a\x18foresight/v1/types.proto\"\x84\x01\n" +
+	"\x19foresight/v1/picker.proto\x12\fforesight.v1\x1a\x18foresight/v1/types.proto\"\xbd\x01\n" +
 	"\vPickRequest\x12+\n" +
 	"\x06cycles\x18\x01 \x03(\v2\x13.foresight.v1.CycleR\x06cycles\x12,\n" +
 	"\x06scores\x18\x02 \x03(\v2\x14.foresight.v1.ScoresR\x06scores\x12\x1a\n" +
-	"\binstance\x18\x03 \x01(\tR\binstance\" \n" +
+	"\binstance\x18\x03 \x01(\tR\binstance\x127\n" +
+	"\fscores_after\x18\x04 \x03(\v2\x14.foresight.v1.ScoresR\vscoresAfter\" \n" +
 	"\x06Scores\x12\x16\n" +
 	"\x06values\x18\x01 \x03(\x01R\x06values\"B\n" +
 	"\fPickResponse\x122\n" +
@@ -277,15 +292,16 @@ var file_foresight_v1_picker_proto_goTypes = []any{
 var file_foresight_v1_picker_proto_depIdxs = []int32{
 	4, // 0: foresight.v1.PickRequest.cycles:type_name -> foresight.v1.Cycle
 	1, // 1: foresight.v1.PickRequest.scores:type_name -> foresight.v1.Scores
-	3, // 2: foresight.v1.PickResponse.results:type_name -> foresight.v1.PickResult
-	5, // 3: foresight.v1.PickResult.status:type_name -> foresight.v1.Status
-	0, // 4: foresight.v1.PickerService.Pick:input_type -> foresight.v1.PickRequest
-	2, // 5: foresight.v1.PickerService.Pick:output_type -> foresight.v1.PickResponse
-	5, // [5:6] is the sub-list for method output_type
-	4, // [4:5] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	1, // 2: foresight.v1.PickRequest.scores_after:type_name -> foresight.v1.Scores
+	3, // 3: foresight.v1.PickResponse.results:type_name -> foresight.v1.PickResult
+	5, // 4: foresight.v1.PickResult.status:type_name -> foresight.v1.Status
+	0, // 5: foresight.v1.PickerService.Pick:input_type -> foresight.v1.PickRequest
+	2, // 6: foresight.v1.PickerService.Pick:output_type -> foresight.v1.PickResponse
+	6, // [6:7] is the sub-list for method output_type
+	5, // [5:6] is the sub-list for method input_type
+	5, // [5:5] is the sub-list for extension type_name
+	5, // [5:5] is the sub-list for extension extendee
+	0, // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_foresight_v1_picker_proto_init() }

@@ -155,6 +155,11 @@ type GetInfoResponse struct {
 	// (the `instance` field of every stage request), may fuse consecutive filter instances into one
 	// call (FilterRequest.chain), and drops instances it no longer uses (DropInstance).
 	MultiInstance bool `protobuf:"varint,6,opt,name=multi_instance,json=multiInstance,proto3" json:"multi_instance,omitempty"`
+	// The picker places the cycles of a round in order (PickRequest.scores_after; added to protocol
+	// 1). A picker that leaves it false is sent a round's cycles as independent decisions, and the
+	// host decides again those whose picks an earlier member of the round may have changed.
+	// Meaningless for the other stages.
+	Rounds        bool `protobuf:"varint,7,opt,name=rounds,proto3" json:"rounds,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -227,6 +232,13 @@ func (x *GetInfoResponse) GetReads() []string {
 func (x *GetInfoResponse) GetMultiInstance() bool {
 	if x != nil {
 		return x.MultiInstance
+	}
+	return false
+}
+
+func (x *GetInfoResponse) GetRounds() bool {
+	if x != nil {
+		return x.Rounds
 	}
 	return false
 }
@@ -422,14 +434,15 @@ var File_foresight_v1_plugin_proto protoreflect.FileDescriptor
 const file_foresight_v1_plugin_proto_rawDesc = "" +
 	"\n" +
 	"\x19foresight/v1/plugin.proto\x12\fforesight.v1\x1a\x18foresight/v1/types.proto\"\x10\n" +
-	"\x0eGetInfoRequest\"\xc9\x01\n" +
+	"\x0eGetInfoRequest\"\xe1\x01\n" +
 	"\x0fGetInfoResponse\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12)\n" +
 	"\x05stage\x18\x02 \x01(\x0e2\x13.foresight.v1.StageR\x05stage\x12\x18\n" +
 	"\aversion\x18\x03 \x01(\tR\aversion\x12 \n" +
 	"\vdescription\x18\x04 \x01(\tR\vdescription\x12\x14\n" +
 	"\x05reads\x18\x05 \x03(\tR\x05reads\x12%\n" +
-	"\x0emulti_instance\x18\x06 \x01(\bR\rmultiInstance\"N\n" +
+	"\x0emulti_instance\x18\x06 \x01(\bR\rmultiInstance\x12\x16\n" +
+	"\x06rounds\x18\a \x01(\bR\x06rounds\"N\n" +
 	"\x10ConfigureRequest\x12\x1e\n" +
 	"\n" +
 	"parameters\x18\x01 \x01(\fR\n" +

@@ -130,7 +130,12 @@ type ScoreResult struct {
 	Status *Status `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
 	// One score in [0, 1] per endpoint, in the cycle's order; higher is better. The host clamps
 	// out-of-range scores and multiplies by the scorer's weight.
-	Scores        []float64 `protobuf:"fixed64,2,rep,packed,name=scores,proto3" json:"scores,omitempty"`
+	Scores []float64 `protobuf:"fixed64,2,rep,packed,name=scores,proto3" json:"scores,omitempty"`
+	// In a round (Cycle.round, size above 1; added to protocol 1): each endpoint's score for this
+	// request if one more request like it had been placed there first, in [0, 1], in the cycle's
+	// order. Empty when the scorer does not say: the host reads its scores as unchanged by
+	// placements.
+	ScoresAfter   []float64 `protobuf:"fixed64,3,rep,packed,name=scores_after,json=scoresAfter,proto3" json:"scores_after,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -179,6 +184,13 @@ func (x *ScoreResult) GetScores() []float64 {
 	return nil
 }
 
+func (x *ScoreResult) GetScoresAfter() []float64 {
+	if x != nil {
+		return x.ScoresAfter
+	}
+	return nil
+}
+
 var File_foresight_v1_scorer_proto protoreflect.FileDescriptor
 
 const file_foresight_v1_scorer_proto_rawDesc = "" +
@@ -188,10 +200,11 @@ const file_foresight_v1_scorer_proto_rawDesc = "" +
 	"\x06cycles\x18\x01 \x03(\v2\x13.foresight.v1.CycleR\x06cycles\x12\x1a\n" +
 	"\binstance\x18\x02 \x01(\tR\binstance\"D\n" +
 	"\rScoreResponse\x123\n" +
-	"\aresults\x18\x01 \x03(\v2\x19.foresight.v1.ScoreResultR\aresults\"S\n" +
+	"\aresults\x18\x01 \x03(\v2\x19.foresight.v1.ScoreResultR\aresults\"v\n" +
 	"\vScoreResult\x12,\n" +
 	"\x06status\x18\x01 \x01(\v2\x14.foresight.v1.StatusR\x06status\x12\x16\n" +
-	"\x06scores\x18\x02 \x03(\x01R\x06scores2U\n" +
+	"\x06scores\x18\x02 \x03(\x01R\x06scores\x12!\n" +
+	"\fscores_after\x18\x03 \x03(\x01R\vscoresAfter2U\n" +
 	"\rScorerService\x12D\n" +
 	"\x05Score\x12\x1a.foresight.v1.ScoreRequest\x1a\x1b.foresight.v1.ScoreResponse(\x010\x01BFZDgithub.com/foresight-router/foresight/proto/foresight/v1;foresightv1b\x06proto3"
 

@@ -91,7 +91,11 @@ type Cycle struct {
 	// The decision time (virtual under the simulator).
 	Now *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=now,proto3" json:"now,omitempty"`
 	// The seed for every random choice a stage makes in this cycle.
-	Seed          uint64 `protobuf:"varint,4,opt,name=seed,proto3" json:"seed,omitempty"`
+	Seed uint64 `protobuf:"varint,4,opt,name=seed,proto3" json:"seed,omitempty"`
+	// Set when the host decides several requests together (added to protocol 1): this cycle is one
+	// member of a round, and the round's cycles travel in the same batch, in arrival order. Absent
+	// (or a size of 1): the request is decided alone. See Round.
+	Round         *Round `protobuf:"bytes,5,opt,name=round,proto3" json:"round,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -154,6 +158,72 @@ func (x *Cycle) GetSeed() uint64 {
 	return 0
 }
 
+func (x *Cycle) GetRound() *Round {
+	if x != nil {
+		return x.Round
+	}
+	return nil
+}
+
+// Round places a cycle among the requests the host decides together. A round is decided as if its
+// requests were decided one at a time in arrival order, each after the earlier ones were placed on
+// their first choice: stages that can say how a placement changes an endpoint for the next request
+// (Predictions.ttft_after_ms, ScoreResult.scores_after) let the picker account for the earlier
+// members in one call (PickRequest), instead of the host deciding the later members again.
+type Round struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The cycle's place in the round, from 0, in arrival order.
+	Position uint32 `protobuf:"varint,1,opt,name=position,proto3" json:"position,omitempty"`
+	// How many cycles the round holds.
+	Size          uint32 `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Round) Reset() {
+	*x = Round{}
+	mi := &file_foresight_v1_types_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Round) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Round) ProtoMessage() {}
+
+func (x *Round) ProtoReflect() protoreflect.Message {
+	mi := &file_foresight_v1_types_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Round.ProtoReflect.Descriptor instead.
+func (*Round) Descriptor() ([]byte, []int) {
+	return file_foresight_v1_types_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Round) GetPosition() uint32 {
+	if x != nil {
+		return x.Position
+	}
+	return 0
+}
+
+func (x *Round) GetSize() uint32 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
 // Request is what the router knows about the request being scheduled.
 type Request struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -183,7 +253,7 @@ type Request struct {
 
 func (x *Request) Reset() {
 	*x = Request{}
-	mi := &file_foresight_v1_types_proto_msgTypes[1]
+	mi := &file_foresight_v1_types_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -195,7 +265,7 @@ func (x *Request) String() string {
 func (*Request) ProtoMessage() {}
 
 func (x *Request) ProtoReflect() protoreflect.Message {
-	mi := &file_foresight_v1_types_proto_msgTypes[1]
+	mi := &file_foresight_v1_types_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -208,7 +278,7 @@ func (x *Request) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Request.ProtoReflect.Descriptor instead.
 func (*Request) Descriptor() ([]byte, []int) {
-	return file_foresight_v1_types_proto_rawDescGZIP(), []int{1}
+	return file_foresight_v1_types_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Request) GetId() string {
@@ -294,7 +364,7 @@ type Slo struct {
 
 func (x *Slo) Reset() {
 	*x = Slo{}
-	mi := &file_foresight_v1_types_proto_msgTypes[2]
+	mi := &file_foresight_v1_types_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -306,7 +376,7 @@ func (x *Slo) String() string {
 func (*Slo) ProtoMessage() {}
 
 func (x *Slo) ProtoReflect() protoreflect.Message {
-	mi := &file_foresight_v1_types_proto_msgTypes[2]
+	mi := &file_foresight_v1_types_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -319,7 +389,7 @@ func (x *Slo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Slo.ProtoReflect.Descriptor instead.
 func (*Slo) Descriptor() ([]byte, []int) {
-	return file_foresight_v1_types_proto_rawDescGZIP(), []int{2}
+	return file_foresight_v1_types_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Slo) GetTtftMs() float64 {
@@ -364,7 +434,7 @@ type Endpoints struct {
 
 func (x *Endpoints) Reset() {
 	*x = Endpoints{}
-	mi := &file_foresight_v1_types_proto_msgTypes[3]
+	mi := &file_foresight_v1_types_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -376,7 +446,7 @@ func (x *Endpoints) String() string {
 func (*Endpoints) ProtoMessage() {}
 
 func (x *Endpoints) ProtoReflect() protoreflect.Message {
-	mi := &file_foresight_v1_types_proto_msgTypes[3]
+	mi := &file_foresight_v1_types_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -389,7 +459,7 @@ func (x *Endpoints) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Endpoints.ProtoReflect.Descriptor instead.
 func (*Endpoints) Descriptor() ([]byte, []int) {
-	return file_foresight_v1_types_proto_rawDescGZIP(), []int{3}
+	return file_foresight_v1_types_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Endpoints) GetIds() []string {
@@ -450,7 +520,7 @@ type ExcludedEndpoint struct {
 
 func (x *ExcludedEndpoint) Reset() {
 	*x = ExcludedEndpoint{}
-	mi := &file_foresight_v1_types_proto_msgTypes[4]
+	mi := &file_foresight_v1_types_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -462,7 +532,7 @@ func (x *ExcludedEndpoint) String() string {
 func (*ExcludedEndpoint) ProtoMessage() {}
 
 func (x *ExcludedEndpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_foresight_v1_types_proto_msgTypes[4]
+	mi := &file_foresight_v1_types_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -475,7 +545,7 @@ func (x *ExcludedEndpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExcludedEndpoint.ProtoReflect.Descriptor instead.
 func (*ExcludedEndpoint) Descriptor() ([]byte, []int) {
-	return file_foresight_v1_types_proto_rawDescGZIP(), []int{4}
+	return file_foresight_v1_types_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ExcludedEndpoint) GetId() string {
@@ -510,7 +580,7 @@ type Labels struct {
 
 func (x *Labels) Reset() {
 	*x = Labels{}
-	mi := &file_foresight_v1_types_proto_msgTypes[5]
+	mi := &file_foresight_v1_types_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -522,7 +592,7 @@ func (x *Labels) String() string {
 func (*Labels) ProtoMessage() {}
 
 func (x *Labels) ProtoReflect() protoreflect.Message {
-	mi := &file_foresight_v1_types_proto_msgTypes[5]
+	mi := &file_foresight_v1_types_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -535,7 +605,7 @@ func (x *Labels) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Labels.ProtoReflect.Descriptor instead.
 func (*Labels) Descriptor() ([]byte, []int) {
-	return file_foresight_v1_types_proto_rawDescGZIP(), []int{5}
+	return file_foresight_v1_types_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Labels) GetValues() map[string]string {
@@ -585,7 +655,7 @@ type EndpointStates struct {
 
 func (x *EndpointStates) Reset() {
 	*x = EndpointStates{}
-	mi := &file_foresight_v1_types_proto_msgTypes[6]
+	mi := &file_foresight_v1_types_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -597,7 +667,7 @@ func (x *EndpointStates) String() string {
 func (*EndpointStates) ProtoMessage() {}
 
 func (x *EndpointStates) ProtoReflect() protoreflect.Message {
-	mi := &file_foresight_v1_types_proto_msgTypes[6]
+	mi := &file_foresight_v1_types_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -610,7 +680,7 @@ func (x *EndpointStates) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointStates.ProtoReflect.Descriptor instead.
 func (*EndpointStates) Descriptor() ([]byte, []int) {
-	return file_foresight_v1_types_proto_rawDescGZIP(), []int{6}
+	return file_foresight_v1_types_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *EndpointStates) GetKvCacheUsage() []float64 {
@@ -706,14 +776,23 @@ type Predictions struct {
 	TtftMs []float64 `protobuf:"fixed64,2,rep,packed,name=ttft_ms,json=ttftMs,proto3" json:"ttft_ms,omitempty"`
 	// Predicted time per output token in ms; 0 when the producer has no TPOT estimate yet (a
 	// young producer that has seen first tokens but no finished answers): TPOT unknown.
-	TpotMs        []float64 `protobuf:"fixed64,3,rep,packed,name=tpot_ms,json=tpotMs,proto3" json:"tpot_ms,omitempty"`
+	TpotMs []float64 `protobuf:"fixed64,3,rep,packed,name=tpot_ms,json=tpotMs,proto3" json:"tpot_ms,omitempty"`
+	// In a round (Cycle.round, size above 1): the TTFT this request would see on the endpoint if one
+	// more request like it had been placed there first (the in-flight ledger counting it: one more
+	// request in flight and dispatched since the scrape, its uncached prompt tokens in prefill). A
+	// column like the others: empty when the producer does not say (outside rounds, or an older
+	// producer); then a placement is read as changing nothing.
+	TtftAfterMs []float64 `protobuf:"fixed64,4,rep,packed,name=ttft_after_ms,json=ttftAfterMs,proto3" json:"ttft_after_ms,omitempty"`
+	// In a round: the TPOT this request would see there after one more request like it; 0 where
+	// TPOT is unknown. Empty like ttft_after_ms.
+	TpotAfterMs   []float64 `protobuf:"fixed64,5,rep,packed,name=tpot_after_ms,json=tpotAfterMs,proto3" json:"tpot_after_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Predictions) Reset() {
 	*x = Predictions{}
-	mi := &file_foresight_v1_types_proto_msgTypes[7]
+	mi := &file_foresight_v1_types_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -725,7 +804,7 @@ func (x *Predictions) String() string {
 func (*Predictions) ProtoMessage() {}
 
 func (x *Predictions) ProtoReflect() protoreflect.Message {
-	mi := &file_foresight_v1_types_proto_msgTypes[7]
+	mi := &file_foresight_v1_types_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -738,7 +817,7 @@ func (x *Predictions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Predictions.ProtoReflect.Descriptor instead.
 func (*Predictions) Descriptor() ([]byte, []int) {
-	return file_foresight_v1_types_proto_rawDescGZIP(), []int{7}
+	return file_foresight_v1_types_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Predictions) GetValid() []bool {
@@ -758,6 +837,20 @@ func (x *Predictions) GetTtftMs() []float64 {
 func (x *Predictions) GetTpotMs() []float64 {
 	if x != nil {
 		return x.TpotMs
+	}
+	return nil
+}
+
+func (x *Predictions) GetTtftAfterMs() []float64 {
+	if x != nil {
+		return x.TtftAfterMs
+	}
+	return nil
+}
+
+func (x *Predictions) GetTpotAfterMs() []float64 {
+	if x != nil {
+		return x.TpotAfterMs
 	}
 	return nil
 }
@@ -795,7 +888,7 @@ type EndpointState struct {
 
 func (x *EndpointState) Reset() {
 	*x = EndpointState{}
-	mi := &file_foresight_v1_types_proto_msgTypes[8]
+	mi := &file_foresight_v1_types_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -807,7 +900,7 @@ func (x *EndpointState) String() string {
 func (*EndpointState) ProtoMessage() {}
 
 func (x *EndpointState) ProtoReflect() protoreflect.Message {
-	mi := &file_foresight_v1_types_proto_msgTypes[8]
+	mi := &file_foresight_v1_types_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -820,7 +913,7 @@ func (x *EndpointState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointState.ProtoReflect.Descriptor instead.
 func (*EndpointState) Descriptor() ([]byte, []int) {
-	return file_foresight_v1_types_proto_rawDescGZIP(), []int{8}
+	return file_foresight_v1_types_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *EndpointState) GetKvCacheUsage() float64 {
@@ -922,7 +1015,7 @@ type Prediction struct {
 
 func (x *Prediction) Reset() {
 	*x = Prediction{}
-	mi := &file_foresight_v1_types_proto_msgTypes[9]
+	mi := &file_foresight_v1_types_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -934,7 +1027,7 @@ func (x *Prediction) String() string {
 func (*Prediction) ProtoMessage() {}
 
 func (x *Prediction) ProtoReflect() protoreflect.Message {
-	mi := &file_foresight_v1_types_proto_msgTypes[9]
+	mi := &file_foresight_v1_types_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -947,7 +1040,7 @@ func (x *Prediction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Prediction.ProtoReflect.Descriptor instead.
 func (*Prediction) Descriptor() ([]byte, []int) {
-	return file_foresight_v1_types_proto_rawDescGZIP(), []int{9}
+	return file_foresight_v1_types_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Prediction) GetValid() bool {
@@ -984,7 +1077,7 @@ type Status struct {
 
 func (x *Status) Reset() {
 	*x = Status{}
-	mi := &file_foresight_v1_types_proto_msgTypes[10]
+	mi := &file_foresight_v1_types_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -996,7 +1089,7 @@ func (x *Status) String() string {
 func (*Status) ProtoMessage() {}
 
 func (x *Status) ProtoReflect() protoreflect.Message {
-	mi := &file_foresight_v1_types_proto_msgTypes[10]
+	mi := &file_foresight_v1_types_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1009,7 +1102,7 @@ func (x *Status) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Status.ProtoReflect.Descriptor instead.
 func (*Status) Descriptor() ([]byte, []int) {
-	return file_foresight_v1_types_proto_rawDescGZIP(), []int{10}
+	return file_foresight_v1_types_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Status) GetCode() StatusCode {
@@ -1030,12 +1123,16 @@ var File_foresight_v1_types_proto protoreflect.FileDescriptor
 
 const file_foresight_v1_types_proto_rawDesc = "" +
 	"\n" +
-	"\x18foresight/v1/types.proto\x12\fforesight.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb1\x01\n" +
+	"\x18foresight/v1/types.proto\x12\fforesight.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xdc\x01\n" +
 	"\x05Cycle\x12/\n" +
 	"\arequest\x18\x01 \x01(\v2\x15.foresight.v1.RequestR\arequest\x125\n" +
 	"\tendpoints\x18\x02 \x01(\v2\x17.foresight.v1.EndpointsR\tendpoints\x12,\n" +
 	"\x03now\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x03now\x12\x12\n" +
-	"\x04seed\x18\x04 \x01(\x04R\x04seed\"\xa2\x03\n" +
+	"\x04seed\x18\x04 \x01(\x04R\x04seed\x12)\n" +
+	"\x05round\x18\x05 \x01(\v2\x13.foresight.v1.RoundR\x05round\"7\n" +
+	"\x05Round\x12\x1a\n" +
+	"\bposition\x18\x01 \x01(\rR\bposition\x12\x12\n" +
+	"\x04size\x18\x02 \x01(\rR\x04size\"\xa2\x03\n" +
 	"\aRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12!\n" +
@@ -1087,11 +1184,13 @@ const file_foresight_v1_types_proto_rawDesc = "" +
 	"\x12last_output_age_ms\x18\n" +
 	" \x03(\x01R\x0flastOutputAgeMs\x126\n" +
 	"\x17dispatched_since_scrape\x18\v \x03(\x03R\x15dispatchedSinceScrape\x12(\n" +
-	"\x10first_token_rate\x18\f \x03(\x01R\x0efirstTokenRate\"U\n" +
+	"\x10first_token_rate\x18\f \x03(\x01R\x0efirstTokenRate\"\x9d\x01\n" +
 	"\vPredictions\x12\x14\n" +
 	"\x05valid\x18\x01 \x03(\bR\x05valid\x12\x17\n" +
 	"\attft_ms\x18\x02 \x03(\x01R\x06ttftMs\x12\x17\n" +
-	"\atpot_ms\x18\x03 \x03(\x01R\x06tpotMs\"\x94\x04\n" +
+	"\atpot_ms\x18\x03 \x03(\x01R\x06tpotMs\x12\"\n" +
+	"\rttft_after_ms\x18\x04 \x03(\x01R\vttftAfterMs\x12\"\n" +
+	"\rtpot_after_ms\x18\x05 \x03(\x01R\vtpotAfterMs\"\x94\x04\n" +
 	"\rEndpointState\x12$\n" +
 	"\x0ekv_cache_usage\x18\x01 \x01(\x01R\fkvCacheUsage\x12\x18\n" +
 	"\awaiting\x18\x02 \x01(\x03R\awaiting\x12\x18\n" +
@@ -1134,43 +1233,45 @@ func file_foresight_v1_types_proto_rawDescGZIP() []byte {
 }
 
 var file_foresight_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_foresight_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_foresight_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_foresight_v1_types_proto_goTypes = []any{
 	(StatusCode)(0),               // 0: foresight.v1.StatusCode
 	(*Cycle)(nil),                 // 1: foresight.v1.Cycle
-	(*Request)(nil),               // 2: foresight.v1.Request
-	(*Slo)(nil),                   // 3: foresight.v1.Slo
-	(*Endpoints)(nil),             // 4: foresight.v1.Endpoints
-	(*ExcludedEndpoint)(nil),      // 5: foresight.v1.ExcludedEndpoint
-	(*Labels)(nil),                // 6: foresight.v1.Labels
-	(*EndpointStates)(nil),        // 7: foresight.v1.EndpointStates
-	(*Predictions)(nil),           // 8: foresight.v1.Predictions
-	(*EndpointState)(nil),         // 9: foresight.v1.EndpointState
-	(*Prediction)(nil),            // 10: foresight.v1.Prediction
-	(*Status)(nil),                // 11: foresight.v1.Status
-	nil,                           // 12: foresight.v1.Request.LabelsEntry
-	nil,                           // 13: foresight.v1.ExcludedEndpoint.LabelsEntry
-	nil,                           // 14: foresight.v1.Labels.ValuesEntry
-	(*timestamppb.Timestamp)(nil), // 15: google.protobuf.Timestamp
+	(*Round)(nil),                 // 2: foresight.v1.Round
+	(*Request)(nil),               // 3: foresight.v1.Request
+	(*Slo)(nil),                   // 4: foresight.v1.Slo
+	(*Endpoints)(nil),             // 5: foresight.v1.Endpoints
+	(*ExcludedEndpoint)(nil),      // 6: foresight.v1.ExcludedEndpoint
+	(*Labels)(nil),                // 7: foresight.v1.Labels
+	(*EndpointStates)(nil),        // 8: foresight.v1.EndpointStates
+	(*Predictions)(nil),           // 9: foresight.v1.Predictions
+	(*EndpointState)(nil),         // 10: foresight.v1.EndpointState
+	(*Prediction)(nil),            // 11: foresight.v1.Prediction
+	(*Status)(nil),                // 12: foresight.v1.Status
+	nil,                           // 13: foresight.v1.Request.LabelsEntry
+	nil,                           // 14: foresight.v1.ExcludedEndpoint.LabelsEntry
+	nil,                           // 15: foresight.v1.Labels.ValuesEntry
+	(*timestamppb.Timestamp)(nil), // 16: google.protobuf.Timestamp
 }
 var file_foresight_v1_types_proto_depIdxs = []int32{
-	2,  // 0: foresight.v1.Cycle.request:type_name -> foresight.v1.Request
-	4,  // 1: foresight.v1.Cycle.endpoints:type_name -> foresight.v1.Endpoints
-	15, // 2: foresight.v1.Cycle.now:type_name -> google.protobuf.Timestamp
-	3,  // 3: foresight.v1.Request.slo:type_name -> foresight.v1.Slo
-	12, // 4: foresight.v1.Request.labels:type_name -> foresight.v1.Request.LabelsEntry
-	6,  // 5: foresight.v1.Endpoints.labels:type_name -> foresight.v1.Labels
-	7,  // 6: foresight.v1.Endpoints.states:type_name -> foresight.v1.EndpointStates
-	8,  // 7: foresight.v1.Endpoints.predictions:type_name -> foresight.v1.Predictions
-	5,  // 8: foresight.v1.Endpoints.excluded:type_name -> foresight.v1.ExcludedEndpoint
-	13, // 9: foresight.v1.ExcludedEndpoint.labels:type_name -> foresight.v1.ExcludedEndpoint.LabelsEntry
-	14, // 10: foresight.v1.Labels.values:type_name -> foresight.v1.Labels.ValuesEntry
-	0,  // 11: foresight.v1.Status.code:type_name -> foresight.v1.StatusCode
-	12, // [12:12] is the sub-list for method output_type
-	12, // [12:12] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	3,  // 0: foresight.v1.Cycle.request:type_name -> foresight.v1.Request
+	5,  // 1: foresight.v1.Cycle.endpoints:type_name -> foresight.v1.Endpoints
+	16, // 2: foresight.v1.Cycle.now:type_name -> google.protobuf.Timestamp
+	2,  // 3: foresight.v1.Cycle.round:type_name -> foresight.v1.Round
+	4,  // 4: foresight.v1.Request.slo:type_name -> foresight.v1.Slo
+	13, // 5: foresight.v1.Request.labels:type_name -> foresight.v1.Request.LabelsEntry
+	7,  // 6: foresight.v1.Endpoints.labels:type_name -> foresight.v1.Labels
+	8,  // 7: foresight.v1.Endpoints.states:type_name -> foresight.v1.EndpointStates
+	9,  // 8: foresight.v1.Endpoints.predictions:type_name -> foresight.v1.Predictions
+	6,  // 9: foresight.v1.Endpoints.excluded:type_name -> foresight.v1.ExcludedEndpoint
+	14, // 10: foresight.v1.ExcludedEndpoint.labels:type_name -> foresight.v1.ExcludedEndpoint.LabelsEntry
+	15, // 11: foresight.v1.Labels.values:type_name -> foresight.v1.Labels.ValuesEntry
+	0,  // 12: foresight.v1.Status.code:type_name -> foresight.v1.StatusCode
+	13, // [13:13] is the sub-list for method output_type
+	13, // [13:13] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_foresight_v1_types_proto_init() }
@@ -1184,7 +1285,7 @@ func file_foresight_v1_types_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_foresight_v1_types_proto_rawDesc), len(file_foresight_v1_types_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   14,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -14,7 +14,7 @@ _sym_db = _symbol_database.Default()
 from foresight.v1 import types_pb2 as foresight_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x66oresight/v1/picker.proto\x12\x0c\x66oresight.v1\x1a\x18\x66oresight/v1/types.proto\"\x84\x01\n\x0bPickRequest\x12+\n\x06\x63ycles\x18\x01 \x03(\x0b\x32\x13.foresight.v1.CycleR\x06\x63ycles\x12,\n\x06scores\x18\x02 \x03(\x0b\x32\x14.foresight.v1.ScoresR\x06scores\x12\x1a\n\x08instance\x18\x03 \x01(\tR\x08instance\" \n\x06Scores\x12\x16\n\x06values\x18\x01 \x03(\x01R\x06values\"B\n\x0cPickResponse\x12\x32\n\x07results\x18\x01 \x03(\x0b\x32\x18.foresight.v1.PickResultR\x07results\"P\n\nPickResult\x12,\n\x06status\x18\x01 \x01(\x0b\x32\x14.foresight.v1.StatusR\x06status\x12\x14\n\x05order\x18\x02 \x03(\rR\x05order2R\n\rPickerService\x12\x41\n\x04Pick\x12\x19.foresight.v1.PickRequest\x1a\x1a.foresight.v1.PickResponse(\x01\x30\x01\x42\x46ZDgithub.com/foresight-router/foresight/proto/foresight/v1;foresightv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x66oresight/v1/picker.proto\x12\x0c\x66oresight.v1\x1a\x18\x66oresight/v1/types.proto\"\xbd\x01\n\x0bPickRequest\x12+\n\x06\x63ycles\x18\x01 \x03(\x0b\x32\x13.foresight.v1.CycleR\x06\x63ycles\x12,\n\x06scores\x18\x02 \x03(\x0b\x32\x14.foresight.v1.ScoresR\x06scores\x12\x1a\n\x08instance\x18\x03 \x01(\tR\x08instance\x12\x37\n\x0cscores_after\x18\x04 \x03(\x0b\x32\x14.foresight.v1.ScoresR\x0bscoresAfter\" \n\x06Scores\x12\x16\n\x06values\x18\x01 \x03(\x01R\x06values\"B\n\x0cPickResponse\x12\x32\n\x07results\x18\x01 \x03(\x0b\x32\x18.foresight.v1.PickResultR\x07results\"P\n\nPickResult\x12,\n\x06status\x18\x01 \x01(\x0b\x32\x14.foresight.v1.StatusR\x06status\x12\x14\n\x05order\x18\x02 \x03(\rR\x05order2R\n\rPickerService\x12\x41\n\x04Pick\x12\x19.foresight.v1.PickRequest\x1a\x1a.foresight.v1.PickResponse(\x01\x30\x01\x42\x46ZDgithub.com/foresight-router/foresight/proto/foresight/v1;foresightv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'foresight.v1.picker_pb2', globals())
@@ -23,13 +23,13 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   DESCRIPTOR._options = None
   DESCRIPTOR._serialized_options = b'ZDgithub.com/foresight-router/foresight/proto/foresight/v1;foresightv1'
   _PICKREQUEST._serialized_start=70
-  _PICKREQUEST._serialized_end=202
-  _SCORES._serialized_start=204
-  _SCORES._serialized_end=236
-  _PICKRESPONSE._serialized_start=238
-  _PICKRESPONSE._serialized_end=304
-  _PICKRESULT._serialized_start=306
-  _PICKRESULT._serialized_end=386
-  _PICKERSERVICE._serialized_start=388
-  _PICKERSERVICE._serialized_end=470
+  _PICKREQUEST._serialized_end=259
+  _SCORES._serialized_start=261
+  _SCORES._serialized_end=293
+  _PICKRESPONSE._serialized_start=295
+  _PICKRESPONSE._serialized_end=361
+  _PICKRESULT._serialized_start=363
+  _PICKRESULT._serialized_end=443
+  _PICKERSERVICE._serialized_start=445
+  _PICKERSERVICE._serialized_end=527
 # @@protoc_insertion_point(module_scope)

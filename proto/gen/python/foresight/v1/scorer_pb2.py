@@ -14,7 +14,7 @@ _sym_db = _symbol_database.Default()
 from foresight.v1 import types_pb2 as foresight_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x66oresight/v1/scorer.proto\x12\x0c\x66oresight.v1\x1a\x18\x66oresight/v1/types.proto\"W\n\x0cScoreRequest\x12+\n\x06\x63ycles\x18\x01 \x03(\x0b\x32\x13.foresight.v1.CycleR\x06\x63ycles\x12\x1a\n\x08instance\x18\x02 \x01(\tR\x08instance\"D\n\rScoreResponse\x12\x33\n\x07results\x18\x01 \x03(\x0b\x32\x19.foresight.v1.ScoreResultR\x07results\"S\n\x0bScoreResult\x12,\n\x06status\x18\x01 \x01(\x0b\x32\x14.foresight.v1.StatusR\x06status\x12\x16\n\x06scores\x18\x02 \x03(\x01R\x06scores2U\n\rScorerService\x12\x44\n\x05Score\x12\x1a.foresight.v1.ScoreRequest\x1a\x1b.foresight.v1.ScoreResponse(\x01\x30\x01\x42\x46ZDgithub.com/foresight-router/foresight/proto/foresight/v1;foresightv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x66oresight/v1/scorer.proto\x12\x0c\x66oresight.v1\x1a\x18\x66oresight/v1/types.proto\"W\n\x0cScoreRequest\x12+\n\x06\x63ycles\x18\x01 \x03(\x0b\x32\x13.foresight.v1.CycleR\x06\x63ycles\x12\x1a\n\x08instance\x18\x02 \x01(\tR\x08instance\"D\n\rScoreResponse\x12\x33\n\x07results\x18\x01 \x03(\x0b\x32\x19.foresight.v1.ScoreResultR\x07results\"v\n\x0bScoreResult\x12,\n\x06status\x18\x01 \x01(\x0b\x32\x14.foresight.v1.StatusR\x06status\x12\x16\n\x06scores\x18\x02 \x03(\x01R\x06scores\x12!\n\x0cscores_after\x18\x03 \x03(\x01R\x0bscoresAfter2U\n\rScorerService\x12\x44\n\x05Score\x12\x1a.foresight.v1.ScoreRequest\x1a\x1b.foresight.v1.ScoreResponse(\x01\x30\x01\x42\x46ZDgithub.com/foresight-router/foresight/proto/foresight/v1;foresightv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'foresight.v1.scorer_pb2', globals())
@@ -27,7 +27,7 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _SCORERESPONSE._serialized_start=158
   _SCORERESPONSE._serialized_end=226
   _SCORERESULT._serialized_start=228
-  _SCORERESULT._serialized_end=311
-  _SCORERSERVICE._serialized_start=313
-  _SCORERSERVICE._serialized_end=398
+  _SCORERESULT._serialized_end=346
+  _SCORERSERVICE._serialized_start=348
+  _SCORERSERVICE._serialized_end=433
 # @@protoc_insertion_point(module_scope)

@@ -34,6 +34,15 @@ export interface PickRequest {
    * instance. An unknown instance fails every cycle of the batch with INVALID_ARGUMENT.
    */
   instance: string;
+  /**
+   * scores_after[i] holds, when cycles[i] is in a round (Cycle.round, size above 1), the weighted
+   * score every endpoint of cycles[i] would have if one more request like it had been placed there
+   * first (added to protocol 1; empty outside rounds). A picker that reported `rounds` places a
+   * round's cycles in order: cycle k sees each endpoint as if the earlier cycles of its round
+   * had been placed on their first choices, n of them on an endpoint lowering its score by n ×
+   * (scores − scores_after), clamped at 0, and moving its predictions by n × (after − now).
+   */
+  scoresAfter: Scores[];
 }
 
 /** Scores is one cycle's weighted scores, one per endpoint. */
@@ -59,7 +68,7 @@ export interface PickResult {
 }
 
 function createBasePickRequest(): PickRequest {
-  return { cycles: [], scores: [], instance: "" };
+  return { cycles: [], scores: [], instance: "", scoresAfter: [] };
 }
 
 export const PickRequest: MessageFns<PickRequest> = {
@@ -72,6 +81,9 @@ export const PickRequest: MessageFns<PickRequest> = {
     }
     if (message.instance !== "") {
       writer.uint32(26).string(message.instance);
+    }
+    for (const v of message.scoresAfter) {
+      Scores.encode(v!, writer.uint32(34).fork()).join();
     }
     return writer;
   },
@@ -113,6 +125,14 @@ export const PickRequest: MessageFns<PickRequest> = {
             message.instance = reader.string();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.scoresAfter.push(Scores.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -130,6 +150,11 @@ export const PickRequest: MessageFns<PickRequest> = {
       cycles: globalThis.Array.isArray(object?.cycles) ? object.cycles.map((e: any) => Cycle.fromJSON(e)) : [],
       scores: globalThis.Array.isArray(object?.scores) ? object.scores.map((e: any) => Scores.fromJSON(e)) : [],
       instance: isSet(object.instance) ? globalThis.String(object.instance) : "",
+      scoresAfter: globalThis.Array.isArray(object?.scoresAfter)
+        ? object.scoresAfter.map((e: any) => Scores.fromJSON(e))
+        : globalThis.Array.isArray(object?.scores_after)
+        ? object.scores_after.map((e: any) => Scores.fromJSON(e))
+        : [],
     };
   },
 
@@ -144,6 +169,9 @@ export const PickRequest: MessageFns<PickRequest> = {
     if (message.instance !== "") {
       obj.instance = message.instance;
     }
+    if (message.scoresAfter?.length) {
+      obj.scoresAfter = message.scoresAfter.map((e) => Scores.toJSON(e));
+    }
     return obj;
   },
 
@@ -155,6 +183,7 @@ export const PickRequest: MessageFns<PickRequest> = {
     message.cycles = object.cycles?.map((e) => Cycle.fromPartial(e)) || [];
     message.scores = object.scores?.map((e) => Scores.fromPartial(e)) || [];
     message.instance = object.instance ?? "";
+    message.scoresAfter = object.scoresAfter?.map((e) => Scores.fromPartial(e)) || [];
     return message;
   },
 };

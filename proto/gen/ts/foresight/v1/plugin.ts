@@ -133,6 +133,13 @@ export interface GetInfoResponse {
    * call (FilterRequest.chain), and drops instances it no longer uses (DropInstance).
    */
   multiInstance: boolean;
+  /**
+   * The picker places the cycles of a round in order (PickRequest.scores_after; added to protocol
+   * 1). A picker that leaves it false is sent a round's cycles as independent decisions, and the
+   * host decides again those whose picks an earlier member of the round may have changed.
+   * Meaningless for the other stages.
+   */
+  rounds: boolean;
 }
 
 /** ConfigureRequest carries the plugin's parameters. */
@@ -216,7 +223,7 @@ export const GetInfoRequest: MessageFns<GetInfoRequest> = {
 };
 
 function createBaseGetInfoResponse(): GetInfoResponse {
-  return { type: "", stage: 0, version: "", description: "", reads: [], multiInstance: false };
+  return { type: "", stage: 0, version: "", description: "", reads: [], multiInstance: false, rounds: false };
 }
 
 export const GetInfoResponse: MessageFns<GetInfoResponse> = {
@@ -238,6 +245,9 @@ export const GetInfoResponse: MessageFns<GetInfoResponse> = {
     }
     if (message.multiInstance !== false) {
       writer.uint32(48).bool(message.multiInstance);
+    }
+    if (message.rounds !== false) {
+      writer.uint32(56).bool(message.rounds);
     }
     return writer;
   },
@@ -303,6 +313,14 @@ export const GetInfoResponse: MessageFns<GetInfoResponse> = {
             message.multiInstance = reader.bool();
             continue;
           }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.rounds = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -327,6 +345,7 @@ export const GetInfoResponse: MessageFns<GetInfoResponse> = {
         : isSet(object.multi_instance)
         ? globalThis.Boolean(object.multi_instance)
         : false,
+      rounds: isSet(object.rounds) ? globalThis.Boolean(object.rounds) : false,
     };
   },
 
@@ -350,6 +369,9 @@ export const GetInfoResponse: MessageFns<GetInfoResponse> = {
     if (message.multiInstance !== false) {
       obj.multiInstance = message.multiInstance;
     }
+    if (message.rounds !== false) {
+      obj.rounds = message.rounds;
+    }
     return obj;
   },
 
@@ -364,6 +386,7 @@ export const GetInfoResponse: MessageFns<GetInfoResponse> = {
     message.description = object.description ?? "";
     message.reads = object.reads?.map((e) => e) || [];
     message.multiInstance = object.multiInstance ?? false;
+    message.rounds = object.rounds ?? false;
     return message;
   },
 };

@@ -51,6 +51,13 @@ export interface ScoreResult {
    * out-of-range scores and multiplies by the scorer's weight.
    */
   scores: number[];
+  /**
+   * In a round (Cycle.round, size above 1; added to protocol 1): each endpoint's score for this
+   * request if one more request like it had been placed there first, in [0, 1], in the cycle's
+   * order. Empty when the scorer does not say: the host reads its scores as unchanged by
+   * placements.
+   */
+  scoresAfter: number[];
 }
 
 function createBaseScoreRequest(): ScoreRequest {
@@ -208,7 +215,7 @@ export const ScoreResponse: MessageFns<ScoreResponse> = {
 };
 
 function createBaseScoreResult(): ScoreResult {
-  return { status: undefined, scores: [] };
+  return { status: undefined, scores: [], scoresAfter: [] };
 }
 
 export const ScoreResult: MessageFns<ScoreResult> = {
@@ -219,6 +226,13 @@ export const ScoreResult: MessageFns<ScoreResult> = {
     if (message.scores.length !== 0) {
       writer.uint32(18).fork();
       for (const v of message.scores) {
+        writer.double(v);
+      }
+      writer.join();
+    }
+    if (message.scoresAfter.length !== 0) {
+      writer.uint32(26).fork();
+      for (const v of message.scoresAfter) {
         writer.double(v);
       }
       writer.join();
@@ -265,6 +279,24 @@ export const ScoreResult: MessageFns<ScoreResult> = {
 
             break;
           }
+          case 3: {
+            if (tag === 25) {
+              message.scoresAfter.push(reader.double());
+
+              continue;
+            }
+
+            if (tag === 26) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.scoresAfter.push(reader.double());
+              }
+
+              continue;
+            }
+
+            break;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -281,6 +313,11 @@ export const ScoreResult: MessageFns<ScoreResult> = {
     return {
       status: isSet(object.status) ? Status.fromJSON(object.status) : undefined,
       scores: globalThis.Array.isArray(object?.scores) ? object.scores.map((e: any) => globalThis.Number(e)) : [],
+      scoresAfter: globalThis.Array.isArray(object?.scoresAfter)
+        ? object.scoresAfter.map((e: any) => globalThis.Number(e))
+        : globalThis.Array.isArray(object?.scores_after)
+        ? object.scores_after.map((e: any) => globalThis.Number(e))
+        : [],
     };
   },
 
@@ -291,6 +328,9 @@ export const ScoreResult: MessageFns<ScoreResult> = {
     }
     if (message.scores?.length) {
       obj.scores = message.scores.map((e) => floatToJson(e));
+    }
+    if (message.scoresAfter?.length) {
+      obj.scoresAfter = message.scoresAfter.map((e) => floatToJson(e));
     }
     return obj;
   },
@@ -304,6 +344,7 @@ export const ScoreResult: MessageFns<ScoreResult> = {
       ? Status.fromPartial(object.status)
       : undefined;
     message.scores = object.scores?.map((e) => e) || [];
+    message.scoresAfter = object.scoresAfter?.map((e) => e) || [];
     return message;
   },
 };

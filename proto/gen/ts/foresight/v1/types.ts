@@ -82,6 +82,26 @@ export interface Cycle {
     | undefined;
   /** The seed for every random choice a stage makes in this cycle. */
   seed: bigint;
+  /**
+   * Set when the host decides several requests together (added to protocol 1): this cycle is one
+   * member of a round, and the round's cycles travel in the same batch, in arrival order. Absent
+   * (or a size of 1): the request is decided alone. See Round.
+   */
+  round: Round | undefined;
+}
+
+/**
+ * Round places a cycle among the requests the host decides together. A round is decided as if its
+ * requests were decided one at a time in arrival order, each after the earlier ones were placed on
+ * their first choice: stages that can say how a placement changes an endpoint for the next request
+ * (Predictions.ttft_after_ms, ScoreResult.scores_after) let the picker account for the earlier
+ * members in one call (PickRequest), instead of the host deciding the later members again.
+ */
+export interface Round {
+  /** The cycle's place in the round, from 0, in arrival order. */
+  position: number;
+  /** How many cycles the round holds. */
+  size: number;
 }
 
 /** Request is what the router knows about the request being scheduled. */
@@ -235,6 +255,19 @@ export interface Predictions {
    * young producer that has seen first tokens but no finished answers): TPOT unknown.
    */
   tpotMs: number[];
+  /**
+   * In a round (Cycle.round, size above 1): the TTFT this request would see on the endpoint if one
+   * more request like it had been placed there first (the in-flight ledger counting it: one more
+   * request in flight and dispatched since the scrape, its uncached prompt tokens in prefill). A
+   * column like the others: empty when the producer does not say (outside rounds, or an older
+   * producer); then a placement is read as changing nothing.
+   */
+  ttftAfterMs: number[];
+  /**
+   * In a round: the TPOT this request would see there after one more request like it; 0 where
+   * TPOT is unknown. Empty like ttft_after_ms.
+   */
+  tpotAfterMs: number[];
 }
 
 /** EndpointState is one endpoint's state as a single record (used in samples and snapshots). */
@@ -284,7 +317,7 @@ export interface Status {
 }
 
 function createBaseCycle(): Cycle {
-  return { request: undefined, endpoints: undefined, now: undefined, seed: 0n };
+  return { request: undefined, endpoints: undefined, now: undefined, seed: 0n, round: undefined };
 }
 
 export const Cycle: MessageFns<Cycle> = {
@@ -303,6 +336,9 @@ export const Cycle: MessageFns<Cycle> = {
         throw new globalThis.Error("value provided for field message.seed of type uint64 too large");
       }
       writer.uint32(32).uint64(message.seed);
+    }
+    if (message.round !== undefined) {
+      Round.encode(message.round, writer.uint32(42).fork()).join();
     }
     return writer;
   },
@@ -352,6 +388,14 @@ export const Cycle: MessageFns<Cycle> = {
             message.seed = reader.uint64() as bigint;
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.round = Round.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -370,6 +414,7 @@ export const Cycle: MessageFns<Cycle> = {
       endpoints: isSet(object.endpoints) ? Endpoints.fromJSON(object.endpoints) : undefined,
       now: isSet(object.now) ? fromJsonTimestamp(object.now) : undefined,
       seed: isSet(object.seed) ? BigInt(object.seed) : 0n,
+      round: isSet(object.round) ? Round.fromJSON(object.round) : undefined,
     };
   },
 
@@ -387,6 +432,9 @@ export const Cycle: MessageFns<Cycle> = {
     if (message.seed !== 0n) {
       obj.seed = message.seed.toString();
     }
+    if (message.round !== undefined) {
+      obj.round = Round.toJSON(message.round);
+    }
     return obj;
   },
 
@@ -403,6 +451,92 @@ export const Cycle: MessageFns<Cycle> = {
       : undefined;
     message.now = object.now ?? undefined;
     message.seed = (object.seed !== undefined && object.seed !== null) ? BigInt(object.seed) : 0n;
+    message.round = (object.round !== undefined && object.round !== null) ? Round.fromPartial(object.round) : undefined;
+    return message;
+  },
+};
+
+function createBaseRound(): Round {
+  return { position: 0, size: 0 };
+}
+
+export const Round: MessageFns<Round> = {
+  encode(message: Round, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.position !== 0) {
+      writer.uint32(8).uint32(message.position);
+    }
+    if (message.size !== 0) {
+      writer.uint32(16).uint32(message.size);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Round {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRound();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.position = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.size = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Round {
+    return {
+      position: isSet(object.position) ? globalThis.Number(object.position) : 0,
+      size: isSet(object.size) ? globalThis.Number(object.size) : 0,
+    };
+  },
+
+  toJSON(message: Round): unknown {
+    const obj: any = {};
+    if (message.position !== 0) {
+      obj.position = Math.round(message.position);
+    }
+    if (message.size !== 0) {
+      obj.size = Math.round(message.size);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Round>, I>>(base?: I): Round {
+    return Round.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Round>, I>>(object: I): Round {
+    const message = createBaseRound();
+    message.position = object.position ?? 0;
+    message.size = object.size ?? 0;
     return message;
   },
 };
@@ -1926,7 +2060,7 @@ export const EndpointStates: MessageFns<EndpointStates> = {
 };
 
 function createBasePredictions(): Predictions {
-  return { valid: [], ttftMs: [], tpotMs: [] };
+  return { valid: [], ttftMs: [], tpotMs: [], ttftAfterMs: [], tpotAfterMs: [] };
 }
 
 export const Predictions: MessageFns<Predictions> = {
@@ -1948,6 +2082,20 @@ export const Predictions: MessageFns<Predictions> = {
     if (message.tpotMs.length !== 0) {
       writer.uint32(26).fork();
       for (const v of message.tpotMs) {
+        writer.double(v);
+      }
+      writer.join();
+    }
+    if (message.ttftAfterMs.length !== 0) {
+      writer.uint32(34).fork();
+      for (const v of message.ttftAfterMs) {
+        writer.double(v);
+      }
+      writer.join();
+    }
+    if (message.tpotAfterMs.length !== 0) {
+      writer.uint32(42).fork();
+      for (const v of message.tpotAfterMs) {
         writer.double(v);
       }
       writer.join();
@@ -2022,6 +2170,42 @@ export const Predictions: MessageFns<Predictions> = {
 
             break;
           }
+          case 4: {
+            if (tag === 33) {
+              message.ttftAfterMs.push(reader.double());
+
+              continue;
+            }
+
+            if (tag === 34) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.ttftAfterMs.push(reader.double());
+              }
+
+              continue;
+            }
+
+            break;
+          }
+          case 5: {
+            if (tag === 41) {
+              message.tpotAfterMs.push(reader.double());
+
+              continue;
+            }
+
+            if (tag === 42) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.tpotAfterMs.push(reader.double());
+              }
+
+              continue;
+            }
+
+            break;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2047,6 +2231,16 @@ export const Predictions: MessageFns<Predictions> = {
         : globalThis.Array.isArray(object?.tpot_ms)
         ? object.tpot_ms.map((e: any) => globalThis.Number(e))
         : [],
+      ttftAfterMs: globalThis.Array.isArray(object?.ttftAfterMs)
+        ? object.ttftAfterMs.map((e: any) => globalThis.Number(e))
+        : globalThis.Array.isArray(object?.ttft_after_ms)
+        ? object.ttft_after_ms.map((e: any) => globalThis.Number(e))
+        : [],
+      tpotAfterMs: globalThis.Array.isArray(object?.tpotAfterMs)
+        ? object.tpotAfterMs.map((e: any) => globalThis.Number(e))
+        : globalThis.Array.isArray(object?.tpot_after_ms)
+        ? object.tpot_after_ms.map((e: any) => globalThis.Number(e))
+        : [],
     };
   },
 
@@ -2061,6 +2255,12 @@ export const Predictions: MessageFns<Predictions> = {
     if (message.tpotMs?.length) {
       obj.tpotMs = message.tpotMs.map((e) => floatToJson(e));
     }
+    if (message.ttftAfterMs?.length) {
+      obj.ttftAfterMs = message.ttftAfterMs.map((e) => floatToJson(e));
+    }
+    if (message.tpotAfterMs?.length) {
+      obj.tpotAfterMs = message.tpotAfterMs.map((e) => floatToJson(e));
+    }
     return obj;
   },
 
@@ -2072,6 +2272,8 @@ export const Predictions: MessageFns<Predictions> = {
     message.valid = object.valid?.map((e) => e) || [];
     message.ttftMs = object.ttftMs?.map((e) => e) || [];
     message.tpotMs = object.tpotMs?.map((e) => e) || [];
+    message.ttftAfterMs = object.ttftAfterMs?.map((e) => e) || [];
+    message.tpotAfterMs = object.tpotAfterMs?.map((e) => e) || [];
     return message;
   },
 };

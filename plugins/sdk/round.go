@@ -1,0 +1,70 @@
+package sdk
+
+import (
+	"context"
+	"math"
+)
+
+// Round places a cycle among the requests the host decides together. The host decides a round as
+// if its requests were decided one at a time in arrival order, each after the earlier ones were
+// placed on their first choice, but with one call per stage for the whole round: the producer says
+// what each request would see on each endpoint after one more request like it
+// (Prediction.TTFTAfterMs), each scorer what each endpoint's score would become (RoundScorer, or
+// the SDK's re-scoring), and the picker places the round's cycles in order against those figures
+// (PlaceOn). The zero Round is a request decided alone.
+type Round struct {
+	// Position is the cycle's place in the round, from 0, in arrival order.
+	Position int `json:"position"`
+	// Size is how many cycles the round holds.
+	Size int `json:"size"`
+}
+
+// InRound reports whether the cycle is decided together with other requests.
+func (c *Cycle) InRound() bool { return c.Round.Size > 1 }
+
+// UncachedTokens is the part of the request's prompt that endpoint e is not believed to cache: the
+// prefill work the request brings there.
+func (c *Cycle) UncachedTokens(e int) int64 {
+	match := min(max(c.Endpoints[e].State.PrefixMatch, 0), 1)
+	return int64(math.Round(float64(c.Request.InputTokens) * (1 - match)))
+}
+
+// PlaceOn changes endpoint e of c as the router's in-flight ledger would after n more requests like
+// c's request had been dispatched there: n more requests in flight and dispatched since the scrape,
+// n times its uncached prompt tokens in prefill, and its predictions moved n times by what one
+// placement does (TTFTAfterMs − TTFTMs, TPOTAfterMs − TPOTMs, where the producer said). The prefix
+// match stays as it is: a request of the round with the same prefix raises it, which the host
+// checks on its own. Engine gauges (waiting, running, KV usage) stay as scraped, as they would
+// until the next scrape.
+func PlaceOn(c *Cycle, e, n int) {
+	if n <= 0 {
+		return
+	}
+	ep := &c.Endpoints[e]
+	k := int64(n)
+	ep.State.InflightRequests += k
+	ep.State.DispatchedSinceScrape += k
+	ep.State.PrefillTokensInFlight += k * c.UncachedTokens(e)
+	p := &ep.Prediction
+	if p.TTFTAfterMs > 0 {
+		d := p.TTFTAfterMs - p.TTFTMs
+		p.TTFTMs += float64(n) * d
+		p.TTFTAfterMs += float64(n) * d
+	}
+	if p.TPOTAfterMs > 0 && p.TPOTMs > 0 {
+		d := p.TPOTAfterMs - p.TPOTMs
+		p.TPOTMs += float64(n) * d
+		p.TPOTAfterMs += float64(n) * d
+	}
+}
+
+// RoundScorer is a Scorer that says itself how its scores change as a round places requests. The
+// SDK asks ScoreAfter only for cycles in a round; for a Scorer without it, the SDK scores the cycle
+// again once per endpoint with that endpoint placed on (PlaceOn), which is exact but costs one
+// Score per endpoint.
+type RoundScorer interface {
+	Scorer
+	// ScoreAfter returns, per endpoint of c, the score c's request would get there had one more
+	// request like it been placed there first (PlaceOn(c, i, 1)); scores are c's own scores.
+	ScoreAfter(ctx context.Context, c *Cycle, scores []float64) ([]float64, error)
+}
