@@ -45,8 +45,15 @@ type Spec struct {
 
 // Supervision timing.
 const (
-	exitPoll       = 20 * time.Millisecond // how often a quiet plugin is checked for having exited
-	maxBackoff     = 10 * time.Second      // the longest wait between restart attempts
+	// A plugin's exit is noticed from its connection: when the connection leaves READY (or a call
+	// fails at the transport level) the supervisor checks every exitPoll, up to exitPollBurst
+	// times, for go-plugin to report the exit; otherwise it checks only every exitPollQuiet, in
+	// case a process exits without its connection showing it. Polling every exitPoll always cost
+	// an idle router 50 wake-ups a second per plugin process.
+	exitPoll       = 20 * time.Millisecond
+	exitPollBurst  = 100 // 2 s of quick checks after a sign of trouble
+	exitPollQuiet  = time.Second
+	maxBackoff     = 10 * time.Second // the longest wait between restart attempts
 	firstBackoff   = 100 * time.Millisecond
 	healthyRunTime = time.Minute // a plugin that ran this long restarts without delay after a crash
 	// hangAfter is how long a process may go on missing its call deadlines, without answering any

@@ -18,6 +18,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"github.com/rs/zerolog"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
 )
 
 // process is what serves one or more Plugins: a supervised plugin process, or an in-process
@@ -52,9 +54,10 @@ type process struct {
 
 // incarnation is one run of a process.
 type incarnation struct {
-	client   *plugin.Client // nil in process
-	cmd      *exec.Cmd      // the process go-plugin started from it; nil in process
-	stage    any            // the process's stage client (transport.Configurer), or transport.Local
+	client   *plugin.Client   // nil in process
+	cmd      *exec.Cmd        // the process go-plugin started from it; nil in process
+	conn     *grpc.ClientConn // the connection to the process; nil in process
+	stage    any              // the process's stage client (transport.Configurer), or transport.Local
 	info     sdk.Info
 	pid      int
 	protocol int
@@ -260,6 +263,9 @@ func (pr *process) connect(ctx context.Context, client *plugin.Client, cmd *exec
 		return nil, fmt.Errorf("the %v client does not speak PluginService", pr.spec.Stage)
 	}
 	inc := &incarnation{client: client, cmd: cmd, stage: conf, protocol: client.NegotiatedVersion()}
+	if g, ok := rpc.(*plugin.GRPCClient); ok {
+		inc.conn = g.Conn
+	}
 	if rc := client.ReattachConfig(); rc != nil {
 		inc.pid = rc.Pid
 	}
@@ -289,6 +295,24 @@ func (pr *process) startLocal(began time.Time) (*incarnation, error) {
 		return nil, fmt.Errorf("configuring: %s", oneLine(err))
 	}
 	return &incarnation{stage: transport.Local{P: impl}, info: info, startup: time.Since(began), started: time.Now()}, nil
+}
+
+// watchConn calls trouble each time the connection to the process leaves READY, until the
+// returned stop is called: a process that exits closes its end, so the supervisor hears of it
+// without polling. In process, or without a connection, it watches nothing.
+func (inc *incarnation) watchConn(trouble func()) (stop func()) {
+	if inc.conn == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for s := inc.conn.GetState(); inc.conn.WaitForStateChange(ctx, s); {
+			if s = inc.conn.GetState(); s != connectivity.Ready {
+				trouble()
+			}
+		}
+	}()
+	return cancel
 }
 
 // callFailed tells the supervisor that a call failed at the transport level, so a dead process
@@ -328,18 +352,29 @@ func (pr *process) callTimedOut() {
 // supervise waits for the process to exit and restarts it with backoff until halted.
 func (pr *process) supervise() {
 	defer close(pr.done)
-	tick := time.NewTicker(exitPoll)
-	defer tick.Stop()
+	timer := time.NewTimer(exitPollQuiet)
+	defer timer.Stop()
 	for {
 		inc := pr.cur.Load()
+		stopWatch := inc.watchConn(pr.callFailed)
+		quick := 0 // checks left at exitPoll
 		for !inc.client.Exited() {
+			wait := exitPollQuiet
+			if quick > 0 {
+				wait = exitPoll
+				quick--
+			}
+			timer.Reset(wait)
 			select {
 			case <-pr.stop:
+				stopWatch()
 				return
-			case <-tick.C:
+			case <-timer.C:
 			case <-pr.nudge:
+				quick = exitPollBurst
 			}
 		}
+		stopWatch()
 		pr.cur.Store(nil)
 		exited := time.Now()
 		inc.kill() // release the connection (a hang's kill may be under way: this waits for it)

@@ -142,6 +142,26 @@ func TestKilledPluginFallsBackThenRestarts(t *testing.T) {
 	}
 }
 
+// TestQuietKilledPluginRestarts kills a plugin no cycle is calling: its supervisor hears of the
+// exit from the closed connection (it no longer polls quickly while nothing happens) and restarts
+// it before any call needs it.
+func TestQuietKilledPluginRestarts(t *testing.T) {
+	p := buildExample(t)
+	picker := plugin(t, p, "picker")
+	before := picker.Status()
+	if !before.Up || before.PID == 0 {
+		t.Fatalf("picker not up: %+v", before)
+	}
+	if err := syscall.Kill(before.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	eventually.Wait(t, 20*time.Second, "the killed picker's restart", func() bool {
+		st := picker.Status()
+		return st.Up && st.Restarts == 1 && st.PID != before.PID
+	})
+	noFallbacks(t, p.Run(context.Background(), testCycle(1)))
+}
+
 // TestConcurrentCyclesShareRoundTrips runs cycles from many goroutines at once: every one is
 // served without a fallback, and cohorts make stage calls carry more than one cycle on average.
 func TestConcurrentCyclesShareRoundTrips(t *testing.T) {

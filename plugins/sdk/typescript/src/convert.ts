@@ -258,7 +258,7 @@ export function cycleFromWire(w: WireCycle): Cycle {
 
 /** predictionsToProto returns the columnar wire form of one prediction per endpoint. */
 export function predictionsToProto(ps: readonly Prediction[]): PbPredictions {
-  return { valid: ps.map((p) => p.valid), ttftMs: ps.map((p) => p.ttftMs), tpotMs: ps.map((p) => p.tpotMs) };
+  return { valid: ps.map((p) => p.valid), ttftMs: ps.map((p) => p.ttftMs), tpotMs: ps.map((p) => p.tpotMs), ttftAfterMs: [], tpotAfterMs: [] };
 }
 
 /** endpointsToProto returns the columnar wire form of endpoints (Go: CycleToProto). */
@@ -298,7 +298,7 @@ export function cycleToProto(c: Cycle): WireCycle {
   endpoints.excluded = (c.excluded ?? []).map(
     (x): PbExcludedEndpoint => ({ id: x.id, labels: { ...x.labels }, reason: x.reason }),
   );
-  return { request: requestToProto(c.request), endpoints, now: c.now, seed: c.seed };
+  return { request: requestToProto(c.request), endpoints, now: c.now, seed: c.seed, round: undefined };
 }
 
 /**
@@ -308,7 +308,7 @@ export function cycleToProto(c: Cycle): WireCycle {
 export function encodeCycleBatch(cycles: readonly Cycle[], scores?: readonly (readonly number[])[]): Uint8Array {
   const wire = cycles.map(cycleToProto);
   if (scores === undefined) return FilterRequest.encode({ cycles: wire, instance: "", chain: [] }).finish();
-  return PickRequest.encode({ cycles: wire, scores: scores.map((s) => ({ values: [...s] })), instance: "" }).finish();
+  return PickRequest.encode({ cycles: wire, scores: scores.map((s) => ({ values: [...s] })), instance: "", scoresAfter: [] }).finish();
 }
 
 function targetToProto(name: string, t: TargetStats): PbTargetStats {

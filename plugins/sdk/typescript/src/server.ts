@@ -115,7 +115,7 @@ export function filterResponse(rs: Result<FilterVerdict>[]): FilterResponse {
 }
 
 export function scoreResponse(rs: Result<number[]>[]): ScoreResponse {
-  return { results: rs.map((r): ScoreResult => (r.ok ? { status: undefined, scores: r.value } : { status: r.status, scores: [] })) };
+  return { results: rs.map((r): ScoreResult => (r.ok ? { status: undefined, scores: r.value, scoresAfter: [] } : { status: r.status, scores: [], scoresAfter: [] })) };
 }
 
 export function admitResponse(rs: Result<AdmitVerdict>[]): AdmitResponse {
@@ -296,6 +296,7 @@ export function info(impl: Plugin, stage: Stage, version: string): GetInfoRespon
     description: impl.description,
     reads: [...(impl.reads ?? [])],
     multiInstance: false,
+    rounds: false, // a round's cycles are answered one by one; the host re-decides collisions
   };
 }
 

@@ -156,7 +156,7 @@ test("a plugin process over AutoMTLS: health, info, configure, stdio, a filter s
     stdio.on("error", () => undefined);
 
     const info = await unary(client, "/foresight.v1.PluginService/GetInfo", Buffer.alloc(0), (b) => GetInfoResponse.decode(b));
-    assert.deepEqual(info, { type: "parity-filter", stage: 2, version: "1.2.3", description: "keeps the endpoints at even or odd positions", reads: [], multiInstance: false });
+    assert.deepEqual(info, { type: "parity-filter", stage: 2, version: "1.2.3", description: "keeps the endpoints at even or odd positions", reads: [], multiInstance: false, rounds: false });
 
     const configure = (json: string) =>
       unary(client, "/foresight.v1.PluginService/Configure", Buffer.from([0x0a, json.length, ...Buffer.from(json)]), (b) => ConfigureResponse.decode(b));

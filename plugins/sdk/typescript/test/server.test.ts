@@ -155,6 +155,6 @@ test("the stage comes from the methods; GetInfo reports it", () => {
   assert.equal(stageOf(both, Stage.Scorer), Stage.Scorer);
   assert.throws(() => stageOf(f, Stage.Picker), /does not implement stage Picker/);
   assert.deepEqual(info({ ...f, reads: ["endpoints.labels"] }, Stage.Filter, "1.0.0"), {
-    type: "t", stage: 2, version: "1.0.0", description: "d", reads: ["endpoints.labels"], multiInstance: false,
+    type: "t", stage: 2, version: "1.0.0", description: "d", reads: ["endpoints.labels"], multiInstance: false, rounds: false,
   });
 });
