@@ -218,7 +218,8 @@ func (p *Producer) resetQuality(targets ...int) {
 // Produce predicts every endpoint's TTFT and TPOT for c, each target from its source (see
 // sources): trees (times the prior for residual trees) or the prior alone. Without a TTFT source
 // every prediction is invalid, which every stage handles; without a TPOT source TPOT is 0,
-// unknown.
+// unknown. For a cycle in a round it also predicts, in the same batch, what the request would
+// see on each endpoint after one more request like it (TTFTAfterMs, TPOTAfterMs; see withPlaced).
 func (p *Producer) Produce(_ context.Context, c *sdk.Cycle) ([]sdk.Prediction, error) {
 	if c == nil {
 		return nil, errors.New("producing: nil cycle")
@@ -230,7 +231,11 @@ func (p *Producer) Produce(_ context.Context, c *sdk.Cycle) ([]sdk.Prediction, e
 	if src[prior.TTFT] == fromNone {
 		return out, nil
 	}
-	n, nt, np := len(c.Endpoints), len(features.TTFT), len(features.TPOT)
+	eps := c.Endpoints
+	if c.InRound() {
+		eps = withPlaced(c)
+	}
+	n, nt, np := len(eps), len(features.TTFT), len(features.TPOT)
 	buf := make([]float64, n*(nt+np+4))
 	rows := [2][]float64{buf[:n*nt], buf[n*nt : n*(nt+np)]}
 	factor := [2][]float64{buf[n*(nt+np) : n*(nt+np+1)], buf[n*(nt+np+1) : n*(nt+np+2)]}
@@ -243,8 +248,8 @@ func (p *Producer) Produce(_ context.Context, c *sdk.Cycle) ([]sdk.Prediction, e
 		}
 	}
 	if src[prior.TTFT] == fromProfile || src[prior.TPOT] == fromProfile {
-		for i := range c.Endpoints {
-			pt, pp := s.cold.Predict(&c.Request, &c.Endpoints[i].State)
+		for i := range eps {
+			pt, pp := s.cold.Predict(&c.Request, &eps[i].State)
 			for k, v := range [2]float64{pt, pp} {
 				if src[k] == fromProfile {
 					base[k][i] = v
@@ -253,8 +258,8 @@ func (p *Producer) Produce(_ context.Context, c *sdk.Cycle) ([]sdk.Prediction, e
 		}
 	}
 	if withPrior[prior.TTFT] || withPrior[prior.TPOT] {
-		for i := range c.Endpoints {
-			e := &c.Endpoints[i]
+		for i := range eps {
+			e := &eps[i]
 			pt, pp := s.prior.Predict(&c.Request, e.ID, &e.State)
 			if withPrior[prior.TTFT] {
 				base[prior.TTFT][i] = pt
@@ -270,20 +275,47 @@ func (p *Producer) Produce(_ context.Context, c *sdk.Cycle) ([]sdk.Prediction, e
 		}
 		m := [2]*model.Model{s.set.TTFT, s.set.TPOT}[k]
 		fill := [2]filler{features.FillTTFT, features.FillTPOT}[k]
-		for i := range c.Endpoints {
-			fill(rows[k][i*width:(i+1)*width], &c.Request, &c.Endpoints[i].State)
+		for i := range eps {
+			fill(rows[k][i*width:(i+1)*width], &c.Request, &eps[i].State)
 		}
 		if err := m.PredictRows(rows[k], n, factor[k]); err != nil {
 			return nil, fmt.Errorf("%s model: %w", targetName[k], err)
 		}
 	}
+	predicted := func(k, i int) float64 { return floor(base[k][i] * factor[k][i]) }
+	placed := len(eps) > len(out) // eps[len(out)+i] is endpoint i with one more request
 	for i := range out {
-		out[i] = sdk.Prediction{Valid: true, TTFTMs: floor(base[prior.TTFT][i] * factor[prior.TTFT][i])}
-		if src[prior.TPOT] != fromNone { // none: TPOT unknown, 0
-			out[i].TPOTMs = floor(base[prior.TPOT][i] * factor[prior.TPOT][i])
+		out[i] = sdk.Prediction{Valid: true, TTFTMs: predicted(prior.TTFT, i)}
+		if placed {
+			out[i].TTFTAfterMs = predicted(prior.TTFT, len(out)+i)
+		}
+		if src[prior.TPOT] == fromNone { // none: TPOT unknown, 0
+			continue
+		}
+		out[i].TPOTMs = predicted(prior.TPOT, i)
+		if placed {
+			out[i].TPOTAfterMs = predicted(prior.TPOT, len(out)+i)
 		}
 	}
 	return out, nil
+}
+
+// withPlaced returns c's endpoints followed by a copy of each as sdk.PlaceOn(c, i, 1) leaves it,
+// the states a round's after-predictions are made on. Every input of a prediction (the trees'
+// features, the prior's terms and speed factor, the cold-start profile) reads the request and one
+// endpoint's own state and ID, nothing relative to the other endpoints, so placing every endpoint
+// once in one copy gives each endpoint's after-prediction exactly as a copy with only that
+// endpoint placed would, and one batch over both halves predicts both.
+func withPlaced(c *sdk.Cycle) []sdk.Endpoint {
+	n := len(c.Endpoints)
+	all := make([]sdk.Endpoint, 2*n)
+	copy(all, c.Endpoints)
+	copy(all[n:], c.Endpoints)
+	placed := sdk.Cycle{Request: c.Request, Endpoints: all[n:]}
+	for i := range n {
+		sdk.PlaceOn(&placed, i, 1)
+	}
+	return all
 }
 
 func floor(ms float64) float64 {

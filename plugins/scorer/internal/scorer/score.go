@@ -148,61 +148,79 @@ func byLatencyWithoutObjective(c *sdk.Cycle, g []member) []member {
 
 // rank scores the group's members: each dimension's values are min–max normalised, the
 // dimensions with spread and a positive weight are combined by weight, and the combination is
-// mapped onto [minRankedScore, 1]. A group in which no weighted dimension has spread scores 1
-// throughout. Endpoints outside the group keep their score.
+// mapped onto [minRankedScore, 1] (rankedScore). A group in which no weighted dimension has spread
+// scores 1 throughout. Endpoints outside the group keep their score.
 func rank(group []member, p *Params, scores []float64) {
-	ttft := make([]float64, len(group))
-	tpot := make([]float64, len(group))
-	for k, m := range group {
-		ttft[k], tpot[k] = m.ttft, m.tpot
+	dT, dP := newDim(), newDim()
+	for _, m := range group {
+		dT.add(m.ttft)
+		dP.add(m.tpot)
 	}
-	nT, wT := normalise(ttft, p.TTFTWeight)
-	nP, wP := normalise(tpot, p.TPOTWeight)
-	for k, m := range group {
-		if wT+wP <= 0 {
-			scores[m.idx] = 1
-			continue
-		}
-		combined := (wT*nT[k] + wP*nP[k]) / (wT + wP)
-		scores[m.idx] = minRankedScore + (1-minRankedScore)*min(1, max(0, combined))
+	for _, m := range group {
+		scores[m.idx] = rankedScore(&dT, &dP, m.ttft, m.tpot, p)
 	}
 }
 
-// normalise min–max normalises one dimension into [0, 1] and returns it with the weight the
-// dimension gets: weight when it has spread, 0 otherwise. ±Inf (no objective: the most headroom,
+// rankedScore is the score of a member whose values are vT and vP in a group whose dimensions
+// are dT and dP.
+func rankedScore(dT, dP *dim, vT, vP float64, p *Params) float64 {
+	wT, wP := dT.weight(p.TTFTWeight), dP.weight(p.TPOTWeight)
+	if wT+wP <= 0 {
+		return 1
+	}
+	combined := (wT*dT.norm(vT) + wP*dP.norm(vP)) / (wT + wP)
+	return minRankedScore + (1-minRankedScore)*min(1, max(0, combined))
+}
+
+// dim is what min–max normalising one dimension of a group needs of its values: the finite
+// values' min and max, and whether finite values, +Inf and −Inf occur.
+type dim struct {
+	lo, hi                 float64
+	finite, posInf, negInf bool
+}
+
+// newDim returns the dimension of a group without members.
+func newDim() dim { return dim{lo: math.Inf(1), hi: math.Inf(-1)} }
+
+// add adds one member's value.
+func (d *dim) add(v float64) {
+	switch {
+	case math.IsInf(v, 1):
+		d.posInf = true
+	case math.IsInf(v, -1):
+		d.negInf = true
+	default:
+		d.finite = true
+		d.lo, d.hi = min(d.lo, v), max(d.hi, v)
+	}
+}
+
+// spread reports whether the finite values differ by more than eps.
+func (d *dim) spread() bool { return d.finite && d.hi-d.lo > eps }
+
+// weight is the weight the dimension gets: weight when it has spread, or finite values alongside
+// an infinite one; 0 otherwise.
+func (d *dim) weight(weight float64) float64 {
+	if !d.spread() && !(d.finite && (d.posInf || d.negInf)) {
+		return 0
+	}
+	return weight
+}
+
+// norm normalises one value of the dimension into [0, 1]. ±Inf (no objective: the most headroom,
 // or, ranked least, the least) is kept out of the min and max and normalises to 1 (+Inf) or 0
 // (−Inf); finite values alongside an infinite one but without spread of their own normalise to
 // the opposite end.
-func normalise(vals []float64, weight float64) (n []float64, w float64) {
-	n = make([]float64, len(vals))
-	lo, hi := math.Inf(1), math.Inf(-1)
-	var finite, posInf, negInf bool
-	for _, v := range vals {
-		switch {
-		case math.IsInf(v, 1):
-			posInf = true
-		case math.IsInf(v, -1):
-			negInf = true
-		default:
-			finite = true
-			lo, hi = min(lo, v), max(hi, v)
-		}
+func (d *dim) norm(v float64) float64 {
+	switch {
+	case math.IsInf(v, 1):
+		return 1
+	case math.IsInf(v, -1):
+		return 0
+	case d.spread():
+		return (v - d.lo) / (d.hi - d.lo)
+	case d.negInf:
+		return 1
 	}
-	spread := finite && hi-lo > eps
-	if !spread && !(finite && (posInf || negInf)) {
-		return n, 0
-	}
-	for k, v := range vals {
-		switch {
-		case math.IsInf(v, 1):
-			n[k] = 1
-		case math.IsInf(v, -1):
-			n[k] = 0
-		case spread:
-			n[k] = (v - lo) / (hi - lo)
-		case negInf:
-			n[k] = 1
-		}
-	}
-	return n, weight
+	return 0
 }
