@@ -114,7 +114,7 @@ func Assemble(cfg *config.Config, plugins []*pluginhost.Plugin, log zerolog.Logg
 		mb := pc.MaxBatch
 		switch stage {
 		case sdk.StageProducer:
-			t := &producerSlot{s, stageCoalescer(s, mb, transport.BatchProducer.ProduceBatch)}
+			t := &producerSlot{s, stageCoalescer(s, mb, transport.BatchProducer.ProduceBatch), newLastPredictions(pc.PredictionMaxAge)}
 			return keep(t, t.co)
 		case sdk.StageFilter:
 			t := &filterSlot{s, stageCoalescer(s, mb, transport.BatchFilter.FilterBatch)}

@@ -13,7 +13,8 @@ import (
 type (
 	producerSlot struct {
 		*slot
-		co *coalescer[*sdk.Cycle, []sdk.Prediction]
+		co   *coalescer[*sdk.Cycle, []sdk.Prediction]
+		last *lastPredictions // what stands in for it first when it fails (degrade.go)
 	}
 	filterSlot struct {
 		*slot
