@@ -44,7 +44,9 @@ func TestProducerDegradeOrder(t *testing.T) {
 			}
 		}
 	}
-	pred := func(ttft, tpot float64) sdk.Prediction { return sdk.Prediction{Valid: true, TTFTMs: ttft, TPOTMs: tpot} }
+	pred := func(ttft, tpot float64) sdk.Prediction {
+		return sdk.Prediction{Valid: true, TTFTMs: ttft, TPOTMs: tpot}
+	}
 	answered := []sdk.Prediction{pred(100, 5), pred(200, 5), pred(300, 5)}
 	// prior TTFT = 1000 · (waiting + 1) / rate: a 1000·3/10 = 300, b 1000·1/10 = 100, c 1000·2/20 = 100
 	prior := []sdk.Prediction{pred(300, 0), pred(100, 0), pred(100, 0)}
