@@ -116,8 +116,21 @@ type Pipeline struct {
 	// configures serve, in process; they are also the fallbacks of these slots.
 	Detector *StageRef `yaml:"detector"`
 	Order    *StageRef `yaml:"order"`
-	// StageTimeout is the deadline of one stage call (default 25ms); past it the stage's fallback applies.
+	// StageTimeout is the least deadline of one stage call (default 25ms): the deadline a slot
+	// starts with, which it raises while its own round trips grow slower (see StageTimeoutMax).
+	// Past its deadline the stage's fallback applies. A plugin's own Timeout replaces the whole
+	// rule with one fixed deadline.
 	StageTimeout time.Duration `yaml:"stageTimeout"`
+	// StageTimeoutMax caps the deadline a slot adapts to (default 4 × StageTimeout, at most
+	// MaxStageTimeout): twice the p99 of its recent successful round trips, never below
+	// StageTimeout. Equal to StageTimeout, the deadline is fixed.
+	StageTimeoutMax time.Duration `yaml:"stageTimeoutMax"`
+	// StageTimeoutSLOShare bounds a stage call's deadline by this share of the request's TTFT
+	// objective, where it has one (default 0.1); in (0, 1].
+	StageTimeoutSLOShare float64 `yaml:"stageTimeoutSLOShare"`
+	// PredictionMaxAge is how old the producer's last predictions for an endpoint may be, by the
+	// cycles' clocks, to stand in for a producer that failed or missed its deadline (default 500ms).
+	PredictionMaxAge time.Duration `yaml:"predictionMaxAge"`
 	// MaxBatch caps how many cycles one stage call, and one cohort, may carry (default 16).
 	MaxBatch int `yaml:"maxBatch"`
 	// MaxCohorts caps the cohorts of cycles travelling the pipeline at once (default 2); a further
@@ -185,8 +198,12 @@ func (r *StageRef) Primaries() []string {
 // Defaults for optional pipeline settings.
 const (
 	DefaultStageTimeout = 25 * time.Millisecond
-	DefaultMaxBatch     = 16
-	DefaultMaxCohorts   = 2
+	// DefaultStageTimeoutMaxFactor gives the default StageTimeoutMax: this many StageTimeouts.
+	DefaultStageTimeoutMaxFactor = 4
+	DefaultStageTimeoutSLOShare  = 0.1
+	DefaultPredictionMaxAge      = 500 * time.Millisecond
+	DefaultMaxBatch              = 16
+	DefaultMaxCohorts            = 2
 )
 
 // Load reads, decodes and validates the configuration file at path.
@@ -235,6 +252,11 @@ func (c *Config) applyDefaults() {
 
 func (pl *Pipeline) applyDefaults() {
 	pl.StageTimeout = cmp.Or(pl.StageTimeout, DefaultStageTimeout)
+	if pl.StageTimeoutMax == 0 && pl.StageTimeout > 0 {
+		pl.StageTimeoutMax = min(DefaultStageTimeoutMaxFactor*pl.StageTimeout, max(pl.StageTimeout, MaxStageTimeout))
+	}
+	pl.StageTimeoutSLOShare = cmp.Or(pl.StageTimeoutSLOShare, DefaultStageTimeoutSLOShare)
+	pl.PredictionMaxAge = cmp.Or(pl.PredictionMaxAge, DefaultPredictionMaxAge)
 	pl.MaxBatch = cmp.Or(pl.MaxBatch, DefaultMaxBatch)
 	pl.MaxCohorts = cmp.Or(pl.MaxCohorts, DefaultMaxCohorts)
 }

@@ -99,8 +99,10 @@ func TestParseValid(t *testing.T) {
 			Admitter:     &config.StageRef{PluginRef: "admit"},
 			Picker:       &config.StageRef{PluginRef: "rr"},
 			StageTimeout: 40 * time.Millisecond,
-			MaxBatch:     8,
-			MaxCohorts:   2,
+			// 4 × stageTimeout; the SLO share and the age are the defaults
+			StageTimeoutMax: 160 * time.Millisecond, StageTimeoutSLOShare: 0.1, PredictionMaxAge: 500 * time.Millisecond,
+			MaxBatch:   8,
+			MaxCohorts: 2,
 		},
 		Server: config.Server{Listen: config.DefaultListen, AdminListen: config.DefaultAdminListen,
 			MaxBodyBytes: config.DefaultMaxBodyBytes, UpstreamTimeout: config.DefaultUpstreamTimeout,
@@ -177,6 +179,12 @@ func TestParseDefaults(t *testing.T) {
 	}
 	if c.Pipeline.StageTimeout != 25*time.Millisecond {
 		t.Errorf("StageTimeout = %v, want 25ms", c.Pipeline.StageTimeout)
+	}
+	if c.Pipeline.StageTimeoutMax != 100*time.Millisecond { // 4 × 25ms
+		t.Errorf("StageTimeoutMax = %v, want 100ms", c.Pipeline.StageTimeoutMax)
+	}
+	if c.Pipeline.StageTimeoutSLOShare != 0.1 || c.Pipeline.PredictionMaxAge != 500*time.Millisecond {
+		t.Errorf("StageTimeoutSLOShare, PredictionMaxAge = %v, %v; want 0.1, 500ms", c.Pipeline.StageTimeoutSLOShare, c.Pipeline.PredictionMaxAge)
 	}
 	if c.Pipeline.MaxBatch != 16 {
 		t.Errorf("MaxBatch = %d, want 16", c.Pipeline.MaxBatch)
@@ -327,7 +335,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown field in a plugin entry", withPipeline(plugins("    params: {}")),
 			`test.yaml:4: unknown field "params" in a plugin entry (known: name, type, path, args, env, sha256, version, timeout, parameters)`, false},
 		{"unknown field in pipeline", withPipeline(plugins(), "  scorer: []"),
-			`test.yaml:6: unknown field "scorer" in pipeline (known: producer, filters, scorers, admitter, picker, detector, order, stageTimeout, maxBatch, maxCohorts)`, false},
+			`test.yaml:6: unknown field "scorer" in pipeline (known: producer, filters, scorers, admitter, picker, detector, order, stageTimeout, stageTimeoutMax, stageTimeoutSLOShare, predictionMaxAge, maxBatch, maxCohorts)`, false},
 		{"unknown field in a stage reference", y("plugins:", scorerQ[0], scorerQ[1], "pipeline:", "  scorers:", "    - pluginRef: q", "      wieght: 2"),
 			`test.yaml:7: unknown field "wieght" in a stage reference (known: pluginRef, weight, arms, shadow)`, false},
 		{"wrong type", withPipeline(plugins(), "  maxBatch: many"),
@@ -404,6 +412,18 @@ func TestParseErrors(t *testing.T) {
 			`test.yaml:6: pipeline.stageTimeout: must be in (0s, 10s], got -5ms`, false},
 		{"stageTimeout over the cap", withPipeline(plugins(), "  stageTimeout: 11s"),
 			`test.yaml:6: pipeline.stageTimeout: must be in (0s, 10s], got 11s`, false},
+		{"stageTimeoutMax below stageTimeout", withPipeline(plugins(), "  stageTimeout: 40ms", "  stageTimeoutMax: 30ms"),
+			`test.yaml:7: pipeline.stageTimeoutMax: must be in [stageTimeout (40ms), 10s], got 30ms`, false},
+		{"stageTimeoutMax over the cap", withPipeline(plugins(), "  stageTimeoutMax: 11s"),
+			`test.yaml:6: pipeline.stageTimeoutMax: must be in [stageTimeout (25ms), 10s], got 11s`, false},
+		{"stageTimeoutSLOShare above 1", withPipeline(plugins(), "  stageTimeoutSLOShare: 1.5"),
+			`test.yaml:6: pipeline.stageTimeoutSLOShare: must be in (0, 1], got 1.5`, false},
+		{"negative stageTimeoutSLOShare", withPipeline(plugins(), "  stageTimeoutSLOShare: -0.1"),
+			`test.yaml:6: pipeline.stageTimeoutSLOShare: must be in (0, 1], got -0.1`, false},
+		{"negative predictionMaxAge", withPipeline(plugins(), "  predictionMaxAge: -1s"),
+			`test.yaml:6: pipeline.predictionMaxAge: must be in (0s, 1m0s], got -1s`, false},
+		{"predictionMaxAge over the cap", withPipeline(plugins(), "  predictionMaxAge: 2m"),
+			`test.yaml:6: pipeline.predictionMaxAge: must be in (0s, 1m0s], got 2m0s`, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -428,6 +448,11 @@ func TestParseBoundaries(t *testing.T) {
 		{"maxBatch 1024", "  maxBatch: 1024"},
 		{"maxCohorts 1", "  maxCohorts: 1"},
 		{"maxCohorts 64", "  maxCohorts: 64"},
+		{"stageTimeoutMax equal to stageTimeout: a fixed deadline", "  stageTimeoutMax: 25ms"},
+		{"stageTimeoutMax 10s", "  stageTimeoutMax: 10s"},
+		{"the default stageTimeoutMax stays within 10s", "  stageTimeout: 9s"},
+		{"stageTimeoutSLOShare 1", "  stageTimeoutSLOShare: 1"},
+		{"predictionMaxAge 1m", "  predictionMaxAge: 1m"},
 		{"weight 0", "  scorers: [{pluginRef: q, weight: 0}]"},
 		{"weight 1e6", "  scorers: [{pluginRef: q, weight: 1e6}]"},
 	}

@@ -112,6 +112,10 @@ func (c *Config) validatePlugin(i int, seen map[string]int) error {
 // long and, at an hour, keep the fallback and the restart from ever coming.
 const MaxStageTimeout = 10 * time.Second
 
+// MaxPredictionMaxAge bounds pipeline.predictionMaxAge: a prediction a minute old describes
+// queues that have long since turned over.
+const MaxPredictionMaxAge = time.Minute
+
 // validatePipeline checks one pipeline (the config's, or a profile's); used collects the stage
 // each plugin serves across all of them (a plugin serves one stage), experiment the slot that
 // holds the config's one experiment.
@@ -120,6 +124,15 @@ func (c *Config) validatePipeline(pp placed, used map[string]sdk.Stage, experime
 	at := func(field ...any) []any { return append(slices.Clone(pp.base), field...) }
 	if pl.StageTimeout <= 0 || pl.StageTimeout > MaxStageTimeout {
 		return c.errorAt(at("stageTimeout"), "must be in (0s, %v], got %v", MaxStageTimeout, pl.StageTimeout)
+	}
+	if pl.StageTimeoutMax < pl.StageTimeout || pl.StageTimeoutMax > MaxStageTimeout {
+		return c.errorAt(at("stageTimeoutMax"), "must be in [stageTimeout (%v), %v], got %v", pl.StageTimeout, MaxStageTimeout, pl.StageTimeoutMax)
+	}
+	if !(pl.StageTimeoutSLOShare > 0 && pl.StageTimeoutSLOShare <= 1) {
+		return c.errorAt(at("stageTimeoutSLOShare"), "must be in (0, 1], got %v", pl.StageTimeoutSLOShare)
+	}
+	if pl.PredictionMaxAge <= 0 || pl.PredictionMaxAge > MaxPredictionMaxAge {
+		return c.errorAt(at("predictionMaxAge"), "must be in (0s, %v], got %v", MaxPredictionMaxAge, pl.PredictionMaxAge)
 	}
 	if pl.MaxBatch < 1 || pl.MaxBatch > 1024 {
 		return c.errorAt(at("maxBatch"), "must be in [1, 1024], got %d", pl.MaxBatch)

@@ -18,6 +18,10 @@ var stageBuckets = prometheus.ExponentialBuckets(50e-6, 2, 15)
 // reason is one of a fixed set (pipeline.FallbackLabel: timeout, unavailable, transport,
 // stage_error, invalid_answer); the error's text is in the trace and the log.
 //
+//	foresight_producer_degraded_total{profile,level}         cycles whose failed producer was stood in for
+//
+// level is pipeline.DegradeReused, DegradePrior or DegradeNone (StageTrace.Degraded).
+//
 // profile is the scheduling profile whose pipeline ran the cycle (pipeline.Trace.Profile):
 // profiles that share a plugin share its process, not its series.
 //
@@ -26,6 +30,7 @@ var stageBuckets = prometheus.ExponentialBuckets(50e-6, 2, 15)
 type Stages struct {
 	duration  *prometheus.HistogramVec
 	fallbacks *prometheus.CounterVec
+	degraded  *prometheus.CounterVec
 }
 
 // NewStages returns the stage metrics, registered with reg; plugins is called at every scrape
@@ -36,8 +41,10 @@ func NewStages(reg prometheus.Registerer, plugins func() []*pluginhost.Plugin) (
 			Help: "Duration of one stage call within a scheduling cycle, by scheduling profile.", Buckets: stageBuckets}, []string{"profile", "stage", "plugin"}),
 		fallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "foresight_stage_fallbacks_total",
 			Help: "Cycles where a stage's fallback replaced its plugin's answer, by scheduling profile and reason."}, []string{"profile", "stage", "reason"}),
+		degraded: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "foresight_producer_degraded_total",
+			Help: "Cycles whose producer failed, by scheduling profile and where their predictions came from instead: reused, prior or none."}, []string{"profile", "level"}),
 	}
-	for _, c := range []prometheus.Collector{s.duration, s.fallbacks, pluginCollector(plugins)} {
+	for _, c := range []prometheus.Collector{s.duration, s.fallbacks, s.degraded, pluginCollector(plugins)} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -59,6 +66,9 @@ func (s *Stages) ObserveStage(profile string, st *pipeline.StageTrace) {
 	s.duration.WithLabelValues(profile, stage, st.Plugin).Observe(st.Duration.Seconds())
 	if st.Fallback != "" {
 		s.fallbacks.WithLabelValues(profile, stage, pipeline.FallbackLabel(st.Fallback)).Inc()
+	}
+	if st.Degraded != "" {
+		s.degraded.WithLabelValues(profile, st.Degraded).Inc()
 	}
 }
 

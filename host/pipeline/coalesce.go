@@ -30,6 +30,7 @@ type coalescer[Req, Res any] struct {
 	stopOnce sync.Once
 
 	batches atomic.Int64 // calls sent
+	sentAt  atomic.Int64 // when the call in flight was sent, in Unix ns; 0 while none is
 }
 
 // errClosed answers calls made after the pipeline was closed.
@@ -158,7 +159,9 @@ func (c *coalescer[Req, Res]) send(batch []*pending[Req, Res]) {
 	if !deadline.IsZero() {
 		ctx, cancel = context.WithDeadline(ctx, deadline)
 	}
+	c.sentAt.Store(time.Now().UnixNano())
 	results, err := c.call(ctx, reqs)
+	c.sentAt.Store(0)
 	cancel()
 	for i, p := range batch {
 		switch {

@@ -258,7 +258,7 @@ func (p *Pipeline) Order(ctx context.Context, c *sdk.Cycle) (sdk.OrderKey, Stage
 // in-process stage.
 func callOne[Req, Res any](s *slot, co *coalescer[Req, Res], ctx context.Context, req Req) (Res, error) {
 	s.calls.Add(1)
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	ctx, cancel := context.WithTimeout(ctx, s.deadline.now())
 	defer cancel()
 	var r transport.Result[Res]
 	if s.inProcess {

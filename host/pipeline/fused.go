@@ -20,8 +20,6 @@ type fusedRun struct {
 	slots []*filterSlot
 	names []string // the instances, in order
 	co    *coalescer[*sdk.Cycle, []transport.Result[sdk.FilterVerdict]]
-	// timeout is the sum of the filters' deadlines: the budget they would have had one by one.
-	timeout time.Duration
 }
 
 // fuseFilters finds the runs of consecutive filters that one process serves, out of the
@@ -46,7 +44,6 @@ func (p *Pipeline) newFusedRun(first int, slots []*filterSlot, maxBatch int) *fu
 	r := &fusedRun{first: first, slots: slots}
 	for _, s := range slots {
 		r.names = append(r.names, s.plugin.Instance())
-		r.timeout += s.timeout
 	}
 	lead := slots[0].slot
 	r.co = stageCoalescer(lead, maxBatch, func(c transport.ChainFilter, ctx context.Context, cycles []*sdk.Cycle) ([]transport.Result[[]transport.Result[sdk.FilterVerdict]], error) {
@@ -88,7 +85,7 @@ func (p *Pipeline) filterFused(r *fusedRun, ms []*member) {
 	ctxs, sent := make([]context.Context, len(ms)), make([]*sdk.Cycle, len(ms))
 	for i, m := range ms {
 		var cancel context.CancelFunc
-		ctxs[i], cancel = context.WithTimeout(m.ctx, r.timeout)
+		ctxs[i], cancel = context.WithTimeout(m.ctx, r.deadline(m.request()))
 		defer cancel()
 		sent[i] = m.cur
 	}
@@ -117,4 +114,14 @@ func (p *Pipeline) filterFused(r *fusedRun, ms []*member) {
 			transport.Seal(m.cur)
 		}
 	}
+}
+
+// deadline returns the run's deadline of a call for r: the sum of its filters' deadlines, the
+// budget they would have had one by one.
+func (r *fusedRun) deadline(req *sdk.Request) time.Duration {
+	var t time.Duration
+	for _, s := range r.slots {
+		t += s.deadline.forRequest(req)
+	}
+	return t
 }

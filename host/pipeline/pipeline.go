@@ -106,11 +106,7 @@ func Assemble(cfg *config.Config, plugins []*pluginhost.Plugin, log zerolog.Logg
 	pc := &cfg.Pipeline
 	// build returns the typed slot (*producerSlot, *filterSlot, …) serving stage with plugin name.
 	build := func(name string, stage sdk.Stage, weight float64) any {
-		timeout := pc.StageTimeout
-		if spec := cfg.Plugin(name); spec.Timeout > 0 {
-			timeout = spec.Timeout
-		}
-		s := newSlot(byName[name], stage, weight, timeout, log)
+		s := newSlot(byName[name], stage, weight, newStageDeadline(pc, cfg.Plugin(name).Timeout), log)
 		keep := func(typed any, co senderOf) any {
 			p.handles = append(p.handles, handle{s, co})
 			return typed
@@ -118,7 +114,7 @@ func Assemble(cfg *config.Config, plugins []*pluginhost.Plugin, log zerolog.Logg
 		mb := pc.MaxBatch
 		switch stage {
 		case sdk.StageProducer:
-			t := &producerSlot{s, stageCoalescer(s, mb, transport.BatchProducer.ProduceBatch)}
+			t := &producerSlot{s, stageCoalescer(s, mb, transport.BatchProducer.ProduceBatch), newLastPredictions(pc.PredictionMaxAge)}
 			return keep(t, t.co)
 		case sdk.StageFilter:
 			t := &filterSlot{s, stageCoalescer(s, mb, transport.BatchFilter.FilterBatch)}
@@ -253,7 +249,9 @@ func (p *Pipeline) Leave() {
 func (p *Pipeline) Stats() []Stats {
 	out := make([]Stats, 0, len(p.handles))
 	for _, h := range p.handles {
-		out = append(out, h.s.stats(h.co.batchCount()))
+		st := h.s.stats(h.co.batchCount())
+		st.Profile = p.profile
+		out = append(out, st)
 	}
 	return out
 }

@@ -39,8 +39,9 @@ type member struct {
 // A further cohort starts only when a full batch (maxBatch) is waiting, up to maxCohorts at once.
 
 // Run schedules one cycle and returns its trace. It never fails: a stage that errs, times out or
-// is down is replaced by its fallback (producer → no predictions, filter → keep all, scorer →
-// composite, admitter → admit, picker → max-score), which the trace records. c is not modified.
+// is down is replaced by its fallback (producer → its last predictions, a prior or none, in that
+// order (degrade.go); filter → keep all; scorer → composite; admitter → admit; picker →
+// max-score), which the trace records. c is not modified.
 func (p *Pipeline) Run(ctx context.Context, c *sdk.Cycle) *Trace {
 	m := &member{ctx: ctx, in: c, began: time.Now(), done: make(chan struct{}), rerun: ctx.Value(rerunKey{}) != nil}
 	p.mu.Lock()
@@ -174,7 +175,8 @@ func stageTrace(s *slot, began time.Time) StageTrace {
 // SkippedProducer is the producer trace's Reason for a cycle that came with predictions.
 const SkippedProducer = "skipped: the cycle carries predictions"
 
-// produce sets every member's predictions, or clears them where the producer failed. A cycle
+// produce sets every member's predictions, or those that stand in for the producer's where it
+// failed (degrade.go). A cycle
 // that arrives with predictions (a recorded snapshot replayed by `foresight schedule`, which
 // holds what the producer said then) keeps them and is not sent to the producer.
 func (p *Pipeline) produce(prod *producerSlot, all []*member) {
@@ -197,7 +199,9 @@ func (p *Pipeline) produce(prod *producerSlot, all []*member) {
 		preds, err := res[i].Value, res[i].Err
 		if err != nil {
 			st.Fallback = prod.failed(err)
-			preds = make([]sdk.Prediction, len(m.cur.Endpoints))
+			preds, st.Degraded, st.Reason = prod.degrade(m.cur)
+		} else {
+			prod.last.remember(m.cur, preds)
 		}
 		for j := range m.cur.Endpoints {
 			m.cur.Endpoints[j].Prediction = preds[j]

@@ -18,15 +18,16 @@ import (
 var errDown = errors.New("plugin is not running (crashed and restarting, or stopped)")
 
 // slot is one place in the pipeline served by a plugin: it knows the plugin, the deadline of a
-// call, the coalescer that batches calls, and counts the fallbacks it applied.
+// call (adapted to its round trips, deadline.go), and counts the calls and the fallbacks it
+// applied.
 type slot struct {
-	plugin  *pluginhost.Plugin
-	name    string
-	typ     string
-	stage   sdk.Stage
-	weight  float64 // scorers only
-	timeout time.Duration
-	log     zerolog.Logger // sampled: a crashed plugin must not flood the log
+	plugin   *pluginhost.Plugin
+	name     string
+	typ      string
+	stage    sdk.Stage
+	weight   float64 // scorers only
+	deadline *stageDeadline
+	log      zerolog.Logger // sampled: a crashed plugin must not flood the log
 	// inProcess marks a built-in or Spec.Local stage, called directly rather than through the coalescer.
 	inProcess bool
 
@@ -35,10 +36,10 @@ type slot struct {
 	rangeWarned atomic.Bool
 }
 
-func newSlot(p *pluginhost.Plugin, stage sdk.Stage, weight float64, timeout time.Duration, log zerolog.Logger) *slot {
+func newSlot(p *pluginhost.Plugin, stage sdk.Stage, weight float64, deadline *stageDeadline, log zerolog.Logger) *slot {
 	spec := p.Spec()
 	return &slot{
-		plugin: p, name: spec.Name, typ: spec.Type, stage: stage, weight: weight, timeout: timeout,
+		plugin: p, name: spec.Name, typ: spec.Type, stage: stage, weight: weight, deadline: deadline,
 		inProcess: p.Status().Builtin,
 		log: log.With().Str("plugin", spec.Name).Str("stage", stage.String()).Logger().
 			Sample(&zerolog.BurstSampler{Burst: 5, Period: time.Second}),
@@ -91,9 +92,12 @@ var fallbackPrefix = map[string]string{
 // the error said.
 func fallbackReason(err error) string {
 	var se *sdk.StatusError
+	var miss *missError
 	switch {
 	case errors.Is(err, errDown):
 		return fallbackPrefix[FallbackUnavailable]
+	case errors.As(err, &miss):
+		return fallbackPrefix[FallbackTimeout] + " (" + miss.Error() + ")"
 	case isDeadline(err):
 		return fallbackPrefix[FallbackTimeout]
 	case errors.As(err, &se):
@@ -136,10 +140,18 @@ type Stats struct {
 	Fallbacks int64     `json:"fallbacks"`
 	// Batches counts the round trips that carried the calls (Calls / Batches is the mean batch).
 	Batches int64 `json:"batches"`
+	// Profile is the scheduling profile of the pipeline (Pipeline.Profile).
+	Profile string `json:"profile"`
+	// Deadline is the slot's current deadline of a call, before a request's TTFT objective
+	// bounds it: adapted to its round trips, or its plugin's fixed timeout.
+	Deadline time.Duration `json:"deadline_ns"`
+	// RoundTrip is the median of its recent successful round trips; 0 until it has measured a few.
+	RoundTrip time.Duration `json:"round_trip_ns"`
 }
 
 func (s *slot) stats(batches int64) Stats {
-	return Stats{Plugin: s.name, Stage: s.stage, Calls: s.calls.Load(), Fallbacks: s.fallbacks.Load(), Batches: batches}
+	return Stats{Plugin: s.name, Stage: s.stage, Calls: s.calls.Load(), Fallbacks: s.fallbacks.Load(), Batches: batches,
+		Deadline: s.deadline.now(), RoundTrip: s.deadline.typical()}
 }
 
 // clampScores clamps scores into [0, 1] in place (NaN → 0), warning once per slot when it had to.

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"time"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/foresight-router/foresight/plugins/sdk/transport"
@@ -12,7 +13,8 @@ import (
 type (
 	producerSlot struct {
 		*slot
-		co *coalescer[*sdk.Cycle, []sdk.Prediction]
+		co   *coalescer[*sdk.Cycle, []sdk.Prediction]
+		last *lastPredictions // what stands in for it first when it fails (degrade.go)
 	}
 	filterSlot struct {
 		*slot
@@ -53,35 +55,52 @@ func stageCoalescer[C, Req, Res any](s *slot, maxBatch int, invoke func(C, conte
 		if err != nil {
 			return nil, err
 		}
+		began := time.Now()
 		res, err := invoke(c, ctx, reqs)
 		switch {
 		case err == nil:
+			s.deadline.observe(time.Since(began))
 			s.plugin.CallAnswered()
 		case isDeadline(err):
+			// It took at least this long: counted, so that a stage slower than its deadline
+			// raises it rather than missing it for ever unmeasured.
+			s.deadline.observe(time.Since(began))
 			s.plugin.CallTimedOut() // a process that misses every deadline for long is restarted
 		}
 		return res, err
 	})
 }
 
-// callAll makes the slot's stage call for every member, each with the slot's deadline under its
-// own context: one coalesced batch for a plugin process, direct calls for an in-process stage
-// (nothing to share; it must honour ctx, as the built-ins do). req builds a member's request.
+// callAll makes the slot's stage call for every member, each with its deadline (withDeadlines)
+// under its own context: one coalesced batch for a plugin process, direct calls for an
+// in-process stage (nothing to share; it must honour ctx, as the built-ins do). A call that the
+// backlog would make miss its deadline is not sent: it fails at once. req builds a member's
+// request.
 func callAll[Req, Res any](s *slot, co *coalescer[Req, Res], ms []*member, req func(*member) Req) []transport.Result[Res] {
 	s.calls.Add(int64(len(ms)))
-	ctxs, reqs := make([]context.Context, len(ms)), make([]Req, len(ms))
+	ctxs, miss, cancel := withDeadlines(s, co, ms)
+	defer cancel()
+	out := make([]transport.Result[Res], len(ms))
+	var sendCtxs []context.Context
+	var sendReqs []Req
+	var at []int // positions in ms of the calls sent
 	for i, m := range ms {
-		var cancel context.CancelFunc
-		ctxs[i], cancel = context.WithTimeout(m.ctx, s.timeout)
-		defer cancel()
-		reqs[i] = req(m)
+		if miss[i] != nil {
+			out[i].Err = miss[i]
+			continue
+		}
+		sendCtxs, sendReqs, at = append(sendCtxs, ctxs[i]), append(sendReqs, req(m)), append(at, i)
 	}
 	if !s.inProcess {
-		return co.doMany(ctxs, reqs)
+		if len(at) > 0 {
+			for k, r := range co.doMany(sendCtxs, sendReqs) {
+				out[at[k]] = r
+			}
+		}
+		return out
 	}
-	out := make([]transport.Result[Res], len(ms))
-	for i := range ms {
-		out[i] = callLocal(co, ctxs[i], reqs[i])
+	for k, i := range at {
+		out[i] = callLocal(co, sendCtxs[k], sendReqs[k])
 	}
 	return out
 }

@@ -106,9 +106,18 @@ func (s stageSpec) within(timeout string) stageSpec { s.timeout = timeout; retur
 // cfg.Plugins order and assembles the pipeline.
 func build(t *testing.T, stageTimeout string, specs ...stageSpec) *pipeline.Pipeline {
 	t.Helper()
+	return buildWith(t, []string{"stageTimeout: " + stageTimeout}, specs...)
+}
+
+// buildWith is build with the pipeline's settings given as YAML lines ("maxBatch: 4").
+func buildWith(t *testing.T, settings []string, specs ...stageSpec) *pipeline.Pipeline {
+	t.Helper()
 	var plugins, pipe strings.Builder
 	plugins.WriteString("plugins:\n")
-	fmt.Fprintf(&pipe, "pipeline:\n  stageTimeout: %s\n", stageTimeout)
+	pipe.WriteString("pipeline:\n")
+	for _, s := range settings {
+		fmt.Fprintf(&pipe, "  %s\n", s)
+	}
 	impls := map[string]sdk.Plugin{}
 	refs := map[sdk.Stage][]string{}
 	for _, s := range specs {

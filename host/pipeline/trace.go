@@ -77,6 +77,9 @@ type StageTrace struct {
 	Duration time.Duration
 	// Fallback names why the stage's fallback replaced its answer; empty when the plugin answered.
 	Fallback string
+	// Degraded is, for a producer that failed, where the cycle's predictions came from instead:
+	// DegradeReused, DegradePrior or DegradeNone (Reason says more); empty when it answered.
+	Degraded string
 	// Fused marks a filter reached in one call with the filters beside it that share its process
 	// (Duration is then the whole call's).
 	Fused    bool
@@ -128,6 +131,7 @@ type stageJSON struct {
 	Type       string             `json:"type"`
 	DurationUs int64              `json:"duration_us"`
 	Fallback   string             `json:"fallback,omitempty"`
+	Degraded   string             `json:"degraded,omitempty"`
 	Fused      bool               `json:"fused,omitempty"`
 	Reason     string             `json:"reason,omitempty"`
 	Kept       []string           `json:"kept,omitempty"`
@@ -139,7 +143,7 @@ type stageJSON struct {
 
 func (t *Trace) stageView(s *StageTrace) stageJSON {
 	v := stageJSON{Stage: s.Stage, Plugin: s.Plugin, Type: s.Type, DurationUs: s.Duration.Microseconds(),
-		Fallback: s.Fallback, Fused: s.Fused, Reason: s.Reason}
+		Fallback: s.Fallback, Degraded: s.Degraded, Fused: s.Fused, Reason: s.Reason}
 	switch s.Stage {
 	case sdk.StageFilter:
 		v.Kept = t.ids(s.Kept)

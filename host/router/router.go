@@ -91,6 +91,9 @@ func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger, opts ...
 	if err != nil {
 		return nil, err
 	}
+	if _, err := metrics.NewDeadlines(reg, r.pipes.Stats); err != nil {
+		return nil, err
+	}
 	if r.reloads, err = metrics.NewReloads(reg); err != nil {
 		return nil, err
 	}

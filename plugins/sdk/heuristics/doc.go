@@ -1,7 +1,8 @@
 // Package heuristics holds the scheduling heuristics that several stages share with each other
 // and with the host's built-in stages: the load scores of llm-d's baseline scorers (queue depth,
 // KV-cache headroom, prefix match and their weighted composite), an endpoint's headroom inside a
-// request's SLOs, and the seeded ranking of endpoints by score.
+// request's SLOs, the seeded ranking of endpoints by score, and a prior TTFT from an endpoint's
+// queue and first-token rate, which the host falls back on when its producer fails.
 //
 // The load scores must not herd. The engine gauges in an EndpointState stand still between two
 // scrapes, so every request arriving in between sees the same ones; ranking by them alone would
