@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/foresight-router/foresight/plugins/sdk/heuristics"
@@ -89,10 +88,7 @@ func (o *outlook) values(meets bool, p *Params) [2]float64 {
 // i's placed copy, so each group score can rank is gathered once over the cycle (groups), and
 // endpoint i's placed outlook is scored against each group without i's own current values.
 func scoreAfter(c *sdk.Cycle, p *Params) []float64 {
-	placed := &sdk.Cycle{Request: c.Request, Endpoints: slices.Clone(c.Endpoints)}
-	for i := range placed.Endpoints {
-		sdk.PlaceOn(placed, i, 1)
-	}
+	placed := heuristics.PlacedEach(c)
 	g := newGroups(c, p)
 	var fallback []float64
 	out := make([]float64, len(c.Endpoints))
@@ -100,7 +96,7 @@ func scoreAfter(c *sdk.Cycle, p *Params) []float64 {
 		cur, now := g.outlooks[i], outlookOf(&c.Request, &placed.Endpoints[i], p)
 		if g.predicted-count(cur.usable)+count(now.usable) == 0 {
 			if fallback == nil {
-				fallback = compositeAfter(c, placed, p.CompositeParams)
+				fallback = heuristics.CompositeScoresAfter(c, placed, p.CompositeParams)
 			}
 			out[i] = fallback[i]
 			continue
