@@ -300,7 +300,7 @@ func (p *Pipeline) scoreWith(j int, s *scorerSlot, ms []*member) {
 	res := callAll(s.slot, s.co, ms, cur)
 	for i, m := range ms {
 		st := stageTrace(s.slot, began)
-		scores, err := res[i].Value, res[i].Err
+		scores, err := res[i].Value.Scores, res[i].Err
 		if err != nil {
 			st.Fallback = s.failed(err)
 			scores, _ = p.fallbackScorer.Score(m.ctx, m.cur)
@@ -331,7 +331,7 @@ func (p *Pipeline) pickOrder(ms []*member) {
 
 // pickWith records the order picker gives every member (max-score where it failed).
 func (p *Pipeline) pickWith(picker *pickerSlot, ms []*member, began time.Time) {
-	res := callAll(picker.slot, picker.co, ms, func(m *member) pickReq { return pickReq{m.cur, m.t.Scores} })
+	res := callAll(picker.slot, picker.co, ms, func(m *member) pickReq { return pickReq{m.cur, m.t.Scores, nil} })
 	for i, m := range ms {
 		st := stageTrace(picker.slot, began)
 		order, err := res[i].Value, res[i].Err

@@ -20,7 +20,7 @@ type (
 	}
 	scorerSlot struct {
 		*slot
-		co *coalescer[*sdk.Cycle, []float64]
+		co *coalescer[*sdk.Cycle, transport.Scored]
 	}
 	admitterSlot struct {
 		*slot
@@ -32,18 +32,20 @@ type (
 	}
 )
 
+// pickReq is one cycle's pick request: its weighted scores and, in a round, its weighted
+// after-scores (nil otherwise).
 type pickReq struct {
-	cycle  *sdk.Cycle
-	scores []float64
+	cycle         *sdk.Cycle
+	scores, after []float64
 }
 
 // pickBatch adapts a BatchPicker to the coalescer's one-request-per-cycle shape.
 func pickBatch(p transport.BatchPicker, ctx context.Context, reqs []pickReq) ([]transport.Result[[]int], error) {
-	cycles, scores := make([]*sdk.Cycle, len(reqs)), make([][]float64, len(reqs))
+	cycles, scores, after := make([]*sdk.Cycle, len(reqs)), make([][]float64, len(reqs)), make([][]float64, len(reqs))
 	for i, r := range reqs {
-		cycles[i], scores[i] = r.cycle, r.scores
+		cycles[i], scores[i], after[i] = r.cycle, r.scores, r.after
 	}
-	return p.PickBatch(ctx, cycles, scores)
+	return p.PickBatch(ctx, cycles, scores, after)
 }
 
 // stageCoalescer returns a coalescer whose batch call reaches the slot's current client as C.
