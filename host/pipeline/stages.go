@@ -67,8 +67,9 @@ func stageCoalescer[C, Req, Res any](s *slot, maxBatch int, invoke func(C, conte
 }
 
 // callAll makes the slot's stage call for every member, each with the slot's deadline under its
-// own context: one coalesced batch for a plugin process, direct calls for an in-process stage
-// (nothing to share; it must honour ctx, as the built-ins do). req builds a member's request.
+// own context: one coalesced batch for a plugin process or a round, direct calls for an
+// in-process stage otherwise (nothing to share; it must honour ctx, as the built-ins do). req
+// builds a member's request.
 func callAll[Req, Res any](s *slot, co *coalescer[Req, Res], ms []*member, req func(*member) Req) []transport.Result[Res] {
 	s.calls.Add(int64(len(ms)))
 	ctxs, reqs := make([]context.Context, len(ms)), make([]Req, len(ms))
@@ -78,7 +79,7 @@ func callAll[Req, Res any](s *slot, co *coalescer[Req, Res], ms []*member, req f
 		defer cancel()
 		reqs[i] = req(m)
 	}
-	if !s.inProcess {
+	if !s.inProcess || inRound(ms) { // a round is one batch, in-process too (round.go)
 		return co.doMany(ctxs, reqs)
 	}
 	out := make([]transport.Result[Res], len(ms))
