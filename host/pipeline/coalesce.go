@@ -37,7 +37,10 @@ type coalescer[Req, Res any] struct {
 var errClosed = errors.New("the pipeline is closed")
 
 type pending[Req, Res any] struct {
-	req      Req
+	req Req
+	// group, on the first request of a doMany call, is how many requests the call queued: they
+	// go out in one batch when they fit in one.
+	group    int
 	deadline time.Time
 	done     chan struct{}
 	res      transport.Result[Res]
@@ -65,13 +68,17 @@ func (c *coalescer[Req, Res]) work() {
 	}
 }
 
-// doMany queues reqs together, so they travel in the same call unless maxBatch splits them, and
-// waits for each answer or for that request's ctx to end.
+// doMany queues reqs together, so they travel in the same call unless there are more than
+// maxBatch of them (a round's members must: see round.go), and waits for each answer or for that
+// request's ctx to end.
 func (c *coalescer[Req, Res]) doMany(ctxs []context.Context, reqs []Req) []transport.Result[Res] {
 	ps := make([]*pending[Req, Res], len(reqs))
 	for i, req := range reqs {
 		ps[i] = &pending[Req, Res]{req: req, done: make(chan struct{})}
 		ps[i].deadline, _ = ctxs[i].Deadline()
+	}
+	if len(ps) > 0 {
+		ps[0].group = len(ps)
 	}
 	out := make([]transport.Result[Res], len(ps))
 	select {
@@ -101,13 +108,18 @@ func (c *coalescer[Req, Res]) doMany(ctxs []context.Context, reqs []Req) []trans
 	return out
 }
 
-// take removes up to maxBatch live requests from the queue; the caller holds mu.
+// take removes up to maxBatch live requests from the queue, leaving for the next batch a
+// doMany call's requests that fit in one batch but not in what is left of this one; the caller
+// holds mu.
 func (c *coalescer[Req, Res]) take() []*pending[Req, Res] {
 	now := time.Now()
 	var batch []*pending[Req, Res]
 	n := 0
 	for n < len(c.queue) && len(batch) < c.maxBatch {
 		p := c.queue[n]
+		if len(batch) > 0 && p.group <= c.maxBatch && len(batch)+p.group > c.maxBatch {
+			break
+		}
 		n++
 		if !p.deadline.IsZero() && now.After(p.deadline) {
 			continue // its caller has given up already

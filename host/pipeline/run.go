@@ -30,7 +30,13 @@ type member struct {
 	// shadowIn and shadowIdx are the input of the experiment's slot, kept for its shadow.
 	shadowIn  *sdk.Cycle
 	shadowIdx []int
-	done      chan struct{}
+	// round is the member's place in the round RunRound decides (zero: decided alone); after its
+	// weighted after-scores, aligned with t.Scores, and afterAll whether every scorer gave them
+	// (round.go).
+	round    sdk.Round
+	after    []float64
+	afterAll bool
+	done     chan struct{}
 }
 
 // Cycles travel the pipeline in cohorts: a cycle that arrives while a cohort is under way waits and
@@ -78,7 +84,7 @@ func (p *Pipeline) runCohort(ms []*member) {
 	for _, m := range ms {
 		c := m.in
 		m.t = &Trace{RequestID: c.Request.ID, Profile: p.profile, Seed: c.Seed, Now: c.Now, Admitted: true}
-		m.cur = &sdk.Cycle{Request: c.Request, Endpoints: slices.Clone(c.Endpoints), Now: c.Now, Seed: c.Seed, Excluded: c.Excluded}
+		m.cur = &sdk.Cycle{Request: c.Request, Endpoints: slices.Clone(c.Endpoints), Now: c.Now, Seed: c.Seed, Excluded: c.Excluded, Round: m.round}
 		if p.exp != nil {
 			m.arm = p.exp.assign(c.Request)
 			m.t.Experiment, m.t.Arm = p.exp.slot, p.exp.names[m.arm]
@@ -296,6 +302,7 @@ func (p *Pipeline) score(ms []*member) {
 		}
 		m.t.Scores = total
 	}
+	sumAfter(ms)
 }
 
 // scoreWith records scorer j's clamped scores for every member (composite where it failed).
@@ -304,7 +311,7 @@ func (p *Pipeline) scoreWith(j int, s *scorerSlot, ms []*member) {
 	res := callAll(s.slot, s.co, ms, cur)
 	for i, m := range ms {
 		st := stageTrace(s.slot, began)
-		scores, err := res[i].Value, res[i].Err
+		scores, err := res[i].Value.Scores, res[i].Err
 		if err != nil {
 			st.Fallback = s.failed(err)
 			scores, _ = p.fallbackScorer.Score(m.ctx, m.cur)
@@ -312,6 +319,10 @@ func (p *Pipeline) scoreWith(j int, s *scorerSlot, ms []*member) {
 		scores = slices.Clone(scores)
 		s.clampScores(scores)
 		st.Scores = scores
+		if after := res[i].Value.After; err == nil && after != nil {
+			st.After = slices.Clone(after)
+			s.clampScores(st.After)
+		}
 		m.t.Scorers[j] = st
 	}
 }
@@ -333,9 +344,11 @@ func (p *Pipeline) pickOrder(ms []*member) {
 	})
 }
 
-// pickWith records the order picker gives every member (max-score where it failed).
+// pickWith records the order picker gives every member (max-score where it failed). Members of a
+// round are placed in order when the picker places rounds (round.go).
 func (p *Pipeline) pickWith(picker *pickerSlot, ms []*member, began time.Time) {
-	res := callAll(picker.slot, picker.co, ms, func(m *member) pickReq { return pickReq{m.cur, m.t.Scores} })
+	placed := placeRound(picker, ms)
+	res := callAll(picker.slot, picker.co, ms, func(m *member) pickReq { return pickRequest(m, placed) })
 	for i, m := range ms {
 		st := stageTrace(picker.slot, began)
 		order, err := res[i].Value, res[i].Err
@@ -349,6 +362,9 @@ func (p *Pipeline) pickWith(picker *pickerSlot, ms []*member, began time.Time) {
 		m.t.Order = pick(m.idx, dedupe(order, len(m.cur.Endpoints)))
 		st.Order = m.t.Order
 		m.t.Picker = &st
+	}
+	if placed {
+		accountRound(ms)
 	}
 }
 

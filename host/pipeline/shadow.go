@@ -155,7 +155,7 @@ func (p *Pipeline) runShadow(jobs []shadowJob) {
 				if res[i].Err != nil {
 					return "", res[i].Err
 				}
-				scores := slices.Clone(res[i].Value)
+				scores := slices.Clone(res[i].Value.Scores)
 				sh.clampScores(scores)
 				alt := slices.Clone(j.totals)
 				for k := range alt {
@@ -172,7 +172,7 @@ func (p *Pipeline) runShadow(jobs []shadowJob) {
 			decide[i] = func() (string, error) { return verdict(res[i].Value.Admitted, res[i].Value.Reason), res[i].Err }
 		}
 	case *pickerSlot:
-		res := callAll(sh.slot, sh.co, ms, func(m *member) pickReq { return pickReq{m.cur, m.t.Scores} })
+		res := callAll(sh.slot, sh.co, ms, func(m *member) pickReq { return pickRequest(m, true) })
 		for i, j := range jobs {
 			decide[i] = func() (string, error) {
 				if res[i].Err == nil && len(res[i].Value) == 0 {

@@ -22,7 +22,7 @@ type (
 	}
 	scorerSlot struct {
 		*slot
-		co *coalescer[*sdk.Cycle, []float64]
+		co *coalescer[*sdk.Cycle, transport.Scored]
 	}
 	admitterSlot struct {
 		*slot
@@ -34,18 +34,20 @@ type (
 	}
 )
 
+// pickReq is one cycle's pick request: its weighted scores and, in a round, its weighted
+// after-scores (nil otherwise).
 type pickReq struct {
-	cycle  *sdk.Cycle
-	scores []float64
+	cycle         *sdk.Cycle
+	scores, after []float64
 }
 
 // pickBatch adapts a BatchPicker to the coalescer's one-request-per-cycle shape.
 func pickBatch(p transport.BatchPicker, ctx context.Context, reqs []pickReq) ([]transport.Result[[]int], error) {
-	cycles, scores := make([]*sdk.Cycle, len(reqs)), make([][]float64, len(reqs))
+	cycles, scores, after := make([]*sdk.Cycle, len(reqs)), make([][]float64, len(reqs)), make([][]float64, len(reqs))
 	for i, r := range reqs {
-		cycles[i], scores[i] = r.cycle, r.scores
+		cycles[i], scores[i], after[i] = r.cycle, r.scores, r.after
 	}
-	return p.PickBatch(ctx, cycles, scores)
+	return p.PickBatch(ctx, cycles, scores, after)
 }
 
 // stageCoalescer returns a coalescer whose batch call reaches the slot's current client as C.
@@ -72,10 +74,10 @@ func stageCoalescer[C, Req, Res any](s *slot, maxBatch int, invoke func(C, conte
 }
 
 // callAll makes the slot's stage call for every member, each with its deadline (withDeadlines)
-// under its own context: one coalesced batch for a plugin process, direct calls for an
-// in-process stage (nothing to share; it must honour ctx, as the built-ins do). A call that the
-// backlog would make miss its deadline is not sent: it fails at once. req builds a member's
-// request.
+// under its own context: one coalesced batch for a plugin process or a round, direct calls for an
+// in-process stage otherwise (nothing to share; it must honour ctx, as the built-ins do). A call
+// that the backlog would make miss its deadline is not sent: it fails at once. req builds a
+// member's request.
 func callAll[Req, Res any](s *slot, co *coalescer[Req, Res], ms []*member, req func(*member) Req) []transport.Result[Res] {
 	s.calls.Add(int64(len(ms)))
 	ctxs, miss, cancel := withDeadlines(s, co, ms)
@@ -91,7 +93,7 @@ func callAll[Req, Res any](s *slot, co *coalescer[Req, Res], ms []*member, req f
 		}
 		sendCtxs, sendReqs, at = append(sendCtxs, ctxs[i]), append(sendReqs, req(m)), append(at, i)
 	}
-	if !s.inProcess {
+	if !s.inProcess || inRound(ms) { // a round is one batch, in-process too (round.go)
 		if len(at) > 0 {
 			for k, r := range co.doMany(sendCtxs, sendReqs) {
 				out[at[k]] = r

@@ -38,6 +38,10 @@ type Trace struct {
 	Order    []int
 	Duration time.Duration
 
+	// Round is the cycle's place in the round its picker call decided (RunRound); nil for a
+	// cycle decided alone.
+	Round *RoundTrace
+
 	// Experiment is the slot that holds the pipeline's experiment ("" without one), and Arm the
 	// arm that served this cycle there ("" when the slot has only a shadow).
 	Experiment string
@@ -82,13 +86,16 @@ type StageTrace struct {
 	Degraded string
 	// Fused marks a filter reached in one call with the filters beside it that share its process
 	// (Duration is then the whole call's).
-	Fused    bool
-	Reason   string
-	Kept     []int     // filters: the candidates kept
-	Weight   float64   // scorers
-	Scores   []float64 // scorers: clamped, unweighted, aligned with Trace.Scored
-	Admitted bool      // admitter
-	Order    []int     // picker
+	Fused  bool
+	Reason string
+	Kept   []int     // filters: the candidates kept
+	Weight float64   // scorers
+	Scores []float64 // scorers: clamped, unweighted, aligned with Trace.Scored
+	// After holds, for a cycle in a round, a scorer's clamped, unweighted after-scores (sdk.AfterScores),
+	// aligned with Trace.Scored; nil where it gave none.
+	After    []float64
+	Admitted bool  // admitter
+	Order    []int // picker
 }
 
 // Outcome summarises the decision: "picked", "rejected" or "no candidates".
@@ -137,6 +144,7 @@ type stageJSON struct {
 	Kept       []string           `json:"kept,omitempty"`
 	Weight     float64            `json:"weight,omitempty"`
 	Scores     map[string]float64 `json:"scores,omitempty"`
+	After      map[string]float64 `json:"scores_after,omitempty"`
 	Admitted   *bool              `json:"admitted,omitempty"`
 	Order      []string           `json:"order,omitempty"`
 }
@@ -148,7 +156,7 @@ func (t *Trace) stageView(s *StageTrace) stageJSON {
 	case sdk.StageFilter:
 		v.Kept = t.ids(s.Kept)
 	case sdk.StageScorer:
-		v.Weight, v.Scores = s.Weight, t.scoreMap(s.Scores)
+		v.Weight, v.Scores, v.After = s.Weight, t.scoreMap(s.Scores), t.scoreMap(s.After)
 	case sdk.StageAdmitter:
 		v.Admitted = &s.Admitted
 	case sdk.StagePicker:
@@ -200,6 +208,7 @@ func (t *Trace) MarshalJSON() ([]byte, error) {
 		Order       []string           `json:"order"`
 		Scores      map[string]float64 `json:"scores,omitempty"`
 		Stages      []stageJSON        `json:"stages"`
+		Round       *RoundTrace        `json:"round,omitempty"`
 		Candidates  []sdk.Endpoint     `json:"candidates"`
 		DurationUs  int64              `json:"duration_us"`
 		FlowWaitMs  float64            `json:"flow_wait_ms,omitempty"`
@@ -208,7 +217,7 @@ func (t *Trace) MarshalJSON() ([]byte, error) {
 		BeyondWhy   string             `json:"beyond_order_reason,omitempty"`
 		LoadOnly    bool               `json:"load_only,omitempty"`
 		Unknown     bool               `json:"unknown_model,omitempty"`
-	}{t.RequestID, t.Profile, t.Seed, t.Now, t.Outcome(), t.Reason, t.OrderIDs(), t.scoreMap(t.Scores), stages, t.Candidates,
+	}{t.RequestID, t.Profile, t.Seed, t.Now, t.Outcome(), t.Reason, t.OrderIDs(), t.scoreMap(t.Scores), stages, t.Round, t.Candidates,
 		t.Duration.Microseconds(), float64(t.FlowWait) / float64(time.Millisecond), t.FlowVerdict, t.BeyondOrder, t.BeyondReason,
 		t.LoadOnly, t.UnknownModel})
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), err

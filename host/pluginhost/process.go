@@ -284,7 +284,8 @@ func (pr *process) startLocal(began time.Time) (*incarnation, error) {
 			return nil, err
 		}
 	}
-	info := sdk.Info{Type: impl.Type(), Stage: stage, Version: "builtin", Description: impl.Description()}
+	// An in-process picker places rounds as a plugin process's would (transport.Local.PickBatch).
+	info := sdk.Info{Type: impl.Type(), Stage: stage, Version: "builtin", Description: impl.Description(), Rounds: stage == sdk.StagePicker}
 	if r, ok := impl.(sdk.Reader); ok {
 		info.Reads = r.Reads() // what the stage reads decides where some are called (flow control's detector)
 	}

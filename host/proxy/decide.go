@@ -29,6 +29,14 @@ import (
 // better. A stage that keeps state between calls, such as a round-robin picker, also sees the
 // decisions that were taken again.)
 //
+// A pipeline that decides rounds itself (RoundScheduler, ProfileRounds) is handed the round's
+// cycles at once, in arrival order: its picker places them in order, each accounting for the
+// earlier ones' first choices (pipeline.RunRound), and a member whose trace says its pick
+// accounted for them (pipeline.RoundTrace.Accounted) stands even on an endpoint an earlier member
+// of its round took — as long as every earlier member of that round went where the picker placed
+// it. The prefix-match check still applies, and members that did not account (an old picker, a
+// scorer without after-scores, a fallback) are decided again as below.
+//
 // When picks differ — a weighted-random picker, requests with different prefixes — a round
 // dispatches up to one request per endpoint. When they all agree — a max-score picker on one
 // state — it dispatches one, as deciding one at a time would, and the next round is smaller: a
@@ -170,12 +178,24 @@ func (d *decider) roundSize() int {
 	return limit
 }
 
+// RoundScheduler is a Scheduler that decides several cycles together as one round
+// (pipeline.Pipeline.RunRound): ctxs[i] is cycle i's context, and the traces come back in order.
+type RoundScheduler interface {
+	RunRound(ctxs []context.Context, cycles []*sdk.Cycle) []*pipeline.Trace
+}
+
+// ProfileRounds is RoundScheduler for Profiles: cycle i is decided by profiles[i]'s pipeline,
+// each pipeline's cycles as one round (router.Pipelines.RunProfileRound).
+type ProfileRounds interface {
+	RunProfileRound(ctxs []context.Context, profiles []string, cycles []*sdk.Cycle) []*pipeline.Trace
+}
+
 // round decides the requests together and dispatches those whose decisions stand; it returns the
 // others, in order, and how many requests it sent to an endpoint.
 func (d *decider) round(round []*pending) (redo []*pending, dispatched int) {
 	began := d.s.o.Now()
-	var wg sync.WaitGroup
-	for i, p := range round {
+	var run []*pending // the requests with a cycle to decide, in order
+	for _, p := range round {
 		at := p.received
 		if p.retry {
 			at = began
@@ -188,41 +208,92 @@ func (d *decider) round(round []*pending) (redo []*pending, dispatched int) {
 		if d.s.flow != nil && !d.s.flow.restrict(p) {
 			continue // no endpoint has room: it waits in the flow control queue
 		}
-		if i == len(round)-1 { // the last on this goroutine: a round of one starts none
-			d.runCycle(p)
-			break
-		}
-		wg.Add(1)
-		go func() { defer wg.Done(); d.runCycle(p) }()
+		run = append(run, p)
 	}
-	wg.Wait()
-	var taken []string // the endpoints this round sent requests to
+	d.runCycles(run)
+	var taken []placement       // where this round sent requests, in order
+	broken := map[uint64]bool{} // picker rounds of which a member did not go where it was placed
 	for _, p := range round {
-		if !d.stands(p, taken) {
+		sent, again := d.settle(p, taken, broken, began)
+		if again {
 			redo = append(redo, p)
-			continue
 		}
-		if !p.state.CompareAndSwap(pendingWaiting, pendingTaken) {
-			continue // its client left: not dispatched
-		}
-		if d.s.o.Metrics != nil {
-			d.s.o.Metrics.ObserveDecisionWait(began.Sub(p.queued))
-		}
-		if ep, ok := p.pick(); ok {
-			if d.s.flow != nil && d.s.flow.saturated(p) {
-				close(p.done) // not dispatched: it waits in the flow control queue
-				continue
-			}
-			p.first = d.s.dispatch(&p.cycle.Request, ep)
-			taken = append(taken, ep.ID)
+		if sent {
+			ep, _ := p.pick()
+			taken = append(taken, placement{ep.ID, p.roundTrace()})
 			dispatched++
 		}
-		close(p.done)
+		if r := p.roundTrace(); r != nil && (!sent || p.trace.Picker == nil || p.trace.Picker.Fallback != "") {
+			broken[r.ID] = true // the later members of its round counted a placement that is not there
+		}
 	}
 	if d.s.o.Metrics != nil && len(redo) > 0 {
 		d.s.o.Metrics.DecisionsRedone(len(redo))
 	}
 	return redo, dispatched
+}
+
+// settle dispatches p if its decision stands after the requests sent to taken (sent), or returns
+// it to be decided again (again); a request whose client left, that had no pick, or that flow
+// control holds back is neither.
+func (d *decider) settle(p *pending, taken []placement, broken map[uint64]bool, began time.Time) (sent, again bool) {
+	if !d.stands(p, taken, broken) {
+		return false, true
+	}
+	if !p.state.CompareAndSwap(pendingWaiting, pendingTaken) {
+		return false, false // its client left: not dispatched
+	}
+	defer close(p.done)
+	if d.s.o.Metrics != nil {
+		d.s.o.Metrics.ObserveDecisionWait(began.Sub(p.queued))
+	}
+	ep, ok := p.pick()
+	if !ok {
+		return false, false
+	}
+	if d.s.flow != nil && d.s.flow.saturated(p) {
+		return false, false // not dispatched: it waits in the flow control queue
+	}
+	p.first = d.s.dispatch(&p.cycle.Request, ep)
+	return true, false
+}
+
+// runCycles decides the requests' cycles: as one round when the scheduler decides rounds, else
+// each on its own goroutine (the last on this one), so that the pipeline's cohorts still gather
+// them into one batch per stage.
+func (d *decider) runCycles(run []*pending) {
+	ctxs, cycles := make([]context.Context, len(run)), make([]*sdk.Cycle, len(run))
+	for i, p := range run {
+		ctxs[i], cycles[i] = p.ctx, p.cycle
+	}
+	var traces []*pipeline.Trace
+	_, profiles := d.s.o.Pipeline.(Profiles)
+	switch r := d.s.o.Pipeline.(type) {
+	case ProfileRounds:
+		names := make([]string, len(run))
+		for i, p := range run {
+			names[i] = p.meta.profile
+		}
+		traces = r.RunProfileRound(ctxs, names, cycles)
+	case RoundScheduler:
+		if !profiles {
+			traces = r.RunRound(ctxs, cycles)
+		}
+	}
+	if traces == nil && len(run) > 0 {
+		var wg sync.WaitGroup
+		for _, p := range run[:len(run)-1] {
+			wg.Add(1)
+			go func() { defer wg.Done(); d.runCycle(p) }()
+		}
+		d.runCycle(run[len(run)-1])
+		wg.Wait()
+		return
+	}
+	for i, p := range run {
+		p.trace = traces[i]
+		d.record(p)
+	}
 }
 
 // runCycle runs p's cycle through the pipeline and records its stage calls (the decisions taken
@@ -233,6 +304,12 @@ func (d *decider) runCycle(p *pending) {
 	} else {
 		p.trace = d.s.o.Pipeline.Run(p.ctx, p.cycle)
 	}
+	d.record(p)
+}
+
+// record records p's decision: its stage calls (the decisions taken again included), and what the
+// round knows beside the pipeline.
+func (d *decider) record(p *pending) {
 	if d.s.o.Stages != nil {
 		d.s.o.Stages.Observe(p.trace)
 	}
@@ -244,13 +321,34 @@ func (d *decider) runCycle(p *pending) {
 	}
 }
 
+// placement is where a request of the round was sent, and the picker round it was placed in
+// (nil: none).
+type placement struct {
+	id    string
+	round *pipeline.RoundTrace
+}
+
+// roundTrace is the picker round p's decision was placed in; nil when none.
+func (p *pending) roundTrace() *pipeline.RoundTrace {
+	if p.trace == nil {
+		return nil
+	}
+	return p.trace.Round
+}
+
 // stands reports whether p's decision is the one it would have had after the requests sent to
-// taken: its pick is none of them, and its prefix match on each is what its cycle saw.
-func (d *decider) stands(p *pending, taken []string) bool {
+// taken: its pick is none of them — or, when its pick accounted for the earlier members of its
+// picker round and all of them went where they were placed (not broken), none of them outside
+// that round — and its prefix match on each is what its cycle saw.
+func (d *decider) stands(p *pending, taken []placement, broken map[uint64]bool) bool {
 	if len(taken) == 0 || p.trace == nil {
 		return true
 	}
-	if ep, ok := p.pick(); ok && slices.Contains(taken, ep.ID) {
+	r := p.roundTrace()
+	accounted := r != nil && r.Accounted && !broken[r.ID]
+	if ep, ok := p.pick(); ok && slices.ContainsFunc(taken, func(t placement) bool {
+		return t.id == ep.ID && !(accounted && t.round != nil && t.round.ID == r.ID)
+	}) {
 		return false
 	}
 	blocks := p.cycle.Request.PrefixBlockHashes
@@ -258,7 +356,7 @@ func (d *decider) stands(p *pending, taken []string) bool {
 		return true
 	}
 	for _, e := range p.cycle.Endpoints {
-		if slices.Contains(taken, e.ID) && d.s.prefix.Fraction(e.ID, blocks) > e.State.PrefixMatch {
+		if slices.ContainsFunc(taken, func(t placement) bool { return t.id == e.ID }) && d.s.prefix.Fraction(e.ID, blocks) > e.State.PrefixMatch {
 			return false
 		}
 	}

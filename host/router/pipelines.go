@@ -161,15 +161,71 @@ func (l *Pipelines) RunProfile(ctx context.Context, profile string, c *sdk.Cycle
 		}
 		return t
 	}
-	p, ok := l.enter(profile)
+	p, ok := l.enterServing(profile, c.Request.ID)
 	if ok {
 		defer p.Leave()
 	}
+	return p.Run(ctx, c)
+}
+
+// enterServing is enter, warning when a reload removed the profile the request (named id) chose.
+func (l *Pipelines) enterServing(profile, id string) (*pipeline.Pipeline, bool) {
+	p, ok := l.enter(profile)
 	if profile != "" && p.Profile() != profile {
-		l.log.Warn().Str("profile", profile).Str("request_id", c.Request.ID).Str("served_by", p.Profile()).
+		l.log.Warn().Str("profile", profile).Str("request_id", id).Str("served_by", p.Profile()).
 			Msg("a reload removed the request's profile after it was chosen; the default profile decides")
 	}
-	return p.Run(ctx, c)
+	return p, ok
+}
+
+// RunProfileRound decides cycles together (pipeline.Pipeline.RunRound): cycle i on profiles[i]'s
+// serving pipeline as RunProfile would (config.ExperimentProfile resolved to its arm's profile),
+// the cycles of each pipeline as one round, the pipelines concurrently. ctxs[i] is cycle i's
+// context; the traces come back in order.
+func (l *Pipelines) RunProfileRound(ctxs []context.Context, profiles []string, cycles []*sdk.Cycle) []*pipeline.Trace {
+	out := make([]*pipeline.Trace, len(cycles))
+	exp := l.cur.Load().exp
+	arms := make([]int, len(cycles))
+	groups := map[string][]int{} // cycle positions by the profile deciding them
+	var names []string           // the groups' profiles, in order of their first cycle
+	for i, profile := range profiles {
+		arms[i] = -1
+		if profile == config.ExperimentProfile {
+			profile = ""
+			if exp != nil {
+				arms[i] = exp.assign(cycles[i].Request)
+				profile = exp.profiles[arms[i]]
+			}
+		}
+		if _, ok := groups[profile]; !ok {
+			names = append(names, profile)
+		}
+		groups[profile] = append(groups[profile], i)
+	}
+	var wg sync.WaitGroup
+	for _, profile := range names {
+		idx := groups[profile]
+		wg.Go(func() {
+			p, ok := l.enterServing(profile, cycles[idx[0]].Request.ID)
+			if ok {
+				defer p.Leave()
+			}
+			cs, cx := make([]*sdk.Cycle, len(idx)), make([]context.Context, len(idx))
+			for k, i := range idx {
+				cs[k], cx[k] = cycles[i], ctxs[i]
+			}
+			for k, t := range p.RunRound(cx, cs) {
+				out[idx[k]] = t
+			}
+		})
+	}
+	wg.Wait()
+	for i, t := range out {
+		if arms[i] >= 0 && t != nil {
+			t.Experiment, t.Arm = config.ProfileExperimentSlot, exp.names[arms[i]]
+		}
+	}
+	return out
 }
 
 // DetectsBefore, Detect and Order are flow control's stages (proxy.FlowStages), served by the

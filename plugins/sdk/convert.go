@@ -16,7 +16,8 @@ import (
 
 // cycleFromProto returns the sdk form of p, or an error when a column's length does not match the ids.
 func cycleFromProto(p *pb.Cycle) (*Cycle, error) {
-	c := &Cycle{Request: requestFromProto(p.GetRequest()), Seed: p.GetSeed()}
+	c := &Cycle{Request: requestFromProto(p.GetRequest()), Seed: p.GetSeed(),
+		Round: Round{Position: int(p.GetRound().GetPosition()), Size: int(p.GetRound().GetSize())}}
 	if p.GetNow() != nil {
 		c.Now = p.GetNow().AsTime()
 	}
@@ -44,6 +45,8 @@ func cycleFromProto(p *pb.Cycle) (*Cycle, error) {
 	valid := wire.Column(&cols, "predictions.valid", pr.GetValid())
 	ttft := wire.Column(&cols, "predictions.ttft_ms", pr.GetTtftMs())
 	tpot := wire.Column(&cols, "predictions.tpot_ms", pr.GetTpotMs())
+	ttftAfter := wire.Column(&cols, "predictions.ttft_after_ms", pr.GetTtftAfterMs())
+	tpotAfter := wire.Column(&cols, "predictions.tpot_after_ms", pr.GetTpotAfterMs())
 	labels := wire.Column(&cols, "labels", eps.GetLabels())
 	if cols.Err != nil {
 		return nil, &StatusError{Code: CodeInvalidArgument, Message: cols.Err.Error()}
@@ -66,7 +69,7 @@ func cycleFromProto(p *pb.Cycle) (*Cycle, error) {
 				DispatchedSinceScrape: sinceScrape(i),
 				FirstTokenRate:        startRate(i),
 			},
-			Prediction: Prediction{Valid: valid(i), TTFTMs: ttft(i), TPOTMs: tpot(i)},
+			Prediction: Prediction{Valid: valid(i), TTFTMs: ttft(i), TPOTMs: tpot(i), TTFTAfterMs: ttftAfter(i), TPOTAfterMs: tpotAfter(i)},
 		}
 		if l := labels(i); l != nil {
 			c.Endpoints[i].Labels = l.GetValues()
@@ -91,6 +94,9 @@ func predictionsToProto(preds []Prediction) *pb.Predictions {
 	for i, pr := range preds {
 		p.Valid[i], p.TtftMs[i], p.TpotMs[i] = pr.Valid, pr.TTFTMs, pr.TPOTMs
 	}
+	p.TtftAfterMs, p.TpotAfterMs = wire.AfterColumns(len(preds), func(i int) (float64, float64) {
+		return preds[i].TTFTAfterMs, preds[i].TPOTAfterMs
+	})
 	return p
 }
 
@@ -148,7 +154,7 @@ func sampleFromProto(p *pb.Sample) Sample {
 // infoToProto returns the wire form of i.
 func infoToProto(i Info) *pb.GetInfoResponse {
 	return &pb.GetInfoResponse{Type: i.Type, Stage: pb.Stage(i.Stage), Version: i.Version, Description: i.Description, Reads: i.Reads,
-		MultiInstance: i.MultiInstance}
+		MultiInstance: i.MultiInstance, Rounds: i.Rounds}
 }
 
 func indicesToProto(idx []int) []uint32 {

@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/foresight-router/foresight/plugins/sdk/internal/wire"
 	pb "github.com/foresight-router/foresight/proto/foresight/v1"
 )
 
@@ -75,7 +76,8 @@ type pluginServer struct {
 
 func (s *pluginServer) GetInfo(context.Context, *pb.GetInfoRequest) (*pb.GetInfoResponse, error) {
 	impl := s.reg.def
-	info := Info{Type: impl.Type(), Stage: s.stage, Version: s.ver, Description: impl.Description(), MultiInstance: s.reg.multi()}
+	info := Info{Type: impl.Type(), Stage: s.stage, Version: s.ver, Description: impl.Description(), MultiInstance: s.reg.multi(),
+		Rounds: s.stage == StagePicker} // every picker this SDK serves places rounds (PickRound)
 	if r, ok := impl.(Reader); ok {
 		info.Reads = r.Reads()
 	}
@@ -197,12 +199,18 @@ func (s *scorerServer) Score(stream grpc.BidiStreamingServer[pb.ScoreRequest, pb
 }
 
 func (s *scorerServer) score(ctx context.Context, req *pb.ScoreRequest) *pb.ScoreResponse {
-	results := serveEach(s.reg, req.GetInstance(), req.GetCycles(), func(impl Scorer, _ int, c *Cycle) ([]float64, error) {
-		return impl.Score(ctx, c)
+	type scored struct{ scores, after []float64 }
+	results := serveEach(s.reg, req.GetInstance(), req.GetCycles(), func(impl Scorer, _ int, c *Cycle) (scored, error) {
+		scores, err := impl.Score(ctx, c)
+		if err != nil {
+			return scored{}, err
+		}
+		after, err := AfterScores(ctx, impl, c, scores)
+		return scored{scores, after}, err
 	})
 	out := &pb.ScoreResponse{Results: make([]*pb.ScoreResult, len(results))}
 	for i, r := range results {
-		out.Results[i] = &pb.ScoreResult{Status: statusToProto(r.err), Scores: r.value}
+		out.Results[i] = &pb.ScoreResult{Status: statusToProto(r.err), Scores: r.value.scores, ScoresAfter: r.value.after}
 	}
 	return out
 }
@@ -237,16 +245,43 @@ func (s *pickerServer) Pick(stream grpc.BidiStreamingServer[pb.PickRequest, pb.P
 }
 
 func (s *pickerServer) pick(ctx context.Context, req *pb.PickRequest) *pb.PickResponse {
-	scores := req.GetScores()
-	results := serveEach(s.reg, req.GetInstance(), req.GetCycles(), func(impl Picker, i int, c *Cycle) ([]int, error) {
-		if i >= len(scores) {
-			return nil, &StatusError{Code: CodeInvalidArgument, Message: "pick request has fewer score sets than cycles"}
+	in := req.GetCycles()
+	results := make([]result[[]int], len(in))
+	impl, err := stageOf[Picker](s.reg, req.GetInstance())
+	if err != nil {
+		for i := range results {
+			results[i].err = err
 		}
-		return impl.Pick(ctx, c, scores[i].GetValues())
-	})
+	} else {
+		cycles, errs := decodeCycles(in)
+		scores, after := scoreValues(req.GetScores()), scoreValues(req.GetScoresAfter())
+		PickRound(cycles, scores, after, func(i int, c *Cycle, s []float64) []int {
+			switch {
+			case errs[i] != nil:
+				results[i].err = errs[i]
+			case i >= len(scores):
+				results[i].err = &StatusError{Code: CodeInvalidArgument, Message: "pick request has fewer score sets than cycles"}
+			default:
+				results[i] = guard(func() ([]int, error) { return impl.Pick(ctx, c, s) })
+			}
+			if results[i].err != nil || wire.CheckIndices(results[i].value, len(c.Endpoints)) != nil {
+				return nil
+			}
+			return results[i].value
+		})
+	}
 	out := &pb.PickResponse{Results: make([]*pb.PickResult, len(results))}
 	for i, r := range results {
 		out.Results[i] = &pb.PickResult{Status: statusToProto(r.err), Order: indicesToProto(r.value)}
+	}
+	return out
+}
+
+// scoreValues returns the values of each score set.
+func scoreValues(in []*pb.Scores) [][]float64 {
+	out := make([][]float64, len(in))
+	for i, s := range in {
+		out[i] = s.GetValues()
 	}
 	return out
 }

@@ -250,7 +250,7 @@ func TestScorerAdmitterPickerRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]float64{0.5, 1}, scores[0].Value); diff != "" {
+	if diff := cmp.Diff(transport.Scored{Scores: []float64{0.5, 1}}, scores[0].Value); diff != "" {
 		t.Errorf("scores (-want +got):\n%s", diff)
 	}
 	if scores[1].Err == nil || !strings.Contains(scores[1].Err.Error(), "1 scores for 2 endpoints") {
@@ -267,14 +267,14 @@ func TestScorerAdmitterPickerRoundTrip(t *testing.T) {
 	}
 
 	pk := dispense(t, sdk.StagePicker, &echoStage{}).(*transport.PickerClient)
-	orders, err := pk.PickBatch(ctx, []*sdk.Cycle{testCycle("r")}, [][]float64{{0.1, 0.9}})
+	orders, err := pk.PickBatch(ctx, []*sdk.Cycle{testCycle("r")}, [][]float64{{0.1, 0.9}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]int{1, 0}, orders[0].Value); diff != "" {
 		t.Errorf("order (-want +got):\n%s", diff)
 	}
-	if _, err := pk.PickBatch(ctx, []*sdk.Cycle{testCycle("r")}, nil); err == nil {
+	if _, err := pk.PickBatch(ctx, []*sdk.Cycle{testCycle("r")}, nil, nil); err == nil {
 		t.Error("pick with missing scores should fail")
 	}
 }

@@ -141,7 +141,10 @@ type OrderKey struct {
 // "endpoints.states.<column>" where <column> is an EndpointState field by its JSON name (e.g.
 // "endpoints.states.prefix_match"), "endpoints.predictions", and "endpoints.excluded" (Cycle.Excluded);
 // transport.ReadPaths lists them.
-// The cycle's Now and Seed and the endpoint count are always sent.
+// The cycle's Now, Seed and Round and the endpoint count are always sent, and so are the endpoint
+// ids of a cycle in a round (the SDK tells the round's endpoints apart by them, see PickRound).
+// The predictions' after columns (Prediction.TTFTAfterMs, TPOTAfterMs) come with
+// "endpoints.predictions".
 //
 // Declaring too little makes the stage see zeros: check a declaration in the stage's tests with
 // sdktest.CheckReads.

@@ -24,6 +24,29 @@ func checkScores(s []float64, n int) error {
 	return nil
 }
 
+// checkScored checks a scorer's answer: n scores, and n after-scores or none.
+func checkScored(v Scored, n int) error {
+	if err := checkScores(v.Scores, n); err != nil {
+		return err
+	}
+	if len(v.After) != 0 && len(v.After) != n {
+		return fmt.Errorf("scorer returned %d after-scores for %d endpoints", len(v.After), n)
+	}
+	return nil
+}
+
+// checkPickBatch checks the sizes of a pick batch: a score set per cycle, and an after-score set
+// per cycle or none at all.
+func checkPickBatch(cycles []*sdk.Cycle, scores, after [][]float64) error {
+	if len(scores) != len(cycles) {
+		return fmt.Errorf("pick batch has %d score sets for %d cycles", len(scores), len(cycles))
+	}
+	if len(after) != 0 && len(after) != len(cycles) {
+		return fmt.Errorf("pick batch has %d after-score sets for %d cycles", len(after), len(cycles))
+	}
+	return nil
+}
+
 func checkRoom(v sdk.SaturationVerdict, n int) error {
 	if len(v.Room) != n {
 		return fmt.Errorf("detector returned %d room counts for %d endpoints", len(v.Room), n)

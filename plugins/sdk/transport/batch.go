@@ -2,7 +2,6 @@ package transport
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/foresight-router/foresight/plugins/sdk/internal/wire"
@@ -36,7 +35,15 @@ type ChainFilter interface {
 
 // BatchScorer is a scorer as the host calls it.
 type BatchScorer interface {
-	ScoreBatch(ctx context.Context, cycles []*sdk.Cycle) ([]Result[[]float64], error)
+	ScoreBatch(ctx context.Context, cycles []*sdk.Cycle) ([]Result[Scored], error)
+}
+
+// Scored is a scorer's answer for one cycle: one score per endpoint and, for a cycle in a round
+// (sdk.Cycle.InRound), each endpoint's score had one more request like it been placed there first
+// (sdk.AfterScores); After is nil where the scorer did not say.
+type Scored struct {
+	Scores []float64
+	After  []float64
 }
 
 // BatchAdmitter is an admitter as the host calls it.
@@ -44,9 +51,12 @@ type BatchAdmitter interface {
 	AdmitBatch(ctx context.Context, cycles []*sdk.Cycle) ([]Result[sdk.AdmitVerdict], error)
 }
 
-// BatchPicker is a picker as the host calls it; scores[i] belongs to cycles[i].
+// BatchPicker is a picker as the host calls it; scores[i] belongs to cycles[i], and so does
+// after[i], the weighted after-scores of a cycle in a round (nil outside rounds; after itself may
+// be nil: no cycle has any). A picker whose Info reports Rounds places a round's cycles in order
+// (sdk.PickRound).
 type BatchPicker interface {
-	PickBatch(ctx context.Context, cycles []*sdk.Cycle, scores [][]float64) ([]Result[[]int], error)
+	PickBatch(ctx context.Context, cycles []*sdk.Cycle, scores, after [][]float64) ([]Result[[]int], error)
 }
 
 // BatchDetector is a saturation detector as the host calls it.
@@ -82,11 +92,18 @@ func (l Local) FilterBatch(ctx context.Context, cycles []*sdk.Cycle) ([]Result[s
 		func(c *sdk.Cycle, v sdk.FilterVerdict) error { return wire.CheckIndices(v.Kept, len(c.Endpoints)) }), nil
 }
 
-// ScoreBatch calls Score per cycle.
-func (l Local) ScoreBatch(ctx context.Context, cycles []*sdk.Cycle) ([]Result[[]float64], error) {
+// ScoreBatch calls Score per cycle, and for a cycle in a round finds its after-scores as a plugin
+// process would (sdk.AfterScores).
+func (l Local) ScoreBatch(ctx context.Context, cycles []*sdk.Cycle) ([]Result[Scored], error) {
 	s := l.P.(sdk.Scorer)
-	return each(cycles, func(c *sdk.Cycle) ([]float64, error) { return s.Score(ctx, c) },
-		func(c *sdk.Cycle, v []float64) error { return checkScores(v, len(c.Endpoints)) }), nil
+	return each(cycles, func(c *sdk.Cycle) (Scored, error) {
+		scores, err := s.Score(ctx, c)
+		if err != nil {
+			return Scored{}, err
+		}
+		after, err := sdk.AfterScores(ctx, s, c, scores)
+		return Scored{Scores: scores, After: after}, err
+	}, func(c *sdk.Cycle, v Scored) error { return checkScored(v, len(c.Endpoints)) }), nil
 }
 
 // AdmitBatch calls Admit per cycle.
@@ -95,19 +112,24 @@ func (l Local) AdmitBatch(ctx context.Context, cycles []*sdk.Cycle) ([]Result[sd
 	return each(cycles, func(c *sdk.Cycle) (sdk.AdmitVerdict, error) { return a.Admit(ctx, c) }, nil), nil
 }
 
-// PickBatch calls Pick per cycle.
-func (l Local) PickBatch(ctx context.Context, cycles []*sdk.Cycle, scores [][]float64) ([]Result[[]int], error) {
-	if len(scores) != len(cycles) {
-		return nil, fmt.Errorf("pick batch has %d score sets for %d cycles", len(scores), len(cycles))
+// PickBatch calls Pick per cycle, placing a round's cycles in order as a plugin process would
+// (sdk.PickRound).
+func (l Local) PickBatch(ctx context.Context, cycles []*sdk.Cycle, scores, after [][]float64) ([]Result[[]int], error) {
+	if err := checkPickBatch(cycles, scores, after); err != nil {
+		return nil, err
 	}
 	p := l.P.(sdk.Picker)
 	out := make([]Result[[]int], len(cycles))
-	for i, c := range cycles {
-		out[i] = guard(func() ([]int, error) { return p.Pick(ctx, c, scores[i]) })
+	sdk.PickRound(cycles, scores, after, func(i int, c *sdk.Cycle, s []float64) []int {
+		out[i] = guard(func() ([]int, error) { return p.Pick(ctx, c, s) })
 		if out[i].Err == nil {
 			out[i].Err = wire.CheckIndices(out[i].Value, len(c.Endpoints))
 		}
-	}
+		if out[i].Err != nil {
+			return nil
+		}
+		return out[i].Value
+	})
 	return out, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sync/atomic"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
@@ -137,7 +138,7 @@ func (c *PluginClient) cycles(cycles []*sdk.Cycle) []*pb.Cycle {
 	p := c.reads.Load()
 	out := make([]*pb.Cycle, len(cycles))
 	for i, cy := range cycles {
-		out[i] = p.apply(encodingOf(cy))
+		out[i] = p.apply(encodingOf(cy), cy.Round)
 	}
 	return out
 }
@@ -279,14 +280,18 @@ type ScorerClient struct {
 	score *streamPool[pb.ScoreRequest, pb.ScoreResponse]
 }
 
-// ScoreBatch asks for scores for every cycle.
-func (c *ScorerClient) ScoreBatch(ctx context.Context, cycles []*sdk.Cycle) ([]Result[[]float64], error) {
+// ScoreBatch asks for scores for every cycle, and for after-scores for those in a round.
+func (c *ScorerClient) ScoreBatch(ctx context.Context, cycles []*sdk.Cycle) ([]Result[Scored], error) {
 	resp, err := c.score.call(ctx, &pb.ScoreRequest{Cycles: c.cycles(cycles), Instance: c.instance})
 	if err != nil {
 		return nil, err
 	}
-	return collect(cycles, resp.GetResults(), func(cy *sdk.Cycle, r *pb.ScoreResult) ([]float64, error) {
-		return r.GetScores(), checkScores(r.GetScores(), len(cy.Endpoints))
+	return collect(cycles, resp.GetResults(), func(cy *sdk.Cycle, r *pb.ScoreResult) (Scored, error) {
+		v := Scored{Scores: r.GetScores(), After: r.GetScoresAfter()}
+		if len(v.After) == 0 {
+			v.After = nil
+		}
+		return v, checkScored(v, len(cy.Endpoints))
 	})
 }
 
@@ -313,14 +318,21 @@ type PickerClient struct {
 	pick *streamPool[pb.PickRequest, pb.PickResponse]
 }
 
-// PickBatch asks for a preference order for every cycle; scores[i] belongs to cycles[i].
-func (c *PickerClient) PickBatch(ctx context.Context, cycles []*sdk.Cycle, scores [][]float64) ([]Result[[]int], error) {
-	if len(scores) != len(cycles) {
-		return nil, fmt.Errorf("pick batch has %d score sets for %d cycles", len(scores), len(cycles))
+// PickBatch asks for a preference order for every cycle; scores[i] and after[i] belong to
+// cycles[i] (see BatchPicker).
+func (c *PickerClient) PickBatch(ctx context.Context, cycles []*sdk.Cycle, scores, after [][]float64) ([]Result[[]int], error) {
+	if err := checkPickBatch(cycles, scores, after); err != nil {
+		return nil, err
 	}
 	req := &pb.PickRequest{Cycles: c.cycles(cycles), Scores: make([]*pb.Scores, len(scores)), Instance: c.instance}
 	for i, s := range scores {
 		req.Scores[i] = &pb.Scores{Values: s}
+	}
+	if slices.ContainsFunc(after, func(a []float64) bool { return a != nil }) {
+		req.ScoresAfter = make([]*pb.Scores, len(after))
+		for i, a := range after {
+			req.ScoresAfter[i] = &pb.Scores{Values: a}
+		}
 	}
 	resp, err := c.pick.call(ctx, req)
 	if err != nil {

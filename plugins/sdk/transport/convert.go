@@ -73,7 +73,21 @@ func CycleToProto(c *sdk.Cycle) *pb.Cycle {
 		Endpoints: eps,
 		Now:       timestamppb.New(c.Now),
 		Seed:      c.Seed,
+		Round:     roundToProto(c.Round),
 	}
+}
+
+// roundToProto returns the wire form of r; nil for the zero Round (a cycle decided alone).
+func roundToProto(r sdk.Round) *pb.Round {
+	if r == (sdk.Round{}) {
+		return nil
+	}
+	return &pb.Round{Position: uint32(max(r.Position, 0)), Size: uint32(max(r.Size, 0))}
+}
+
+// sameRound reports whether p is the wire form of r.
+func sameRound(p *pb.Round, r sdk.Round) bool {
+	return int(p.GetPosition()) == r.Position && int(p.GetSize()) == r.Size
 }
 
 // predictionsToProto returns the columnar wire form of the endpoints' predictions.
@@ -87,6 +101,9 @@ func predictionsToProto(eps []sdk.Endpoint) *pb.Predictions {
 		pr := &eps[i].Prediction
 		p.Valid[i], p.TtftMs[i], p.TpotMs[i] = pr.Valid, pr.TTFTMs, pr.TPOTMs
 	}
+	p.TtftAfterMs, p.TpotAfterMs = wire.AfterColumns(len(eps), func(i int) (float64, float64) {
+		return eps[i].Prediction.TTFTAfterMs, eps[i].Prediction.TPOTAfterMs
+	})
 	return p
 }
 
@@ -96,12 +113,14 @@ func predictionsFromProto(p *pb.Predictions, n int) ([]sdk.Prediction, error) {
 	valid := wire.Column(&cols, "predictions.valid", p.GetValid())
 	ttft := wire.Column(&cols, "predictions.ttft_ms", p.GetTtftMs())
 	tpot := wire.Column(&cols, "predictions.tpot_ms", p.GetTpotMs())
+	ttftAfter := wire.Column(&cols, "predictions.ttft_after_ms", p.GetTtftAfterMs())
+	tpotAfter := wire.Column(&cols, "predictions.tpot_after_ms", p.GetTpotAfterMs())
 	if cols.Err != nil {
 		return nil, &sdk.StatusError{Code: sdk.CodeInvalidArgument, Message: cols.Err.Error()}
 	}
 	out := make([]sdk.Prediction, n)
 	for i := range out {
-		out[i] = sdk.Prediction{Valid: valid(i), TTFTMs: ttft(i), TPOTMs: tpot(i)}
+		out[i] = sdk.Prediction{Valid: valid(i), TTFTMs: ttft(i), TPOTMs: tpot(i), TTFTAfterMs: ttftAfter(i), TPOTAfterMs: tpotAfter(i)}
 	}
 	return out, nil
 }
@@ -153,7 +172,7 @@ func sampleToProto(s *sdk.Sample) *pb.Sample {
 // infoFromProto returns the sdk form of p.
 func infoFromProto(p *pb.GetInfoResponse) sdk.Info {
 	return sdk.Info{Type: p.GetType(), Stage: sdk.Stage(p.GetStage()), Version: p.GetVersion(), Description: p.GetDescription(), Reads: p.GetReads(),
-		MultiInstance: p.GetMultiInstance()}
+		MultiInstance: p.GetMultiInstance(), Rounds: p.GetRounds()}
 }
 
 // indicesFromProto converts endpoint indices, rejecting any outside [0, n).

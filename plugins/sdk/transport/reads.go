@@ -15,7 +15,8 @@ import (
 // number of endpoints), "endpoints.ids", "endpoints.labels", "endpoints.states" (every state column),
 // "endpoints.states.<column>" for each column of EndpointStates, "endpoints.predictions", and
 // "endpoints.excluded" (the fleet's endpoints out of the rotation, see sdk.ExcludedEndpoint).
-// The cycle's now and seed and the endpoint count are always sent.
+// The cycle's now, seed and round and the endpoint count are always sent, and the endpoint ids of
+// a cycle in a round; the predictions' after columns come with "endpoints.predictions".
 func ReadPaths() []string {
 	paths := []string{"request", "request.prefix_block_hashes", "endpoints.count", "endpoints.ids", "endpoints.labels", "endpoints.states"}
 	fields := stateFields()
@@ -69,18 +70,24 @@ func compileReads(paths []string) (*projection, error) {
 	return p, nil
 }
 
-// apply returns the cycle with only the declared fields; what it keeps is shared, not copied.
-func (p *projection) apply(w encoded) *pb.Cycle {
+// apply returns the cycle with only the declared fields, in round (the cycle's place in a round
+// now, which may differ from the one it was sealed with); what it keeps is shared, not copied. A
+// cycle in a round carries its endpoint ids whatever the stage declared: the SDK tells the
+// round's endpoints apart by them (sdk.PickRound).
+func (p *projection) apply(w encoded, round sdk.Round) *pb.Cycle {
 	c := w.msg
 	if p == nil || !p.partial {
-		return c
+		if sameRound(c.GetRound(), round) {
+			return c
+		}
+		return &pb.Cycle{Request: c.GetRequest(), Endpoints: c.GetEndpoints(), Now: c.GetNow(), Seed: c.GetSeed(), Round: roundToProto(round)}
 	}
 	src := c.GetEndpoints()
 	eps := &pb.Endpoints{Count: uint32(len(src.GetIds()))}
 	if src.GetCount() != 0 {
 		eps.Count = src.GetCount()
 	}
-	if p.ids {
+	if p.ids || round.Size > 1 {
 		eps.Ids = src.GetIds()
 	}
 	if p.labels {
@@ -104,7 +111,7 @@ func (p *projection) apply(w encoded) *pb.Cycle {
 		}
 		eps.States = to.Interface().(*pb.EndpointStates)
 	}
-	out := &pb.Cycle{Endpoints: eps, Now: c.GetNow(), Seed: c.GetSeed()}
+	out := &pb.Cycle{Endpoints: eps, Now: c.GetNow(), Seed: c.GetSeed(), Round: roundToProto(round)}
 	out.Request = p.projectRequest(w)
 	return out
 }
@@ -131,5 +138,5 @@ func ProjectCycle(c *sdk.Cycle, reads []string) (*sdk.Cycle, error) {
 	if err != nil {
 		return nil, err
 	}
-	return hooks.DecodeCycle(p.apply(encode(c)))
+	return hooks.DecodeCycle(p.apply(encode(c), c.Round))
 }

@@ -68,3 +68,26 @@ func CheckIndices(idx []int, n int) error {
 	}
 	return nil
 }
+
+// AfterColumns returns the predictions' after columns (ttft_after_ms, tpot_after_ms) of n
+// endpoints from at, which gives endpoint i's pair: each column is empty when all its entries are
+// zero (outside rounds, or a producer that does not say), so cycles outside rounds stay as lean as
+// before the columns existed.
+func AfterColumns(n int, at func(i int) (ttft, tpot float64)) (ttftAfter, tpotAfter []float64) {
+	for i := range n {
+		a, b := at(i)
+		if a != 0 && ttftAfter == nil {
+			ttftAfter = make([]float64, n)
+		}
+		if b != 0 && tpotAfter == nil {
+			tpotAfter = make([]float64, n)
+		}
+		if ttftAfter != nil {
+			ttftAfter[i] = a
+		}
+		if tpotAfter != nil {
+			tpotAfter[i] = b
+		}
+	}
+	return ttftAfter, tpotAfter
+}

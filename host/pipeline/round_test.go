@@ -1,0 +1,187 @@
+package pipeline_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/foresight-router/foresight/host/config"
+	"github.com/foresight-router/foresight/host/pipeline"
+	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/rs/zerolog"
+)
+
+// linearLoad scores an endpoint 1 − inflight/16: one more request in flight lowers it by 1/16
+// whatever the others carry, so a round's after-scores add up exactly.
+func linearLoad(_ context.Context, c *sdk.Cycle) ([]float64, error) {
+	out := make([]float64, len(c.Endpoints))
+	for i, e := range c.Endpoints {
+		out[i] = 1 - float64(e.State.InflightRequests)/16
+	}
+	return out, nil
+}
+
+// roundPipeline builds a pipeline of one scorer (the built-in queue scorer on requests in flight,
+// or the local scorer given) and the built-in max-score picker, in process.
+func roundPipeline(t *testing.T, local sdk.Plugin) *pipeline.Pipeline {
+	t.Helper()
+	scorer := "  - {name: load, type: queue-scorer, parameters: {source: inflight}}\n"
+	impls := map[string]sdk.Plugin{}
+	if local != nil {
+		scorer = "  - {name: load, type: " + local.Type() + "}\n"
+		impls["load"] = local
+	}
+	yaml := "plugins:\n" + scorer + "  - {name: pick, type: max-score-picker}\n" +
+		"pipeline:\n  scorers: [{pluginRef: load}]\n  picker: {pluginRef: pick}\n"
+	cfg, err := config.Parse("round.yaml", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := pipeline.BuildInProcess(context.Background(), cfg, impls, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+// burstCycles returns k cycles on n idle, equal endpoints e0 … e(n-1), each its own request and seed.
+func burstCycles(k, n int) []*sdk.Cycle {
+	out := make([]*sdk.Cycle, k)
+	for i := range out {
+		c := &sdk.Cycle{Request: sdk.Request{ID: fmt.Sprintf("r%d", i), InputTokens: 100}, Seed: uint64(i + 1),
+			Now: time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)}
+		for e := range n {
+			c.Endpoints = append(c.Endpoints, sdk.Endpoint{ID: fmt.Sprintf("e%d", e)})
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// firstPicks returns each trace's first choice.
+func firstPicks(traces []*pipeline.Trace) []string {
+	out := make([]string, len(traces))
+	for i, t := range traces {
+		if len(t.Order) > 0 {
+			out[i] = t.Candidates[t.Order[0]].ID
+		}
+	}
+	return out
+}
+
+// oneAtATime decides the cycles one after the other, each on endpoints that count the requests
+// picked before it in flight where they went (sdk.PlaceOn, the router's in-flight ledger).
+func oneAtATime(p *pipeline.Pipeline, cycles []*sdk.Cycle) []string {
+	var picks []string
+	for _, c := range cycles {
+		c = &sdk.Cycle{Request: c.Request, Endpoints: slices.Clone(c.Endpoints), Now: c.Now, Seed: c.Seed}
+		for e := range c.Endpoints {
+			n := 0
+			for _, id := range picks {
+				if id == c.Endpoints[e].ID {
+					n++
+				}
+			}
+			sdk.PlaceOn(c, e, n)
+		}
+		picks = append(picks, firstPicks([]*pipeline.Trace{p.Run(context.Background(), c)})...)
+	}
+	return picks
+}
+
+// A round of k requests is decided with one call per stage, and its picks are those of deciding
+// the requests one at a time, each after the one before it was dispatched.
+func TestARoundIsOneCallPerStageAndPicksAsOneAtATime(t *testing.T) {
+	tests := []struct {
+		name  string
+		local sdk.Plugin // the scorer; nil: the built-in queue scorer on requests in flight
+		k, n  int
+	}{
+		// The queue scorer knows nothing of rounds; the SDK re-scores it per endpoint: one more
+		// request on an endpoint of 4 idle ones takes its score from 1 to 0, so each member avoids
+		// the endpoints taken before it.
+		{"queue scorer, 4 on 4 endpoints", nil, 4, 4},
+		{"queue scorer, 3 on 4 endpoints", nil, 3, 4},
+		// 1 − inflight/16: after-scores that add up exactly, two rounds' worth on each endpoint.
+		{"linear scorer, 8 on 4 endpoints", testScorer{f: linearLoad}, 8, 4},
+		{"linear scorer, 12 on 3 endpoints", testScorer{f: linearLoad}, 12, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := roundPipeline(t, tt.local)
+			cycles := burstCycles(tt.k, tt.n)
+			ctxs := make([]context.Context, tt.k)
+			for i := range ctxs {
+				ctxs[i] = context.Background()
+			}
+			traces := p.RunRound(ctxs, cycles)
+			for _, s := range p.Stats() {
+				if s.Calls != int64(tt.k) || s.Batches != 1 || s.Fallbacks != 0 {
+					t.Errorf("%s: %d calls in %d batches, %d fallbacks; want %d in 1, none", s.Plugin, s.Calls, s.Batches, s.Fallbacks, tt.k)
+				}
+			}
+			for i, tr := range traces {
+				if want := (pipeline.RoundTrace{ID: traces[0].Round.ID, Position: i, Size: tt.k, Accounted: true}); tr.Round == nil || *tr.Round != want {
+					t.Errorf("member %d: round %+v, want %+v", i, tr.Round, want)
+				}
+			}
+			got, want := firstPicks(traces), oneAtATime(p, cycles)
+			if !slices.Equal(got, want) {
+				t.Errorf("round picks %v, one at a time %v", got, want)
+			}
+		})
+	}
+}
+
+// A round larger than maxBatch is decided as rounds of at most maxBatch, one batch each.
+func TestARoundLargerThanMaxBatchIsSplit(t *testing.T) {
+	cfg, err := config.Parse("round.yaml", []byte("plugins:\n  - {name: load, type: queue-scorer, parameters: {source: inflight}}\n"+
+		"  - {name: pick, type: max-score-picker}\npipeline:\n  maxBatch: 4\n  scorers: [{pluginRef: load}]\n  picker: {pluginRef: pick}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := pipeline.BuildInProcess(context.Background(), cfg, nil, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	ctxs := []context.Context{context.Background(), context.Background(), context.Background(), context.Background(), context.Background(), context.Background()}
+	traces := p.RunRound(ctxs, burstCycles(6, 4))
+	for _, s := range p.Stats() {
+		if s.Calls != 6 || s.Batches != 2 { // 4, then 2
+			t.Errorf("%s: %d calls in %d batches, want 6 in 2", s.Plugin, s.Calls, s.Batches)
+		}
+	}
+	for i, tr := range traces {
+		pos, size := i, 4
+		if i >= 4 {
+			pos, size = i-4, 2
+		}
+		if tr.Round == nil || tr.Round.Position != pos || tr.Round.Size != size || (tr.Round.ID == traces[0].Round.ID) != (i < 4) {
+			t.Errorf("member %d: round %+v, want position %d of %d in round %d", i, tr.Round, pos, size, i/4)
+		}
+	}
+}
+
+// The queue scorer's min-max normalised score of an endpoint goes from 1 to 0 with one request
+// more: 8 requests on 4 idle endpoints place one on each (members 0–3), then member 4 sees every
+// endpoint at 1 − 1×(1 − 0) = 0, still exact; from member 5 on, an endpoint with two lowers to
+// 1 − 2×1 < 0, clamped, so those picks do not account for the members before them and the
+// decider checks them as it would without rounds.
+func TestAClampedRoundIsNotAccounted(t *testing.T) {
+	p := roundPipeline(t, nil)
+	ctxs := make([]context.Context, 8)
+	for i := range ctxs {
+		ctxs[i] = context.Background()
+	}
+	var got []bool
+	for _, tr := range p.RunRound(ctxs, burstCycles(8, 4)) {
+		got = append(got, tr.Round.Accounted)
+	}
+	if want := []bool{true, true, true, true, true, false, false, false}; !slices.Equal(got, want) {
+		t.Errorf("accounted %v, want %v", got, want)
+	}
+}
