@@ -119,7 +119,7 @@ class CostAwareScorer(fp.Scorer):
         meets, misses = [], []  # indices; (index, deficit) pairs
         inf = math.inf
         for i, e in enumerate(eps):
-            valid, ttft, tpot = e.prediction
+            valid, ttft, tpot, _, _ = e.prediction
             if not (valid and 0 <= ttft < inf and 0 <= tpot < inf):  # Prediction.usable()
                 continue
             if not has_slo:  # every predicted endpoint qualifies
