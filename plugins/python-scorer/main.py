@@ -8,6 +8,7 @@ latency-scorer uses. The host runs this file directly (the shebang picks Debian'
 has the gRPC, protobuf and cryptography packages the kit needs).
 """
 
+import bisect
 import math
 import sys
 from pathlib import Path
@@ -31,6 +32,37 @@ MISS_FLOOR = 0.01
 TIER_SPAN = 0.9
 #: The smallest spread, in ms (or relative deficit), that counts as a difference.
 EPS = 1e-9
+#: Where an endpoint stands (CostAwareScorer._stands): predicted to meet the SLO, to miss it, or
+#: without a usable prediction.
+MEETS, MISSES, UNPREDICTED = 1, 2, 0
+_UNPREDICTED = (UNPREDICTED, 0.0)
+
+
+class _Bounds:
+    """The two lowest and two highest values of a group and who holds the lowest and the
+    highest: enough for the group's bounds without any one member."""
+    __slots__ = ("lo", "lo2", "hi", "hi2", "lo_at", "hi_at")
+
+    def __init__(self):
+        self.lo = self.lo2 = math.inf
+        self.hi = self.hi2 = -math.inf
+        self.lo_at = self.hi_at = -1
+
+    def add(self, i, v):
+        """Adds member i with value v."""
+        if v < self.lo:
+            self.lo2, self.lo, self.lo_at = self.lo, v, i
+        elif v < self.lo2:
+            self.lo2 = v
+        if v > self.hi:
+            self.hi2, self.hi, self.hi_at = self.hi, v, i
+        elif v > self.hi2:
+            self.hi2 = v
+
+    def without(self, i):
+        """The lowest and highest value of the group without member i: (inf, -inf) when it has
+        no other member."""
+        return (self.lo2 if i == self.lo_at else self.lo), (self.hi2 if i == self.hi_at else self.hi)
 
 
 class CostAwareScorer(fp.Scorer):
@@ -110,20 +142,22 @@ class CostAwareScorer(fp.Scorer):
             fp.logger.warn("endpoint cost label is not a number >= 0; using the accelerator or "
                            "default cost", label=label, value=value)
 
-    def score(self, cycle):
-        eps = cycle.endpoints
-        r = cycle.request
+    def _stands(self, r, eps):
+        """Where each endpoint of eps stands for request r: (MEETS, its predicted TTFT),
+        (MISSES, its deficit) or (UNPREDICTED, 0), in order."""
         slo_ttft, slo_tpot, streaming = r.slo.ttft_ms, r.slo.tpot_ms, r.streaming
-        has_slo = r.slo.any()
+        has_slo = slo_ttft > 0 or slo_tpot > 0  # r.slo.any()
         buffer = self._buffer
-        meets, misses = [], []  # indices; (index, deficit) pairs
+        out = []
+        add = out.append
         inf = math.inf
-        for i, e in enumerate(eps):
-            valid, ttft, tpot = e.prediction
+        for e in eps:
+            valid, ttft, tpot, _, _ = e.prediction
             if not (valid and 0 <= ttft < inf and 0 <= tpot < inf):  # Prediction.usable()
+                add(_UNPREDICTED)
                 continue
             if not has_slo:  # every predicted endpoint qualifies
-                meets.append(i)
+                add((MEETS, ttft))
                 continue
             # How far the prediction misses each objective, relative to the objective (0: met).
             # As heuristics.HeadroomOf: TPOT counts for streaming requests only, against the tighter of
@@ -141,10 +175,17 @@ class CostAwareScorer(fp.Scorer):
                     tpot_slo = (running if running < slo_tpot else slo_tpot) * buffer
                 if tpot_slo > 0 and tpot > tpot_slo:
                     deficit += (tpot - tpot_slo) / tpot_slo
-            if deficit > 0:
-                misses.append((i, deficit))
-            else:
+            add((MISSES, deficit) if deficit > 0 else (MEETS, ttft))
+        return out
+
+    def score(self, cycle):
+        eps = cycle.endpoints
+        meets, misses = [], []  # indices; (index, deficit) pairs
+        for i, (kind, v) in enumerate(self._stands(cycle.request, eps)):
+            if kind == MEETS:
                 meets.append(i)
+            elif kind == MISSES:
+                misses.append((i, v))
         if not meets and not misses:  # no endpoint has a prediction
             return fp.composite_scores(cycle, self._weights)
         scores = [0.0] * len(eps)
@@ -153,6 +194,75 @@ class CostAwareScorer(fp.Scorer):
         if misses:
             self._rank_missing(misses, scores)
         return scores
+
+    def score_after(self, cycle, scores):
+        """Endpoint i's score with one more request like the cycle's placed on i
+        (fp.place_on(copy, i, 1)) and every other endpoint as it is: what scoring that copy gives
+        i, in one pass over the endpoints instead of a scoring per endpoint. A placement moves i's
+        prediction to its after-prediction and lengthens its queue; the others' figures stay, so
+        each tier's and group's bounds without i, added to i as placed, give i's score."""
+        eps, r = cycle.endpoints, cycle.request
+        stands, cost_of = self._stands, self.cost_of
+        now = stands(r, eps)
+        tiers, missing, predicted = {}, _Bounds(), 0
+        for i, (kind, v) in enumerate(now):
+            if kind == MEETS:
+                cost = cost_of(eps[i].labels)
+                tier = tiers.get(cost)
+                if tier is None:
+                    tiers[cost] = tier = _Bounds()
+                tier.add(i, v)
+            elif kind == MISSES:
+                missing.add(i, v)
+            predicted += kind != UNPREDICTED
+        tier_costs = sorted(tiers)
+        queues = _Bounds()  # the composite's queues, should i's placement leave nothing predicted
+        for i, e in enumerate(eps):
+            queues.add(i, fp.fresh_waiting(e.state))
+        after = [0.0] * len(eps)
+        placed = fp.with_own_endpoints(cycle)
+        for i, e in enumerate(eps):
+            fp.place_on(placed, i, 1)
+            p = placed.endpoints[i]
+            placed.endpoints[i] = e
+            kind, v = stands(r, (p,))[0]
+            if kind == MEETS:
+                after[i] = self._meeting_after(i, v, cost_of(p.labels), tiers, tier_costs)
+            elif kind == MISSES:
+                lo, hi = missing.without(i)
+                lo, hi = min(lo, v), max(hi, v)
+                n = (v - lo) / (hi - lo) if hi - lo > EPS else 0.0
+                after[i] = MISS_CEIL - (MISS_CEIL - MISS_FLOOR) * n
+            elif predicted - (now[i][0] != UNPREDICTED) == 0:  # nothing predicted: the composite
+                after[i] = self._composite_after(p, queues.without(i)[1], self._weights)
+        return after
+
+    @staticmethod
+    def _meeting_after(i, ttft, cost, tiers, tier_costs):
+        """Endpoint i's score in the meeting group with its predicted TTFT as placed and every
+        other member as it is (_rank_meeting on that group). tiers are the group's cost tiers
+        before the placement, tier_costs their costs in ascending order. A placement leaves the
+        labels, so i's cost tier is the one it had; it is new only if i did not meet before and
+        no other endpoint of its cost meets."""
+        count = len(tier_costs) + (cost not in tiers)
+        band = (1 - MEETS_FLOOR) / count
+        top = 1 - bisect.bisect_left(tier_costs, cost) * band  # below every cheaper tier
+        lo = hi = ttft
+        same = tiers.get(cost)
+        if same is not None:
+            lo, hi = same.without(i)
+            lo, hi = min(lo, ttft), max(hi, ttft)
+        step = TIER_SPAN * band / (hi - lo) if hi - lo > EPS else 0.0
+        return top - step * (ttft - lo)
+
+    @staticmethod
+    def _composite_after(p, max_others, weights):
+        """The composite score (fp.composite_scores) of endpoint p when the longest fresh queue
+        among the others is max_others: p's score beside one endpoint with that queue."""
+        eps = [p]
+        if max_others > -math.inf:
+            eps.append(fp.Endpoint(state=fp.EndpointState(waiting=max_others)))
+        return fp.composite_scores(fp.Cycle(endpoints=eps), weights)[0]
 
     def _rank_meeting(self, eps, group, scores):
         """Cost tiers, cheapest first, each with a band of (MEETS_FLOOR, 1]; inside a tier the

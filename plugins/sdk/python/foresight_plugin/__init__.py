@@ -21,10 +21,10 @@ python3-protobuf and python3-cryptography only. See README.md beside this packag
 
 from . import _gen  # noqa: F401  (puts the generated code on sys.path)
 from .cycle import (
-    EXCLUDED_EJECTED, EXCLUDED_UNHEALTHY, NO_LABELS, SLO, STAGE_ADMITTER, STAGE_DETECTOR,
+    EXCLUDED_EJECTED, EXCLUDED_UNHEALTHY, NO_LABELS, NO_ROUND, SLO, STAGE_ADMITTER, STAGE_DETECTOR,
     STAGE_FILTER, STAGE_NAMES, STAGE_ORDER, STAGE_PICKER, STAGE_PRODUCER, STAGE_SCORER,
     AdmitVerdict, Cycle, Endpoint, EndpointState, ExcludedEndpoint, FilterVerdict, ObserveResult,
-    OrderKey, Prediction, PredictorStats, Request, Sample, SaturationVerdict, TargetStats,
+    OrderKey, Prediction, PredictorStats, Request, Round, Sample, SaturationVerdict, TargetStats,
 )
 from .convert import cycle_from_proto, cycle_to_proto
 from .heuristics import (
@@ -32,6 +32,7 @@ from .heuristics import (
 )
 from .log import Logger, logger
 from .params import check_one_of, check_range, check_range_open_low, decode_params, resolve_path
+from .rounds import after_scores, pick_round, place_on, with_own_endpoints
 from .server import serve
 from .stages import (
     Admitter, Detector, Filter, Orderer, Picker, Plugin, Producer, Scorer, read_paths,
@@ -51,7 +52,9 @@ __all__ = [
     "Cycle", "Request", "SLO", "Endpoint", "EndpointState", "Prediction", "ExcludedEndpoint",
     "EXCLUDED_UNHEALTHY", "EXCLUDED_EJECTED", "Sample",
     "FilterVerdict", "AdmitVerdict", "SaturationVerdict", "OrderKey", "ObserveResult",
-    "PredictorStats", "TargetStats", "NO_LABELS",
+    "PredictorStats", "TargetStats", "NO_LABELS", "Round", "NO_ROUND",
+    # rounds
+    "place_on", "with_own_endpoints", "after_scores", "pick_round",
     "STAGE_PRODUCER", "STAGE_FILTER", "STAGE_SCORER", "STAGE_ADMITTER", "STAGE_PICKER",
     "STAGE_DETECTOR", "STAGE_ORDER", "STAGE_NAMES", "cycle_from_proto", "cycle_to_proto",
     # errors

@@ -14,8 +14,8 @@ from itertools import repeat
 from ._gen import types_pb2
 from .status import InvalidArgument, StatusError
 from .cycle import (
-    NO_LABELS, SLO, AdmitVerdict, Cycle, Endpoint, EndpointState, ExcludedEndpoint, FilterVerdict,
-    ObserveResult, OrderKey, Prediction, PredictorStats, Request, Sample, SaturationVerdict,
+    NO_LABELS, NO_ROUND, SLO, AdmitVerdict, Cycle, Endpoint, EndpointState, ExcludedEndpoint, FilterVerdict,
+    ObserveResult, OrderKey, Prediction, PredictorStats, Request, Round, Sample, SaturationVerdict,
     TargetStats,
 )
 
@@ -58,6 +58,8 @@ def cycle_from_proto(pc: types_pb2.Cycle) -> Cycle:
     valid = _column("predictions.valid", pr.valid, n, False)
     ttft = _column("predictions.ttft_ms", pr.ttft_ms, n, 0.0)
     tpot = _column("predictions.tpot_ms", pr.tpot_ms, n, 0.0)
+    ttft_after = _column("predictions.ttft_after_ms", pr.ttft_after_ms, n, 0.0)
+    tpot_after = _column("predictions.tpot_after_ms", pr.tpot_after_ms, n, 0.0)
     labels = eps.labels
     if len(labels) == 0:
         labels = repeat(NO_LABELS, n)
@@ -67,11 +69,14 @@ def cycle_from_proto(pc: types_pb2.Cycle) -> Cycle:
     new = tuple.__new__
     endpoints = list(map(new, repeat(Endpoint), zip(
         ids, labels, map(new, repeat(EndpointState), zip(*states)),
-        map(new, repeat(Prediction), zip(valid, ttft, tpot)))))
+        map(new, repeat(Prediction), zip(valid, ttft, tpot, ttft_after, tpot_after)))))
     # Not a column: the excluded endpoints have their own length, usually zero.
     excluded = [ExcludedEndpoint(x.id, dict(x.labels), x.reason) for x in eps.excluded]
+    rnd = NO_ROUND
+    if pc.HasField("round"):
+        rnd = Round(pc.round.position, pc.round.size)
     return Cycle(request_from_proto(pc.request), endpoints,
-                 _time(pc.now) if pc.HasField("now") else None, pc.seed, excluded)
+                 _time(pc.now) if pc.HasField("now") else None, pc.seed, excluded, rnd)
 
 
 def request_from_proto(p: types_pb2.Request) -> Request:
@@ -104,20 +109,29 @@ def cycle_to_proto(c: Cycle) -> types_pb2.Cycle:
     for x in c.excluded:
         eps.excluded.add(id=x.id, labels=x.labels, reason=x.reason)
     out = types_pb2.Cycle(request=request_to_proto(c.request), endpoints=eps, seed=c.seed)
+    if c.round != NO_ROUND:  # absent for a cycle decided alone, as the Go host sends it
+        out.round.position = max(c.round.position, 0)
+        out.round.size = max(c.round.size, 0)
     if c.now is not None:
         out.now.FromDatetime(c.now)
     return out
 
 
 def predictions_to_proto(preds) -> types_pb2.Predictions:
-    """The columnar wire form of one prediction per endpoint (None reads as no prediction)."""
+    """The columnar wire form of one prediction per endpoint (None reads as no prediction). Each
+    after column (ttft_after_ms, tpot_after_ms) is sent only when one of its entries is not zero,
+    so predictions outside rounds stay as lean as before the columns existed (wire.AfterColumns)."""
     out = types_pb2.Predictions()
-    for p in preds:
-        if p is None:
-            p = Prediction()
-        out.valid.append(bool(p.valid))
-        out.ttft_ms.append(p.ttft_ms)
-        out.tpot_ms.append(p.tpot_ms)
+    ps = [Prediction() if p is None else p for p in preds]
+    out.valid.extend(bool(p.valid) for p in ps)
+    out.ttft_ms.extend(p.ttft_ms for p in ps)
+    out.tpot_ms.extend(p.tpot_ms for p in ps)
+    ttft_after = [p.ttft_after_ms for p in ps]
+    tpot_after = [p.tpot_after_ms for p in ps]
+    if any(ttft_after):
+        out.ttft_after_ms.extend(ttft_after)
+    if any(tpot_after):
+        out.tpot_after_ms.extend(tpot_after)
     return out
 
 

@@ -98,11 +98,16 @@ class EndpointState(namedtuple("EndpointState", (
         return self.inflight_requests == 0
 
 
-class Prediction(namedtuple("Prediction", ("valid", "ttft_ms", "tpot_ms"),
-                            defaults=(False, 0.0, 0.0))):
+class Prediction(namedtuple("Prediction", ("valid", "ttft_ms", "tpot_ms", "ttft_after_ms",
+                                           "tpot_after_ms"),
+                            defaults=(False, 0.0, 0.0, 0.0, 0.0))):
     """A producer's estimate of the latency the request would see on one endpoint, in ms.
 
-    Treat ``valid == False`` as "no prediction" and ignore the numbers.
+    Treat ``valid == False`` as "no prediction" and ignore the numbers. ttft_after_ms and
+    tpot_after_ms are, in a round (Cycle.in_round), what the request would see there had one more
+    request like it been placed there first (see place_on); 0 when the producer does not say
+    (outside rounds, or a producer that does not know), and then a placement reads as changing
+    nothing. A producer that says nothing of rounds returns ``Prediction(valid, ttft, tpot)``.
     """
     __slots__ = ()
 
@@ -119,6 +124,27 @@ class Endpoint(namedtuple("Endpoint", ("id", "labels", "state", "prediction"),
     labels: a read-only mapping of label to value (e.g. accelerator, role).
     """
     __slots__ = ()
+
+
+@dataclass(slots=True, frozen=True)
+class Round:
+    """A cycle's place among the requests the host decides together (mirrors sdk.Round).
+
+    The host decides a round as if its requests were decided one at a time in arrival order, each
+    after the earlier ones were placed on their first choice, but with one call per stage for the
+    whole round: the producer says what each request would see on each endpoint after one more
+    request like it (Prediction.ttft_after_ms), each scorer what each endpoint's score would
+    become (Scorer.score_after, or the kit re-scoring), and the kit places a picker's round in
+    order against those figures (place_on). The zero Round is a request decided alone.
+    """
+    #: The cycle's place in the round, from 0, in arrival order.
+    position: int = 0
+    #: How many cycles the round holds.
+    size: int = 0
+
+
+#: The Round of a request decided alone (read-only, shared).
+NO_ROUND = Round()
 
 
 @dataclass(slots=True)
@@ -139,6 +165,21 @@ class Cycle:
     #: else empty. They are not candidates: the indices a stage answers with are into
     #: ``endpoints`` only.
     excluded: list = field(default_factory=list)
+    #: Set when the host decides this request together with others (see Round); NO_ROUND when it
+    #: is decided alone. Always sent, whatever the stage reads; in a round the endpoint ids are
+    #: sent too, since the kit tells the round's endpoints apart by them.
+    round: Round = NO_ROUND
+
+    def in_round(self) -> bool:
+        """Whether the cycle is decided together with other requests (a round of more than one)."""
+        return self.round.size > 1
+
+    def uncached_tokens(self, e: int) -> int:
+        """The part of the request's prompt that endpoint e is not believed to cache: the prefill
+        work the request brings there (sdk.Cycle.UncachedTokens: rounded half away from zero)."""
+        match = self.endpoints[e].state.prefix_match
+        match = 0.0 if match != match else min(max(match, 0.0), 1.0)  # NaN: nothing cached
+        return round_half_away(float(self.request.input_tokens) * (1 - match))
 
     def any_prediction(self) -> bool:
         """Whether at least one endpoint carries a valid prediction."""
@@ -149,6 +190,16 @@ class Cycle:
         random choices are reproducible from the cycle alone. (Not the Go SDK's stream.)"""
         h = _hashlib.blake2b(salt.encode(), digest_size=8).digest()
         return _random.Random((self.seed << 64) | int.from_bytes(h, "big"))
+
+
+def round_half_away(x: float) -> int:
+    """x rounded to the nearest int, halves away from zero, as Go's math.Round (Python's round
+    rounds halves to even; floor(x + 0.5) is off for the double just below 0.5)."""
+    a = abs(x)
+    r = math.floor(a)
+    if a - r >= 0.5:  # exact: a double minus its floor loses nothing
+        r += 1
+    return -r if x < 0 else r
 
 
 # Reasons an endpoint of the fleet is out of a cycle (ExcludedEndpoint.reason).

@@ -20,6 +20,8 @@ from .convert import (
     sample_from_proto, saturation_verdict, slots_to_proto, wait_ms_of,
 )
 from .log import Logger, logger as default_logger
+from .rounds import after_scores, pick_round
+from .cycle import STAGE_PICKER
 from .stages import Plugin, stage_of
 from .status import InvalidArgument, StatusError, describe, status_to_proto
 
@@ -64,8 +66,11 @@ class Handlers:
 
     def get_info(self, _req=None) -> plugin_pb2.GetInfoResponse:
         impl = self.impl
+        # Every picker this kit serves places rounds (pick_round); the field means nothing for
+        # the other stages.
         return plugin_pb2.GetInfoResponse(type=impl.type, stage=self.stage, version=self.version,
-                                          description=impl.description, reads=list(impl.reads or ()))
+                                          description=impl.description, reads=list(impl.reads or ()),
+                                          rounds=self.stage == STAGE_PICKER)
 
     def configure(self, req: plugin_pb2.ConfigureRequest) -> plugin_pb2.ConfigureResponse:
         if req.instance:  # a host addresses named instances only in a plugin reporting multi_instance
@@ -81,11 +86,16 @@ class Handlers:
 
     def score(self, req: scorer_pb2.ScoreRequest) -> scorer_pb2.ScoreResponse:
         out = scorer_pb2.ScoreResponse()
-        add, score = out.results.add, self.impl.score
+        impl = self.impl
+        add, score = out.results.add, impl.score
         for pc in req.cycles:
             r = add()
             try:
-                r.scores.extend(score(cycle_from_proto(pc)))
+                c = cycle_from_proto(pc)
+                scores = list(score(c))
+                r.scores.extend(scores)
+                if c.in_round():
+                    r.scores_after.extend(after_scores(impl, c, scores))
             except Exception as e:  # noqa: BLE001
                 r.Clear()
                 r.status.CopyFrom(self._failed("score", e))
@@ -118,17 +128,35 @@ class Handlers:
 
     def pick(self, req: picker_pb2.PickRequest) -> picker_pb2.PickResponse:
         out = picker_pb2.PickResponse()
-        scores = req.scores
+        cycles, errors = [], {}
         for i, pc in enumerate(req.cycles):
-            r = out.results.add()
             try:
-                c = cycle_from_proto(pc)
-                if i >= len(scores):
+                cycles.append(cycle_from_proto(pc))
+            except Exception as e:  # noqa: BLE001
+                cycles.append(None)
+                errors[i] = e
+        scores = [list(s.values) for s in req.scores]
+        after = [list(s.values) for s in req.scores_after]
+        results = [out.results.add() for _ in cycles]
+        impl_pick = self.impl.pick
+
+        def pick(i, c, s):
+            # Answers cycle i; returns the order given, None when the cycle failed.
+            r = results[i]
+            try:
+                if i in errors:
+                    raise errors[i]
+                if s is None:
                     raise InvalidArgument("pick request has fewer score sets than cycles")
-                r.order.extend(self.impl.pick(c, list(scores[i].values)))
+                order = list(impl_pick(c, s))
+                r.order.extend(order)
+                return order
             except Exception as e:  # noqa: BLE001
                 r.Clear()
                 r.status.CopyFrom(self._failed("pick", e))
+                return None
+
+        pick_round(cycles, scores, after, pick)
         return out
 
     def detect(self, req: detector_pb2.DetectRequest) -> detector_pb2.DetectResponse:

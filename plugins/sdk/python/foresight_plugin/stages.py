@@ -101,7 +101,16 @@ class Filter(Plugin):
 
 
 class Scorer(Plugin):
-    """Rates the candidate endpoints."""
+    """Rates the candidate endpoints.
+
+    In a round (Cycle.in_round) the kit also answers each endpoint's after-score: its score had
+    one more request like the cycle's been placed there first. A scorer may say it itself by
+    defining ``score_after(self, cycle, scores)``, which returns one after-score per endpoint
+    (scores are its own scores for cycle; endpoint i's after-score is score i of the cycle as
+    ``place_on(copy, i, 1)`` leaves it). Without it, the kit scores the cycle again once per
+    endpoint, on a copy with that endpoint placed on, which is exact but costs one score call per
+    endpoint. score_after is asked only for cycles in a round.
+    """
     stage = STAGE_SCORER
 
     def score(self, cycle: Cycle) -> Sequence[float]:
@@ -120,7 +129,13 @@ class Admitter(Plugin):
 
 
 class Picker(Plugin):
-    """Orders the candidate endpoints by preference."""
+    """Orders the candidate endpoints by preference.
+
+    The kit places a round's cycles in order (and tells the host so, GetInfo's rounds): cycle k
+    of a round is picked on a copy on which each endpoint that n earlier cycles of its round took
+    as their first choice is moved by ``place_on(copy, e, n)``, its score lowered by
+    n × (score − after-score), clamped at 0. pick itself needs to know nothing of rounds.
+    """
     stage = STAGE_PICKER
 
     def pick(self, cycle: Cycle, scores: Sequence[float]) -> Sequence[int]:

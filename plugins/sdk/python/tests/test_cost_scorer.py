@@ -159,6 +159,48 @@ class CostAwareScorerTest(unittest.TestCase):
             self.assertEqual(got, want)
 
 
+class ScoreAfterTest(unittest.TestCase):
+    def test_score_after_equals_rescoring(self):
+        # The scorer's own after-scores must be what the kit's re-scoring would give: endpoint i's
+        # score on a copy of the cycle with only i placed on (fp.place_on(copy, i, 1)), exactly.
+        s = scorer(PRICED)
+        rng = random.Random(11)
+        # Mostly predicted cycles (some endpoints crossing the SLO when placed, some the only
+        # member of their tier or group), then cycles without a prediction (the composite).
+        for predicted in [0.8] * 400 + [0.3] * 100 + [0.0] * 100:
+            c = random_cycle(rng, predicted)
+            c.round = fp.Round(rng.randrange(4), 4)
+            c.request.input_tokens = rng.randint(0, 4000)
+            for i, e in enumerate(c.endpoints):
+                p = e.prediction
+                # After-predictions: none, or a step up (sometimes across the SLO), rarely down.
+                ttft_after = rng.choice([0.0, p.ttft_ms + rng.uniform(-20, 400)])
+                tpot_after = rng.choice([0.0, p.tpot_ms + rng.uniform(-2, 30)])
+                c.endpoints[i] = e._replace(prediction=p._replace(ttft_after_ms=ttft_after,
+                                                                  tpot_after_ms=tpot_after))
+            want = []
+            for i in range(len(c.endpoints)):
+                cp = fp.with_own_endpoints(c)
+                fp.place_on(cp, i, 1)
+                want.append(s.score(cp)[i])
+            self.assertEqual(s.score_after(c, s.score(c)), want)
+
+    def test_the_kit_answers_with_it(self):
+        # One score call per cycle in a round, not one per endpoint more.
+        class Counting(main.CostAwareScorer):
+            calls = 0
+
+            def score(self, c):
+                self.calls += 1
+                return super().score(c)
+        s = Counting()
+        s.set_parameters(PRICED)
+        c = cycle(ep(100, labels=H100), ep(300, labels=L4))
+        c.round = fp.Round(0, 2)
+        self.assertEqual(len(fp.after_scores(s, c, s.score(c))), 2)
+        self.assertEqual(s.calls, 1)
+
+
 def random_cycle(rng, predicted=0.8):
     """A random cycle whose endpoints each have a valid prediction with probability predicted."""
     n = rng.randint(0, 12)

@@ -113,18 +113,22 @@ export function requestToProto(q: Request): PbRequest {
   };
 }
 
-/** CycleBatch is a decoded batch request: its cycles and, for a PickRequest, their score sets. */
+/**
+ * CycleBatch is a decoded batch request: its cycles and, for a PickRequest, their score sets and
+ * after-score sets (empty outside rounds).
+ */
 export interface CycleBatch {
   cycles: WireCycle[];
   scores: number[][];
+  scoresAfter: number[][];
 }
 
 /**
  * batchOf returns the batch of a decoded FilterRequest, ScoreRequest, AdmitRequest or
  * ProduceRequest (repeated Cycle cycles = 1), or of a PickRequest (with its score sets).
  */
-export function batchOf(req: { cycles: WireCycle[]; scores?: { values: number[] }[] }): CycleBatch {
-  return { cycles: req.cycles, scores: req.scores?.map((s) => s.values) ?? [] };
+export function batchOf(req: { cycles: WireCycle[]; scores?: { values: number[] }[]; scoresAfter?: { values: number[] }[] }): CycleBatch {
+  return { cycles: req.cycles, scores: req.scores?.map((s) => s.values) ?? [], scoresAfter: req.scoresAfter?.map((s) => s.values) ?? [] };
 }
 
 /**
@@ -223,6 +227,11 @@ export function cycleFromWire(w: WireCycle): Cycle {
   const valid = cols.col("predictions.valid", pr?.valid, false);
   const ttft = cols.col("predictions.ttft_ms", pr?.ttftMs, 0);
   const tpot = cols.col("predictions.tpot_ms", pr?.tpotMs, 0);
+  // The after columns come only in a round, from a producer that says them: absent otherwise,
+  // and then the predictions have no after fields.
+  const ttftAfter = cols.col<number | undefined>("predictions.ttft_after_ms", pr?.ttftAfterMs, undefined);
+  const tpotAfter = cols.col<number | undefined>("predictions.tpot_after_ms", pr?.tpotAfterMs, undefined);
+  const afters = (pr?.ttftAfterMs.length ?? 0) > 0 || (pr?.tpotAfterMs.length ?? 0) > 0;
   const labels = cols.col<PbLabels | undefined>("labels", eps?.labels, undefined);
   if (cols.err !== undefined) throw cols.err;
   const endpoints = new Array<Endpoint>(n);
@@ -244,10 +253,13 @@ export function cycleFromWire(w: WireCycle): Cycle {
         dispatchedSinceScrape: toNumber(sinceScrape(i)),
         firstTokenRate: startRate(i),
       },
-      prediction: { valid: valid(i), ttftMs: ttft(i), tpotMs: tpot(i) },
+      prediction: afters
+        ? { valid: valid(i), ttftMs: ttft(i), tpotMs: tpot(i), ttftAfterMs: ttftAfter(i) ?? 0, tpotAfterMs: tpotAfter(i) ?? 0 }
+        : { valid: valid(i), ttftMs: ttft(i), tpotMs: tpot(i) },
     };
   }
   const c: Cycle = { request: requestFromProto(w.request), endpoints, now: dateOr(w.now), seed: w.seed };
+  if (w.round !== undefined) c.round = { position: w.round.position, size: w.round.size };
   // Not a column: the excluded endpoints have their own length, usually zero.
   const excluded = eps?.excluded ?? [];
   if (excluded.length > 0) c.excluded = excluded.map((x) => ({ id: x.id, labels: x.labels, reason: x.reason }));
@@ -256,9 +268,23 @@ export function cycleFromWire(w: WireCycle): Cycle {
 
 // --- encoding ----------------------------------------------------------------------------------
 
-/** predictionsToProto returns the columnar wire form of one prediction per endpoint. */
+/**
+ * predictionsToProto returns the columnar wire form of one prediction per endpoint. Each after
+ * column is sent only when one of its entries is not zero, so predictions outside rounds stay as
+ * lean as before the columns existed (Go: wire.AfterColumns).
+ */
 export function predictionsToProto(ps: readonly Prediction[]): PbPredictions {
-  return { valid: ps.map((p) => p.valid), ttftMs: ps.map((p) => p.ttftMs), tpotMs: ps.map((p) => p.tpotMs), ttftAfterMs: [], tpotAfterMs: [] };
+  const afterCol = (f: (p: Prediction) => number | undefined): number[] => {
+    const col = ps.map((p) => f(p) ?? 0);
+    return col.some((v) => v !== 0) ? col : [];
+  };
+  return {
+    valid: ps.map((p) => p.valid),
+    ttftMs: ps.map((p) => p.ttftMs),
+    tpotMs: ps.map((p) => p.tpotMs),
+    ttftAfterMs: afterCol((p) => p.ttftAfterMs),
+    tpotAfterMs: afterCol((p) => p.tpotAfterMs),
+  };
 }
 
 /** endpointsToProto returns the columnar wire form of endpoints (Go: CycleToProto). */
@@ -298,17 +324,27 @@ export function cycleToProto(c: Cycle): WireCycle {
   endpoints.excluded = (c.excluded ?? []).map(
     (x): PbExcludedEndpoint => ({ id: x.id, labels: { ...x.labels }, reason: x.reason }),
   );
-  return { request: requestToProto(c.request), endpoints, now: c.now, seed: c.seed, round: undefined };
+  // Absent for a cycle decided alone, as the Go host sends it.
+  const round = c.round === undefined || (c.round.position === 0 && c.round.size === 0)
+    ? undefined
+    : { position: Math.max(c.round.position, 0), size: Math.max(c.round.size, 0) };
+  return { request: requestToProto(c.request), endpoints, now: c.now, seed: c.seed, round };
 }
 
 /**
  * encodeCycleBatch encodes cycles as a FilterRequest, ScoreRequest, AdmitRequest or ProduceRequest
- * (or, with scores, a PickRequest): what a host sends. For tests and tools.
+ * (or, with scores, a PickRequest, with the after-score sets of a round if given): what a host
+ * sends. For tests and tools.
  */
-export function encodeCycleBatch(cycles: readonly Cycle[], scores?: readonly (readonly number[])[]): Uint8Array {
+export function encodeCycleBatch(
+  cycles: readonly Cycle[],
+  scores?: readonly (readonly number[])[],
+  scoresAfter: readonly (readonly number[])[] = [],
+): Uint8Array {
   const wire = cycles.map(cycleToProto);
   if (scores === undefined) return FilterRequest.encode({ cycles: wire, instance: "", chain: [] }).finish();
-  return PickRequest.encode({ cycles: wire, scores: scores.map((s) => ({ values: [...s] })), instance: "", scoresAfter: [] }).finish();
+  const sets = (v: readonly (readonly number[])[]) => v.map((s) => ({ values: [...s] }));
+  return PickRequest.encode({ cycles: wire, scores: sets(scores), instance: "", scoresAfter: sets(scoresAfter) }).finish();
 }
 
 function targetToProto(name: string, t: TargetStats): PbTargetStats {

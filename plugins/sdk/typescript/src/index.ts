@@ -25,5 +25,6 @@ export {
 export { log, type Level, type Fields } from "./log";
 export { serve, HANDSHAKE, PROTOCOL_VERSION, type ServeOptions } from "./goplugin";
 export { readVersion } from "./version";
+export { inRound, uncachedTokens, placeOn, withOwnEndpoints, afterScores, pickRound } from "./rounds";
 export { encodeCycleBatch, decodeCycleBatch, cycleFromWire } from "./convert";
 export { projectCycle, filterOverWire, type WireAnswer } from "./testing";

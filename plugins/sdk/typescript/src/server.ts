@@ -39,13 +39,15 @@ import {
 } from "./gen/foresight/v1/producer";
 import { ScorerServiceService, type ScoreRequest, type ScoreResponse, type ScoreResult } from "./gen/foresight/v1/scorer";
 import { checkReason, serveEach, then, type BatchHandler, type Result } from "./batch";
-import { batchOf, predictionsToProto, sampleFromProto, statsToProto } from "./convert";
+import { batchOf, cycleFromWire, predictionsToProto, sampleFromProto, statsToProto } from "./convert";
 import { detectHandler, orderHandler } from "./flow";
 import { log } from "./log";
+import { afterScores, pickRound } from "./rounds";
 import { decodeParams } from "./params";
 import { Code, StatusError, invalidArgument, statusOf } from "./status";
 import {
   Stage,
+  type Answer,
   type Admitter,
   type AdmitVerdict,
   type AnyStage,
@@ -114,8 +116,18 @@ export function filterResponse(rs: Result<FilterVerdict>[]): FilterResponse {
   };
 }
 
-export function scoreResponse(rs: Result<number[]>[]): ScoreResponse {
-  return { results: rs.map((r): ScoreResult => (r.ok ? { status: undefined, scores: r.value, scoresAfter: [] } : { status: r.status, scores: [], scoresAfter: [] })) };
+/** Scored is a scorer's answer for one cycle: its scores and, in a round, its after-scores. */
+export interface Scored {
+  scores: number[];
+  after?: number[];
+}
+
+export function scoreResponse(rs: Result<Scored>[]): ScoreResponse {
+  return {
+    results: rs.map((r): ScoreResult =>
+      r.ok ? { status: undefined, scores: r.value.scores, scoresAfter: r.value.after ?? [] } : { status: r.status, scores: [], scoresAfter: [] },
+    ),
+  };
 }
 
 export function admitResponse(rs: Result<AdmitVerdict>[]): AdmitResponse {
@@ -146,28 +158,67 @@ export function filterHandler(impl: Filter): BatchHandler<FilterResponse> {
   return (b) => then(serveEach(b.cycles, (_i, c) => impl.filter(c), checkFilterVerdict), filterResponse);
 }
 
+/** scored answers one cycle: the scorer's scores, checked, then in a round its after-scores (afterScores). */
+function scored(impl: Scorer, c: Cycle): Answer<Scored> {
+  const withAfter = (scores: number[]): Answer<Scored> => {
+    checkScores(c, scores);
+    const after = afterScores(impl, c, scores);
+    return after instanceof Promise ? after.then((a) => ({ scores, after: a })) : { scores, after };
+  };
+  const scores = impl.score(c);
+  return scores instanceof Promise ? scores.then(withAfter) : withAfter(scores);
+}
+
 export function scoreHandler(impl: Scorer): BatchHandler<ScoreResponse> {
-  return (b) => then(serveEach(b.cycles, (_i, c) => impl.score(c), checkScores), scoreResponse);
+  return (b) => then(serveEach(b.cycles, (_i, c) => scored(impl, c), () => {}), scoreResponse);
 }
 
 export function admitHandler(impl: Admitter): BatchHandler<AdmitResponse> {
   return (b) => then(serveEach(b.cycles, (_i, c) => impl.admit(c), checkAdmitVerdict), admitResponse);
 }
 
+/**
+ * pickHandler answers a batch's cycles in order, placing a round's as the round's contract says
+ * (pickRound): every picker this kit serves places rounds.
+ */
 export function pickHandler(impl: Picker): BatchHandler<PickResponse> {
-  return (b) =>
-    then(
-      serveEach(
-        b.cycles,
-        (i, c) => {
-          const scores = b.scores[i];
-          if (scores === undefined) throw new StatusError(Code.InvalidArgument, "pick request has fewer score sets than cycles");
-          return impl.pick(c, scores);
-        },
-        checkOrder,
-      ),
-      pickResponse,
-    );
+  return (b) => {
+    const out: Result<number[]>[] = new Array(b.cycles.length);
+    const cycles = b.cycles.map((w, i): Cycle | undefined => {
+      try {
+        return cycleFromWire(w);
+      } catch (err) {
+        out[i] = { ok: false, status: statusOf(err) };
+        return undefined;
+      }
+    });
+    const answer = (i: number, c: Cycle, v: number[]): number[] | undefined => {
+      try {
+        checkOrder(c, v);
+      } catch (err) {
+        out[i] = { ok: false, status: statusOf(err) };
+        return undefined;
+      }
+      out[i] = { ok: true, value: v };
+      return v;
+    };
+    const failed = (i: number, err: unknown): undefined => {
+      out[i] = { ok: false, status: statusOf(err) };
+      return undefined;
+    };
+    const done = pickRound(cycles, b.scores, b.scoresAfter, (i, c, scores) => {
+      if (c === undefined) return undefined; // did not decode: out[i] holds its error
+      let order: Answer<number[]>;
+      try {
+        if (scores === undefined) throw new StatusError(Code.InvalidArgument, "pick request has fewer score sets than cycles");
+        order = impl.pick(c, scores);
+      } catch (err) {
+        return failed(i, err);
+      }
+      return order instanceof Promise ? order.then((v) => answer(i, c, v), (err: unknown) => failed(i, err)) : answer(i, c, order);
+    });
+    return done instanceof Promise ? done.then(() => pickResponse(out)) : pickResponse(out);
+  };
 }
 
 export function produceHandler(impl: Producer): BatchHandler<ProduceResponse> {
@@ -296,7 +347,7 @@ export function info(impl: Plugin, stage: Stage, version: string): GetInfoRespon
     description: impl.description,
     reads: [...(impl.reads ?? [])],
     multiInstance: false,
-    rounds: false, // a round's cycles are answered one by one; the host re-decides collisions
+    rounds: stage === Stage.Picker, // every picker this kit serves places rounds (pickRound)
   };
 }
 

@@ -2,6 +2,7 @@
 
 import { cycleFromWire, decodeCycleBatch, emptyRequest, encodeCycleBatch } from "./convert";
 import type { Status } from "./gen/foresight/v1/types";
+import { inRound } from "./rounds";
 import { filterHandler } from "./server";
 import { checkReads, type Cycle, type EndpointState, type Filter, type FilterVerdict } from "./types";
 
@@ -28,8 +29,9 @@ const zeroState = (): EndpointState => ({
 
 /**
  * projectCycle returns c as a stage declaring `reads` receives it from the host: every field it
- * did not declare reads as zero (now, seed and the endpoint count always arrive). Check a stage's
- * decisions on projectCycle(c, reads) against its decisions on c in its tests.
+ * did not declare reads as zero (now, seed, round and the endpoint count always arrive, and the
+ * endpoint ids of a cycle in a round; the predictions' after values come with the predictions).
+ * Check a stage's decisions on projectCycle(c, reads) against its decisions on c in its tests.
  */
 export function projectCycle(c: Cycle, reads: readonly string[]): Cycle {
   checkReads(reads);
@@ -47,7 +49,7 @@ export function projectCycle(c: Cycle, reads: readonly string[]): Cycle {
       const state = zeroState();
       for (const [, field] of cols) state[field] = e.state[field];
       return {
-        id: has("endpoints.ids") ? e.id : "",
+        id: has("endpoints.ids") || inRound(full) ? e.id : "",
         labels: has("endpoints.labels") ? e.labels : {},
         state,
         prediction: has("endpoints.predictions") ? e.prediction : { valid: false, ttftMs: 0, tpotMs: 0 },
@@ -55,6 +57,7 @@ export function projectCycle(c: Cycle, reads: readonly string[]): Cycle {
     }),
   };
   if (has("endpoints.excluded") && full.excluded !== undefined) out.excluded = full.excluded;
+  if (full.round !== undefined) out.round = full.round;
   return out;
 }
 

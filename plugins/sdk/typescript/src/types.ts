@@ -94,6 +94,14 @@ export interface Prediction {
   valid: boolean;
   ttftMs: number;
   tpotMs: number;
+  /**
+   * In a round (inRound), the TTFT the request would see on the endpoint had one more request
+   * like it been placed there first (see placeOn); absent or 0 when the producer does not say
+   * (outside rounds, or a producer that does not know): a placement then changes nothing.
+   */
+  ttftAfterMs?: number;
+  /** In a round, the TPOT after one more request like it; absent or 0 as ttftAfterMs. */
+  tpotAfterMs?: number;
 }
 
 /** Endpoint is one candidate model server with its state and, once a producer ran, its prediction. */
@@ -125,6 +133,28 @@ export interface Cycle {
    * indices a stage answers with are into `endpoints` only.
    */
   excluded?: ExcludedEndpoint[];
+  /**
+   * Set when the host decides this request together with others (see Round); absent when it is
+   * decided alone. Always sent, whatever the stage reads; in a round the endpoint ids are sent
+   * too, since the kit tells the round's endpoints apart by them.
+   */
+  round?: Round;
+}
+
+/**
+ * Round places a cycle among the requests the host decides together (Go: sdk.Round). The host
+ * decides a round as if its requests were decided one at a time in arrival order, each after the
+ * earlier ones were placed on their first choice, but with one call per stage for the whole round:
+ * the producer says what each request would see on each endpoint after one more request like it
+ * (Prediction.ttftAfterMs), each scorer what each endpoint's score would become (Scorer.scoreAfter,
+ * or the kit re-scoring), and the kit places a picker's round in order against those figures
+ * (placeOn).
+ */
+export interface Round {
+  /** The cycle's place in the round, from 0, in arrival order. */
+  position: number;
+  /** How many cycles the round holds. */
+  size: number;
 }
 
 /**
@@ -287,6 +317,14 @@ export interface Filter extends Plugin {
 export interface Scorer extends Plugin {
   /** score returns one score in [0, 1] per endpoint, in cycle.endpoints order; higher is better. */
   score(cycle: Cycle): Answer<number[]>;
+  /**
+   * scoreAfter, optional, returns for a cycle in a round each endpoint's score had one more
+   * request like the cycle's been placed there first: score i of the cycle as placeOn(copy, i, 1)
+   * leaves it; `scores` are the scorer's own scores for the cycle. The kit asks it only for
+   * cycles in a round. Without it, the kit scores the cycle again once per endpoint, on a copy
+   * with that endpoint placed on, which is exact but costs one score call per endpoint.
+   */
+  scoreAfter?(cycle: Cycle, scores: number[]): Answer<number[]>;
 }
 
 /** Admitter decides whether a request is served at all. */
@@ -294,7 +332,13 @@ export interface Admitter extends Plugin {
   admit(cycle: Cycle): Answer<AdmitVerdict>;
 }
 
-/** Picker orders the candidate endpoints by preference. */
+/**
+ * Picker orders the candidate endpoints by preference. The kit places a round's cycles in order
+ * (and tells the host so, GetInfo's rounds): cycle k of a round is picked on a copy on which each
+ * endpoint that n earlier cycles of its round took as their first choice is moved by
+ * placeOn(copy, e, n), its score lowered by n × (score − after-score), clamped at 0. pick itself
+ * needs to know nothing of rounds.
+ */
 export interface Picker extends Plugin {
   /**
    * pick returns indices into cycle.endpoints, best first; scores[i] is the weighted score of
