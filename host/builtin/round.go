@@ -20,8 +20,8 @@ var (
 )
 
 // ScoreAfter returns, per endpoint i, the queue score i would get with one more request like c's
-// placed on it (sdk.PlaceOn(c, i, 1)) and every other endpoint as it is: its queue one longer,
-// normalised against the others' queues (heuristics.QueueScoresAfter).
+// placed on it (sdk.PlaceOn(c, i, 1)), on the scale of c's current scores: its queue one longer,
+// normalised by the current queues' min and max (heuristics.QueueScoresAfter).
 func (s *QueueScorer) ScoreAfter(_ context.Context, c *sdk.Cycle, scores []float64) ([]float64, error) {
 	if err := checkRoundScores(c, scores); err != nil {
 		return nil, err
@@ -48,7 +48,7 @@ func (s *PrefixScorer) ScoreAfter(_ context.Context, c *sdk.Cycle, scores []floa
 }
 
 // ScoreAfter returns, per endpoint i, the composite score i would get with one more request like
-// c's placed on it and every other endpoint as it is (heuristics.CompositeScoresAfter).
+// c's placed on it, on the scale of c's current scores (heuristics.CompositeScoresAfter).
 func (s *CompositeScorer) ScoreAfter(_ context.Context, c *sdk.Cycle, scores []float64) ([]float64, error) {
 	if err := checkRoundScores(c, scores); err != nil {
 		return nil, err

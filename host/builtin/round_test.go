@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -26,40 +27,42 @@ func randomRoundCycle(rng *rand.Rand) *sdk.Cycle {
 	return c
 }
 
-// rescoredAfter is what sdk.RoundScorer.ScoreAfter must equal: per endpoint i, score i of s on a
-// copy of c with only i placed on (sdk.PlaceOn(copy, i, 1)).
-func rescoredAfter(t *testing.T, s sdk.Scorer, c *sdk.Cycle) []float64 {
-	t.Helper()
-	want := make([]float64, len(c.Endpoints))
-	for i := range c.Endpoints {
-		placed := *c
-		placed.Endpoints = slices.Clone(c.Endpoints)
-		sdk.PlaceOn(&placed, i, 1)
-		scores, err := s.Score(context.Background(), &placed)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want[i] = scores[i]
+// heldQueueAfter is the queue score endpoint i of c must have after one more request like c's:
+// 1 − (q′ − minQ) / max(maxQ − minQ, 1), q′ its queue with the request, minQ and maxQ over c's
+// current queues (the scale held).
+func heldQueueAfter(c *sdk.Cycle, i int, queue func(*sdk.EndpointState) int64) float64 {
+	lo, hi := queue(&c.Endpoints[0].State), queue(&c.Endpoints[0].State)
+	for _, e := range c.Endpoints {
+		lo, hi = min(lo, queue(&e.State)), max(hi, queue(&e.State))
 	}
-	return want
+	placed := *c
+	placed.Endpoints = slices.Clone(c.Endpoints)
+	sdk.PlaceOn(&placed, i, 1)
+	return 1 - float64(queue(&placed.Endpoints[i].State)-lo)/float64(max(hi-lo, 1))
 }
 
-// TestScoreAfterIsRescoring: on 2,000 random cycles in a round, every built-in scorer's
-// ScoreAfter equals, bit for bit, scoring a copy with only that endpoint placed on; the KV and
-// prefix scorers return their scores as they are (a placement moves neither).
-func TestScoreAfterIsRescoring(t *testing.T) {
+// TestScoreAfterHoldsTheScale: on 2,000 random cycles in a round, every built-in scorer's
+// ScoreAfter moves each endpoint's queue term as one more request there moves it on the scale of
+// the cycle's current queues (heldQueueAfter), and keeps its KV and prefix terms (a placement
+// moves neither): the other endpoints' scores are untouched by a placement, so a round's picker
+// can add placements up.
+func TestScoreAfterHoldsTheScale(t *testing.T) {
+	inflight := func(s *sdk.EndpointState) int64 { return s.InflightRequests }
+	fresh := func(s *sdk.EndpointState) int64 { return s.Waiting + s.DispatchedSinceScrape }
 	tests := []struct {
-		name   string
-		scorer sdk.RoundScorer
-		params string
+		name    string
+		scorer  sdk.RoundScorer
+		params  string
+		queue   func(*sdk.EndpointState) int64
+		w       [3]float64 // KV, queue, prefix weights of the composite; queue only: {0, 1, 0}
+		onlyKVP bool       // the KV or prefix scorer: after-scores are the scores
 	}{
-		{"queue, waiting", NewQueueScorer(), `{"source":"waiting"}`},
-		{"queue, inflight", NewQueueScorer(), `{"source":"inflight"}`},
-		{"kv cache", NewKVCacheScorer(), ``},
-		{"prefix", NewPrefixScorer(), ``},
-		{"composite, defaults", NewCompositeScorer(), ``},
-		{"composite, inflight, uneven weights", NewCompositeScorer(), `{"kvCacheWeight":0.3,"queueWeight":2,"prefixWeight":0.7,"queueSource":"inflight"}`},
-		{"composite, queue only", NewCompositeScorer(), `{"kvCacheWeight":0,"queueWeight":1,"prefixWeight":0}`},
+		{"queue, waiting", NewQueueScorer(), `{"source":"waiting"}`, fresh, [3]float64{0, 1, 0}, false},
+		{"queue, inflight", NewQueueScorer(), `{"source":"inflight"}`, inflight, [3]float64{0, 1, 0}, false},
+		{"kv cache", NewKVCacheScorer(), ``, nil, [3]float64{}, true},
+		{"prefix", NewPrefixScorer(), ``, nil, [3]float64{}, true},
+		{"composite, defaults", NewCompositeScorer(), ``, fresh, [3]float64{1, 1, 1}, false},
+		{"composite, inflight, uneven weights", NewCompositeScorer(), `{"kvCacheWeight":0.3,"queueWeight":2,"prefixWeight":0.7,"queueSource":"inflight"}`, inflight, [3]float64{0.3, 2, 0.7}, false},
 	}
 	ctx := context.Background()
 	for _, tc := range tests {
@@ -78,8 +81,16 @@ func TestScoreAfterIsRescoring(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if want := rescoredAfter(t, tc.scorer, c); !slices.Equal(got, want) {
-					t.Fatalf("states %+v: ScoreAfter %v, re-scoring with each endpoint placed %v", c.Endpoints, got, want)
+				for i := range c.Endpoints {
+					want := scores[i]
+					if !tc.onlyKVP {
+						st := &c.Endpoints[i].State
+						kv, prefix := min(max(1-st.KVCacheUsage, 0), 1), min(max(st.PrefixMatch, 0), 1)
+						want = (tc.w[0]*kv + tc.w[1]*heldQueueAfter(c, i, tc.queue) + tc.w[2]*prefix) / (tc.w[0] + tc.w[1] + tc.w[2])
+					}
+					if math.Abs(got[i]-want) > 1e-12 {
+						t.Fatalf("states %+v: endpoint %d after-score %v, want %v", c.Endpoints, i, got[i], want)
+					}
 				}
 			}
 		})

@@ -27,11 +27,8 @@ type RoundTrace struct {
 	Position int `json:"position"`
 	Size     int `json:"size"`
 	// Accounted says the member's pick accounted for the members before it: the picker places
-	// rounds, every scorer answered the member with after-scores, none of its scorers nor its
-	// picker fell back, and no endpoint's score, lowered for the members placed there before it,
-	// fell below 0 — where the contract clamps it and the order between such endpoints is lost
-	// (a min-max normalised score such as the queue scorer's gets there with a second request
-	// on an endpoint).
+	// rounds, every scorer answered the member with after-scores, and none of its scorers nor its
+	// picker fell back.
 	Accounted bool `json:"accounted"`
 }
 
@@ -117,30 +114,11 @@ func pickRequest(m *member, placed bool) pickReq {
 }
 
 // accountRound records, in the traces of the members of a round that their picker placed in
-// order, whether each pick accounted for the members before it (RoundTrace.Accounted). It counts
-// the first choices as the picker did (sdk.PickRound): those of the members it answered.
+// order, whether each pick accounted for the members before it (RoundTrace.Accounted).
 func accountRound(ms []*member) {
-	placed := map[string]int{}
 	for _, m := range ms {
-		r := m.t.Round
-		if r == nil || !m.cur.InRound() {
-			continue
-		}
-		r.Accounted = m.afterAll && m.t.Picker.Fallback == "" && !clamped(m, placed)
-		if m.t.Picker.Fallback == "" && len(m.t.Order) > 0 {
-			placed[m.t.Candidates[m.t.Order[0]].ID]++
+		if r := m.t.Round; r != nil && m.cur.InRound() {
+			r.Accounted = m.afterAll && m.t.Picker.Fallback == ""
 		}
 	}
-}
-
-// clamped reports whether one of m's endpoints, lowered by n × (score − after) for the n members
-// placed there before it, fell below 0.
-func clamped(m *member, placed map[string]int) bool {
-	for i, e := range m.cur.Endpoints {
-		n := float64(placed[e.ID])
-		if n > 0 && i < len(m.after) && m.t.Scores[i]-n*(m.t.Scores[i]-m.after[i]) < 0 {
-			return true
-		}
-	}
-	return false
 }

@@ -23,6 +23,17 @@ func linearLoad(_ context.Context, c *sdk.Cycle) ([]float64, error) {
 	return out, nil
 }
 
+// linearScorer is a round scorer scoring 1 − inflight/16, and one request more 1/16 lower.
+type linearScorer struct{ testScorer }
+
+func (linearScorer) ScoreAfter(_ context.Context, c *sdk.Cycle, scores []float64) ([]float64, error) {
+	out := make([]float64, len(scores))
+	for i, v := range scores {
+		out[i] = v - 1.0/16
+	}
+	return out, nil
+}
+
 // roundPipeline builds a pipeline of one scorer (the built-in queue scorer on requests in flight,
 // or the local scorer given) and the built-in max-score picker, in process.
 func roundPipeline(t *testing.T, local sdk.Plugin) *pipeline.Pipeline {
@@ -100,14 +111,17 @@ func TestARoundIsOneCallPerStageAndPicksAsOneAtATime(t *testing.T) {
 		local sdk.Plugin // the scorer; nil: the built-in queue scorer on requests in flight
 		k, n  int
 	}{
-		// The queue scorer knows nothing of rounds; the SDK re-scores it per endpoint: one more
-		// request on an endpoint of 4 idle ones takes its score from 1 to 0, so each member avoids
-		// the endpoints taken before it.
+		// The queue scorer's min-max normalised score holds its scale in a round: on 4 idle
+		// endpoints every score is 1 and one request more takes an endpoint to 0, two to −1, so
+		// each member goes where the fewest went before it — and the spread goes on past one
+		// request per endpoint, where the scores, renormalised, would all be 1 again.
 		{"queue scorer, 4 on 4 endpoints", nil, 4, 4},
 		{"queue scorer, 3 on 4 endpoints", nil, 3, 4},
+		{"queue scorer, 8 on 4 endpoints", nil, 8, 4},
+		{"queue scorer, 11 on 3 endpoints", nil, 11, 3},
 		// 1 − inflight/16: after-scores that add up exactly, two rounds' worth on each endpoint.
-		{"linear scorer, 8 on 4 endpoints", testScorer{f: linearLoad}, 8, 4},
-		{"linear scorer, 12 on 3 endpoints", testScorer{f: linearLoad}, 12, 3},
+		{"linear scorer, 8 on 4 endpoints", linearScorer{testScorer{f: linearLoad}}, 8, 4},
+		{"linear scorer, 12 on 3 endpoints", linearScorer{testScorer{f: linearLoad}}, 12, 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -166,22 +180,25 @@ func TestARoundLargerThanMaxBatchIsSplit(t *testing.T) {
 	}
 }
 
-// The queue scorer's min-max normalised score of an endpoint goes from 1 to 0 with one request
-// more: 8 requests on 4 idle endpoints place one on each (members 0–3), then member 4 sees every
-// endpoint at 1 − 1×(1 − 0) = 0, still exact; from member 5 on, an endpoint with two lowers to
-// 1 − 2×1 < 0, clamped, so those picks do not account for the members before them and the
-// decider checks them as it would without rounds.
-func TestAClampedRoundIsNotAccounted(t *testing.T) {
-	p := roundPipeline(t, nil)
-	ctxs := make([]context.Context, 8)
+// A scorer that does not say what a placement does to its scores (not an sdk.RoundScorer)
+// answers no after-scores: the picker places the round against unmoved scores, so every member
+// picks as if alone, and none is accounted — the decider checks them as it would without rounds.
+func TestARoundWithoutAfterScoresIsNotAccounted(t *testing.T) {
+	p := roundPipeline(t, testScorer{f: linearLoad})
+	ctxs := make([]context.Context, 4)
 	for i := range ctxs {
 		ctxs[i] = context.Background()
 	}
-	var got []bool
-	for _, tr := range p.RunRound(ctxs, burstCycles(8, 4)) {
-		got = append(got, tr.Round.Accounted)
+	cycles := burstCycles(4, 4)
+	traces := p.RunRound(ctxs, cycles)
+	var alone []*pipeline.Trace
+	for i, tr := range traces {
+		if tr.Round == nil || tr.Round.Accounted {
+			t.Errorf("member %d: round %+v, want it not accounted", i, tr.Round)
+		}
+		alone = append(alone, p.Run(context.Background(), cycles[i]))
 	}
-	if want := []bool{true, true, true, true, true, false, false, false}; !slices.Equal(got, want) {
-		t.Errorf("accounted %v, want %v", got, want)
+	if got, want := firstPicks(traces), firstPicks(alone); !slices.Equal(got, want) {
+		t.Errorf("picks %v, want %v, each as it would pick alone", got, want)
 	}
 }

@@ -320,8 +320,7 @@ func (p *Pipeline) scoreWith(j int, s *scorerSlot, ms []*member) {
 		s.clampScores(scores)
 		st.Scores = scores
 		if after := res[i].Value.After; err == nil && after != nil {
-			st.After = slices.Clone(after)
-			s.clampScores(st.After)
+			st.After = s.finiteAfter(after) // on the scores' scale, which it may leave (sdk.RoundScorer)
 		}
 		m.t.Scorers[j] = st
 	}

@@ -3,6 +3,8 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"math"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -34,6 +36,7 @@ type slot struct {
 	calls       atomic.Int64
 	fallbacks   atomic.Int64
 	rangeWarned atomic.Bool
+	afterWarned atomic.Bool
 }
 
 func newSlot(p *pluginhost.Plugin, stage sdk.Stage, weight float64, deadline *stageDeadline, log zerolog.Logger) *slot {
@@ -152,6 +155,22 @@ type Stats struct {
 func (s *slot) stats(batches int64) Stats {
 	return Stats{Plugin: s.name, Stage: s.stage, Calls: s.calls.Load(), Fallbacks: s.fallbacks.Load(), Batches: batches,
 		Deadline: s.deadline.now(), RoundTrip: s.deadline.typical()}
+}
+
+// finiteAfter returns a copy of a scorer's after-scores, or nil — the scorer said nothing, so the
+// round's picks that collide are decided again — when one is NaN or infinite, warning once per
+// slot. After-scores are on the scores' scale but may leave [0, 1] (sdk.RoundScorer): they are not
+// clamped.
+func (s *slot) finiteAfter(after []float64) []float64 {
+	for _, v := range after {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			if s.afterWarned.CompareAndSwap(false, true) {
+				s.log.Warn().Msg("after-scores that are not finite ignored (warned once per plugin)")
+			}
+			return nil
+		}
+	}
+	return slices.Clone(after)
 }
 
 // clampScores clamps scores into [0, 1] in place (NaN → 0), warning once per slot when it had to.

@@ -55,6 +55,15 @@ func (linearLoad) Score(_ context.Context, c *sdk.Cycle) ([]float64, error) {
 	return out, nil
 }
 
+// ScoreAfter says what one more request does: 1/16 off the endpoint's score.
+func (linearLoad) ScoreAfter(_ context.Context, _ *sdk.Cycle, scores []float64) ([]float64, error) {
+	out := make([]float64, len(scores))
+	for i, v := range scores {
+		out[i] = v - 1.0/16
+	}
+	return out, nil
+}
+
 func (r *rounds) Run(ctx context.Context, c *sdk.Cycle) *pipeline.Trace {
 	return r.RunRound([]context.Context{ctx}, []*sdk.Cycle{c})[0]
 }

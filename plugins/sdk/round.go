@@ -9,8 +9,8 @@ import (
 // if its requests were decided one at a time in arrival order, each after the earlier ones were
 // placed on their first choice, but with one call per stage for the whole round: the producer says
 // what each request would see on each endpoint after one more request like it
-// (Prediction.TTFTAfterMs), each scorer what each endpoint's score would become (RoundScorer, or
-// the SDK's re-scoring), and the picker places the round's cycles in order against those figures
+// (Prediction.TTFTAfterMs), each scorer what each endpoint's score would become (RoundScorer), and
+// the picker places the round's cycles in order against those figures
 // (PlaceOn). The zero Round is a request decided alone.
 type Round struct {
 	// Position is the cycle's place in the round, from 0, in arrival order.
@@ -58,13 +58,22 @@ func PlaceOn(c *Cycle, e, n int) {
 	}
 }
 
-// RoundScorer is a Scorer that says itself how its scores change as a round places requests. The
-// SDK asks ScoreAfter only for cycles in a round; for a Scorer without it, the SDK scores the cycle
-// again once per endpoint with that endpoint placed on (PlaceOn), which is exact but costs one
-// Score per endpoint.
+// RoundScorer is a Scorer that says how its scores change as a round places requests. The SDK
+// asks ScoreAfter only for cycles in a round. A Scorer without it says nothing, and the host
+// decides again the members of a round whose picks collide, as it would without rounds.
+//
+// After-scores are on the scale of the cycle's current scores: whatever the scorer computes over
+// the candidates (a min and a max it normalises by, a tier's bounds) is held as the cycle has it,
+// and only endpoint i's own inputs move, as PlaceOn(c, i, 1) moves them. A placement then moves
+// that endpoint's score and no other, so a picker can add placements up; an after-score may fall
+// outside [0, 1]. (Scoring a copy with i placed on would renormalise: with queues [1, 1, 0, 0], one
+// more request on the third makes all four equal, every score 1 — a move of the other endpoints'
+// scores that one after-score per endpoint cannot carry. Held, the after-scores are
+// [−1, −1, 0, 0].)
 type RoundScorer interface {
 	Scorer
-	// ScoreAfter returns, per endpoint of c, the score c's request would get there had one more
-	// request like it been placed there first (PlaceOn(c, i, 1)); scores are c's own scores.
+	// ScoreAfter returns, per endpoint i of c, the score c's request would get there had one more
+	// request like it been placed there first (PlaceOn(c, i, 1)), on the scale of scores, c's own
+	// scores.
 	ScoreAfter(ctx context.Context, c *Cycle, scores []float64) ([]float64, error)
 }

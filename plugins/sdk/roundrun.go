@@ -10,38 +10,18 @@ import (
 // plugin side's shims (server.go) and the host's in-process stages (transport.Local) both answer
 // through these two functions, so a stage behaves the same in a process and in the host.
 
-// AfterScores returns scorer s's scores for c had one more request like c's been placed on each
-// endpoint first (see RoundScorer), for a cycle in a round; nil for any other cycle. scores are
-// s's own scores for c. A Scorer that is not a RoundScorer is asked again once per endpoint, on a
-// copy of c with that endpoint placed on (PlaceOn), and score i of the i-th call is taken.
+// AfterScores returns scorer s's after-scores for c (see RoundScorer), for a cycle in a round;
+// nil for any other cycle, and for a Scorer that is not a RoundScorer: it cannot say, so it says
+// nothing (re-scoring a copy with an endpoint placed on would renormalise the other endpoints'
+// scores too, which one after-score per endpoint cannot carry). scores are s's own scores for c.
 func AfterScores(ctx context.Context, s Scorer, c *Cycle, scores []float64) ([]float64, error) {
-	if !c.InRound() {
+	rs, ok := s.(RoundScorer)
+	if !c.InRound() || !ok {
 		return nil, nil
 	}
-	var after []float64
-	if rs, ok := s.(RoundScorer); ok {
-		var err error
-		if after, err = rs.ScoreAfter(ctx, c, scores); err != nil {
-			return nil, err
-		}
-	} else {
-		after = make([]float64, len(c.Endpoints))
-		cp := *c
-		cp.host = nil
-		cp.Endpoints = slices.Clone(c.Endpoints)
-		for i := range cp.Endpoints {
-			kept := cp.Endpoints[i]
-			PlaceOn(&cp, i, 1)
-			v, err := s.Score(ctx, &cp)
-			cp.Endpoints[i] = kept
-			if err != nil {
-				return nil, err
-			}
-			if len(v) != len(c.Endpoints) {
-				return nil, fmt.Errorf("scorer returned %d scores for %d endpoints when re-scored with endpoint %d placed on", len(v), len(c.Endpoints), i)
-			}
-			after[i] = v[i]
-		}
+	after, err := rs.ScoreAfter(ctx, c, scores)
+	if err != nil {
+		return nil, err
 	}
 	if len(after) != len(c.Endpoints) {
 		return nil, fmt.Errorf("scorer returned %d after-scores for %d endpoints", len(after), len(c.Endpoints))
@@ -56,7 +36,7 @@ func AfterScores(ctx context.Context, s Scorer, c *Cycle, scores []float64) ([]f
 // the positions or sizes stop following on) are placed as the round's contract says: cycle k is
 // given a copy of itself on which every endpoint that n earlier cycles of its round took as their
 // first choice is moved by PlaceOn(copy, e, n), with its score lowered by n × (scores − after),
-// clamped at 0 (after[i] nil or short: the scores do not move). Endpoints are told apart by id,
+// which may take it below 0 (after[i] nil or short: the scores do not move). Endpoints are told apart by id,
 // which the host sends to every cycle in a round.
 func PickRound(cycles []*Cycle, scores, after [][]float64, pick func(i int, c *Cycle, scores []float64) []int) {
 	var placed map[string]int // first choices of the round so far, by endpoint id
@@ -104,7 +84,7 @@ func placedView(c *Cycle, scores, after []float64, placed map[string]int) (*Cycl
 		}
 		PlaceOn(view, e, n)
 		if e < len(moved) && e < len(after) {
-			moved[e] = max(moved[e]-float64(n)*(moved[e]-after[e]), 0)
+			moved[e] -= float64(n) * (moved[e] - after[e])
 		}
 	}
 	if view == nil {

@@ -101,9 +101,10 @@ func TestScoreAfterRoundTrip(t *testing.T) {
 		want    transport.Scored
 		wantErr string
 	}{
-		// 1 and 3 in flight: scores 1/2 and 1/4; re-scored with one more on each, 1/3 and 1/5.
-		{"re-scored by the SDK", loadScorer{}, roundCycle(1, 2, 1, 3),
-			transport.Scored{Scores: []float64{1.0 / 2, 1.0 / 4}, After: []float64{1.0 / 3, 1.0 / 5}}, ""},
+		// A scorer that does not say what a placement does says nothing: the SDK does not
+		// re-score (it would renormalise the other endpoints too).
+		{"not a round scorer: no after-scores", loadScorer{}, roundCycle(1, 2, 1, 3),
+			transport.Scored{Scores: []float64{1.0 / 2, 1.0 / 4}}, ""},
 		{"alone: no after-scores", loadScorer{}, roundCycle(0, 0, 1, 3),
 			transport.Scored{Scores: []float64{1.0 / 2, 1.0 / 4}}, ""},
 		{"a round of one: no after-scores", loadScorer{}, roundCycle(0, 1, 1, 3),

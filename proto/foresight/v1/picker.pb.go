@@ -36,7 +36,8 @@ type PickRequest struct {
 	// first (added to protocol 1; empty outside rounds). A picker that reported `rounds` places a
 	// round's cycles in order: cycle k sees each endpoint as if the earlier cycles of its round
 	// had been placed on their first choices, n of them on an endpoint lowering its score by n ×
-	// (scores − scores_after), clamped at 0, and moving its predictions by n × (after − now).
+	// (scores − scores_after), which may take it below 0, and moving its predictions by n ×
+	// (after − now).
 	ScoresAfter   []*Scores `protobuf:"bytes,4,rep,name=scores_after,json=scoresAfter,proto3" json:"scores_after,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

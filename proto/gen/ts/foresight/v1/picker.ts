@@ -40,7 +40,8 @@ export interface PickRequest {
    * first (added to protocol 1; empty outside rounds). A picker that reported `rounds` places a
    * round's cycles in order: cycle k sees each endpoint as if the earlier cycles of its round
    * had been placed on their first choices, n of them on an endpoint lowering its score by n ×
-   * (scores − scores_after), clamped at 0, and moving its predictions by n × (after − now).
+   * (scores − scores_after), which may take it below 0, and moving its predictions by n ×
+   * (after − now).
    */
   scoresAfter: Scores[];
 }

@@ -53,9 +53,11 @@ export interface ScoreResult {
   scores: number[];
   /**
    * In a round (Cycle.round, size above 1; added to protocol 1): each endpoint's score for this
-   * request if one more request like it had been placed there first, in [0, 1], in the cycle's
-   * order. Empty when the scorer does not say: the host reads its scores as unchanged by
-   * placements.
+   * request if one more request like it had been placed there first, in the cycle's order, on the
+   * scale of `scores`: whatever the scorer computes over the candidates (a min and a max it
+   * normalises by) is held as it is, and only that endpoint's own inputs move, so a placement
+   * moves that endpoint's score and no other's; it may fall outside [0, 1]. Empty when the scorer
+   * does not say: the host then decides again the round's requests whose picks collide.
    */
   scoresAfter: number[];
 }
