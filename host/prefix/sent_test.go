@@ -123,3 +123,47 @@ func TestFinishLooksUpOnlyTheAnswer(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkRequest records requests of 14k-token prompts (875 blocks of 16 tokens, the mooncake
+// conversation trace's average) with 13-block answers on a full record of 2^16 blocks, ten in
+// flight: "record twice" as Record at dispatch and Record of prompt + answer at the end, "send
+// and finish" as Send and Finish.
+func BenchmarkRequest(b *testing.B) {
+	const inFlight, promptBlocks, answerBlocks = 10, 875, 13
+	next := uint64(0)
+	prompt := func() []uint64 {
+		p := make([]uint64, promptBlocks+answerBlocks)
+		for i := range p {
+			next++
+			p[i] = next * 0x9E3779B97F4A7C15
+		}
+		return p
+	}
+	for _, mode := range []string{"record twice", "send and finish"} {
+		b.Run(mode, func(b *testing.B) {
+			x := New(1 << 16)
+			for range (1 << 16) / promptBlocks {
+				x.Record("a", prompt())
+			}
+			var flights [inFlight]*Sent
+			var wholes [inFlight][]uint64
+			i := 0
+			for b.Loop() {
+				if w := wholes[i]; w != nil {
+					if mode == "record twice" {
+						x.Record("a", w)
+					} else {
+						flights[i].Finish(w[promptBlocks:])
+					}
+				}
+				wholes[i] = prompt()
+				if mode == "record twice" {
+					x.Record("a", wholes[i][:promptBlocks])
+				} else {
+					flights[i] = x.Send("a", wholes[i][:promptBlocks])
+				}
+				i = (i + 1) % inFlight
+			}
+		})
+	}
+}
