@@ -595,9 +595,9 @@ func maps2Equal(a, b map[string]json.RawMessage) bool {
 // FuzzPrefixBlocks checks PrefixBlocks against its doc comment: one hash per full block of
 // BlockChars runes (an invalid byte is one rune), hash i the FNV-1a 64 of hash i-1 (little-endian,
 // 0 before the first) then block i's bytes, mixed by splitmix64; appended to dst, which keeps its
-// entries; and the same every time. ExtendBlocks(PrefixBlocks(nil, a), a+b) is PrefixBlocks(nil,
-// a+b) when a is valid UTF-8 (see the note in the function), ExtendBlocks of nothing is
-// PrefixBlocks, and ExtendBlocks keeps the known hashes it is given.
+// entries; and the same every time. HashBlocks(a).Hashes is PrefixBlocks(nil, a), and
+// HashBlocks(a).Extend(nil, b) is PrefixBlocks(nil, a+b) past a's blocks when a is valid UTF-8
+// (see the note below).
 func FuzzPrefixBlocks(f *testing.F) {
 	base := strings.Repeat("the quick brown fox ", 20)
 	f.Add(base, " jumps over the lazy dog")
@@ -623,21 +623,18 @@ func FuzzPrefixBlocks(f *testing.F) {
 		if app := PrefixBlocks(dst, text); !slices.Equal(app, append([]uint64{7, 8}, got...)) {
 			t.Fatalf("PrefixBlocks([7 8], %q) = %x, want [7 8] followed by %x", text, app, got)
 		}
-		if ext := ExtendBlocks(nil, text); !slices.Equal(ext, got) {
-			t.Fatalf("ExtendBlocks(nil, %q) = %x, want %x", text, ext, got)
+		hb := HashBlocks(a)
+		if want := PrefixBlocks(nil, a); !slices.Equal(hb.Hashes, want) {
+			t.Fatalf("HashBlocks(%q).Hashes = %x, want %x", a, hb.Hashes, want)
 		}
-		known := PrefixBlocks(nil, a)
-		ext := ExtendBlocks(slices.Clip(slices.Clone(known)), text)
-		if !slices.Equal(ext[:min(len(known), len(ext))], known) {
-			t.Fatalf("ExtendBlocks(%x, %q) = %x: the known hashes are not kept", known, text, ext)
-		}
-		// ExtendBlocks promises PrefixBlocks(nil, text) for a text that starts with a. That holds
-		// when a's runes are runes of text too, always so for valid UTF-8 a (every prompt and
-		// answer the router hashes is decoded JSON, hence valid UTF-8). An a that ends inside a
-		// UTF-8 sequence which b completes, say "…\xe6" + "\x97\xa5…", counts those bytes as more
-		// runes than text does, so its blocks are not text's and the promise cannot hold there.
+		ext := append(slices.Clone(hb.Hashes), hb.Extend(nil, b)...)
+		// Extend promises the blocks of a+b. That holds when a's runes are runes of text too,
+		// always so for valid UTF-8 a (every prompt and answer the router hashes is decoded JSON,
+		// hence valid UTF-8). An a that ends inside a UTF-8 sequence which b completes, say
+		// "…\xe6" + "\x97\xa5…", counts those bytes as more runes than text does, so its blocks
+		// are not text's and the promise cannot hold there.
 		if utf8.ValidString(a) && !slices.Equal(ext, got) {
-			t.Fatalf("ExtendBlocks(PrefixBlocks(nil, %q), %q) = %x, want PrefixBlocks(nil, a+b) = %x", a, text, ext, got)
+			t.Fatalf("HashBlocks(%q) extended by %q = %x, want PrefixBlocks(nil, a+b) = %x", a, b, ext, got)
 		}
 	})
 }

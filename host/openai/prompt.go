@@ -3,8 +3,6 @@ package openai
 import (
 	"strings"
 	"unicode/utf8"
-
-	"github.com/foresight-router/foresight/internal/splitmix"
 )
 
 // generationPrompt is Turn's prefix for "assistant": what a chat template appends to ask for
@@ -44,72 +42,4 @@ const charsPerToken = 4
 func EstimateTokens(text string) int64 {
 	n := int64(utf8.RuneCountInString(text))
 	return max((n+charsPerToken-1)/charsPerToken, 1)
-}
-
-// BlockChars is how many characters make one prefix block: 16 tokens (vLLM's default KV block
-// size) × 4 characters per token.
-const BlockChars = 16 * charsPerToken
-
-// FNV-1a 64 parameters.
-const (
-	fnvOffset64 = 14695981039346656037
-	fnvPrime64  = 1099511628211
-)
-
-// PrefixBlocks appends to dst the chained hashes of text's full blocks and returns it. Block i
-// covers runes [i·BlockChars, (i+1)·BlockChars); a partial last block has no hash. Hash i is the
-// FNV-1a 64 of hash i−1 (little-endian; 0 before the first block) followed by block i's bytes,
-// finished with splitmix64's mixer, so it identifies runes [0, (i+1)·BlockChars) and is the same
-// in every process. Two texts sharing a prefix share the hashes of its full blocks; a difference
-// in block k changes hash k and every later one.
-func PrefixBlocks(dst []uint64, text string) []uint64 { return appendBlocks(dst, 0, text) }
-
-// ExtendBlocks returns known followed by the hashes of text's full blocks past the first
-// len(known): what PrefixBlocks(nil, text) gives when known is PrefixBlocks(nil, p) and text
-// starts with p, without hashing p again (a prompt extended by its answer). known's array is
-// appended to; pass a clipped slice to keep it.
-func ExtendBlocks(known []uint64, text string) []uint64 {
-	if len(known) == 0 {
-		return appendBlocks(known, 0, text)
-	}
-	skip, runes := len(text), 0
-	for i := range text {
-		if runes == len(known)*BlockChars {
-			skip = i
-			break
-		}
-		runes++
-	}
-	return appendBlocks(known, known[len(known)-1], text[skip:])
-}
-
-// appendBlocks appends the hashes of text's full blocks, chained from prev.
-func appendBlocks(dst []uint64, prev uint64, text string) []uint64 {
-	start, runes := 0, 0
-	for i := range text { // i is each rune's byte offset; invalid bytes count as one rune each
-		if runes == BlockChars {
-			prev = blockHash(prev, text[start:i])
-			dst = append(dst, prev)
-			start, runes = i, 0
-		}
-		runes++
-	}
-	if runes == BlockChars {
-		dst = append(dst, blockHash(prev, text[start:]))
-	}
-	return dst
-}
-
-// blockHash is FNV-1a 64 of prev's 8 little-endian bytes then block, mixed by splitmix64.
-func blockHash(prev uint64, block string) uint64 {
-	h := uint64(fnvOffset64)
-	for i := range 8 {
-		h ^= (prev >> (8 * i)) & 0xff
-		h *= fnvPrime64
-	}
-	for i := 0; i < len(block); i++ {
-		h ^= uint64(block[i])
-		h *= fnvPrime64
-	}
-	return splitmix.Mix(h) // FNV's low bits alone are poor, and the prefix index uses hashes as map keys
 }

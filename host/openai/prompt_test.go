@@ -182,21 +182,40 @@ func TestFollowUp(t *testing.T) {
 	}
 }
 
-// ExtendBlocks continues a prompt's hashes over its answer exactly as hashing the whole text
-// would, for prompts ending mid-block, on a block boundary and with multi-byte runes.
-func TestExtendBlocks(t *testing.T) {
-	for _, n := range []int{0, 10, BlockChars, 2*BlockChars + 7, 3 * BlockChars} {
-		prompt := text("héllo wörld ", n)
-		for _, more := range []string{"", "x", text("answer ", 5*BlockChars+3)} {
-			known := slices.Clip(PrefixBlocks(nil, prompt))
-			before := slices.Clone(known)
-			got, want := ExtendBlocks(known, prompt+more), PrefixBlocks(nil, prompt+more)
-			if !slices.Equal(got, want) {
-				t.Errorf("prompt of %d runes + %d: ExtendBlocks %x, PrefixBlocks %x", n, len(more), got, want)
+// TestBlocksExtend checks that Extend continues a prompt's hashes over its answer exactly as
+// hashing the concatenation does, from where the prompt's hashing stopped: prompts ending mid-block
+// and on a block boundary, ASCII ones (hashed a word at a time) and ones whose multi-byte or invalid
+// runes straddle a block's end, answers that do not finish the prompt's last block.
+func TestBlocksExtend(t *testing.T) {
+	long := text("answer ", 5*BlockChars+3) // 5 blocks and 3 runes
+	tests := []struct {
+		name   string
+		prompt string
+		more   []string
+	}{
+		{"empty prompt", "", []string{"", "x", long}},
+		{"ASCII, mid-block", text("hello world ", 2*BlockChars+7), []string{"", "x", text("y", BlockChars-7), long}},
+		{"ASCII, on a boundary", text("hello world ", 3*BlockChars), []string{"", "x", text("y", BlockChars), long}},
+		{"multi-byte, mid-block", text("héllo wörld ", 2*BlockChars+10), []string{"", "é", text("日本", 54), text("日本", 55), long}},
+		{"multi-byte, on a boundary", text("héllo wörld ", BlockChars), []string{"", "😀", long}},
+		{"a rune across a block's 64th byte", strings.Repeat("a", BlockChars-1) + "é" + text("b", BlockChars), []string{"", long}},
+		{"invalid bytes inside the prompt", "\xff\xfe" + text("ab", BlockChars+5), []string{"", "\xff", long}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := HashBlocks(tt.prompt)
+			if want := PrefixBlocks(nil, tt.prompt); !slices.Equal(b.Hashes, want) {
+				t.Fatalf("HashBlocks(%q).Hashes = %x, want PrefixBlocks %x", tt.prompt, b.Hashes, want)
 			}
-			if !slices.Equal(known, before) {
-				t.Errorf("prompt of %d runes: ExtendBlocks changed the known hashes", n)
+			for _, more := range tt.more {
+				whole := PrefixBlocks(nil, tt.prompt+more)
+				if got := b.Extend(nil, more); !slices.Equal(got, whole[len(b.Hashes):]) {
+					t.Errorf("Extend(%q) = %x, want the concatenation's blocks past the prompt's, %x", more, got, whole[len(b.Hashes):])
+				}
+				if got := b.Extend([]uint64{7}, more); got[0] != 7 || len(got) != 1+len(whole)-len(b.Hashes) {
+					t.Errorf("Extend([7], %q) = %x: dst's entries not kept, or the wrong count", more, got)
+				}
 			}
-		}
+		})
 	}
 }

@@ -7,6 +7,10 @@
 // makes them its most recently used), and a follow-up turn's prompt contains the answer. Each
 // endpoint's record is an LRU bounded by that endpoint's cache capacity in blocks, so memory stays
 // flat under any load and old prefixes age out roughly as the engine would evict them.
+//
+// Record notes one prompt. Send and Sent.Finish note a request's prompt at dispatch and its
+// prompt and answer at the end, leaving the record exactly as two Records would, but looking each
+// block up once: Send remembers where the prompt's blocks sit, and Finish moves them from there.
 package prefix
 
 import (

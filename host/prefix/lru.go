@@ -12,6 +12,7 @@ type lru struct {
 	nodes      []node
 	spare      []int32 // positions in nodes of evicted entries, to reuse
 	head, tail int32
+	lookups    int // hashes looked up in index, for the tests of what Sent.Finish spares
 }
 
 type node struct {
@@ -21,28 +22,51 @@ type node struct {
 
 const none = -1
 
+// freed is the prev of a node whose entry was evicted: its position waits in spare.
+const freed = -2
+
 func newLRU(capacity int) *lru {
 	return &lru{capacity: capacity, index: map[uint64]int32{}, head: none, tail: none}
 }
 
-// touch makes hash the most recently used entry, inserting it if absent.
-func (l *lru) touch(hash uint64) {
+// touch makes hash the most recently used entry, inserting it if absent, and returns its
+// position in nodes.
+func (l *lru) touch(hash uint64) int32 {
+	l.lookups++
 	i, ok := l.index[hash]
-	switch {
-	case ok && i == l.head:
-		return
-	case ok:
-		l.unlink(i)
-	default:
+	if !ok {
 		if n := len(l.spare); n > 0 {
 			i, l.spare = l.spare[n-1], l.spare[:n-1]
-			l.nodes[i] = node{hash: hash}
+			l.nodes[i] = node{hash: hash, prev: none, next: none}
 		} else {
 			i = int32(len(l.nodes))
-			l.nodes = append(l.nodes, node{hash: hash})
+			l.nodes = append(l.nodes, node{hash: hash, prev: none, next: none})
 		}
 		l.index[hash] = i
+		l.link(i)
+		return i
 	}
+	l.front(i)
+	return i
+}
+
+// holds reports whether position i holds hash's entry: a position noted earlier may since have
+// been evicted, and reused for another hash.
+func (l *lru) holds(i int32, hash uint64) bool {
+	return int(i) < len(l.nodes) && l.nodes[i].hash == hash && l.nodes[i].prev != freed
+}
+
+// front makes the entry at position i the most recently used.
+func (l *lru) front(i int32) {
+	if i == l.head {
+		return
+	}
+	l.unlink(i)
+	l.link(i)
+}
+
+// link puts the unlinked entry at position i at the head.
+func (l *lru) link(i int32) {
 	n := &l.nodes[i]
 	n.prev, n.next = none, l.head
 	if l.head != none {
@@ -75,6 +99,7 @@ func (l *lru) evict() {
 		i := l.tail
 		l.unlink(i)
 		delete(l.index, l.nodes[i].hash)
+		l.nodes[i].prev = freed
 		l.spare = append(l.spare, i)
 	}
 }

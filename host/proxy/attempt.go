@@ -132,7 +132,7 @@ func (s *Server) relayWhole(actx context.Context, w http.ResponseWriter, resp *h
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(x.rename().Apply(data))
 	out.status, out.usage = http.StatusOK, usage
-	s.recordAnswer(a.ep.ID, x, answer)
+	s.recordAnswer(a, x, answer)
 	s.measureWhole(x, a, out.e2e, true)
 	return nil
 }
@@ -188,7 +188,7 @@ func (s *Server) measureStream(x *exchange, a *attempt, res openai.StreamResult,
 	if !complete {
 		return
 	}
-	s.recordAnswer(a.ep.ID, x, res.Answer)
+	s.recordAnswer(a, x, res.Answer)
 	if sample && out.tpot > 0 {
 		s.observe(x, a, sdk.Sample{ActualTPOTMs: out.tpot, OutputTokens: res.Usage.CompletionTokens}, s.o.Now())
 	}

@@ -74,9 +74,10 @@ func (s *Server) anyModel(gateway bool) bool {
 // its prefix match; with sc.only, among the endpoints it accepts. When none in the rotation lists
 // the model and sc.anyModel, every one in the rotation serves it, and unknown says so. The fleet's
 // endpoints out of the rotation go in the cycle's Excluded (see excluded). It also returns the
-// endpoints it saw and how many it left out as full.
-func (s *Server) cycle(req *openai.Request, m meta, now time.Time, sc scope) (c *sdk.Cycle, states []endpoints.State, full int, unknown bool) {
-	blocks := openai.PrefixBlocks(nil, req.Prompt)
+// endpoints it saw and how many it left out as full. blocks are the request's prompt's, hashed
+// once (a request may be decided again, or go beyond its decision).
+func (s *Server) cycle(req *openai.Request, pb openai.Blocks, m meta, now time.Time, sc scope) (c *sdk.Cycle, states []endpoints.State, full int, unknown bool) {
+	blocks := pb.Hashes
 	c = &sdk.Cycle{Request: requestOf(req, m), Now: now, Seed: rand.Uint64()}
 	c.Request.PrefixBlockHashes = blocks
 	states = s.o.Endpoints.Snapshot()

@@ -51,6 +51,7 @@ import (
 type pending struct {
 	ctx      context.Context // the client's: a request whose client left is not decided
 	req      *openai.Request
+	blocks   openai.Blocks // the prompt's prefix blocks
 	meta     meta
 	received time.Time
 	scope    scope // the endpoints the request may go to
@@ -200,7 +201,7 @@ func (d *decider) round(round []*pending) (redo []*pending, dispatched int) {
 		if p.retry {
 			at = began
 		}
-		p.cycle, p.states, p.full, p.unknown = d.s.cycle(p.req, p.meta, at, p.scope)
+		p.cycle, p.states, p.full, p.unknown = d.s.cycle(p.req, p.blocks, p.meta, at, p.scope)
 		p.trace, p.verdict = nil, verdict{}
 		if len(p.cycle.Endpoints) == 0 {
 			continue // nothing to decide: serve explains why

@@ -192,7 +192,7 @@ func (r *Routed) Whole(data []byte) {
 		return
 	}
 	r.out.usage, r.complete = usage, true
-	r.s.recordAnswer(r.a.ep.ID, r.x, answer)
+	r.s.recordAnswer(r.a, r.x, answer)
 	r.s.measureWhole(r.x, r.a, r.out.e2e, !r.fellBack)
 }
 

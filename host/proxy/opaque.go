@@ -32,7 +32,7 @@ func (s *Server) RouteOpaque(ctx context.Context, h http.Header, model string, b
 	}
 	x := &exchange{client: ctx, req: &openai.Request{Model: model}, meta: m, received: received}
 	now := s.o.Now()
-	c, states, full, unknown := s.cycle(x.req, m, now, scope{only: only, anyModel: model == "" || s.anyModel(true)})
+	c, states, full, unknown := s.cycle(x.req, openai.Blocks{}, m, now, scope{only: only, anyModel: model == "" || s.anyModel(true)})
 	x.cycle = c
 	if len(c.Endpoints) == 0 {
 		e := s.noEndpoint(model, states, full, only != nil)

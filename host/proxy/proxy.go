@@ -14,6 +14,7 @@ import (
 	"github.com/foresight-router/foresight/host/metrics"
 	"github.com/foresight-router/foresight/host/openai"
 	"github.com/foresight-router/foresight/host/pipeline"
+	"github.com/foresight-router/foresight/host/prefix"
 	"github.com/foresight-router/foresight/plugins/sdk"
 )
 
@@ -25,6 +26,7 @@ const statusClientClosed = 499
 type exchange struct {
 	client   context.Context // the client's request: done when it goes away
 	req      *openai.Request
+	blocks   openai.Blocks // the prompt's prefix blocks, hashed once for its cycles and its answer
 	meta     meta
 	cycle    *sdk.Cycle
 	trace    *pipeline.Trace
@@ -42,6 +44,7 @@ type exchange struct {
 type attempt struct {
 	ep         sdk.Endpoint
 	flight     *inflight.Flight
+	sent       *prefix.Sent // the prompt in ep's prefix index, for recordAnswer
 	dispatched time.Time
 }
 
@@ -131,7 +134,7 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, x *exchange) {
 // the fewest requests in flight first, then in the endpoint set's order (leastLoaded). One the
 // decision's cycle had keeps the producer's prediction.
 func (s *Server) beyond(x *exchange, tried []sdk.Endpoint) []sdk.Endpoint {
-	c, _, _, _ := s.cycle(x.req, x.meta, s.o.Now(), scope{anyModel: x.trace.UnknownModel})
+	c, _, _, _ := s.cycle(x.req, x.blocks, x.meta, s.o.Now(), scope{anyModel: x.trace.UnknownModel})
 	out := slices.DeleteFunc(c.Endpoints, func(e sdk.Endpoint) bool {
 		return slices.ContainsFunc(tried, func(t sdk.Endpoint) bool { return t.ID == e.ID })
 	})
@@ -163,11 +166,11 @@ func (s *Server) dispatch(r *sdk.Request, ep sdk.Endpoint) *attempt {
 	}
 	f := s.inflight.Dispatch(ep.ID, inflight.Request{ID: r.ID, PrefillTokens: uncached, OutputTokens: output,
 		TPOTSLOMs: r.SLO.TPOTMs, DispatchedAt: s.o.Endpoints.Config().Now()})
-	s.prefix.Record(ep.ID, r.PrefixBlockHashes)
+	sent := s.prefix.Send(ep.ID, r.PrefixBlockHashes)
 	if s.o.EndpointMetrics != nil {
 		s.o.EndpointMetrics.Dispatched(ep.ID)
 	}
-	return &attempt{ep: ep, flight: f, dispatched: s.o.Now()}
+	return &attempt{ep: ep, flight: f, sent: sent, dispatched: s.o.Now()}
 }
 
 // defaultOutputTokens is the ledger's expectation of a request without max_tokens.
@@ -184,13 +187,14 @@ func (s *Server) recordOutcome(t *pipeline.Trace, status int, ttft, tpot, e2e fl
 		Failed: status == http.StatusTooManyRequests || status >= 500})
 }
 
-// recordAnswer notes that the endpoint now caches the prompt followed by the answer.
-func (s *Server) recordAnswer(id string, x *exchange, answer string) {
+// recordAnswer notes that a's endpoint now caches the prompt followed by the answer: the prompt's
+// blocks where a's dispatch recorded them, and the answer's hashed on from where the prompt's
+// hashing stopped, neither the prompt copied nor hashed again.
+func (s *Server) recordAnswer(a *attempt, x *exchange, answer string) {
 	if answer == "" {
 		return
 	}
-	known := slices.Clip(x.cycle.Request.PrefixBlockHashes) // the prompt's, hashed for the cycle
-	s.prefix.Record(id, openai.ExtendBlocks(known, x.req.Prompt+x.req.AnswerText(answer)))
+	a.sent.Finish(x.blocks.Extend(nil, x.req.AnswerText(answer)))
 }
 
 // observe sends the producer one measure of a streamed request, taken at at: its TTFT at the

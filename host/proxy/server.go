@@ -330,7 +330,7 @@ func (s *Server) decideRequest(ctx context.Context, kind openai.Kind, h http.Hea
 	if oerr != nil {
 		return nil, oerr
 	}
-	x = &exchange{client: ctx, req: req, meta: m, received: received}
+	x = &exchange{client: ctx, req: req, blocks: openai.HashBlocks(req.Prompt), meta: m, received: received}
 	x.modelRule = s.rewriteModel(req, m)
 	if x.body, err = req.UpstreamBody(); err != nil {
 		return x, &openai.Error{Status: http.StatusInternalServerError, Type: "server_error", Message: "encoding the upstream request: " + err.Error()}
@@ -345,7 +345,7 @@ func (s *Server) decideRequest(ctx context.Context, kind openai.Kind, h http.Hea
 		}
 		x.meta = m
 	}
-	p := &pending{ctx: ctx, req: req, meta: m, received: received, scope: sc}
+	p := &pending{ctx: ctx, req: req, blocks: x.blocks, meta: m, received: received, scope: sc}
 	decided := false
 	if s.flow != nil {
 		p.flow, p.bytes = s.flow.flowKey(h, req, m), int64(len(body))

@@ -125,6 +125,7 @@ type flight struct {
 	idx     int // into reqs/outcomes
 	replica *view
 	tracked *inflight.Flight
+	sent    *prefix.Sent // its prompt in the replica's prefix index
 	sample  sdk.Sample
 	first   time.Duration
 }
@@ -145,7 +146,6 @@ type sim struct {
 	index       map[string]int // by id: a cycle restricted by flow control holds some engines only
 	scraped     []engine.Metrics
 	scrapeAt    time.Duration
-	answer      []uint64  // recordAnswer's scratch
 	flights     []*flight // by index in reqs; nil when not in flight
 	outcomes    []stats.Outcome
 }
@@ -311,9 +311,7 @@ func (s *sim) deliver(i int) (room bool) {
 // every full block of both (a follow-up turn, whose prompt contains this answer, hits them), and
 // it frees them at the end, which makes them its most recently used.
 func (s *sim) recordAnswer(f *flight) {
-	r := &s.reqs[f.idx]
-	s.answer = append(append(s.answer[:0], r.Blocks...), r.OutputBlocks...)
-	f.replica.prefix.Record(f.sample.EndpointID, s.answer)
+	f.sent.Finish(s.reqs[f.idx].OutputBlocks)
 }
 
 // firstToken sends the request's TTFT sample, as the live router does when the first token
@@ -421,8 +419,8 @@ func (s *sim) dispatch(v *view, n int, c *sdk.Cycle, d Decision, now time.Durati
 	uncached := int64(float64(r.InputTokens) * (1 - state.PrefixMatch))
 	tracked := v.inflight.Dispatch(id, inflight.Request{ID: c.Request.ID, PrefillTokens: uncached,
 		OutputTokens: int64(r.OutputTokens), TPOTSLOMs: r.SLO.TPOTMs, DispatchedAt: c.Now})
-	v.prefix.Record(id, r.Blocks)
-	s.flights[n] = &flight{idx: n, replica: v, tracked: tracked, sample: sdk.Sample{
+	sent := v.prefix.Send(id, r.Blocks)
+	s.flights[n] = &flight{idx: n, replica: v, tracked: tracked, sent: sent, sample: sdk.Sample{
 		Request: c.Request, EndpointID: id, State: state, Predicted: d.Predicted, DispatchedAt: c.Now}}
 	return nil
 }
