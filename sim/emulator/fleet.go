@@ -18,8 +18,9 @@ type Fleet struct {
 
 // Start starts n servers of the engine fleet spec (a preset, or a mixed fleet: engine.Fleet),
 // listening on 127.0.0.1:basePort+i (basePort 0 picks free ports; Addrs reports them). Server i's
-// engine noise is seeded with seed+i. On error, whatever was started is stopped.
-func Start(n, basePort int, preset string, seed uint64) (*Fleet, error) {
+// engine noise is seeded with seed+i; opts apply to every server. On error, whatever was started
+// is stopped.
+func Start(n, basePort int, preset string, seed uint64, opts ...Option) (*Fleet, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("number of servers must be at least 1, got %d", n)
 	}
@@ -33,7 +34,7 @@ func Start(n, basePort int, preset string, seed uint64) (*Fleet, error) {
 	f := &Fleet{}
 	for i, c := range cfgs {
 		c.Seed = seed + uint64(i)
-		srv, err := NewServer(c, DefaultModel)
+		srv, err := NewServer(c, DefaultModel, opts...)
 		if err != nil {
 			f.Close()
 			return nil, fmt.Errorf("starting server %d: %w", i, err)
