@@ -120,6 +120,9 @@ func RunLive(ctx context.Context, o LiveOptions) (*LiveResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	if engineCPU.On && o.Binary == "" {
+		return nil, fmt.Errorf("--engine-cpu: the foresight binary to run the emulated servers is not known")
+	}
 	w, classes, err := liveWorkload(o)
 	if err != nil {
 		return nil, err

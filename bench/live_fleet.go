@@ -102,9 +102,6 @@ func startFleet(ctx context.Context, o LiveOptions, cost emulator.CPUCost, engin
 		f, err := emulator.Start(o.Servers, 0, o.Preset, o.Seed)
 		return f, 0, err
 	}
-	if o.Binary == "" {
-		return nil, 0, fmt.Errorf("--engine-cpu: the foresight binary to run the emulated servers is not known")
-	}
 	p, err := spawn(o.Binary, "emulate", "--servers", strconv.Itoa(o.Servers), "--base-port", "0", "--preset", o.Preset,
 		"--seed", strconv.FormatUint(o.Seed, 10), "--engine-cpu", cost.String())
 	if err != nil {

@@ -105,6 +105,10 @@ func TestLiveOptionsAreChecked(t *testing.T) {
 		{"nothing", func(o *LiveOptions) { o.Configs, o.Baselines = "", "none" }, "nothing to run"},
 		{"no binary", func(o *LiveOptions) { o.Binary = "" }, "binary"},
 		{"no config", func(o *LiveOptions) { o.Configs = "missing.yaml" }, "missing.yaml"},
+		{"engine cpu", func(o *LiveOptions) { o.EngineCPU = "decode=40" }, `--engine-cpu: cpu cost "decode=40"`},
+		{"engine cpu without a binary", func(o *LiveOptions) {
+			o.Configs, o.Baselines, o.Binary, o.EngineCPU = "", "round-robin", "", "auto:0.6"
+		}, "--engine-cpu: the foresight binary"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
