@@ -109,7 +109,7 @@ func startFleet(ctx context.Context, o LiveOptions, cost emulator.CPUCost, engin
 	}
 	f := &fleetProc{proc: p, grace: o.StopGrace}
 	err = pollReady(ctx, o.ReadyTimeout, p.exited, func(ctx context.Context, client *http.Client) bool {
-		f.addrs = announced(p.out.String())
+		f.addrs = emulator.ReadAddrs(p.out.String())
 		if len(f.addrs) < o.Servers {
 			return false
 		}
@@ -129,16 +129,4 @@ func startFleet(ctx context.Context, o LiveOptions, cost emulator.CPUCost, engin
 		return nil, 0, err
 	}
 	return f, p.pid, nil
-}
-
-// announced returns the server addresses `foresight emulate` prints, one "  http://HOST:PORT"
-// line each, in order.
-func announced(out string) []string {
-	var addrs []string
-	for _, line := range strings.Split(out, "\n") {
-		if a, ok := strings.CutPrefix(strings.TrimSpace(line), "http://"); ok {
-			addrs = append(addrs, a)
-		}
-	}
-	return addrs
 }

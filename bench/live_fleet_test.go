@@ -14,7 +14,7 @@ import (
 )
 
 // emulateHelper serves what `foresight emulate` serves, from the flags startFleet gives it, and
-// prints the servers' addresses as it does, until it is stopped.
+// prints the servers' addresses as it does (Fleet.WriteAddrs), until it is stopped.
 func emulateHelper(args []string) {
 	fs := flag.NewFlagSet("emulate", flag.ExitOnError)
 	servers := fs.Int("servers", 1, "")
@@ -36,8 +36,8 @@ func emulateHelper(args []string) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	for _, a := range f.Addrs() {
-		fmt.Printf("  http://%s\n", a)
+	if err := f.WriteAddrs(os.Stdout); err != nil {
+		os.Exit(1)
 	}
 	select {} // SIGTERM ends the process
 }

@@ -39,8 +39,8 @@ func newEmulate() *cobra.Command {
 			}
 			atExit(f.Close)
 			fmt.Fprintf(cmd.OutOrStdout(), "%d emulated vLLM servers (%s):\n", servers, preset)
-			for _, a := range f.Addrs() {
-				fmt.Fprintf(cmd.OutOrStdout(), "  http://%s\n", a)
+			if err := f.WriteAddrs(cmd.OutOrStdout()); err != nil {
+				return err
 			}
 			select {} // until SIGINT/SIGTERM, which stops the servers
 		},

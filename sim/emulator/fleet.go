@@ -2,8 +2,10 @@ package emulator
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/foresight-router/foresight/sim/engine"
@@ -60,6 +62,28 @@ func Start(n, basePort int, preset string, seed uint64, opts ...Option) (*Fleet,
 
 // Addrs returns the servers' host:port addresses, in order.
 func (f *Fleet) Addrs() []string { return append([]string(nil), f.addrs...) }
+
+// WriteAddrs writes the servers' addresses as `foresight emulate` prints them, one
+// "  http://HOST:PORT" line each, in order; ReadAddrs reads them back.
+func (f *Fleet) WriteAddrs(w io.Writer) error {
+	for _, a := range f.addrs {
+		if _, err := fmt.Fprintf(w, "  http://%s\n", a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ReadAddrs returns the server addresses in out, a fleet's WriteAddrs among other lines, in order.
+func ReadAddrs(out string) []string {
+	var addrs []string
+	for _, line := range strings.Split(out, "\n") {
+		if a, ok := strings.CutPrefix(strings.TrimSpace(line), "http://"); ok {
+			addrs = append(addrs, a)
+		}
+	}
+	return addrs
+}
 
 // Close stops every server, dropping open connections.
 func (f *Fleet) Close() {
