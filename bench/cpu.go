@@ -126,3 +126,54 @@ func treeCPU(pid int) (map[process]time.Duration, bool) {
 	}
 	return out, true
 }
+
+// hostMeter reads how busy all the host's CPUs were between two readings, from /proc/stat's
+// "cpu" line (every CPU the kernel counts, whatever runs on them).
+type hostMeter struct {
+	busy, total uint64
+	ok          bool
+}
+
+// newHostMeter takes the first reading of /proc/stat.
+func newHostMeter() *hostMeter {
+	m := &hostMeter{}
+	m.busy, m.total, m.ok = hostCPU(procstat.Root)
+	return m
+}
+
+// share returns the share of the CPUs' time since newHostMeter that was busy (not idle nor
+// waiting for I/O), in [0, 1], or false where /proc/stat is missing.
+func (m *hostMeter) share() (float64, bool) {
+	busy, total, ok := hostCPU(procstat.Root)
+	if !ok || !m.ok || total <= m.total {
+		return 0, false
+	}
+	return float64(busy-m.busy) / float64(total-m.total), true
+}
+
+// hostCPU reads the busy and total time of all CPUs, in clock ticks, from root/stat: the "cpu"
+// line's user, nice, system, idle, iowait, irq, softirq and steal (guest time is already in
+// user); idle and iowait are not busy.
+func hostCPU(root string) (busy, total uint64, ok bool) {
+	data, err := os.ReadFile(root + "/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	fields := strings.Fields(line)
+	if len(fields) < 9 || fields[0] != "cpu" {
+		return 0, 0, false
+	}
+	var idle uint64
+	for i, f := range fields[1:9] {
+		v, err := strconv.ParseUint(f, 10, 64)
+		if err != nil {
+			return 0, 0, false
+		}
+		total += v
+		if i == 3 || i == 4 { // idle, iowait
+			idle += v
+		}
+	}
+	return total - idle, total, true
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -81,5 +82,35 @@ func TestTreeCPUMeter(t *testing.T) {
 	stdin.Close()
 	if err := root.Wait(); err != nil {
 		t.Errorf("the helper tree: %v", err)
+	}
+}
+
+func TestHostCPU(t *testing.T) {
+	tests := []struct {
+		name, stat  string
+		busy, total uint64
+		ok          bool
+	}{
+		// user 100 + nice 2 + system 30 + irq 1 + softirq 4 + steal 3 = 140 busy; idle 500 and
+		// iowait 60 are not; guest (7, already in user) is left out: total 700.
+		{name: "all fields", stat: "cpu  100 2 30 500 60 1 4 3 7 0\ncpu0 50 1 15 250 30 0 2 1 3 0\n", busy: 140, total: 700, ok: true},
+		{name: "no aggregate line first", stat: "cpu0 1 2 3 4 5 6 7 8 9 10\n"},
+		{name: "too few fields", stat: "cpu  1 2 3 4\n"},
+		{name: "not numbers", stat: "cpu  a b c d e f g h i j\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			if err := os.WriteFile(filepath.Join(root, "stat"), []byte(tt.stat), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			busy, total, ok := hostCPU(root)
+			if busy != tt.busy || total != tt.total || ok != tt.ok {
+				t.Errorf("hostCPU = %d, %d, %v; want %d, %d, %v", busy, total, ok, tt.busy, tt.total, tt.ok)
+			}
+		})
+	}
+	if _, _, ok := hostCPU(t.TempDir()); ok {
+		t.Error("hostCPU without a stat file: ok")
 	}
 }

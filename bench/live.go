@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -63,6 +64,10 @@ type LiveOptions struct {
 	Rate, Speedup float64
 	// Seed seeds the workload and the engines' noise.
 	Seed uint64
+	// EngineCPU is --engine-cpu (ParseEngineCPU): the CPU the emulated servers burn per token.
+	// When set, each run's servers run in a `foresight emulate` process of their own (from
+	// Binary), whose CPU time LiveRun.EnginesCPUSeconds reports.
+	EngineCPU string
 	// MaxDuration cuts the workload: arrivals at or after it are not generated for any run
 	// (default DefaultLiveMaxDuration). Drain is how long requests in flight after the last
 	// arrival may finish before they are cut (default DefaultLiveDrain).
@@ -111,19 +116,33 @@ func RunLive(ctx context.Context, o LiveOptions) (*LiveResult, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
+	engineCPU, err := ParseEngineCPU(o.EngineCPU)
+	if err != nil {
+		return nil, err
+	}
+	if engineCPU.On && o.Binary == "" {
+		return nil, fmt.Errorf("--engine-cpu: the foresight binary to run the emulated servers is not known")
+	}
 	w, classes, err := liveWorkload(o)
 	if err != nil {
 		return nil, err
 	}
+	cost := engineCPU.resolve(w)
 	specs, err := liveRuns(o, w)
 	if err != nil {
 		return nil, err
 	}
 	res := newLiveResult(o, w)
+	if engineCPU.On {
+		res.EngineCPU = cost.String()
+		if engineCPU.Share > 0 {
+			res.EngineCPU += fmt.Sprintf(" (auto:%g on %d CPUs)", engineCPU.Share, runtime.NumCPU())
+		}
+	}
 	for i, s := range specs {
 		progress(o.Progress, "live: %d/%d %s: %d requests over %.1f s, %d servers\n", i+1, len(specs), s.name,
 			len(w.Requests), res.SpanSeconds, o.Servers)
-		run, err := runLive(ctx, o, s, w, classes)
+		run, err := runLive(ctx, o, s, w, classes, cost, engineCPU.On)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", s.name, err)
 		}
@@ -251,9 +270,10 @@ func progress(w io.Writer, format string, args ...any) {
 // runLive runs one config or baseline: fresh servers, the router process when there is one,
 // the replay with the servers' queues sampled, then the router's metrics and CPU time; it stops
 // the router and the servers before it returns, whatever happens.
-func runLive(ctx context.Context, o LiveOptions, s liveRunSpec, w *workload.Workload, classes []workload.Class) (LiveRun, error) {
+func runLive(ctx context.Context, o LiveOptions, s liveRunSpec, w *workload.Workload, classes []workload.Class,
+	cost emulator.CPUCost, engineCPU bool) (LiveRun, error) {
 	run := LiveRun{Name: s.name, Config: s.config, Client: s.baseline}
-	fleet, err := emulator.Start(o.Servers, 0, o.Preset, o.Seed)
+	fleet, fleetPID, err := startFleet(ctx, o, cost, engineCPU)
 	if err != nil {
 		return run, err
 	}
@@ -307,10 +327,23 @@ func runLive(ctx context.Context, o LiveOptions, s liveRunSpec, w *workload.Work
 		return run, err
 	}
 	queues := pollQueues(addrs, livePollPeriod)
+	host := newHostMeter()
+	var engines *cpuMeter
+	if fleetPID != 0 {
+		engines = newCPUMeter(fleetPID)
+	}
 	began := time.Now()
 	snap := lg.Run(ctx, w.Requests)
 	run.WallSeconds = time.Since(began).Seconds()
 	maxWaiting, meanWaiting := queues.stop()
+	if b, ok := host.share(); ok {
+		run.HostBusy = ptr(b)
+	}
+	if engines != nil {
+		if d, ok := engines.used(); ok {
+			run.EnginesCPUSeconds = ptr(d.Seconds())
+		}
+	}
 
 	var fig routerFigures
 	if proc != nil {

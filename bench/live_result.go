@@ -37,6 +37,9 @@ type LiveResult struct {
 	RateRPS     float64 `json:"rate_rps"`
 	SpanSeconds float64 `json:"span_s"`
 	WindowRPS   float64 `json:"window_rps"`
+	// EngineCPU is the CPU the emulated servers burnt per token (--engine-cpu, auto resolved);
+	// empty when they burnt none beyond serving HTTP.
+	EngineCPU string `json:"engine_cpu,omitempty"`
 	// Runs are the configs, then the baselines, in the order asked for.
 	Runs []LiveRun `json:"runs"`
 }
@@ -93,6 +96,13 @@ type LiveRun struct {
 	CPUMsPerRequest   *float64 `json:"cpu_ms_per_request,omitempty"`
 	PluginsCPUSeconds *float64 `json:"plugins_cpu_s,omitempty"`
 	PluginProcesses   int      `json:"plugin_processes,omitempty"`
+	// EnginesCPUSeconds is the emulated servers' process's user+system CPU time over the replay
+	// (/proc/<pid>/stat): their burn (--engine-cpu) and their HTTP serving; nil when they ran in
+	// the bench's process (no --engine-cpu).
+	EnginesCPUSeconds *float64 `json:"engines_cpu_s,omitempty"`
+	// HostBusy is the share of all the host's CPUs busy over the replay (/proc/stat), whatever
+	// ran on them: the router, the servers, the client, and anything else on the machine.
+	HostBusy *float64 `json:"host_busy,omitempty"`
 	// AddedTTFT is the TTFT the router added, from its access lines; nil without them.
 	AddedTTFT *AddedTTFT `json:"added_ttft,omitempty"`
 	// ObjectiveHeader says whether x-llm-d-inference-objective was sent (not to a router whose
@@ -271,6 +281,9 @@ func (r *LiveResult) WriteText(out io.Writer) error {
 	if len(r.Classes) > 0 {
 		fmt.Fprintf(out, "classes %s\n", strings.Join(r.Classes, ", "))
 	}
+	if r.EngineCPU != "" {
+		fmt.Fprintf(out, "engine CPU %s\n", r.EngineCPU)
+	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "run\tTTFT p50\tp95\tp99\tTPOT p50\tp95\tp99\tE2E p50\tp95\tp99\tSLO att.\tok\tshed\terr\tcut\tcached\t")
 	var missing []string
@@ -288,7 +301,7 @@ func (r *LiveResult) WriteText(out io.Writer) error {
 	fmt.Fprintln(out, "(latencies in ms, as the client measured them)")
 	fmt.Fprintln(out)
 	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "run\trequests by server\tmax waiting\tMAPE ttft\ttpot\trouter CPU s\tms/req\tplugins CPU s\tadded TTFT p50\tp99\tsend lag p99 ms\twall s\t")
+	fmt.Fprintln(tw, "run\trequests by server\tmax waiting\tMAPE ttft\ttpot\trouter CPU s\tms/req\tplugins CPU s\tengines CPU s\thost busy\tadded TTFT p50\tp99\tsend lag p99 ms\twall s\t")
 	for _, run := range r.Runs {
 		if run.Unavailable != "" {
 			continue
@@ -308,9 +321,13 @@ func (r *LiveResult) WriteText(out io.Writer) error {
 		if a := run.AddedTTFT; a != nil {
 			added50, added99 = fmt.Sprintf("%.1f", a.Ms.P50), fmt.Sprintf("%.1f", a.Ms.P99)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%.1f\t\n", run.Name, strings.Join(shares, "/"), strings.Join(waits, "/"),
+		busy := "-"
+		if run.HostBusy != nil {
+			busy = fmt.Sprintf("%.0f%%", 100**run.HostBusy)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%.1f\t\n", run.Name, strings.Join(shares, "/"), strings.Join(waits, "/"),
 			mape("ttft"), mape("tpot"), decimal(run.RouterCPUSeconds, 2), decimal(run.CPUMsPerRequest, 3),
-			decimal(run.PluginsCPUSeconds, 2), added50, added99, run.SendLagMs.P99, run.WallSeconds)
+			decimal(run.PluginsCPUSeconds, 2), decimal(run.EnginesCPUSeconds, 2), busy, added50, added99, run.SendLagMs.P99, run.WallSeconds)
 	}
 	_ = tw.Flush()
 	for _, run := range r.Runs {

@@ -22,7 +22,8 @@ import (
 
 // helperEnv makes the test binary a stand-in process for the router-process tests: "ignore-term"
 // ignores SIGTERM and waits to be killed; "fail" fails as foresight serve does on a bad flag;
-// "cpu-tree" and "burn" are the process tree of TestTreeCPUMeter (cpu_test.go).
+// "cpu-tree" and "burn" are the process tree of TestTreeCPUMeter (cpu_test.go); "emulate" serves
+// emulated servers as `foresight emulate` does (live_fleet_test.go).
 const helperEnv = "FORESIGHT_BENCH_LIVE_HELPER"
 
 func TestMain(m *testing.M) {
@@ -34,6 +35,8 @@ func TestMain(m *testing.M) {
 	case "cpu-tree", "burn":
 		cpuHelper(os.Getenv(helperEnv))
 		os.Exit(0)
+	case "emulate":
+		emulateHelper(os.Args[1:])
 	case "fail":
 		fmt.Fprintln(os.Stderr, `foresight: --listen: address "x" is wrong`)
 		os.Exit(1)
@@ -102,6 +105,10 @@ func TestLiveOptionsAreChecked(t *testing.T) {
 		{"nothing", func(o *LiveOptions) { o.Configs, o.Baselines = "", "none" }, "nothing to run"},
 		{"no binary", func(o *LiveOptions) { o.Binary = "" }, "binary"},
 		{"no config", func(o *LiveOptions) { o.Configs = "missing.yaml" }, "missing.yaml"},
+		{"engine cpu", func(o *LiveOptions) { o.EngineCPU = "decode=40" }, `--engine-cpu: cpu cost "decode=40"`},
+		{"engine cpu without a binary", func(o *LiveOptions) {
+			o.Configs, o.Baselines, o.Binary, o.EngineCPU = "", "round-robin", "", "auto:0.6"
+		}, "--engine-cpu: the foresight binary"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

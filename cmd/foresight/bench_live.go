@@ -26,7 +26,8 @@ func newBenchLive() *cobra.Command {
 			"round-robin, least-outstanding). Every run gets the same arrivals. It reports TTFT/TPOT/E2E\n" +
 			"percentiles, SLO attainment, errors, the cached-token share, each server's share of the requests\n" +
 			"(the router's foresight_endpoint_requests_total) and largest waiting queue, the producer's MAPE\n" +
-			"and the router process's CPU time. Table on stderr; --json prints one JSON object on stdout.\n" +
+			"and the router process's CPU time, and the share of the host's CPUs busy. --engine-cpu makes the\n" +
+			"servers burn real CPU per token, in a `foresight emulate` process whose CPU is reported too. Table on stderr; --json prints one JSON object on stdout.\n" +
 			"Ctrl-C stops every router process and server.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -56,6 +57,7 @@ func newBenchLive() *cobra.Command {
 	f.IntVar(&o.Servers, "servers", 4, "emulated servers")
 	f.StringVar(&o.Preset, "preset", testbed.DefaultPreset, engine.FleetUsage())
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the workload and of the engines' noise")
+	f.StringVar(&o.EngineCPU, "engine-cpu", "", "CPU the emulated servers burn, as real engines' front ends do: "+bench.EngineCPUForm)
 	f.DurationVar(&o.MaxDuration, "max-duration", bench.DefaultLiveMaxDuration, "cut the workload's arrivals here (each run lasts about this plus the drain)")
 	f.DurationVar(&o.Drain, "drain", bench.DefaultLiveDrain, "how long requests in flight after the last arrival may finish before they are cut")
 	f.StringVar(&o.RouterLogLevel, "router-log-level", "info", "the routers' --log-level (their access lines, at info, give the added TTFT)")

@@ -11,7 +11,7 @@ import (
 func newEmulate() *cobra.Command {
 	var (
 		servers, basePort int
-		preset            string
+		preset, engineCPU string
 		seed              uint64
 	)
 	cmd := &cobra.Command{
@@ -25,14 +25,22 @@ func newEmulate() *cobra.Command {
 			if servers < 1 {
 				return fmt.Errorf("--servers must be at least 1, got %d", servers)
 			}
-			f, err := emulator.Start(servers, basePort, preset, seed)
+			var opts []emulator.Option
+			if engineCPU != "" {
+				cost, err := emulator.ParseCPUCost(engineCPU)
+				if err != nil {
+					return fmt.Errorf("--engine-cpu: %w", err)
+				}
+				opts = append(opts, emulator.WithCPUCost(cost))
+			}
+			f, err := emulator.Start(servers, basePort, preset, seed, opts...)
 			if err != nil {
 				return err
 			}
 			atExit(f.Close)
 			fmt.Fprintf(cmd.OutOrStdout(), "%d emulated vLLM servers (%s):\n", servers, preset)
-			for _, a := range f.Addrs() {
-				fmt.Fprintf(cmd.OutOrStdout(), "  http://%s\n", a)
+			if err := f.WriteAddrs(cmd.OutOrStdout()); err != nil {
+				return err
 			}
 			select {} // until SIGINT/SIGTERM, which stops the servers
 		},
@@ -42,5 +50,6 @@ func newEmulate() *cobra.Command {
 	f.IntVar(&basePort, "base-port", 8000, "port of the first server (0: free ports)")
 	f.StringVar(&preset, "preset", "llama-3.1-8b-h100-tp2", engine.FleetUsage())
 	f.Uint64Var(&seed, "seed", 1, "seed of the engines' step-time noise")
+	f.StringVar(&engineCPU, "engine-cpu", "", "CPU each server burns per token, as a real engine front end does: "+emulator.CPUCostForm)
 	return cmd
 }

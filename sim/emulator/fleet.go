@@ -2,8 +2,10 @@ package emulator
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/foresight-router/foresight/sim/engine"
@@ -18,8 +20,9 @@ type Fleet struct {
 
 // Start starts n servers of the engine fleet spec (a preset, or a mixed fleet: engine.Fleet),
 // listening on 127.0.0.1:basePort+i (basePort 0 picks free ports; Addrs reports them). Server i's
-// engine noise is seeded with seed+i. On error, whatever was started is stopped.
-func Start(n, basePort int, preset string, seed uint64) (*Fleet, error) {
+// engine noise is seeded with seed+i; opts apply to every server. On error, whatever was started
+// is stopped.
+func Start(n, basePort int, preset string, seed uint64, opts ...Option) (*Fleet, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("number of servers must be at least 1, got %d", n)
 	}
@@ -33,7 +36,7 @@ func Start(n, basePort int, preset string, seed uint64) (*Fleet, error) {
 	f := &Fleet{}
 	for i, c := range cfgs {
 		c.Seed = seed + uint64(i)
-		srv, err := NewServer(c, DefaultModel)
+		srv, err := NewServer(c, DefaultModel, opts...)
 		if err != nil {
 			f.Close()
 			return nil, fmt.Errorf("starting server %d: %w", i, err)
@@ -59,6 +62,28 @@ func Start(n, basePort int, preset string, seed uint64) (*Fleet, error) {
 
 // Addrs returns the servers' host:port addresses, in order.
 func (f *Fleet) Addrs() []string { return append([]string(nil), f.addrs...) }
+
+// WriteAddrs writes the servers' addresses as `foresight emulate` prints them, one
+// "  http://HOST:PORT" line each, in order; ReadAddrs reads them back.
+func (f *Fleet) WriteAddrs(w io.Writer) error {
+	for _, a := range f.addrs {
+		if _, err := fmt.Fprintf(w, "  http://%s\n", a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ReadAddrs returns the server addresses in out, a fleet's WriteAddrs among other lines, in order.
+func ReadAddrs(out string) []string {
+	var addrs []string
+	for _, line := range strings.Split(out, "\n") {
+		if a, ok := strings.CutPrefix(strings.TrimSpace(line), "http://"); ok {
+			addrs = append(addrs, a)
+		}
+	}
+	return addrs
+}
 
 // Close stops every server, dropping open connections.
 func (f *Fleet) Close() {

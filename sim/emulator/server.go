@@ -49,6 +49,7 @@ type Server struct {
 
 	eng   engine.Engine    // owned by run
 	sinks map[uint64]*sink // owned by run
+	cost  CPUCost          // burnt by run for each step (WithCPUCost)
 }
 
 type arrival struct {
@@ -58,8 +59,8 @@ type arrival struct {
 }
 
 // NewServer starts a server running an engine with cfg and serving the model name model
-// (DefaultModel when empty). Close stops it.
-func NewServer(cfg engine.Config, model string) (*Server, error) {
+// (DefaultModel when empty), with opts. Close stops it.
+func NewServer(cfg engine.Config, model string, opts ...Option) (*Server, error) {
 	eng, err := engine.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("creating engine: %w", err)
@@ -76,6 +77,9 @@ func NewServer(cfg engine.Config, model string) (*Server, error) {
 		eng:      eng,
 		sinks:    make(map[uint64]*sink),
 		metrics:  eng.Metrics(),
+	}
+	for _, o := range opts {
+		o(s)
 	}
 	go s.run()
 	return s, nil
@@ -127,6 +131,7 @@ func (s *Server) run() {
 	timer.Stop()
 	notBefore := time.Duration(0) // set after an empty step to avoid spinning
 	finished, pooled := int64(0), int64(0)
+	var work time.Duration // CPU the last step costs (WithCPUCost)
 	for {
 		var wake <-chan time.Time
 		if next := s.eng.NextStep(); next >= 0 {
@@ -150,6 +155,7 @@ func (s *Server) run() {
 			a.err <- err
 		case <-wake:
 			res := s.eng.Step(s.elapsed())
+			work = s.cost.of(res.PrefillTokens, outputTokens(res.Events))
 			for _, ev := range res.Events {
 				k := s.sinks[ev.ID]
 				if ev.Kind == engine.Finish {
@@ -176,7 +182,23 @@ func (s *Server) run() {
 		s.mu.Lock()
 		s.metrics, s.finished, s.pooled = m, finished, pooled
 		s.mu.Unlock()
+		// The step's CPU, once its events are handed out and its metrics published: the handlers
+		// wait for their events' times (the batch family's are at the step's end) while this
+		// goroutine works.
+		burn(work)
+		work = 0
 	}
+}
+
+// outputTokens counts the output tokens among a step's events.
+func outputTokens(events []engine.Event) int {
+	n := 0
+	for _, ev := range events {
+		if ev.Kind == engine.FirstToken || ev.Kind == engine.Token {
+			n++
+		}
+	}
+	return n
 }
 
 // sink is one request's unbounded event queue: the engine loop never blocks on a slow client.
