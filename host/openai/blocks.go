@@ -17,18 +17,15 @@ const (
 	fnvPrime64  = 1099511628211
 )
 
-// PrefixBlocks appends to dst the chained hashes of text's full blocks and returns it. Block i
-// covers runes [i·BlockChars, (i+1)·BlockChars); a partial last block has no hash. Hash i is the
-// FNV-1a 64 of hash i−1 (little-endian; 0 before the first block) followed by block i's bytes,
-// finished with splitmix64's mixer, so it identifies runes [0, (i+1)·BlockChars) and is the same
-// in every process. Two texts sharing a prefix share the hashes of its full blocks; a difference
-// in block k changes hash k and every later one.
-func PrefixBlocks(dst []uint64, text string) []uint64 { return appendBlocks(dst, 0, text) }
-
 // Blocks is a text's prefix block hashes together with where their hashing stopped, so that a
 // continuation of the text (a prompt's answer) is hashed from there without the text again.
 type Blocks struct {
-	// Hashes are PrefixBlocks(nil, text). Their slice is clipped: appending to it copies.
+	// Hashes are the chained hashes of text's full blocks. Block i covers runes [i·BlockChars,
+	// (i+1)·BlockChars); a partial last block has no hash. Hash i is the FNV-1a 64 of hash i−1
+	// (little-endian; 0 before the first block) followed by block i's bytes, finished with
+	// splitmix64's mixer, so it identifies runes [0, (i+1)·BlockChars) and is the same in every
+	// process. Two texts sharing a prefix share the hashes of its full blocks; a difference in
+	// block k changes hash k and every later one. Their slice is clipped: appending to it copies.
 	Hashes []uint64
 	// tail is text after its last full block: fewer than BlockChars runes.
 	tail string
@@ -41,7 +38,7 @@ func HashBlocks(text string) Blocks {
 }
 
 // Extend appends to dst the hashes of the full blocks that text+more has beyond text's own, that
-// is PrefixBlocks(nil, text+more)[len(b.Hashes):], and returns it. It hashes only text's partial
+// is HashBlocks(text+more).Hashes[len(b.Hashes):], and returns it. It hashes only text's partial
 // last block and more: text is neither scanned again nor copied. That holds whenever text does
 // not end inside a UTF-8 sequence that more completes (counted as several invalid runes in text,
 // as one rune in text+more), so always for valid UTF-8 text such as every prompt the router

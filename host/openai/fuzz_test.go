@@ -659,3 +659,7 @@ func refBlocks(text string) []uint64 {
 	}
 	return out
 }
+
+// PrefixBlocks appends to dst the hashes HashBlocks gives text (the fuzz test's and the
+// benchmark's view of the formula, appending as they check it).
+func PrefixBlocks(dst []uint64, text string) []uint64 { return appendBlocks(dst, 0, text) }

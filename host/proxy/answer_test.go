@@ -34,8 +34,8 @@ func TestAnswerIsRecordedAfterThePrompt(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := openai.PrefixBlocks(nil, req.Prompt+req.AnswerText(answer))
-			if prompt := openai.PrefixBlocks(nil, req.Prompt); len(want) <= len(prompt) {
+			want := openai.HashBlocks(req.Prompt + req.AnswerText(answer)).Hashes
+			if prompt := openai.HashBlocks(req.Prompt).Hashes; len(want) <= len(prompt) {
 				t.Fatalf("answer %q completes no block past the prompt's %d: the test shows nothing", answer, len(prompt))
 			}
 			waitFor(t, "the answer's blocks recorded", func() bool { return f.srv.prefix.Len("vllm-0") == len(want) })
