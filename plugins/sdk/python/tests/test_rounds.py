@@ -148,6 +148,28 @@ class AfterScoresTest(unittest.TestCase):
         self.assertIsNone(fp.after_scores(s, two(0, 2), [1 / 2, 1 / 4]))
 
 
+class CompositeAfterTest(unittest.TestCase):
+    def test_the_longest_queue_held(self):
+        def cyc(*queues):
+            return fp.Cycle(request=fp.Request(input_tokens=10), round=fp.Round(0, 2), endpoints=[
+                fp.Endpoint(str(k), state=fp.EndpointState(waiting=q, kv_cache_usage=0.5, prefix_match=0.25))
+                for k, q in enumerate(queues)])
+        queue_only, even = fp.CompositeWeights(0, 1, 0), fp.CompositeWeights(1, 1, 1)
+        tests = [
+            # Queues 2 and 0, maxQ 2 held: (2 − 3)/2 = −0.5 and (2 − 1)/2 = 0.5.
+            ("queue term", cyc(2, 0), queue_only, [-0.5, 0.5]),
+            # Every queue empty: terms 1, one request the scale: 1 − 1 = 0.
+            ("all empty", cyc(0, 0), queue_only, [0.0, 0.0]),
+            # KV and prefix stay: (0.5 + (4 − 5)/4 + 0.25)/3 and (0.5 + (4 − 2)/4 + 0.25)/3.
+            ("with KV and prefix", cyc(4, 1), even, [(0.5 - 0.25 + 0.25) / 3, (0.5 + 0.5 + 0.25) / 3]),
+        ]
+        for name, c, w, want in tests:
+            with self.subTest(name):
+                got = fp.composite_scores_after(c, w)
+                for g, v in zip(got, want, strict=True):
+                    self.assertAlmostEqual(g, v, places=12)
+
+
 class MaxScorePicker(fp.Picker):
     """Orders the endpoints by score, highest first, the lower index first among equals."""
     type = "max-score"
