@@ -38,31 +38,55 @@ MEETS, MISSES, UNPREDICTED = 1, 2, 0
 _UNPREDICTED = (UNPREDICTED, 0.0)
 
 
-class _Bounds:
-    """The two lowest and two highest values of a group and who holds the lowest and the
-    highest: enough for the group's bounds without any one member."""
-    __slots__ = ("lo", "lo2", "hi", "hi2", "lo_at", "hi_at")
+class _Frame:
+    """What a cycle's scores are normalised by: the meeting group's cost tiers, each with the
+    lowest and highest predicted TTFT of its members, and the missing group's lowest and highest
+    deficit. score places an endpoint in it; a round's after-scores hold it as the cycle has it
+    (Scorer.score_after), so a placement moves the placed endpoint's score alone."""
+    __slots__ = ("tiers", "costs", "band", "miss")
 
-    def __init__(self):
-        self.lo = self.lo2 = math.inf
-        self.hi = self.hi2 = -math.inf
-        self.lo_at = self.hi_at = -1
+    def __init__(self, stands, costs):
+        """The frame of a cycle whose endpoints stand as stands says (CostAwareScorer._stands),
+        costs being their costs."""
+        tiers, miss = {}, None
+        for (kind, v), cost in zip(stands, costs):
+            if kind == MEETS:
+                t = tiers.get(cost)
+                tiers[cost] = (v, v) if t is None else (min(t[0], v), max(t[1], v))
+            elif kind == MISSES:
+                miss = (v, v) if miss is None else (min(miss[0], v), max(miss[1], v))
+        self.tiers, self.miss = tiers, miss
+        self.costs = sorted(tiers)
+        self.band = (1 - MEETS_FLOOR) / max(len(tiers), 1)
 
-    def add(self, i, v):
-        """Adds member i with value v."""
-        if v < self.lo:
-            self.lo2, self.lo, self.lo_at = self.lo, v, i
-        elif v < self.lo2:
-            self.lo2 = v
-        if v > self.hi:
-            self.hi2, self.hi, self.hi_at = self.hi, v, i
-        elif v > self.hi2:
-            self.hi2 = v
+    def meeting(self, ttft, cost):
+        """The score of an endpoint of that cost that meets the SLO at that predicted TTFT: its
+        tier's band (cheapest first, each (1 − MEETS_FLOOR) / tiers wide) down by TIER_SPAN of it
+        per tier spread (highest − lowest TTFT) above the tier's fastest. A tier whose members
+        predict one TTFT spreads over that TTFT (1 ms at least): a TTFT twice the tier's is a
+        span down. A cost without a tier here takes the band after the cheaper tiers, ttft as its
+        fastest."""
+        top = 1 - bisect.bisect_left(self.costs, cost) * self.band
+        lo, hi = self.tiers.get(cost, (ttft, ttft))
+        spread = hi - lo if hi - lo > EPS else max(lo, 1.0)
+        return top - TIER_SPAN * self.band * (ttft - lo) / spread
 
-    def without(self, i):
-        """The lowest and highest value of the group without member i: (inf, -inf) when it has
-        no other member."""
-        return (self.lo2 if i == self.lo_at else self.lo), (self.hi2 if i == self.hi_at else self.hi)
+    def missing(self, deficit):
+        """The score of an endpoint that misses the SLO by deficit: MISS_CEIL at the group's
+        smallest deficit, down to MISS_FLOOR at its largest, linear; without spread a deficit of 1
+        (one whole objective) spans the range. Without a group, deficit is its smallest."""
+        lo, hi = self.miss or (deficit, deficit)
+        spread = hi - lo if hi - lo > EPS else 1.0
+        return MISS_CEIL - (MISS_CEIL - MISS_FLOOR) * (deficit - lo) / spread
+
+    def score(self, stand, cost):
+        """The score of an endpoint standing as stand, of that cost."""
+        kind, v = stand
+        if kind == MEETS:
+            return self.meeting(v, cost)
+        if kind == MISSES:
+            return self.missing(v)
+        return 0.0
 
 
 class CostAwareScorer(fp.Scorer):
@@ -178,122 +202,45 @@ class CostAwareScorer(fp.Scorer):
             add((MISSES, deficit) if deficit > 0 else (MEETS, ttft))
         return out
 
+    def _frame(self, cycle):
+        """cycle's endpoints' stands, their costs and the frame they make; None when no endpoint
+        has a usable prediction (the composite fallback scores the cycle)."""
+        stands = self._stands(cycle.request, cycle.endpoints)
+        if all(kind == UNPREDICTED for kind, _ in stands):
+            return None
+        cost_of = self.cost_of
+        costs = [cost_of(e.labels) if kind == MEETS else math.inf
+                 for e, (kind, _) in zip(cycle.endpoints, stands)]
+        return stands, costs, _Frame(stands, costs)
+
     def score(self, cycle):
-        eps = cycle.endpoints
-        meets, misses = [], []  # indices; (index, deficit) pairs
-        for i, (kind, v) in enumerate(self._stands(cycle.request, eps)):
-            if kind == MEETS:
-                meets.append(i)
-            elif kind == MISSES:
-                misses.append((i, v))
-        if not meets and not misses:  # no endpoint has a prediction
+        framed = self._frame(cycle)
+        if framed is None:  # no endpoint has a prediction
             return fp.composite_scores(cycle, self._weights)
-        scores = [0.0] * len(eps)
-        if meets:
-            self._rank_meeting(eps, meets, scores)
-        if misses:
-            self._rank_missing(misses, scores)
-        return scores
+        stands, costs, frame = framed
+        return [frame.score(st, cost) for st, cost in zip(stands, costs)]
 
     def score_after(self, cycle, scores):
-        """Endpoint i's score with one more request like the cycle's placed on i
-        (fp.place_on(copy, i, 1)) and every other endpoint as it is: what scoring that copy gives
-        i, in one pass over the endpoints instead of a scoring per endpoint. A placement moves i's
-        prediction to its after-prediction and lengthens its queue; the others' figures stay, so
-        each tier's and group's bounds without i, added to i as placed, give i's score."""
+        """Endpoint i's score had one more request like the cycle's been placed on i
+        (fp.place_on(copy, i, 1)), on the scale of the cycle's scores: i as placed, scored in
+        the cycle's frame (its tiers, their TTFT bounds, the missing group's deficit bounds, or
+        the composite's longest queue) held as it is, in one pass. A placement moves i's
+        prediction to its after-prediction and lengthens its queue."""
+        framed = self._frame(cycle)
+        if framed is None:
+            return fp.composite_scores_after(cycle, self._weights)
+        _, _, frame = framed
         eps, r = cycle.endpoints, cycle.request
         stands, cost_of = self._stands, self.cost_of
-        now = stands(r, eps)
-        tiers, missing, predicted = {}, _Bounds(), 0
-        for i, (kind, v) in enumerate(now):
-            if kind == MEETS:
-                cost = cost_of(eps[i].labels)
-                tier = tiers.get(cost)
-                if tier is None:
-                    tiers[cost] = tier = _Bounds()
-                tier.add(i, v)
-            elif kind == MISSES:
-                missing.add(i, v)
-            predicted += kind != UNPREDICTED
-        tier_costs = sorted(tiers)
-        queues = _Bounds()  # the composite's queues, should i's placement leave nothing predicted
-        for i, e in enumerate(eps):
-            queues.add(i, fp.fresh_waiting(e.state))
         after = [0.0] * len(eps)
         placed = fp.with_own_endpoints(cycle)
         for i, e in enumerate(eps):
             fp.place_on(placed, i, 1)
             p = placed.endpoints[i]
             placed.endpoints[i] = e
-            kind, v = stands(r, (p,))[0]
-            if kind == MEETS:
-                after[i] = self._meeting_after(i, v, cost_of(p.labels), tiers, tier_costs)
-            elif kind == MISSES:
-                lo, hi = missing.without(i)
-                lo, hi = min(lo, v), max(hi, v)
-                n = (v - lo) / (hi - lo) if hi - lo > EPS else 0.0
-                after[i] = MISS_CEIL - (MISS_CEIL - MISS_FLOOR) * n
-            elif predicted - (now[i][0] != UNPREDICTED) == 0:  # nothing predicted: the composite
-                after[i] = self._composite_after(p, queues.without(i)[1], self._weights)
+            stand = stands(r, (p,))[0]
+            after[i] = frame.score(stand, cost_of(p.labels) if stand[0] == MEETS else math.inf)
         return after
-
-    @staticmethod
-    def _meeting_after(i, ttft, cost, tiers, tier_costs):
-        """Endpoint i's score in the meeting group with its predicted TTFT as placed and every
-        other member as it is (_rank_meeting on that group). tiers are the group's cost tiers
-        before the placement, tier_costs their costs in ascending order. A placement leaves the
-        labels, so i's cost tier is the one it had; it is new only if i did not meet before and
-        no other endpoint of its cost meets."""
-        count = len(tier_costs) + (cost not in tiers)
-        band = (1 - MEETS_FLOOR) / count
-        top = 1 - bisect.bisect_left(tier_costs, cost) * band  # below every cheaper tier
-        lo = hi = ttft
-        same = tiers.get(cost)
-        if same is not None:
-            lo, hi = same.without(i)
-            lo, hi = min(lo, ttft), max(hi, ttft)
-        step = TIER_SPAN * band / (hi - lo) if hi - lo > EPS else 0.0
-        return top - step * (ttft - lo)
-
-    @staticmethod
-    def _composite_after(p, max_others, weights):
-        """The composite score (fp.composite_scores) of endpoint p when the longest fresh queue
-        among the others is max_others: p's score beside one endpoint with that queue."""
-        eps = [p]
-        if max_others > -math.inf:
-            eps.append(fp.Endpoint(state=fp.EndpointState(waiting=max_others)))
-        return fp.composite_scores(fp.Cycle(endpoints=eps), weights)[0]
-
-    def _rank_meeting(self, eps, group, scores):
-        """Cost tiers, cheapest first, each with a band of (MEETS_FLOOR, 1]; inside a tier the
-        lowest predicted TTFT scores highest."""
-        tiers = {}
-        cost_of = self.cost_of
-        for i in group:
-            e = eps[i]
-            cost = cost_of(e.labels)
-            tier = tiers.get(cost)
-            if tier is None:
-                tiers[cost] = tier = []
-            tier.append((i, e.prediction.ttft_ms))
-        band = (1 - MEETS_FLOOR) / len(tiers)
-        for t, cost in enumerate(sorted(tiers)):
-            members = tiers[cost]
-            top = 1 - t * band
-            lo = min(m[1] for m in members)
-            hi = max(m[1] for m in members)
-            step = TIER_SPAN * band / (hi - lo) if hi - lo > EPS else 0.0
-            for i, ttft in members:
-                scores[i] = top - step * (ttft - lo)
-
-    @staticmethod
-    def _rank_missing(misses, scores):
-        """The smallest deficit scores MISS_CEIL, the largest MISS_FLOOR, linear in between."""
-        lo = min(d for _, d in misses)
-        hi = max(d for _, d in misses)
-        for i, d in misses:
-            n = (d - lo) / (hi - lo) if hi - lo > EPS else 0.0
-            scores[i] = MISS_CEIL - (MISS_CEIL - MISS_FLOOR) * n
 
 
 def main():

@@ -28,7 +28,8 @@ from .cycle import (
 )
 from .convert import cycle_from_proto, cycle_to_proto
 from .heuristics import (
-    CompositeWeights, Headroom, composite_scores, effective_tpot_slo, fresh_waiting, headroom_of,
+    CompositeWeights, Headroom, composite_scores, composite_scores_after, effective_tpot_slo,
+    fresh_waiting, headroom_of,
 )
 from .log import Logger, logger
 from .params import check_one_of, check_range, check_range_open_low, decode_params, resolve_path
@@ -65,6 +66,6 @@ __all__ = [
     # logging
     "logger", "Logger",
     # heuristics shared with the Go stages
-    "CompositeWeights", "composite_scores", "fresh_waiting", "Headroom", "headroom_of",
+    "CompositeWeights", "composite_scores", "composite_scores_after", "fresh_waiting", "Headroom", "headroom_of",
     "effective_tpot_slo",
 ]

@@ -133,9 +133,10 @@ class Round:
     The host decides a round as if its requests were decided one at a time in arrival order, each
     after the earlier ones were placed on their first choice, but with one call per stage for the
     whole round: the producer says what each request would see on each endpoint after one more
-    request like it (Prediction.ttft_after_ms), each scorer what each endpoint's score would
-    become (Scorer.score_after, or the kit re-scoring), and the kit places a picker's round in
-    order against those figures (place_on). The zero Round is a request decided alone.
+    request like it (Prediction.ttft_after_ms), each scorer that can say it what each endpoint's
+    score would become, on the scale of its current scores (Scorer.score_after), and the kit
+    places a picker's round in order against those figures (place_on). The zero Round is a
+    request decided alone.
     """
     #: The cycle's place in the round, from 0, in arrival order.
     position: int = 0

@@ -94,8 +94,9 @@ class Handlers:
                 c = cycle_from_proto(pc)
                 scores = list(score(c))
                 r.scores.extend(scores)
-                if c.in_round():
-                    r.scores_after.extend(after_scores(impl, c, scores))
+                after = after_scores(impl, c, scores)
+                if after is not None:
+                    r.scores_after.extend(after)
             except Exception as e:  # noqa: BLE001
                 r.Clear()
                 r.status.CopyFrom(self._failed("score", e))

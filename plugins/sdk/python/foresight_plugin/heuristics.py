@@ -8,9 +8,10 @@ from dataclasses import dataclass
 
 from .cycle import Cycle, Endpoint, EndpointState, Request
 from .params import check_range
+from .rounds import place_on, with_own_endpoints
 
-__all__ = ["CompositeWeights", "composite_scores", "fresh_waiting", "Headroom", "headroom_of",
-           "effective_tpot_slo"]
+__all__ = ["CompositeWeights", "composite_scores", "composite_scores_after", "fresh_waiting",
+           "Headroom", "headroom_of", "effective_tpot_slo"]
 
 
 @dataclass(slots=True)
@@ -58,6 +59,30 @@ def composite_scores(cycle: Cycle, w: CompositeWeights = CompositeWeights()) -> 
         q = (max_q - fresh_waiting(s)) / max_q if max_q > 0 else 1.0
         out.append((w.kv_cache * _clamp01(1 - s.kv_cache_usage) + w.queue * q
                     + w.prefix * _clamp01(s.prefix_match)) / total)
+    return out
+
+
+def composite_scores_after(cycle: Cycle, w: CompositeWeights = CompositeWeights()) -> list[float]:
+    """composite_scores' after-scores for a cycle in a round (Scorer.score_after): endpoint i's
+    score had one more request like the cycle's been placed there (place_on(copy, i, 1)), on the
+    scale of composite_scores(cycle). The cycle's longest queue maxQ is held; i's queue term
+    drops by its queue's growth over maxQ, or over one request when every queue is empty (their
+    term 1 then drops to 0). KV usage and prefix match stay, as a placement leaves them. A queue
+    term may so fall below 0: a placement on the longest queue scores below every endpoint."""
+    eps = cycle.endpoints
+    total = w.kv_cache + w.queue + w.prefix
+    if total <= 0:
+        return [0.0] * len(eps)
+    max_q = max(max((fresh_waiting(e.state) for e in eps), default=0), 0)
+    scale = max_q if max_q > 0 else 1
+    now = composite_scores(cycle, w)
+    placed = with_own_endpoints(cycle)
+    out = []
+    for i, e in enumerate(eps):
+        place_on(placed, i, 1)
+        grown = fresh_waiting(placed.endpoints[i].state) - fresh_waiting(e.state)
+        placed.endpoints[i] = e
+        out.append(now[i] - w.queue * grown / scale / total)
     return out
 
 

@@ -1,9 +1,9 @@
 """Rounds: what a placement does to a cycle, and how the kit answers a round's cycles (mirrors
 plugins/sdk/round.go and roundrun.go, with the same arithmetic).
 
-A scorer's cycle in a round gets its after-scores from after_scores; a picker's batch is placed in
-order by pick_round. Both are called by the kit's handlers; a stage calls place_on itself when it
-works out its own after-scores (Scorer.score_after).
+A scorer's cycle in a round gets its after-scores, when the scorer says them, from after_scores; a
+picker's batch is placed in order by pick_round. Both are called by the kit's handlers; a stage
+calls place_on itself when it works out its own after-scores (Scorer.score_after).
 """
 
 from __future__ import annotations
@@ -55,30 +55,22 @@ def with_own_endpoints(cycle: Cycle) -> Cycle:
 
 
 def after_scores(scorer, cycle: Cycle, scores: Sequence[float]) -> Optional[list]:
-    """scorer's scores for cycle had one more request like cycle's been placed on each endpoint
-    first, for a cycle in a round; None for any other cycle (sdk.AfterScores). scores are
-    scorer's own scores for cycle. The scorer's own score_after(cycle, scores) answers when it has
-    one; otherwise the scorer is asked again once per endpoint, on a copy of cycle with that
-    endpoint placed on (place_on(copy, i, 1)), and score i of the i-th call is taken. Raises
-    StatusError when a list has another length than the endpoints."""
+    """scorer's after-scores for cycle: for a cycle in a round, when scorer says them
+    (score_after(cycle, scores), scores being its own scores for cycle), each endpoint's score had
+    one more request like cycle's been placed there first, on the scale of scores (Scorer); None
+    for any other cycle and for a scorer without score_after (sdk.AfterScores). The kit does not
+    work them out by scoring the cycle again with an endpoint placed on: a scorer that normalises
+    over the candidates would renormalise, and a placement would move every endpoint's score,
+    which one after-score per endpoint cannot say. Without after-scores the host re-decides the
+    round's collisions itself. Raises StatusError when the list has another length than the
+    endpoints."""
     if not cycle.in_round():
         return None
-    n = len(cycle.endpoints)
     own = getattr(scorer, "score_after", None)
-    if own is not None:
-        after = list(own(cycle, scores))
-    else:
-        after = [0.0] * n
-        cp = with_own_endpoints(cycle)
-        for i in range(n):
-            kept = cp.endpoints[i]
-            place_on(cp, i, 1)
-            v = scorer.score(cp)
-            cp.endpoints[i] = kept
-            if len(v) != n:
-                raise StatusError(f"scorer returned {len(v)} scores for {n} endpoints when "
-                                  f"re-scored with endpoint {i} placed on")
-            after[i] = v[i]
+    if own is None:
+        return None
+    after = list(own(cycle, scores))
+    n = len(cycle.endpoints)
     if len(after) != n:
         raise StatusError(f"scorer returned {len(after)} after-scores for {n} endpoints")
     return after
@@ -110,8 +102,10 @@ def pick_round(cycles: Sequence[Optional[Cycle]], scores: Sequence[Optional[Sequ
     positions or sizes stop following on) are placed as the round's contract says: cycle k is
     given a copy of itself on which every endpoint that n earlier cycles of its round took as
     their first choice is moved by place_on(copy, e, n), with its score lowered by
-    n × (score − after), clamped at 0 (after absent or short: the scores do not move). Endpoints
-    are told apart by id, which the host sends to every cycle in a round."""
+    n × (score − after) (after absent or short: the scores do not move). The score is not
+    clamped: after-scores are on the scale of the cycle's scores, so an endpoint pushed past
+    today's worst scores below them, and below 0 (a picker needing weights >= 0 sees to that
+    itself). Endpoints are told apart by id, which the host sends to every cycle in a round."""
     placed: Optional[dict] = None  # the round's first choices so far, by endpoint id
     prev_pos, prev_size = 0, 0
 
@@ -149,7 +143,7 @@ def _placed_view(c: Cycle, scores, after, placed: dict):
             moved = None if scores is None else list(scores)
         place_on(view, e, n)
         if moved is not None and after is not None and e < len(moved) and e < len(after):
-            moved[e] = max(moved[e] - n * (moved[e] - after[e]), 0.0)
+            moved[e] -= n * (moved[e] - after[e])
     if view is None:
         return c, scores
     return view, moved

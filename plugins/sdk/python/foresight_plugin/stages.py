@@ -103,13 +103,16 @@ class Filter(Plugin):
 class Scorer(Plugin):
     """Rates the candidate endpoints.
 
-    In a round (Cycle.in_round) the kit also answers each endpoint's after-score: its score had
-    one more request like the cycle's been placed there first. A scorer may say it itself by
-    defining ``score_after(self, cycle, scores)``, which returns one after-score per endpoint
-    (scores are its own scores for cycle; endpoint i's after-score is score i of the cycle as
-    ``place_on(copy, i, 1)`` leaves it). Without it, the kit scores the cycle again once per
-    endpoint, on a copy with that endpoint placed on, which is exact but costs one score call per
-    endpoint. score_after is asked only for cycles in a round.
+    In a round (Cycle.in_round) a scorer may also say each endpoint's after-score by defining
+    ``score_after(self, cycle, scores)`` (scores are its own scores for cycle), asked only for
+    cycles in a round. Endpoint i's after-score is its score had one more request like the
+    cycle's been placed there first (``place_on(copy, i, 1)``), on the scale of scores: every
+    quantity the scorer computes over the candidates (a min and a max, a tier's bounds, a sum)
+    held at its value for cycle, only endpoint i's own inputs moved. So a placement changes that
+    endpoint's score alone, and an after-score may fall outside [0, 1] (e.g. a min–max queue score
+    on queues [1, 1, 0, 0]: scores [0, 0, 1, 1], after-scores [-1, -1, 0, 0]; all queues equal:
+    the scale is one request, scores 1, after-scores 0). A scorer without score_after answers no
+    after-scores, and the host re-decides the round's collisions itself.
     """
     stage = STAGE_SCORER
 
@@ -134,7 +137,9 @@ class Picker(Plugin):
     The kit places a round's cycles in order (and tells the host so, GetInfo's rounds): cycle k
     of a round is picked on a copy on which each endpoint that n earlier cycles of its round took
     as their first choice is moved by ``place_on(copy, e, n)``, its score lowered by
-    n × (score − after-score), clamped at 0. pick itself needs to know nothing of rounds.
+    n × (score − after-score), not clamped: in a round pick may be given scores below 0 (a
+    picker that needs weights >= 0 sees to that itself). Otherwise pick needs to know nothing of
+    rounds.
     """
     stage = STAGE_PICKER
 

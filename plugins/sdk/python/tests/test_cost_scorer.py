@@ -160,13 +160,63 @@ class CostAwareScorerTest(unittest.TestCase):
 
 
 class ScoreAfterTest(unittest.TestCase):
-    def test_score_after_equals_rescoring(self):
-        # The scorer's own after-scores must be what the kit's re-scoring would give: endpoint i's
-        # score on a copy of the cycle with only i placed on (fp.place_on(copy, i, 1)), exactly.
+    def test_in_a_round_the_worked_example(self):
+        # The README's worked example in a round (two tiers: band 0.245; span 0.9 × 0.245 =
+        # 0.2205), each endpoint's TTFT after one more placed there as given; the frame (the l4
+        # tier's TTFTs 200–300, the h100 tier's 100, the missing deficits 0.1–0.9) held.
+        s = scorer('{"acceleratorCosts": {"h100": 4.0, "l4": 0.8}}')
+
+        def at(ttft, tpot, labels, ttft_after):
+            return ep(ttft, tpot, labels)._replace(
+                prediction=fp.Prediction(True, float(ttft), float(tpot), float(ttft_after), 0.0))
+        tests = [
+            # a, alone in its tier at 100 ms: the tier spreads over its TTFT, so 150 ms is half a
+            # span down: 0.755 − 0.2205 × 50/100.
+            ("a: a tier of one", at(100, 10, H100, 150), 0.755 - 0.2205 * 50 / 100),
+            # c at 260 in the l4 tier 200–300: 1 − 0.2205 × 60/100.
+            ("c: inside its tier", at(200, 20, L4, 260), 1 - 0.2205 * 60 / 100),
+            # b at 520 misses TTFT by 4 %: the missing group's frame (0.1–0.9, spread 0.8) gives
+            # 0.49 − 0.48 × (0.04 − 0.1)/0.8, above MISS_CEIL: it misses least of all.
+            ("b: across the SLO", at(300, 20, L4, 520), 0.49 - 0.48 * (0.04 - 0.1) / 0.8),
+            # d at 600: deficit 0.2; 0.49 − 0.48 × (0.2 − 0.1)/0.8.
+            ("d: a larger miss", at(550, 20, L4, 600), 0.49 - 0.48 * (0.2 - 0.1) / 0.8),
+            # e at 800: deficit 0.6 + 0.5 = 1.1, past the group's worst: 0.49 − 0.48 × 1.0/0.8,
+            # below 0.
+            ("e: past the worst, below 0", at(700, 60, L4, 800), 0.49 - 0.48 * (1.1 - 0.1) / 0.8),
+            # Without an after-prediction a placement leaves the prediction: the score stays.
+            ("c: no after-prediction", ep(200, 20, L4), 1.0),
+        ]
+        rest = [ep(100, 10, H100), ep(300, 20, L4), ep(200, 20, L4), ep(550, 20, L4),
+                ep(700, 60, L4), ep(None, labels=L4)]
+        index = {"a": 0, "b": 1, "c": 2, "d": 3, "e": 4}
+        for name, e, want in tests:
+            with self.subTest(name):
+                eps = list(rest)
+                eps[index[name[0]]] = e
+                c = cycle(*eps)
+                c.round = fp.Round(0, 2)
+                scores = s.score(c)
+                self.assertAlmostEqual(s.score_after(c, scores)[index[name[0]]], want, places=12)
+
+    def test_a_tier_without_spread(self):
+        # Four l4 endpoints predicting 200 ms, 230 ms after one more: one tier (band 0.49, span
+        # 0.441) spread over its TTFT, 200 ms: 1 − 0.441 × 30/200 each; the others stay at 1.
+        s = scorer(PRICED)
+        eps = [ep(200, 20, L4)._replace(prediction=fp.Prediction(True, 200.0, 20.0, 230.0, 0.0))
+               for _ in range(4)]
+        c = cycle(*eps)
+        c.round = fp.Round(1, 8)
+        self.assertEqual(s.score(c), [1.0] * 4)
+        for got in s.score_after(c, s.score(c)):
+            self.assertAlmostEqual(got, 1 - 0.441 * 30 / 200, places=12)
+
+    def test_score_after_holds_the_frame(self):
+        # Endpoint i's after-score is i as fp.place_on(copy, i, 1) leaves it, scored against the
+        # cycle's bounds as they are (reference_after works them out explicitly), on random
+        # cycles: some endpoints crossing the SLO when placed, some the only member of their
+        # tier or group, then cycles without a prediction (the composite).
         s = scorer(PRICED)
         rng = random.Random(11)
-        # Mostly predicted cycles (some endpoints crossing the SLO when placed, some the only
-        # member of their tier or group), then cycles without a prediction (the composite).
         for predicted in [0.8] * 400 + [0.3] * 100 + [0.0] * 100:
             c = random_cycle(rng, predicted)
             c.round = fp.Round(rng.randrange(4), 4)
@@ -178,12 +228,10 @@ class ScoreAfterTest(unittest.TestCase):
                 tpot_after = rng.choice([0.0, p.tpot_ms + rng.uniform(-2, 30)])
                 c.endpoints[i] = e._replace(prediction=p._replace(ttft_after_ms=ttft_after,
                                                                   tpot_after_ms=tpot_after))
-            want = []
-            for i in range(len(c.endpoints)):
-                cp = fp.with_own_endpoints(c)
-                fp.place_on(cp, i, 1)
-                want.append(s.score(cp)[i])
-            self.assertEqual(s.score_after(c, s.score(c)), want)
+            got = s.score_after(c, s.score(c))
+            self.assertEqual(len(got), len(c.endpoints))
+            for i, v in enumerate(got):
+                self.assertAlmostEqual(v, reference_after(s, c, i), places=9)
 
     def test_the_kit_answers_with_it(self):
         # One score call per cycle in a round, not one per endpoint more.
@@ -199,6 +247,46 @@ class ScoreAfterTest(unittest.TestCase):
         c.round = fp.Round(0, 2)
         self.assertEqual(len(fp.after_scores(s, c, s.score(c))), 2)
         self.assertEqual(s.calls, 1)
+
+
+def reference_after(s, c, i):
+    """Endpoint i's after-score worked out with the cycle's bounds taken explicitly: the tiers'
+    TTFT bounds, the missing group's deficit bounds, or the composite's longest queue, from c as
+    it is; endpoint i's stand and queue from a copy with i placed on."""
+    stands = s._stands(c.request, c.endpoints)
+    cp = fp.with_own_endpoints(c)
+    fp.place_on(cp, i, 1)
+    placed = cp.endpoints[i]
+    if all(kind == main.UNPREDICTED for kind, _ in stands):
+        # (wkv·(1 − kv) + wq·(maxQ − q')/scale + wp·prefix) / Σw, scale maxQ (1 when every queue
+        # is empty, whose term 1 the placement takes to 0).
+        w = s._weights
+        max_q = max([fp.fresh_waiting(e.state) for e in c.endpoints] + [0])
+        q_now = fp.fresh_waiting(c.endpoints[i].state)
+        q_term = 1.0 if max_q == 0 else (max_q - q_now) / max_q
+        q_term -= (fp.fresh_waiting(placed.state) - q_now) / (max_q or 1)
+        st = placed.state
+        return (w.kv_cache * min(max(1 - st.kv_cache_usage, 0), 1) + w.queue * q_term
+                + w.prefix * min(max(st.prefix_match, 0), 1)) / (w.kv_cache + w.queue + w.prefix)
+    tiers, deficits = {}, []
+    for e, (kind, v) in zip(c.endpoints, stands):
+        if kind == main.MEETS:
+            tiers.setdefault(s.cost_of(e.labels), []).append(v)
+        elif kind == main.MISSES:
+            deficits.append(v)
+    kind, v = s._stands(c.request, [placed])[0]
+    if kind == main.MEETS:
+        cost = s.cost_of(placed.labels)
+        band = 0.49 / max(len(tiers), 1)
+        top = 1 - sum(k < cost for k in tiers) * band
+        lo, hi = min(tiers.get(cost, [v])), max(tiers.get(cost, [v]))
+        spread = hi - lo if hi - lo > main.EPS else max(lo, 1.0)
+        return top - 0.9 * band * (v - lo) / spread
+    if kind == main.MISSES:
+        lo, hi = min(deficits or [v]), max(deficits or [v])
+        spread = hi - lo if hi - lo > main.EPS else 1.0
+        return 0.49 - 0.48 * (v - lo) / spread
+    return 0.0
 
 
 def random_cycle(rng, predicted=0.8):

@@ -114,21 +114,15 @@ class AfterScoresTest(unittest.TestCase):
             def score_after(self, c, scores):
                 raise fp.Unavailable("no after-scores today")
 
-        class Ragged(LoadScorer):  # one score fewer once an endpoint is placed on
-            def score(self, c):
-                s = super().score(c)
-                return s[:1] if any(e.state.dispatched_since_scrape for e in c.endpoints) else s
-
         tests = [
-            # 1 and 3 in flight: scores 1/2 and 1/4; re-scored with one more on each, 1/3 and 1/5.
-            ("re-scored by the kit", LoadScorer(), two(1, 2), [1 / 3, 1 / 5], None),
-            ("alone: no after-scores", LoadScorer(), two(0, 0), [], None),
-            ("a round of one: no after-scores", LoadScorer(), two(0, 1), [], None),
+            # 1 and 3 in flight: scores 1/2 and 1/4. Without score_after the kit says no
+            # after-scores, in a round too: re-scoring would renormalise a scorer's scale.
+            ("no score_after, in a round", LoadScorer(), two(1, 2), [], None),
+            ("alone: no after-scores", OwnAfterScorer(), two(0, 0), [], None),
+            ("a round of one: no after-scores", OwnAfterScorer(), two(0, 1), [], None),
             ("the scorer's own", OwnAfterScorer(), two(0, 2), [0.1, 0.2], None),
             ("too few of its own", Short(), two(0, 2), None, "scorer returned 1 after-scores for 2 endpoints"),
             ("its own failing", Failing(), two(0, 2), None, "no after-scores today"),
-            ("re-scored too short", Ragged(), two(0, 2), None,
-             "scorer returned 1 scores for 2 endpoints when re-scored with endpoint 0 placed on"),
         ]
         for name, impl, c, want, err in tests:
             with self.subTest(name):
@@ -143,12 +137,37 @@ class AfterScoresTest(unittest.TestCase):
                 for got, w in zip(r.scores_after, want, strict=True):
                     self.assertAlmostEqual(got, w, places=12)
 
-    def test_fallback_scores_once_per_endpoint_on_a_copy(self):
+    def test_without_score_after_the_kit_scores_once(self):
+        # A scorer without score_after is scored once per cycle in a round, as alone, and answers
+        # no scores_after (the kit no longer re-scores once per endpoint).
         s = LoadScorer()
-        c = two(0, 2)
-        self.assertEqual(fp.after_scores(s, c, s.score(c)), [1 / 3, 1 / 5])
-        self.assertEqual(s.calls, 3, "one score, then one per endpoint")
-        self.assertEqual([e.state.inflight_requests for e in c.endpoints], [1, 3], "the cycle is left as it was")
+        h = handlers(s)
+        resp = h.score(scorer_pb2.ScoreRequest(cycles=[convert.cycle_to_proto(two(k, 3)) for k in range(3)]))
+        self.assertEqual([len(r.scores_after) for r in resp.results], [0, 0, 0])
+        self.assertEqual(s.calls, 3, "one score call per cycle")
+        self.assertIsNone(fp.after_scores(s, two(0, 2), [1 / 2, 1 / 4]))
+
+
+class CompositeAfterTest(unittest.TestCase):
+    def test_the_longest_queue_held(self):
+        def cyc(*queues):
+            return fp.Cycle(request=fp.Request(input_tokens=10), round=fp.Round(0, 2), endpoints=[
+                fp.Endpoint(str(k), state=fp.EndpointState(waiting=q, kv_cache_usage=0.5, prefix_match=0.25))
+                for k, q in enumerate(queues)])
+        queue_only, even = fp.CompositeWeights(0, 1, 0), fp.CompositeWeights(1, 1, 1)
+        tests = [
+            # Queues 2 and 0, maxQ 2 held: (2 − 3)/2 = −0.5 and (2 − 1)/2 = 0.5.
+            ("queue term", cyc(2, 0), queue_only, [-0.5, 0.5]),
+            # Every queue empty: terms 1, one request the scale: 1 − 1 = 0.
+            ("all empty", cyc(0, 0), queue_only, [0.0, 0.0]),
+            # KV and prefix stay: (0.5 + (4 − 5)/4 + 0.25)/3 and (0.5 + (4 − 2)/4 + 0.25)/3.
+            ("with KV and prefix", cyc(4, 1), even, [(0.5 - 0.25 + 0.25) / 3, (0.5 + 0.5 + 0.25) / 3]),
+        ]
+        for name, c, w, want in tests:
+            with self.subTest(name):
+                got = fp.composite_scores_after(c, w)
+                for g, v in zip(got, want, strict=True):
+                    self.assertAlmostEqual(g, v, places=12)
 
 
 class MaxScorePicker(fp.Picker):
@@ -168,11 +187,25 @@ class LeastLoadPicker(fp.Picker):
 
 
 class QueueScorer(fp.Scorer):
-    """1 / (1 + waiting + dispatched since the scrape): a queue that a placement lengthens."""
+    """The Go queue-scorer's (maxQ − q) / (maxQ − minQ) on the fresh queue (waiting + dispatched
+    since the scrape), 1 when all queues are equal; its after-scores hold the frame: endpoint i's
+    queue one longer, normalised by the cycle's min and max, one request being the scale when
+    they are equal."""
     type = "queue"
 
+    @staticmethod
+    def _frame(c):
+        qs = [fp.fresh_waiting(e.state) for e in c.endpoints]
+        lo, hi = min(qs, default=0), max(qs, default=0)
+        return qs, hi, (hi - lo if hi > lo else 1)
+
     def score(self, c):
-        return [1 / (1 + fp.fresh_waiting(e.state)) for e in c.endpoints]
+        qs, hi, scale = self._frame(c)
+        return [(hi - q) / scale if len(set(qs)) > 1 else 1.0 for q in qs]
+
+    def score_after(self, c, scores):
+        qs, _, scale = self._frame(c)
+        return [s - 1 / scale for s in scores]
 
 
 def four(pos, size):
@@ -200,8 +233,8 @@ def pick_request(cycles, scores, after=None):
 
 class PickRoundTest(unittest.TestCase):
     def test_a_round_spreads_as_one_at_a_time_picks(self):
-        # 8 requests, 4 equal endpoints: the queue scorer's after-scores (the kit's re-scoring)
-        # summed as the host sums them (weight 1), then one pick call for the whole round.
+        # 8 requests, 4 equal endpoints: the queue scorer's frame-held after-scores summed as the
+        # host sums them (weight 1), then one pick call for the whole round.
         scorer, picker = QueueScorer(), MaxScorePicker()
         cycles = [four(k, 8) for k in range(8)]
         scores = [scorer.score(c) for c in cycles]
@@ -215,7 +248,9 @@ class PickRoundTest(unittest.TestCase):
             e = picker.pick(state, scorer.score(state))[0]
             want += state.endpoints[e].id
             fp.place_on(state, e, 1)
-        # All 1 (after 1/2): a; a at 1 − (1 − 1/2) = 1/2, the others 1: b; … then all at 1/2: a.
+        # Queues all 0: scores 1, after-scores 0 (scale one request). a; a at 1 − 1 × (1 − 0)
+        # = 0, the others 1: b; c; d; all at 0: a; a at 1 − 2 × 1 = −1 (unclamped) below the
+        # others' 0: b; c; d. One at a time: queues 0 → a, then [1, 0, 0, 0] → b, … the same.
         self.assertEqual(got, "abcdabcd")
         self.assertEqual(got, want)
         self.assertEqual(sorted(got.count(k) for k in "abcd"), [2, 2, 2, 2])
@@ -230,6 +265,9 @@ class PickRoundTest(unittest.TestCase):
             # Scores 1 and 1, 0.5 after one more: a (first among equals); then a is 1 − 1 × 0.5
             # = 0.5 against b's 1: b; then 0.5 and 0.5: a; then a 1 − 2 × 0.5 = 0 against 0.5: b.
             ("max-score on after-scores", MaxScorePicker(), batch(4), [[1, 1]] * 4, [[0.5, 0.5]] * 4, "abab"),
+            # Scores 1 and 0, after-scores −0.5 and −1: a; then a is 1 − 1 × (1 + 0.5) = −0.5,
+            # not clamped at 0, below b's 0: b (clamped, a would tie b at 0 and win as the first).
+            ("a score below 0 ranks below 0", MaxScorePicker(), batch(2), [[1, 0]] * 2, [[-0.5, -1]] * 2, "ab"),
             # Without after-scores the scores do not move: a every time.
             ("max-score without after-scores", MaxScorePicker(), batch(4), [[1, 1]] * 4, None, "aaaa"),
             # 0 and 2 in flight: a (0); a (1 < 2); a (2 = 2, the lower index); b (3 > 2).

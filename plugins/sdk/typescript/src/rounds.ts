@@ -1,5 +1,5 @@
 // Rounds (Go: round.go and roundrun.go, with the same arithmetic): what a placement does to a
-// cycle, and how the kit answers a round's cycles — a scorer's after-scores (afterScores) and a
+// cycle, and how the kit answers a round's cycles — a scorer's own after-scores (afterScores) and a
 // picker's batch placed in order (pickRound). The stage services (server.ts) call both; a stage
 // calls placeOn itself when it works out its own after-scores (Scorer.scoreAfter).
 
@@ -87,44 +87,19 @@ function checkAfter(c: Cycle, after: unknown): number[] {
 }
 
 /**
- * afterScores returns scorer s's scores for c had one more request like c's been placed on each
- * endpoint first, for a cycle in a round; undefined for any other cycle (Go: sdk.AfterScores).
- * `scores` are s's own scores for c. s.scoreAfter answers when s has it; otherwise s is asked
- * again once per endpoint, on a copy of c with that endpoint placed on (placeOn(copy, i, 1)), and
- * score i of the i-th call is taken. Throws when a list has another length than the endpoints.
+ * afterScores returns scorer s's after-scores for c: for a cycle in a round, when s says them
+ * (s.scoreAfter(c, scores), `scores` being s's own scores for c), each endpoint's score had one
+ * more request like c's been placed there first, on the scale of `scores` (see Scorer.scoreAfter);
+ * undefined for any other cycle and for a scorer without scoreAfter (Go: sdk.AfterScores). The kit
+ * does not work them out by scoring c again with an endpoint placed on: a scorer that normalises
+ * over the candidates would renormalise, and a placement would move every endpoint's score, which
+ * one after-score per endpoint cannot say. Without after-scores the host re-decides the round's
+ * collisions itself. Throws when the list has another length than the endpoints.
  */
 export function afterScores(s: Scorer, c: Cycle, scores: number[]): Answer<number[] | undefined> {
-  if (!inRound(c)) return undefined;
-  if (s.scoreAfter !== undefined) {
-    const own = s.scoreAfter(c, scores);
-    return isPromise(own) ? own.then((v) => checkAfter(c, v)) : checkAfter(c, own);
-  }
-  const n = c.endpoints.length;
-  const after = new Array<number>(n);
-  const take = (i: number, v: number[]): void => {
-    if (!Array.isArray(v) || v.length !== n) {
-      throw new Error(`scorer returned ${Array.isArray(v) ? v.length : typeof v} scores for ${n} endpoints when re-scored with endpoint ${i} placed on`);
-    }
-    after[i] = v[i]!;
-  };
-  // A copy per endpoint: an async scorer may read its cycle after the next one is placed.
-  const rescore = (i: number): Answer<number[]> => {
-    const cp = withOwnEndpoints(c);
-    placeOn(cp, i, 1);
-    return s.score(cp);
-  };
-  for (let i = 0; i < n; i++) {
-    const v = rescore(i);
-    if (isPromise(v)) {
-      return (async () => {
-        take(i, await v);
-        for (let k = i + 1; k < n; k++) take(k, await rescore(k));
-        return checkAfter(c, after);
-      })();
-    }
-    take(i, v);
-  }
-  return checkAfter(c, after);
+  if (!inRound(c) || s.scoreAfter === undefined) return undefined;
+  const own = s.scoreAfter(c, scores);
+  return isPromise(own) ? own.then((v) => checkAfter(c, v)) : checkAfter(c, own);
 }
 
 /**
@@ -135,7 +110,9 @@ export function afterScores(s: Scorer, c: Cycle, scores: number[]): Answer<numbe
  * starts at position 0, or where the positions or sizes stop following on) are placed as the
  * round's contract says: cycle k is given a copy of itself on which every endpoint that n earlier
  * cycles of its round took as their first choice is moved by placeOn(copy, e, n), with its score
- * lowered by n × (score − after), clamped at 0 (after absent or short: the scores do not move).
+ * lowered by n × (score − after) (after absent or short: the scores do not move). The score is not
+ * clamped: after-scores are on the scale of the cycle's scores, so an endpoint pushed past today's
+ * worst scores below them, and below 0 (a picker needing weights ≥ 0 sees to that itself).
  * Endpoints are told apart by id, which the host sends to every cycle in a round. Returns a
  * promise once pick has answered with one.
  */
@@ -211,15 +188,10 @@ function placedView(
       }
       placeOn(view, e, n);
       if (moved !== undefined && after !== undefined && e < moved.length && e < after.length) {
-        moved[e] = clampAtZero(moved[e]! - n * (moved[e]! - after[e]!));
+        moved[e] = moved[e]! - n * (moved[e]! - after[e]!);
       }
     }
   }
   if (view === undefined) return [c, scores];
   return [view, moved];
-}
-
-/** clampAtZero is Go's max(v, 0): NaN stays NaN. */
-function clampAtZero(v: number): number {
-  return v < 0 ? 0 : v;
 }

@@ -146,9 +146,9 @@ export interface Cycle {
  * decides a round as if its requests were decided one at a time in arrival order, each after the
  * earlier ones were placed on their first choice, but with one call per stage for the whole round:
  * the producer says what each request would see on each endpoint after one more request like it
- * (Prediction.ttftAfterMs), each scorer what each endpoint's score would become (Scorer.scoreAfter,
- * or the kit re-scoring), and the kit places a picker's round in order against those figures
- * (placeOn).
+ * (Prediction.ttftAfterMs), each scorer that can say it what each endpoint's score would become,
+ * on the scale of its current scores (Scorer.scoreAfter), and the kit places a picker's round in
+ * order against those figures (placeOn).
  */
 export interface Round {
   /** The cycle's place in the round, from 0, in arrival order. */
@@ -319,10 +319,14 @@ export interface Scorer extends Plugin {
   score(cycle: Cycle): Answer<number[]>;
   /**
    * scoreAfter, optional, returns for a cycle in a round each endpoint's score had one more
-   * request like the cycle's been placed there first: score i of the cycle as placeOn(copy, i, 1)
-   * leaves it; `scores` are the scorer's own scores for the cycle. The kit asks it only for
-   * cycles in a round. Without it, the kit scores the cycle again once per endpoint, on a copy
-   * with that endpoint placed on, which is exact but costs one score call per endpoint.
+   * request like the cycle's been placed there first (placeOn(copy, i, 1)), on the scale of
+   * `scores`, the scorer's own scores for the cycle: every quantity the scorer computes over the
+   * candidates (a min and a max, a tier's bounds, a sum) held at its value for the cycle, only
+   * endpoint i's own inputs moved. So a placement changes that endpoint's score alone, and an
+   * after-score may fall outside [0, 1] (e.g. a min–max queue score on queues [1, 1, 0, 0]:
+   * scores [0, 0, 1, 1], after-scores [−1, −1, 0, 0]; all queues equal: the scale is one request,
+   * scores 1, after-scores 0). The kit asks it only for cycles in a round. A scorer without it
+   * answers no after-scores, and the host re-decides the round's collisions itself.
    */
   scoreAfter?(cycle: Cycle, scores: number[]): Answer<number[]>;
 }
@@ -336,8 +340,9 @@ export interface Admitter extends Plugin {
  * Picker orders the candidate endpoints by preference. The kit places a round's cycles in order
  * (and tells the host so, GetInfo's rounds): cycle k of a round is picked on a copy on which each
  * endpoint that n earlier cycles of its round took as their first choice is moved by
- * placeOn(copy, e, n), its score lowered by n × (score − after-score), clamped at 0. pick itself
- * needs to know nothing of rounds.
+ * placeOn(copy, e, n), its score lowered by n × (score − after-score), not clamped: in a round
+ * pick may be given scores below 0 (a picker that needs weights ≥ 0 sees to that itself).
+ * Otherwise pick needs to know nothing of rounds.
  */
 export interface Picker extends Plugin {
   /**

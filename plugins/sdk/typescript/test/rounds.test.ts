@@ -115,20 +115,20 @@ const load = (c: Cycle) => c.endpoints.map((e) => 1 / (1 + e.state.inflightReque
 
 const batch = (...cs: Cycle[]) => decodeCycleBatch(encodeCycleBatch(cs));
 
-test("a scorer in a round answers after-scores: its own, or the kit's re-scoring", async () => {
+test("a scorer in a round answers its own after-scores, and none without scoreAfter", async () => {
   const scorer = (over: Partial<Scorer> = {}): Scorer => ({ type: "load", description: "", score: load, ...over });
+  const own = { scoreAfter: () => [0.1, 0.2] };
   const tests: [string, Scorer, Cycle, number[] | string][] = [
-    // 1 and 3 in flight: scores 1/2 and 1/4; re-scored with one more on each, 1/3 and 1/5.
-    ["re-scored by the kit", scorer(), two(1, 2), [1 / 3, 1 / 5]],
-    ["re-scored by the kit, async", scorer({ score: async (c) => load(c) }), two(1, 2), [1 / 3, 1 / 5]],
-    ["alone: no after-scores", scorer(), two(0, 0), []],
-    ["a round of one: no after-scores", scorer(), two(0, 1), []],
+    // 1 and 3 in flight: scores 1/2 and 1/4. Without scoreAfter the kit says no after-scores, in
+    // a round too: re-scoring would renormalise a scorer's scale.
+    ["no scoreAfter, in a round", scorer(), two(1, 2), []],
+    ["no scoreAfter, async score", scorer({ score: async (c) => load(c) }), two(1, 2), []],
+    ["alone: no after-scores", scorer(own), two(0, 0), []],
+    ["a round of one: no after-scores", scorer(own), two(0, 1), []],
     ["the scorer's own", scorer({ scoreAfter: () => [0.1, 0.2] }), two(0, 2), [0.1, 0.2]],
     ["the scorer's own, async", scorer({ scoreAfter: async () => [0.1, 0.2] }), two(0, 2), [0.1, 0.2]],
     ["too few of its own", scorer({ scoreAfter: () => [0.1] }), two(0, 2), "scorer returned 1 after-scores for 2 endpoints"],
     ["its own failing", scorer({ scoreAfter: () => { throw new StatusError(Code.Unavailable, "no after-scores today"); } }), two(0, 2), "no after-scores today"],
-    ["re-scored too short", scorer({ score: (c) => (c.endpoints.some((e) => e.state.dispatchedSinceScrape > 0) ? [1] : load(c)) }), two(0, 2),
-      "scorer returned 1 scores for 2 endpoints when re-scored with endpoint 0 placed on"],
   ];
   for (const [name, s, c, want] of tests) {
     const resp = await scoreHandler(s)(batch(c));
@@ -144,13 +144,13 @@ test("a scorer in a round answers after-scores: its own, or the kit's re-scoring
   }
 });
 
-test("the kit's re-scoring scores once per endpoint, on copies", () => {
+test("a scorer without scoreAfter is scored once per cycle in a round and answers no scoresAfter", async () => {
   let calls = 0;
   const s: Scorer = { type: "load", description: "", score: (c) => (calls++, load(c)) };
-  const c = two(0, 2);
-  assert.deepEqual(afterScores(s, c, load(c)), [1 / 3, 1 / 5]);
-  assert.equal(calls, 2);
-  assert.deepEqual(c.endpoints.map((e) => e.state.inflightRequests), [1, 3], "the cycle is left as it was");
+  const resp = await scoreHandler(s)(batch(two(0, 3), two(1, 3), two(2, 3)));
+  assert.deepEqual(resp.results.map((r) => r.scoresAfter.length), [0, 0, 0]);
+  assert.equal(calls, 3, "one score call per cycle");
+  assert.equal(afterScores(s, two(0, 2), [1 / 2, 1 / 4]), undefined);
 });
 
 /** maxScore orders the endpoints by score, highest first, the lower index first among equals. */
@@ -173,12 +173,24 @@ async function firstChoices(p: Picker, cycles: Cycle[], scores: number[][], afte
 }
 
 test("a round of 8 on 4 equal endpoints spreads 2-2-2-2, as one-at-a-time picks would", async () => {
-  // A queue-like scorer: 1 / (1 + waiting + dispatched since the scrape), which a placement
-  // lengthens. Its after-scores are the kit's re-scoring, summed as the host sums them (weight 1).
+  // A queue-like scorer: the Go queue-scorer's (maxQ − q) / (maxQ − minQ) on the fresh queue
+  // (waiting + dispatched since the scrape), 1 when all queues are equal. Its after-scores hold
+  // the frame: endpoint i's queue one longer, normalised by the cycle's min and max, one request
+  // being the scale when they are equal. Summed as the host sums them (weight 1).
+  const frame = (c: Cycle) => {
+    const qs = c.endpoints.map((e) => e.state.waiting + e.state.dispatchedSinceScrape);
+    const lo = Math.min(...qs);
+    const hi = Math.max(...qs);
+    return { qs, hi, equal: hi === lo, scale: hi > lo ? hi - lo : 1 };
+  };
   const queue: Scorer = {
     type: "queue",
     description: "",
-    score: (c) => c.endpoints.map((e) => 1 / (1 + e.state.waiting + e.state.dispatchedSinceScrape)),
+    score: (c) => {
+      const { qs, hi, equal, scale } = frame(c);
+      return qs.map((q) => (equal ? 1 : (hi - q) / scale));
+    },
+    scoreAfter: (c, scores) => scores.map((s) => s - 1 / frame(c).scale),
   };
   const four = (pos: number, size: number) =>
     cycleOf(["a", "b", "c", "d"].map((id) => ({ id, labels: {}, state: zeroState(), prediction: noPrediction })), 100,
@@ -195,7 +207,9 @@ test("a round of 8 on 4 equal endpoints spreads 2-2-2-2, as one-at-a-time picks 
     want += state.endpoints[e]!.id;
     placeOn(state, e, 1);
   }
-  // All 1 (after 1/2): a; a at 1 − (1 − 1/2) = 1/2, the others 1: b; … then all at 1/2: a.
+  // Queues all 0: scores 1, after-scores 0 (scale one request). a; a at 1 − 1 × (1 − 0) = 0, the
+  // others 1: b; c; d; all at 0: a; a at 1 − 2 × 1 = −1 (unclamped) below the others' 0: b; c; d.
+  // One at a time: queues 0 → a, then [1, 0, 0, 0] → b, … the same.
   assert.equal(got, "abcdabcd");
   assert.equal(got, want);
 });
@@ -208,6 +222,9 @@ test("a picker places each round of a batch in order", async () => {
     // Scores 1 and 1, 0.5 after one more: a (first among equals); then a is 1 − 1 × 0.5 = 0.5
     // against b's 1: b; then 0.5 and 0.5: a; then a 1 − 2 × 0.5 = 0 against b 0.5: b.
     ["max-score on after-scores", maxScore, rounds(4), rep(4, [1, 1]), rep(4, [0.5, 0.5]), "abab"],
+    // Scores 1 and 0, after-scores −0.5 and −1: a; then a is 1 − 1 × (1 + 0.5) = −0.5, not
+    // clamped at 0, below b's 0: b (clamped, a would tie b at 0 and win as the first).
+    ["a score below 0 ranks below 0", maxScore, rounds(2), rep(2, [1, 0]), rep(2, [-0.5, -1]), "ab"],
     // Without after-scores the scores do not move: a every time.
     ["max-score without after-scores", maxScore, rounds(4), rep(4, [1, 1]), [], "aaaa"],
     // 0 and 2 in flight: a (0); a (1 < 2); a (2 = 2, the lower index); b (3 > 2).
