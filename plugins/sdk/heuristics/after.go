@@ -29,14 +29,7 @@ func PlacedEach(c *sdk.Cycle) *sdk.Cycle {
 // 0] score [0, 0, 1, 1] and, one request more on each, [−1, −1, 0, 0].
 func QueueScoresAfter(c, placed *sdk.Cycle, queue func(*sdk.EndpointState) int64) []float64 {
 	scores := QueueScores(c, queue)
-	if len(c.Endpoints) == 0 {
-		return scores
-	}
-	lo, hi := queue(&c.Endpoints[0].State), queue(&c.Endpoints[0].State)
-	for i := range c.Endpoints {
-		q := queue(&c.Endpoints[i].State)
-		lo, hi = min(lo, q), max(hi, q)
-	}
+	lo, hi := queueBounds(c, queue)
 	span := float64(max(hi-lo, 1))
 	for i := range scores {
 		scores[i] -= float64(queue(&placed.Endpoints[i].State)-queue(&c.Endpoints[i].State)) / span

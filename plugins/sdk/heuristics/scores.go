@@ -13,14 +13,7 @@ import (
 // the cycle; every endpoint scores 1 when all queues are equal. queue returns an endpoint's depth.
 func QueueScores(c *sdk.Cycle, queue func(*sdk.EndpointState) int64) []float64 {
 	scores := make([]float64, len(c.Endpoints))
-	if len(c.Endpoints) == 0 {
-		return scores
-	}
-	lo, hi := queue(&c.Endpoints[0].State), queue(&c.Endpoints[0].State)
-	for i := range c.Endpoints {
-		q := queue(&c.Endpoints[i].State)
-		lo, hi = min(lo, q), max(hi, q)
-	}
+	lo, hi := queueBounds(c, queue)
 	for i := range c.Endpoints {
 		if hi == lo {
 			scores[i] = 1
@@ -29,6 +22,18 @@ func QueueScores(c *sdk.Cycle, queue func(*sdk.EndpointState) int64) []float64 {
 		scores[i] = float64(hi-queue(&c.Endpoints[i].State)) / float64(hi-lo)
 	}
 	return scores
+}
+
+// queueBounds returns the shortest and the longest queue of c's endpoints (0, 0 with none).
+func queueBounds(c *sdk.Cycle, queue func(*sdk.EndpointState) int64) (lo, hi int64) {
+	for i := range c.Endpoints {
+		q := queue(&c.Endpoints[i].State)
+		if i == 0 {
+			lo, hi = q, q
+		}
+		lo, hi = min(lo, q), max(hi, q)
+	}
+	return lo, hi
 }
 
 // FreshWaiting returns the engine's scraped waiting-queue gauge (llm-d's queue-scorer signal) plus
