@@ -28,11 +28,15 @@ func PlacedEach(c *sdk.Cycle) *sdk.Cycle {
 // they are all equal (every endpoint scores 1 then, and 0 with one more request). Queues [1, 1, 0,
 // 0] score [0, 0, 1, 1] and, one request more on each, [−1, −1, 0, 0].
 func QueueScoresAfter(c, placed *sdk.Cycle, queue func(*sdk.EndpointState) int64) []float64 {
-	scores := QueueScores(c, queue)
+	scores := make([]float64, len(c.Endpoints))
 	lo, hi := queueBounds(c, queue)
-	span := float64(max(hi-lo, 1))
 	for i := range scores {
-		scores[i] -= float64(queue(&placed.Endpoints[i].State)-queue(&c.Endpoints[i].State)) / span
+		q := queue(&placed.Endpoints[i].State)
+		if hi == lo {
+			scores[i] = 1 - float64(q-lo)
+			continue
+		}
+		scores[i] = float64(hi-q) / float64(hi-lo)
 	}
 	return scores
 }

@@ -34,7 +34,7 @@ func scoreAfter(c *sdk.Cycle, p *Params) []float64 {
 	placed := heuristics.PlacedEach(c)
 	f, outlooks := frameOf(c, p)
 	if f == nil {
-		return compositeAfter(c, placed, p.CompositeParams)
+		return heuristics.CompositeScoresAfter(c, placed, p.CompositeParams)
 	}
 	moved := make([]outlook, len(c.Endpoints))
 	for i := range moved {
@@ -98,32 +98,3 @@ func (f *frame) setUnits(outlooks, moved []outlook, p *Params) {
 	}
 }
 
-// compositeAfter is, per endpoint i, heuristics.CompositeScores' score of i as placed is
-// (placed being heuristics.PlacedEach(c)) on the scale of c's scores: i's queue term against the
-// current queues' min and max, (maxQ − q)/(maxQ − minQ), or 1 − (q − minQ) when every queue is
-// equal (the scale is one request); its KV and prefix terms as they are (a placement moves
-// neither).
-func compositeAfter(c, placed *sdk.Cycle, w heuristics.CompositeParams) []float64 {
-	after := make([]float64, len(c.Endpoints))
-	total := w.KVCache + w.Queue + w.Prefix
-	if total <= 0 || len(c.Endpoints) == 0 {
-		return after
-	}
-	queue := heuristics.Queue(w.QueueSource)
-	lo, hi := queue(&c.Endpoints[0].State), queue(&c.Endpoints[0].State)
-	for i := range c.Endpoints {
-		q := queue(&c.Endpoints[i].State)
-		lo, hi = min(lo, q), max(hi, q)
-	}
-	kv, prefix := heuristics.KVCacheScores(placed), heuristics.PrefixScores(placed)
-	for i := range placed.Endpoints {
-		q, term := queue(&placed.Endpoints[i].State), 0.0
-		if hi == lo {
-			term = 1 - float64(q-lo)
-		} else {
-			term = float64(hi-q) / float64(hi-lo)
-		}
-		after[i] = (w.KVCache*kv[i] + w.Queue*term + w.Prefix*prefix[i]) / total
-	}
-	return after
-}
