@@ -97,4 +97,3 @@ func (f *frame) setUnits(outlooks, moved []outlook, p *Params) {
 		}
 	}
 }
-
