@@ -45,7 +45,8 @@ func run(m *testing.M) int {
 func buildAll() error {
 	hostBin = filepath.Join(root, "bin", "foresight")
 	builds := [][2]string{{hostBin, "./cmd/foresight"}, {filepath.Join(root, "bin", "protocol2"), "./test/e2e/testdata/protocol2"},
-		{filepath.Join(root, "bin", "stall"), "./test/e2e/testdata/stall"}, {filepath.Join(root, "bin", "picky"), "./test/e2e/testdata/picky"}}
+		{filepath.Join(root, "bin", "stall"), "./test/e2e/testdata/stall"}, {filepath.Join(root, "bin", "picky"), "./test/e2e/testdata/picky"},
+		{filepath.Join(root, "bin", "oldpicker"), "./test/e2e/testdata/oldpicker"}}
 	// The Go plugins are the folders plugins/<name> holding a main.go, as the Makefile finds them.
 	mains, err := filepath.Glob(filepath.Join(repo, "plugins", "*", "main.go"))
 	if err != nil {
