@@ -41,7 +41,9 @@ import (
 // dispatches up to one request per endpoint. When they all agree — a max-score picker on one
 // state — it dispatches one, as deciding one at a time would, and the next round is smaller: a
 // round decides at most twice as many requests as the previous one dispatched (at least two), and
-// never more than server.decisionConcurrency or, unset, twice the candidate endpoints.
+// never more than server.decisionConcurrency or, unset, twice the candidate endpoints or
+// roundCap, whichever is more. A fresh start takes twice the candidate endpoints; rounds whose
+// picks all account for each other dispatch whole, so they grow to the cap.
 //
 // With flow control (flow.go), a round asks the saturation detector about each admitted pick
 // before dispatching it: a request for which the pool is saturated is not dispatched and leaves
@@ -169,15 +171,21 @@ func (d *decider) run() {
 
 // roundSize is how many waiting requests the next round may take; the caller holds mu.
 func (d *decider) roundSize() int {
+	fresh := max(2*d.s.o.Endpoints.Len(), 1)
 	limit := d.limit
 	if limit <= 0 {
-		limit = max(2*d.s.o.Endpoints.Len(), 1)
+		limit = max(fresh, roundCap)
 	}
 	if d.size > 0 {
 		return min(d.size, limit)
 	}
-	return limit
+	return min(fresh, limit)
 }
+
+// roundCap is how many requests a round may grow to with server.decisionConcurrency unset:
+// pipeline.maxBatch's default, the most one pass of the pipeline takes (a larger round is
+// decided in several passes on one state, whose picks cannot account for each other's).
+const roundCap = 16
 
 // RoundScheduler is a Scheduler that decides several cycles together as one round
 // (pipeline.Pipeline.RunRound): ctxs[i] is cycle i's context, and the traces come back in order.
