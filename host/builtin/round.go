@@ -11,7 +11,8 @@ import (
 
 // Every built-in scorer says itself what a round's placement does to its scores (sdk.RoundScorer):
 // the queue scorers' queue moves with the in-flight ledger, the KV usage and the prefix match do
-// not move at all. Without it the host would re-score every cycle once per endpoint.
+// not move at all. Without it they would answer no after-scores, and a round's colliding picks would
+// be decided again.
 var (
 	_ sdk.RoundScorer = (*QueueScorer)(nil)
 	_ sdk.RoundScorer = (*KVCacheScorer)(nil)
