@@ -371,6 +371,9 @@ func runLive(ctx context.Context, o LiveOptions, s liveRunSpec, w *workload.Work
 	if len(fig.mape) > 0 {
 		run.PredictorMAPE = fig.mape
 	}
+	if len(fig.fallbacks) > 0 {
+		run.StageFallbacks = fig.fallbacks
+	}
 	run.flow(fig)
 	return run, nil
 }

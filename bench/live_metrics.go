@@ -19,6 +19,7 @@ const (
 	metricFlowDispatched   = "foresight_flow_dispatched_total"
 	metricFlowShed         = "foresight_flow_shed_total"
 	metricEndpointSlots    = "foresight_endpoint_slots"
+	metricStageFallbacks   = "foresight_stage_fallbacks_total"
 )
 
 // routerFigures are what the live bench reads from the router's /metrics after a run.
@@ -36,6 +37,9 @@ type routerFigures struct {
 	// slots are the slots flow control's detector believes each endpoint has, by endpoint id;
 	// empty without flow control.
 	slots map[string]float64
+	// fallbacks counts the cycles where a stage's fallback replaced its plugin's answer, by
+	// reason (host/pipeline's labels: timeout, unavailable, …), over every stage and profile.
+	fallbacks map[string]float64
 }
 
 // readRouter scrapes the router's admin /metrics.
@@ -46,7 +50,8 @@ func readRouter(ctx context.Context, client *http.Client, admin string) (routerF
 	}
 	dispatched, _ := v.Sum(metricFlowDispatched)
 	return routerFigures{dispatched: v.ByLabel(metricEndpointRequests, "endpoint"), mape: v.ByLabel(metricPredictorMAPE, "target"),
-		flowDispatched: dispatched, flowShed: v.ByLabel(metricFlowShed, "reason"), slots: v.ByLabel(metricEndpointSlots, "endpoint")}, nil
+		flowDispatched: dispatched, flowShed: v.ByLabel(metricFlowShed, "reason"), slots: v.ByLabel(metricEndpointSlots, "endpoint"),
+		fallbacks: v.ByLabel(metricStageFallbacks, "reason")}, nil
 }
 
 // queuePoller samples every emulated server's waiting queue (vllm:num_requests_waiting on its

@@ -87,6 +87,10 @@ type LiveRun struct {
 	Dispatches    int                `json:"dispatches"`
 	ServerStats   []LiveServer       `json:"server_stats"`
 	PredictorMAPE map[string]float64 `json:"predictor_mape,omitempty"`
+	// StageFallbacks counts, for a router with plugin processes, the cycles where a stage's
+	// fallback replaced its plugin's answer, by reason ("timeout": a missed deadline); empty
+	// when none fell back.
+	StageFallbacks map[string]float64 `json:"stage_fallbacks,omitempty"`
 	// RouterPID is the router process's pid (stopped when the run ended).
 	RouterPID int `json:"router_pid,omitempty"`
 	// RouterCPUSeconds is the router process's user+system CPU time from ready to stop
@@ -342,6 +346,9 @@ func (r *LiveResult) WriteText(out io.Writer) error {
 		}
 		fmt.Fprintf(out, "%s: added TTFT (ms, the client's TTFT minus the router's from its upstream) by prompt: %s; "+
 			"of it held before dispatch p50 %.1f p99 %.1f\n", run.Name, strings.Join(parts, ", "), run.AddedTTFT.Held.P50, run.AddedTTFT.Held.P99)
+		if run.PluginProcesses > 0 {
+			fmt.Fprintf(out, "%s: stage fallbacks %s\n", run.Name, fallbackCounts(run.StageFallbacks))
+		}
 	}
 	if len(r.Classes) > 1 {
 		fmt.Fprintln(out)
@@ -404,4 +411,19 @@ func learnedSlots(servers []LiveServer) string {
 		parts[i] = strconv.Itoa(s.Slots)
 	}
 	return "; learned slots " + strings.Join(parts, "/")
+}
+
+// fallbackCounts writes stage fallbacks by reason, in reason order: "none", or "timeout 3,
+// unavailable 1".
+func fallbackCounts(by map[string]float64) string {
+	var parts []string
+	for _, reason := range slices.Sorted(maps.Keys(by)) {
+		if by[reason] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.0f", reason, by[reason]))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }

@@ -237,6 +237,10 @@ foresight_endpoint_requests_total{endpoint="127.0.0.1:8001"} 9
 # TYPE foresight_predictor_mape gauge
 foresight_predictor_mape{target="ttft"} 0.051
 foresight_predictor_mape{target="tpot"} 0.004
+# TYPE foresight_stage_fallbacks_total counter
+foresight_stage_fallbacks_total{profile="default",stage="producer",reason="timeout"} 3
+foresight_stage_fallbacks_total{profile="default",stage="filter",reason="timeout"} 2
+foresight_stage_fallbacks_total{profile="default",stage="scorer",reason="unavailable"} 1
 # TYPE foresight_endpoint_slots gauge
 foresight_endpoint_slots{endpoint="127.0.0.1:8000"} 32
 foresight_endpoint_slots{endpoint="127.0.0.1:8001"} 0
@@ -252,6 +256,12 @@ foresight_endpoint_slots{endpoint="127.0.0.1:8001"} 0
 	}
 	if fig.mape["ttft"] != 0.051 || fig.mape["tpot"] != 0.004 {
 		t.Errorf("mape %v", fig.mape)
+	}
+	if got := fallbackCounts(fig.fallbacks); got != "timeout 5, unavailable 1" {
+		t.Errorf("stage fallbacks %q (%v), want timeout 5, unavailable 1", got, fig.fallbacks)
+	}
+	if got := fallbackCounts(nil); got != "none" {
+		t.Errorf("no stage fallbacks read %q, want none", got)
 	}
 	var run LiveRun
 	run.servers([]string{"127.0.0.1:8000", "127.0.0.1:8001"}, nil, fig, []float64{0, 0}, []float64{0, 0})
