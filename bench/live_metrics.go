@@ -20,6 +20,7 @@ const (
 	metricFlowShed         = "foresight_flow_shed_total"
 	metricEndpointSlots    = "foresight_endpoint_slots"
 	metricStageFallbacks   = "foresight_stage_fallbacks_total"
+	metricDecisionWait     = "foresight_decision_wait_seconds"
 )
 
 // routerFigures are what the live bench reads from the router's /metrics after a run.
@@ -40,6 +41,19 @@ type routerFigures struct {
 	// fallbacks counts the cycles where a stage's fallback replaced its plugin's answer, by
 	// reason (host/pipeline's labels: timeout, unavailable, …), over every stage and profile.
 	fallbacks map[string]float64
+	// decisionWait is how long requests waited for the decision round that decided them
+	// (foresight_decision_wait_seconds' p50 and p99 in ms, interpolated in its buckets); nil
+	// when the router decided none.
+	decisionWait *DecisionWait
+}
+
+// DecisionWait is the router's foresight_decision_wait_seconds over a run: how long requests
+// waited for the round that decided them (not the round itself). The percentiles are estimated
+// inside the histogram's doubling buckets, as Prometheus' histogram_quantile does.
+type DecisionWait struct {
+	Requests uint64  `json:"requests"`
+	P50Ms    float64 `json:"p50_ms"`
+	P99Ms    float64 `json:"p99_ms"`
 }
 
 // readRouter scrapes the router's admin /metrics.
@@ -49,7 +63,12 @@ func readRouter(ctx context.Context, client *http.Client, admin string) (routerF
 		return routerFigures{}, fmt.Errorf("reading the router's metrics: %w", err)
 	}
 	dispatched, _ := v.Sum(metricFlowDispatched)
-	return routerFigures{dispatched: v.ByLabel(metricEndpointRequests, "endpoint"), mape: v.ByLabel(metricPredictorMAPE, "target"),
+	var wait *DecisionWait
+	if h, ok := v.Histogram(metricDecisionWait); ok && h.GetSampleCount() > 0 {
+		wait = &DecisionWait{Requests: h.GetSampleCount(), P50Ms: 1000 * promtext.HistogramQuantile(h, 0.5),
+			P99Ms: 1000 * promtext.HistogramQuantile(h, 0.99)}
+	}
+	return routerFigures{decisionWait: wait, dispatched: v.ByLabel(metricEndpointRequests, "endpoint"), mape: v.ByLabel(metricPredictorMAPE, "target"),
 		flowDispatched: dispatched, flowShed: v.ByLabel(metricFlowShed, "reason"), slots: v.ByLabel(metricEndpointSlots, "endpoint"),
 		fallbacks: v.ByLabel(metricStageFallbacks, "reason")}, nil
 }

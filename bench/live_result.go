@@ -91,6 +91,9 @@ type LiveRun struct {
 	// fallback replaced its plugin's answer, by reason ("timeout": a missed deadline); empty
 	// when none fell back.
 	StageFallbacks map[string]float64 `json:"stage_fallbacks,omitempty"`
+	// DecisionWait is how long the router's requests waited for their decision round to begin
+	// (routers only).
+	DecisionWait *DecisionWait `json:"decision_wait,omitempty"`
 	// RouterPID is the router process's pid (stopped when the run ended).
 	RouterPID int `json:"router_pid,omitempty"`
 	// RouterCPUSeconds is the router process's user+system CPU time from ready to stop
@@ -346,6 +349,9 @@ func (r *LiveResult) WriteText(out io.Writer) error {
 		}
 		fmt.Fprintf(out, "%s: added TTFT (ms, the client's TTFT minus the router's from its upstream) by prompt: %s; "+
 			"of it held before dispatch p50 %.1f p99 %.1f\n", run.Name, strings.Join(parts, ", "), run.AddedTTFT.Held.P50, run.AddedTTFT.Held.P99)
+		if w := run.DecisionWait; w != nil {
+			fmt.Fprintf(out, "%s: waited for a decision round p50 %.2f p99 %.2f ms (%d requests)\n", run.Name, w.P50Ms, w.P99Ms, w.Requests)
+		}
 		if run.PluginProcesses > 0 {
 			fmt.Fprintf(out, "%s: stage fallbacks %s\n", run.Name, fallbackCounts(run.StageFallbacks))
 		}

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -244,6 +245,13 @@ foresight_stage_fallbacks_total{profile="default",stage="scorer",reason="unavail
 # TYPE foresight_endpoint_slots gauge
 foresight_endpoint_slots{endpoint="127.0.0.1:8000"} 32
 foresight_endpoint_slots{endpoint="127.0.0.1:8001"} 0
+# TYPE foresight_decision_wait_seconds histogram
+foresight_decision_wait_seconds_bucket{le="0.001"} 50
+foresight_decision_wait_seconds_bucket{le="0.002"} 98
+foresight_decision_wait_seconds_bucket{le="0.004"} 100
+foresight_decision_wait_seconds_bucket{le="+Inf"} 100
+foresight_decision_wait_seconds_sum 0.08
+foresight_decision_wait_seconds_count 100
 `)
 	}))
 	defer ts.Close()
@@ -259,6 +267,10 @@ foresight_endpoint_slots{endpoint="127.0.0.1:8001"} 0
 	}
 	if got := fallbackCounts(fig.fallbacks); got != "timeout 5, unavailable 1" {
 		t.Errorf("stage fallbacks %q (%v), want timeout 5, unavailable 1", got, fig.fallbacks)
+	}
+	// 100 waits: the 50th is the end of the first bucket, the 99th half way into (2 ms, 4 ms].
+	if w := fig.decisionWait; w == nil || w.Requests != 100 || math.Abs(w.P50Ms-1) > 1e-9 || math.Abs(w.P99Ms-3) > 1e-9 {
+		t.Errorf("decision wait %+v, want 100 requests, p50 1 ms, p99 3 ms", w)
 	}
 	if got := fallbackCounts(nil); got != "none" {
 		t.Errorf("no stage fallbacks read %q, want none", got)

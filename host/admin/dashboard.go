@@ -2,12 +2,13 @@ package admin
 
 import (
 	"cmp"
-	"math"
 	"slices"
 	"strings"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/foresight-router/foresight/internal/promtext"
 )
 
 // Dashboard is GET /admin/dashboard.json: what the page at GET /dashboard draws. Counters,
@@ -111,7 +112,7 @@ func buildDashboard(families []*dto.MetricFamily) Dashboard {
 			case "foresight_stage_duration_seconds":
 				h := m.GetHistogram()
 				s := StageView{Profile: label(m, "profile"), Stage: label(m, "stage"), Plugin: label(m, "plugin"),
-					Calls: h.GetSampleCount(), P95Ms: 1000 * quantile(h, 0.95)}
+					Calls: h.GetSampleCount(), P95Ms: 1000 * promtext.HistogramQuantile(h, 0.95)}
 				if s.Calls > 0 {
 					s.MeanMs = 1000 * h.GetSampleSum() / float64(s.Calls)
 				}
@@ -146,31 +147,6 @@ func label(m *dto.Metric, name string) string {
 		}
 	}
 	return ""
-}
-
-// quantile estimates the q-quantile of a histogram in seconds by linear interpolation inside
-// the bucket that holds it, as Prometheus' histogram_quantile does; 0 for an empty histogram.
-func quantile(h *dto.Histogram, q float64) float64 {
-	total := h.GetSampleCount()
-	if total == 0 {
-		return 0
-	}
-	rank := q * float64(total)
-	var lower, below float64 // the previous bucket's bound and cumulative count
-	for _, b := range h.GetBucket() {
-		upper, count := b.GetUpperBound(), float64(b.GetCumulativeCount())
-		if math.IsInf(upper, 1) {
-			break
-		}
-		if count >= rank {
-			if count == below {
-				return upper
-			}
-			return lower + (upper-lower)*(rank-below)/(count-below)
-		}
-		lower, below = upper, count
-	}
-	return lower // the quantile lies in the +Inf bucket: its last finite bound is all we know
 }
 
 // dashboard builds GET /admin/dashboard.json's answer from o's sources.

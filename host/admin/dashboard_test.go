@@ -14,7 +14,6 @@ import (
 	"github.com/foresight-router/foresight/host/pluginhost"
 	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 )
 
 var t0 = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
@@ -69,35 +68,6 @@ func TestEventsRecordRestartsOnce(t *testing.T) {
 		t.Errorf("second kept event %+v", got)
 	}
 }
-
-func TestQuantile(t *testing.T) {
-	// Buckets 1, 2, 4 s holding 10, 10, 0 observations, and 5 beyond 4 s: 25 in all.
-	h := &dto.Histogram{SampleCount: ptr[uint64](25), Bucket: []*dto.Bucket{
-		{UpperBound: ptr(1.0), CumulativeCount: ptr[uint64](10)},
-		{UpperBound: ptr(2.0), CumulativeCount: ptr[uint64](20)},
-		{UpperBound: ptr(4.0), CumulativeCount: ptr[uint64](20)},
-		{UpperBound: ptr(math.Inf(1)), CumulativeCount: ptr[uint64](25)},
-	}}
-	tests := []struct {
-		q, want float64
-	}{
-		{0.2, 0.5},  // rank 5 of 10 in [0, 1]: half way
-		{0.6, 1.5},  // rank 15: 5 of 10 in [1, 2]
-		{0.8, 2},    // rank 20: the end of [1, 2]
-		{0.95, 4},   // rank 23.75 lies beyond 4 s: the last finite bound
-		{0.04, 0.1}, // rank 1: a tenth of [0, 1]
-	}
-	for _, tc := range tests {
-		if got := quantile(h, tc.q); math.Abs(got-tc.want) > 1e-9 {
-			t.Errorf("quantile(%v) = %v, want %v", tc.q, got, tc.want)
-		}
-	}
-	if got := quantile(&dto.Histogram{}, 0.95); got != 0 {
-		t.Errorf("empty histogram: %v, want 0", got)
-	}
-}
-
-func ptr[T any](v T) *T { return &v }
 
 // experimentControl answers GET /admin/experiments with a report.
 type experimentControl struct{ control }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 
 	dto "github.com/prometheus/client_model/go"
@@ -103,3 +104,58 @@ func value(m *dto.Metric) (float64, bool) {
 	}
 	return 0, false
 }
+
+// HistogramQuantile estimates the q-quantile of a histogram by linear interpolation inside the
+// bucket that holds it, as Prometheus' histogram_quantile does; 0 for an empty histogram, and the
+// last finite bound when the quantile lies beyond it.
+func HistogramQuantile(h *dto.Histogram, q float64) float64 {
+	total := h.GetSampleCount()
+	if total == 0 {
+		return 0
+	}
+	rank := q * float64(total)
+	var lower, below float64 // the previous bucket's bound and cumulative count
+	for _, b := range h.GetBucket() {
+		upper, count := b.GetUpperBound(), float64(b.GetCumulativeCount())
+		if math.IsInf(upper, 1) {
+			break
+		}
+		if count >= rank {
+			if count == below {
+				return upper
+			}
+			return lower + (upper-lower)*(rank-below)/(count-below)
+		}
+		lower, below = upper, count
+	}
+	return lower
+}
+
+// Histogram returns the histogram name's series merged into one (their counts added bucket by
+// bucket; series must share their bounds, as one family's do); ok is false when the exposition
+// has no histogram sample of it.
+func (f Families) Histogram(name string) (h *dto.Histogram, ok bool) {
+	var count uint64
+	var sum float64
+	var buckets []*dto.Bucket
+	for _, m := range f[name].GetMetric() {
+		mh := m.GetHistogram()
+		if mh == nil {
+			continue
+		}
+		ok = true
+		count, sum = count+mh.GetSampleCount(), sum+mh.GetSampleSum()
+		for i, b := range mh.GetBucket() {
+			if i == len(buckets) {
+				buckets = append(buckets, &dto.Bucket{UpperBound: proto(b.GetUpperBound()), CumulativeCount: proto(uint64(0))})
+			}
+			*buckets[i].CumulativeCount += b.GetCumulativeCount()
+		}
+	}
+	if !ok {
+		return nil, false
+	}
+	return &dto.Histogram{SampleCount: &count, SampleSum: &sum, Bucket: buckets}, true
+}
+
+func proto[T any](v T) *T { return &v }

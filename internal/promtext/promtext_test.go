@@ -6,8 +6,11 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
+
+	dto "github.com/prometheus/client_model/go"
 )
 
 func TestParse(t *testing.T) {
@@ -95,5 +98,72 @@ func TestScrape(t *testing.T) {
 	}
 	if _, err := Scrape(context.Background(), ts.Client(), ts.URL+"/nope"); err == nil || !strings.Contains(err.Error(), "404") {
 		t.Errorf("a 404 gave %v, want an error naming it", err)
+	}
+}
+
+func TestHistogramQuantile(t *testing.T) {
+	// Buckets 1, 2, 4 s holding 10, 10, 0 observations, and 5 beyond 4 s: 25 in all.
+	h := &dto.Histogram{SampleCount: proto[uint64](25), Bucket: []*dto.Bucket{
+		{UpperBound: proto(1.0), CumulativeCount: proto[uint64](10)},
+		{UpperBound: proto(2.0), CumulativeCount: proto[uint64](20)},
+		{UpperBound: proto(4.0), CumulativeCount: proto[uint64](20)},
+		{UpperBound: proto(math.Inf(1)), CumulativeCount: proto[uint64](25)},
+	}}
+	tests := []struct {
+		q, want float64
+	}{
+		{0.2, 0.5},  // rank 5 of 10 in [0, 1]: half way
+		{0.6, 1.5},  // rank 15: 5 of 10 in [1, 2]
+		{0.8, 2},    // rank 20: the end of [1, 2]
+		{0.95, 4},   // rank 23.75 lies beyond 4 s: the last finite bound
+		{0.04, 0.1}, // rank 1: a tenth of [0, 1]
+	}
+	for _, tc := range tests {
+		if got := HistogramQuantile(h, tc.q); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("HistogramQuantile(%v) = %v, want %v", tc.q, got, tc.want)
+		}
+	}
+	if got := HistogramQuantile(&dto.Histogram{}, 0.95); got != 0 {
+		t.Errorf("empty histogram: %v, want 0", got)
+	}
+}
+
+func TestHistogramMergesSeries(t *testing.T) {
+	f, err := Parse(strings.NewReader(`# TYPE wait_seconds histogram
+wait_seconds_bucket{profile="a",le="0.001"} 2
+wait_seconds_bucket{profile="a",le="0.01"} 3
+wait_seconds_bucket{profile="a",le="+Inf"} 4
+wait_seconds_sum{profile="a"} 1.5
+wait_seconds_count{profile="a"} 4
+wait_seconds_bucket{profile="b",le="0.001"} 0
+wait_seconds_bucket{profile="b",le="0.01"} 5
+wait_seconds_bucket{profile="b",le="+Inf"} 6
+wait_seconds_sum{profile="b"} 0.5
+wait_seconds_count{profile="b"} 6
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, ok := f.Histogram("wait_seconds")
+	if !ok {
+		t.Fatal("no histogram")
+	}
+	// 10 observations: 2 up to 1 ms, 6 more up to 10 ms, 2 beyond.
+	if h.GetSampleCount() != 10 || h.GetSampleSum() != 2 {
+		t.Errorf("count %d sum %v, want 10 and 2", h.GetSampleCount(), h.GetSampleSum())
+	}
+	var counts []uint64
+	for _, b := range h.GetBucket() {
+		counts = append(counts, b.GetCumulativeCount())
+	}
+	if !slices.Equal(counts, []uint64{2, 8, 10}) {
+		t.Errorf("cumulative counts %v, want [2 8 10]", counts)
+	}
+	// The median (rank 5) lies 3 of 6 into (1 ms, 10 ms].
+	if got := HistogramQuantile(h, 0.5); math.Abs(got-0.0055) > 1e-12 {
+		t.Errorf("median %v, want 0.0055", got)
+	}
+	if _, ok := f.Histogram("absent"); ok {
+		t.Error("an absent family reads as a histogram")
 	}
 }
