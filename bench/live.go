@@ -374,7 +374,7 @@ func runLive(ctx context.Context, o LiveOptions, s liveRunSpec, w *workload.Work
 	if len(fig.fallbacks) > 0 {
 		run.StageFallbacks = fig.fallbacks
 	}
-	run.DecisionWait = fig.decisionWait
+	run.DecisionWait, run.StageRoundTrips = fig.decisionWait, fig.stages
 	run.flow(fig)
 	return run, nil
 }

@@ -3,7 +3,9 @@ package bench
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -21,6 +23,7 @@ const (
 	metricEndpointSlots    = "foresight_endpoint_slots"
 	metricStageFallbacks   = "foresight_stage_fallbacks_total"
 	metricDecisionWait     = "foresight_decision_wait_seconds"
+	metricStageDuration    = "foresight_stage_duration_seconds"
 )
 
 // routerFigures are what the live bench reads from the router's /metrics after a run.
@@ -45,6 +48,19 @@ type routerFigures struct {
 	// (foresight_decision_wait_seconds' p50 and p99 in ms, interpolated in its buckets); nil
 	// when the router decided none.
 	decisionWait *DecisionWait
+	// stages are the round trips of each plugin instance (foresight_stage_duration_seconds by
+	// plugin), in instance order; empty without plugin calls.
+	stages []StageRoundTrips
+}
+
+// StageRoundTrips is one plugin instance's calls over a run, from the router's
+// foresight_stage_duration_seconds (over its profiles): how many, their mean, and their p99
+// estimated within the histogram's buckets.
+type StageRoundTrips struct {
+	Plugin string  `json:"plugin"`
+	Calls  uint64  `json:"calls"`
+	MeanMs float64 `json:"mean_ms"`
+	P99Ms  float64 `json:"p99_ms"`
 }
 
 // DecisionWait is the router's foresight_decision_wait_seconds over a run: how long requests
@@ -68,7 +84,15 @@ func readRouter(ctx context.Context, client *http.Client, admin string) (routerF
 		wait = &DecisionWait{Requests: h.GetSampleCount(), P50Ms: 1000 * promtext.HistogramQuantile(h, 0.5),
 			P99Ms: 1000 * promtext.HistogramQuantile(h, 0.99)}
 	}
-	return routerFigures{decisionWait: wait, dispatched: v.ByLabel(metricEndpointRequests, "endpoint"), mape: v.ByLabel(metricPredictorMAPE, "target"),
+	var stages []StageRoundTrips
+	byPlugin := v.HistogramsBy(metricStageDuration, "plugin")
+	for _, name := range slices.Sorted(maps.Keys(byPlugin)) {
+		if h := byPlugin[name]; h.GetSampleCount() > 0 {
+			stages = append(stages, StageRoundTrips{Plugin: name, Calls: h.GetSampleCount(),
+				MeanMs: 1000 * h.GetSampleSum() / float64(h.GetSampleCount()), P99Ms: 1000 * promtext.HistogramQuantile(h, 0.99)})
+		}
+	}
+	return routerFigures{decisionWait: wait, stages: stages, dispatched: v.ByLabel(metricEndpointRequests, "endpoint"), mape: v.ByLabel(metricPredictorMAPE, "target"),
 		flowDispatched: dispatched, flowShed: v.ByLabel(metricFlowShed, "reason"), slots: v.ByLabel(metricEndpointSlots, "endpoint"),
 		fallbacks: v.ByLabel(metricStageFallbacks, "reason")}, nil
 }

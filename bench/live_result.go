@@ -94,6 +94,9 @@ type LiveRun struct {
 	// DecisionWait is how long the router's requests waited for their decision round to begin
 	// (routers only).
 	DecisionWait *DecisionWait `json:"decision_wait,omitempty"`
+	// StageRoundTrips are the router's calls to each plugin instance (routers with plugin
+	// processes or built-in stages that report durations).
+	StageRoundTrips []StageRoundTrips `json:"stage_round_trips,omitempty"`
 	// RouterPID is the router process's pid (stopped when the run ended).
 	RouterPID int `json:"router_pid,omitempty"`
 	// RouterCPUSeconds is the router process's user+system CPU time from ready to stop
@@ -353,7 +356,7 @@ func (r *LiveResult) WriteText(out io.Writer) error {
 			fmt.Fprintf(out, "%s: waited for a decision round p50 %.2f p99 %.2f ms (%d requests)\n", run.Name, w.P50Ms, w.P99Ms, w.Requests)
 		}
 		if run.PluginProcesses > 0 {
-			fmt.Fprintf(out, "%s: stage fallbacks %s\n", run.Name, fallbackCounts(run.StageFallbacks))
+			fmt.Fprintf(out, "%s: stage fallbacks %s; round trips (ms, mean/p99) %s\n", run.Name, fallbackCounts(run.StageFallbacks), roundTrips(run.StageRoundTrips))
 		}
 	}
 	if len(r.Classes) > 1 {
@@ -417,6 +420,15 @@ func learnedSlots(servers []LiveServer) string {
 		parts[i] = strconv.Itoa(s.Slots)
 	}
 	return "; learned slots " + strings.Join(parts, "/")
+}
+
+// roundTrips writes each plugin instance's mean and p99 round trip: "picker 0.45/1.20, …".
+func roundTrips(stages []StageRoundTrips) string {
+	parts := make([]string, len(stages))
+	for i, st := range stages {
+		parts[i] = fmt.Sprintf("%s %.2f/%.2f", st.Plugin, st.MeanMs, st.P99Ms)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // fallbackCounts writes stage fallbacks by reason, in reason order: "none", or "timeout 3,

@@ -252,6 +252,15 @@ foresight_decision_wait_seconds_bucket{le="0.004"} 100
 foresight_decision_wait_seconds_bucket{le="+Inf"} 100
 foresight_decision_wait_seconds_sum 0.08
 foresight_decision_wait_seconds_count 100
+# TYPE foresight_stage_duration_seconds histogram
+foresight_stage_duration_seconds_bucket{plugin="picker",profile="a",stage="picker",le="0.001"} 3
+foresight_stage_duration_seconds_bucket{plugin="picker",profile="a",stage="picker",le="+Inf"} 4
+foresight_stage_duration_seconds_sum{plugin="picker",profile="a",stage="picker"} 0.005
+foresight_stage_duration_seconds_count{plugin="picker",profile="a",stage="picker"} 4
+foresight_stage_duration_seconds_bucket{plugin="picker",profile="b",stage="picker",le="0.001"} 1
+foresight_stage_duration_seconds_bucket{plugin="picker",profile="b",stage="picker",le="+Inf"} 1
+foresight_stage_duration_seconds_sum{plugin="picker",profile="b",stage="picker"} 0.001
+foresight_stage_duration_seconds_count{plugin="picker",profile="b",stage="picker"} 1
 `)
 	}))
 	defer ts.Close()
@@ -271,6 +280,10 @@ foresight_decision_wait_seconds_count 100
 	// 100 waits: the 50th is the end of the first bucket, the 99th half way into (2 ms, 4 ms].
 	if w := fig.decisionWait; w == nil || w.Requests != 100 || math.Abs(w.P50Ms-1) > 1e-9 || math.Abs(w.P99Ms-3) > 1e-9 {
 		t.Errorf("decision wait %+v, want 100 requests, p50 1 ms, p99 3 ms", w)
+	}
+	// The picker's calls over both profiles: 5 calls, 6 ms in all, the p99 beyond the 1 ms bucket.
+	if got := roundTrips(fig.stages); got != "picker 1.20/1.00" {
+		t.Errorf("round trips %q (%+v), want picker 1.20/1.00", got, fig.stages)
 	}
 	if got := fallbackCounts(nil); got != "none" {
 		t.Errorf("no stage fallbacks read %q, want none", got)

@@ -135,27 +135,40 @@ func HistogramQuantile(h *dto.Histogram, q float64) float64 {
 // bucket; series must share their bounds, as one family's do); ok is false when the exposition
 // has no histogram sample of it.
 func (f Families) Histogram(name string) (h *dto.Histogram, ok bool) {
-	var count uint64
-	var sum float64
-	var buckets []*dto.Bucket
+	h = f.HistogramsBy(name, "")[""]
+	return h, h != nil
+}
+
+// HistogramsBy returns the histogram name's series merged by the value of their label, as
+// Histogram merges them all; "" takes every series under the key "".
+func (f Families) HistogramsBy(name, label string) map[string]*dto.Histogram {
+	out := map[string]*dto.Histogram{}
 	for _, m := range f[name].GetMetric() {
 		mh := m.GetHistogram()
 		if mh == nil {
 			continue
 		}
-		ok = true
-		count, sum = count+mh.GetSampleCount(), sum+mh.GetSampleSum()
-		for i, b := range mh.GetBucket() {
-			if i == len(buckets) {
-				buckets = append(buckets, &dto.Bucket{UpperBound: proto(b.GetUpperBound()), CumulativeCount: proto(uint64(0))})
+		key := ""
+		for _, l := range m.GetLabel() {
+			if label != "" && l.GetName() == label {
+				key = l.GetValue()
 			}
-			*buckets[i].CumulativeCount += b.GetCumulativeCount()
+		}
+		h := out[key]
+		if h == nil {
+			h = &dto.Histogram{SampleCount: proto(uint64(0)), SampleSum: proto(0.0)}
+			out[key] = h
+		}
+		*h.SampleCount += mh.GetSampleCount()
+		*h.SampleSum += mh.GetSampleSum()
+		for i, b := range mh.GetBucket() {
+			if i == len(h.Bucket) {
+				h.Bucket = append(h.Bucket, &dto.Bucket{UpperBound: proto(b.GetUpperBound()), CumulativeCount: proto(uint64(0))})
+			}
+			*h.Bucket[i].CumulativeCount += b.GetCumulativeCount()
 		}
 	}
-	if !ok {
-		return nil, false
-	}
-	return &dto.Histogram{SampleCount: &count, SampleSum: &sum, Bucket: buckets}, true
+	return out
 }
 
 func proto[T any](v T) *T { return &v }

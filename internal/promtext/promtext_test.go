@@ -163,6 +163,10 @@ wait_seconds_count{profile="b"} 6
 	if got := HistogramQuantile(h, 0.5); math.Abs(got-0.0055) > 1e-12 {
 		t.Errorf("median %v, want 0.0055", got)
 	}
+	byProfile := f.HistogramsBy("wait_seconds", "profile")
+	if len(byProfile) != 2 || byProfile["a"].GetSampleCount() != 4 || byProfile["b"].GetSampleSum() != 0.5 {
+		t.Errorf("by profile %v, want a with 4 and b summing 0.5", byProfile)
+	}
 	if _, ok := f.Histogram("absent"); ok {
 		t.Error("an absent family reads as a histogram")
 	}
