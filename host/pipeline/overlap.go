@@ -75,8 +75,13 @@ func joinLeading(ms, lead []*member) {
 // filters may be reading it.
 func predicted(c *sdk.Cycle, preds []sdk.Prediction) *sdk.Cycle {
 	n := &sdk.Cycle{Request: c.Request, Now: c.Now, Seed: c.Seed, Excluded: c.Excluded, Round: c.Round, Endpoints: slices.Clone(c.Endpoints)}
-	for j := range n.Endpoints {
-		n.Endpoints[j].Prediction = preds[j]
-	}
+	setPredictions(n, preds)
 	return n
+}
+
+// setPredictions gives c's endpoints preds, one each, in place.
+func setPredictions(c *sdk.Cycle, preds []sdk.Prediction) {
+	for j := range c.Endpoints {
+		c.Endpoints[j].Prediction = preds[j]
+	}
 }

@@ -103,7 +103,7 @@ func (p *Pipeline) runCohort(ms []*member) {
 	if p.producer != nil {
 		p.keepShadowInput(sdk.StageProducer, 0, ms, func(m *member) *sdk.Cycle { return m.in })
 		p.byArm(sdk.StageProducer, 0, ms, func(arm int, g []*member) {
-			p.produce(armSlot(p, sdk.StageProducer, 0, arm, p.producer), g)
+			p.produce(armSlot(p, sdk.StageProducer, 0, arm, p.producer), g, n > 0)
 		})
 	}
 	for _, m := range ms {
@@ -200,12 +200,12 @@ func stageTrace(s *slot, began time.Time) StageTrace {
 // SkippedProducer is the producer trace's Reason for a cycle that came with predictions.
 const SkippedProducer = "skipped: the cycle carries predictions"
 
-// produce gives every member a sealed copy of its cycle with its predictions, or those that stand
-// in for the producer's where it failed (degrade.go); the cycle it had is left as it was, for the
-// leading filters that may be reading it (overlap.go). A cycle that arrives with predictions (a
-// recorded snapshot replayed by `foresight schedule`, which holds what the producer said then)
-// keeps them and is not sent to the producer.
-func (p *Pipeline) produce(prod *producerSlot, all []*member) {
+// produce sets every member's predictions, or those that stand in for the producer's where it
+// failed (degrade.go), and seals its cycle again. With shared, the leading filters may be reading
+// the cycles (overlap.go): the predictions go on a copy, and the cycle is left as it was. A cycle
+// that arrives with predictions (a recorded snapshot replayed by `foresight schedule`, which
+// holds what the producer said then) keeps them and is not sent to the producer.
+func (p *Pipeline) produce(prod *producerSlot, all []*member, shared bool) {
 	var ms []*member
 	for _, m := range all {
 		if m.in.AnyPrediction() || m.rerun {
@@ -228,7 +228,11 @@ func (p *Pipeline) produce(prod *producerSlot, all []*member) {
 		} else {
 			prod.last.remember(m.cur, preds)
 		}
-		m.cur = predicted(m.cur, preds)
+		if shared {
+			m.cur = predicted(m.cur, preds)
+		} else {
+			setPredictions(m.cur, preds)
+		}
 		transport.Seal(m.cur)
 		m.t.Producer = &st
 	}
