@@ -1,5 +1,6 @@
 // Package pipeline runs scheduling cycles through a configured chain of stages: producer →
-// filters → weighted scorers → picker, with the admitter beside filters and scorers. Every stage
+// filters → weighted scorers → picker, with the admitter beside filters and scorers and the leading
+// filters that do not read the predictions beside the producer (overlap.go). Every stage
 // call has a deadline and a declared fallback, and every cycle leaves a Trace.
 package pipeline
 

@@ -79,25 +79,34 @@ func (p *Pipeline) runCohorts() {
 	}
 }
 
-// runCohort runs the members through every stage, one batch call per stage.
+// runCohort runs the members through every stage, one batch call per stage. The leading filters
+// that do not read the predictions are called beside the producer (overlap.go).
 func (p *Pipeline) runCohort(ms []*member) {
 	for _, m := range ms {
 		c := m.in
 		m.t = &Trace{RequestID: c.Request.ID, Profile: p.profile, Seed: c.Seed, Now: c.Now, Admitted: true}
 		m.cur = &sdk.Cycle{Request: c.Request, Endpoints: slices.Clone(c.Endpoints), Now: c.Now, Seed: c.Seed, Excluded: c.Excluded, Round: m.round}
+		transport.Seal(m.cur) // before the producer and the leading filters send it, concurrently
 		if p.exp != nil {
 			m.arm = p.exp.assign(c.Request)
 			m.t.Experiment, m.t.Arm = p.exp.slot, p.exp.names[m.arm]
 		}
 	}
+	var lead []*member
+	var leading sync.WaitGroup
+	n := p.overlapped()
+	if n > 0 {
+		lead = beforeProduction(ms)
+		leading.Add(1)
+		go func() { defer leading.Done(); p.runFilters(0, n, lead) }()
+	}
 	if p.producer != nil {
 		p.keepShadowInput(sdk.StageProducer, 0, ms, func(m *member) *sdk.Cycle { return m.in })
 		p.byArm(sdk.StageProducer, 0, ms, func(arm int, g []*member) {
-			p.produce(armSlot(p, sdk.StageProducer, 0, arm, p.producer), g)
+			p.produce(armSlot(p, sdk.StageProducer, 0, arm, p.producer), g, n > 0)
 		})
 	}
 	for _, m := range ms {
-		transport.Seal(m.cur)
 		m.produced = m.cur
 		m.t.Candidates = m.cur.Endpoints
 		m.idx = heuristics.AllIndices(len(m.cur.Endpoints))
@@ -108,30 +117,20 @@ func (p *Pipeline) runCohort(ms []*member) {
 
 	var admitted sync.WaitGroup
 	if p.admitter != nil {
+		p.keepShadowInput(sdk.StageAdmitter, 0, ms, func(m *member) *sdk.Cycle { return m.produced })
 		admitted.Add(1)
 		go func() {
 			defer admitted.Done()
-			p.keepShadowInput(sdk.StageAdmitter, 0, ms, func(m *member) *sdk.Cycle { return m.produced })
 			p.byArm(sdk.StageAdmitter, 0, ms, func(arm int, g []*member) {
 				p.admit(armSlot(p, sdk.StageAdmitter, 0, arm, p.admitter), g)
 			})
 		}()
 	}
-	for i := 0; i < len(p.filters); i++ {
-		active := withCandidates(ms)
-		if len(active) == 0 {
-			break
-		}
-		if r := p.fusedAt(i); r != nil {
-			p.filterFused(r, active)
-			i += len(r.slots) - 1
-			continue
-		}
-		p.keepShadowInput(sdk.StageFilter, i, active, cur)
-		p.byArm(sdk.StageFilter, i, active, func(arm int, g []*member) {
-			p.filter(armSlot(p, sdk.StageFilter, i, arm, p.filters[i]), g)
-		})
+	if n > 0 {
+		leading.Wait()
+		joinLeading(ms, lead)
 	}
+	p.runFilters(n, len(p.filters), ms)
 	if active := withCandidates(ms); len(active) > 0 {
 		for j := range p.scorers {
 			p.keepShadowInput(sdk.StageScorer, j, active, cur)
@@ -150,6 +149,26 @@ func (p *Pipeline) runCohort(ms []*member) {
 	p.startShadow(ms) // before the members are released: it reads their traces
 	for _, m := range ms {
 		close(m.done)
+	}
+}
+
+// runFilters runs the members through filters from to to (exclusive, never inside a fused run),
+// in order, each on the candidates the one before kept; a member left without any leaves the chain.
+func (p *Pipeline) runFilters(from, to int, ms []*member) {
+	for i := from; i < to; i++ {
+		active := withCandidates(ms)
+		if len(active) == 0 {
+			return
+		}
+		if r := p.fusedAt(i); r != nil {
+			p.filterFused(r, active)
+			i += len(r.slots) - 1
+			continue
+		}
+		p.keepShadowInput(sdk.StageFilter, i, active, cur)
+		p.byArm(sdk.StageFilter, i, active, func(arm int, g []*member) {
+			p.filter(armSlot(p, sdk.StageFilter, i, arm, p.filters[i]), g)
+		})
 	}
 }
 
@@ -182,17 +201,17 @@ func stageTrace(s *slot, began time.Time) StageTrace {
 const SkippedProducer = "skipped: the cycle carries predictions"
 
 // produce sets every member's predictions, or those that stand in for the producer's where it
-// failed (degrade.go). A cycle
+// failed (degrade.go), and seals its cycle again. With shared, the leading filters may be reading
+// the cycles (overlap.go): the predictions go on a copy, and the cycle is left as it was. A cycle
 // that arrives with predictions (a recorded snapshot replayed by `foresight schedule`, which
 // holds what the producer said then) keeps them and is not sent to the producer.
-func (p *Pipeline) produce(prod *producerSlot, all []*member) {
+func (p *Pipeline) produce(prod *producerSlot, all []*member, shared bool) {
 	var ms []*member
 	for _, m := range all {
 		if m.in.AnyPrediction() || m.rerun {
 			m.t.Producer = &StageTrace{Stage: sdk.StageProducer, Plugin: prod.name, Type: prod.typ, Reason: SkippedProducer}
 			continue
 		}
-		transport.Seal(m.cur)
 		ms = append(ms, m)
 	}
 	if len(ms) == 0 {
@@ -209,9 +228,12 @@ func (p *Pipeline) produce(prod *producerSlot, all []*member) {
 		} else {
 			prod.last.remember(m.cur, preds)
 		}
-		for j := range m.cur.Endpoints {
-			m.cur.Endpoints[j].Prediction = preds[j]
+		if shared {
+			m.cur = predicted(m.cur, preds)
+		} else {
+			setPredictions(m.cur, preds)
 		}
+		transport.Seal(m.cur)
 		m.t.Producer = &st
 	}
 }
