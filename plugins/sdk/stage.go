@@ -133,6 +133,8 @@ type OrderKey struct {
 // Reader is implemented by a stage that reads only part of the cycle. Reads returns the paths of
 // the fields it reads; the host then leaves every other field out of the cycles it sends, which
 // makes the stage's calls cheaper to encode and decode. A stage without Reads receives everything.
+// Reads also order the calls: a filter among the pipeline's first whose reads leave out
+// "endpoints.predictions" is called beside the producer rather than after it.
 //
 // The paths are "request" (every request field but the prefix block hashes, which a long prompt
 // makes the bulk of a cycle and which the host has already turned into each endpoint's
