@@ -69,8 +69,9 @@ type PipelineResult struct {
 	Endpoints   int    `json:"endpoints"`
 	Cycles      int    `json:"cycles"`
 	Concurrency int    `json:"concurrency"`
-	// Round is the most cycles a round took; Rounds how many rounds the measured cycles took, and
-	// MeanRound their mean size (rounds mode only).
+	// Round is the most cycles a round may take (--round, or the router's size: routerRoundSize);
+	// Rounds how many rounds the measured cycles took, and MeanRound their mean size (rounds mode
+	// only).
 	Round     int     `json:"round,omitempty"`
 	Rounds    int     `json:"rounds,omitempty"`
 	MeanRound float64 `json:"mean_round,omitempty"`
@@ -93,7 +94,7 @@ type PipelineResult struct {
 	PayloadBytes int     `json:"payload_bytes"`
 	WallSeconds  float64 `json:"wall_s"`
 	// FlowControl: the config enables flowControl, so each decision is the router's with it on
-	// (decideWithFlow): the saturation detector's call included. Saturated counts the measured
+	// (decideWithFlow; in rounds, decisions.round): the saturation detector's call included. Saturated counts the measured
 	// decisions it found no endpoint with room for (the router would have queued them).
 	// DetectP50Us and DetectP99Us are the detector's call alone, within the decision.
 	FlowControl bool    `json:"flow_control,omitempty"`
