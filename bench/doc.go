@@ -4,8 +4,8 @@
 // text the command prints otherwise.
 //
 //   - pipeline ([RunPipeline]): decision latency and throughput of a configured pipeline over
-//     real plugin processes on synthetic cycles, against the transport floor of bare round
-//     trips to [NoopFilter].
+//     real plugin processes on synthetic cycles, decided in rounds as the router's decider does
+//     (or in cohorts), against the transport floor of bare round trips to [NoopFilter].
 //   - predictor ([RunPredictor]): the producer's training time, prediction latency and accuracy
 //     on samples of the simulated fleet (sim/cluster), in process.
 //   - proxy ([RunProxy]): the TTFT the router adds over going straight to emulated servers

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,8 +25,16 @@ import (
 type PipelineOptions struct {
 	// Config is the pipeline config's file.
 	Config string
-	// Endpoints per cycle, Cycles to run and Concurrency (cycles in flight at once), all positive.
+	// Endpoints per cycle, Cycles to run, both positive, and Concurrency (positive): the requests
+	// waiting for a decision at once (clients in a closed loop), or with Cohorts the cycles in
+	// flight at once.
 	Endpoints, Cycles, Concurrency int
+	// Round is the most cycles one round takes (see measureRounds); 0: what the router's decider
+	// takes under a backlog at this fleet size (routerRoundSize). Not with Cohorts.
+	Round int
+	// Cohorts decides each cycle with its own Pipeline.Run, Concurrency at once, instead of in
+	// rounds: the bench before rounds, and the router for a scheduler that does not decide rounds.
+	Cohorts bool
 	// Seed seeds the synthetic fleet.
 	Seed uint64
 	// FloorPlugin is the command serving NoopFilter, which the transport floor is measured
@@ -41,33 +50,51 @@ type PipelineOptions struct {
 
 // Validate says what is wrong with the options' numbers, naming the flags.
 func (o *PipelineOptions) Validate() error {
-	if o.Endpoints < 1 || o.Cycles < 1 || o.Concurrency < 1 {
+	switch {
+	case o.Endpoints < 1 || o.Cycles < 1 || o.Concurrency < 1:
 		return fmt.Errorf("--endpoints, --cycles and --concurrency must be positive")
+	case o.Round < 0:
+		return fmt.Errorf("--round must not be negative (0: the router's round at this fleet size), got %d", o.Round)
+	case o.Round > 0 && o.Cohorts:
+		return fmt.Errorf("--round sizes rounds, which --cohorts does not decide: give one of them")
 	}
 	return nil
 }
 
 // PipelineResult is what RunPipeline measured; its JSON is bench pipeline's.
 type PipelineResult struct {
-	Endpoints     int     `json:"endpoints"`
-	Cycles        int     `json:"cycles"`
-	Concurrency   int     `json:"concurrency"`
-	Stages        int     `json:"stages"`
-	P50Us         float64 `json:"p50_us"`
-	P99Us         float64 `json:"p99_us"`
-	DecisionsPerS float64 `json:"decisions_per_s"`
-	FloorP50Us    float64 `json:"floor_p50_us"`
-	FloorP99Us    float64 `json:"floor_p99_us"`
-	FloorPerS     float64 `json:"floor_cycles_per_s"`
-	Fallbacks     int64   `json:"fallbacks"`
-	MeanBatch     float64 `json:"mean_batch"`
+	// Mode is "rounds" (Pipeline.RunRound, one round at a time) or "cohorts" (Pipeline.Run per
+	// cycle, Concurrency at once).
+	Mode        string `json:"mode"`
+	Endpoints   int    `json:"endpoints"`
+	Cycles      int    `json:"cycles"`
+	Concurrency int    `json:"concurrency"`
+	// Round is the most cycles a round may take (--round, or the router's size: routerRoundSize);
+	// Rounds how many rounds the measured cycles took, and MeanRound their mean size (rounds mode
+	// only).
+	Round     int     `json:"round,omitempty"`
+	Rounds    int     `json:"rounds,omitempty"`
+	MeanRound float64 `json:"mean_round,omitempty"`
+	// Accounted is the share of the measured decisions whose picks accounted for the members of
+	// their round before them (pipeline.RoundTrace.Accounted): those the router dispatches even on
+	// an endpoint an earlier member took. Rounds mode only.
+	Accounted     *float64 `json:"accounted_share,omitempty"`
+	Stages        int      `json:"stages"`
+	P50Us         float64  `json:"p50_us"`
+	P99Us         float64  `json:"p99_us"`
+	DecisionsPerS float64  `json:"decisions_per_s"`
+	FloorP50Us    float64  `json:"floor_p50_us"`
+	FloorP99Us    float64  `json:"floor_p99_us"`
+	FloorPerS     float64  `json:"floor_cycles_per_s"`
+	Fallbacks     int64    `json:"fallbacks"`
+	MeanBatch     float64  `json:"mean_batch"`
 	// CPU time per decision in the host and in the pipeline's plugin processes (Linux only).
 	HostCPUUs    float64 `json:"host_cpu_us_per_decision,omitempty"`
 	PluginsCPUUs float64 `json:"plugins_cpu_us_per_decision,omitempty"`
 	PayloadBytes int     `json:"payload_bytes"`
 	WallSeconds  float64 `json:"wall_s"`
 	// FlowControl: the config enables flowControl, so each decision is the router's with it on
-	// (decideWithFlow): the saturation detector's call included. Saturated counts the measured
+	// (decideWithFlow; in rounds, decisions.round): the saturation detector's call included. Saturated counts the measured
 	// decisions it found no endpoint with room for (the router would have queued them).
 	// DetectP50Us and DetectP99Us are the detector's call alone, within the decision.
 	FlowControl bool    `json:"flow_control,omitempty"`
@@ -77,10 +104,12 @@ type PipelineResult struct {
 }
 
 // RunPipeline runs synthetic cycles (with predictions when the config has no producer) through
-// the configured pipeline at the given concurrency, then, in the same run and at the same
-// concurrency, the same number of cycles as sequential bare round trips to the no-op plugin
-// carrying the same payload, one per stage: the transport floor. A producer is first taught the
-// synthetic fleet until its first model serves. The pipeline's plugins and the floor's are
+// the configured pipeline, in rounds (measureRounds) or with Cohorts at the given concurrency;
+// then, in the same run and the same way, the same number of cycles as sequential bare round
+// trips to the no-op plugin carrying the same payload, one per stage: the transport floor. A
+// round's floor sends its cycles in one batch call per stage (in passes of the pipeline's
+// maxBatch, as RunRound does); a cohort's floor, one cycle per call. A producer is first taught
+// the synthetic fleet until its first model serves. The pipeline's plugins and the floor's are
 // stopped when it returns.
 func RunPipeline(ctx context.Context, o PipelineOptions) (*PipelineResult, error) {
 	if err := o.Validate(); err != nil {
@@ -105,32 +134,20 @@ func RunPipeline(ctx context.Context, o PipelineOptions) (*PipelineResult, error
 			return nil, err
 		}
 	}
-	res := &PipelineResult{Endpoints: o.Endpoints, Cycles: o.Cycles, Concurrency: o.Concurrency, Stages: processStages(p),
-		PayloadBytes: payloadSize(pool[0])}
-
-	var saturated atomic.Int64
-	res.FlowControl = cfg.FlowControl.Enabled
-	detect := make([]time.Duration, o.Cycles) // by run index: each run writes its own
-	run := func(i int) {
-		c := *pool[i%len(pool)]
-		c.Seed = uint64(i)
-		if !res.FlowControl {
-			p.Run(ctx, &c)
-			return
-		}
-		room, took := decideWithFlow(ctx, p, &c)
-		if i < len(detect) {
-			detect[i] = took
-		}
-		if !room {
-			saturated.Add(1)
-		}
+	res := &PipelineResult{Mode: "cohorts", Endpoints: o.Endpoints, Cycles: o.Cycles, Concurrency: o.Concurrency,
+		Stages: processStages(p), PayloadBytes: payloadSize(pool[0]), FlowControl: cfg.FlowControl.Enabled}
+	d := &decisions{ctx: ctx, p: p, pool: pool, flow: res.FlowControl, detect: make([]time.Duration, o.Cycles)}
+	drive := driver{n: o.Cycles, conc: o.Concurrency, maxBatch: cfg.Pipeline.MaxBatch}
+	if !o.Cohorts {
+		res.Mode, drive.round = "rounds", cmp.Or(o.Round, routerRoundSize(cfg, o.Endpoints))
+		res.Round = drive.round
 	}
-	measure(min(o.Cycles, 500), o.Concurrency, run) // warm up connections, caches and the scheduler
-	saturated.Store(0)
+	drive.warm(d.one, d.round) // warm up connections, caches and the scheduler
+	d.saturated.Store(0)
+	d.accounted.Store(0)
 	before := totals(p.Stats())
 	host, plugins := newCPUMeter(os.Getpid()), newCPUMeter(pluginPIDs(p)...)
-	lat, wall := measure(o.Cycles, o.Concurrency, run)
+	lat, wall, rounds := drive.run(d.one, d.round)
 	if used, ok := host.used(); ok {
 		res.HostCPUUs = float64(used.Microseconds()) / float64(o.Cycles)
 	}
@@ -141,10 +158,14 @@ func RunPipeline(ctx context.Context, o PipelineOptions) (*PipelineResult, error
 	res.P50Us, res.P99Us = quantile.Sorted(us, 0.50), quantile.Sorted(us, 0.99)
 	res.DecisionsPerS = float64(o.Cycles) / wall.Seconds()
 	res.WallSeconds = wall.Seconds()
-	res.Saturated = saturated.Load()
+	res.Saturated = d.saturated.Load()
 	if res.FlowControl {
-		us := sortedMicros(detect)
+		us := sortedMicros(d.detect)
 		res.DetectP50Us, res.DetectP99Us = quantile.Sorted(us, 0.50), quantile.Sorted(us, 0.99)
+	}
+	if rounds > 0 {
+		share := float64(d.accounted.Load()) / float64(o.Cycles)
+		res.Rounds, res.MeanRound, res.Accounted = rounds, float64(o.Cycles)/float64(rounds), &share
 	}
 	after := totals(p.Stats())
 	res.Fallbacks = after.Fallbacks - before.Fallbacks
@@ -155,7 +176,7 @@ func RunPipeline(ctx context.Context, o PipelineOptions) (*PipelineResult, error
 	for _, c := range pool {
 		transport.Seal(c) // the floor sends pre-encoded cycles: bare round trips
 	}
-	flat, fwall, err := measureFloor(ctx, o, pool, max(res.Stages, 1))
+	flat, fwall, err := measureFloor(ctx, o, drive, pool, max(res.Stages, 1))
 	if err != nil {
 		return nil, err
 	}
@@ -173,24 +194,41 @@ func RunPipeline(ctx context.Context, o PipelineOptions) (*PipelineResult, error
 // took is the detector's call.
 func decideWithFlow(ctx context.Context, p *pipeline.Pipeline, c *sdk.Cycle) (room bool, took time.Duration) {
 	if !p.DetectsBefore(&c.Request) {
-		t := p.Run(ctx, c)
-		v, st := p.Detect(ctx, &sdk.Cycle{Request: c.Request, Endpoints: t.Candidates, Now: c.Now, Seed: c.Seed})
-		return !v.Saturated(), st.Duration
+		return detectAfter(ctx, p, c, p.Run(ctx, c))
 	}
+	if room, took = detectBefore(ctx, p, c); room {
+		p.Run(ctx, c)
+	}
+	return room, took
+}
+
+// detectBefore asks a detector that judges by state alone about c before its decision, keeping
+// in c only the endpoints with room; false when none has.
+func detectBefore(ctx context.Context, p *pipeline.Pipeline, c *sdk.Cycle) (room bool, took time.Duration) {
 	v, st := p.Detect(ctx, c)
 	c.Endpoints = pipeline.KeepRoom(slices.Clone(c.Endpoints), v.Room) // the pool's cycles are shared
-	if len(c.Endpoints) == 0 {
-		return false, st.Duration
-	}
-	p.Run(ctx, c)
-	return true, st.Duration
+	return len(c.Endpoints) > 0, st.Duration
+}
+
+// detectAfter asks a detector that reads the predictions about c's decision t, on its candidates.
+func detectAfter(ctx context.Context, p *pipeline.Pipeline, c *sdk.Cycle, t *pipeline.Trace) (room bool, took time.Duration) {
+	v, st := p.Detect(ctx, &sdk.Cycle{Request: c.Request, Endpoints: t.Candidates, Now: c.Now, Seed: c.Seed})
+	return !v.Saturated(), st.Duration
 }
 
 // WriteText prints the result as bench pipeline's text.
 func (r *PipelineResult) WriteText(out io.Writer) error {
-	fmt.Fprintf(out, "pipeline: %d cycles × %d endpoints, %d plugin stages, concurrency %d, payload %d B\n",
-		r.Cycles, r.Endpoints, r.Stages, r.Concurrency, r.PayloadBytes)
+	if r.Mode == "rounds" {
+		fmt.Fprintf(out, "pipeline: %d cycles × %d endpoints, %d plugin stages, rounds of up to %d, one at a time, %d requests waiting (mean round %.2f), payload %d B\n",
+			r.Cycles, r.Endpoints, r.Stages, r.Round, r.Concurrency, r.MeanRound, r.PayloadBytes)
+	} else {
+		fmt.Fprintf(out, "pipeline: %d cycles × %d endpoints, %d plugin stages, cohorts of Run calls, concurrency %d, payload %d B\n",
+			r.Cycles, r.Endpoints, r.Stages, r.Concurrency, r.PayloadBytes)
+	}
 	fmt.Fprintf(out, "  decision  p50 %8.0f µs  p99 %8.0f µs  %8.0f decisions/s  fallbacks %d  mean batch %.2f\n", r.P50Us, r.P99Us, r.DecisionsPerS, r.Fallbacks, r.MeanBatch)
+	if r.Accounted != nil {
+		fmt.Fprintf(out, "  rounds    %d; %.1f %% of the picks accounted for their round's earlier members\n", r.Rounds, 100**r.Accounted)
+	}
 	if r.HostCPUUs > 0 {
 		fmt.Fprintf(out, "  cpu       host %6.0f µs + plugins %6.0f µs per decision\n", r.HostCPUUs, r.PluginsCPUUs)
 	}
@@ -198,7 +236,14 @@ func (r *PipelineResult) WriteText(out io.Writer) error {
 		fmt.Fprintf(out, "  flow      detector p50 %6.0f µs  p99 %6.0f µs within the decision; %d of %d decisions found no endpoint with room\n",
 			r.DetectP50Us, r.DetectP99Us, r.Saturated, r.Cycles)
 	}
-	fmt.Fprintf(out, "  floor     p50 %8.0f µs  p99 %8.0f µs  (%d sequential no-op round trips per cycle)\n", r.FloorP50Us, r.FloorP99Us, max(r.Stages, 1))
+	trips := fmt.Sprintf("%d sequential no-op round trips per cycle", max(r.Stages, 1))
+	if r.Mode == "rounds" {
+		trips = fmt.Sprintf("%d sequential no-op batch calls per round, its cycles in each", max(r.Stages, 1))
+	}
+	fmt.Fprintf(out, "  floor     p50 %8.0f µs  p99 %8.0f µs  %8.0f cycles/s  (%s)\n", r.FloorP50Us, r.FloorP99Us, r.FloorPerS, trips)
+	if r.FloorP50Us > 0 && r.FloorPerS > 0 {
+		fmt.Fprintf(out, "  vs floor  p50 %.2f×  decisions/s %.2f×\n", r.P50Us/r.FloorP50Us, r.DecisionsPerS/r.FloorPerS)
+	}
 	return nil
 }
 
@@ -226,8 +271,10 @@ func warmProducer(ctx context.Context, p *pipeline.Pipeline, pool []*sdk.Cycle) 
 	}
 }
 
-// measureFloor times, per cycle, trips sequential round trips of the cycle to the no-op plugin.
-func measureFloor(ctx context.Context, o PipelineOptions, pool []*sdk.Cycle, trips int) ([]time.Duration, time.Duration, error) {
+// measureFloor times trips sequential round trips to the no-op plugin per cycle, driven as the
+// pipeline's cycles were: one cycle per call in cohorts; in rounds, a round's cycles in one
+// batch call (per pass of at most maxBatch).
+func measureFloor(ctx context.Context, o PipelineOptions, drive driver, pool []*sdk.Cycle, trips int) ([]time.Duration, time.Duration, error) {
 	floor, err := pluginhost.Launch(ctx, pluginhost.Spec{Name: "floor", Type: NoopType, Stage: sdk.StageFilter,
 		Path: o.FloorPlugin[0], Args: o.FloorPlugin[1:]}, o.Log)
 	if err != nil {
@@ -237,8 +284,7 @@ func measureFloor(ctx context.Context, o PipelineOptions, pool []*sdk.Cycle, tri
 	defer floor.Stop()
 	client := floor.Client().(transport.BatchFilter)
 	var failed atomic.Pointer[error]
-	roundTrips := func(i int) {
-		batch := []*sdk.Cycle{pool[i%len(pool)]}
+	roundTrips := func(batch []*sdk.Cycle) {
 		for range trips {
 			if _, err := client.FilterBatch(ctx, batch); err != nil {
 				failed.CompareAndSwap(nil, &err)
@@ -246,8 +292,18 @@ func measureFloor(ctx context.Context, o PipelineOptions, pool []*sdk.Cycle, tri
 			}
 		}
 	}
-	measure(min(o.Cycles, 500), o.Concurrency, roundTrips)
-	lat, wall := measure(o.Cycles, o.Concurrency, roundTrips)
+	one := func(i int) { roundTrips([]*sdk.Cycle{pool[i%len(pool)]}) }
+	round := func(first, k int) {
+		passes(first, k, drive.maxBatch, func(first, k int) {
+			batch := make([]*sdk.Cycle, k)
+			for j := range batch {
+				batch[j] = pool[(first+j)%len(pool)]
+			}
+			roundTrips(batch)
+		})
+	}
+	drive.warm(one, round)
+	lat, wall, _ := drive.run(one, round)
 	if err := failed.Load(); err != nil {
 		return nil, 0, fmt.Errorf("floor round trip failed: %w", *err)
 	}

@@ -17,9 +17,12 @@ func newBenchPipeline() *cobra.Command {
 		Use:   "pipeline --config FILE",
 		Short: "Measure decision latency and throughput of a pipeline against the transport floor",
 		Long: "bench pipeline runs synthetic cycles (with predictions when the config has no producer)\n" +
-			"through the configured pipeline at the given concurrency, then, in the same run and at the same\n" +
-			"concurrency, the same number of cycles as sequential bare round trips to a no-op plugin\n" +
-			"carrying the same payload, one per stage: the transport floor.",
+			"through the configured pipeline as the router's decider does: in rounds, one at a time, each\n" +
+			"taking up to --round of the --concurrency requests waiting (clients that send their next\n" +
+			"request when their decision is back) and deciding them in one RunRound. Then, in the same run\n" +
+			"and the same way, it sends the same cycles to a no-op plugin, one sequential batch call per\n" +
+			"stage with a round's cycles: the transport floor. --cohorts decides each cycle with its own\n" +
+			"Run instead, --concurrency at once, and the floor's calls carry one cycle each.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {
@@ -40,7 +43,9 @@ func newBenchPipeline() *cobra.Command {
 	f.StringVar(&o.Config, "config", "", "pipeline config (YAML)")
 	f.IntVar(&o.Endpoints, "endpoints", 100, "endpoints per cycle")
 	f.IntVar(&o.Cycles, "cycles", 20000, "cycles to run")
-	f.IntVar(&o.Concurrency, "concurrency", 8, "cycles in flight at once")
+	f.IntVar(&o.Concurrency, "concurrency", 8, "requests waiting for a decision at once (with --cohorts: cycles in flight)")
+	f.IntVar(&o.Round, "round", 0, "most cycles a round takes (0: the router's under a backlog: server.decisionConcurrency, else max(2 × endpoints, 16))")
+	f.BoolVar(&o.Cohorts, "cohorts", false, "decide each cycle with its own Run, --concurrency at once, gathered into cohorts (the bench before rounds)")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the synthetic fleet")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write the host's CPU profile to this file (go tool pprof)")

@@ -1,0 +1,164 @@
+package bench
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/foresight-router/foresight/host/config"
+	"github.com/foresight-router/foresight/host/pipeline"
+	"github.com/foresight-router/foresight/plugins/sdk"
+)
+
+// bench pipeline decides the way the router's decider does (host/proxy/decide.go): rounds, one at
+// a time, each taking the waiting requests in arrival order and handing their cycles to
+// Pipeline.RunRound at once. Its --concurrency is the requests waiting for a decision: clients in
+// a closed loop, each sending its next request as soon as its decision is back. So a round takes
+// min(waiting, --round) cycles; with more clients than a round takes, the rest wait in the queue
+// for the rounds ahead, and that wait counts in their latency. The cohort mode (--cohorts) is the
+// bench before rounds, and the router for a scheduler that does not decide rounds: each cycle its
+// own Pipeline.Run, --concurrency of them at once, which the pipeline gathers into cohorts.
+
+// routerRoundSize is the most cycles a round of the router's decider takes under a backlog for a
+// fleet of the given size: server.decisionConcurrency when the config sets it, else twice the
+// endpoints or the default maxBatch (decide.go's roundCap), whichever is more. The decider's
+// rounds grow to it while their picks all account for each other and so dispatch whole.
+func routerRoundSize(cfg *config.Config, endpoints int) int {
+	if n := cfg.Server.DecisionConcurrency; n > 0 {
+		return n
+	}
+	return max(2*endpoints, config.DefaultMaxBatch)
+}
+
+// measureRounds decides n requests in rounds, one round at a time, as the router's decider does:
+// waiting clients (a closed loop: each sends its next request when its decision is back) keep a
+// first-in-first-out queue, and each round takes up to size of them from its head and calls
+// decide(first, k) with the k requests first, first+1, … (the queue always holds consecutive
+// requests). A request's latency is the time from its arrival in the queue to the end of its
+// round: its round's duration, plus the rounds it waited when more clients wait than a round
+// takes. It returns the latencies by request, the wall time and the number of rounds.
+func measureRounds(n, waiting, size int, decide func(first, k int)) ([]time.Duration, time.Duration, int) {
+	lat := make([]time.Duration, n)
+	arrived := make([]time.Time, n)
+	began := time.Now()
+	tail := min(waiting, n) // requests [head, tail) wait
+	for i := range tail {
+		arrived[i] = began
+	}
+	rounds := 0
+	for head := 0; head < n; rounds++ {
+		k := min(size, tail-head)
+		decide(head, k)
+		done := time.Now()
+		for i := head; i < head+k; i++ {
+			lat[i] = done.Sub(arrived[i])
+		}
+		head += k
+		for ; tail < n && tail < head+waiting; tail++ { // the k clients answered send their next
+			arrived[tail] = done
+		}
+	}
+	return lat, time.Since(began), rounds
+}
+
+// passes splits the k requests from first into consecutive runs of at most maxBatch, as
+// Pipeline.RunRound decides a round larger than its maxBatch, and calls pass with each.
+func passes(first, k, maxBatch int, pass func(first, k int)) {
+	for start := first; start < first+k; start += maxBatch {
+		pass(start, min(maxBatch, first+k-start))
+	}
+}
+
+// driver drives n decisions in rounds of at most round cycles, conc requests waiting
+// (measureRounds), or with round 0 in cohorts, conc at once (measure).
+type driver struct {
+	n, conc, round int
+	maxBatch       int // the pipeline's: a larger round is decided in passes of at most this many
+}
+
+// warm runs the driver's decisions on at most 500 cycles: connections, caches and the scheduler
+// warm up.
+func (d driver) warm(one func(i int), round func(first, k int)) {
+	w := d
+	w.n = min(d.n, 500)
+	w.run(one, round)
+}
+
+// run drives the n decisions: one(i) for cycle i in cohorts, round(first, k) for a round. It
+// returns each decision's latency, the wall time and the rounds (0 in cohorts).
+func (d driver) run(one func(i int), round func(first, k int)) ([]time.Duration, time.Duration, int) {
+	if d.round == 0 {
+		lat, wall := measure(d.n, d.conc, one)
+		return lat, wall, 0
+	}
+	return measureRounds(d.n, d.conc, d.round, round)
+}
+
+// decisions makes the bench's decisions on copies of the pool's cycles, cycle i from pool[i mod
+// len] with seed i, with flow control when the config enables it.
+type decisions struct {
+	ctx  context.Context
+	p    *pipeline.Pipeline
+	pool []*sdk.Cycle
+	flow bool
+	// detect is the detector's call by cycle (each decision writes its own); saturated counts the
+	// decisions that found no endpoint with room, accounted the picks that accounted for their
+	// round (pipeline.RoundTrace.Accounted).
+	detect               []time.Duration
+	saturated, accounted atomic.Int64
+}
+
+// cycle is cycle i's copy.
+func (d *decisions) cycle(i int) *sdk.Cycle {
+	c := *d.pool[i%len(d.pool)]
+	c.Seed = uint64(i)
+	return &c
+}
+
+// one decides cycle i with Pipeline.Run.
+func (d *decisions) one(i int) {
+	c := d.cycle(i)
+	if !d.flow {
+		d.p.Run(d.ctx, c)
+		return
+	}
+	room, took := decideWithFlow(d.ctx, d.p, c)
+	d.judged(i, room, took)
+}
+
+// round decides cycles first … first+k−1 as one round with Pipeline.RunRound, as the router's
+// decider does: with flow control, a detector that judges by state alone is asked about each
+// cycle first, and a cycle with no endpoint with room leaves the round (the router queues it);
+// one that reads the predictions is asked about each decision after the round.
+func (d *decisions) round(first, k int) {
+	ctxs, cycles, at := make([]context.Context, 0, k), make([]*sdk.Cycle, 0, k), make([]int, 0, k)
+	for i := first; i < first+k; i++ {
+		c := d.cycle(i)
+		if d.flow && d.p.DetectsBefore(&c.Request) {
+			room, took := detectBefore(d.ctx, d.p, c)
+			if d.judged(i, room, took); !room {
+				continue
+			}
+		}
+		ctxs, cycles, at = append(ctxs, d.ctx), append(cycles, c), append(at, i)
+	}
+	for j, t := range d.p.RunRound(ctxs, cycles) {
+		if t.Round != nil && t.Round.Accounted {
+			d.accounted.Add(1)
+		}
+		if d.flow && !d.p.DetectsBefore(&cycles[j].Request) {
+			room, took := detectAfter(d.ctx, d.p, cycles[j], t)
+			d.judged(at[j], room, took)
+		}
+	}
+}
+
+// judged records the detector's verdict on cycle i and its call's duration.
+func (d *decisions) judged(i int, room bool, took time.Duration) {
+	if i < len(d.detect) {
+		d.detect[i] = took
+	}
+	if !room {
+		d.saturated.Add(1)
+	}
+}
