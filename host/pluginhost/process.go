@@ -231,7 +231,7 @@ func (pr *process) newClient(log hclog.Logger) (*plugin.Client, *exec.Cmd, error
 		SkipHostEnv:      true, // cmd.Env already holds it, before Env so that Env wins
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
-		GRPCDialOptions:  transport.DialWindows(),
+		GRPCDialOptions:  transport.DialOptions(),
 		StartTimeout:     pr.spec.StartTimeout,
 		Logger:           log,
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/experimental"
 )
 
 // ProtocolVersion is the plugin protocol this SDK speaks. It changes only when the contracts in
@@ -147,7 +148,7 @@ const DefaultGCPercent = 400
 // FORESIGHT_PLUGIN_CPUPROFILE set to a path prefix makes the plugin write a CPU profile into
 // "<prefix>.<type>.<pid>" until the host stops it; the host passes its environment to plugins, so
 // setting it on the host profiles every plugin. The connection to the host uses fixed
-// flow-control windows on both sides (see transport.DialWindows).
+// flow-control windows and buffer pool on both sides (see transport.DialOptions).
 func ServeProtocol(protocol int, stage Stage, impl Plugin, version string) {
 	serve(protocol, stage, singleInstance(impl), version)
 }
@@ -173,8 +174,8 @@ func serve(protocol int, stage Stage, reg *instances, version string) {
 			protocol: {stage.String(): &grpcServer{stage: stage, reg: reg, version: version}},
 		},
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
-			return plugin.DefaultGRPCServer(append(opts,
-				grpc.InitialWindowSize(wire.StreamWindow), grpc.InitialConnWindowSize(wire.ConnWindow)))
+			return plugin.DefaultGRPCServer(append(opts, grpc.InitialWindowSize(wire.StreamWindow),
+				grpc.InitialConnWindowSize(wire.ConnWindow), experimental.BufferPool(wire.BufferPool), grpc.ForceServerCodecV2(wire.Codec{})))
 		},
 		Logger: hclog.New(&hclog.LoggerOptions{
 			Name: impl.Type(), Level: hclog.Info, Output: os.Stderr, JSONFormat: true,

@@ -1,6 +1,6 @@
 // Package transport is the host's side of the plugin protocol: how the host's cycles reach a stage
 // and its answers come back. It holds the go-plugin client half (HostPlugins, GRPCPlugin,
-// DialWindows), the typed stage clients over gRPC (NewClient) with their pooled streams, the batch
+// DialOptions), the typed stage clients over gRPC (NewClient) with their pooled streams, the batch
 // interfaces through which the host calls every stage (BatchFilter and the others, answering
 // Results) and Local, which puts an in-process stage behind them, and the host's half of the wire
 // form: encoding cycles (CycleToProto, Seal) and projecting them onto what a stage declares it

@@ -8,6 +8,7 @@ import (
 	"github.com/foresight-router/foresight/plugins/sdk/internal/wire"
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/experimental"
 )
 
 // GRPCPlugin is the host's half of the go-plugin glue for one stage: it returns the stage's client
@@ -39,9 +40,13 @@ func HostPlugins() map[int]plugin.PluginSet {
 	return map[int]plugin.PluginSet{sdk.ProtocolVersion: set}
 }
 
-// DialWindows are the host side's gRPC options for the fixed flow-control windows that the plugin
-// side sets too: between two processes on one machine there is no bandwidth-delay product to
-// probe, so large fixed windows turn the probing off and make window updates rare.
-func DialWindows() []grpc.DialOption {
-	return []grpc.DialOption{grpc.WithInitialWindowSize(wire.StreamWindow), grpc.WithInitialConnWindowSize(wire.ConnWindow)}
+// DialOptions are the host side's gRPC options, which the plugin side sets too: fixed
+// flow-control windows (between two processes on one machine there is no bandwidth-delay product
+// to probe, so large fixed windows turn the probing off and make window updates rare), and a
+// buffer pool with a tier at every power of two, for the transport and the protobuf codec
+// (wire.Codec), whose reused buffers are cleared at no more than twice a message's size where
+// gRPC's default clears a whole MiB for any message over 32 KiB.
+func DialOptions() []grpc.DialOption {
+	return []grpc.DialOption{grpc.WithInitialWindowSize(wire.StreamWindow), grpc.WithInitialConnWindowSize(wire.ConnWindow),
+		experimental.WithBufferPool(wire.BufferPool), grpc.WithDefaultCallOptions(grpc.ForceCodecV2(wire.Codec{}))}
 }
