@@ -111,7 +111,7 @@ func TestFilterThatDoesNotReadPredictionsIsCalledBesideTheProducer(t *testing.T)
 // test ends.
 func buildLocal(t *testing.T, yaml string, impls map[string]sdk.Plugin) *pipeline.Pipeline {
 	t.Helper()
-	cfg, err := config.Parse("overlap-test.yaml", []byte(yaml))
+	cfg, err := config.Parse("test.yaml", []byte(yaml))
 	if err != nil {
 		t.Fatalf("config:\n%s\n%v", yaml, err)
 	}

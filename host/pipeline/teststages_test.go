@@ -10,11 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/foresight-router/foresight/host/config"
 	"github.com/foresight-router/foresight/host/pipeline"
 	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	"github.com/rs/zerolog"
 )
 
 // Test stages and helpers shared by the pipeline tests.
@@ -144,17 +142,7 @@ func buildWith(t *testing.T, settings []string, specs ...stageSpec) *pipeline.Pi
 			fmt.Fprintf(&pipe, "  %s: %s\n", sec.key, r[0])
 		}
 	}
-	yaml := plugins.String() + pipe.String()
-	cfg, err := config.Parse("test.yaml", []byte(yaml))
-	if err != nil {
-		t.Fatalf("config:\n%s\n%v", yaml, err)
-	}
-	p, err := pipeline.BuildInProcess(context.Background(), cfg, impls, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-	return p
+	return buildLocal(t, plugins.String()+pipe.String(), impls)
 }
 
 // endpoints a, b, c; their composite fallback scores, (1·(1−kv) + 1·(maxQ−q)/maxQ + 1·prefix)/3
