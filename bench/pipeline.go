@@ -15,6 +15,7 @@ import (
 	"github.com/foresight-router/foresight/host/feedback"
 	"github.com/foresight-router/foresight/host/pipeline"
 	"github.com/foresight-router/foresight/host/pluginhost"
+	"github.com/foresight-router/foresight/host/proxy"
 	"github.com/foresight-router/foresight/internal/quantile"
 	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/foresight-router/foresight/plugins/sdk/transport"
@@ -30,7 +31,7 @@ type PipelineOptions struct {
 	// flight at once.
 	Endpoints, Cycles, Concurrency int
 	// Round is the most cycles one round takes (see measureRounds); 0: what the router's decider
-	// takes under a backlog at this fleet size (routerRoundSize). Not with Cohorts.
+	// takes under a backlog at this fleet size (proxy.RoundLimit). Not with Cohorts.
 	Round int
 	// Cohorts decides each cycle with its own Pipeline.Run, Concurrency at once, instead of in
 	// rounds: the bench before rounds, and the router for a scheduler that does not decide rounds.
@@ -69,7 +70,7 @@ type PipelineResult struct {
 	Endpoints   int    `json:"endpoints"`
 	Cycles      int    `json:"cycles"`
 	Concurrency int    `json:"concurrency"`
-	// Round is the most cycles a round may take (--round, or the router's size: routerRoundSize);
+	// Round is the most cycles a round may take (--round, or the router's size: proxy.RoundLimit);
 	// Rounds how many rounds the measured cycles took, and MeanRound their mean size (rounds mode
 	// only).
 	Round     int     `json:"round,omitempty"`
@@ -139,7 +140,7 @@ func RunPipeline(ctx context.Context, o PipelineOptions) (*PipelineResult, error
 	d := &decisions{ctx: ctx, p: p, pool: pool, flow: res.FlowControl, detect: make([]time.Duration, o.Cycles)}
 	drive := driver{n: o.Cycles, conc: o.Concurrency, maxBatch: cfg.Pipeline.MaxBatch}
 	if !o.Cohorts {
-		res.Mode, drive.round = "rounds", cmp.Or(o.Round, routerRoundSize(cfg, o.Endpoints))
+		res.Mode, drive.round = "rounds", cmp.Or(o.Round, proxy.RoundLimit(cfg.Server.DecisionConcurrency, o.Endpoints))
 		res.Round = drive.round
 	}
 	drive.warm(d.one, d.round) // warm up connections, caches and the scheduler

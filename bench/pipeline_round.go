@@ -5,7 +5,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/foresight-router/foresight/host/config"
 	"github.com/foresight-router/foresight/host/pipeline"
 	"github.com/foresight-router/foresight/plugins/sdk"
 )
@@ -18,17 +17,6 @@ import (
 // for the rounds ahead, and that wait counts in their latency. The cohort mode (--cohorts) is the
 // bench before rounds, and the router for a scheduler that does not decide rounds: each cycle its
 // own Pipeline.Run, --concurrency of them at once, which the pipeline gathers into cohorts.
-
-// routerRoundSize is the most cycles a round of the router's decider takes under a backlog for a
-// fleet of the given size: server.decisionConcurrency when the config sets it, else twice the
-// endpoints or the default maxBatch (decide.go's roundCap), whichever is more. The decider's
-// rounds grow to it while their picks all account for each other and so dispatch whole.
-func routerRoundSize(cfg *config.Config, endpoints int) int {
-	if n := cfg.Server.DecisionConcurrency; n > 0 {
-		return n
-	}
-	return max(2*endpoints, config.DefaultMaxBatch)
-}
 
 // measureRounds decides n requests in rounds, one round at a time, as the router's decider does:
 // waiting clients (a closed loop: each sends its next request when its decision is back) keep a

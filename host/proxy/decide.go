@@ -171,15 +171,22 @@ func (d *decider) run() {
 
 // roundSize is how many waiting requests the next round may take; the caller holds mu.
 func (d *decider) roundSize() int {
-	fresh := max(2*d.s.o.Endpoints.Len(), 1)
-	limit := d.limit
-	if limit <= 0 {
-		limit = max(fresh, roundCap)
-	}
+	n := d.s.o.Endpoints.Len()
+	fresh, limit := max(2*n, 1), RoundLimit(d.limit, n)
 	if d.size > 0 {
 		return min(d.size, limit)
 	}
 	return min(fresh, limit)
+}
+
+// RoundLimit is the most requests a decision round takes, which its rounds grow to under a
+// backlog while their picks all account for each other: server.decisionConcurrency when set
+// (concurrency > 0), else twice the endpoints or roundCap, whichever is more.
+func RoundLimit(concurrency, endpoints int) int {
+	if concurrency > 0 {
+		return concurrency
+	}
+	return max(2*endpoints, 1, roundCap)
 }
 
 // roundCap is how many requests a round may grow to with server.decisionConcurrency unset:

@@ -204,3 +204,14 @@ func TestARoundRedecidesWhenThePrefixMatchRose(t *testing.T) {
 			sched.last["r0"], sched.runs["r0"], sched.last["r1"], sched.runs["r1"])
 	}
 }
+
+// The most a round takes: server.decisionConcurrency when set, else twice the endpoints or 16.
+func TestRoundLimit(t *testing.T) {
+	for _, tc := range []struct{ concurrency, endpoints, want int }{
+		{0, 0, 16}, {0, 4, 16}, {0, 8, 16}, {0, 100, 200}, {5, 100, 5}, {1, 4, 1},
+	} {
+		if got := RoundLimit(tc.concurrency, tc.endpoints); got != tc.want {
+			t.Errorf("RoundLimit(%d, %d) = %d, want %d", tc.concurrency, tc.endpoints, got, tc.want)
+		}
+	}
+}
