@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/foresight-router/foresight/plugins/sdk/heuristics"
 )
 
 // The shadow of the experiment's slot sees the same input as the slot, after the cycle is decided
@@ -98,7 +99,7 @@ func (p *Pipeline) enacted(t *Trace, j *shadowJob) bool {
 		}
 		st := t.Scorers[p.exp.index]
 		j.totals, j.own, j.weight = t.Scores, st.Scores, st.Weight
-		j.primary = "top " + j.cands[j.idx[argmax(t.Scores)]].ID
+		j.primary = "top " + j.cands[j.idx[heuristics.FirstMax(t.Scores)]].ID
 	case sdk.StageAdmitter:
 		if t.Admitter == nil {
 			return false
@@ -163,7 +164,7 @@ func (p *Pipeline) runShadow(jobs []shadowJob) {
 						alt[k] += j.weight * (scores[k] - j.own[k])
 					}
 				}
-				return "top " + j.cands[j.idx[argmax(alt)]].ID, nil
+				return "top " + j.cands[j.idx[heuristics.FirstMax(alt)]].ID, nil
 			}
 		}
 	case *admitterSlot:
@@ -220,15 +221,4 @@ func verdict(admitted bool, reason string) string {
 		return "admit"
 	}
 	return "shed: " + reason
-}
-
-// argmax returns the position of the highest value, the first among equals.
-func argmax(v []float64) int {
-	best := 0
-	for i, x := range v {
-		if x > v[best] {
-			best = i
-		}
-	}
-	return best
 }

@@ -49,3 +49,15 @@ func AllIndices(n int) []int {
 	}
 	return out
 }
+
+// FirstMax returns the position of the highest score, the first among equals (0 when there are
+// none): a max-score picker's choice without a random tie-break.
+func FirstMax(scores []float64) int {
+	best := 0
+	for i, v := range scores {
+		if v > scores[best] {
+			best = i
+		}
+	}
+	return best
+}

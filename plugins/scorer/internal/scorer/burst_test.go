@@ -6,18 +6,8 @@ import (
 	"testing"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/foresight-router/foresight/plugins/sdk/heuristics"
 )
-
-// firstMax returns the index of the first highest value: a max-score picker's choice.
-func firstMax(vs []float64) int {
-	best := 0
-	for i, v := range vs {
-		if v > vs[best] {
-			best = i
-		}
-	}
-	return best
-}
 
 // withAfter returns e whose TTFT one placement moves by d.
 func withAfter(e sdk.Endpoint, d float64) sdk.Endpoint {
@@ -115,7 +105,7 @@ func TestRoundBurstSpreads(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				e := firstMax(scores)
+				e := heuristics.FirstMax(scores)
 				oneByOne[e]++
 				sdk.PlaceOn(&live, e, 1)
 			}
@@ -128,7 +118,7 @@ func TestRoundBurstSpreads(t *testing.T) {
 				for e := range est {
 					est[e] = scores[e] - float64(placed[e])*(scores[e]-after[e])
 				}
-				placed[firstMax(est)]++
+				placed[heuristics.FirstMax(est)]++
 			}
 			if !slices.Equal(oneByOne, tc.want) || !slices.Equal(placed, tc.want) {
 				t.Errorf("one at a time %v, placed as a round %v (scores %v, after %v), want %v", oneByOne, placed, scores, after, tc.want)
