@@ -135,12 +135,14 @@ class Round:
     whole round: the producer says what each request would see on each endpoint after one more
     request like it (Prediction.ttft_after_ms), each scorer that can say it what each endpoint's
     score would become, on the scale of its current scores (Scorer.score_after), and the kit
-    places a picker's round in order against those figures (place_on). The zero Round is a
-    request decided alone.
+    places a picker's round in order against those figures (place_on). A round's size is at
+    least 1: a round of one (position 0, size 1) is a request the host decides after an earlier
+    round whose placements it must account for. The zero Round (size 0) is a request decided
+    alone.
     """
     #: The cycle's place in the round, from 0, in arrival order.
     position: int = 0
-    #: How many cycles the round holds.
+    #: How many cycles the round holds: at least 1 in a round, 0 for a cycle decided alone.
     size: int = 0
 
 
@@ -166,14 +168,17 @@ class Cycle:
     #: else empty. They are not candidates: the indices a stage answers with are into
     #: ``endpoints`` only.
     excluded: list = field(default_factory=list)
-    #: Set when the host decides this request together with others (see Round); NO_ROUND when it
-    #: is decided alone. Always sent, whatever the stage reads; in a round the endpoint ids are
+    #: Set when the host decides this request in a round (see Round: with others, or as a round
+    #: of one); NO_ROUND when it is decided alone. Always sent, whatever the stage reads; in a round the endpoint ids are
     #: sent too, since the kit tells the round's endpoints apart by them.
     round: Round = NO_ROUND
 
     def in_round(self) -> bool:
-        """Whether the cycle is decided together with other requests (a round of more than one)."""
-        return self.round.size > 1
+        """Whether the cycle is in a round (a Round of size 1 or more): the host wants its
+        after-predictions and after-scores, and a picker's round is placed in order. A round of
+        one is a request the host decides after an earlier round whose placements it accounts
+        for; NO_ROUND (size 0) is a cycle decided alone."""
+        return self.round.size >= 1
 
     def uncached_tokens(self, e: int) -> int:
         """The part of the request's prompt that endpoint e is not believed to cache: the prefill

@@ -118,8 +118,11 @@ class AfterScoresTest(unittest.TestCase):
             # 1 and 3 in flight: scores 1/2 and 1/4. Without score_after the kit says no
             # after-scores, in a round too: re-scoring would renormalise a scorer's scale.
             ("no score_after, in a round", LoadScorer(), two(1, 2), [], None),
+            # The zero Round is a cycle decided alone: score_after is not asked.
             ("alone: no after-scores", OwnAfterScorer(), two(0, 0), [], None),
-            ("a round of one: no after-scores", OwnAfterScorer(), two(0, 1), [], None),
+            # A round of one (position 0, size 1) is a round: the host needs its after-scores to
+            # account for an earlier round's placements.
+            ("a round of one: the scorer's own", OwnAfterScorer(), two(0, 1), [0.1, 0.2], None),
             ("the scorer's own", OwnAfterScorer(), two(0, 2), [0.1, 0.2], None),
             ("too few of its own", Short(), two(0, 2), None, "scorer returned 1 after-scores for 2 endpoints"),
             ("its own failing", Failing(), two(0, 2), None, "no after-scores today"),
@@ -276,6 +279,14 @@ class PickRoundTest(unittest.TestCase):
             ("alone", LeastLoadPicker(), batch(1, 1, 1, 1), [[0, 0]] * 4, None, "aaaa"),
             # Two rounds of two: the second starts again from the scraped state.
             ("two rounds", LeastLoadPicker(), batch(2, 2), [[0, 0]] * 4, None, "aaaa"),
+            # Rounds of one, each at position 0: nothing of its round placed before it, so each
+            # is picked on itself with its scores unmoved (1 and 1, the after-scores unused): a.
+            ("rounds of one", MaxScorePicker(), [two(0, 1, 0, 2) for _ in range(3)], [[1, 1]] * 3,
+             [[0.5, 0.5]] * 3, "aaa"),
+            # A round of two (a; a, 1 < 2), then a round of one starting again from the scraped
+            # state: 0 and 2 in flight, a.
+            ("a round of one after a round", LeastLoadPicker(),
+             [two(0, 2, 0, 2), two(1, 2, 0, 2), two(0, 1, 0, 2)], [[0, 0]] * 3, None, "aaa"),
             # A cycle without its score set fails alone and places nothing.
             ("a missing score set", LeastLoadPicker(), batch(4), [[0, 0]] * 3, None, "aaa!"),
         ]

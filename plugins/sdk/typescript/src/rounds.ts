@@ -5,9 +5,14 @@
 
 import type { Answer, Cycle, Scorer } from "./types";
 
-/** inRound reports whether the cycle is decided together with other requests (a round of more than one). */
+/**
+ * inRound reports whether the cycle is in a round (a Round of size 1 or more): the host wants its
+ * after-predictions and after-scores, and a picker's round is placed in order. A round of one is a
+ * request the host decides after an earlier round whose placements it accounts for; a cycle without
+ * a round, or with size 0, is decided alone.
+ */
 export function inRound(c: Cycle): boolean {
-  return (c.round?.size ?? 0) > 1;
+  return (c.round?.size ?? 0) >= 1;
 }
 
 /** roundHalfAway rounds x to the nearest integer, halves away from zero, as Go's math.Round. */

@@ -134,8 +134,8 @@ export interface Cycle {
    */
   excluded?: ExcludedEndpoint[];
   /**
-   * Set when the host decides this request together with others (see Round); absent when it is
-   * decided alone. Always sent, whatever the stage reads; in a round the endpoint ids are sent
+   * Set when the host decides this request in a round (see Round: with others, or as a round of
+   * one); absent when it is decided alone. Always sent, whatever the stage reads; in a round the endpoint ids are sent
    * too, since the kit tells the round's endpoints apart by them.
    */
   round?: Round;
@@ -148,12 +148,14 @@ export interface Cycle {
  * the producer says what each request would see on each endpoint after one more request like it
  * (Prediction.ttftAfterMs), each scorer that can say it what each endpoint's score would become,
  * on the scale of its current scores (Scorer.scoreAfter), and the kit places a picker's round in
- * order against those figures (placeOn).
+ * order against those figures (placeOn). A round's size is at least 1: a round of one (position 0,
+ * size 1) is a request the host decides after an earlier round whose placements it must account
+ * for. Size 0 (sent as no round) is a request decided alone.
  */
 export interface Round {
   /** The cycle's place in the round, from 0, in arrival order. */
   position: number;
-  /** How many cycles the round holds. */
+  /** How many cycles the round holds: at least 1 in a round, 0 for a cycle decided alone. */
   size: number;
 }
 

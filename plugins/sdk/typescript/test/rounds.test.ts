@@ -123,8 +123,11 @@ test("a scorer in a round answers its own after-scores, and none without scoreAf
     // a round too: re-scoring would renormalise a scorer's scale.
     ["no scoreAfter, in a round", scorer(), two(1, 2), []],
     ["no scoreAfter, async score", scorer({ score: async (c) => load(c) }), two(1, 2), []],
+    // No round (size 0) is a cycle decided alone: scoreAfter is not asked.
     ["alone: no after-scores", scorer(own), two(0, 0), []],
-    ["a round of one: no after-scores", scorer(own), two(0, 1), []],
+    // A round of one (position 0, size 1) is a round: the host needs its after-scores to account
+    // for an earlier round's placements.
+    ["a round of one: the scorer's own", scorer(own), two(0, 1), [0.1, 0.2]],
     ["the scorer's own", scorer({ scoreAfter: () => [0.1, 0.2] }), two(0, 2), [0.1, 0.2]],
     ["the scorer's own, async", scorer({ scoreAfter: async () => [0.1, 0.2] }), two(0, 2), [0.1, 0.2]],
     ["too few of its own", scorer({ scoreAfter: () => [0.1] }), two(0, 2), "scorer returned 1 after-scores for 2 endpoints"],
@@ -233,6 +236,12 @@ test("a picker places each round of a batch in order", async () => {
     ["alone", leastLoad, rounds(1, 1, 1, 1), rep(4, [0, 0]), [], "aaaa"],
     // Two rounds of two in one batch: the second starts again from the scraped state.
     ["two rounds", leastLoad, rounds(2, 2), rep(4, [0, 0]), [], "aaaa"],
+    // Rounds of one, each at position 0: nothing of its round placed before it, so each is picked
+    // on itself with its scores unmoved (1 and 1, the after-scores unused): a.
+    ["rounds of one", maxScore, rep(3, two(0, 1, 0, 2)), rep(3, [1, 1]), rep(3, [0.5, 0.5]), "aaa"],
+    // A round of two (a; a, 1 < 2), then a round of one starting again from the scraped state:
+    // 0 and 2 in flight, a.
+    ["a round of one after a round", leastLoad, [two(0, 2, 0, 2), two(1, 2, 0, 2), two(0, 1, 0, 2)], rep(3, [0, 0]), [], "aaa"],
     // A cycle without its score set fails alone.
     ["a missing score set", leastLoad, rounds(4), rep(3, [0, 0]), [], "aaa!"],
     // An async picker places the same.
