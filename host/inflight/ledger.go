@@ -185,6 +185,16 @@ func (t *Ledger) Fill(endpoint string, now, scrapedAt time.Time, s *sdk.Endpoint
 		int64(len(e.flights)), unscraped, e.prefill, e.decode, slo
 }
 
+// Requests is how many requests are in flight on endpoint.
+func (t *Ledger) Requests(endpoint string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e := t.eps[endpoint]; e != nil {
+		return len(e.flights)
+	}
+	return 0
+}
+
 // startRate is the first tokens a second over the last startsKept: startsKept − 1 intervals over
 // the time they span; 0 before startsKept, or when they span no time (a clock that did not move).
 // It does not decay while nothing starts: an endpoint idle for lack of requests can still start

@@ -65,6 +65,12 @@ func TestLifecycle(t *testing.T) {
 		if got := state(tr, "a"); got != st.want {
 			t.Fatalf("%s: state %+v, want %+v", st.name, got, st.want)
 		}
+		if n := tr.Requests("a"); int64(n) != st.want.InflightRequests {
+			t.Fatalf("%s: Requests %d, want %d", st.name, n, st.want.InflightRequests)
+		}
+	}
+	if n := tr.Requests("unknown"); n != 0 {
+		t.Errorf("Requests on an unknown endpoint: %d", n)
 	}
 	if got := state(tr, "unknown"); got != (sdk.EndpointState{LastOutputAgeMs: -1}) {
 		t.Errorf("unknown endpoint: %+v", got)

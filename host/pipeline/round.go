@@ -2,10 +2,13 @@ package pipeline
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 	"time"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/foresight-router/foresight/plugins/sdk/heuristics"
+	"github.com/foresight-router/foresight/plugins/sdk/transport"
 )
 
 // Rounds: cycles a caller (the proxy's decider) decides together, as if one at a time in arrival
@@ -30,6 +33,10 @@ type RoundTrace struct {
 	// rounds, every scorer answered the member with after-scores, and none of its scorers nor its
 	// picker fell back.
 	Accounted bool `json:"accounted"`
+	// Prior counts the placements of an earlier round, not yet dispatched when this round's
+	// cycles were read, that were added to the member's cycle and scores before its picker
+	// (RunRoundAfter); with Accounted, its pick accounted for them too.
+	Prior int `json:"prior,omitempty"`
 }
 
 // roundSeq numbers the rounds of picker calls (RoundTrace.ID).
@@ -39,6 +46,22 @@ var roundSeq atomic.Uint64
 // i's context. A round larger than the pipeline's maxBatch is decided as consecutive rounds of
 // at most maxBatch, each one batch per stage. Like Run it never fails and modifies no cycle.
 func (p *Pipeline) RunRound(ctxs []context.Context, cycles []*sdk.Cycle) []*Trace {
+	return p.RunRoundAfter(ctxs, cycles, nil)
+}
+
+// Prior returns where an earlier round sent its requests, by endpoint id: placements the cycles
+// of the round being decided do not count, because it had not dispatched them when they were read.
+// It may block until it knows.
+type Prior func() map[string]int
+
+// RunRoundAfter is RunRound for a round decided while an earlier one is still under way: its
+// stages run beside the earlier round's, and just before its picker it calls prior (nil: none)
+// and adds those placements to every member's cycle (sdk.PlaceOn) and weighted scores and
+// after-scores (score − after per placement), as if its cycles had been read after them. Even
+// a round of one is then a round (sdk.Round), so that its scorers give after-scores. A member
+// whose scorers gave none cannot be moved: its trace's RoundTrace.Prior stays 0 and its pick did
+// not account for them.
+func (p *Pipeline) RunRoundAfter(ctxs []context.Context, cycles []*sdk.Cycle, prior Prior) []*Trace {
 	out := make([]*Trace, len(cycles))
 	for start := 0; start < len(cycles); start += p.maxBatch {
 		end := min(start+p.maxBatch, len(cycles))
@@ -46,11 +69,11 @@ func (p *Pipeline) RunRound(ctxs []context.Context, cycles []*sdk.Cycle) []*Trac
 		for i := range ms {
 			ctx := ctxs[start+i]
 			ms[i] = &member{ctx: ctx, in: cycles[start+i], began: time.Now(), done: make(chan struct{}), rerun: ctx.Value(rerunKey{}) != nil}
-			if len(ms) > 1 {
+			if len(ms) > 1 || prior != nil {
 				ms[i].round = sdk.Round{Position: i, Size: len(ms)}
 			}
 		}
-		p.runCohort(ms)
+		p.runCohort(ms, prior)
 		for i, m := range ms {
 			out[start+i] = m.t
 		}
@@ -59,14 +82,14 @@ func (p *Pipeline) RunRound(ctxs []context.Context, cycles []*sdk.Cycle) []*Trac
 }
 
 // inRound reports whether the members belong to a round (RunRound's cohorts are rounds whole).
-func inRound(ms []*member) bool { return len(ms) > 0 && ms[0].round.Size > 1 }
+func inRound(ms []*member) bool { return len(ms) > 0 && ms[0].round.Size > 0 }
 
 // sumAfter sets the weighted after-scores of every member in a round: each scorer's after-score
 // where it gave one, its score where it did not (a placement then changes nothing for it), and
 // whether every scorer gave one without falling back.
 func sumAfter(ms []*member) {
 	for _, m := range ms {
-		if m.round.Size < 2 {
+		if m.round.Size == 0 {
 			continue
 		}
 		m.after, m.afterAll = make([]float64, len(m.t.Scores)), true
@@ -89,28 +112,74 @@ func sumAfter(ms []*member) {
 func placeRound(picker *pickerSlot, ms []*member) bool {
 	var in []*member
 	for _, m := range ms {
-		if m.round.Size > 1 {
+		if m.round.Size > 0 {
 			in = append(in, m)
 		}
 	}
-	rounds := len(in) > 1 && picker.plugin.Status().Info.Rounds
+	rounds := len(in) > 0 && picker.plugin.Status().Info.Rounds
 	id := roundSeq.Add(1)
 	for k, m := range in {
 		m.cur.Round = sdk.Round{}
 		if rounds {
 			m.cur.Round = sdk.Round{Position: k, Size: len(in)}
 		}
-		m.t.Round = &RoundTrace{ID: id, Position: k, Size: len(in)}
+		m.t.Round = &RoundTrace{ID: id, Position: k, Size: len(in), Prior: m.prior}
 	}
 	return rounds
 }
 
 // pickRequest is m's pick request; placed: its picker places the round (placeRound).
 func pickRequest(m *member, placed bool) pickReq {
+	scores := m.pickScores()
 	if placed && m.cur.InRound() {
-		return pickReq{m.cur, m.t.Scores, m.after}
+		return pickReq{m.cur, scores, m.after}
 	}
-	return pickReq{m.cur, m.t.Scores, nil}
+	return pickReq{m.cur, scores, nil}
+}
+
+// pickScores are the weighted scores m's picker is given: its trace's, or those an earlier
+// round's placements moved (foldPrior).
+func (m *member) pickScores() []float64 {
+	if m.moved != nil {
+		return m.moved
+	}
+	return m.t.Scores
+}
+
+// foldPrior adds an earlier round's placements (by endpoint id) to each member's cycle and
+// scores before its picker (RunRoundAfter): n placements on a candidate move its state and
+// predictions as the ledger would (sdk.PlaceOn) and its score and after-score by n × (score −
+// after). A member some of whose scorers gave no after-scores is left as it is: its pick cannot
+// account for them.
+func foldPrior(ms []*member, placed map[string]int) {
+	if len(placed) == 0 {
+		return
+	}
+	for _, m := range ms {
+		if !m.afterAll {
+			continue
+		}
+		var view *sdk.Cycle
+		for e, ep := range m.cur.Endpoints {
+			n := placed[ep.ID]
+			if n == 0 {
+				continue
+			}
+			if view == nil {
+				view = m.cur.Subset(heuristics.AllIndices(len(m.cur.Endpoints)))
+				m.moved = slices.Clone(m.t.Scores)
+			}
+			sdk.PlaceOn(view, e, n)
+			d := m.moved[e] - m.after[e]
+			m.moved[e] -= float64(n) * d
+			m.after[e] -= float64(n) * d
+			m.prior += n
+		}
+		if view != nil {
+			transport.Seal(view)
+			m.cur = view
+		}
+	}
 }
 
 // accountRound records, in the traces of the members of a round that their picker placed in

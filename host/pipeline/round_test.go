@@ -84,9 +84,10 @@ func firstPicks(traces []*pipeline.Trace) []string {
 }
 
 // oneAtATime decides the cycles one after the other, each on endpoints that count the requests
-// picked before it in flight where they went (sdk.PlaceOn, the router's in-flight ledger).
-func oneAtATime(p *pipeline.Pipeline, cycles []*sdk.Cycle) []string {
-	var picks []string
+// picked before it in flight where they went (sdk.PlaceOn, the router's in-flight ledger), after
+// requests already sent to the endpoints named in before.
+func oneAtATime(p *pipeline.Pipeline, cycles []*sdk.Cycle, before ...string) []string {
+	picks := slices.Clone(before)
 	for _, c := range cycles {
 		c = &sdk.Cycle{Request: c.Request, Endpoints: slices.Clone(c.Endpoints), Now: c.Now, Seed: c.Seed}
 		for e := range c.Endpoints {
@@ -100,7 +101,7 @@ func oneAtATime(p *pipeline.Pipeline, cycles []*sdk.Cycle) []string {
 		}
 		picks = append(picks, firstPicks([]*pipeline.Trace{p.Run(context.Background(), c)})...)
 	}
-	return picks
+	return picks[len(before):]
 }
 
 // A round of k requests is decided with one call per stage, and its picks are those of deciding
@@ -200,5 +201,60 @@ func TestARoundWithoutAfterScoresIsNotAccounted(t *testing.T) {
 	}
 	if got, want := firstPicks(traces), firstPicks(alone); !slices.Equal(got, want) {
 		t.Errorf("picks %v, want %v, each as it would pick alone", got, want)
+	}
+}
+
+// A round decided while an earlier one was under way (RunRoundAfter) is given that round's
+// placements just before its picker: its picks are those of deciding its requests one at a time
+// after them, and each member's trace counts them (RoundTrace.Prior) — a round of one too, which
+// is then a round so that its scorers give after-scores. A member whose scorers give none cannot
+// be moved and is not accounted, so the decider checks its pick as it would without rounds.
+func TestARoundAfterAnEarlierOnePicksAsOneAtATimeAfterIt(t *testing.T) {
+	linear := linearScorer{testScorer{f: linearLoad}}
+	tests := []struct {
+		name    string
+		local   sdk.Plugin // nil: the built-in queue scorer on requests in flight
+		before  []string   // where the earlier round sent its requests
+		k, n    int
+		counted bool // the members count the earlier placements and are accounted
+	}{
+		{"linear scorer, 1 after 3 on 4 endpoints", linear, []string{"e0", "e1", "e2"}, 1, 4, true},
+		{"linear scorer, 4 after 5 on 4 endpoints", linear, []string{"e0", "e1", "e2", "e3", "e0"}, 4, 4, true},
+		{"queue scorer, 3 after 2 on 3 endpoints", nil, []string{"e1", "e1"}, 3, 3, true},
+		{"no after-scores, 2 after 2 on 4 endpoints", testScorer{f: linearLoad}, []string{"e0", "e1"}, 2, 4, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := roundPipeline(t, tt.local)
+			cycles := burstCycles(tt.k, tt.n)
+			ctxs := make([]context.Context, tt.k)
+			for i := range ctxs {
+				ctxs[i] = context.Background()
+			}
+			placed := map[string]int{}
+			for _, id := range tt.before {
+				placed[id]++
+			}
+			asked := 0
+			traces := p.RunRoundAfter(ctxs, cycles, func() map[string]int { asked++; return placed })
+			if asked != 1 {
+				t.Errorf("the earlier round's placements were asked for %d times, want once", asked)
+			}
+			for i, tr := range traces {
+				want := pipeline.RoundTrace{ID: traces[0].Round.ID, Position: i, Size: tt.k}
+				if tt.counted {
+					want.Accounted, want.Prior = true, len(tt.before)
+				}
+				if tr.Round == nil || *tr.Round != want {
+					t.Errorf("member %d: round %+v, want %+v", i, tr.Round, want)
+				}
+			}
+			if !tt.counted {
+				return
+			}
+			if got, want := firstPicks(traces), oneAtATime(p, cycles, tt.before...); !slices.Equal(got, want) {
+				t.Errorf("picks %v after %v, one at a time %v", got, tt.before, want)
+			}
+		})
 	}
 }

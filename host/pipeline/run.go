@@ -36,7 +36,11 @@ type member struct {
 	round    sdk.Round
 	after    []float64
 	afterAll bool
-	done     chan struct{}
+	// moved are the weighted scores an earlier round's placements moved (foldPrior), which the
+	// picker is given instead of t.Scores; prior counts those placements.
+	moved []float64
+	prior int
+	done  chan struct{}
 }
 
 // Cycles travel the pipeline in cohorts: a cycle that arrives while a cohort is under way waits and
@@ -75,13 +79,14 @@ func (p *Pipeline) runCohorts() {
 		cohort := slices.Clone(p.waiting[:n])
 		p.waiting = append(p.waiting[:0], p.waiting[n:]...)
 		p.mu.Unlock()
-		p.runCohort(cohort)
+		p.runCohort(cohort, nil)
 	}
 }
 
 // runCohort runs the members through every stage, one batch call per stage. The leading filters
-// that do not read the predictions are called beside the producer (overlap.go).
-func (p *Pipeline) runCohort(ms []*member) {
+// that do not read the predictions are called beside the producer (overlap.go). A round's prior
+// (RunRoundAfter; nil for none) is asked for just before the picker.
+func (p *Pipeline) runCohort(ms []*member, prior Prior) {
 	for _, m := range ms {
 		c := m.in
 		m.t = &Trace{RequestID: c.Request.ID, Profile: p.profile, Seed: c.Seed, Now: c.Now, Admitted: true}
@@ -137,6 +142,9 @@ func (p *Pipeline) runCohort(ms []*member) {
 		}
 		p.keepShadowInput(sdk.StagePicker, 0, active, cur)
 		p.score(active)
+		if prior != nil {
+			foldPrior(active, prior())
+		}
 		p.pickOrder(active)
 	}
 	admitted.Wait()
@@ -354,7 +362,7 @@ func (p *Pipeline) pickOrder(ms []*member) {
 	began := time.Now()
 	if p.picker == nil {
 		for _, m := range ms {
-			order, _ := p.fallbackPicker.Pick(m.ctx, m.cur, m.t.Scores)
+			order, _ := p.fallbackPicker.Pick(m.ctx, m.cur, m.pickScores())
 			m.t.Order = pick(m.idx, order)
 			m.t.Picker = &StageTrace{Stage: sdk.StagePicker, Plugin: "default", Type: builtin.MaxScorePickerType, Duration: time.Since(began), Order: m.t.Order}
 		}
@@ -378,7 +386,7 @@ func (p *Pipeline) pickWith(picker *pickerSlot, ms []*member, began time.Time) {
 		}
 		if err != nil {
 			st.Fallback = picker.failed(err)
-			order, _ = p.fallbackPicker.Pick(m.ctx, m.cur, m.t.Scores)
+			order, _ = p.fallbackPicker.Pick(m.ctx, m.cur, m.pickScores())
 		}
 		m.t.Order = pick(m.idx, dedupe(order, len(m.cur.Endpoints)))
 		st.Order = m.t.Order

@@ -14,17 +14,19 @@ import (
 )
 
 // Requests are decided in rounds. A request that arrives while a round is under way waits for the
-// next; a round takes the waiting requests in arrival order, reads the endpoints' state for each,
-// and runs their cycles through the pipeline together, so the pipeline's stages see them in one
-// batch: one round trip per stage for the whole round instead of one per request.
+// next (which, with a pipeline that decides rounds, starts beside it: overlap.go); a round takes
+// the waiting requests in arrival order, reads the endpoints' state for each, and runs their
+// cycles through the pipeline together, so the pipeline's stages see them in one batch: one round
+// trip per stage for the whole round instead of one per request.
 //
 // Each request must still be decided as if alone, after the ones before it: on a state that counts
 // them in flight where they went. So the round then goes through its requests in order and
 // dispatches a request's decision only if what the earlier ones of the round did cannot have
 // changed it: its pick is not an endpoint one of them was sent to, and on the endpoints they were
-// sent to its prefix match did not rise. An endpoint another request went to is then only busier
-// for it — a worse choice it did not make — and everything else it saw is as it was. Any other
-// request is decided again in the next round, first in line, on the state that counts them all.
+// sent to, its pick aside (which a higher match makes only better), its prefix match did not rise.
+// An endpoint another request went to is then only busier for it — a worse choice it did not make
+// — and everything else it saw is as it was. Any other request is decided again in the next
+// round, first in line, on the state that counts them all.
 // (The round assumes what every stage believes: more requests in flight on an endpoint make it no
 // better. A stage that keeps state between calls, such as a round-robin picker, also sees the
 // decisions that were taken again.)
@@ -109,6 +111,11 @@ type decider struct {
 	queue []*pending
 	busy  bool // a goroutine runs rounds
 	size  int  // the next round's size, from the last round's dispatches (0: a fresh start)
+	// wake tells the goroutine that runs rounds that a request arrived (overlap.go).
+	wake chan struct{}
+	// ledger orders reading a round's cycles against dispatching another's: a round reads all
+	// its endpoints' states before an earlier round's dispatches or after all of them.
+	ledger sync.Mutex
 }
 
 // decide queues p and waits for its decision; false when p's client went away before it.
@@ -133,6 +140,8 @@ func (d *decider) submit(p *pending, first bool) bool {
 	d.mu.Unlock()
 	if start {
 		go d.run()
+	} else {
+		d.signal()
 	}
 	select {
 	case <-p.done:
@@ -143,29 +152,6 @@ func (d *decider) submit(p *pending, first bool) bool {
 		}
 		<-p.done // already decided and dispatched: the proxy finds the client gone
 		return true
-	}
-}
-
-// run decides rounds until nobody waits.
-func (d *decider) run() {
-	for {
-		d.mu.Lock()
-		d.queue = slices.DeleteFunc(d.queue, func(p *pending) bool { return p.state.Load() == pendingGone })
-		if len(d.queue) == 0 {
-			d.busy, d.size = false, 0
-			d.mu.Unlock()
-			return
-		}
-		n := min(len(d.queue), d.roundSize())
-		round := slices.Clone(d.queue[:n])
-		d.queue = slices.Delete(d.queue, 0, n)
-		d.mu.Unlock()
-
-		redo, dispatched := d.round(round)
-		d.mu.Lock()
-		d.queue = append(redo, d.queue...)
-		d.size = max(2*dispatched, 2)
-		d.mu.Unlock()
 	}
 }
 
@@ -194,23 +180,26 @@ func RoundLimit(concurrency, endpoints int) int {
 // decided in several passes on one state, whose picks cannot account for each other's).
 const roundCap = 16
 
-// RoundScheduler is a Scheduler that decides several cycles together as one round
-// (pipeline.Pipeline.RunRound): ctxs[i] is cycle i's context, and the traces come back in order.
+// RoundScheduler is a Scheduler that decides several cycles together as one round, after an
+// earlier round's placements (prior, nil for none) that its cycles do not count
+// (pipeline.Pipeline.RunRoundAfter): ctxs[i] is cycle i's context, and the traces come back in
+// order.
 type RoundScheduler interface {
-	RunRound(ctxs []context.Context, cycles []*sdk.Cycle) []*pipeline.Trace
+	RunRoundAfter(ctxs []context.Context, cycles []*sdk.Cycle, prior pipeline.Prior) []*pipeline.Trace
 }
 
 // ProfileRounds is RoundScheduler for Profiles: cycle i is decided by profiles[i]'s pipeline,
-// each pipeline's cycles as one round (router.Pipelines.RunProfileRound).
+// each pipeline's cycles as one round (router.Pipelines.RunProfileRoundAfter).
 type ProfileRounds interface {
-	RunProfileRound(ctxs []context.Context, profiles []string, cycles []*sdk.Cycle) []*pipeline.Trace
+	RunProfileRoundAfter(ctxs []context.Context, profiles []string, cycles []*sdk.Cycle, prior pipeline.Prior) []*pipeline.Trace
 }
 
-// round decides the requests together and dispatches those whose decisions stand; it returns the
-// others, in order, and how many requests it sent to an endpoint.
-func (d *decider) round(round []*pending) (redo []*pending, dispatched int) {
+// round decides the requests of r together and dispatches those whose decisions stand; it
+// returns the others, in order, and how many requests it sent to an endpoint. Its stages may run
+// beside the round before it (overlap.go): it dispatches after that one.
+func (d *decider) round(r *roundRun, round []*pending) (redo []*pending, dispatched int) {
 	began := d.s.o.Now()
-	var run []*pending // the requests with a cycle to decide, in order
+	d.ledger.Lock()
 	for _, p := range round {
 		at := p.received
 		if p.retry {
@@ -218,6 +207,11 @@ func (d *decider) round(round []*pending) (redo []*pending, dispatched int) {
 		}
 		p.cycle, p.states, p.full, p.unknown = d.s.cycle(p.req, p.blocks, p.meta, at, p.scope)
 		p.trace, p.verdict = nil, verdict{}
+	}
+	r.fold = r.prev != nil && !r.prev.isSettled()
+	d.ledger.Unlock()
+	var run []*pending // the requests with a cycle to decide, in order
+	for _, p := range round {
 		if len(p.cycle.Endpoints) == 0 {
 			continue // nothing to decide: serve explains why
 		}
@@ -226,8 +220,13 @@ func (d *decider) round(round []*pending) (redo []*pending, dispatched int) {
 		}
 		run = append(run, p)
 	}
-	d.runCycles(run)
-	var taken []placement       // where this round sent requests, in order
+	d.runCycles(run, r.prior())
+	r.waitPrev()
+
+	d.ledger.Lock()
+	defer d.ledger.Unlock()
+	defer r.settle()
+	taken := r.before()         // where this round, and the one before it, sent requests, in order
 	broken := map[uint64]bool{} // picker rounds of which a member did not go where it was placed
 	for _, p := range round {
 		sent, again := d.settle(p, taken, broken, began)
@@ -236,11 +235,12 @@ func (d *decider) round(round []*pending) (redo []*pending, dispatched int) {
 		}
 		if sent {
 			ep, _ := p.pick()
-			taken = append(taken, placement{ep.ID, p.roundTrace()})
+			taken = append(taken, placement{id: ep.ID, round: p.roundTrace()})
+			r.placed[ep.ID]++
 			dispatched++
 		}
-		if r := p.roundTrace(); r != nil && (!sent || p.trace.Picker == nil || p.trace.Picker.Fallback != "") {
-			broken[r.ID] = true // the later members of its round counted a placement that is not there
+		if rt := p.roundTrace(); rt != nil && (!sent || p.trace.Picker == nil || p.trace.Picker.Fallback != "") {
+			broken[rt.ID] = true // the later members of its round counted a placement that is not there
 		}
 	}
 	if d.s.o.Metrics != nil && len(redo) > 0 {
@@ -253,7 +253,7 @@ func (d *decider) round(round []*pending) (redo []*pending, dispatched int) {
 // it to be decided again (again); a request whose client left, that had no pick, or that flow
 // control holds back is neither.
 func (d *decider) settle(p *pending, taken []placement, broken map[uint64]bool, began time.Time) (sent, again bool) {
-	if !d.stands(p, taken, broken) {
+	if !d.stands(p, taken, broken) || d.filled(p) {
 		return false, true
 	}
 	if !p.state.CompareAndSwap(pendingWaiting, pendingTaken) {
@@ -274,10 +274,19 @@ func (d *decider) settle(p *pending, taken []placement, broken map[uint64]bool, 
 	return true, false
 }
 
+// filled reports whether p's pick has reached server.maxInflightPerEndpoint since p's cycle was
+// read (by the requests of its round, or of the round before it): p must be decided again, on a
+// cycle that leaves it out.
+func (d *decider) filled(p *pending) bool {
+	ep, ok := p.pick()
+	limit := d.s.o.MaxInflightPerEndpoint
+	return ok && limit > 0 && d.s.inflight.Requests(ep.ID) >= limit
+}
+
 // runCycles decides the requests' cycles: as one round when the scheduler decides rounds, else
 // each on its own goroutine (the last on this one), so that the pipeline's cohorts still gather
 // them into one batch per stage.
-func (d *decider) runCycles(run []*pending) {
+func (d *decider) runCycles(run []*pending, prior pipeline.Prior) {
 	ctxs, cycles := make([]context.Context, len(run)), make([]*sdk.Cycle, len(run))
 	for i, p := range run {
 		ctxs[i], cycles[i] = p.ctx, p.cycle
@@ -290,10 +299,10 @@ func (d *decider) runCycles(run []*pending) {
 		for i, p := range run {
 			names[i] = p.meta.profile
 		}
-		traces = r.RunProfileRound(ctxs, names, cycles)
+		traces = r.RunProfileRoundAfter(ctxs, names, cycles, prior)
 	case RoundScheduler:
 		if !profiles {
-			traces = r.RunRound(ctxs, cycles)
+			traces = r.RunRoundAfter(ctxs, cycles, prior)
 		}
 	}
 	if traces == nil && len(run) > 0 {
@@ -342,6 +351,9 @@ func (d *decider) record(p *pending) {
 type placement struct {
 	id    string
 	round *pipeline.RoundTrace
+	// prior: the round before sent it, and this round's cycles were read before it did: a pick
+	// stands on its endpoint when it accounted for it (RoundTrace.Prior).
+	prior bool
 }
 
 // roundTrace is the picker round p's decision was placed in; nil when none.
@@ -355,7 +367,7 @@ func (p *pending) roundTrace() *pipeline.RoundTrace {
 // stands reports whether p's decision is the one it would have had after the requests sent to
 // taken: its pick is none of them — or, when its pick accounted for the earlier members of its
 // picker round and all of them went where they were placed (not broken), none of them outside
-// that round — and its prefix match on each is what its cycle saw.
+// that round — and its prefix match on each but its pick is what its cycle saw.
 func (d *decider) stands(p *pending, taken []placement, broken map[uint64]bool) bool {
 	if len(taken) == 0 || p.trace == nil {
 		return true
@@ -363,7 +375,13 @@ func (d *decider) stands(p *pending, taken []placement, broken map[uint64]bool) 
 	r := p.roundTrace()
 	accounted := r != nil && r.Accounted && !broken[r.ID]
 	if ep, ok := p.pick(); ok && slices.ContainsFunc(taken, func(t placement) bool {
-		return t.id == ep.ID && !(accounted && t.round != nil && t.round.ID == r.ID)
+		if t.id != ep.ID {
+			return false
+		}
+		if t.prior {
+			return !(r != nil && r.Accounted && r.Prior > 0)
+		}
+		return !(accounted && t.round != nil && t.round.ID == r.ID)
 	}) {
 		return false
 	}
@@ -371,7 +389,11 @@ func (d *decider) stands(p *pending, taken []placement, broken map[uint64]bool) 
 	if len(blocks) == 0 {
 		return true
 	}
+	pick, _ := p.pick()
 	for _, e := range p.cycle.Endpoints {
+		if e.ID == pick.ID {
+			continue // a higher match makes its own pick only better
+		}
 		if slices.ContainsFunc(taken, func(t placement) bool { return t.id == e.ID }) && d.s.prefix.Fraction(e.ID, blocks) > e.State.PrefixMatch {
 			return false
 		}

@@ -3,15 +3,18 @@ package proxy
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/foresight-router/foresight/host/endpoints"
+	"github.com/foresight-router/foresight/sim/emulator"
 )
 
 // holder is a backend fault that starts a stream, sends one chunk and holds it open until release
@@ -191,4 +194,76 @@ func TestConcurrencyBoundReleasesEveryRequest(t *testing.T) {
 	close(h.release)
 	restA()
 	restB()
+}
+
+// server.maxInflightPerEndpoint holds for the requests of a round too: picks that account for
+// each other may send two of a round to one endpoint, and the second is decided again when the
+// first has filled it — on two endpoints with room for one each, three requests at once are two
+// dispatches and a 429, never a third request in flight.
+func TestARoundDoesNotOverfillAnEndpoint(t *testing.T) {
+	a, b := newHolder(), newHolder()
+	eps := []endpoints.Endpoint{{ID: "vllm-a", Address: startFaulty(t, a.serve)}, {ID: "vllm-b", Address: startFaulty(t, b.serve)}}
+	f := newRouterOver(t, endpoints.Config{Interval: time.Hour}, eps, func(o *Options) {
+		o.Pipeline, o.MaxInflightPerEndpoint = newRounds(t, false), 1
+	})
+	codes := make(chan int, 3)
+	bodies := make(chan io.ReadCloser, 3)
+	for i := range 3 {
+		go func() { // prompts that share no prefix: a request's prefix match cannot have it decided again
+			body := `{"model":"` + emulator.DefaultModel + `","messages":[{"role":"user","content":"` +
+				strings.Repeat(fmt.Sprint(i), 64) + `"}],"max_tokens":12,"stream":true}`
+			resp, err := http.Post(f.url+"/v1/chat/completions", "application/json", strings.NewReader(body))
+			if err != nil {
+				codes <- 0
+				return
+			}
+			codes <- resp.StatusCode
+			bodies <- resp.Body
+		}()
+	}
+	got := []int{<-codes, <-codes, <-codes}
+	close(a.release)
+	close(b.release)
+	for range 3 {
+		body := <-bodies
+		_, _ = io.Copy(io.Discard, body)
+		body.Close()
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, []int{http.StatusOK, http.StatusOK, http.StatusTooManyRequests}) || len(a.started) != 1 || len(b.started) != 1 {
+		t.Errorf("statuses %v, requests held by vllm-a %d and vllm-b %d; want 200, 200, 429 and one on each", got, len(a.started), len(b.started))
+	}
+}
+
+// A request whose prefix match rose, since its cycle was read, only on the endpoint it picked is
+// not decided again: the rise makes its pick only better. Two requests with one long prompt on a
+// single endpoint are two decisions, however the rounds split them.
+func TestAPrefixRiseOnThePickStands(t *testing.T) {
+	h := newHolder()
+	sched := newRounds(t, false)
+	f := newRouterOver(t, endpoints.Config{Interval: time.Hour}, []endpoints.Endpoint{{ID: "vllm-a", Address: startFaulty(t, h.serve)}},
+		func(o *Options) { o.Pipeline = sched })
+	body := `{"model":"` + emulator.DefaultModel + `","messages":[{"role":"user","content":"` +
+		strings.Repeat("Tell a long story. ", 200) + `"}],"max_tokens":12,"stream":true}`
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			resp, err := http.Post(f.url+"/v1/chat/completions", "application/json", strings.NewReader(body))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Errorf("status %d", resp.StatusCode)
+			}
+		})
+	}
+	<-h.started
+	<-h.started
+	close(h.release)
+	wg.Wait()
+	if sched.decisions != 2 {
+		t.Errorf("%d decisions for 2 requests, want 2", sched.decisions)
+	}
 }

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -22,7 +23,7 @@ type rounds struct {
 
 	mu        sync.Mutex
 	decisions int // cycles decided, those decided again included
-	calls     int // RunRound calls
+	calls     int // RunRoundAfter calls
 	last      map[string]string
 }
 
@@ -65,12 +66,12 @@ func (linearLoad) ScoreAfter(_ context.Context, _ *sdk.Cycle, scores []float64) 
 }
 
 func (r *rounds) Run(ctx context.Context, c *sdk.Cycle) *pipeline.Trace {
-	return r.RunRound([]context.Context{ctx}, []*sdk.Cycle{c})[0]
+	return r.RunRoundAfter([]context.Context{ctx}, []*sdk.Cycle{c}, nil)[0]
 }
 
-func (r *rounds) RunRound(ctxs []context.Context, cycles []*sdk.Cycle) []*pipeline.Trace {
+func (r *rounds) RunRoundAfter(ctxs []context.Context, cycles []*sdk.Cycle, prior pipeline.Prior) []*pipeline.Trace {
 	time.Sleep(20 * time.Millisecond) // as slow as a pipeline of plugin processes: a burst queues up
-	traces := r.p.RunRound(ctxs, cycles)
+	traces := r.p.RunRoundAfter(ctxs, cycles, prior)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls++
@@ -122,5 +123,74 @@ func TestARoundOfABurstSpreadsAsOneAtATime(t *testing.T) {
 			t.Errorf("%d decisions for 8 requests; want 8 with a picker that places rounds", sched.decisions)
 		}
 		t.Logf("old picker %v: %d decisions in %d rounds", old, sched.decisions, sched.calls)
+	}
+}
+
+// overlapGate holds the first round in its pipeline until a second round has begun beside it,
+// and records the most earlier-round placements any member counted (RoundTrace.Prior).
+type overlapGate struct {
+	*rounds
+	mu       sync.Mutex
+	calls    int
+	first    chan struct{} // closed when the first round begins
+	second   chan struct{} // closed when the second round begins
+	overlaps bool          // the second round began while the first was held
+	prior    int
+}
+
+func (g *overlapGate) RunRoundAfter(ctxs []context.Context, cycles []*sdk.Cycle, prior pipeline.Prior) []*pipeline.Trace {
+	g.mu.Lock()
+	g.calls++
+	first := g.calls == 1
+	switch g.calls {
+	case 1:
+		close(g.first)
+	case 2:
+		close(g.second)
+	}
+	g.mu.Unlock()
+	if first {
+		select {
+		case <-g.second:
+			g.mu.Lock()
+			g.overlaps = true
+			g.mu.Unlock()
+		case <-time.After(5 * time.Second): // rounds that do not overlap: go on, and fail below
+		}
+	}
+	traces := g.rounds.RunRoundAfter(ctxs, cycles, prior)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, t := range traces {
+		if t.Round != nil {
+			g.prior = max(g.prior, t.Round.Prior)
+		}
+	}
+	return traces
+}
+
+// Requests that arrive while a round is under way start the next round beside it, and the
+// picks still spread as one-at-a-time decisions would: the later round counts the earlier one's
+// placements before its picker, so no request is decided twice.
+func TestRoundsOverlapAndSpreadAsOneAtATime(t *testing.T) {
+	g := &overlapGate{rounds: newRounds(t, false), first: make(chan struct{}), second: make(chan struct{})}
+	url := startRouter(t, g, 0)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() { defer wg.Done(); send(t, url, fmt.Sprintf("r%d", i), "Tell a long story.") }()
+		if i == 3 {
+			<-g.first // the first requests are under way in a round before the others arrive
+		}
+	}
+	wg.Wait()
+	if !g.overlaps {
+		t.Fatal("no round began while the first was under way")
+	}
+	if w := g.where(); len(w) != 4 || w["vllm-0"] != 2 || w["vllm-1"] != 2 || w["vllm-2"] != 2 || w["vllm-3"] != 2 {
+		t.Errorf("requests by endpoint %v, want 2 on each", w)
+	}
+	if g.decisions != 8 || g.prior == 0 {
+		t.Errorf("%d decisions for 8 requests, at most %d earlier placements counted by a member; want 8, and some counted", g.decisions, g.prior)
 	}
 }

@@ -153,7 +153,7 @@ func New(o Options) (*Server, error) {
 	}
 	s := &Server{o: o, inflight: inflight.New(), prefix: prefix.New(max(o.PrefixBlocks, 1)),
 		client: &http.Client{Transport: transport}, decisions: newRing(max(o.Decisions, 1))}
-	s.decider = &decider{s: s, limit: o.DecisionConcurrency}
+	s.decider = &decider{s: s, limit: o.DecisionConcurrency, wake: make(chan struct{}, 1)}
 	var err error
 	if s.flow, err = newFlowGate(s, o.FlowControl, o.FlowMetrics); err != nil {
 		return nil, err

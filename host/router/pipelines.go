@@ -178,11 +178,11 @@ func (l *Pipelines) enterServing(profile, id string) (*pipeline.Pipeline, bool) 
 	return p, ok
 }
 
-// RunProfileRound decides cycles together (pipeline.Pipeline.RunRound): cycle i on profiles[i]'s
-// serving pipeline as RunProfile would (config.ExperimentProfile resolved to its arm's profile),
-// the cycles of each pipeline as one round, the pipelines concurrently. ctxs[i] is cycle i's
-// context; the traces come back in order.
-func (l *Pipelines) RunProfileRound(ctxs []context.Context, profiles []string, cycles []*sdk.Cycle) []*pipeline.Trace {
+// RunProfileRoundAfter decides cycles together (pipeline.Pipeline.RunRoundAfter): cycle i on
+// profiles[i]'s serving pipeline as RunProfile would (config.ExperimentProfile resolved to its
+// arm's profile), the cycles of each pipeline as one round after prior's placements (nil: none),
+// the pipelines concurrently. ctxs[i] is cycle i's context; the traces come back in order.
+func (l *Pipelines) RunProfileRoundAfter(ctxs []context.Context, profiles []string, cycles []*sdk.Cycle, prior pipeline.Prior) []*pipeline.Trace {
 	out := make([]*pipeline.Trace, len(cycles))
 	exp := l.cur.Load().exp
 	arms := make([]int, len(cycles))
@@ -214,7 +214,7 @@ func (l *Pipelines) RunProfileRound(ctxs []context.Context, profiles []string, c
 			for k, i := range idx {
 				cs[k], cx[k] = cycles[i], ctxs[i]
 			}
-			for k, t := range p.RunRound(cx, cs) {
+			for k, t := range p.RunRoundAfter(cx, cs, prior) {
 				out[idx[k]] = t
 			}
 		})

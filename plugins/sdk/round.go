@@ -11,16 +11,21 @@ import (
 // what each request would see on each endpoint after one more request like it
 // (Prediction.TTFTAfterMs), each scorer what each endpoint's score would become (RoundScorer), and
 // the picker places the round's cycles in order against those figures
-// (PlaceOn). The zero Round is a request decided alone.
+// (PlaceOn). The zero Round is a request decided alone. A round may hold one cycle: a request the
+// host decides after an earlier round it has not yet dispatched, whose placements the host then
+// adds to the after-scores itself. (A stage built with an SDK that read a round of one as a cycle
+// decided alone stays correct: it gives no after-scores, and the host decides that request again
+// if its pick collides with the earlier round's.)
 type Round struct {
 	// Position is the cycle's place in the round, from 0, in arrival order.
 	Position int `json:"position"`
-	// Size is how many cycles the round holds.
+	// Size is how many cycles the round holds, at least 1; 0 for a cycle decided alone.
 	Size int `json:"size"`
 }
 
-// InRound reports whether the cycle is decided together with other requests.
-func (c *Cycle) InRound() bool { return c.Round.Size > 1 }
+// InRound reports whether the cycle is decided in a round: with other requests, or after an
+// earlier round (Round).
+func (c *Cycle) InRound() bool { return c.Round.Size > 0 }
 
 // UncachedTokens is the part of the request's prompt that endpoint e is not believed to cache: the
 // prefill work the request brings there.

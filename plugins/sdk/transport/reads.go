@@ -87,7 +87,7 @@ func (p *projection) apply(w encoded, round sdk.Round) *pb.Cycle {
 	if src.GetCount() != 0 {
 		eps.Count = src.GetCount()
 	}
-	if p.ids || round.Size > 1 {
+	if p.ids || round.Size > 0 {
 		eps.Ids = src.GetIds()
 	}
 	if p.labels {
