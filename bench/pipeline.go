@@ -141,6 +141,7 @@ func RunPipeline(ctx context.Context, o PipelineOptions) (*PipelineResult, error
 	drive := driver{n: o.Cycles, conc: o.Concurrency, maxBatch: cfg.Pipeline.MaxBatch}
 	if !o.Cohorts {
 		res.Mode, drive.round = "rounds", cmp.Or(o.Round, proxy.RoundLimit(cfg.Server.DecisionConcurrency, o.Endpoints))
+		drive.overlap = proxy.RoundsInFlight(cfg.Server.DecisionConcurrency)
 		res.Round = drive.round
 	}
 	drive.warm(d.one, d.round) // warm up connections, caches and the scheduler
@@ -294,7 +295,7 @@ func measureFloor(ctx context.Context, o PipelineOptions, drive driver, pool []*
 		}
 	}
 	one := func(i int) { roundTrips([]*sdk.Cycle{pool[i%len(pool)]}) }
-	round := func(first, k int) {
+	round := func(first, k int, _ pipeline.Prior) map[string]int {
 		passes(first, k, drive.maxBatch, func(first, k int) {
 			batch := make([]*sdk.Cycle, k)
 			for j := range batch {
@@ -302,7 +303,9 @@ func measureFloor(ctx context.Context, o PipelineOptions, drive driver, pool []*
 			}
 			roundTrips(batch)
 		})
+		return nil
 	}
+	drive.overlap = 1 // the floor: one round after the other
 	drive.warm(one, round)
 	lat, wall, _ := drive.run(one, round)
 	if err := failed.Load(); err != nil {

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -9,44 +10,92 @@ import (
 	"github.com/foresight-router/foresight/plugins/sdk"
 )
 
-// bench pipeline decides the way the router's decider does (host/proxy/decide.go): rounds, one at
-// a time, each taking the waiting requests in arrival order and handing their cycles to
-// Pipeline.RunRound at once. Its --concurrency is the requests waiting for a decision: clients in
-// a closed loop, each sending its next request as soon as its decision is back. So a round takes
-// min(waiting, --round) cycles; with more clients than a round takes, the rest wait in the queue
-// for the rounds ahead, and that wait counts in their latency. The cohort mode (--cohorts) is the
-// bench before rounds, and the router for a scheduler that does not decide rounds: each cycle its
-// own Pipeline.Run, --concurrency of them at once, which the pipeline gathers into cohorts.
+// bench pipeline decides the way the router's decider does (host/proxy/decide.go): rounds, each
+// taking the waiting requests in arrival order and handing their cycles to the pipeline at once,
+// up to proxy.RoundsInFlight rounds under way together (host/proxy/overlap.go: a round that starts
+// while the one before it is under way adds that round's placements before its picker). Its
+// --concurrency is the requests waiting for a decision: clients in a closed loop, each sending its
+// next request as soon as its decision is back. So a round takes min(waiting, --round) cycles;
+// with more clients than a round takes, the rest wait in the queue — for a round to start beside
+// the one under way, or for the rounds ahead — and that wait counts in their latency. The cohort
+// mode (--cohorts) is the bench before rounds, and the router for a scheduler that does not decide
+// rounds: each cycle its own Pipeline.Run, --concurrency of them at once, which the pipeline
+// gathers into cohorts.
 
-// measureRounds decides n requests in rounds, one round at a time, as the router's decider does:
-// waiting clients (a closed loop: each sends its next request when its decision is back) keep a
-// first-in-first-out queue, and each round takes up to size of them from its head and calls
-// decide(first, k) with the k requests first, first+1, … (the queue always holds consecutive
-// requests). A request's latency is the time from its arrival in the queue to the end of its
-// round: its round's duration, plus the rounds it waited when more clients wait than a round
-// takes. It returns the latencies by request, the wall time and the number of rounds.
-func measureRounds(n, waiting, size int, decide func(first, k int)) ([]time.Duration, time.Duration, int) {
+// measureRounds decides n requests in rounds, at most overlap of them under way at once, as the
+// router's decider does: waiting clients (a closed loop: each sends its next request when its
+// decision is back) keep a first-in-first-out queue, and each round takes up to size of them from
+// its head and calls decide(first, k, prior) with the k requests first, first+1, … (the queue
+// always holds consecutive requests) and, when the round before it was still under way as it
+// began, that round's placements (pipeline.Prior; nil otherwise). decide returns the round's own
+// placements, by endpoint id. A request's latency is the time from its arrival in the queue to
+// the end of its round: its round's duration, plus the wait for a round to take it. It returns
+// the latencies by request, the wall time and the number of rounds.
+func measureRounds(n, waiting, size, overlap int, decide func(first, k int, prior pipeline.Prior) map[string]int) ([]time.Duration, time.Duration, int) {
 	lat := make([]time.Duration, n)
 	arrived := make([]time.Time, n)
 	began := time.Now()
-	tail := min(waiting, n) // requests [head, tail) wait
+	var mu sync.Mutex
+	free := sync.NewCond(&mu)
+	head, tail, running := 0, min(waiting, n), 0 // requests [head, tail) wait
 	for i := range tail {
 		arrived[i] = began
 	}
 	rounds := 0
-	for head := 0; head < n; rounds++ {
-		k := min(size, tail-head)
-		decide(head, k)
-		done := time.Now()
-		for i := head; i < head+k; i++ {
-			lat[i] = done.Sub(arrived[i])
+	var prev *benchRound
+	var wg sync.WaitGroup
+	mu.Lock()
+	for head < n {
+		for running == max(overlap, 1) || head == tail {
+			free.Wait() // a round under way brings the next requests when it ends
 		}
-		head += k
-		for ; tail < n && tail < head+waiting; tail++ { // the k clients answered send their next
-			arrived[tail] = done
-		}
+		first, k := head, min(size, tail-head)
+		head, running, rounds = head+k, running+1, rounds+1
+		r := &benchRound{settled: make(chan struct{})}
+		prior := prev.prior()
+		prev = r
+		mu.Unlock()
+		wg.Go(func() {
+			r.placed = decide(first, k, prior)
+			close(r.settled)
+			done := time.Now()
+			mu.Lock()
+			defer mu.Unlock()
+			for i := first; i < first+k; i++ {
+				lat[i] = done.Sub(arrived[i])
+			}
+			for j := 0; j < k && tail < n; j++ { // the k clients answered send their next
+				arrived[tail] = done
+				tail++
+			}
+			running--
+			free.Broadcast()
+		})
+		mu.Lock()
 	}
+	mu.Unlock()
+	wg.Wait()
 	return lat, time.Since(began), rounds
+}
+
+// benchRound is a round of measureRounds under way.
+type benchRound struct {
+	settled chan struct{} // closed when its picks are known
+	placed  map[string]int
+}
+
+// prior is what a round that starts now must add before its picker: r's placements, once known,
+// while r is under way; nil when r is done (or nil): the next round reads after it.
+func (r *benchRound) prior() pipeline.Prior {
+	if r == nil {
+		return nil
+	}
+	select {
+	case <-r.settled:
+		return nil
+	default:
+		return func() map[string]int { <-r.settled; return r.placed }
+	}
 }
 
 // passes splits the k requests from first into consecutive runs of at most maxBatch, as
@@ -57,29 +106,29 @@ func passes(first, k, maxBatch int, pass func(first, k int)) {
 	}
 }
 
-// driver drives n decisions in rounds of at most round cycles, conc requests waiting
-// (measureRounds), or with round 0 in cohorts, conc at once (measure).
+// driver drives n decisions in rounds of at most round cycles, conc requests waiting, overlap
+// rounds under way at once (measureRounds), or with round 0 in cohorts, conc at once (measure).
 type driver struct {
-	n, conc, round int
-	maxBatch       int // the pipeline's: a larger round is decided in passes of at most this many
+	n, conc, round, overlap int
+	maxBatch                int // the pipeline's: a larger round is decided in passes of at most this many
 }
 
 // warm runs the driver's decisions on at most 500 cycles: connections, caches and the scheduler
 // warm up.
-func (d driver) warm(one func(i int), round func(first, k int)) {
+func (d driver) warm(one func(i int), round func(first, k int, prior pipeline.Prior) map[string]int) {
 	w := d
 	w.n = min(d.n, 500)
 	w.run(one, round)
 }
 
-// run drives the n decisions: one(i) for cycle i in cohorts, round(first, k) for a round. It
-// returns each decision's latency, the wall time and the rounds (0 in cohorts).
-func (d driver) run(one func(i int), round func(first, k int)) ([]time.Duration, time.Duration, int) {
+// run drives the n decisions: one(i) for cycle i in cohorts, round(first, k, prior) for a round.
+// It returns each decision's latency, the wall time and the rounds (0 in cohorts).
+func (d driver) run(one func(i int), round func(first, k int, prior pipeline.Prior) map[string]int) ([]time.Duration, time.Duration, int) {
 	if d.round == 0 {
 		lat, wall := measure(d.n, d.conc, one)
 		return lat, wall, 0
 	}
-	return measureRounds(d.n, d.conc, d.round, round)
+	return measureRounds(d.n, d.conc, d.round, d.overlap, round)
 }
 
 // decisions makes the bench's decisions on copies of the pool's cycles, cycle i from pool[i mod
@@ -114,11 +163,12 @@ func (d *decisions) one(i int) {
 	d.judged(i, room, took)
 }
 
-// round decides cycles first … first+k−1 as one round with Pipeline.RunRound, as the router's
-// decider does: with flow control, a detector that judges by state alone is asked about each
+// round decides cycles first … first+k−1 as one round with Pipeline.RunRoundAfter, after prior's
+// placements, as the router's decider does, and returns the round's placements (first picks, by
+// endpoint id): with flow control, a detector that judges by state alone is asked about each
 // cycle first, and a cycle with no endpoint with room leaves the round (the router queues it);
 // one that reads the predictions is asked about each decision after the round.
-func (d *decisions) round(first, k int) {
+func (d *decisions) round(first, k int, prior pipeline.Prior) map[string]int {
 	ctxs, cycles, at := make([]context.Context, 0, k), make([]*sdk.Cycle, 0, k), make([]int, 0, k)
 	for i := first; i < first+k; i++ {
 		c := d.cycle(i)
@@ -130,15 +180,20 @@ func (d *decisions) round(first, k int) {
 		}
 		ctxs, cycles, at = append(ctxs, d.ctx), append(cycles, c), append(at, i)
 	}
-	for j, t := range d.p.RunRound(ctxs, cycles) {
+	placed := map[string]int{}
+	for j, t := range d.p.RunRoundAfter(ctxs, cycles, prior) {
 		if t.Round != nil && t.Round.Accounted {
 			d.accounted.Add(1)
+		}
+		if len(t.Order) > 0 {
+			placed[t.Candidates[t.Order[0]].ID]++
 		}
 		if d.flow && !d.p.DetectsBefore(&cycles[j].Request) {
 			room, took := detectAfter(d.ctx, d.p, cycles[j], t)
 			d.judged(at[j], room, took)
 		}
 	}
+	return placed
 }
 
 // judged records the detector's verdict on cycle i and its call's duration.

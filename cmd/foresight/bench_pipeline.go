@@ -17,12 +17,13 @@ func newBenchPipeline() *cobra.Command {
 		Use:   "pipeline --config FILE",
 		Short: "Measure decision latency and throughput of a pipeline against the transport floor",
 		Long: "bench pipeline runs synthetic cycles (with predictions when the config has no producer)\n" +
-			"through the configured pipeline as the router's decider does: in rounds, one at a time, each\n" +
-			"taking up to --round of the --concurrency requests waiting (clients that send their next\n" +
-			"request when their decision is back) and deciding them in one RunRound. Then, in the same run\n" +
-			"and the same way, it sends the same cycles to a no-op plugin, one sequential batch call per\n" +
-			"stage with a round's cycles: the transport floor. --cohorts decides each cycle with its own\n" +
-			"Run instead, --concurrency at once, and the floor's calls carry one cycle each.",
+			"through the configured pipeline as the router's decider does: in rounds, two under way at\n" +
+			"most, each taking up to --round of the --concurrency requests waiting (clients that send\n" +
+			"their next request when their decision is back) and deciding them in one RunRoundAfter. Then,\n" +
+			"in the same run, it sends the same cycles to a no-op plugin, one round after the other, one\n" +
+			"sequential batch call per stage with a round's cycles: the transport floor. --cohorts\n" +
+			"decides each cycle with its own Run instead, --concurrency at once, and the floor's calls\n" +
+			"carry one cycle each.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {

@@ -23,8 +23,15 @@ import (
 // With a pipeline that decides one cycle at a time, or server.decisionConcurrency 1, rounds run
 // one after another.
 
-// roundsInFlight is how many rounds may be under way at once with a pipeline that decides rounds.
-const roundsInFlight = 2
+// RoundsInFlight is how many decision rounds may be under way at once with a pipeline that
+// decides rounds: 2, or 1 with server.decisionConcurrency 1 (concurrency), one request after the
+// other.
+func RoundsInFlight(concurrency int) int {
+	if concurrency == 1 {
+		return 1
+	}
+	return 2
+}
 
 // roundRun is one round under way.
 type roundRun struct {
@@ -99,12 +106,8 @@ func (d *decider) signal() {
 	}
 }
 
-// overlaps reports whether rounds may run beside each other: the pipeline decides rounds, and
-// server.decisionConcurrency is not 1 (one request after the other).
+// overlaps reports whether rounds may run beside each other: the pipeline decides rounds.
 func (d *decider) overlaps() bool {
-	if d.limit == 1 {
-		return false
-	}
 	switch d.s.o.Pipeline.(type) {
 	case ProfileRounds:
 		return true
@@ -115,12 +118,12 @@ func (d *decider) overlaps() bool {
 	return false
 }
 
-// run decides rounds until nobody waits: each on a goroutine of its own, up to roundsInFlight at
+// run decides rounds until nobody waits: each on a goroutine of its own, up to RoundsInFlight at
 // once when the pipeline decides rounds, else one after another.
 func (d *decider) run() {
 	limit := 1
 	if d.overlaps() {
-		limit = roundsInFlight
+		limit = RoundsInFlight(d.limit)
 	}
 	running := make(chan struct{}, limit)
 	var last *roundRun
