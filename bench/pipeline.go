@@ -76,6 +76,8 @@ type PipelineResult struct {
 	Round     int     `json:"round,omitempty"`
 	Rounds    int     `json:"rounds,omitempty"`
 	MeanRound float64 `json:"mean_round,omitempty"`
+	// InFlight is how many rounds may be under way at once (proxy.RoundsInFlight; rounds mode).
+	InFlight int `json:"rounds_in_flight,omitempty"`
 	// Accounted is the share of the measured decisions whose picks accounted for the members of
 	// their round before them (pipeline.RoundTrace.Accounted): those the router dispatches even on
 	// an endpoint an earlier member took. Rounds mode only.
@@ -142,6 +144,7 @@ func RunPipeline(ctx context.Context, o PipelineOptions) (*PipelineResult, error
 	if !o.Cohorts {
 		res.Mode, drive.round = "rounds", cmp.Or(o.Round, proxy.RoundLimit(cfg.Server.DecisionConcurrency, o.Endpoints))
 		drive.overlap = proxy.RoundsInFlight(cfg.Server.DecisionConcurrency)
+		res.InFlight = drive.overlap
 		res.Round = drive.round
 	}
 	drive.warm(d.one, d.round) // warm up connections, caches and the scheduler
@@ -221,8 +224,8 @@ func detectAfter(ctx context.Context, p *pipeline.Pipeline, c *sdk.Cycle, t *pip
 // WriteText prints the result as bench pipeline's text.
 func (r *PipelineResult) WriteText(out io.Writer) error {
 	if r.Mode == "rounds" {
-		fmt.Fprintf(out, "pipeline: %d cycles × %d endpoints, %d plugin stages, rounds of up to %d, one at a time, %d requests waiting (mean round %.2f), payload %d B\n",
-			r.Cycles, r.Endpoints, r.Stages, r.Round, r.Concurrency, r.MeanRound, r.PayloadBytes)
+		fmt.Fprintf(out, "pipeline: %d cycles × %d endpoints, %d plugin stages, rounds of up to %d, %d under way at most, %d requests waiting (mean round %.2f), payload %d B\n",
+			r.Cycles, r.Endpoints, r.Stages, r.Round, r.InFlight, r.Concurrency, r.MeanRound, r.PayloadBytes)
 	} else {
 		fmt.Fprintf(out, "pipeline: %d cycles × %d endpoints, %d plugin stages, cohorts of Run calls, concurrency %d, payload %d B\n",
 			r.Cycles, r.Endpoints, r.Stages, r.Concurrency, r.PayloadBytes)
