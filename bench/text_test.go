@@ -30,11 +30,11 @@ func TestWriteText(t *testing.T) {
 		// batch calls, and the ratios to the floor: p50 11960 / 6500 = 1.84, rate 635 / 1270 = 0.50.
 		{"pipeline in rounds", func(b *strings.Builder) error {
 			accounted := 0.998
-			r := &PipelineResult{Mode: "rounds", Endpoints: 100, Cycles: 20000, Concurrency: 8, Round: 200, Rounds: 2500, MeanRound: 8,
+			r := &PipelineResult{Mode: "rounds", Endpoints: 100, Cycles: 20000, Concurrency: 8, Round: 200, InFlight: 2, Rounds: 2500, MeanRound: 8,
 				Accounted: &accounted, Stages: 7, P50Us: 11960, P99Us: 26793, DecisionsPerS: 635, FloorP50Us: 6500, FloorP99Us: 14775,
 				FloorPerS: 1270, PayloadBytes: 7341, MeanBatch: 8, Fallbacks: 40}
 			return r.WriteText(b)
-		}, "pipeline: 20000 cycles × 100 endpoints, 7 plugin stages, rounds of up to 200, one at a time, 8 requests waiting (mean round 8.00), payload 7341 B\n" +
+		}, "pipeline: 20000 cycles × 100 endpoints, 7 plugin stages, rounds of up to 200, 2 under way at most, 8 requests waiting (mean round 8.00), payload 7341 B\n" +
 			"  decision  p50    11960 µs  p99    26793 µs       635 decisions/s  fallbacks 40  mean batch 8.00\n" +
 			"  rounds    2500; 99.8 % of the picks accounted for their round's earlier members\n" +
 			"  floor     p50     6500 µs  p99    14775 µs      1270 cycles/s  (7 sequential no-op batch calls per round, its cycles in each)\n" +
