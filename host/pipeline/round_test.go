@@ -72,6 +72,15 @@ func burstCycles(k, n int) []*sdk.Cycle {
 	return out
 }
 
+// backgrounds returns n background contexts, one per cycle of a round.
+func backgrounds(n int) []context.Context {
+	out := make([]context.Context, n)
+	for i := range out {
+		out[i] = context.Background()
+	}
+	return out
+}
+
 // firstPicks returns each trace's first choice.
 func firstPicks(traces []*pipeline.Trace) []string {
 	out := make([]string, len(traces))
@@ -128,10 +137,7 @@ func TestARoundIsOneCallPerStageAndPicksAsOneAtATime(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := roundPipeline(t, tt.local)
 			cycles := burstCycles(tt.k, tt.n)
-			ctxs := make([]context.Context, tt.k)
-			for i := range ctxs {
-				ctxs[i] = context.Background()
-			}
+			ctxs := backgrounds(tt.k)
 			traces := p.RunRound(ctxs, cycles)
 			for _, s := range p.Stats() {
 				if s.Calls != int64(tt.k) || s.Batches != 1 || s.Fallbacks != 0 {
@@ -163,7 +169,7 @@ func TestARoundLargerThanMaxBatchIsSplit(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Close)
-	ctxs := []context.Context{context.Background(), context.Background(), context.Background(), context.Background(), context.Background(), context.Background()}
+	ctxs := backgrounds(6)
 	traces := p.RunRound(ctxs, burstCycles(6, 4))
 	for _, s := range p.Stats() {
 		if s.Calls != 6 || s.Batches != 2 { // 4, then 2
@@ -186,10 +192,7 @@ func TestARoundLargerThanMaxBatchIsSplit(t *testing.T) {
 // picks as if alone, and none is accounted — the decider checks them as it would without rounds.
 func TestARoundWithoutAfterScoresIsNotAccounted(t *testing.T) {
 	p := roundPipeline(t, testScorer{f: linearLoad})
-	ctxs := make([]context.Context, 4)
-	for i := range ctxs {
-		ctxs[i] = context.Background()
-	}
+	ctxs := backgrounds(4)
 	cycles := burstCycles(4, 4)
 	traces := p.RunRound(ctxs, cycles)
 	var alone []*pipeline.Trace
@@ -227,10 +230,7 @@ func TestARoundAfterAnEarlierOnePicksAsOneAtATimeAfterIt(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := roundPipeline(t, tt.local)
 			cycles := burstCycles(tt.k, tt.n)
-			ctxs := make([]context.Context, tt.k)
-			for i := range ctxs {
-				ctxs[i] = context.Background()
-			}
+			ctxs := backgrounds(tt.k)
 			placed := map[string]int{}
 			for _, id := range tt.before {
 				placed[id]++
