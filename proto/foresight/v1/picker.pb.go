@@ -31,9 +31,9 @@ type PickRequest struct {
 	// The instance that answers, in a plugin that reported `multi_instance`; empty: the default
 	// instance. An unknown instance fails every cycle of the batch with INVALID_ARGUMENT.
 	Instance string `protobuf:"bytes,3,opt,name=instance,proto3" json:"instance,omitempty"`
-	// scores_after[i] holds, when cycles[i] is in a round (Cycle.round, size above 1), the weighted
-	// score every endpoint of cycles[i] would have if one more request like it had been placed there
-	// first (added to protocol 1; empty outside rounds). A picker that reported `rounds` places a
+	// scores_after[i] holds, when cycles[i] is in a round (Cycle.round set, of any size), the
+	// weighted score every endpoint of cycles[i] would have if one more request like it had been
+	// placed there first (added to protocol 1; empty outside rounds). A picker that reported `rounds` places a
 	// round's cycles in order: cycle k sees each endpoint as if the earlier cycles of its round
 	// had been placed on their first choices, n of them on an endpoint lowering its score by n ×
 	// (scores − scores_after), which may take it below 0, and moving its predictions by n ×

@@ -93,8 +93,11 @@ type Cycle struct {
 	// The seed for every random choice a stage makes in this cycle.
 	Seed uint64 `protobuf:"varint,4,opt,name=seed,proto3" json:"seed,omitempty"`
 	// Set when the host decides several requests together (added to protocol 1): this cycle is one
-	// member of a round, and the round's cycles travel in the same batch, in arrival order. Absent
-	// (or a size of 1): the request is decided alone. See Round.
+	// member of a round, and the round's cycles travel in the same batch, in arrival order. A round
+	// of one is a request the host decides after an earlier round whose placements it adds itself
+	// before the picker: its stages answer as for any round (after-predictions, after-scores). A
+	// stage that reads a size of 1 as alone stays correct: the host checks that request's pick.
+	// Absent (size 0): the request is decided alone. See Round.
 	Round         *Round `protobuf:"bytes,5,opt,name=round,proto3" json:"round,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -174,7 +177,7 @@ type Round struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The cycle's place in the round, from 0, in arrival order.
 	Position uint32 `protobuf:"varint,1,opt,name=position,proto3" json:"position,omitempty"`
-	// How many cycles the round holds.
+	// How many cycles the round holds, at least 1.
 	Size          uint32 `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -777,11 +780,11 @@ type Predictions struct {
 	// Predicted time per output token in ms; 0 when the producer has no TPOT estimate yet (a
 	// young producer that has seen first tokens but no finished answers): TPOT unknown.
 	TpotMs []float64 `protobuf:"fixed64,3,rep,packed,name=tpot_ms,json=tpotMs,proto3" json:"tpot_ms,omitempty"`
-	// In a round (Cycle.round, size above 1): the TTFT this request would see on the endpoint if one
-	// more request like it had been placed there first (the in-flight ledger counting it: one more
-	// request in flight and dispatched since the scrape, its uncached prompt tokens in prefill). A
-	// column like the others: empty when the producer does not say (outside rounds, or an older
-	// producer); then a placement is read as changing nothing.
+	// In a round (Cycle.round set, of any size): the TTFT this request would see on the endpoint if
+	// one more request like it had been placed there first (the in-flight ledger counting it: one
+	// more request in flight and dispatched since the scrape, its uncached prompt tokens in
+	// prefill). A column like the others: empty when the producer does not say (outside rounds, or
+	// an older producer); then a placement is read as changing nothing.
 	TtftAfterMs []float64 `protobuf:"fixed64,4,rep,packed,name=ttft_after_ms,json=ttftAfterMs,proto3" json:"ttft_after_ms,omitempty"`
 	// In a round: the TPOT this request would see there after one more request like it; 0 where
 	// TPOT is unknown. Empty like ttft_after_ms.

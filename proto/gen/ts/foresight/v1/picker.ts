@@ -35,9 +35,9 @@ export interface PickRequest {
    */
   instance: string;
   /**
-   * scores_after[i] holds, when cycles[i] is in a round (Cycle.round, size above 1), the weighted
-   * score every endpoint of cycles[i] would have if one more request like it had been placed there
-   * first (added to protocol 1; empty outside rounds). A picker that reported `rounds` places a
+   * scores_after[i] holds, when cycles[i] is in a round (Cycle.round set, of any size), the
+   * weighted score every endpoint of cycles[i] would have if one more request like it had been
+   * placed there first (added to protocol 1; empty outside rounds). A picker that reported `rounds` places a
    * round's cycles in order: cycle k sees each endpoint as if the earlier cycles of its round
    * had been placed on their first choices, n of them on an endpoint lowering its score by n ×
    * (scores − scores_after), which may take it below 0, and moving its predictions by n ×

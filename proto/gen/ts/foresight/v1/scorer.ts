@@ -52,7 +52,7 @@ export interface ScoreResult {
    */
   scores: number[];
   /**
-   * In a round (Cycle.round, size above 1; added to protocol 1): each endpoint's score for this
+   * In a round (Cycle.round set, of any size; added to protocol 1): each endpoint's score for this
    * request if one more request like it had been placed there first, in the cycle's order, on the
    * scale of `scores`: whatever the scorer computes over the candidates (a min and a max it
    * normalises by) is held as it is, and only that endpoint's own inputs move, so a placement

@@ -84,8 +84,11 @@ export interface Cycle {
   seed: bigint;
   /**
    * Set when the host decides several requests together (added to protocol 1): this cycle is one
-   * member of a round, and the round's cycles travel in the same batch, in arrival order. Absent
-   * (or a size of 1): the request is decided alone. See Round.
+   * member of a round, and the round's cycles travel in the same batch, in arrival order. A round
+   * of one is a request the host decides after an earlier round whose placements it adds itself
+   * before the picker: its stages answer as for any round (after-predictions, after-scores). A
+   * stage that reads a size of 1 as alone stays correct: the host checks that request's pick.
+   * Absent (size 0): the request is decided alone. See Round.
    */
   round: Round | undefined;
 }
@@ -100,7 +103,7 @@ export interface Cycle {
 export interface Round {
   /** The cycle's place in the round, from 0, in arrival order. */
   position: number;
-  /** How many cycles the round holds. */
+  /** How many cycles the round holds, at least 1. */
   size: number;
 }
 
@@ -256,11 +259,11 @@ export interface Predictions {
    */
   tpotMs: number[];
   /**
-   * In a round (Cycle.round, size above 1): the TTFT this request would see on the endpoint if one
-   * more request like it had been placed there first (the in-flight ledger counting it: one more
-   * request in flight and dispatched since the scrape, its uncached prompt tokens in prefill). A
-   * column like the others: empty when the producer does not say (outside rounds, or an older
-   * producer); then a placement is read as changing nothing.
+   * In a round (Cycle.round set, of any size): the TTFT this request would see on the endpoint if
+   * one more request like it had been placed there first (the in-flight ledger counting it: one
+   * more request in flight and dispatched since the scrape, its uncached prompt tokens in
+   * prefill). A column like the others: empty when the producer does not say (outside rounds, or
+   * an older producer); then a placement is read as changing nothing.
    */
   ttftAfterMs: number[];
   /**
