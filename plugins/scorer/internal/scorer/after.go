@@ -31,6 +31,9 @@ func (s *Scorer) ScoreAfter(_ context.Context, c *sdk.Cycle, scores []float64) (
 
 // scoreAfter computes ScoreAfter's scores.
 func scoreAfter(c *sdk.Cycle, p *Params) []float64 {
+	if attains(c, p) {
+		return attainScoresAfter(c, p)
+	}
 	placed := heuristics.PlacedEach(c)
 	f, outlooks := frameOf(c, p)
 	if f == nil {

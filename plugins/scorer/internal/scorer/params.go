@@ -15,8 +15,25 @@ const (
 	StrategyMost = "most"
 )
 
+// The values of the objective parameter.
+const (
+	// ObjectiveHeadroom ranks endpoints by headroom against the request's objectives, in tiers
+	// (README.md, steps 4 to 6), as llm-d's latency scorer does.
+	ObjectiveHeadroom = "headroom"
+	// ObjectiveAttainment scores an endpoint by the expected number of requests served within
+	// their objectives that placing the request there gives (attain.go).
+	ObjectiveAttainment = "attainment"
+)
+
 // Params are the latency scorer's parameters, decoded from JSON over DefaultParams.
 type Params struct {
+	// Objective is ObjectiveHeadroom or ObjectiveAttainment; it applies to requests with an
+	// objective. A request without one is ranked by predicted latency either way.
+	Objective string `json:"objective"`
+	// TTFTSpread and TPOTSpread are, for ObjectiveAttainment, the standard deviation of
+	// ln(actual / predicted) of each latency: how far from its prediction a latency falls.
+	TTFTSpread float64 `json:"ttftSpread"`
+	TPOTSpread float64 `json:"tpotSpread"`
 	// TTFTWeight weighs the TTFT dimension when headrooms or latencies are combined.
 	TTFTWeight float64 `json:"ttftWeight"`
 	// TPOTWeight weighs the TPOT dimension when headrooms or latencies are combined.
@@ -36,6 +53,13 @@ type Params struct {
 // weights 1 and 1, without the scraped KV usage (see README.md).
 func DefaultParams() Params {
 	return Params{
+		Objective: ObjectiveHeadroom,
+		// A median predictor off by a log-normal factor of spread s has a mean absolute
+		// percentage error of E|e^X − 1|, X ~ N(0, s²): 38 % at 0.45 and 43 % at 0.5, the
+		// producer's live TTFT and TPOT MAPE on the mooncake trace (39–42 % and 44–54 %,
+		// docs/benchmarks.md, "Overlapping rounds").
+		TTFTSpread:                0.45,
+		TPOTSpread:                0.5,
 		TTFTWeight:                0.8,
 		TPOTWeight:                0.2,
 		HeadroomSelectionStrategy: StrategyLeast,
@@ -64,6 +88,15 @@ func (p *Params) Validate() error {
 		return err
 	}
 	if err := sdk.CheckRangeOpenLow("sloBufferFactor", p.SLOBufferFactor, 0, 10); err != nil {
+		return err
+	}
+	if err := sdk.CheckOneOf("objective", p.Objective, ObjectiveHeadroom, ObjectiveAttainment); err != nil {
+		return err
+	}
+	if err := sdk.CheckRangeOpenLow("ttftSpread", p.TTFTSpread, 0, 5); err != nil {
+		return err
+	}
+	if err := sdk.CheckRangeOpenLow("tpotSpread", p.TPOTSpread, 0, 5); err != nil {
 		return err
 	}
 	return p.CompositeParams.Validate()

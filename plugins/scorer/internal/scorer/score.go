@@ -17,6 +17,9 @@ const eps = 1e-9
 
 // score is the whole algorithm for one cycle; every step is explained in README.md.
 func score(c *sdk.Cycle, p *Params) []float64 {
+	if attains(c, p) {
+		return attainScores(c, p)
+	}
 	f, outlooks := frameOf(c, p)
 	if f == nil {
 		return heuristics.CompositeScores(c, p.CompositeParams)

@@ -1,0 +1,152 @@
+package scorer
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/foresight-router/foresight/plugins/sdk"
+)
+
+// attainParams are the defaults with the attainment objective.
+func attainParams() *Params {
+	p := DefaultParams()
+	p.Objective = ObjectiveAttainment
+	return &p
+}
+
+// after returns e with the producer's after-predictions: one more placement raises its TTFT by
+// dTTFT and its TPOT by dTPOT.
+func after(e sdk.Endpoint, dTTFT, dTPOT float64) sdk.Endpoint {
+	e.Prediction.TTFTAfterMs, e.Prediction.TPOTAfterMs = e.Prediction.TTFTMs+dTTFT, e.Prediction.TPOTMs+dTPOT
+	return e
+}
+
+// inflight returns e with n of the router's requests in flight.
+func inflight(e sdk.Endpoint, n int64) sdk.Endpoint {
+	e.State.InflightRequests = n
+	return e
+}
+
+// The attainment objective's values, worked by hand (Φ from a table, spreads 0.45 and 0.5): an
+// endpoint is worth P(TTFT ≤ objective) × P(TPOT ≤ objective), each Φ(ln(objective / predicted)
+// / spread), less n × the probability each of the n requests in flight there loses when the
+// placement raises their TPOT past the tightest objective running there.
+func TestAttainValue(t *testing.T) {
+	stream := sdk.Request{Streaming: true, SLO: sdk.SLO{TTFTMs: 1000, TPOTMs: 25}}
+	tests := []struct {
+		name string
+		req  sdk.Request
+		e    sdk.Endpoint
+		want float64
+	}{
+		// Φ(ln(1000/600)/0.45) = Φ(1.1352) = 0.8719; Φ(ln(25/20)/0.5) = Φ(0.4463) = 0.6723.
+		{"fast server: both objectives likely", stream, ep("fast", 600, 20), 0.8719 * 0.6723},
+		// Φ(ln(1000/400)/0.45) = Φ(2.0362) = 0.9791; Φ(ln(25/40)/0.5) = Φ(−0.9400) = 0.1736.
+		{"slow server: TTFT sure, TPOT unlikely", stream, ep("slow", 400, 40), 0.9791 * 0.1736},
+		// A request that does not stream has no TPOT to meet.
+		{"not streaming: TTFT alone", sdk.Request{SLO: sdk.SLO{TTFTMs: 1000, TPOTMs: 25}}, ep("slow", 400, 40), 0.9791},
+		// TPOT unknown (0): nothing to judge it by.
+		{"TPOT unknown", stream, ep("young", 400, 0), 0.9791},
+		// 8 in flight under a 25 ms objective; the placement takes their TPOT from 23 to 26 ms:
+		// each loses Φ(ln(25/23)/0.5) − Φ(ln(25/26)/0.5) = Φ(0.1668) − Φ(−0.0784) = 0.5662 −
+		// 0.4688 = 0.0974. The request itself (objective 50 ms): Φ(ln(1000/200)/0.45) =
+		// Φ(3.5765) = 0.99983, Φ(ln(50/26)/0.5) = Φ(1.3079) = 0.9045.
+		{"a placement that pushes 8 in flight over their TPOT objective",
+			sdk.Request{Streaming: true, SLO: sdk.SLO{TTFTMs: 1000, TPOTMs: 50}},
+			after(inflight(running(ep("hot", 200, 26), 25), 8), 10, 3), 0.99983*0.9045 - 8*0.0974},
+		// The same endpoint without after-predictions: the rise is not known, nothing is taken.
+		{"no after-prediction: no loss counted",
+			sdk.Request{Streaming: true, SLO: sdk.SLO{TTFTMs: 1000, TPOTMs: 50}},
+			inflight(running(ep("hot", 200, 26), 25), 8), 0.99983 * 0.9045},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := attainValue(&tt.req, &tt.e, attainParams()); math.Abs(got-tt.want) > 2e-3 {
+				t.Errorf("value %.4f, want %.4f", got, tt.want)
+			}
+		})
+	}
+}
+
+// With the attainment objective the scorer sends a request to the endpoint where it is most
+// likely to meet its objectives and costs the requests there least: a request that would meet
+// TTFT but miss TPOT on a slow server goes to the fast one; a placement that would push the
+// requests in flight over their TPOT objective scores below one that does not; where attainment
+// is the same, the lower predicted TTFT wins; a request without objectives is ranked by
+// predicted latency, as with the headroom objective.
+func TestAttainmentPicks(t *testing.T) {
+	stream := sdk.Request{Streaming: true, SLO: sdk.SLO{TTFTMs: 1000, TPOTMs: 25}}
+	relaxed := sdk.Request{Streaming: true, SLO: sdk.SLO{TTFTMs: 1000, TPOTMs: 50}}
+	tests := []struct {
+		name string
+		c    sdk.Cycle
+		best int
+	}{
+		{"meets TTFT on both, TPOT only on the fast one", sdk.Cycle{Request: stream,
+			Endpoints: []sdk.Endpoint{ep("slow", 400, 40), ep("fast", 600, 20)}}, 1},
+		// hot: 0.904 − 0.779 = 0.125; cool (2 in flight, nothing running with an objective):
+		// Φ(3.5765) × Φ(ln(50/30)/0.5) = 0.99983 × 0.8465 = 0.846.
+		{"a placement that would push the running requests over their TPOT objective", sdk.Cycle{Request: relaxed,
+			Endpoints: []sdk.Endpoint{after(inflight(running(ep("hot", 200, 26), 25), 8), 10, 3), after(inflight(ep("cool", 200, 30), 2), 10, 3)}}, 1},
+		{"equal attainment: the lower TTFT", sdk.Cycle{Request: sdk.Request{SLO: sdk.SLO{TTFTMs: 60000}},
+			Endpoints: []sdk.Endpoint{ep("a", 300, 20), ep("b", 200, 20), ep("c", 250, 20)}}, 1},
+		{"no objective: by predicted latency", sdk.Cycle{Request: sdk.Request{Streaming: true},
+			Endpoints: []sdk.Endpoint{ep("a", 300, 20), ep("b", 200, 20), ep("c", 250, 20)}}, 1},
+	}
+	s := New()
+	if err := s.Configure([]byte(`{"objective":"attainment"}`)); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			scores, err := s.Score(context.Background(), &tt.c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range scores {
+				if v < 0 || v > 1 || (i != tt.best && v >= scores[tt.best]) {
+					t.Errorf("scores %v, want %s (%d) strictly first, all in [0, 1]", scores, tt.c.Endpoints[tt.best].ID, tt.best)
+					break
+				}
+			}
+		})
+	}
+}
+
+// The after-scores of the attainment objective are each endpoint's score with one more request
+// like this one placed there (its predictions moved to the after-predictions, one more in
+// flight), so a round of requests spreads as one at a time: on two equal endpoints, the second
+// request's best is the one the first did not take.
+func TestAttainmentAfterScores(t *testing.T) {
+	c := &sdk.Cycle{Round: sdk.Round{Size: 2}, Request: sdk.Request{Streaming: true, SLO: sdk.SLO{TTFTMs: 1000, TPOTMs: 25}},
+		Endpoints: []sdk.Endpoint{after(ep("a", 700, 22), 150, 2), after(ep("b", 700, 22), 150, 2)}}
+	s := New()
+	if err := s.Configure([]byte(`{"objective":"attainment"}`)); err != nil {
+		t.Fatal(err)
+	}
+	scores, err := s.Score(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aft, err := s.ScoreAfter(context.Background(), c, scores)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Placed once: TTFT 850, TPOT 24, two in flight, no objective running: Φ(ln(1000/850)/0.45) ×
+	// Φ(ln(25/24)/0.5) = Φ(0.3611) × Φ(0.0816) = 0.6410 × 0.5325.
+	want := attainScore(&c.Request, &sdk.Endpoint{State: sdk.EndpointState{InflightRequests: 2},
+		Prediction: sdk.Prediction{Valid: true, TTFTMs: 850, TPOTMs: 24}}, attainParams())
+	if math.Abs(aft[0]-want) > tol || math.Abs(aft[1]-want) > tol || !(aft[0] < scores[1]) {
+		t.Errorf("after-scores %v, want %.4f each, below the other endpoint's score %.4f", aft, want, scores[1])
+	}
+}
+
+// The objective and the spreads are checked.
+func TestAttainmentParams(t *testing.T) {
+	for _, bad := range []string{`{"objective":"most"}`, `{"ttftSpread":0}`, `{"tpotSpread":-1}`, `{"tpotSpread":9}`} {
+		if err := New().Configure([]byte(bad)); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+}
