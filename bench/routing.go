@@ -74,6 +74,8 @@ type StrategyStats struct {
 	Online *stats.Accuracy `json:"online_accuracy,omitempty"`
 	// Classes summarizes each request class on its own (runs with --class).
 	Classes map[string]stats.Summary `json:"classes,omitempty"`
+	// Servers summarizes the requests each server served, by endpoint id.
+	Servers map[string]stats.Summary `json:"servers,omitempty"`
 	// Unavailable says why a strategy could not run (then nothing else is set).
 	Unavailable string `json:"unavailable,omitempty"`
 }
@@ -216,7 +218,7 @@ func runStrategies(ctx context.Context, o RoutingOptions, fleet cluster.Config, 
 		sum := stats.Summarize(run.Outcomes)
 		res.Strategies[name] = StrategyStats{Summary: &sum, outcomes: run.Outcomes, PrefixHitRate: run.PrefixHitRate(),
 			WallSeconds: time.Since(began).Seconds(), Predictor: predictor, Online: stats.Online(run.Outcomes),
-			Classes: classSummaries(w.Requests, run.Outcomes)}
+			Classes: classSummaries(w.Requests, run.Outcomes), Servers: serverSummaries(run.Outcomes)}
 	}
 	return res, nil
 }
@@ -410,6 +412,7 @@ func (r *RoutingResult) writeTable(out io.Writer, heading string) {
 	_ = tw.Flush()
 	fmt.Fprintln(out, "(latencies in ms)")
 	r.writeClasses(out)
+	r.writeServers(out)
 	for _, name := range slices.Sorted(maps.Keys(r.Strategies)) {
 		if a := r.Strategies[name].Online; a != nil && name != "oracle" {
 			fmt.Fprintf(out, "%s predictions: %s\n", name, a)

@@ -164,3 +164,30 @@ profileHandler: {sloProfile: slo}
 		}
 	}
 }
+
+// Each strategy's figures are also kept per server: round-robin over 2 servers serves 60 requests
+// on each, and the servers' requests add up to those served.
+func TestRoutingKeepsFiguresPerServer(t *testing.T) {
+	res, err := RunRouting(context.Background(), RoutingOptions{Scenario: "C", Servers: 2, Requests: 120, Seed: 1,
+		Preset: "llama-3.1-8b-h100-tp2", Strategies: "rr,least-load", Examples: "../examples"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, s := range res.Strategies {
+		served := 0
+		for _, ss := range s.Servers {
+			served += ss.Requests
+		}
+		if len(s.Servers) != 2 || served != s.Requests-int(s.ShedRate*float64(s.Requests)+0.5) {
+			t.Errorf("%s: %d servers with %d requests, want 2 with the %d served", name, len(s.Servers), served, s.Requests)
+		}
+	}
+	if rr := res.Strategies["rr"].Servers; rr["sim-0"].Requests != 60 || rr["sim-1"].Requests != 60 {
+		t.Errorf("round-robin per server: %d and %d requests, want 60 each", rr["sim-0"].Requests, rr["sim-1"].Requests)
+	}
+	var text strings.Builder
+	res.WriteTable(&text)
+	if !strings.Contains(text.String(), "per server") || !strings.Contains(text.String(), "sim-1") {
+		t.Errorf("the table has no per-server rows:\n%s", text.String())
+	}
+}

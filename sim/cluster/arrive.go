@@ -82,6 +82,7 @@ func (s *sim) dispatch(v *view, n int, c *sdk.Cycle, d Decision, now time.Durati
 		o.Queued = now - r.Arrival
 	}
 	id, state := c.Endpoints[d.Endpoint].ID, c.Endpoints[d.Endpoint].State
+	o.Server = id
 	if err := s.engines[s.index[id]].Add(s.engineRequest(n), now); err != nil {
 		return fmt.Errorf("dispatching request %d: %w", r.ID, err)
 	}

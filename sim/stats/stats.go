@@ -30,6 +30,8 @@ type Outcome struct {
 	SLO          sdk.SLO
 	// Predicted is the prediction made at dispatch for the chosen endpoint.
 	Predicted sdk.Prediction
+	// Server is the id of the endpoint that served the request; "" for one shed.
+	Server string
 }
 
 // MetSLO reports whether a served request met every objective it had (true without objectives).
