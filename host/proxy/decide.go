@@ -208,7 +208,7 @@ func (d *decider) round(r *roundRun, round []*pending) (redo []*pending, dispatc
 		p.cycle, p.states, p.full, p.unknown = d.s.cycle(p.req, p.blocks, p.meta, at, p.scope)
 		p.trace, p.verdict = nil, verdict{}
 	}
-	r.fold = r.prev != nil && !r.prev.isSettled()
+	r.fold = r.prev != nil && !closed(r.prev.settled)
 	d.ledger.Unlock()
 	var run []*pending // the requests with a cycle to decide, in order
 	for _, p := range round {

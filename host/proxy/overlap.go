@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"maps"
 	"slices"
 
 	"github.com/foresight-router/foresight/host/pipeline"
@@ -57,9 +56,6 @@ func closed(c chan struct{}) bool {
 	}
 }
 
-// isSettled reports whether r has dispatched all it will; the caller holds decider.ledger.
-func (r *roundRun) isSettled() bool { return closed(r.settled) }
-
 // prior is what the pipeline adds to r's cycles before their picker: where the round before r
 // sent its requests, once it has; nil when r's cycles already count them.
 func (r *roundRun) prior() pipeline.Prior {
@@ -80,17 +76,16 @@ func (r *roundRun) waitPrev() {
 	}
 }
 
-// before are the placements r's picks must stand after, besides its own: the round before r's,
-// when r's cycles were read before it dispatched them. The caller holds decider.ledger.
+// before are the endpoints r's picks must stand after, besides its own placements: those the
+// round before r sent requests to, when r's cycles were read before it did (stands asks only
+// whether an endpoint was taken, so each counts once). The caller holds decider.ledger.
 func (r *roundRun) before() []placement {
 	if !r.fold {
 		return nil
 	}
-	var out []placement
-	for _, id := range slices.Sorted(maps.Keys(r.prev.placed)) {
-		for range r.prev.placed[id] {
-			out = append(out, placement{id: id, prior: true})
-		}
+	out := make([]placement, 0, len(r.prev.placed))
+	for id := range r.prev.placed {
+		out = append(out, placement{id: id, prior: true})
 	}
 	return out
 }
