@@ -204,6 +204,8 @@ type Prediction struct {
 	// the producer does not say, which reads as "a placement changes nothing".
 	TTFTAfterMs float64 `json:"ttft_after_ms,omitempty"`
 	TPOTAfterMs float64 `json:"tpot_after_ms,omitempty"`
+	TTFTSpread  float64 `json:"ttft_spread,omitempty"`
+	TPOTSpread  float64 `json:"tpot_spread,omitempty"`
 }
 
 // Sample is one measurement of a request as the producer learns from it: the request and the

@@ -106,6 +106,10 @@ type Params struct {
 	// SharePeerTimeoutMs is how long, by this replica's clock, another replica's sequence may
 	// stand still before it is taken as gone and its files are removed.
 	SharePeerTimeoutMs float64 `json:"sharePeerTimeoutMs"`
+	// SpeedLabel names the endpoint label that tells its kind of hardware (e.g. accelerator:
+	// h100): an endpoint's speed factor is pulled toward its kind's, and an endpoint not seen yet
+	// starts from its kind's instead of the fleet's. "" turns kinds off.
+	SpeedLabel string `json:"speedLabel"`
 	// ShareMaxRows bounds the samples waiting to be published (the newest are kept while the
 	// directory is unavailable) and so the rows of one file.
 	ShareMaxRows int `json:"shareMaxRows"`
@@ -159,6 +163,7 @@ func DefaultParams() Params {
 		ShareKeep:              60,
 		SharePeerTimeoutMs:     600_000,
 		ShareMaxRows:           50_000,
+		SpeedLabel:             "accelerator",
 		Model: ModelParams{Trees: g.Trees, MaxDepth: g.MaxDepth, NumLeaves: g.NumLeaves, LearningRate: g.LearningRate,
 			Lambda: g.Lambda, MinChildWeight: g.MinChildWeight, MinSamplesLeaf: g.MinSamplesLeaf,
 			Subsample: g.Subsample, MaxBins: g.MaxBins, Seed: g.Seed},
@@ -187,6 +192,7 @@ func (p *Params) Validate() error {
 		sdk.CheckRange("sharePeriodMs", p.SharePeriodMs, 1, 24*3600e3),
 		sdk.CheckRange("shareKeep", float64(p.ShareKeep), 1, 1e4),
 		sdk.CheckRange("shareMaxRows", float64(p.ShareMaxRows), 1, share.MaxRows),
+		sdk.CheckRange("speedLabel length", float64(len(p.SpeedLabel)), 0, 317),
 	}
 	if p.SharePeerTimeoutMs < 3*p.SharePeriodMs || p.SharePeerTimeoutMs > 7*24*3600e3 || math.IsNaN(p.SharePeerTimeoutMs) {
 		errs = append(errs, fmt.Errorf("parameter \"sharePeerTimeoutMs\" must be in [3 × sharePeriodMs, 7 days] = [%g, %g], got %g (a live replica publishes every sharePeriodMs)",

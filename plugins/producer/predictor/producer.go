@@ -49,6 +49,8 @@ type Producer struct {
 	share      *sharing  // nil without shareDir
 	exchanging bool      // an exchange with the other replicas runs
 	trained    sync.Cond // signalled when a background training or exchange ends (for Close and tests)
+	spread     *spreads  // the predictions' spreads, learned from every sample
+	kinds      sync.Map  // endpoint ID → its kind (the SpeedLabel label's value), as Produce last saw it
 }
 
 // serving is what Produce reads: the models in service (nil before the first), per target
@@ -61,6 +63,8 @@ type serving struct {
 	prior        *prior.Snapshot
 	priorTrusted [2]bool
 	cold         *profiled.Model // the cold-start profiles; nil without
+	spreads      *spreadTable    // the predictions' spreads per endpoint; nil before the first samples
+	speedLabel   string          // Params.SpeedLabel
 }
 
 // publish makes a copy of what serves, changed by edit, the serving state; the caller holds mu.
@@ -88,7 +92,7 @@ func Features() (ttft, tpot []string) {
 
 // New returns a producer with DefaultParams and no model.
 func New() *Producer {
-	p := &Producer{}
+	p := &Producer{spread: newSpreads()}
 	p.trained.L = &p.mu
 	p.apply(DefaultParams())
 	return p
@@ -103,8 +107,11 @@ func (p *Producer) Description() string {
 }
 
 // Reads declares the cycle fields the producer reads: the request, the endpoints' IDs (the
-// prior's speed factors are per endpoint) and every state column.
-func (p *Producer) Reads() []string { return []string{"request", "endpoints.ids", "endpoints.states"} }
+// prior's speed factors are per endpoint), their labels (the speedLabel label names an
+// endpoint's kind) and every state column.
+func (p *Producer) Reads() []string {
+	return []string{"request", "endpoints.ids", "endpoints.labels", "endpoints.states"}
+}
 
 // Params returns a copy of the parameters in force.
 func (p *Producer) Params() Params {
@@ -198,7 +205,7 @@ func (p *Producer) apply(params Params) {
 		p.prior = prior.New(params.PriorFit)
 	}
 	snap := p.prior.Snapshot()
-	p.publish(func(s *serving) { s.prior = snap })
+	p.publish(func(s *serving) { s.prior, s.speedLabel = snap, params.SpeedLabel })
 }
 
 // putInService makes s the model set Produce uses; the caller holds mu. The quality windows
@@ -218,8 +225,10 @@ func (p *Producer) resetQuality(targets ...int) {
 // Produce predicts every endpoint's TTFT and TPOT for c, each target from its source (see
 // sources): trees (times the prior for residual trees) or the prior alone. Without a TTFT source
 // every prediction is invalid, which every stage handles; without a TPOT source TPOT is 0,
-// unknown. For a cycle in a round it also predicts, in the same batch, what the request would
-// see on each endpoint after one more request like it (TTFTAfterMs, TPOTAfterMs; see withPlaced).
+// unknown. For a cycle in a round, or one that weighs a placement (weighsPlacement), it also
+// predicts, in the same batch, what the request would see on each endpoint after one more request
+// like it (TTFTAfterMs, TPOTAfterMs; see withPlaced). Each prediction carries the spread of the
+// recent predictions on its endpoint (spread.go).
 func (p *Producer) Produce(_ context.Context, c *sdk.Cycle) ([]sdk.Prediction, error) {
 	if c == nil {
 		return nil, errors.New("producing: nil cycle")
@@ -227,12 +236,15 @@ func (p *Producer) Produce(_ context.Context, c *sdk.Cycle) ([]sdk.Prediction, e
 	p.seen(c.Now)
 	out := make([]sdk.Prediction, len(c.Endpoints))
 	s := p.serving.Load()
+	if s != nil && s.speedLabel != "" {
+		p.recordKinds(c.Endpoints, s.speedLabel)
+	}
 	src := s.sources()
 	if src[prior.TTFT] == fromNone {
 		return out, nil
 	}
 	eps := c.Endpoints
-	if c.InRound() {
+	if c.InRound() || weighsPlacement(c) {
 		eps = withPlaced(c)
 	}
 	n, nt, np := len(eps), len(features.TTFT), len(features.TPOT)
@@ -260,7 +272,11 @@ func (p *Producer) Produce(_ context.Context, c *sdk.Cycle) ([]sdk.Prediction, e
 	if withPrior[prior.TTFT] || withPrior[prior.TPOT] {
 		for i := range eps {
 			e := &eps[i]
-			pt, pp := s.prior.Predict(&c.Request, e.ID, &e.State)
+			kind := ""
+			if s.speedLabel != "" {
+				kind = e.Labels[s.speedLabel]
+			}
+			pt, pp := s.prior.Predict(&c.Request, e.ID, kind, &e.State)
 			if withPrior[prior.TTFT] {
 				base[prior.TTFT][i] = pt
 			}
@@ -286,6 +302,8 @@ func (p *Producer) Produce(_ context.Context, c *sdk.Cycle) ([]sdk.Prediction, e
 	placed := len(eps) > len(out) // eps[len(out)+i] is endpoint i with one more request
 	for i := range out {
 		out[i] = sdk.Prediction{Valid: true, TTFTMs: predicted(prior.TTFT, i)}
+		spread := s.spreads.of(eps[i].ID)
+		out[i].TTFTSpread = spread[prior.TTFT]
 		if placed {
 			out[i].TTFTAfterMs = predicted(prior.TTFT, len(out)+i)
 		}
@@ -293,11 +311,41 @@ func (p *Producer) Produce(_ context.Context, c *sdk.Cycle) ([]sdk.Prediction, e
 			continue
 		}
 		out[i].TPOTMs = predicted(prior.TPOT, i)
+		out[i].TPOTSpread = spread[prior.TPOT]
 		if placed {
 			out[i].TPOTAfterMs = predicted(prior.TPOT, len(out)+i)
 		}
 	}
 	return out, nil
+}
+
+// recordKinds remembers each endpoint's kind, the value of its label named label, for the prior
+// (see Observe): the prior learns kinds from the endpoints Produce sees, since samples carry no
+// labels. Only a change is stored.
+func (p *Producer) recordKinds(eps []sdk.Endpoint, label string) {
+	for i := range eps {
+		e := &eps[i]
+		kind := e.Labels[label]
+		if was, ok := p.kinds.Load(e.ID); !ok && kind != "" || ok && was.(string) != kind {
+			p.kinds.Store(e.ID, kind)
+		}
+	}
+}
+
+// weighsPlacement reports whether a cycle outside a round gets after-predictions too: when its
+// request or a request running on one of its endpoints has a latency objective, a scorer may
+// weigh what the placement costs the requests running there (their TPOT rises with it), and the
+// after-predictions are what says it. Other cycles keep the cost of predicting once.
+func weighsPlacement(c *sdk.Cycle) bool {
+	if c.Request.SLO.Any() {
+		return true
+	}
+	for i := range c.Endpoints {
+		if c.Endpoints[i].State.MinRunningTPOTSLOMs > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // withPlaced returns c's endpoints followed by a copy of each as sdk.PlaceOn(c, i, 1) leaves it,
@@ -360,13 +408,22 @@ func (p *Producer) Observe(_ context.Context, samples []sdk.Sample) (sdk.Observe
 				p.q[prior.TPOT].Add(s.Predicted.TPOTMs, s.ActualTPOTMs)
 			}
 		}
+		p.spread.add(s, ttftTarget(s), tpotTarget(s))
 		p.store.Add(*s)
 		p.learnPrior(s)
 		if p.share != nil {
 			p.share.add(*s)
 		}
 	}
+	if p.prior != nil {
+		p.kinds.Range(func(id, kind any) bool {
+			p.prior.SetKind(id.(string), kind.(string))
+			return true
+		})
+	}
 	p.refreshPrior()
+	table := p.spread.snapshot()
+	p.publish(func(s *serving) { s.spreads = table })
 	p.checkDrift()
 	p.maybeExchange(false)
 	p.maybeTrain()
@@ -415,7 +472,7 @@ func (p *Producer) learnPrior(s *sdk.Sample) {
 		return
 	}
 	ttft, tpot := ttftTarget(s), tpotTarget(s)
-	pt, pp := p.prior.Snapshot().Predict(&s.Request, s.EndpointID, &s.State)
+	pt, pp := p.prior.Snapshot().Predict(&s.Request, s.EndpointID, "", &s.State)
 	if ttft > 0 && pt > 0 {
 		p.priorQ[prior.TTFT].Add(floor(pt), ttft)
 	}

@@ -330,7 +330,7 @@ func TestDriftGuard(t *testing.T) {
 	preds, _ := p.Produce(context.Background(), c)
 	for i, pr := range preds {
 		e := &c.Endpoints[i]
-		ttft, tpot := p.current().prior.Predict(&c.Request, e.ID, &e.State)
+		ttft, tpot := p.current().prior.Predict(&c.Request, e.ID, "", &e.State)
 		if !pr.Valid || pr.TTFTMs != floor(ttft) || pr.TPOTMs == floor(tpot) || math.Abs(pr.TPOTMs/before[i].TPOTMs-1) > 0.02 {
 			t.Fatalf("endpoint %d under TTFT drift: %+v, want the prior's TTFT %.2f and the trees' TPOT (%.2f before)", i, pr, ttft, before[i].TPOTMs)
 		}
@@ -362,7 +362,7 @@ func TestTPOTDriftSparesTTFT(t *testing.T) {
 	preds, _ := p.Produce(context.Background(), c)
 	for i, pr := range preds {
 		e := &c.Endpoints[i]
-		ttft, tpot := p.current().prior.Predict(&c.Request, e.ID, &e.State)
+		ttft, tpot := p.current().prior.Predict(&c.Request, e.ID, "", &e.State)
 		if !pr.Valid || pr.TTFTMs == floor(ttft) || math.Abs(pr.TTFTMs/before[i].TTFTMs-1) > 0.02 || pr.TPOTMs != floor(tpot) {
 			t.Fatalf("endpoint %d under TPOT drift: %+v, want the trees' TTFT (%.2f before) and the prior's TPOT %.2f", i, pr, before[i].TTFTMs, tpot)
 		}

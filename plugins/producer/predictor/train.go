@@ -237,7 +237,7 @@ func (j *job) base(latency func(*sdk.Sample) float64, which int) target {
 	t := target{latency: latency, prior: func(*sdk.Sample) float64 { return 1 }}
 	if j.prior != nil {
 		t.prior = func(s *sdk.Sample) float64 {
-			ttft, tpot := j.prior.Predict(&s.Request, s.EndpointID, &s.State)
+			ttft, tpot := j.prior.Predict(&s.Request, s.EndpointID, "", &s.State)
 			return floor([2]float64{ttft, tpot}[which])
 		}
 	}

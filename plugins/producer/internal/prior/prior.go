@@ -58,6 +58,7 @@ type Prior struct {
 	fits   [2]*fit // TTFT, TPOT
 	n      [2]int  // samples each fit has learned from
 	speed  map[string]*speed
+	kinds  map[string]string // endpoint → its kind (SetKind), for those that have one
 	snap   *Snapshot
 	row    [maxTerms]float64
 }
@@ -90,7 +91,18 @@ func New(params Params) *Prior {
 	decay := math.Exp(-math.Ln2 / float64(params.HalfLife))
 	support := float64(params.MinSamples)
 	return &Prior{params: params, fits: [2]*fit{newFit(len(TTFTTerms), decay, support), newFit(len(TPOTTerms), decay, support)},
-		speed: map[string]*speed{}, snap: &Snapshot{}}
+		speed: map[string]*speed{}, kinds: map[string]string{}, snap: &Snapshot{}}
+}
+
+// SetKind records the kind of an endpoint (its hardware, from a label): an endpoint's speed
+// factor is pulled toward its kind's instead of the fleet's, and an endpoint not seen yet starts
+// from its kind's. "" forgets the endpoint's kind.
+func (p *Prior) SetKind(endpoint, kind string) {
+	if kind == "" {
+		delete(p.kinds, endpoint)
+		return
+	}
+	p.kinds[endpoint] = kind
 }
 
 // Add learns from one finished request; ttft or tpot ≤ 0 means the sample has no such target.
@@ -125,13 +137,42 @@ func (p *Prior) Add(s *sdk.Sample, ttft, tpot float64) {
 func clampLog(v float64) float64 { return min(max(v, -maxLogRatio), maxLogRatio) }
 
 // factors are the endpoint's TTFT and TPOT speed factors: exp of each mean log ratio, shrunk
-// toward 0 by EndpointShrink pseudo-samples.
-func (p *Prior) factors(sp *speed) [2]float64 {
+// by EndpointShrink pseudo-samples toward the log factor of the endpoint's kind (0, the fleet's,
+// without one).
+func (p *Prior) factors(sp *speed, kind [2]float64) [2]float64 {
 	var f [2]float64
 	for k := range f {
-		f[k] = math.Exp(sp.Log[k] * sp.N[k] / (sp.N[k] + p.params.EndpointShrink))
+		f[k] = math.Exp((sp.Log[k]*sp.N[k] + p.params.EndpointShrink*kind[k]) / (sp.N[k] + p.params.EndpointShrink))
 	}
 	return f
+}
+
+// kindLogs are each kind's log speed factors: the mean log ratio of its endpoints' samples, shrunk
+// toward the fleet's (0) by EndpointShrink pseudo-samples, so a kind seen on a few samples is
+// barely told from the fleet.
+func (p *Prior) kindLogs() map[string][2]float64 {
+	if len(p.kinds) == 0 {
+		return nil
+	}
+	var sum, n = map[string][2]float64{}, map[string][2]float64{}
+	for id, kind := range p.kinds {
+		sp := p.speed[id]
+		if sp == nil {
+			continue
+		}
+		s, c := sum[kind], n[kind]
+		for k := range s {
+			s[k] += sp.Log[k] * sp.N[k]
+			c[k] += sp.N[k]
+		}
+		sum[kind], n[kind] = s, c
+	}
+	out := make(map[string][2]float64, len(sum))
+	for kind, s := range sum {
+		c := n[kind]
+		out[kind] = [2]float64{s[0] / (c[0] + p.params.EndpointShrink), s[1] / (c[1] + p.params.EndpointShrink)}
+	}
+	return out
 }
 
 // Refresh solves the fits and publishes what Add learned since the last Refresh as a new
@@ -141,8 +182,15 @@ func (p *Prior) Refresh() *Snapshot {
 	for k, f := range p.fits {
 		s.Coef[k], s.limit[k], s.learned[k] = f.solve(), f.limits(), p.n[k] >= p.params.MinSamples
 	}
+	kinds := p.kindLogs()
 	for id, sp := range p.speed {
-		s.speed[id] = p.factors(sp)
+		s.speed[id] = p.factors(sp, kinds[p.kinds[id]])
+	}
+	if len(kinds) > 0 {
+		s.kind = make(map[string][2]float64, len(kinds))
+		for kind, l := range kinds {
+			s.kind[kind] = [2]float64{math.Exp(l[0]), math.Exp(l[1])}
+		}
 	}
 	p.snap = s
 	return s
@@ -164,6 +212,7 @@ type Snapshot struct {
 	limit   [2][]float64 // the most each term counts (fit.limits)
 	learned [2]bool      // whether the target has had MinSamples samples
 	speed   map[string][2]float64
+	kind    map[string][2]float64 // each kind's speed factors, for endpoints not seen yet
 }
 
 // Learned reports whether target k (TTFT or TPOT) predicts: it has had MinSamples samples. A
@@ -173,24 +222,27 @@ func (s *Snapshot) Learned(k int) bool { return s != nil && s.learned[k] }
 // Ready reports whether both targets predict: the prior can be the base residual trees learn from.
 func (s *Snapshot) Ready() bool { return s.Learned(TTFT) && s.Learned(TPOT) }
 
-// Speed returns the endpoint's TTFT and TPOT speed factors (1, 1 for one it has not seen, or a
-// nil Snapshot).
-func (s *Snapshot) Speed(endpoint string) [2]float64 {
+// Speed returns the endpoint's TTFT and TPOT speed factors: its own for an endpoint seen, else
+// those of its kind (kind "" for none), else 1, 1 (and for a nil Snapshot).
+func (s *Snapshot) Speed(endpoint, kind string) [2]float64 {
 	if s == nil {
 		return [2]float64{1, 1}
 	}
 	if f, ok := s.speed[endpoint]; ok {
 		return f
 	}
+	if f, ok := s.kind[kind]; ok && kind != "" {
+		return f
+	}
 	return [2]float64{1, 1}
 }
 
-// Predict returns the prior's TTFT and TPOT of r on endpoint in state st, in ms, each 0 when that
-// target has not been learned.
-func (s *Snapshot) Predict(r *sdk.Request, endpoint string, st *sdk.EndpointState) (ttft, tpot float64) {
+// Predict returns the prior's TTFT and TPOT of r on endpoint (of kind, "" for none) in state st,
+// in ms, each 0 when that target has not been learned.
+func (s *Snapshot) Predict(r *sdk.Request, endpoint, kind string, st *sdk.EndpointState) (ttft, tpot float64) {
 	var out [2]float64
 	var row [maxTerms]float64
-	speed := s.Speed(endpoint)
+	speed := s.Speed(endpoint, kind)
 	for k := range out {
 		if s.Learned(k) {
 			fillRow(k, row[:], r, st)
@@ -211,5 +263,5 @@ func positive(v float64) float64 {
 
 // String describes the coefficients, for logs.
 func (s *Snapshot) String() string {
-	return fmt.Sprintf("ttft %v (learned %v), tpot %v (learned %v), %d endpoints", s.Coef[TTFT], s.learned[TTFT], s.Coef[TPOT], s.learned[TPOT], len(s.speed))
+	return fmt.Sprintf("ttft %v (learned %v), tpot %v (learned %v), %d endpoints, %d kinds", s.Coef[TTFT], s.learned[TTFT], s.Coef[TPOT], s.learned[TPOT], len(s.speed), len(s.kind))
 }

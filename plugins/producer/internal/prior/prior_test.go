@@ -56,7 +56,7 @@ func TestPriorLearnsTheLawAndExtrapolates(t *testing.T) {
 		id := []string{"fast", "slow"}[rng.IntN(2)]
 		s := sample(rng, id, 32)
 		wantTTFT, wantTPOT := engine(&s.Request, &s.State, slowness[id])
-		ttft, tpot := snap.Predict(&s.Request, id, &s.State)
+		ttft, tpot := snap.Predict(&s.Request, id, "", &s.State)
 		if !snap.Ready() {
 			t.Fatal("not ready after 600 samples")
 		}
@@ -67,7 +67,7 @@ func TestPriorLearnsTheLawAndExtrapolates(t *testing.T) {
 			t.Fatalf("%s, %d in flight: TPOT %.2f, want %.2f; %v", id, s.State.InflightRequests, tpot, wantTPOT, snap)
 		}
 	}
-	ft, st := snap.Speed("fast")[TTFT], snap.Speed("slow")[TTFT]
+	ft, st := snap.Speed("fast", "")[TTFT], snap.Speed("slow", "")[TTFT]
 	if r := st / ft; r < 1.9 || r > 2.1 {
 		t.Errorf("speed factors fast %.3f, slow %.3f: ratio %.3f, want 2", ft, st, r)
 	}
@@ -84,7 +84,7 @@ func TestPriorReadiness(t *testing.T) {
 		t.Helper()
 		s := sample(rng, "e", 4)
 		snap := p.Refresh()
-		ttft, tpot := snap.Predict(&s.Request, "e", &s.State)
+		ttft, tpot := snap.Predict(&s.Request, "e", "", &s.State)
 		if ttft > 0 != wantTTFT || tpot > 0 != wantTPOT || snap.Learned(TTFT) != wantTTFT || snap.Learned(TPOT) != wantTPOT || snap.Ready() != (wantTTFT && wantTPOT) {
 			t.Fatalf("%s: TTFT %.2f, TPOT %.2f, learned %v/%v, ready %v; want TTFT %v, TPOT %v", stage, ttft, tpot, snap.Learned(TTFT), snap.Learned(TPOT), snap.Ready(), wantTTFT, wantTPOT)
 		}
@@ -146,7 +146,7 @@ func TestPriorFollowsAChangedEngine(t *testing.T) {
 	snap := p.Refresh()
 	s := sample(rng, "a", 8)
 	want, _ := engine(&s.Request, &s.State, 3)
-	got, _ := snap.Predict(&s.Request, "a", &s.State)
+	got, _ := snap.Predict(&s.Request, "a", "", &s.State)
 	if e := math.Abs(got-want) / want; e > 0.08 {
 		t.Errorf("TTFT %.1f after the change, want %.1f (%.1f %% off)", got, want, 100*e)
 	}
@@ -158,8 +158,8 @@ func TestNilSnapshotPredictsNothing(t *testing.T) {
 	var p *Prior
 	s := p.Snapshot()
 	r, st := sdk.Request{InputTokens: 100}, sdk.EndpointState{InflightRequests: 2}
-	if ttft, tpot := s.Predict(&r, "e", &st); ttft != 0 || tpot != 0 || s.Learned(TTFT) || s.Ready() || s.Speed("e") != [2]float64{1, 1} {
-		t.Errorf("nil snapshot: predict %v, %v, learned %v, ready %v, speed %v", ttft, tpot, s.Learned(TTFT), s.Ready(), s.Speed("e"))
+	if ttft, tpot := s.Predict(&r, "e", "", &st); ttft != 0 || tpot != 0 || s.Learned(TTFT) || s.Ready() || s.Speed("e", "") != [2]float64{1, 1} {
+		t.Errorf("nil snapshot: predict %v, %v, learned %v, ready %v, speed %v", ttft, tpot, s.Learned(TTFT), s.Ready(), s.Speed("e", ""))
 	}
 }
 
@@ -195,8 +195,8 @@ func TestStateRoundTrip(t *testing.T) {
 		for range 50 {
 			id := []string{"fast", "slow", "unseen"}[rng.IntN(3)]
 			s := sample(rng, id, 16)
-			wt, wp := want.Predict(&s.Request, id, &s.State)
-			gt, gp := got.Predict(&s.Request, id, &s.State)
+			wt, wp := want.Predict(&s.Request, id, "", &s.State)
+			gt, gp := got.Predict(&s.Request, id, "", &s.State)
 			if wt != gt || wp != gp {
 				t.Fatalf("%s: restored predicts %v, %v; the original %v, %v", id, gt, gp, wt, wp)
 			}
@@ -241,7 +241,7 @@ func TestTermNeedsSupportToExtrapolate(t *testing.T) {
 	stall := queued(2)
 	p.Add(&stall, 2000, 0)
 	snap := p.Refresh()
-	got, _ := snap.Predict(&probe.Request, "e", &probe.State)
+	got, _ := snap.Predict(&probe.Request, "e", "", &probe.State)
 	if got > 2000*1.05 {
 		t.Fatalf("after one sample with a queue (2 waiting, 2 s): %.0f ms for 35 waiting; want at most what it took (%v)", got, snap)
 	}
@@ -253,8 +253,42 @@ func TestTermNeedsSupportToExtrapolate(t *testing.T) {
 		}
 	}
 	snap = p.Refresh()
-	got, _ = snap.Predict(&probe.Request, "e", &probe.State)
+	got, _ = snap.Predict(&probe.Request, "e", "", &probe.State)
 	if want := law(&probe); math.Abs(got/want-1) > 0.1 {
 		t.Errorf("after %d samples with a queue: %.0f ms for 35 waiting, want %.0f (%v)", 2*params.EndpointWindow, got, want, snap)
 	}
+}
+
+// TestKindsStartNewEndpointsAtTheirSpeed: with "fast" of kind h100 and "slow" (twice as slow) of
+// kind a100, an endpoint never seen starts at its kind's speed: a new a100 about twice as slow
+// as a new h100 (the kinds' log factors are shrunk by 8 pseudo-samples against 100 samples each
+// of the window, so 2^(100/108) = 1.90), one of no known kind at the fleet's (1). The kinds
+// survive a restore.
+func TestKindsStartNewEndpointsAtTheirSpeed(t *testing.T) {
+	p := New(DefaultParams())
+	p.SetKind("fast", "h100")
+	p.SetKind("slow", "a100")
+	snap := teachTwoSpeeds(p, rand.New(rand.NewPCG(7, 8)), 4)
+	check := func(snap *Snapshot) {
+		t.Helper()
+		for k, name := range []string{"TTFT", "TPOT"} {
+			h, a := snap.Speed("new-h100", "h100")[k], snap.Speed("new-a100", "a100")[k]
+			if r := a / h; math.Abs(r-1.90) > 0.05 {
+				t.Errorf("%s: new h100 %.3f, new a100 %.3f, ratio %.3f, want 1.90", name, h, a, r)
+			}
+			if f := snap.Speed("new", "l4")[k]; f != 1 {
+				t.Errorf("%s: an unknown kind's factor %.3f, want 1", name, f)
+			}
+		}
+	}
+	check(snap)
+	data, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := New(DefaultParams())
+	if err := q.Restore(data); err != nil {
+		t.Fatal(err)
+	}
+	check(q.Snapshot())
 }

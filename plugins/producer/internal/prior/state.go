@@ -15,6 +15,8 @@ type state struct {
 	NTTFT int              `json:"n_ttft"`
 	NTPOT int              `json:"n_tpot"`
 	Speed map[string]speed `json:"speed,omitempty"`
+	// Kinds are the endpoints' kinds (SetKind); a state written before 3.6.0 has none.
+	Kinds map[string]string `json:"kinds,omitempty"`
 	// Each term's support and largest value (fit.s1, fit.s2, fit.top); a state written before
 	// 3.3.1 has none, and its terms are taken as supported by every sample of their target.
 	TTFTS1  []float64 `json:"ttft_s1,omitempty"`
@@ -29,7 +31,7 @@ type state struct {
 func (p *Prior) MarshalJSON() ([]byte, error) {
 	t, q := p.fits[TTFT], p.fits[TPOT]
 	st := state{TTFTA: t.a, TTFTB: t.b, TPOTA: q.a, TPOTB: q.b,
-		NTTFT: p.n[TTFT], NTPOT: p.n[TPOT], Speed: map[string]speed{},
+		NTTFT: p.n[TTFT], NTPOT: p.n[TPOT], Speed: map[string]speed{}, Kinds: p.kinds,
 		TTFTS1: t.s1, TTFTS2: t.s2, TTFTTop: t.top, TPOTS1: q.s1, TPOTS2: q.s2, TPOTTop: q.top}
 	for id, sp := range p.speed {
 		st.Speed[id] = *sp
@@ -74,6 +76,10 @@ func (p *Prior) Restore(data []byte) error {
 	p.speed = map[string]*speed{}
 	for id, sp := range st.Speed {
 		p.speed[id] = &sp
+	}
+	p.kinds = map[string]string{}
+	for id, kind := range st.Kinds {
+		p.SetKind(id, kind)
 	}
 	p.Refresh()
 	return nil

@@ -107,18 +107,27 @@ def effective_tpot_slo(request: float, running: float) -> float:
 
 
 def headroom_of(r: Request, e: Endpoint, buffer_factor: float = 1.0) -> Headroom | None:
-    """The endpoint's headroom for the request, None without a valid prediction.
+    """The endpoint's headroom for the request, None without a valid prediction (headroom.go).
     TTFT: TTFT SLO − predicted TTFT. TPOT, for streaming requests only: min(TPOT SLO, tightest TPOT
     SLO running on the endpoint) × buffer_factor − predicted TPOT, so that a new request is not
-    placed where it would break a running request's objective."""
+    placed where it would break a running request's objective. A TPOT the producer does not know
+    yet (0) gives +inf TPOT headroom, as if there were no TPOT objective: SLO − 0 would pass for the
+    most headroom there is."""
     p = e.prediction
     if not p.valid:
         return None
     h = Headroom()
     if r.slo.ttft_ms > 0:
         h.ttft_ms = r.slo.ttft_ms - p.ttft_ms
-    if r.streaming:
+    if r.streaming and p.tpot_ms > 0:
         slo = effective_tpot_slo(r.slo.tpot_ms, e.state.min_running_tpot_slo_ms)
         if slo > 0:
             h.tpot_ms = slo * buffer_factor - p.tpot_ms
+    return h
+    if r.streaming and r.slo.tpot_ms > 0:
+        h.tpot_ms = r.slo.tpot_ms * buffer_factor - p.tpot_ms
+    running = e.state.min_running_tpot_slo_ms
+    if running > 0:
+        after = p.tpot_after_ms if p.tpot_after_ms > 0 else p.tpot_ms
+        h.tpot_ms = min(h.tpot_ms, running * buffer_factor - after)
     return h
