@@ -32,31 +32,48 @@ func attains(c *sdk.Cycle, p *Params) bool {
 	return false
 }
 
-// attainScores scores every endpoint of c by attainScore; an endpoint without a usable
-// prediction scores 0.
+// attainScores scores every endpoint of c by attainScore against the best value among them; an
+// endpoint without a usable prediction scores 0.
 func attainScores(c *sdk.Cycle, p *Params) []float64 {
+	return attainScoresAgainst(c, p, bestValue(c, p))
+}
+
+// attainScoresAfter is ScoreAfter for the attainment objective: endpoint i's score with one more
+// request like c's placed there first (heuristics.PlacedEach), against c's own best value, so
+// only the placed endpoint's score moves.
+func attainScoresAfter(c *sdk.Cycle, p *Params) []float64 {
+	return attainScoresAgainst(heuristics.PlacedEach(c), p, bestValue(c, p))
+}
+
+func attainScoresAgainst(c *sdk.Cycle, p *Params, best float64) []float64 {
 	out := make([]float64, len(c.Endpoints))
 	for i := range c.Endpoints {
-		out[i] = attainScore(&c.Request, &c.Endpoints[i], p)
+		out[i] = attainScore(&c.Request, &c.Endpoints[i], p, best)
 	}
 	return out
 }
 
-// attainScoresAfter is ScoreAfter for the attainment objective: endpoint i's score with one more
-// request like c's placed there first (heuristics.PlacedEach). The score is a function of the
-// endpoint alone, so nothing else is held.
-func attainScoresAfter(c *sdk.Cycle, p *Params) []float64 {
-	return attainScores(heuristics.PlacedEach(c), p)
+// bestValue is the highest attainValue among c's endpoints with a usable prediction.
+func bestValue(c *sdk.Cycle, p *Params) float64 {
+	best := math.Inf(-1)
+	for i := range c.Endpoints {
+		if e := &c.Endpoints[i]; usable(&e.Prediction) {
+			best = max(best, attainValue(&c.Request, e, p))
+		}
+	}
+	return best
 }
 
-// attainScore maps attainValue onto [minRankedScore, 1]: clamped to [0, 1], less the tie share,
-// plus that share for a lower predicted TTFT; 0 without a usable prediction.
-func attainScore(r *sdk.Request, e *sdk.Endpoint, p *Params) float64 {
+// attainScore maps attainValue onto [minRankedScore, 1] by its shortfall from the best value: 1
+// for the best, one point less per request of expected attainment less, floored at 0; less the
+// tie share, plus that share for a lower predicted TTFT; 0 without a usable prediction. The
+// scale is the value's own, so a picker's temperature reads in expected requests.
+func attainScore(r *sdk.Request, e *sdk.Endpoint, p *Params, best float64) float64 {
 	pr := &e.Prediction
 	if !usable(pr) {
 		return 0
 	}
-	v := min(max(attainValue(r, e, p), 0), 1)
+	v := max(1-(best-attainValue(r, e, p)), 0)
 	ref := r.SLO.TTFTMs
 	if ref <= 0 {
 		ref = 1000
@@ -68,22 +85,32 @@ func attainScore(r *sdk.Request, e *sdk.Endpoint, p *Params) float64 {
 // attainValue is the expected number of requests served within their objectives that placing r on
 // e gives: r's probability of meeting them there, less the probability the requests in flight
 // there lose. The loss counts when the tightest TPOT objective running there is known and the
-// producer said what one more placement does to TPOT (Prediction.TPOTAfterMs, in a round): each
-// of the router's requests in flight there goes from the TPOT before r (TPOT − that rise) to r's
-// own predicted TPOT, against that objective.
+// producer said what one more placement does to TPOT (Prediction.TPOTAfterMs): each of the
+// router's requests in flight there goes from the endpoint's TPOT now (the predicted TPOT, what
+// a request placed on the endpoint as it is sees) to its TPOT with r placed (the
+// after-prediction), against that objective. A prediction is read with the spread the producer
+// measured on the endpoint (Prediction.TTFTSpread, TPOTSpread), or the configured one.
 func attainValue(r *sdk.Request, e *sdk.Endpoint, p *Params) float64 {
 	pr := &e.Prediction
-	meet := meetProb(r.SLO.TTFTMs, pr.TTFTMs, p.TTFTSpread)
+	ttftSpread, tpotSpread := spreadOr(pr.TTFTSpread, p.TTFTSpread), spreadOr(pr.TPOTSpread, p.TPOTSpread)
+	meet := meetProb(r.SLO.TTFTMs, pr.TTFTMs, ttftSpread)
 	if r.Streaming && r.SLO.TPOTMs > 0 && pr.TPOTMs > 0 {
-		meet *= meetProb(r.SLO.TPOTMs*p.SLOBufferFactor, pr.TPOTMs, p.TPOTSpread)
+		meet *= meetProb(r.SLO.TPOTMs*p.SLOBufferFactor, pr.TPOTMs, tpotSpread)
 	}
 	slo, n := e.State.MinRunningTPOTSLOMs*p.SLOBufferFactor, float64(e.State.InflightRequests)
-	rise := pr.TPOTAfterMs - pr.TPOTMs
-	if slo <= 0 || n <= 0 || pr.TPOTMs <= 0 || pr.TPOTAfterMs <= 0 || rise <= 0 || rise >= pr.TPOTMs {
+	if slo <= 0 || n <= 0 || !(pr.TPOTMs > 0) || !(pr.TPOTAfterMs > pr.TPOTMs) {
 		return meet
 	}
-	loss := meetProb(slo, pr.TPOTMs-rise, p.TPOTSpread) - meetProb(slo, pr.TPOTMs, p.TPOTSpread)
+	loss := meetProb(slo, pr.TPOTMs, tpotSpread) - meetProb(slo, pr.TPOTAfterMs, tpotSpread)
 	return meet - n*loss
+}
+
+// spreadOr is the producer's spread when it gives one (> 0), else the configured one.
+func spreadOr(learned, configured float64) float64 {
+	if learned > 0 && !math.IsInf(learned, 1) {
+		return learned
+	}
+	return configured
 }
 
 // meetProb is the probability that a latency whose median is predicted and whose log has

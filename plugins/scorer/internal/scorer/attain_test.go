@@ -22,6 +22,12 @@ func after(e sdk.Endpoint, dTTFT, dTPOT float64) sdk.Endpoint {
 	return e
 }
 
+// spreads returns e with the producer's spreads of its TTFT and TPOT predictions.
+func spreads(e sdk.Endpoint, ttft, tpot float64) sdk.Endpoint {
+	e.Prediction.TTFTSpread, e.Prediction.TPOTSpread = ttft, tpot
+	return e
+}
+
 // inflight returns e with n of the router's requests in flight.
 func inflight(e sdk.Endpoint, n int64) sdk.Endpoint {
 	e.State.InflightRequests = n
@@ -46,15 +52,18 @@ func TestAttainValue(t *testing.T) {
 		{"slow server: TTFT sure, TPOT unlikely", stream, ep("slow", 400, 40), 0.9791 * 0.1736},
 		// A request that does not stream has no TPOT to meet.
 		{"not streaming: TTFT alone", sdk.Request{SLO: sdk.SLO{TTFTMs: 1000, TPOTMs: 25}}, ep("slow", 400, 40), 0.9791},
+		// The producer's spreads replace the configured ones: TTFT 0.2, TPOT 0.1 on this endpoint,
+		// Φ(ln(1000/600)/0.2) = Φ(2.5541) = 0.99468; Φ(ln(25/24)/0.1) = Φ(0.4082) = 0.65844.
+		{"the producer's spreads", stream, spreads(ep("narrow", 600, 24), 0.2, 0.1), 0.99468 * 0.65844},
 		// TPOT unknown (0): nothing to judge it by.
 		{"TPOT unknown", stream, ep("young", 400, 0), 0.9791},
-		// 8 in flight under a 25 ms objective; the placement takes their TPOT from 23 to 26 ms:
-		// each loses Φ(ln(25/23)/0.5) − Φ(ln(25/26)/0.5) = Φ(0.1668) − Φ(−0.0784) = 0.5662 −
-		// 0.4688 = 0.0974. The request itself (objective 50 ms): Φ(ln(1000/200)/0.45) =
-		// Φ(3.5765) = 0.99983, Φ(ln(50/26)/0.5) = Φ(1.3079) = 0.9045.
+		// 8 in flight under a 25 ms objective; the endpoint's TPOT is 23 ms now and 26 ms with the
+		// request placed: each loses Φ(ln(25/23)/0.5) − Φ(ln(25/26)/0.5) = Φ(0.1668) −
+		// Φ(−0.0784) = 0.5662 − 0.4687 = 0.0975. The request itself (objective 50 ms) sees 23 ms:
+		// Φ(ln(1000/200)/0.45) = Φ(3.5765) = 0.99983, Φ(ln(50/23)/0.5) = Φ(1.5530) = 0.9398.
 		{"a placement that pushes 8 in flight over their TPOT objective",
 			sdk.Request{Streaming: true, SLO: sdk.SLO{TTFTMs: 1000, TPOTMs: 50}},
-			after(inflight(running(ep("hot", 200, 26), 25), 8), 10, 3), 0.99983*0.9045 - 8*0.0974},
+			after(inflight(running(ep("hot", 200, 23), 25), 8), 10, 3), 0.99983*0.9398 - 8*0.0975},
 		// The same endpoint without after-predictions: the rise is not known, nothing is taken.
 		{"no after-prediction: no loss counted",
 			sdk.Request{Streaming: true, SLO: sdk.SLO{TTFTMs: 1000, TPOTMs: 50}},
@@ -85,7 +94,8 @@ func TestAttainmentPicks(t *testing.T) {
 	}{
 		{"meets TTFT on both, TPOT only on the fast one", sdk.Cycle{Request: stream,
 			Endpoints: []sdk.Endpoint{ep("slow", 400, 40), ep("fast", 600, 20)}}, 1},
-		// hot: 0.904 − 0.779 = 0.125; cool (2 in flight, nothing running with an objective):
+		// hot: 0.904 − 8 × (Φ(ln(25/26)/0.5) − Φ(ln(25/29)/0.5)) = 0.904 − 8 × 0.0855 = 0.220;
+		// cool (2 in flight, nothing running with an objective):
 		// Φ(3.5765) × Φ(ln(50/30)/0.5) = 0.99983 × 0.8465 = 0.846.
 		{"a placement that would push the running requests over their TPOT objective", sdk.Cycle{Request: relaxed,
 			Endpoints: []sdk.Endpoint{after(inflight(running(ep("hot", 200, 26), 25), 8), 10, 3), after(inflight(ep("cool", 200, 30), 2), 10, 3)}}, 1},
@@ -136,7 +146,7 @@ func TestAttainmentAfterScores(t *testing.T) {
 	// Placed once: TTFT 850, TPOT 24, two in flight, no objective running: Φ(ln(1000/850)/0.45) ×
 	// Φ(ln(25/24)/0.5) = Φ(0.3611) × Φ(0.0816) = 0.6410 × 0.5325.
 	want := attainScore(&c.Request, &sdk.Endpoint{State: sdk.EndpointState{InflightRequests: 2},
-		Prediction: sdk.Prediction{Valid: true, TTFTMs: 850, TPOTMs: 24}}, attainParams())
+		Prediction: sdk.Prediction{Valid: true, TTFTMs: 850, TPOTMs: 24}}, attainParams(), bestValue(c, attainParams()))
 	if math.Abs(aft[0]-want) > tol || math.Abs(aft[1]-want) > tol || !(aft[0] < scores[1]) {
 		t.Errorf("after-scores %v, want %.4f each, below the other endpoint's score %.4f", aft, want, scores[1])
 	}

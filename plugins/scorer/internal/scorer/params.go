@@ -31,7 +31,8 @@ type Params struct {
 	// objective. A request without one is ranked by predicted latency either way.
 	Objective string `json:"objective"`
 	// TTFTSpread and TPOTSpread are, for ObjectiveAttainment, the standard deviation of
-	// ln(actual / predicted) of each latency: how far from its prediction a latency falls.
+	// ln(actual / predicted) of each latency, how far from its prediction a latency falls, where
+	// the producer does not send its own (Prediction.TTFTSpread, TPOTSpread).
 	TTFTSpread float64 `json:"ttftSpread"`
 	TPOTSpread float64 `json:"tpotSpread"`
 	// TTFTWeight weighs the TTFT dimension when headrooms or latencies are combined.
