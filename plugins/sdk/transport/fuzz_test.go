@@ -107,6 +107,7 @@ func badColumn(p *pb.Cycle, n int) string {
 		{"decode_tokens_in_flight", len(s.GetDecodeTokensInFlight())}, {"prefix_match", len(s.GetPrefixMatch())},
 		{"min_running_tpot_slo_ms", len(s.GetMinRunningTpotSloMs())}, {"metrics_age_ms", len(s.GetMetricsAgeMs())},
 		{"last_output_age_ms", len(s.GetLastOutputAgeMs())}, {"dispatched_since_scrape", len(s.GetDispatchedSinceScrape())},
+		{"first_token_rate", len(s.GetFirstTokenRate())},
 		{"predictions.valid", len(pr.GetValid())}, {"predictions.ttft_ms", len(pr.GetTtftMs())}, {"predictions.tpot_ms", len(pr.GetTpotMs())},
 		{"predictions.ttft_after_ms", len(pr.GetTtftAfterMs())}, {"predictions.tpot_after_ms", len(pr.GetTpotAfterMs())},
 		{"predictions.ttft_spread", len(pr.GetTtftSpread())}, {"predictions.tpot_spread", len(pr.GetTpotSpread())},
@@ -145,6 +146,7 @@ func checkDecoded(t *testing.T, p *pb.Cycle, n int, c *sdk.Cycle) {
 				DecodeTokensInFlight: at(s.GetDecodeTokensInFlight(), i), PrefixMatch: at(s.GetPrefixMatch(), i),
 				MinRunningTPOTSLOMs: at(s.GetMinRunningTpotSloMs(), i), MetricsAgeMs: at(s.GetMetricsAgeMs(), i),
 				LastOutputAgeMs: at(s.GetLastOutputAgeMs(), i), DispatchedSinceScrape: at(s.GetDispatchedSinceScrape(), i),
+				FirstTokenRate: at(s.GetFirstTokenRate(), i),
 			},
 			Prediction: sdk.Prediction{Valid: at(pr.GetValid(), i), TTFTMs: at(pr.GetTtftMs(), i), TPOTMs: at(pr.GetTpotMs(), i),
 				TTFTAfterMs: at(pr.GetTtftAfterMs(), i), TPOTAfterMs: at(pr.GetTpotAfterMs(), i),
@@ -280,6 +282,7 @@ var stateColumns = map[string]func(*sdk.EndpointState){
 	"metrics_age_ms":           func(s *sdk.EndpointState) { s.MetricsAgeMs = 0 },
 	"last_output_age_ms":       func(s *sdk.EndpointState) { s.LastOutputAgeMs = 0 },
 	"dispatched_since_scrape":  func(s *sdk.EndpointState) { s.DispatchedSinceScrape = 0 },
+	"first_token_rate":         func(s *sdk.EndpointState) { s.FirstTokenRate = 0 },
 }
 
 // project returns c as ReadPaths documents a stage declaring reads sees it: the fields outside
