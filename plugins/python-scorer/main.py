@@ -176,7 +176,7 @@ class CostAwareScorer(fp.Scorer):
         add = out.append
         inf = math.inf
         for e in eps:
-            valid, ttft, tpot, _, _ = e.prediction
+            valid, ttft, tpot = e.prediction[:3]  # by position: the first three fields stay first
             if not (valid and 0 <= ttft < inf and 0 <= tpot < inf):  # Prediction.usable()
                 add(_UNPREDICTED)
                 continue

@@ -47,6 +47,8 @@ func cycleFromProto(p *pb.Cycle) (*Cycle, error) {
 	tpot := wire.Column(&cols, "predictions.tpot_ms", pr.GetTpotMs())
 	ttftAfter := wire.Column(&cols, "predictions.ttft_after_ms", pr.GetTtftAfterMs())
 	tpotAfter := wire.Column(&cols, "predictions.tpot_after_ms", pr.GetTpotAfterMs())
+	ttftSpread := wire.Column(&cols, "predictions.ttft_spread", pr.GetTtftSpread())
+	tpotSpread := wire.Column(&cols, "predictions.tpot_spread", pr.GetTpotSpread())
 	labels := wire.Column(&cols, "labels", eps.GetLabels())
 	if cols.Err != nil {
 		return nil, &StatusError{Code: CodeInvalidArgument, Message: cols.Err.Error()}
@@ -69,7 +71,8 @@ func cycleFromProto(p *pb.Cycle) (*Cycle, error) {
 				DispatchedSinceScrape: sinceScrape(i),
 				FirstTokenRate:        startRate(i),
 			},
-			Prediction: Prediction{Valid: valid(i), TTFTMs: ttft(i), TPOTMs: tpot(i), TTFTAfterMs: ttftAfter(i), TPOTAfterMs: tpotAfter(i)},
+			Prediction: Prediction{Valid: valid(i), TTFTMs: ttft(i), TPOTMs: tpot(i), TTFTAfterMs: ttftAfter(i), TPOTAfterMs: tpotAfter(i),
+				TTFTSpread: ttftSpread(i), TPOTSpread: tpotSpread(i)},
 		}
 		if l := labels(i); l != nil {
 			c.Endpoints[i].Labels = l.GetValues()
@@ -94,9 +97,11 @@ func predictionsToProto(preds []Prediction) *pb.Predictions {
 	for i, pr := range preds {
 		p.Valid[i], p.TtftMs[i], p.TpotMs[i] = pr.Valid, pr.TTFTMs, pr.TPOTMs
 	}
-	p.TtftAfterMs, p.TpotAfterMs = wire.AfterColumns(len(preds), func(i int) (float64, float64) {
-		return preds[i].TTFTAfterMs, preds[i].TPOTAfterMs
-	})
+	n := len(preds)
+	p.TtftAfterMs = wire.OptionalColumn(n, func(i int) float64 { return preds[i].TTFTAfterMs })
+	p.TpotAfterMs = wire.OptionalColumn(n, func(i int) float64 { return preds[i].TPOTAfterMs })
+	p.TtftSpread = wire.OptionalColumn(n, func(i int) float64 { return preds[i].TTFTSpread })
+	p.TpotSpread = wire.OptionalColumn(n, func(i int) float64 { return preds[i].TPOTSpread })
 	return p
 }
 

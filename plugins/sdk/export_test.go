@@ -16,3 +16,6 @@ func NewMultiServerPlugin(stage Stage, newImpl func() Plugin, version string) pl
 
 // CycleFromProto is the plugin side's decoding of a wire cycle.
 var CycleFromProto = cycleFromProto
+
+// PredictionsToProto is the plugin side's encoding of a producer's answer.
+var PredictionsToProto = predictionsToProto

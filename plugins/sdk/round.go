@@ -40,7 +40,8 @@ func (c *Cycle) UncachedTokens(e int) int64 {
 // placement does (TTFTAfterMs − TTFTMs, TPOTAfterMs − TPOTMs, where the producer said). The prefix
 // match stays as it is: a request of the round with the same prefix raises it, which the host
 // checks on its own. Engine gauges (waiting, running, KV usage) stay as scraped, as they would
-// until the next scrape.
+// until the next scrape. The spreads (TTFTSpread, TPOTSpread) stay too: they describe how well
+// the producer has been predicting on the endpoint, which a placement does not change.
 func PlaceOn(c *Cycle, e, n int) {
 	if n <= 0 {
 		return

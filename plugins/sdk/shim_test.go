@@ -3,6 +3,7 @@ package sdk_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/foresight-router/foresight/plugins/sdk/transport"
+	pb "github.com/foresight-router/foresight/proto/foresight/v1"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/hashicorp/go-plugin"
@@ -39,7 +41,8 @@ func (e *echoStage) Configure(params []byte) error {
 func (e *echoStage) Produce(_ context.Context, c *sdk.Cycle) ([]sdk.Prediction, error) {
 	out := make([]sdk.Prediction, len(c.Endpoints))
 	for i, ep := range c.Endpoints {
-		out[i] = sdk.Prediction{Valid: true, TTFTMs: float64(ep.State.Waiting), TPOTMs: ep.State.KVCacheUsage}
+		// A TTFT spread but no TPOT spread: the producer's answer carries one spread column.
+		out[i] = sdk.Prediction{Valid: true, TTFTMs: float64(ep.State.Waiting), TPOTMs: ep.State.KVCacheUsage, TTFTSpread: ep.State.PrefixMatch}
 	}
 	return out, nil
 }
@@ -198,7 +201,7 @@ func TestProducerRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []sdk.Prediction{{Valid: true, TTFTMs: 3, TPOTMs: 0.25}, {Valid: true, TTFTMs: 1, TPOTMs: 0.75}}
+	want := []sdk.Prediction{{Valid: true, TTFTMs: 3, TPOTMs: 0.25, TTFTSpread: 0.5}, {Valid: true, TTFTMs: 1, TPOTMs: 0.75, TTFTSpread: 1}}
 	if diff := cmp.Diff(want, got[0].Value); diff != "" || got[0].Err != nil {
 		t.Errorf("predictions (-want +got):\n%s err %v", diff, got[0].Err)
 	}
@@ -320,6 +323,62 @@ func TestDetectorOrderRoundTrip(t *testing.T) {
 	}
 	if keys[1].Err == nil || !strings.Contains(keys[1].Err.Error(), "no key") {
 		t.Errorf("failing order: got %v, want the stage's error", keys[1].Err)
+	}
+}
+
+// The predictions' optional columns (after and spread) cross the wire both ways: the host's
+// encoding of a cycle to the plugin side's decoding, and a producer's encoding of its answer to the
+// host's decoding. A column whose entries are all zero is not sent, and one of another length than
+// the endpoints is an invalid cycle.
+func TestPredictionColumns(t *testing.T) {
+	c := testCycle("r")
+	c.Endpoints[0].Prediction = sdk.Prediction{Valid: true, TTFTMs: 200, TPOTMs: 20, TTFTAfterMs: 260, TPOTAfterMs: 21}
+	c.Endpoints[1].Prediction.TTFTSpread = 0.35 // endpoint 0's 0: too few samples there
+	p := transport.CycleToProto(c)
+	pr := p.GetEndpoints().GetPredictions()
+	if diff := cmp.Diff([]float64{0, 0.35}, pr.GetTtftSpread()); diff != "" || pr.GetTpotSpread() != nil {
+		t.Errorf("spread columns on the wire: ttft_spread (-want +got):\n%s tpot_spread %v, want none", diff, pr.GetTpotSpread())
+	}
+	got, err := sdk.CycleFromProto(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(c, got, cmpopts.IgnoreUnexported(sdk.Cycle{})); diff != "" {
+		t.Errorf("cycle round trip (-want +got):\n%s", diff)
+	}
+	c.Endpoints[0].Prediction.TPOTSpread = 0.2
+	got, err = sdk.CycleFromProto(transport.CycleToProto(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(c, got, cmpopts.IgnoreUnexported(sdk.Cycle{})); diff != "" {
+		t.Errorf("both spreads: cycle round trip (-want +got):\n%s", diff)
+	}
+
+	// The producer's direction: spreads where it has them, and no column where it has none.
+	preds := []sdk.Prediction{{Valid: true, TTFTMs: 100, TPOTMs: 10, TPOTSpread: 0.1}, {Valid: true, TTFTMs: 90, TPOTMs: 9}}
+	out := sdk.PredictionsToProto(preds)
+	if diff := cmp.Diff([]float64{0.1, 0}, out.GetTpotSpread()); diff != "" || out.GetTtftSpread() != nil || out.GetTtftAfterMs() != nil || out.GetTpotAfterMs() != nil {
+		t.Errorf("the producer's columns: tpot_spread (-want +got):\n%s ttft_spread %v, after %v %v, want none",
+			diff, out.GetTtftSpread(), out.GetTtftAfterMs(), out.GetTpotAfterMs())
+	}
+	if out := sdk.PredictionsToProto(make([]sdk.Prediction, 3)); out.GetTtftSpread() != nil || out.GetTpotSpread() != nil {
+		t.Errorf("no spreads: columns %v %v sent", out.GetTtftSpread(), out.GetTpotSpread())
+	}
+
+	for _, tt := range []struct {
+		name string
+		cut  func(pr *pb.Predictions)
+	}{
+		{"predictions.ttft_spread", func(pr *pb.Predictions) { pr.TtftSpread = pr.TtftSpread[:1] }},
+		{"predictions.tpot_spread", func(pr *pb.Predictions) { pr.TpotSpread = []float64{0.2} }},
+	} {
+		p := transport.CycleToProto(c)
+		tt.cut(p.GetEndpoints().GetPredictions())
+		want := fmt.Sprintf("column %q has 1 entries for 2 endpoints", tt.name)
+		if _, err := sdk.CycleFromProto(p); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("short %s: got %v, want an error saying %s", tt.name, err, want)
+		}
 	}
 }
 

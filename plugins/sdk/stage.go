@@ -145,8 +145,8 @@ type OrderKey struct {
 // transport.ReadPaths lists them.
 // The cycle's Now, Seed and Round and the endpoint count are always sent, and so are the endpoint
 // ids of a cycle in a round (the SDK tells the round's endpoints apart by them, see PickRound).
-// The predictions' after columns (Prediction.TTFTAfterMs, TPOTAfterMs) come with
-// "endpoints.predictions".
+// The predictions' after and spread columns (Prediction.TTFTAfterMs, TPOTAfterMs, TTFTSpread,
+// TPOTSpread) come with "endpoints.predictions".
 //
 // Declaring too little makes the stage see zeros: check a declaration in the stage's tests with
 // sdktest.CheckReads.

@@ -199,13 +199,21 @@ type Prediction struct {
 	// TPOTMs is 0 when the producer has no TPOT estimate yet (it has seen first tokens but no
 	// finished answers): stages treat TPOT as unknown then, not as instant.
 	TPOTMs float64 `json:"tpot_ms,omitempty"`
-	// TTFTAfterMs and TPOTAfterMs are, in a round (Cycle.InRound), what the request would see on
-	// the endpoint if one more request like it had been placed there first (see PlaceOn); 0 when
-	// the producer does not say, which reads as "a placement changes nothing".
+	// TTFTAfterMs and TPOTAfterMs are what the request would see on the endpoint if one more
+	// request like it had been placed there first (see PlaceOn); 0 when the producer does not say,
+	// which reads as "a placement changes nothing". A producer gives them in a round
+	// (Cycle.InRound) and may give them outside rounds too (the project's producer does for any
+	// cycle whose request carries a latency objective, so a scorer can weigh what a placement
+	// costs the requests already running there): a stage must not assume they are 0 outside rounds.
 	TTFTAfterMs float64 `json:"ttft_after_ms,omitempty"`
 	TPOTAfterMs float64 `json:"tpot_after_ms,omitempty"`
-	TTFTSpread  float64 `json:"ttft_spread,omitempty"`
-	TPOTSpread  float64 `json:"tpot_spread,omitempty"`
+	// TTFTSpread and TPOTSpread are how far the actual latency is likely to be from TTFTMs and
+	// TPOTMs: the standard deviation of ln(actual / predicted) over the producer's recent
+	// predictions of that target on the endpoint, the width of the log-normal distribution whose
+	// median is the prediction. 0 when the producer does not know (too few samples there, or a
+	// producer that does not say).
+	TTFTSpread float64 `json:"ttft_spread,omitempty"`
+	TPOTSpread float64 `json:"tpot_spread,omitempty"`
 }
 
 // Sample is one measurement of a request as the producer learns from it: the request and the

@@ -101,9 +101,11 @@ func predictionsToProto(eps []sdk.Endpoint) *pb.Predictions {
 		pr := &eps[i].Prediction
 		p.Valid[i], p.TtftMs[i], p.TpotMs[i] = pr.Valid, pr.TTFTMs, pr.TPOTMs
 	}
-	p.TtftAfterMs, p.TpotAfterMs = wire.AfterColumns(len(eps), func(i int) (float64, float64) {
-		return eps[i].Prediction.TTFTAfterMs, eps[i].Prediction.TPOTAfterMs
-	})
+	n := len(eps)
+	p.TtftAfterMs = wire.OptionalColumn(n, func(i int) float64 { return eps[i].Prediction.TTFTAfterMs })
+	p.TpotAfterMs = wire.OptionalColumn(n, func(i int) float64 { return eps[i].Prediction.TPOTAfterMs })
+	p.TtftSpread = wire.OptionalColumn(n, func(i int) float64 { return eps[i].Prediction.TTFTSpread })
+	p.TpotSpread = wire.OptionalColumn(n, func(i int) float64 { return eps[i].Prediction.TPOTSpread })
 	return p
 }
 
@@ -115,12 +117,15 @@ func predictionsFromProto(p *pb.Predictions, n int) ([]sdk.Prediction, error) {
 	tpot := wire.Column(&cols, "predictions.tpot_ms", p.GetTpotMs())
 	ttftAfter := wire.Column(&cols, "predictions.ttft_after_ms", p.GetTtftAfterMs())
 	tpotAfter := wire.Column(&cols, "predictions.tpot_after_ms", p.GetTpotAfterMs())
+	ttftSpread := wire.Column(&cols, "predictions.ttft_spread", p.GetTtftSpread())
+	tpotSpread := wire.Column(&cols, "predictions.tpot_spread", p.GetTpotSpread())
 	if cols.Err != nil {
 		return nil, &sdk.StatusError{Code: sdk.CodeInvalidArgument, Message: cols.Err.Error()}
 	}
 	out := make([]sdk.Prediction, n)
 	for i := range out {
-		out[i] = sdk.Prediction{Valid: valid(i), TTFTMs: ttft(i), TPOTMs: tpot(i), TTFTAfterMs: ttftAfter(i), TPOTAfterMs: tpotAfter(i)}
+		out[i] = sdk.Prediction{Valid: valid(i), TTFTMs: ttft(i), TPOTMs: tpot(i), TTFTAfterMs: ttftAfter(i), TPOTAfterMs: tpotAfter(i),
+			TTFTSpread: ttftSpread(i), TPOTSpread: tpotSpread(i)}
 	}
 	return out, nil
 }

@@ -31,6 +31,7 @@ func cycleSeeds(f *testing.F) [][]byte {
 	full := CycleToProto(testCycle("r1"))
 	withPreds := testCycle("r2")
 	withPreds.Endpoints[0].Prediction = sdk.Prediction{Valid: true, TTFTMs: 120, TPOTMs: 15}
+	withPreds.Endpoints[0].Prediction.TTFTAfterMs, withPreds.Endpoints[0].Prediction.TTFTSpread = 150, 0.4
 	withPreds.Endpoints[1].Prediction = sdk.Prediction{TTFTMs: 7} // invalid: its numbers mean nothing
 	idsOnly := proto.Clone(full).(*pb.Cycle)
 	idsOnly.Endpoints = &pb.Endpoints{Ids: full.GetEndpoints().GetIds()}
@@ -106,7 +107,10 @@ func badColumn(p *pb.Cycle, n int) string {
 		{"decode_tokens_in_flight", len(s.GetDecodeTokensInFlight())}, {"prefix_match", len(s.GetPrefixMatch())},
 		{"min_running_tpot_slo_ms", len(s.GetMinRunningTpotSloMs())}, {"metrics_age_ms", len(s.GetMetricsAgeMs())},
 		{"last_output_age_ms", len(s.GetLastOutputAgeMs())}, {"dispatched_since_scrape", len(s.GetDispatchedSinceScrape())},
+		{"first_token_rate", len(s.GetFirstTokenRate())},
 		{"predictions.valid", len(pr.GetValid())}, {"predictions.ttft_ms", len(pr.GetTtftMs())}, {"predictions.tpot_ms", len(pr.GetTpotMs())},
+		{"predictions.ttft_after_ms", len(pr.GetTtftAfterMs())}, {"predictions.tpot_after_ms", len(pr.GetTpotAfterMs())},
+		{"predictions.ttft_spread", len(pr.GetTtftSpread())}, {"predictions.tpot_spread", len(pr.GetTpotSpread())},
 	}
 	for _, l := range lens {
 		if l.n != 0 && l.n != n {
@@ -142,8 +146,11 @@ func checkDecoded(t *testing.T, p *pb.Cycle, n int, c *sdk.Cycle) {
 				DecodeTokensInFlight: at(s.GetDecodeTokensInFlight(), i), PrefixMatch: at(s.GetPrefixMatch(), i),
 				MinRunningTPOTSLOMs: at(s.GetMinRunningTpotSloMs(), i), MetricsAgeMs: at(s.GetMetricsAgeMs(), i),
 				LastOutputAgeMs: at(s.GetLastOutputAgeMs(), i), DispatchedSinceScrape: at(s.GetDispatchedSinceScrape(), i),
+				FirstTokenRate: at(s.GetFirstTokenRate(), i),
 			},
-			Prediction: sdk.Prediction{Valid: at(pr.GetValid(), i), TTFTMs: at(pr.GetTtftMs(), i), TPOTMs: at(pr.GetTpotMs(), i)},
+			Prediction: sdk.Prediction{Valid: at(pr.GetValid(), i), TTFTMs: at(pr.GetTtftMs(), i), TPOTMs: at(pr.GetTpotMs(), i),
+				TTFTAfterMs: at(pr.GetTtftAfterMs(), i), TPOTAfterMs: at(pr.GetTpotAfterMs(), i),
+				TTFTSpread: at(pr.GetTtftSpread(), i), TPOTSpread: at(pr.GetTpotSpread(), i)},
 		}
 		if diff := cmp.Diff(want, e, cmpopts.EquateEmpty(), cmpopts.EquateNaNs()); diff != "" {
 			t.Fatalf("cycle %v: endpoint %d (-wire +decoded):\n%s", p, i, diff)
@@ -275,6 +282,7 @@ var stateColumns = map[string]func(*sdk.EndpointState){
 	"metrics_age_ms":           func(s *sdk.EndpointState) { s.MetricsAgeMs = 0 },
 	"last_output_age_ms":       func(s *sdk.EndpointState) { s.LastOutputAgeMs = 0 },
 	"dispatched_since_scrape":  func(s *sdk.EndpointState) { s.DispatchedSinceScrape = 0 },
+	"first_token_rate":         func(s *sdk.EndpointState) { s.FirstTokenRate = 0 },
 }
 
 // project returns c as ReadPaths documents a stage declaring reads sees it: the fields outside
@@ -328,6 +336,8 @@ func FuzzPredictionsFromProto(f *testing.F) {
 	for _, p := range []*pb.Predictions{
 		{Valid: []bool{true, false, true}, TtftMs: []float64{100, 0, math.Inf(1)}, TpotMs: []float64{10, 0, 20}},
 		{TtftMs: []float64{1, 2, 3}}, {Valid: []bool{true}}, {Valid: []bool{true, true, true, true}}, {},
+		{Valid: []bool{true, true, true}, TtftMs: []float64{1, 2, 3}, TtftAfterMs: []float64{2, 0, 4}, TtftSpread: []float64{0.3, 0, 0.5}},
+		{Valid: []bool{true, true, true}, TpotSpread: []float64{0.2}},
 	} {
 		b, err := proto.Marshal(p)
 		if err != nil {
@@ -343,7 +353,8 @@ func FuzzPredictionsFromProto(f *testing.F) {
 		n := int(count % 1024)
 		preds, err := predictionsFromProto(&p, n)
 		bad := false
-		for _, l := range []int{len(p.GetValid()), len(p.GetTtftMs()), len(p.GetTpotMs())} {
+		for _, l := range []int{len(p.GetValid()), len(p.GetTtftMs()), len(p.GetTpotMs()), len(p.GetTtftAfterMs()),
+			len(p.GetTpotAfterMs()), len(p.GetTtftSpread()), len(p.GetTpotSpread())} {
 			bad = bad || l != 0 && l != n
 		}
 		if bad || err != nil {
@@ -357,7 +368,9 @@ func FuzzPredictionsFromProto(f *testing.F) {
 			t.Fatalf("predictions %v for %d endpoints: %d", &p, n, len(preds))
 		}
 		for i, pr := range preds {
-			want := sdk.Prediction{Valid: at(p.GetValid(), i), TTFTMs: at(p.GetTtftMs(), i), TPOTMs: at(p.GetTpotMs(), i)}
+			want := sdk.Prediction{Valid: at(p.GetValid(), i), TTFTMs: at(p.GetTtftMs(), i), TPOTMs: at(p.GetTpotMs(), i),
+				TTFTAfterMs: at(p.GetTtftAfterMs(), i), TPOTAfterMs: at(p.GetTpotAfterMs(), i),
+				TTFTSpread: at(p.GetTtftSpread(), i), TPOTSpread: at(p.GetTpotSpread(), i)}
 			if diff := cmp.Diff(want, pr, cmpopts.EquateNaNs()); diff != "" {
 				t.Fatalf("predictions %v: entry %d (-wire +decoded):\n%s", &p, i, diff)
 			}

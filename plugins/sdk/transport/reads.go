@@ -16,7 +16,7 @@ import (
 // "endpoints.states.<column>" for each column of EndpointStates, "endpoints.predictions", and
 // "endpoints.excluded" (the fleet's endpoints out of the rotation, see sdk.ExcludedEndpoint).
 // The cycle's now, seed and round and the endpoint count are always sent, and the endpoint ids of
-// a cycle in a round; the predictions' after columns come with "endpoints.predictions".
+// a cycle in a round; the predictions' after and spread columns come with "endpoints.predictions".
 func ReadPaths() []string {
 	paths := []string{"request", "request.prefix_block_hashes", "endpoints.count", "endpoints.ids", "endpoints.labels", "endpoints.states"}
 	fields := stateFields()

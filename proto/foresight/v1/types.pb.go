@@ -780,15 +780,30 @@ type Predictions struct {
 	// Predicted time per output token in ms; 0 when the producer has no TPOT estimate yet (a
 	// young producer that has seen first tokens but no finished answers): TPOT unknown.
 	TpotMs []float64 `protobuf:"fixed64,3,rep,packed,name=tpot_ms,json=tpotMs,proto3" json:"tpot_ms,omitempty"`
-	// In a round (Cycle.round set, of any size): the TTFT this request would see on the endpoint if
-	// one more request like it had been placed there first (the in-flight ledger counting it: one
-	// more request in flight and dispatched since the scrape, its uncached prompt tokens in
-	// prefill). A column like the others: empty when the producer does not say (outside rounds, or
-	// an older producer); then a placement is read as changing nothing.
+	// The TTFT this request would see on the endpoint if one more request like it had been placed
+	// there first (the in-flight ledger counting it: one more request in flight and dispatched since
+	// the scrape, its uncached prompt tokens in prefill). Given in a round (Cycle.round set, of any
+	// size), where the picker adds placements up with it; a producer may give it outside rounds too
+	// (the project's producer does for any cycle whose request carries a latency objective, so that
+	// a scorer can weigh what a placement costs the requests already running there), so a stage
+	// must not assume it is empty outside rounds. A column like the others: empty when the producer
+	// does not say (an older producer, or one that gives it only in rounds); then a placement is
+	// read as changing nothing.
 	TtftAfterMs []float64 `protobuf:"fixed64,4,rep,packed,name=ttft_after_ms,json=ttftAfterMs,proto3" json:"ttft_after_ms,omitempty"`
-	// In a round: the TPOT this request would see there after one more request like it; 0 where
-	// TPOT is unknown. Empty like ttft_after_ms.
-	TpotAfterMs   []float64 `protobuf:"fixed64,5,rep,packed,name=tpot_after_ms,json=tpotAfterMs,proto3" json:"tpot_after_ms,omitempty"`
+	// The TPOT this request would see there after one more request like it; 0 where TPOT is
+	// unknown. Given and empty like ttft_after_ms.
+	TpotAfterMs []float64 `protobuf:"fixed64,5,rep,packed,name=tpot_after_ms,json=tpotAfterMs,proto3" json:"tpot_after_ms,omitempty"`
+	// The spread of the producer's TTFT predictions on the endpoint: the standard deviation of
+	// ln(actual / predicted) over its recent TTFT predictions there, the width of the log-normal
+	// distribution whose median is ttft_ms. How far the actual TTFT is likely to be from the
+	// prediction (e^spread is the factor one standard deviation away). 0 where the producer does
+	// not know (too few samples there); empty when the producer sends none (an older producer),
+	// like ttft_after_ms.
+	TtftSpread []float64 `protobuf:"fixed64,6,rep,packed,name=ttft_spread,json=ttftSpread,proto3" json:"ttft_spread,omitempty"`
+	// The spread of the producer's TPOT predictions on the endpoint, as ttft_spread: the standard
+	// deviation of ln(actual / predicted), the width of the log-normal distribution whose median
+	// is tpot_ms. 0 where unknown, empty like ttft_spread.
+	TpotSpread    []float64 `protobuf:"fixed64,7,rep,packed,name=tpot_spread,json=tpotSpread,proto3" json:"tpot_spread,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -854,6 +869,20 @@ func (x *Predictions) GetTtftAfterMs() []float64 {
 func (x *Predictions) GetTpotAfterMs() []float64 {
 	if x != nil {
 		return x.TpotAfterMs
+	}
+	return nil
+}
+
+func (x *Predictions) GetTtftSpread() []float64 {
+	if x != nil {
+		return x.TtftSpread
+	}
+	return nil
+}
+
+func (x *Predictions) GetTpotSpread() []float64 {
+	if x != nil {
+		return x.TpotSpread
 	}
 	return nil
 }
@@ -1187,13 +1216,17 @@ const file_foresight_v1_types_proto_rawDesc = "" +
 	"\x12last_output_age_ms\x18\n" +
 	" \x03(\x01R\x0flastOutputAgeMs\x126\n" +
 	"\x17dispatched_since_scrape\x18\v \x03(\x03R\x15dispatchedSinceScrape\x12(\n" +
-	"\x10first_token_rate\x18\f \x03(\x01R\x0efirstTokenRate\"\x9d\x01\n" +
+	"\x10first_token_rate\x18\f \x03(\x01R\x0efirstTokenRate\"\xdf\x01\n" +
 	"\vPredictions\x12\x14\n" +
 	"\x05valid\x18\x01 \x03(\bR\x05valid\x12\x17\n" +
 	"\attft_ms\x18\x02 \x03(\x01R\x06ttftMs\x12\x17\n" +
 	"\atpot_ms\x18\x03 \x03(\x01R\x06tpotMs\x12\"\n" +
 	"\rttft_after_ms\x18\x04 \x03(\x01R\vttftAfterMs\x12\"\n" +
-	"\rtpot_after_ms\x18\x05 \x03(\x01R\vtpotAfterMs\"\x94\x04\n" +
+	"\rtpot_after_ms\x18\x05 \x03(\x01R\vtpotAfterMs\x12\x1f\n" +
+	"\vttft_spread\x18\x06 \x03(\x01R\n" +
+	"ttftSpread\x12\x1f\n" +
+	"\vtpot_spread\x18\a \x03(\x01R\n" +
+	"tpotSpread\"\x94\x04\n" +
 	"\rEndpointState\x12$\n" +
 	"\x0ekv_cache_usage\x18\x01 \x01(\x01R\fkvCacheUsage\x12\x18\n" +
 	"\awaiting\x18\x02 \x01(\x03R\awaiting\x12\x18\n" +

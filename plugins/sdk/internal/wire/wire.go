@@ -85,25 +85,21 @@ func CheckIndices(idx []int, n int) error {
 	return nil
 }
 
-// AfterColumns returns the predictions' after columns (ttft_after_ms, tpot_after_ms) of n
-// endpoints from at, which gives endpoint i's pair: each column is empty when all its entries are
-// zero (outside rounds, or a producer that does not say), so cycles outside rounds stay as lean as
-// before the columns existed.
-func AfterColumns(n int, at func(i int) (ttft, tpot float64)) (ttftAfter, tpotAfter []float64) {
+// OptionalColumn returns the column of n entries whose entry i is at(i), or nil when every entry
+// is zero. The predictions' optional columns (ttft_after_ms, tpot_after_ms, ttft_spread,
+// tpot_spread) go through it: a producer that does not fill one, or a cycle outside a round,
+// sends nothing for it, so such cycles stay as lean as before the columns existed, and the
+// receiver reads the empty column as zeros.
+func OptionalColumn(n int, at func(i int) float64) []float64 {
 	for i := range n {
-		a, b := at(i)
-		if a != 0 && ttftAfter == nil {
-			ttftAfter = make([]float64, n)
-		}
-		if b != 0 && tpotAfter == nil {
-			tpotAfter = make([]float64, n)
-		}
-		if ttftAfter != nil {
-			ttftAfter[i] = a
-		}
-		if tpotAfter != nil {
-			tpotAfter[i] = b
+		if at(i) != 0 {
+			// Every entry before i is zero, which make already holds.
+			col := make([]float64, n)
+			for j := i; j < n; j++ {
+				col[j] = at(j)
+			}
+			return col
 		}
 	}
-	return ttftAfter, tpotAfter
+	return nil
 }

@@ -60,6 +60,8 @@ def cycle_from_proto(pc: types_pb2.Cycle) -> Cycle:
     tpot = _column("predictions.tpot_ms", pr.tpot_ms, n, 0.0)
     ttft_after = _column("predictions.ttft_after_ms", pr.ttft_after_ms, n, 0.0)
     tpot_after = _column("predictions.tpot_after_ms", pr.tpot_after_ms, n, 0.0)
+    ttft_spread = _column("predictions.ttft_spread", pr.ttft_spread, n, 0.0)
+    tpot_spread = _column("predictions.tpot_spread", pr.tpot_spread, n, 0.0)
     labels = eps.labels
     if len(labels) == 0:
         labels = repeat(NO_LABELS, n)
@@ -69,7 +71,8 @@ def cycle_from_proto(pc: types_pb2.Cycle) -> Cycle:
     new = tuple.__new__
     endpoints = list(map(new, repeat(Endpoint), zip(
         ids, labels, map(new, repeat(EndpointState), zip(*states)),
-        map(new, repeat(Prediction), zip(valid, ttft, tpot, ttft_after, tpot_after)))))
+        map(new, repeat(Prediction), zip(valid, ttft, tpot, ttft_after, tpot_after,
+                                                   ttft_spread, tpot_spread)))))
     # Not a column: the excluded endpoints have their own length, usually zero.
     excluded = [ExcludedEndpoint(x.id, dict(x.labels), x.reason) for x in eps.excluded]
     rnd = NO_ROUND
@@ -117,21 +120,25 @@ def cycle_to_proto(c: Cycle) -> types_pb2.Cycle:
     return out
 
 
+#: The prediction columns sent only when some entry is not zero; each is named alike on the wire
+#: and in Prediction.
+_OPTIONAL_PREDICTION_COLUMNS = ("ttft_after_ms", "tpot_after_ms", "ttft_spread", "tpot_spread")
+
+
 def predictions_to_proto(preds) -> types_pb2.Predictions:
     """The columnar wire form of one prediction per endpoint (None reads as no prediction). Each
-    after column (ttft_after_ms, tpot_after_ms) is sent only when one of its entries is not zero,
-    so predictions outside rounds stay as lean as before the columns existed (wire.AfterColumns)."""
+    optional column (ttft_after_ms, tpot_after_ms, ttft_spread, tpot_spread) is sent only when one
+    of its entries is not zero, so predictions that do not fill it stay as lean as before the
+    columns existed (wire.OptionalColumn)."""
     out = types_pb2.Predictions()
     ps = [Prediction() if p is None else p for p in preds]
     out.valid.extend(bool(p.valid) for p in ps)
     out.ttft_ms.extend(p.ttft_ms for p in ps)
     out.tpot_ms.extend(p.tpot_ms for p in ps)
-    ttft_after = [p.ttft_after_ms for p in ps]
-    tpot_after = [p.tpot_after_ms for p in ps]
-    if any(ttft_after):
-        out.ttft_after_ms.extend(ttft_after)
-    if any(tpot_after):
-        out.tpot_after_ms.extend(tpot_after)
+    for name in _OPTIONAL_PREDICTION_COLUMNS:
+        col = [getattr(p, name) for p in ps]
+        if any(col):
+            getattr(out, name).extend(col)
     return out
 
 

@@ -99,15 +99,22 @@ class EndpointState(namedtuple("EndpointState", (
 
 
 class Prediction(namedtuple("Prediction", ("valid", "ttft_ms", "tpot_ms", "ttft_after_ms",
-                                           "tpot_after_ms"),
-                            defaults=(False, 0.0, 0.0, 0.0, 0.0))):
+                                           "tpot_after_ms", "ttft_spread", "tpot_spread"),
+                            defaults=(False, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0))):
     """A producer's estimate of the latency the request would see on one endpoint, in ms.
 
     Treat ``valid == False`` as "no prediction" and ignore the numbers. ttft_after_ms and
-    tpot_after_ms are, in a round (Cycle.in_round), what the request would see there had one more
-    request like it been placed there first (see place_on); 0 when the producer does not say
-    (outside rounds, or a producer that does not know), and then a placement reads as changing
-    nothing. A producer that says nothing of rounds returns ``Prediction(valid, ttft, tpot)``.
+    tpot_after_ms are what the request would see there had one more request like it been placed
+    there first (see place_on); 0 when the producer does not say, and then a placement reads as
+    changing nothing. A producer gives them in a round (Cycle.in_round) and may give them outside
+    rounds too (the project's producer does for any cycle whose request carries a latency
+    objective), so do not assume they are 0 outside rounds. ttft_spread and tpot_spread are how
+    far the actual latency is likely to be from ttft_ms and tpot_ms: the standard deviation of
+    ln(actual / predicted) over the producer's recent predictions of that target on the endpoint,
+    the width of the log-normal distribution whose median is the prediction; 0 when the producer
+    does not know. A producer that says nothing of rounds or spreads returns
+    ``Prediction(valid, ttft, tpot)``; new fields come last, so read the fields by name (or
+    ``p[:3]``) rather than unpacking the whole tuple.
     """
     __slots__ = ()
 

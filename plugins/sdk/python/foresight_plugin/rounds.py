@@ -23,9 +23,10 @@ def place_on(cycle: Cycle, e: int, n: int) -> None:
     there: n more requests in flight and dispatched since the scrape, n times its uncached prompt
     tokens in prefill (Cycle.uncached_tokens), and its prediction moved n times by what one
     placement does (ttft_after_ms − ttft_ms where ttft_after_ms > 0; tpot_after_ms − tpot_ms where
-    both are > 0). The prefix match, the engine gauges (waiting, running, KV usage) and the
-    prediction's validity stay as they are (sdk.PlaceOn). n <= 0 changes nothing. Copy the cycle
-    first (with_own_endpoints) to keep the original."""
+    both are > 0). The prefix match, the engine gauges (waiting, running, KV usage), the
+    prediction's validity and its spreads (how well the producer has been predicting there, which
+    a placement does not change) stay as they are (sdk.PlaceOn). n <= 0 changes nothing. Copy the
+    cycle first (with_own_endpoints) to keep the original."""
     if n <= 0:
         return
     ep = cycle.endpoints[e]
@@ -34,7 +35,7 @@ def place_on(cycle: Cycle, e: int, n: int) -> None:
                        dispatched_since_scrape=s.dispatched_since_scrape + n,
                        prefill_tokens_in_flight=s.prefill_tokens_in_flight + n * cycle.uncached_tokens(e))
     p = ep.prediction
-    valid, ttft, tpot, ttft_after, tpot_after = p
+    ttft, tpot, ttft_after, tpot_after = p.ttft_ms, p.tpot_ms, p.ttft_after_ms, p.tpot_after_ms
     if ttft_after > 0:
         d = ttft_after - ttft
         ttft += n * d
@@ -43,7 +44,7 @@ def place_on(cycle: Cycle, e: int, n: int) -> None:
         d = tpot_after - tpot
         tpot += n * d
         tpot_after += n * d
-    pred = type(p)(valid, ttft, tpot, ttft_after, tpot_after)
+    pred = p._replace(ttft_ms=ttft, tpot_ms=tpot, ttft_after_ms=ttft_after, tpot_after_ms=tpot_after)
     cycle.endpoints[e] = ep._replace(state=state, prediction=pred)
 
 

@@ -38,6 +38,8 @@ def wire_cycle():
     e.predictions.valid.extend([True, False, True])
     e.predictions.ttft_ms.extend([120.0, 0.0, 900.0])
     e.predictions.tpot_ms.extend([10.0, 0.0, 45.0])
+    e.predictions.ttft_spread.extend([0.3, 0.0, 0.6])
+    e.predictions.tpot_spread.extend([0.1, 0.0, 0.2])
     e.labels.add().values.update({"accelerator": "h100"})
     e.labels.add()
     e.labels.add().values.update({"accelerator": "l4", "cost": "0.8"})
@@ -72,7 +74,7 @@ class CycleFromProtoTest(unittest.TestCase):
         self.assertFalse(b.prediction.valid)
         self.assertEqual(dict(b.labels), {})
         a, cc = c.endpoints[0], c.endpoints[2]
-        self.assertEqual(a.prediction, fp.Prediction(True, 120.0, 10.0))
+        self.assertEqual(a.prediction, fp.Prediction(True, 120.0, 10.0, ttft_spread=0.3, tpot_spread=0.1))
         self.assertTrue(a.prediction.usable())
         self.assertTrue(a.state.idle())
         self.assertFalse(cc.state.idle())
@@ -150,6 +152,56 @@ class CycleFromProtoTest(unittest.TestCase):
         with self.assertRaises(InvalidArgument) as cm:
             convert.cycle_from_proto(pc)
         self.assertIn('"labels" has 4 entries', str(cm.exception))
+
+
+class PredictionColumnsTest(unittest.TestCase):
+    """The optional prediction columns: the after-predictions and the spreads."""
+
+    def test_positional_construction_keeps_working(self):
+        # A producer written before the spreads builds its predictions with 3 or 5 arguments.
+        self.assertEqual(fp.Prediction(True, 100, 10), fp.Prediction(True, 100, 10, 0.0, 0.0, 0.0, 0.0))
+        p = fp.Prediction(True, 100, 10, 120, 11)
+        self.assertEqual((p.ttft_after_ms, p.tpot_after_ms, p.ttft_spread, p.tpot_spread), (120, 11, 0.0, 0.0))
+        p = fp.Prediction(True, 100, 10, 0, 0, 0.4, 0.2)
+        self.assertEqual((p.ttft_spread, p.tpot_spread), (0.4, 0.2))
+        self.assertEqual(fp.Prediction()[:3], (False, 0.0, 0.0))
+
+    def test_spreads_cross_the_wire(self):
+        c = convert.cycle_from_proto(wire_cycle())
+        eps = c.endpoints
+        eps[0] = eps[0]._replace(prediction=eps[0].prediction._replace(tpot_spread=0.0))
+        eps[2] = eps[2]._replace(prediction=eps[2].prediction._replace(tpot_spread=0.0))
+        pc = convert.cycle_to_proto(c)
+        self.assertEqual(list(pc.endpoints.predictions.ttft_spread), [0.3, 0.0, 0.6])
+        self.assertEqual(list(pc.endpoints.predictions.tpot_spread), [], "a column of zeros is not sent")
+        again = convert.cycle_from_proto(types_pb2.Cycle.FromString(pc.SerializeToString()))
+        self.assertEqual([e.prediction for e in again.endpoints], [e.prediction for e in c.endpoints])
+
+    def test_spread_columns_only_when_said(self):
+        p = convert.predictions_to_proto([fp.Prediction(True, 1, 2), None, fp.Prediction(True, 1, 2, 3, 4)])
+        self.assertEqual((list(p.ttft_spread), list(p.tpot_spread)), ([], []))
+        p = convert.predictions_to_proto([fp.Prediction(True, 1, 2), fp.Prediction(True, 1, 2, tpot_spread=0.25)])
+        self.assertEqual((list(p.ttft_spread), list(p.tpot_spread)), ([], [0.0, 0.25]))
+        self.assertEqual((list(p.ttft_after_ms), list(p.tpot_after_ms)), ([], []))
+
+    def test_an_older_producer_sends_no_spreads(self):
+        pc = wire_cycle()
+        pc.endpoints.predictions.ClearField("ttft_spread")
+        pc.endpoints.predictions.ClearField("tpot_spread")
+        c = convert.cycle_from_proto(pc)
+        self.assertEqual([(e.prediction.ttft_spread, e.prediction.tpot_spread) for e in c.endpoints],
+                         [(0.0, 0.0)] * 3)
+
+    def test_a_spread_column_of_another_length(self):
+        for name in ("ttft_spread", "tpot_spread"):
+            with self.subTest(name):
+                pc = wire_cycle()
+                col = getattr(pc.endpoints.predictions, name)
+                del col[1:]
+                with self.assertRaises(InvalidArgument) as cm:
+                    convert.cycle_from_proto(pc)
+                self.assertEqual(str(cm.exception),
+                                 f'invalid cycle: column "predictions.{name}" has 1 entries for 3 endpoints')
 
 
 class ReadPathsTest(unittest.TestCase):

@@ -27,7 +27,7 @@ class PlaceOnTest(unittest.TestCase):
             # 100 + 2 × 750; TTFT moves 2 × (250 − 200) = 100, TPOT 2 × (22 − 20) = 4.
             ("two placements", one(1000, 0.25, fp.EndpointState(inflight_requests=3, dispatched_since_scrape=1,
                                                                 prefill_tokens_in_flight=100),
-                                   fp.Prediction(True, 200, 20, 250, 22)), 2,
+                                   fp.Prediction(True, 200, 20, 250, 22, 0.3, 0.15)), 2,
              (750, 5, 3, 1600, 300, 24, 350, 26)),
             # 5 × 0.5 = 2.5 rounds half away from zero to 3 (Python's round would give 2).
             ("a half rounds up", one(5, 0.5), 1, (3, 1, 1, 3, 0, 0, 0, 0)),
@@ -61,11 +61,12 @@ class PlaceOnTest(unittest.TestCase):
                 got = (uncached, s.inflight_requests, s.dispatched_since_scrape,
                        s.prefill_tokens_in_flight, p.ttft_ms, p.tpot_ms, p.ttft_after_ms, p.tpot_after_ms)
                 self.assertEqual(got, want)
-                # The gauges, the prefix match, the id and the validity never move.
+                # The gauges, the prefix match, the id, the validity and the spreads never move.
                 self.assertEqual((s.waiting, s.running, s.kv_cache_usage, s.prefix_match, p.valid,
-                                  c.endpoints[0].id),
+                                  p.ttft_spread, p.tpot_spread, c.endpoints[0].id),
                                  (before.state.waiting, before.state.running, before.state.kv_cache_usage,
-                                  before.state.prefix_match, before.prediction.valid, before.id))
+                                  before.state.prefix_match, before.prediction.valid,
+                                  before.prediction.ttft_spread, before.prediction.tpot_spread, before.id))
 
     def test_copy_keeps_the_original(self):
         c = one(100, 0)

@@ -227,15 +227,27 @@ export function cycleFromWire(w: WireCycle): Cycle {
   const valid = cols.col("predictions.valid", pr?.valid, false);
   const ttft = cols.col("predictions.ttft_ms", pr?.ttftMs, 0);
   const tpot = cols.col("predictions.tpot_ms", pr?.tpotMs, 0);
-  // The after columns come only in a round, from a producer that says them: absent otherwise,
-  // and then the predictions have no after fields.
-  const ttftAfter = cols.col<number | undefined>("predictions.ttft_after_ms", pr?.ttftAfterMs, undefined);
-  const tpotAfter = cols.col<number | undefined>("predictions.tpot_after_ms", pr?.tpotAfterMs, undefined);
+  // The after and spread columns come only from a producer that says them: absent otherwise, and
+  // then the predictions have no such fields.
+  const ttftAfter = cols.col("predictions.ttft_after_ms", pr?.ttftAfterMs, 0);
+  const tpotAfter = cols.col("predictions.tpot_after_ms", pr?.tpotAfterMs, 0);
+  const ttftSpread = cols.col("predictions.ttft_spread", pr?.ttftSpread, 0);
+  const tpotSpread = cols.col("predictions.tpot_spread", pr?.tpotSpread, 0);
   const afters = (pr?.ttftAfterMs.length ?? 0) > 0 || (pr?.tpotAfterMs.length ?? 0) > 0;
+  const spreads = (pr?.ttftSpread.length ?? 0) > 0 || (pr?.tpotSpread.length ?? 0) > 0;
   const labels = cols.col<PbLabels | undefined>("labels", eps?.labels, undefined);
   if (cols.err !== undefined) throw cols.err;
   const endpoints = new Array<Endpoint>(n);
   for (let i = 0; i < n; i++) {
+    const prediction: Prediction = { valid: valid(i), ttftMs: ttft(i), tpotMs: tpot(i) };
+    if (afters) {
+      prediction.ttftAfterMs = ttftAfter(i);
+      prediction.tpotAfterMs = tpotAfter(i);
+    }
+    if (spreads) {
+      prediction.ttftSpread = ttftSpread(i);
+      prediction.tpotSpread = tpotSpread(i);
+    }
     endpoints[i] = {
       id: ids(i),
       labels: labels(i)?.values ?? {},
@@ -253,9 +265,7 @@ export function cycleFromWire(w: WireCycle): Cycle {
         dispatchedSinceScrape: toNumber(sinceScrape(i)),
         firstTokenRate: startRate(i),
       },
-      prediction: afters
-        ? { valid: valid(i), ttftMs: ttft(i), tpotMs: tpot(i), ttftAfterMs: ttftAfter(i) ?? 0, tpotAfterMs: tpotAfter(i) ?? 0 }
-        : { valid: valid(i), ttftMs: ttft(i), tpotMs: tpot(i) },
+      prediction,
     };
   }
   const c: Cycle = { request: requestFromProto(w.request), endpoints, now: dateOr(w.now), seed: w.seed };
@@ -269,12 +279,13 @@ export function cycleFromWire(w: WireCycle): Cycle {
 // --- encoding ----------------------------------------------------------------------------------
 
 /**
- * predictionsToProto returns the columnar wire form of one prediction per endpoint. Each after
- * column is sent only when one of its entries is not zero, so predictions outside rounds stay as
- * lean as before the columns existed (Go: wire.AfterColumns).
+ * predictionsToProto returns the columnar wire form of one prediction per endpoint. Each optional
+ * column (the after and spread columns) is sent only when one of its entries is not zero, so
+ * predictions that do not fill it stay as lean as before the columns existed (Go:
+ * wire.OptionalColumn).
  */
 export function predictionsToProto(ps: readonly Prediction[]): PbPredictions {
-  const afterCol = (f: (p: Prediction) => number | undefined): number[] => {
+  const optionalCol = (f: (p: Prediction) => number | undefined): number[] => {
     const col = ps.map((p) => f(p) ?? 0);
     return col.some((v) => v !== 0) ? col : [];
   };
@@ -282,8 +293,10 @@ export function predictionsToProto(ps: readonly Prediction[]): PbPredictions {
     valid: ps.map((p) => p.valid),
     ttftMs: ps.map((p) => p.ttftMs),
     tpotMs: ps.map((p) => p.tpotMs),
-    ttftAfterMs: afterCol((p) => p.ttftAfterMs),
-    tpotAfterMs: afterCol((p) => p.tpotAfterMs),
+    ttftAfterMs: optionalCol((p) => p.ttftAfterMs),
+    tpotAfterMs: optionalCol((p) => p.tpotAfterMs),
+    ttftSpread: optionalCol((p) => p.ttftSpread),
+    tpotSpread: optionalCol((p) => p.tpotSpread),
   };
 }
 

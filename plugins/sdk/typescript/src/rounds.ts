@@ -40,7 +40,8 @@ export function uncachedTokens(c: Cycle, e: number): number {
  * dispatched since the scrape, n times its uncached prompt tokens in prefill (uncachedTokens), and
  * its prediction moved n times by what one placement does (ttftAfterMs − ttftMs where ttftAfterMs
  * > 0; tpotAfterMs − tpotMs where both are > 0). The prefix match, the engine gauges (waiting,
- * running, KV usage) and the prediction's validity stay. n ≤ 0 changes nothing. It replaces the
+ * running, KV usage), the prediction's validity and its spreads (how well the producer has been
+ * predicting there, which a placement does not change) stay. n ≤ 0 changes nothing. It replaces the
  * endpoint object at e (the old one is left as it was), so a copy of c with its own endpoints
  * array (withOwnEndpoints) keeps c intact.
  */

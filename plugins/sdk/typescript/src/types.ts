@@ -95,13 +95,24 @@ export interface Prediction {
   ttftMs: number;
   tpotMs: number;
   /**
-   * In a round (inRound), the TTFT the request would see on the endpoint had one more request
-   * like it been placed there first (see placeOn); absent or 0 when the producer does not say
-   * (outside rounds, or a producer that does not know): a placement then changes nothing.
+   * The TTFT the request would see on the endpoint had one more request like it been placed there
+   * first (see placeOn); absent or 0 when the producer does not say: a placement then changes
+   * nothing. A producer gives it in a round (inRound) and may give it outside rounds too (the
+   * project's producer does for any cycle whose request carries a latency objective), so do not
+   * assume it is absent outside rounds.
    */
   ttftAfterMs?: number;
-  /** In a round, the TPOT after one more request like it; absent or 0 as ttftAfterMs. */
+  /** The TPOT after one more request like it; given, absent or 0 as ttftAfterMs. */
   tpotAfterMs?: number;
+  /**
+   * How far the actual TTFT is likely to be from ttftMs: the standard deviation of
+   * ln(actual / predicted) over the producer's recent TTFT predictions on the endpoint, the width
+   * of the log-normal distribution whose median is ttftMs. Absent or 0 when the producer does not
+   * know (too few samples there, or a producer that does not say).
+   */
+  ttftSpread?: number;
+  /** The spread of the TPOT predictions, as ttftSpread (median tpotMs); absent or 0 when unknown. */
+  tpotSpread?: number;
 }
 
 /** Endpoint is one candidate model server with its state and, once a producer ran, its prediction. */

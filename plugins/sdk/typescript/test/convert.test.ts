@@ -6,6 +6,7 @@ import {
   decodeCycleBatch,
   decodeObserveRequest,
   encodeCycleBatch,
+  predictionsToProto,
   statsToProto,
   ZERO_TIME_MS,
 } from "../src/convert";
@@ -98,6 +99,47 @@ test("labels and predictions are columns only when some endpoint has them", () =
   const back = cycleFromWire(w);
   assert.deepEqual(back.endpoints[2]!.labels, {});
   assert.deepEqual(back.endpoints[2]!.prediction, { valid: false, ttftMs: 0, tpotMs: 0 });
+});
+
+test("spread columns cross the wire where a producer gave them; a column of zeros is not sent", () => {
+  const c = cycle(3);
+  c.endpoints[0]!.prediction = { ...c.endpoints[0]!.prediction, ttftSpread: 0.3 };
+  c.endpoints[2]!.prediction = { ...c.endpoints[2]!.prediction, ttftSpread: 0.5, tpotSpread: 0 };
+  const w = decodeCycleBatch(encodeCycleBatch([c])).cycles[0]!;
+  assert.deepEqual(w.endpoints!.predictions!.ttftSpread, [0.3, 0, 0.5]);
+  assert.deepEqual(w.endpoints!.predictions!.tpotSpread, []);
+  // Back on the plugin side every prediction carries both spreads (0 where the producer had none),
+  // as it carries both after fields when either after column came.
+  const back = cycleFromWire(w);
+  assert.deepEqual(back.endpoints.map((e) => [e.prediction.ttftSpread, e.prediction.tpotSpread]), [[0.3, 0], [0, 0], [0.5, 0]]);
+  assert.deepEqual(back.endpoints.map((e) => [e.prediction.ttftMs, e.prediction.tpotMs]), c.endpoints.map((e) => [e.prediction.ttftMs, e.prediction.tpotMs]));
+  assert.equal("ttftAfterMs" in back.endpoints[0]!.prediction, false);
+  // A cycle from an older producer, without spreads: no spread fields.
+  assert.equal("ttftSpread" in cycleFromWire(decodeCycleBatch(encodeCycleBatch([cycle(3)])).cycles[0]!).endpoints[0]!.prediction, false);
+});
+
+test("a producer's answer sends a spread column only when one of its entries is not zero", () => {
+  const none = predictionsToProto([{ valid: true, ttftMs: 1, tpotMs: 2 }, { valid: true, ttftMs: 3, tpotMs: 4, ttftSpread: 0 }]);
+  assert.deepEqual([none.ttftSpread, none.tpotSpread, none.ttftAfterMs, none.tpotAfterMs], [[], [], [], []]);
+  const some = predictionsToProto([{ valid: true, ttftMs: 1, tpotMs: 2 }, { valid: true, ttftMs: 3, tpotMs: 4, tpotSpread: 0.25 }]);
+  assert.deepEqual([some.ttftSpread, some.tpotSpread], [[], [0, 0.25]]);
+});
+
+test("a spread column of another length is an invalid cycle naming the column", () => {
+  for (const [name, field] of [["ttft_spread", "ttftSpread"], ["tpot_spread", "tpotSpread"]] as const) {
+    const c = cycle(2);
+    c.endpoints[0]!.prediction = { valid: true, ttftMs: 100, tpotMs: 10, ttftSpread: 0.3, tpotSpread: 0.2 };
+    const w = decodeCycleBatch(encodeCycleBatch([c])).cycles[0]!;
+    w.endpoints!.predictions![field].pop();
+    assert.throws(
+      () => cycleFromWire(w),
+      (err: unknown) =>
+        err instanceof StatusError &&
+        err.code === Code.InvalidArgument &&
+        err.message === `invalid cycle: column "predictions.${name}" has 1 entries for 2 endpoints`,
+      name,
+    );
+  }
 });
 
 /** encodeWith encodes one cycle whose endpoints message is `eps` (and nothing else). */

@@ -56,7 +56,8 @@ test("placeOn moves an endpoint as the Go SDK's PlaceOn does", () => {
   const tests: [string, Cycle, number, number[]][] = [
     // 1000 × (1 − 0.25) = 750 uncached; n = 2: inflight 3 + 2, dispatched 1 + 2, prefill
     // 100 + 2 × 750; TTFT moves 2 × (250 − 200) = 100, TPOT 2 × (22 − 20) = 4.
-    ["two placements", one(1000, 0.25, { inflightRequests: 3, dispatchedSinceScrape: 1, prefillTokensInFlight: 100 }, p(200, 20, 250, 22)), 2,
+    ["two placements", one(1000, 0.25, { inflightRequests: 3, dispatchedSinceScrape: 1, prefillTokensInFlight: 100 },
+      { ...p(200, 20, 250, 22), ttftSpread: 0.3, tpotSpread: 0.15 }), 2,
       [750, 5, 3, 1600, 300, 24, 350, 26]],
     // 5 × 0.5 = 2.5 rounds half away from zero to 3 (as Math.round would; Go's math.Round).
     ["a half rounds up", one(5, 0.5), 1, [3, 1, 1, 3, 0, 0, 0, 0]],
@@ -84,9 +85,10 @@ test("placeOn moves an endpoint as the Go SDK's PlaceOn does", () => {
     const { state: s, prediction: pr } = c.endpoints[0]!;
     const got = [uncached, s.inflightRequests, s.dispatchedSinceScrape, s.prefillTokensInFlight, pr.ttftMs, pr.tpotMs, pr.ttftAfterMs ?? 0, pr.tpotAfterMs ?? 0];
     assert.deepEqual(got, want, name);
-    // The gauges, the prefix match, the id and the validity never move.
-    assert.deepEqual([s.waiting, s.running, s.kvCacheUsage, s.prefixMatch, pr.valid, c.endpoints[0]!.id],
-      [before.state.waiting, before.state.running, before.state.kvCacheUsage, before.state.prefixMatch, before.prediction.valid, before.id], name);
+    // The gauges, the prefix match, the id, the validity and the spreads never move.
+    assert.deepEqual([s.waiting, s.running, s.kvCacheUsage, s.prefixMatch, pr.valid, pr.ttftSpread, pr.tpotSpread, c.endpoints[0]!.id],
+      [before.state.waiting, before.state.running, before.state.kvCacheUsage, before.state.prefixMatch, before.prediction.valid,
+        before.prediction.ttftSpread, before.prediction.tpotSpread, before.id], name);
   }
 });
 

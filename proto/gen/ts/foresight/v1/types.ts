@@ -259,18 +259,37 @@ export interface Predictions {
    */
   tpotMs: number[];
   /**
-   * In a round (Cycle.round set, of any size): the TTFT this request would see on the endpoint if
-   * one more request like it had been placed there first (the in-flight ledger counting it: one
-   * more request in flight and dispatched since the scrape, its uncached prompt tokens in
-   * prefill). A column like the others: empty when the producer does not say (outside rounds, or
-   * an older producer); then a placement is read as changing nothing.
+   * The TTFT this request would see on the endpoint if one more request like it had been placed
+   * there first (the in-flight ledger counting it: one more request in flight and dispatched since
+   * the scrape, its uncached prompt tokens in prefill). Given in a round (Cycle.round set, of any
+   * size), where the picker adds placements up with it; a producer may give it outside rounds too
+   * (the project's producer does for any cycle whose request carries a latency objective, so that
+   * a scorer can weigh what a placement costs the requests already running there), so a stage
+   * must not assume it is empty outside rounds. A column like the others: empty when the producer
+   * does not say (an older producer, or one that gives it only in rounds); then a placement is
+   * read as changing nothing.
    */
   ttftAfterMs: number[];
   /**
-   * In a round: the TPOT this request would see there after one more request like it; 0 where
-   * TPOT is unknown. Empty like ttft_after_ms.
+   * The TPOT this request would see there after one more request like it; 0 where TPOT is
+   * unknown. Given and empty like ttft_after_ms.
    */
   tpotAfterMs: number[];
+  /**
+   * The spread of the producer's TTFT predictions on the endpoint: the standard deviation of
+   * ln(actual / predicted) over its recent TTFT predictions there, the width of the log-normal
+   * distribution whose median is ttft_ms. How far the actual TTFT is likely to be from the
+   * prediction (e^spread is the factor one standard deviation away). 0 where the producer does
+   * not know (too few samples there); empty when the producer sends none (an older producer),
+   * like ttft_after_ms.
+   */
+  ttftSpread: number[];
+  /**
+   * The spread of the producer's TPOT predictions on the endpoint, as ttft_spread: the standard
+   * deviation of ln(actual / predicted), the width of the log-normal distribution whose median
+   * is tpot_ms. 0 where unknown, empty like ttft_spread.
+   */
+  tpotSpread: number[];
 }
 
 /** EndpointState is one endpoint's state as a single record (used in samples and snapshots). */
@@ -2063,7 +2082,7 @@ export const EndpointStates: MessageFns<EndpointStates> = {
 };
 
 function createBasePredictions(): Predictions {
-  return { valid: [], ttftMs: [], tpotMs: [], ttftAfterMs: [], tpotAfterMs: [] };
+  return { valid: [], ttftMs: [], tpotMs: [], ttftAfterMs: [], tpotAfterMs: [], ttftSpread: [], tpotSpread: [] };
 }
 
 export const Predictions: MessageFns<Predictions> = {
@@ -2099,6 +2118,20 @@ export const Predictions: MessageFns<Predictions> = {
     if (message.tpotAfterMs.length !== 0) {
       writer.uint32(42).fork();
       for (const v of message.tpotAfterMs) {
+        writer.double(v);
+      }
+      writer.join();
+    }
+    if (message.ttftSpread.length !== 0) {
+      writer.uint32(50).fork();
+      for (const v of message.ttftSpread) {
+        writer.double(v);
+      }
+      writer.join();
+    }
+    if (message.tpotSpread.length !== 0) {
+      writer.uint32(58).fork();
+      for (const v of message.tpotSpread) {
         writer.double(v);
       }
       writer.join();
@@ -2209,6 +2242,42 @@ export const Predictions: MessageFns<Predictions> = {
 
             break;
           }
+          case 6: {
+            if (tag === 49) {
+              message.ttftSpread.push(reader.double());
+
+              continue;
+            }
+
+            if (tag === 50) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.ttftSpread.push(reader.double());
+              }
+
+              continue;
+            }
+
+            break;
+          }
+          case 7: {
+            if (tag === 57) {
+              message.tpotSpread.push(reader.double());
+
+              continue;
+            }
+
+            if (tag === 58) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.tpotSpread.push(reader.double());
+              }
+
+              continue;
+            }
+
+            break;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2244,6 +2313,16 @@ export const Predictions: MessageFns<Predictions> = {
         : globalThis.Array.isArray(object?.tpot_after_ms)
         ? object.tpot_after_ms.map((e: any) => globalThis.Number(e))
         : [],
+      ttftSpread: globalThis.Array.isArray(object?.ttftSpread)
+        ? object.ttftSpread.map((e: any) => globalThis.Number(e))
+        : globalThis.Array.isArray(object?.ttft_spread)
+        ? object.ttft_spread.map((e: any) => globalThis.Number(e))
+        : [],
+      tpotSpread: globalThis.Array.isArray(object?.tpotSpread)
+        ? object.tpotSpread.map((e: any) => globalThis.Number(e))
+        : globalThis.Array.isArray(object?.tpot_spread)
+        ? object.tpot_spread.map((e: any) => globalThis.Number(e))
+        : [],
     };
   },
 
@@ -2264,6 +2343,12 @@ export const Predictions: MessageFns<Predictions> = {
     if (message.tpotAfterMs?.length) {
       obj.tpotAfterMs = message.tpotAfterMs.map((e) => floatToJson(e));
     }
+    if (message.ttftSpread?.length) {
+      obj.ttftSpread = message.ttftSpread.map((e) => floatToJson(e));
+    }
+    if (message.tpotSpread?.length) {
+      obj.tpotSpread = message.tpotSpread.map((e) => floatToJson(e));
+    }
     return obj;
   },
 
@@ -2277,6 +2362,8 @@ export const Predictions: MessageFns<Predictions> = {
     message.tpotMs = object.tpotMs?.map((e) => e) || [];
     message.ttftAfterMs = object.ttftAfterMs?.map((e) => e) || [];
     message.tpotAfterMs = object.tpotAfterMs?.map((e) => e) || [];
+    message.ttftSpread = object.ttftSpread?.map((e) => e) || [];
+    message.tpotSpread = object.tpotSpread?.map((e) => e) || [];
     return message;
   },
 };
