@@ -202,9 +202,9 @@ type Prediction struct {
 	// TTFTAfterMs and TPOTAfterMs are what the request would see on the endpoint if one more
 	// request like it had been placed there first (see PlaceOn); 0 when the producer does not say,
 	// which reads as "a placement changes nothing". A producer gives them in a round
-	// (Cycle.InRound) and may give them outside rounds too (the project's producer does for any
-	// cycle whose request carries a latency objective, so a scorer can weigh what a placement
-	// costs the requests already running there): a stage must not assume they are 0 outside rounds.
+	// (Cycle.InRound) and may give them outside rounds too (the project's producer does wherever a
+	// latency objective is at stake, so a scorer can weigh what a placement costs the requests
+	// already running there): a stage must not assume they are 0 outside rounds.
 	TTFTAfterMs float64 `json:"ttft_after_ms,omitempty"`
 	TPOTAfterMs float64 `json:"tpot_after_ms,omitempty"`
 	// TTFTSpread and TPOTSpread are how far the actual latency is likely to be from TTFTMs and

@@ -7,12 +7,18 @@ import (
 	"github.com/foresight-router/foresight/plugins/sdk/heuristics"
 )
 
-// The attainment objective (README.md, "Objective: attainment"): an endpoint is worth the
-// expected number of requests served within their objectives that placing this request there
-// gives — the probability that this request meets its TTFT and TPOT objectives there, minus what
-// the placement takes from the requests in flight there, whose TPOT it raises. A prediction is
-// read as the median of a log-normal latency whose spread (the standard deviation of
-// ln(actual / predicted)) is ttftSpread or tpotSpread.
+// The attainment objective (README.md, "Objective: attainment"). The endpoints are in two tiers:
+// those where the request is predicted to meet its TTFT objective, and the others; the first
+// tier present is ranked, the other scores 0. Within it an endpoint is worth the expected number
+// of requests served within their objectives that placing this request there gives — the
+// probability that this request meets its TTFT and TPOT objectives there, minus what the
+// placement takes from the requests in flight there, whose TPOT it raises. A prediction is read
+// as the median of a log-normal latency whose spread (the standard deviation of
+// ln(actual / predicted)) the producer measured there, or ttftSpread or tpotSpread.
+
+// attainMeets is the tier of the endpoints where the request is predicted to meet its TTFT
+// objective, ahead of missTTFT.
+const attainMeets = missTTFT - 1
 
 // attainTieWeight is the share of the score that breaks ties by predicted TTFT: endpoints whose
 // expected attainment differs by less than about this much are ranked by TTFT.
@@ -32,36 +38,62 @@ func attains(c *sdk.Cycle, p *Params) bool {
 	return false
 }
 
-// attainScores scores every endpoint of c by attainScore against the best value among them; an
-// endpoint without a usable prediction scores 0.
+// attainFrame is what attainScores computes over a cycle and ScoreAfter holds: the tier ranked
+// and the best value in it.
+type attainFrame struct {
+	tier int
+	best float64
+}
+
+// attainFrameOf returns c's frame: the better tier among the endpoints with a usable prediction
+// (attains says there is one) and the highest value in it.
+func attainFrameOf(c *sdk.Cycle, p *Params) attainFrame {
+	f := attainFrame{tier: missTTFT, best: math.Inf(-1)}
+	for i := range c.Endpoints {
+		if e := &c.Endpoints[i]; usable(&e.Prediction) {
+			f.tier = min(f.tier, attainTier(&c.Request, e))
+		}
+	}
+	for i := range c.Endpoints {
+		if e := &c.Endpoints[i]; usable(&e.Prediction) && attainTier(&c.Request, e) == f.tier {
+			f.best = max(f.best, attainValue(&c.Request, e, p))
+		}
+	}
+	return f
+}
+
+// attainScores scores c's endpoints in the frame's tier by attainScore, the others 0.
 func attainScores(c *sdk.Cycle, p *Params) []float64 {
-	return attainScoresAgainst(c, p, bestValue(c, p))
+	return attainScoresIn(c, p, attainFrameOf(c, p))
 }
 
 // attainScoresAfter is ScoreAfter for the attainment objective: endpoint i's score with one more
-// request like c's placed there first (heuristics.PlacedEach), against c's own best value, so
-// only the placed endpoint's score moves.
+// request like c's placed there first (heuristics.PlacedEach), in c's own frame, so only the
+// placed endpoint's score moves: an endpoint the placement takes out of the tier scores 0.
 func attainScoresAfter(c *sdk.Cycle, p *Params) []float64 {
-	return attainScoresAgainst(heuristics.PlacedEach(c), p, bestValue(c, p))
+	return attainScoresIn(heuristics.PlacedEach(c), p, attainFrameOf(c, p))
 }
 
-func attainScoresAgainst(c *sdk.Cycle, p *Params, best float64) []float64 {
+func attainScoresIn(c *sdk.Cycle, p *Params, f attainFrame) []float64 {
 	out := make([]float64, len(c.Endpoints))
 	for i := range c.Endpoints {
-		out[i] = attainScore(&c.Request, &c.Endpoints[i], p, best)
+		if e := &c.Endpoints[i]; usable(&e.Prediction) && attainTier(&c.Request, e) == f.tier {
+			out[i] = attainScore(&c.Request, e, p, f.best)
+		}
 	}
 	return out
 }
 
-// bestValue is the highest attainValue among c's endpoints with a usable prediction.
-func bestValue(c *sdk.Cycle, p *Params) float64 {
-	best := math.Inf(-1)
-	for i := range c.Endpoints {
-		if e := &c.Endpoints[i]; usable(&e.Prediction) {
-			best = max(best, attainValue(&c.Request, e, p))
-		}
+// attainTier is e's tier for r: attainMeets where r's predicted TTFT is within its TTFT objective
+// (or it has none), missTTFT where it is over. TPOT makes no tier: the probability of meeting it
+// and the cost to the requests running there rank within the tier, which lets a request that
+// would miss its TPOT everywhere go where it costs the others least (README.md has the figures
+// of a TPOT tier too).
+func attainTier(r *sdk.Request, e *sdk.Endpoint) int {
+	if r.SLO.TTFTMs > 0 && e.Prediction.TTFTMs > r.SLO.TTFTMs {
+		return missTTFT
 	}
-	return best
+	return attainMeets
 }
 
 // attainScore maps attainValue onto [minRankedScore, 1] by its shortfall from the best value: 1

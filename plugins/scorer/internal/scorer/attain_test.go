@@ -99,6 +99,11 @@ func TestAttainmentPicks(t *testing.T) {
 		// Φ(3.5765) × Φ(ln(50/30)/0.5) = 0.99983 × 0.8465 = 0.846.
 		{"a placement that would push the running requests over their TPOT objective", sdk.Cycle{Request: relaxed,
 			Endpoints: []sdk.Endpoint{after(inflight(running(ep("hot", 200, 26), 25), 8), 10, 3), after(inflight(ep("cool", 200, 30), 2), 10, 3)}}, 1},
+		// late: Φ(ln(1000/1100)/0.45) × Φ(ln(25/15)/0.5) = 0.416 × 0.847 = 0.352; on time:
+		// Φ(ln(1000/900)/0.45) × Φ(ln(25/30)/0.5) = 0.593 × 0.358 = 0.212. The late one is worth
+		// more, but it is predicted over the TTFT objective: a lower tier, scored 0.
+		{"over the TTFT objective: a lower tier, whatever its value", sdk.Cycle{Request: stream,
+			Endpoints: []sdk.Endpoint{ep("late", 1100, 15), ep("on time", 900, 30)}}, 1},
 		{"equal attainment: the lower TTFT", sdk.Cycle{Request: sdk.Request{SLO: sdk.SLO{TTFTMs: 60000}},
 			Endpoints: []sdk.Endpoint{ep("a", 300, 20), ep("b", 200, 20), ep("c", 250, 20)}}, 1},
 		{"no objective: by predicted latency", sdk.Cycle{Request: sdk.Request{Streaming: true},
@@ -146,7 +151,7 @@ func TestAttainmentAfterScores(t *testing.T) {
 	// Placed once: TTFT 850, TPOT 24, two in flight, no objective running: Φ(ln(1000/850)/0.45) ×
 	// Φ(ln(25/24)/0.5) = Φ(0.3611) × Φ(0.0816) = 0.6410 × 0.5325.
 	want := attainScore(&c.Request, &sdk.Endpoint{State: sdk.EndpointState{InflightRequests: 2},
-		Prediction: sdk.Prediction{Valid: true, TTFTMs: 850, TPOTMs: 24}}, attainParams(), bestValue(c, attainParams()))
+		Prediction: sdk.Prediction{Valid: true, TTFTMs: 850, TPOTMs: 24}}, attainParams(), attainFrameOf(c, attainParams()).best)
 	if math.Abs(aft[0]-want) > tol || math.Abs(aft[1]-want) > tol || !(aft[0] < scores[1]) {
 		t.Errorf("after-scores %v, want %.4f each, below the other endpoint's score %.4f", aft, want, scores[1])
 	}
