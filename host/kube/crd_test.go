@@ -117,6 +117,7 @@ func TestObjectives(t *testing.T) {
 	const bad = `InferenceObjective \"bad\" is skipped: spec.priority is high; accepted: a whole number from -2147483648 to 2147483647`
 	eventually.Wait(t, within, "the unreadable objective logged", func() bool { return strings.Count(logs.String(), bad) == 1 })
 
+	watching(t, dyn, ObjectiveResource.Resource)
 	ctx := context.Background()
 	objs := dyn.Resource(ObjectiveResource).Namespace(ns)
 	if _, err := objs.Update(ctx, testObjective("chat", "llama", int64(-3)), metav1.UpdateOptions{}); err != nil {
@@ -184,6 +185,7 @@ func TestModelRewrites(t *testing.T) {
 		eventually.Wait(t, within, "logged: "+want, func() bool { return strings.Count(logs.String(), want) == 1 })
 	}
 
+	watching(t, dyn, ModelRewriteResource.Resource)
 	ctx := context.Background()
 	rws := dyn.Resource(ModelRewriteResource).Namespace(ns)
 	if err := rws.Delete(ctx, "older-canary", metav1.DeleteOptions{}); err != nil {

@@ -37,6 +37,7 @@ func TestSelectorFollowsPods(t *testing.T) {
 	rec, _ := run(t, Config{Namespace: ns, Selector: vllm, TargetPort: intstr.FromInt32(8000)}, Clients{Core: cs})
 	rec.wait(t, "initial", "a=10.0.0.1:8000")
 
+	watching(t, cs, "pods")
 	ctx := context.Background()
 	if _, err := cs.CoreV1().Pods(ns).Create(ctx, testPod("d", "10.0.0.4", true, map[string]string{"app": "vllm", "gpu": "h100"}), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -87,6 +88,7 @@ func TestNamedTargetPort(t *testing.T) {
 	const warning = "the pod has no container port of that name"
 	eventually.Wait(t, within, "c's missing port logged", func() bool { return strings.Count(logs.String(), warning) == 1 })
 
+	watching(t, cs, "pods")
 	editPod(t, cs, "c", func(p *corev1.Pod) { p.Labels["rev"] = "2" }) // an event that changes nothing
 	editPod(t, cs, "b", func(p *corev1.Pod) { setReady(p, false) })
 	rec.wait(t, "b unready", "a=10.0.0.1:8000")
@@ -112,6 +114,8 @@ func TestInferencePool(t *testing.T) {
 		t.Errorf("the missing pool is not logged once:\n%s", logs.String())
 	}
 
+	watching(t, dyn, PoolResource.Resource)
+	watching(t, cs, "pods")
 	ctx := context.Background()
 	pools := dyn.Resource(PoolResource).Namespace(ns)
 	if _, err := pools.Create(ctx, testPool("llama", map[string]string{"pool": "one"}, 8000), metav1.CreateOptions{}); err != nil {
