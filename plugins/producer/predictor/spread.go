@@ -34,17 +34,18 @@ var spreadLog = math.Log(20)
 
 // meanSquare is a running mean of squared log ratios over about spreadWindow samples.
 type meanSquare struct {
-	Sq, N float64
+	sq, n float64
 }
 
 func (m *meanSquare) add(logRatio float64) {
 	l := min(max(logRatio, -spreadLog), spreadLog)
-	m.N = min(m.N+1, spreadWindow)
-	m.Sq += (l*l - m.Sq) / m.N
+	m.n = min(m.n+1, spreadWindow)
+	m.sq += (l*l - m.sq) / m.n
 }
 
-// spreads learns the spreads (per target, indexed like the prior: prior.TTFT, prior.TPOT) from the samples (add, under the producer's mu) and publishes them
-// as an immutable map that Produce reads (snapshot).
+// spreads learns the spreads from the samples (add, under the producer's mu) and publishes them as
+// an immutable table that Produce reads (snapshot). Targets are indexed like the prior's
+// (prior.TTFT, prior.TPOT).
 type spreads struct {
 	fleet      [2]meanSquare
 	byEndpoint map[string]*[2]meanSquare
@@ -86,16 +87,16 @@ type spreadTable struct {
 func (sp *spreads) snapshot() *spreadTable {
 	t := &spreadTable{byEndpoint: make(map[string][2]float64, len(sp.byEndpoint))}
 	for k := range t.fleet {
-		if sp.fleet[k].N >= spreadMinSamples {
-			t.fleet[k] = max(math.Sqrt(sp.fleet[k].Sq), minSpread)
+		if sp.fleet[k].n >= spreadMinSamples {
+			t.fleet[k] = max(math.Sqrt(sp.fleet[k].sq), minSpread)
 		}
 	}
 	for id, e := range sp.byEndpoint {
 		var v [2]float64
 		for k := range v {
 			if t.fleet[k] > 0 {
-				f := sp.fleet[k].Sq
-				v[k] = max(math.Sqrt((e[k].N*e[k].Sq+spreadShrink*f)/(e[k].N+spreadShrink)), minSpread)
+				f := sp.fleet[k].sq
+				v[k] = max(math.Sqrt((e[k].n*e[k].sq+spreadShrink*f)/(e[k].n+spreadShrink)), minSpread)
 			}
 		}
 		t.byEndpoint[id] = v
