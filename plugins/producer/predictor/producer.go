@@ -319,53 +319,6 @@ func (p *Producer) Produce(_ context.Context, c *sdk.Cycle) ([]sdk.Prediction, e
 	return out, nil
 }
 
-// recordKinds remembers each endpoint's kind, the value of its label named label, for the prior
-// (see Observe): the prior learns kinds from the endpoints Produce sees, since samples carry no
-// labels. Only a change is stored.
-func (p *Producer) recordKinds(eps []sdk.Endpoint, label string) {
-	for i := range eps {
-		e := &eps[i]
-		kind := e.Labels[label]
-		if was, ok := p.kinds.Load(e.ID); !ok && kind != "" || ok && was.(string) != kind {
-			p.kinds.Store(e.ID, kind)
-		}
-	}
-}
-
-// weighsPlacement reports whether a cycle outside a round gets after-predictions too: when its
-// request or a request running on one of its endpoints has a latency objective, a scorer may
-// weigh what the placement costs the requests running there (their TPOT rises with it), and the
-// after-predictions are what says it. Other cycles keep the cost of predicting once.
-func weighsPlacement(c *sdk.Cycle) bool {
-	if c.Request.SLO.Any() {
-		return true
-	}
-	for i := range c.Endpoints {
-		if c.Endpoints[i].State.MinRunningTPOTSLOMs > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// withPlaced returns c's endpoints followed by a copy of each as sdk.PlaceOn(c, i, 1) leaves it,
-// the states a round's after-predictions are made on. Every input of a prediction (the trees'
-// features, the prior's terms and speed factor, the cold-start profile) reads the request and one
-// endpoint's own state and ID, nothing relative to the other endpoints, so placing every endpoint
-// once in one copy gives each endpoint's after-prediction exactly as a copy with only that
-// endpoint placed would, and one batch over both halves predicts both.
-func withPlaced(c *sdk.Cycle) []sdk.Endpoint {
-	n := len(c.Endpoints)
-	all := make([]sdk.Endpoint, 2*n)
-	copy(all, c.Endpoints)
-	copy(all[n:], c.Endpoints)
-	placed := sdk.Cycle{Request: c.Request, Endpoints: all[n:]}
-	for i := range n {
-		sdk.PlaceOn(&placed, i, 1)
-	}
-	return all
-}
-
 func floor(ms float64) float64 {
 	if math.IsNaN(ms) {
 		return minPredictionMs

@@ -45,18 +45,37 @@ type attainFrame struct {
 	best float64
 }
 
-// attainFrameOf returns c's frame: the better tier among the endpoints with a usable prediction
-// (attains says there is one) and the highest value in it.
-func attainFrameOf(c *sdk.Cycle, p *Params) attainFrame {
-	f := attainFrame{tier: missTTFT, best: math.Inf(-1)}
+// attainLook is what the objective computes of one endpoint: whether its prediction is usable,
+// its tier and its value (attainValue), each computed once per cycle.
+type attainLook struct {
+	usable bool
+	tier   int
+	value  float64
+}
+
+// attainLooks computes every endpoint's attainLook for c.
+func attainLooks(c *sdk.Cycle, p *Params) []attainLook {
+	out := make([]attainLook, len(c.Endpoints))
 	for i := range c.Endpoints {
 		if e := &c.Endpoints[i]; usable(&e.Prediction) {
-			f.tier = min(f.tier, attainTier(&c.Request, e))
+			out[i] = attainLook{usable: true, tier: attainTier(&c.Request, e), value: attainValue(&c.Request, e, p)}
 		}
 	}
-	for i := range c.Endpoints {
-		if e := &c.Endpoints[i]; usable(&e.Prediction) && attainTier(&c.Request, e) == f.tier {
-			f.best = max(f.best, attainValue(&c.Request, e, p))
+	return out
+}
+
+// attainFrameOf returns the frame of endpoints looked at as looks: the better tier among those with
+// a usable prediction (attains says there is one) and the highest value in it.
+func attainFrameOf(looks []attainLook) attainFrame {
+	f := attainFrame{tier: missTTFT, best: math.Inf(-1)}
+	for _, l := range looks {
+		if l.usable {
+			f.tier = min(f.tier, l.tier)
+		}
+	}
+	for _, l := range looks {
+		if l.usable && l.tier == f.tier {
+			f.best = max(f.best, l.value)
 		}
 	}
 	return f
@@ -64,21 +83,23 @@ func attainFrameOf(c *sdk.Cycle, p *Params) attainFrame {
 
 // attainScores scores c's endpoints in the frame's tier by attainScore, the others 0.
 func attainScores(c *sdk.Cycle, p *Params) []float64 {
-	return attainScoresIn(c, p, attainFrameOf(c, p))
+	looks := attainLooks(c, p)
+	return attainScoresIn(c, looks, attainFrameOf(looks))
 }
 
 // attainScoresAfter is ScoreAfter for the attainment objective: endpoint i's score with one more
 // request like c's placed there first (heuristics.PlacedEach), in c's own frame, so only the
 // placed endpoint's score moves: an endpoint the placement takes out of the tier scores 0.
 func attainScoresAfter(c *sdk.Cycle, p *Params) []float64 {
-	return attainScoresIn(heuristics.PlacedEach(c), p, attainFrameOf(c, p))
+	placed := heuristics.PlacedEach(c)
+	return attainScoresIn(placed, attainLooks(placed, p), attainFrameOf(attainLooks(c, p)))
 }
 
-func attainScoresIn(c *sdk.Cycle, p *Params, f attainFrame) []float64 {
+func attainScoresIn(c *sdk.Cycle, looks []attainLook, f attainFrame) []float64 {
 	out := make([]float64, len(c.Endpoints))
-	for i := range c.Endpoints {
-		if e := &c.Endpoints[i]; usable(&e.Prediction) && attainTier(&c.Request, e) == f.tier {
-			out[i] = attainScore(&c.Request, e, p, f.best)
+	for i, l := range looks {
+		if l.usable && l.tier == f.tier {
+			out[i] = attainScore(&c.Request, &c.Endpoints[i], l.value, f.best)
 		}
 	}
 	return out
@@ -96,16 +117,16 @@ func attainTier(r *sdk.Request, e *sdk.Endpoint) int {
 	return attainMeets
 }
 
-// attainScore maps attainValue onto [minRankedScore, 1] by its shortfall from the best value: 1
+// attainScore maps an endpoint's value (attainValue) onto [minRankedScore, 1] by its shortfall from the best value: 1
 // for the best, one point less per request of expected attainment less, floored at 0; less the
 // tie share, plus that share for a lower predicted TTFT; 0 without a usable prediction. The
 // scale is the value's own, so a picker's temperature reads in expected requests.
-func attainScore(r *sdk.Request, e *sdk.Endpoint, p *Params, best float64) float64 {
+func attainScore(r *sdk.Request, e *sdk.Endpoint, value, best float64) float64 {
 	pr := &e.Prediction
 	if !usable(pr) {
 		return 0
 	}
-	v := max(1-(best-attainValue(r, e, p)), 0)
+	v := max(1-(best-value), 0)
 	ref := r.SLO.TTFTMs
 	if ref <= 0 {
 		ref = 1000

@@ -150,8 +150,10 @@ func TestAttainmentAfterScores(t *testing.T) {
 	}
 	// Placed once: TTFT 850, TPOT 24, two in flight, no objective running: Φ(ln(1000/850)/0.45) ×
 	// Φ(ln(25/24)/0.5) = Φ(0.3611) × Φ(0.0816) = 0.6410 × 0.5325.
-	want := attainScore(&c.Request, &sdk.Endpoint{State: sdk.EndpointState{InflightRequests: 2},
-		Prediction: sdk.Prediction{Valid: true, TTFTMs: 850, TPOTMs: 24}}, attainParams(), attainFrameOf(c, attainParams()).best)
+	placed := sdk.Endpoint{State: sdk.EndpointState{InflightRequests: 2},
+		Prediction: sdk.Prediction{Valid: true, TTFTMs: 850, TPOTMs: 24}}
+	want := attainScore(&c.Request, &placed, attainValue(&c.Request, &placed, attainParams()),
+		attainFrameOf(attainLooks(c, attainParams())).best)
 	if math.Abs(aft[0]-want) > tol || math.Abs(aft[1]-want) > tol || !(aft[0] < scores[1]) {
 		t.Errorf("after-scores %v, want %.4f each, below the other endpoint's score %.4f", aft, want, scores[1])
 	}
