@@ -42,6 +42,7 @@ var strategyConfigs = map[string]string{
 	"load-prefix-111":   "load-prefix-111.yaml",
 	"load-prefix-322":   "load-prefix-322.yaml",
 	"predicted-latency": "pipeline.yaml",
+	"headroom":          "headroom.yaml",
 	"llumnix-slo":       "llumnix-slo.yaml",
 }
 
@@ -121,7 +122,7 @@ type RoutingOptions struct {
 
 // RunRouting generates one workload, then runs it through a simulated vLLM fleet (sim/cluster)
 // once per strategy: each strategy but the oracle is an example pipeline (rr, least-load,
-// load-prefix-111, load-prefix-322, predicted-latency) or a pipeline config named by its path
+// load-prefix-111, load-prefix-322, predicted-latency, headroom) or a pipeline config named by its path
 // (FILE.yaml) run through the real host pipeline; the
 // oracle simulates every candidate forward and takes the true lowest TTFT. A strategy that
 // cannot run is reported with the reason rather than failing the bench.
@@ -273,7 +274,7 @@ func newStrategy(ctx context.Context, name string, o RoutingOptions, producer ma
 	if file, ok := strategyConfigs[name]; ok {
 		path = filepath.Join(o.Examples, file)
 	} else if ext := filepath.Ext(name); ext != ".yaml" && ext != ".yml" {
-		return nil, fmt.Errorf("unknown strategy %q (known: rr, least-load, load-prefix-111, load-prefix-322, predicted-latency, llumnix-slo, oracle, or a pipeline config FILE.yaml)", name)
+		return nil, fmt.Errorf("unknown strategy %q (known: rr, least-load, load-prefix-111, load-prefix-322, predicted-latency, headroom, llumnix-slo, oracle, or a pipeline config FILE.yaml)", name)
 	}
 	cfg, err := config.Load(path)
 	if err != nil {

@@ -2,7 +2,6 @@ package kube
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/foresight-router/foresight/host/endpoints"
 	"github.com/foresight-router/foresight/internal/eventually"
+	"github.com/foresight-router/foresight/internal/fakewatch"
 	"github.com/foresight-router/foresight/internal/logbuf"
 	"github.com/rs/zerolog"
 	corev1 "k8s.io/api/core/v1"
@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 )
 
 // ns is the namespace the tests' pods and pools live in.
@@ -181,13 +180,9 @@ func start(t *testing.T, cfg Config, c Clients) (*Watcher, *recorder, *logbuf.Bu
 // (which WaitSynced waits for) and its watch is never delivered, so a test must wait for the watch
 // before it changes objects. The fake records the action and registers the watch under one lock,
 // so a recorded watch is a registered one.
-func watching(t *testing.T, c interface{ Actions() []k8stesting.Action }, resource string) {
+func watching(t *testing.T, c fakewatch.Actions, resource string) {
 	t.Helper()
-	eventually.Wait(t, within, "a watch of "+resource, func() bool {
-		return slices.ContainsFunc(c.Actions(), func(a k8stesting.Action) bool {
-			return a.GetVerb() == "watch" && a.GetResource().Resource == resource
-		})
-	})
+	fakewatch.Wait(t, c, resource, within)
 }
 
 // editPod applies f to the pod called name and writes it back.

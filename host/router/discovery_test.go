@@ -19,6 +19,7 @@ import (
 	"github.com/foresight-router/foresight/host/kube"
 	"github.com/foresight-router/foresight/host/metrics"
 	"github.com/foresight-router/foresight/internal/eventually"
+	"github.com/foresight-router/foresight/internal/fakewatch"
 	"github.com/foresight-router/foresight/sim/emulator"
 	"github.com/foresight-router/foresight/sim/engine"
 	"github.com/rs/zerolog"
@@ -257,6 +258,7 @@ func TestPodsComingAndGoingUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
+	fakewatch.Wait(t, cs, "pods", churnWait) // the edits below must reach the informer
 	inRouter := func(id string) bool {
 		return slices.ContainsFunc(r.Server().EndpointGauges(), func(g metrics.EndpointGauges) bool { return g.ID == id })
 	}

@@ -79,18 +79,23 @@ func noFallbacks(t *testing.T, tr *pipeline.Trace) {
 	}
 }
 
+// TestCyclesThroughAllPlugins runs cycles through every plugin process of both predicted-latency
+// examples: pipeline.yaml (two affinity filters, the attainment objective) and headroom.yaml
+// (llm-d's profile, with the headroom filter between them).
 func TestCyclesThroughAllPlugins(t *testing.T) {
-	p := buildExample(t)
-	for seed := range uint64(20) {
-		tr := p.Run(context.Background(), testCycle(seed))
-		noFallbacks(t, tr)
-		if tr.Outcome() != "picked" || len(tr.Filters) != 3 || len(tr.Scorers) != 1 {
-			t.Fatalf("seed %d: outcome %s, %d filters, %d scorers", seed, tr.Outcome(), len(tr.Filters), len(tr.Scorers))
-		}
-		// Headroom: TTFT SLO 800 − (200 + 150·i) ≥ 0 for i ≤ 4, TPOT 40 − (12 + 6·i) ≥ 0 for i ≤ 4:
-		// every endpoint meets the SLO, so the positive tier is the whole fleet.
-		if got := len(tr.Filters[1].Kept); got != 4 {
-			t.Errorf("seed %d: headroom kept %d endpoints, want 4", seed, got)
+	for file, filters := range map[string]int{"pipeline.yaml": 2, "headroom.yaml": 3} {
+		p := buildFile(t, filepath.Join(root, "examples", file))
+		for seed := range uint64(20) {
+			tr := p.Run(context.Background(), testCycle(seed))
+			noFallbacks(t, tr)
+			if tr.Outcome() != "picked" || len(tr.Filters) != filters || len(tr.Scorers) != 1 {
+				t.Fatalf("%s, seed %d: outcome %s, %d filters, %d scorers", file, seed, tr.Outcome(), len(tr.Filters), len(tr.Scorers))
+			}
+			// Headroom: TTFT SLO 800 − (200 + 150·i) ≥ 0 for i ≤ 4, TPOT 40 − (12 + 6·i) ≥ 0 for
+			// i ≤ 4: every endpoint meets the SLO, so the positive tier is the whole fleet.
+			if got := len(tr.Filters[1].Kept); filters == 3 && got != 4 {
+				t.Errorf("%s, seed %d: headroom kept %d endpoints, want 4", file, seed, got)
+			}
 		}
 	}
 }

@@ -33,7 +33,7 @@ func TestExampleAffinityFiltersShareAProcess(t *testing.T) {
 	c.Endpoints[3].State.PrefixMatch = 0.85
 	tr := p.Run(context.Background(), c)
 	noFallbacks(t, tr)
-	if strict, loose := tr.Filters[0], tr.Filters[2]; len(strict.Kept) != 4 || !slices.Equal(loose.Kept, []int{3}) {
+	if strict, loose := tr.Filters[0], tr.Filters[1]; len(strict.Kept) != 4 || !slices.Equal(loose.Kept, []int{3}) {
 		t.Errorf("strict kept %v (want all 4), loose kept %v (want [3])", strict.Kept, loose.Kept)
 	}
 }

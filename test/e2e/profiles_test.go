@@ -95,7 +95,7 @@ func TestProfilesChosenPerRequest(t *testing.T) {
 		t.Errorf("producer calls in the slo profile %v, want 3", n)
 	}
 	d := describe(t, r)
-	if len(d.Profiles) != 2 || d.Profiles[1].Name != "slo" || len(d.Profiles[1].Slots) != 7 || d.DefaultProfile != "default" {
+	if len(d.Profiles) != 2 || d.Profiles[1].Name != "slo" || len(d.Profiles[1].Slots) != 6 || d.DefaultProfile != "default" {
 		t.Errorf("GET /admin/pipeline profiles %+v", d.Profiles)
 	}
 }
