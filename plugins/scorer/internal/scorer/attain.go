@@ -117,15 +117,13 @@ func attainTier(r *sdk.Request, e *sdk.Endpoint) int {
 	return attainMeets
 }
 
-// attainScore maps an endpoint's value (attainValue) onto [minRankedScore, 1] by its shortfall from the best value: 1
-// for the best, one point less per request of expected attainment less, floored at 0; less the
-// tie share, plus that share for a lower predicted TTFT; 0 without a usable prediction. The
-// scale is the value's own, so a picker's temperature reads in expected requests.
+// attainScore maps the value (attainValue) of an endpoint with a usable prediction onto
+// [minRankedScore, 1] by its shortfall from the best value: 1 for the best, one point less per
+// request of expected attainment less, floored at 0; less the tie share, plus that share for a
+// lower predicted TTFT. The scale is the value's own, so a picker's temperature reads in expected
+// requests.
 func attainScore(r *sdk.Request, e *sdk.Endpoint, value, best float64) float64 {
 	pr := &e.Prediction
-	if !usable(pr) {
-		return 0
-	}
 	v := max(1-(best-value), 0)
 	ref := r.SLO.TTFTMs
 	if ref <= 0 {
