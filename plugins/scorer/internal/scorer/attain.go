@@ -20,10 +20,6 @@ import (
 // objective, ahead of missTTFT.
 const attainMeets = missTTFT - 1
 
-// attainTieWeight is the share of the score that breaks ties by predicted TTFT: endpoints whose
-// expected attainment differs by less than about this much are ranked by TTFT.
-const attainTieWeight = 0.02
-
 // attains reports whether the attainment objective decides c: it is configured, the request has
 // an objective, and some endpoint has a usable prediction. Otherwise the headroom algorithm does.
 func attains(c *sdk.Cycle, p *Params) bool {
@@ -84,7 +80,7 @@ func attainFrameOf(looks []attainLook) attainFrame {
 // attainScores scores c's endpoints in the frame's tier by attainScore, the others 0.
 func attainScores(c *sdk.Cycle, p *Params) []float64 {
 	looks := attainLooks(c, p)
-	return attainScoresIn(c, looks, attainFrameOf(looks))
+	return attainScoresIn(c, looks, attainFrameOf(looks), p)
 }
 
 // attainScoresAfter is ScoreAfter for the attainment objective: endpoint i's score with one more
@@ -92,14 +88,14 @@ func attainScores(c *sdk.Cycle, p *Params) []float64 {
 // placed endpoint's score moves: an endpoint the placement takes out of the tier scores 0.
 func attainScoresAfter(c *sdk.Cycle, p *Params) []float64 {
 	placed := heuristics.PlacedEach(c)
-	return attainScoresIn(placed, attainLooks(placed, p), attainFrameOf(attainLooks(c, p)))
+	return attainScoresIn(placed, attainLooks(placed, p), attainFrameOf(attainLooks(c, p)), p)
 }
 
-func attainScoresIn(c *sdk.Cycle, looks []attainLook, f attainFrame) []float64 {
+func attainScoresIn(c *sdk.Cycle, looks []attainLook, f attainFrame, p *Params) []float64 {
 	out := make([]float64, len(c.Endpoints))
 	for i, l := range looks {
 		if l.usable && l.tier == f.tier {
-			out[i] = attainScore(&c.Request, &c.Endpoints[i], l.value, f.best)
+			out[i] = attainScore(&c.Request, &c.Endpoints[i], l.value, f.best, p.TTFTShare)
 		}
 	}
 	return out
@@ -119,10 +115,10 @@ func attainTier(r *sdk.Request, e *sdk.Endpoint) int {
 
 // attainScore maps the value (attainValue) of an endpoint with a usable prediction onto
 // [minRankedScore, 1] by its shortfall from the best value: 1 for the best, one point less per
-// request of expected attainment less, floored at 0; less the tie share, plus that share for a
-// lower predicted TTFT. The scale is the value's own, so a picker's temperature reads in expected
-// requests.
-func attainScore(r *sdk.Request, e *sdk.Endpoint, value, best float64) float64 {
+// request of expected attainment less, floored at 0; that on 1 − ttftShare of the scale, and on
+// the rest the request's predicted TTFT there, the lower the higher. With a small share the scale
+// is the value's own, so a picker's temperature reads in expected requests.
+func attainScore(r *sdk.Request, e *sdk.Endpoint, value, best, ttftShare float64) float64 {
 	pr := &e.Prediction
 	v := max(1-(best-value), 0)
 	ref := r.SLO.TTFTMs
@@ -130,7 +126,7 @@ func attainScore(r *sdk.Request, e *sdk.Endpoint, value, best float64) float64 {
 		ref = 1000
 	}
 	tie := 1 / (1 + max(pr.TTFTMs, 0)/ref) // 1 at no TTFT, ½ at the objective
-	return minRankedScore + (1-minRankedScore)*((1-attainTieWeight)*v+attainTieWeight*tie)
+	return minRankedScore + (1-minRankedScore)*((1-ttftShare)*v+ttftShare*tie)
 }
 
 // attainValue is the expected number of requests served within their objectives that placing r on
@@ -138,9 +134,10 @@ func attainScore(r *sdk.Request, e *sdk.Endpoint, value, best float64) float64 {
 // there lose. The loss counts when the tightest TPOT objective running there is known and the
 // producer said what one more placement does to TPOT (Prediction.TPOTAfterMs): each of the
 // router's requests in flight there goes from the endpoint's TPOT now (the predicted TPOT, what
-// a request placed on the endpoint as it is sees) to its TPOT with r placed (the
-// after-prediction), against that objective. A prediction is read with the spread the producer
-// measured on the endpoint (Prediction.TTFTSpread, TPOTSpread), or the configured one.
+// a request placed on the endpoint as it is sees) to that TPOT raised by placementCost of the
+// rise to its TPOT with r placed (the after-prediction), against that objective. A prediction is
+// read with the spread the producer measured on the endpoint (Prediction.TTFTSpread,
+// TPOTSpread), or the configured one.
 func attainValue(r *sdk.Request, e *sdk.Endpoint, p *Params) float64 {
 	pr := &e.Prediction
 	ttftSpread, tpotSpread := spreadOr(pr.TTFTSpread, p.TTFTSpread), spreadOr(pr.TPOTSpread, p.TPOTSpread)
@@ -152,7 +149,8 @@ func attainValue(r *sdk.Request, e *sdk.Endpoint, p *Params) float64 {
 	if slo <= 0 || n <= 0 || !(pr.TPOTMs > 0) || !(pr.TPOTAfterMs > pr.TPOTMs) {
 		return meet
 	}
-	loss := meetProb(slo, pr.TPOTMs, tpotSpread) - meetProb(slo, pr.TPOTAfterMs, tpotSpread)
+	after := pr.TPOTMs + p.PlacementCost*(pr.TPOTAfterMs-pr.TPOTMs)
+	loss := meetProb(slo, pr.TPOTMs, tpotSpread) - meetProb(slo, after, tpotSpread)
 	return meet - n*loss
 }
 

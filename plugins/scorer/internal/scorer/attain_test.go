@@ -78,6 +78,57 @@ func TestAttainValue(t *testing.T) {
 	}
 }
 
+// placementCost charges each request in flight that share of the rise: the 8 in flight of
+// TestAttainValue's hot endpoint, charged a quarter of the 3 ms rise, go from 23 ms to 23.75 ms
+// and each loses Φ(ln(25/23)/0.5) − Φ(ln(25/23.75)/0.5) = Φ(0.1668) − Φ(0.1026) = 0.5662 −
+// 0.5409 = 0.0254, about a quarter of the full charge's 0.0975 (Φ is nearly straight there).
+func TestAttainValuePlacementCost(t *testing.T) {
+	r := sdk.Request{Streaming: true, SLO: sdk.SLO{TTFTMs: 1000, TPOTMs: 50}}
+	e := after(inflight(running(ep("hot", 200, 23), 25), 8), 10, 3)
+	p := attainParams()
+	p.PlacementCost = 0.25
+	if got, want := attainValue(&r, &e, p), 0.99983*0.9398-8*0.0254; math.Abs(got-want) > 2e-3 {
+		t.Errorf("value %.4f, want %.4f", got, want)
+	}
+	p.PlacementCost = 0
+	if got, want := attainValue(&r, &e, p), 0.99983*0.9398; math.Abs(got-want) > 2e-3 {
+		t.Errorf("no placement cost: value %.4f, want %.4f", got, want)
+	}
+}
+
+// ttftShare trades expected attainment for TTFT. The fast server a (600 ms / 20 ms) is worth
+// 0.8719 × 0.6723 = 0.5861 (TestAttainValue), b (250 ms / 24 ms) Φ(ln(1000/250)/0.45) ×
+// Φ(ln(25/24)/0.5) = Φ(3.0807) × Φ(0.0816) = 0.9990 × 0.5325 = 0.5320, 0.0542 less. With the
+// default share of 0.02 the value decides: a scores 0.01 + 0.99 × (0.98 + 0.02 / 1.6) = 0.9926,
+// b 0.01 + 0.99 × (0.98 × 0.9458 + 0.02 / 1.25) = 0.9435. With 0.3, b's TTFT decides: a scores
+// 0.01 + 0.99 × (0.7 + 0.3 / 1.6) = 0.8886, b 0.01 + 0.99 × (0.7 × 0.9458 + 0.3 / 1.25) = 0.9031.
+func TestAttainmentTTFTShare(t *testing.T) {
+	c := &sdk.Cycle{Request: sdk.Request{Streaming: true, SLO: sdk.SLO{TTFTMs: 1000, TPOTMs: 25}},
+		Endpoints: []sdk.Endpoint{ep("a", 600, 20), ep("b", 250, 24)}}
+	for _, tt := range []struct {
+		params string
+		want   []float64
+	}{
+		{`{"objective":"attainment"}`, []float64{0.9926, 0.9435}},
+		{`{"objective":"attainment","ttftShare":0.3}`, []float64{0.8886, 0.9031}},
+	} {
+		s := New()
+		if err := s.Configure([]byte(tt.params)); err != nil {
+			t.Fatal(err)
+		}
+		scores, err := s.Score(context.Background(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range scores {
+			if math.Abs(scores[i]-tt.want[i]) > 1e-3 {
+				t.Errorf("%s: scores %.4f, want %.4f", tt.params, scores, tt.want)
+				break
+			}
+		}
+	}
+}
+
 // With the attainment objective the scorer sends a request to the endpoint where it is most
 // likely to meet its objectives and costs the requests there least: a request that would meet
 // TTFT but miss TPOT on a slow server goes to the fast one; a placement that would push the
@@ -153,15 +204,16 @@ func TestAttainmentAfterScores(t *testing.T) {
 	placed := sdk.Endpoint{State: sdk.EndpointState{InflightRequests: 2},
 		Prediction: sdk.Prediction{Valid: true, TTFTMs: 850, TPOTMs: 24}}
 	want := attainScore(&c.Request, &placed, attainValue(&c.Request, &placed, attainParams()),
-		attainFrameOf(attainLooks(c, attainParams())).best)
+		attainFrameOf(attainLooks(c, attainParams())).best, attainParams().TTFTShare)
 	if math.Abs(aft[0]-want) > tol || math.Abs(aft[1]-want) > tol || !(aft[0] < scores[1]) {
 		t.Errorf("after-scores %v, want %.4f each, below the other endpoint's score %.4f", aft, want, scores[1])
 	}
 }
 
-// The objective and the spreads are checked.
+// The objective, the spreads, the TTFT share and the placement cost are checked.
 func TestAttainmentParams(t *testing.T) {
-	for _, bad := range []string{`{"objective":"most"}`, `{"ttftSpread":0}`, `{"tpotSpread":-1}`, `{"tpotSpread":9}`} {
+	for _, bad := range []string{`{"objective":"most"}`, `{"ttftSpread":0}`, `{"tpotSpread":-1}`, `{"tpotSpread":9}`,
+		`{"ttftShare":-0.1}`, `{"ttftShare":1.5}`, `{"placementCost":-1}`, `{"placementCost":2}`} {
 		if err := New().Configure([]byte(bad)); err == nil {
 			t.Errorf("%s accepted", bad)
 		}

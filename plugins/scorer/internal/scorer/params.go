@@ -35,6 +35,14 @@ type Params struct {
 	// the producer does not send its own (Prediction.TTFTSpread, TPOTSpread).
 	TTFTSpread float64 `json:"ttftSpread"`
 	TPOTSpread float64 `json:"tpotSpread"`
+	// TTFTShare is, for ObjectiveAttainment, the share of an endpoint's score that the request's
+	// predicted TTFT there decides; the rest is its value's shortfall from the best endpoint's. A
+	// small share breaks ties by TTFT; a larger one trades expected attainment for a lower TTFT.
+	TTFTShare float64 `json:"ttftShare"`
+	// PlacementCost is, for ObjectiveAttainment, the share of the rise in TPOT that one more
+	// placement makes (the producer's after-prediction) that each request in flight on the
+	// endpoint is charged: 1 charges all of it, 0 counts no cost to the requests in flight.
+	PlacementCost float64 `json:"placementCost"`
 	// TTFTWeight weighs the TTFT dimension when headrooms or latencies are combined.
 	TTFTWeight float64 `json:"ttftWeight"`
 	// TPOTWeight weighs the TPOT dimension when headrooms or latencies are combined.
@@ -61,6 +69,8 @@ func DefaultParams() Params {
 		// docs/benchmarks.md, "Overlapping rounds").
 		TTFTSpread:                0.45,
 		TPOTSpread:                0.5,
+		TTFTShare:                 0.02,
+		PlacementCost:             1,
 		TTFTWeight:                0.8,
 		TPOTWeight:                0.2,
 		HeadroomSelectionStrategy: StrategyLeast,
@@ -98,6 +108,12 @@ func (p *Params) Validate() error {
 		return err
 	}
 	if err := sdk.CheckRangeOpenLow("tpotSpread", p.TPOTSpread, 0, 5); err != nil {
+		return err
+	}
+	if err := sdk.CheckRange("ttftShare", p.TTFTShare, 0, 1); err != nil {
+		return err
+	}
+	if err := sdk.CheckRange("placementCost", p.PlacementCost, 0, 1); err != nil {
 		return err
 	}
 	return p.CompositeParams.Validate()
