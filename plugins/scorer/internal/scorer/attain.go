@@ -125,8 +125,8 @@ func attainScore(r *sdk.Request, e *sdk.Endpoint, value, best, ttftShare float64
 	if ref <= 0 {
 		ref = 1000
 	}
-	tie := 1 / (1 + max(pr.TTFTMs, 0)/ref) // 1 at no TTFT, ½ at the objective
-	return minRankedScore + (1-minRankedScore)*((1-ttftShare)*v+ttftShare*tie)
+	quick := 1 / (1 + max(pr.TTFTMs, 0)/ref) // 1 at no TTFT, ½ at the objective
+	return minRankedScore + (1-minRankedScore)*((1-ttftShare)*v+ttftShare*quick)
 }
 
 // attainValue is the expected number of requests served within their objectives that placing r on
