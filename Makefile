@@ -37,7 +37,13 @@ help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
 .PHONY: build
-build: bin/foresight $(PLUGINS) bin/plugins/ts-filter ## build bin/foresight and every plugin into bin/plugins/<name>
+build: go-build bin/plugins/ts-filter ## build bin/foresight, every Go plugin into bin/plugins/<name>, and the TypeScript example plugin
+
+# go-build needs Go and nothing else. The Go plugins build in one invocation, which compiles and
+# links them in parallel; each embeds the VERSION file beside its main.go.
+.PHONY: go-build
+go-build: bin/foresight ## build what needs only Go: bin/foresight and the Go plugins
+	$(GO) build -trimpath -o bin/plugins/ $(addprefix ./plugins/,$(GO_PLUGINS))
 
 .PHONY: bin/foresight
 bin/foresight:
@@ -45,7 +51,7 @@ bin/foresight:
 
 .PHONY: $(PLUGINS)
 $(PLUGINS): bin/plugins/%:
-	$(GO) build -trimpath -ldflags "-X main.version=$$(cat plugins/$*/VERSION)" -o $@ ./plugins/$*
+	$(GO) build -trimpath -o $@ ./plugins/$*
 
 .PHONY: bin/plugins/ts-filter
 bin/plugins/ts-filter: system-tools $(NODE_DEPS) ## the TypeScript example filter: compiled, with its runtime node_modules
@@ -55,9 +61,16 @@ bin/plugins/ts-filter: system-tools $(NODE_DEPS) ## the TypeScript example filte
 %/node_modules/.package-lock.json: %/package.json %/package-lock.json
 	cd $* && npm ci --silent --no-audit --no-fund
 
+# The public request traces the trace-replay tests of sim/workload read (Azure LLM inference 2023,
+# Mooncake; not in the repository, see sim/workload/README.md): $FORESIGHT_TRACE_DIR when set, else
+# the first directory named traces in the repository, beside it, or in a folder beside it.
+TRACE_DIR := $(or $(FORESIGHT_TRACE_DIR),$(patsubst %/,%,$(dir $(firstword $(wildcard $(addsuffix /azure2023_conv.csv,traces ../traces ../*/traces))))))
+
 .PHONY: test
 test: system-tools $(NODE_DEPS) $(HELM) ## run the whole test suite: Go (unit, shim, end-to-end with real plugin processes), the Python kit, the TypeScript kit, the Helm chart
-	FORESIGHT_HELM=$(HELM) $(GO) test -race -count=1 ./...
+	@if [ -n "$(TRACE_DIR)" ]; then echo "trace-replay tests: the traces in $(TRACE_DIR)"; \
+	  else echo "trace-replay tests: skipped, no traces directory found (set FORESIGHT_TRACE_DIR; sim/workload/README.md says where to get them)"; fi
+	FORESIGHT_TRACE_DIR=$(abspath $(TRACE_DIR)) FORESIGHT_HELM=$(HELM) $(GO) test -race -count=1 ./...
 	/usr/bin/python3 -m unittest discover -s plugins/sdk/python/tests -t plugins/sdk/python
 	cd plugins/sdk/typescript && npm test --silent
 	cd plugins/ts-filter && npm test --silent
@@ -114,7 +127,7 @@ fuzz: ## run every fuzz target for FUZZTIME each (default 10m), one after the ot
 	tools/fuzz.sh $(or $(FUZZTIME),10m)
 
 .PHONY: run
-run: build ## build everything and run the demo
+run: go-build ## build the router and the Go plugins (Go is all it needs) and run the demo
 	bin/foresight demo
 
 .PHONY: tools

@@ -5,10 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/foresight-router/foresight/internal/buildbin"
 )
 
 // matrixExamples builds the plugins the admission matrix launches into dir/bin/plugins, their
@@ -17,18 +18,9 @@ import (
 // dir/examples.
 func matrixExamples(t *testing.T, dir string) string {
 	t.Helper()
-	for _, p := range []string{"admitter", "producer"} {
-		version, err := os.ReadFile(filepath.Join("..", "plugins", p, "VERSION"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Stamped as make build does: the configs' version constraints check it.
-		cmd := exec.Command("go", "build", "-ldflags", "-X main.version="+strings.TrimSpace(string(version)),
-			"-o", filepath.Join(dir, "bin", "plugins", p), "./plugins/"+p)
-		cmd.Dir = ".."
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build ./plugins/%s: %v\n%s", p, err, b)
-		}
+	// Built as make go-build builds them: the configs' version constraints check their versions.
+	if err := buildbin.PluginsInto("..", filepath.Join(dir, "bin", "plugins"), "admitter", "producer"); err != nil {
+		t.Fatal(err)
 	}
 	for _, mc := range admissionConfigs {
 		data, err := os.ReadFile(filepath.Join("..", "examples", mc.file))

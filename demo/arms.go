@@ -11,26 +11,26 @@ import (
 // same figures and intervals), read in process every second. Its figures come from each arm's
 // window of recent outcomes (experiment.DefaultWindow, more than a demo sends).
 
-// renderArms is one row per arm: TTFT and TPOT p50/p95, SLO attainment, and on every arm but the
-// baseline the 95% intervals of its differences from the baseline.
+// renderArms is one row per arm: TTFT and TPOT p50/p95 and SLO attainment; below every arm but
+// the baseline (the first), the 95% intervals of its differences from the baseline.
 func renderArms(rep *experiment.Report) string {
 	if rep == nil || len(rep.Arms) == 0 {
 		return ""
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "A/B experiment on %s, split by session (the router's /admin/experiments)\n", rep.Slot)
-	fmt.Fprintf(&b, "%-18s %8s %18s %16s %18s   %s\n", "ARM", "REQUESTS", "TTFT p50/p95 ms", "TPOT p50/p95 ms", "SLO ATTAINMENT", "VS BASELINE (95% intervals)")
+	fmt.Fprintf(&b, "%-18s %8s %18s %16s %20s\n", "ARM", "REQUESTS", "TTFT p50/p95 ms", "TPOT p50/p95 ms", "SLO ATTAINMENT**")
 	for _, a := range rep.Arms {
-		vs := "baseline"
-		if c := a.VsBaseline; c != nil {
-			vs = fmt.Sprintf("SLO %s  TTFT p50 %s  p95 %s", pointsInterval(c.SLOAttainmentDiff), msInterval(c.TTFTp50DiffMs), msInterval(c.TTFTp95DiffMs))
-		}
 		slo := "-"
 		if a.WithSLO > 0 {
 			slo = fmt.Sprintf("%.1f%% of %d", 100*a.SLOAttainment, a.WithSLO)
 		}
-		fmt.Fprintf(&b, "%-18s %8d %18s %16s %18s   %s\n", a.Name, a.Requests, pair(a.TTFTp50Ms, a.TTFTp95Ms),
-			pair(a.TPOTp50Ms, a.TPOTp95Ms), slo, vs)
+		fmt.Fprintf(&b, "%-18s %8d %18s %16s %20s\n", a.Name, a.Requests, pair(a.TTFTp50Ms, a.TTFTp95Ms),
+			pair(a.TPOTp50Ms, a.TPOTp95Ms), slo)
+		if c := a.VsBaseline; c != nil {
+			b.WriteString(clip(fmt.Sprintf("  vs baseline (95%%): SLO %s  TTFT p50 %s  p95 %s",
+				pointsInterval(c.SLOAttainmentDiff), msInterval(c.TTFTp50DiffMs), msInterval(c.TTFTp95DiffMs)), lineWidth) + "\n")
+		}
 	}
 	return b.String()
 }
@@ -48,10 +48,14 @@ func verdict(rep *experiment.Report) string {
 		if c == nil {
 			continue
 		}
-		fmt.Fprintf(&b, "  verdict       %s against %s: %s; %s; %s\n", a.Name, base,
+		fmt.Fprintf(&b, "  verdict       %s against %s, at 95%%:\n", a.Name, base)
+		for _, j := range []string{
 			judge("SLO attainment", c.SLOAttainmentDiff, pointsInterval, "higher", "lower"),
 			judge("TTFT p50", c.TTFTp50DiffMs, msInterval, "higher", "lower"),
-			judge("TTFT p95", c.TTFTp95DiffMs, msInterval, "higher", "lower"))
+			judge("TTFT p95", c.TTFTp95DiffMs, msInterval, "higher", "lower"),
+		} {
+			fmt.Fprintf(&b, "                %s\n", j)
+		}
 	}
 	return b.String()
 }
@@ -62,7 +66,7 @@ func judge(what string, d experiment.Interval, format func(experiment.Interval) 
 	case d.Insufficient:
 		return fmt.Sprintf("%s not compared (%s)", what, d.Reason)
 	case !d.Significant:
-		return fmt.Sprintf("%s no different at 95%%: %s", what, format(d))
+		return fmt.Sprintf("%s no different: %s", what, format(d))
 	case d.Estimate > 0:
 		return fmt.Sprintf("%s %s: %s", what, up, format(d))
 	}

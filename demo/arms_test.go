@@ -27,8 +27,9 @@ func TestRenderArms(t *testing.T) {
 	arms := renderArms(abReport())
 	for _, want := range []string{
 		"A/B experiment on profiles, split by session",
-		"16.2 / 41.0", "9.38 / 10.1", "87.5% of 1200", "baseline", // the baseline's row
-		"92.0% of 1100", "SLO +4.5 pt [+1.2, +7.8]  TTFT p50 -0.50 ms [-1.50, +0.50]  p95 -10.00 ms [-14.00, -6.00]", // 0.045 → 4.5 points
+		"16.2 / 41.0", "9.38 / 10.1", "87.5% of 1200", // the baseline's row
+		"92.0% of 1100", // 0.045 → 4.5 points:
+		"\n  vs baseline (95%): SLO +4.5 pt [+1.2, +7.8]  TTFT p50 -0.50 ms [-1.50, +0.50]  p95 -10.00 ms [-14.00, -6.00]\n",
 	} {
 		if !strings.Contains(arms, want) {
 			t.Errorf("arms lack %q:\n%s", want, arms)
@@ -43,15 +44,17 @@ func TestRenderArms(t *testing.T) {
 		t.Error("no experiment, yet arms or a verdict")
 	}
 	// The summary ends with the verdict: SLO attainment higher (significant), the TTFT median no
-	// different, its 95th percentile lower (significant).
+	// different, its 95th percentile lower (significant); then what its attainments count.
 	sum := renderSummary(runInfo{scenario: "production", servers: 4, duration: time.Minute}, snapshot(), f, 65*time.Second, false)
-	want := "  verdict       predicted-latency against load-prefix-322: SLO attainment higher: +4.5 pt [+1.2, +7.8]; " +
-		"TTFT p50 no different at 95%: -0.50 ms [-1.50, +0.50]; TTFT p95 lower: -10.00 ms [-14.00, -6.00]\n"
+	want := "  verdict       predicted-latency against load-prefix-322, at 95%:\n" +
+		"                SLO attainment higher: +4.5 pt [+1.2, +7.8]\n" +
+		"                TTFT p50 no different: -0.50 ms [-1.50, +0.50]\n" +
+		"                TTFT p95 lower: -10.00 ms [-14.00, -6.00]\n\n" + clientAttainmentNote + armAttainmentNote
 	if !strings.HasSuffix(sum, want) {
-		t.Errorf("summary does not end with the verdict %q:\n%s", want, sum)
+		t.Errorf("summary does not end with the verdict and the notes %q:\n%s", want, sum)
 	}
-	if line := renderLine(snapshot(), f); !strings.Contains(line, "load-prefix-322:slo=87.5%,ttft=16.2 / 41.0 predicted-latency:slo=92.0%") {
-		t.Errorf("the compact line lacks the arms: %s", line)
+	if line := renderLine(snapshot(), f); !strings.Contains(line, "\n  load-prefix-322 slo**=87.5% ttft=16.2/41.0 | predicted-latency slo**=92.0%") {
+		t.Errorf("the compact lines lack the arms: %s", line)
 	}
 }
 
@@ -62,7 +65,7 @@ func TestJudge(t *testing.T) {
 		want string
 	}{
 		{"too few", experiment.Interval{Insufficient: true, Reason: "needs 30 per arm"}, "x not compared (needs 30 per arm)"},
-		{"0 inside", experiment.Interval{Estimate: 0.01, Low: -0.02, High: 0.04}, "x no different at 95%: +1.0 pt [-2.0, +4.0]"},
+		{"0 inside", experiment.Interval{Estimate: 0.01, Low: -0.02, High: 0.04}, "x no different: +1.0 pt [-2.0, +4.0]"},
 		{"above 0", experiment.Interval{Estimate: 0.03, Low: 0.01, High: 0.05, Significant: true}, "x up: +3.0 pt [+1.0, +5.0]"},
 		{"below 0", experiment.Interval{Estimate: -0.03, Low: -0.05, High: -0.01, Significant: true}, "x down: -3.0 pt [-5.0, -1.0]"},
 	}

@@ -24,44 +24,38 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// DefaultClasses are the demo's request classes when Options.Classes is empty (--class is not
-// given). The objectives
-// sit inside what the emulated fleet (llama-3.1-8b-h100-tp2, 4 servers) does under ShareGPT at
-// its default 2 req/s per server, measured with this demo on the 2-core development machine:
-// TTFT p50 ≈ 21 ms, p95 ≈ 33 ms, p99 ≈ 45 ms (a long prompt's prefill, or a prompt arriving during
-// another's); TPOT p50 ≈ 9.3 ms, p95 ≈ 9.4 ms (a 7 ms step plus the batch's work), rising to a
-// p95 of 10.2 ms at --rate 4 as batches grow. Interactive requests ask for 30 ms TTFT, so about
-// one in ten misses (the long prompts, and whoever lands behind one), and 10 ms TPOT, which holds
-// until the batches grow; which endpoint a request goes to decides part of that. Batch requests
-// are sheddable (priority −1) with a looser 200 ms TTFT, so the admitter may shed them when no
-// endpoint is predicted to serve them in time. Under the default production ladder at 16 req/s
-// per server (demoRates) the same objectives hold for about nine requests in ten (TTFT p50 ≈ 18 ms,
-// p95 ≈ 39 ms; TPOT p95 ≈ 9.9 ms; docs/benchmarks.md, "The A/B demo"). The emulator runs in real
-// time: on a busy machine its steps stretch and both figures rise.
-var DefaultClasses = []string{
-	"interactive:0.8:ttft=30:tpot=10",
-	"batch:0.2:ttft=200:priority=-1",
-}
-
-// Defaults of `foresight demo` (and so of `make run`): an A/B experiment of two whole pipelines
-// on a workload with prefix reuse and bursts, at a load where the two decide differently.
+// The demo's defaults (and so make run's): an A/B experiment of llm-d's load+prefix scoring
+// against the predicted-latency pipeline, on a fleet where two servers of four are twice as slow
+// (an H100 pool with older GPUs beside it), every request with a TTFT and a TPOT objective. Load
+// and prefix are blind to a server's speed, so about half of the baseline's requests land on a slow
+// server, whose TPOT under load is over the objective; the predicted-latency pipeline learns each
+// server's TPOT and keeps them off the slow servers while the fast ones can serve them within both
+// objectives. On the 2-core development machine, with two busy processes beside it, its verdict
+// was significant in every one of ten runs (docs/benchmarks.md, "The demo").
 const (
 	// DefaultConfig splits the sessions between load-prefix-322 and predicted-latency
 	// (profileHandler.experiment).
 	DefaultConfig = "examples/demo-ab.yaml"
-	// DefaultScenario is the production ladder: conversations that resend 99% of their context
-	// (about 90% of prompt tokens cached) and a load alternating low and high, stage by stage.
-	DefaultScenario = "production"
+	// DefaultScenario is ShareGPT-like traffic: Poisson arrivals, 163 prompt and 338 output tokens
+	// on average, at its own 2 requests/s per server, about a third of what the mixed fleet serves.
+	DefaultScenario = "sharegpt"
+	// DefaultPreset is the mixed fleet: the slot engine (32 requests at once, 12 ms between tokens
+	// alone, up to twice that as its slots fill), every second server twice as slow.
+	DefaultPreset = "sim-8b-h100-32slots,sim-8b-h100-32slots@2"
 )
+
+// DefaultClasses are the demo's request classes when Options.Classes is empty (--class is not
+// given): every request interactive, with a 1 s TTFT objective (the fleet's TTFT p50 is about
+// 0.1 s) and a 25 ms TPOT objective, which the fast servers meet even full (24 ms) and the slow
+// ones (24 ms alone, up to 48 ms) do not.
+var DefaultClasses = []string{"interactive:1:ttft=1000:tpot=25"}
 
 // demoRates are the demo's rates per server for scenarios whose own default is too light to
 // separate strategies. production: its default high stage (5/13 req/s per server, the blog's 13
-// servers) gives a 4-server fleet 55 requests a minute, too few for an interval. At 16 req/s per
-// server in the high stages the fleet averages 39 req/s, 0.10 of the saturation `bench routing
-// --load` measures for the ladder, where predicted-latency's TTFT p99 was 46% under
-// load-prefix-322's (docs/benchmarks.md, "The demo's load"); at 32 the 2-core development machine
-// ran out of CPU (client-side TTFT p95 ~500 ms while the servers' stayed ~45 ms), so the demo's
-// figures would have measured the machine, not the routing.
+// servers) gives a 4-server fleet 55 requests a minute, too few for an interval; 16 req/s per
+// server in the high stages suits the batch engine (--preset llama-3.1-8b-h100-tp2), at 0.10 of
+// the saturation bench routing measures for the ladder (docs/journal/benchmarks-2026-11.md,
+// "The A/B demo: its workload and load").
 var demoRates = map[string]float64{"production": 16}
 
 // maxRequests bounds the workload generated for a run.

@@ -48,14 +48,11 @@ func TestDemoWorkloadLastsTheDuration(t *testing.T) {
 			if tt.scenario == "production" && math.Abs(w.Rate-38.4) > 1e-9 {
 				t.Errorf("production at %v req/s, want 38.4", w.Rate)
 			}
-			var batch int
+			// The default class: every request interactive, with both objectives.
 			for _, r := range w.Requests {
-				if r.Priority < 0 {
-					batch++
+				if r.Class != "interactive" || r.SLO.TTFTMs != 1000 || r.SLO.TPOTMs != 25 || r.Priority != 0 {
+					t.Fatalf("request %d: class %q, SLO %+v, priority %d; want the default class's", r.ID, r.Class, r.SLO, r.Priority)
 				}
-			}
-			if share := float64(batch) / float64(len(w.Requests)); share < 0.1 || share > 0.3 {
-				t.Errorf("batch share %.2f, want about the default 0.2", share)
 			}
 		})
 	}

@@ -71,7 +71,8 @@ func header(in runInfo) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "foresight demo: %s at %.1f req/s for %v on %d emulated servers (%s)\n",
 		in.scenario, in.rate, in.duration, in.servers, in.preset)
-	fmt.Fprintf(&b, "router %s (OpenAI API http://%s, admin http://%s)\n", in.config, in.api, in.admin)
+	fmt.Fprintf(&b, "router %s: OpenAI API http://%s, admin http://%s\n", in.config, in.api, in.admin)
+	fmt.Fprintf(&b, "dashboard http://%s/dashboard\n", in.admin)
 	cs := make([]string, len(in.classes))
 	for i, c := range in.classes {
 		cs[i] = classString(c)
@@ -122,45 +123,147 @@ func renderScreen(s loadgen.Snapshot, f fleetState, duration time.Duration) stri
 	row := func(name string, recent, run string) { fmt.Fprintf(&b, "%-18s %-24s %s\n", name, recent, run) }
 	row("TTFT p50/p95", p50p95(s.Recent.TTFT), p50p95(s.Run.TTFT))
 	row("TPOT p50/p95", p50p95(s.Recent.TPOT), p50p95(s.Run.TPOT))
-	row("SLO attainment", attainment(&s.Recent), attainment(&s.Run))
+	row("SLO attainment *", attainment(&s.Recent), attainment(&s.Run))
 	row("ok/shed/errors", outcomes(&s.Recent), outcomes(&s.Run))
 	row("prefix cache hit", hitRate(&s.Recent), hitRate(&s.Run))
+	if fs := renderFailures(s.Run.Failures, 3, "  "); fs != "" {
+		fmt.Fprintf(&b, "errors, why:\n%s", fs)
+	}
 	if arms := renderArms(f.experiment); arms != "" {
 		fmt.Fprintf(&b, "\n%s", arms)
 	}
-	fmt.Fprintf(&b, "\npredictor  %s\n", predictorLine(f.predictor))
+	fmt.Fprintf(&b, "\npredictor  %s\n\n%s", predictorLine(f.predictor), clientAttainmentNote)
+	if f.experiment != nil {
+		b.WriteString(armAttainmentNote)
+	}
 	return b.String()
 }
 
-// renderLine is one compact line for a log or a pipe.
+// What the two SLO attainments of the view count: the client's (this process's, over the
+// requests it sent) and the router's per arm (its experiment report, over each arm's window).
+const (
+	clientAttainmentNote = "* SLO attainment as the client measures it: of the requests sent with an objective, those\n" +
+		"  that met it (TTFT, and TPOT over 2+ tokens); shed and failed requests count as missed.\n"
+	armAttainmentNote = "** per arm, as the router measures it (/admin/experiments): over each arm's last outcomes,\n" +
+		"   from the router's side of the connection.\n"
+)
+
+// lineWidth bounds the lines of the view, so that a 120-column terminal or log viewer shows them
+// whole.
+const lineWidth = 120
+
+// maxLoadList is the most endpoints whose loads a compact line lists one by one; a larger fleet
+// gets its range.
+const maxLoadList = 8
+
+// renderLine is the compact view for a log or a pipe, every 5 s: the run's line, the fleet's and,
+// in an experiment, the arms', each within lineWidth.
 func renderLine(s loadgen.Snapshot, f fleetState) string {
-	load := make([]string, len(f.endpoints))
-	for i, e := range f.endpoints {
-		if e.ok {
-			load[i] = fmt.Sprintf("%.0f+%.0f", e.running, e.waiting)
-		} else {
-			load[i] = "?"
-		}
+	lines := []string{
+		fmt.Sprintf("t=%s sent=%d inflight=%d ok=%d shed=%d err=%d ttft=%s tpot=%s slo*=%s",
+			s.Elapsed.Round(time.Second), s.Dispatched, s.InFlight, s.Run.Count(loadgen.OK), s.Run.Count(loadgen.Shed),
+			s.Run.Errors(), compactPair(s.Recent.TTFT), compactPair(s.Recent.TPOT), compactAttainment(&s.Recent)),
+		"  " + loadList(f.endpoints) + " " + compactPredictor(f.predictor),
 	}
-	mape := "-"
-	if p := f.predictor; p.ok && !math.IsNaN(p.mapeTTFT) {
-		mape = percent(p.mapeTTFT) + "/" + percent(p.mapeTPOT)
-	}
-	line := fmt.Sprintf("t=%s sent=%d inflight=%d ok=%d shed=%d err=%d ttft=%s tpot=%s slo=%s load(run+wait)=%s model=v%.0f "+
-		"mape(ttft/tpot)=%s",
-		s.Elapsed.Round(time.Second), s.Dispatched, s.InFlight, s.Run.Count(loadgen.OK), s.Run.Count(loadgen.Shed), s.Run.Errors(),
-		p50p95(s.Recent.TTFT), p50p95(s.Recent.TPOT), attainment(&s.Recent), strings.Join(load, ","), f.predictor.version,
-		mape)
 	if rep := f.experiment; rep != nil {
-		for _, a := range rep.Arms {
+		arms := make([]string, len(rep.Arms))
+		for i, a := range rep.Arms {
 			slo := "-"
 			if a.WithSLO > 0 {
 				slo = fmt.Sprintf("%.1f%%", 100*a.SLOAttainment)
 			}
-			line += fmt.Sprintf(" %s:slo=%s,ttft=%s", a.Name, slo, pair(a.TTFTp50Ms, a.TTFTp95Ms))
+			arms[i] = fmt.Sprintf("%s slo**=%s ttft=%s", a.Name, slo, strings.ReplaceAll(pair(a.TTFTp50Ms, a.TTFTp95Ms), " ", ""))
 		}
+		lines = append(lines, "  "+strings.Join(arms, " | "))
 	}
-	return line
+	for i, l := range lines {
+		lines[i] = clip(l, lineWidth)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// loadList is the endpoints' running+waiting requests, one by one up to maxLoadList endpoints,
+// else their range.
+func loadList(eps []endpointLoad) string {
+	if len(eps) <= maxLoadList {
+		load := make([]string, len(eps))
+		for i, e := range eps {
+			load[i] = "?"
+			if e.ok {
+				load[i] = fmt.Sprintf("%.0f+%.0f", e.running, e.waiting)
+			}
+		}
+		return "load(run+wait)=" + strings.Join(load, ",")
+	}
+	lo, hi, unknown := math.Inf(1), math.Inf(-1), 0
+	for _, e := range eps {
+		if !e.ok {
+			unknown++
+			continue
+		}
+		lo, hi = min(lo, e.running+e.waiting), max(hi, e.running+e.waiting)
+	}
+	if unknown == len(eps) {
+		return fmt.Sprintf("load(run+wait)=? on all %d", len(eps))
+	}
+	return fmt.Sprintf("load(run+wait)=%.0f..%.0f over %d (%d unknown)", lo, hi, len(eps), unknown)
+}
+
+// compactPredictor is the producer's model and rolling error for a compact line.
+func compactPredictor(p predictorState) string {
+	switch {
+	case !p.ok:
+		return "model=?"
+	case !p.producer:
+		return "model=none"
+	case p.version == 0:
+		return "model=learning"
+	}
+	return fmt.Sprintf("model=v%.0f mape(ttft/tpot)=%s/%s", p.version, percent(p.mapeTTFT), percent(p.mapeTPOT))
+}
+
+// compactPair is "p50/p95ms", "-" before any value.
+func compactPair(p loadgen.Percentiles) string {
+	if p.N == 0 {
+		return "-"
+	}
+	return msString(p.P50) + "/" + msString(p.P95) + "ms"
+}
+
+// compactAttainment is "93.7%(1200/1281)", "-" without objectives.
+func compactAttainment(s *loadgen.Summary) string {
+	a, ok := s.Attainment()
+	if !ok {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%(%d/%d)", 100*a, s.MetSLO, s.WithSLO)
+}
+
+// clip shortens a line to width runes, ending it with "…" when it cut.
+func clip(line string, width int) string {
+	r := []rune(line)
+	if len(r) <= width {
+		return line
+	}
+	return string(r[:width-1]) + "…"
+}
+
+// renderFailures is one line per reason requests failed, each after indent: the n most frequent,
+// and how many other reasons there were.
+func renderFailures(fs []loadgen.Failure, n int, indent string) string {
+	var b strings.Builder
+	for i, f := range fs {
+		if i == n {
+			rest := 0
+			for _, g := range fs[n:] {
+				rest += g.Count
+			}
+			fmt.Fprintf(&b, "%s… %d more, for %d other reasons\n", indent, rest, len(fs)-n)
+			break
+		}
+		b.WriteString(clip(fmt.Sprintf("%s%d × %s: %s", indent, f.Count, f.Kind, f.Example), lineWidth) + "\n")
+	}
+	return b.String()
 }
 
 // renderSummary gives the run's figures once it has ended.
@@ -172,9 +275,11 @@ func renderSummary(in runInfo, s loadgen.Snapshot, f fleetState, wall time.Durat
 		how = fmt.Sprintf("interrupted after %s", wall.Round(100*time.Millisecond))
 	}
 	fmt.Fprintf(&b, "summary: %s on %d servers, %s\n", in.scenario, in.servers, how)
-	fmt.Fprintf(&b, "  requests      sent %d, completed %d, shed %d, errors %d (4xx %d, 5xx %d, conn %d, stream %d), cut off at the end %d, skipped %d\n",
-		s.Dispatched, r.Count(loadgen.OK), r.Count(loadgen.Shed), r.Errors(), r.Count(loadgen.ClientError), r.Count(loadgen.ServerError),
-		r.Count(loadgen.ConnError), r.Count(loadgen.StreamError), r.Count(loadgen.Cut), s.Skipped)
+	fmt.Fprintf(&b, "  requests      sent %d, completed %d, shed %d, errors %d, cut off at the end %d, skipped %d\n",
+		s.Dispatched, r.Count(loadgen.OK), r.Count(loadgen.Shed), r.Errors(), r.Count(loadgen.Cut), s.Skipped)
+	if fs := renderFailures(r.Failures, 3, "                "); fs != "" {
+		fmt.Fprintf(&b, "  errors, why   (count × kind: the first one's message)\n%s", fs)
+	}
 	p3 := func(p loadgen.Percentiles) string {
 		if p.N == 0 {
 			return "-"
@@ -184,7 +289,7 @@ func renderSummary(in runInfo, s loadgen.Snapshot, f fleetState, wall time.Durat
 	fmt.Fprintf(&b, "  TTFT ms       %s\n", p3(r.TTFT))
 	fmt.Fprintf(&b, "  TPOT ms       %s\n", p3(r.TPOT))
 	fmt.Fprintf(&b, "  E2E ms        %s\n", p3(r.E2E))
-	fmt.Fprintf(&b, "  SLO attained  %s", attainment(r))
+	fmt.Fprintf(&b, "  SLO attained* %s", attainment(r))
 	for _, name := range []string{loadgen.ObjectiveInteractive, loadgen.ObjectiveBatch} {
 		if o, ok := s.ByObjective[name]; ok {
 			fmt.Fprintf(&b, "; %s %s, shed %d", name, attainment(&o), o.Count(loadgen.Shed))
@@ -199,6 +304,10 @@ func renderSummary(in runInfo, s loadgen.Snapshot, f fleetState, wall time.Durat
 	fmt.Fprintf(&b, "  predictor     %s\n", predictorLine(f.predictor))
 	if arms := renderArms(f.experiment); arms != "" {
 		fmt.Fprintf(&b, "\n%s%s", arms, verdict(f.experiment))
+	}
+	b.WriteString("\n" + clientAttainmentNote)
+	if f.experiment != nil {
+		b.WriteString(armAttainmentNote)
 	}
 	return b.String()
 }

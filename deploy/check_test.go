@@ -2,7 +2,6 @@ package deploy
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/foresight-router/foresight/internal/buildbin"
 )
 
 // binDir is a temp dir laid out as the image's bin directory: foresight and plugins/<stage> for the
@@ -50,32 +51,13 @@ func buildImageBinaries() (string, error) {
 		return "", err
 	}
 	dir := filepath.Join(tmp, "bin")
-	builds := [][2]string{{filepath.Join(dir, "foresight"), "./cmd/foresight"}}
-	// The Go plugins are the folders plugins/<name> holding a main.go, as the Makefile finds them.
-	mains, err := filepath.Glob(filepath.Join(root, "plugins", "*", "main.go"))
-	if err != nil {
+	// As make go-build builds them (the image's -trimpath and CGO_ENABLED=0 change how, not what,
+	// the binaries check), so that these builds share the build cache with test/e2e's.
+	if err := buildbin.Host(root, filepath.Join(dir, "foresight")); err != nil {
 		return "", err
 	}
-	for _, m := range mains {
-		name := filepath.Base(filepath.Dir(m))
-		builds = append(builds, [2]string{filepath.Join(dir, "plugins", name), "./plugins/" + name})
-	}
-	for _, b := range builds {
-		versionFile := filepath.Join(root, strings.TrimPrefix(b[1], "./"), "VERSION")
-		if b[1] == "./cmd/foresight" {
-			versionFile = filepath.Join(root, "VERSION")
-		}
-		v, err := os.ReadFile(versionFile)
-		if err != nil {
-			return "", err
-		}
-		// The flags of test/e2e's builds, so that the two share the build cache (the image's
-		// -trimpath and CGO_ENABLED=0 change how, not what, the binaries check).
-		cmd := exec.Command("go", "build", "-ldflags", "-X main.version="+strings.TrimSpace(string(v)), "-o", b[0], b[1])
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return "", fmt.Errorf("go build %s: %v\n%s", b[1], err, out)
-		}
+	if err := buildbin.PluginsInto(root, filepath.Join(dir, "plugins")); err != nil {
+		return "", err
 	}
 	return dir, nil
 }

@@ -22,7 +22,8 @@ func newDemo() *cobra.Command {
 			"OpenAI API in real time for --duration, with SLO headers and objectives from --class. It shows\n" +
 			"per-endpoint load, TTFT/TPOT p50/p95, SLO attainment, shed and error counts and the predictor's\n" +
 			"error every second, then a summary. When the config runs an experiment (by default an A/B of\n" +
-			"load-prefix-322 against the predicted-latency pipeline, split by session) it shows each arm's\n" +
+			"load-prefix-322 against the predicted-latency pipeline, split by session, on a fleet where\n" +
+			"every second server is twice as slow) it shows each arm's\n" +
 			"figures with the 95% intervals of the differences, and the summary ends with the verdict.\n" +
 			"Ctrl-C stops early, prints the summary and stops every plugin process. The router logs errors\n" +
 			"only unless --log-level is given.",
@@ -50,7 +51,7 @@ func newDemo() *cobra.Command {
 	f.IntVar(&o.Servers, "servers", 4, "number of emulated servers")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the workload and of the engines' noise")
 	f.Float64Var(&o.Rate, "rate", 0, "arrival rate per server in requests/s (0: 16 for production, the high stages' rate; the scenario's default otherwise)")
-	f.StringVar(&o.Preset, "preset", "llama-3.1-8b-h100-tp2", engine.FleetUsage())
+	f.StringVar(&o.Preset, "preset", demo.DefaultPreset, engine.FleetUsage())
 	f.StringArrayVar(&o.Classes, "class", nil, "request class NAME:WEIGHT[:ttft=MS][:tpot=MS][:priority=N][:nostream], repeatable\n"+
 		"(default "+strings.Join(demo.DefaultClasses, " and ")+")")
 	return cmd

@@ -2,11 +2,17 @@
 package main
 
 import (
+	_ "embed"
+	"strings"
+
 	"github.com/foresight-router/foresight/plugins/producer/predictor"
 	"github.com/foresight-router/foresight/plugins/sdk"
 )
 
-// version is stamped at build time from the VERSION file beside this one.
-var version = "0.0.0-dev"
+// version is the VERSION file beside this one: the plugin reports it in GetInfo, where a
+// pipeline's version constraint checks it.
+//
+//go:embed VERSION
+var version string
 
-func main() { sdk.ServeProducer(predictor.New(), version) }
+func main() { sdk.ServeProducer(predictor.New(), strings.TrimSpace(version)) }

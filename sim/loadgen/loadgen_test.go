@@ -425,3 +425,29 @@ func TestRecentWindow(t *testing.T) {
 		t.Errorf("by kind %v", snap.Run.ByKind)
 	}
 }
+
+// TestFailuresGrouped checks that failed requests are grouped by kind and by message with its
+// numbers blanked out, most frequent first, with the first message of each group as its example;
+// shed, cut and OK requests are not failures.
+func TestFailuresGrouped(t *testing.T) {
+	var s stats
+	for i, r := range []Result{
+		{Kind: ClientError, Err: "request 7: 9000 input tokens exceed max_model_len 8192"},
+		{Kind: ServerError, Err: "no endpoint is ready"},
+		{Kind: ClientError, Err: "request 9: 8500 input tokens exceed max_model_len 8192"},
+		{Kind: ServerError, Err: "request 3: 9000 input tokens exceed max_model_len 8192"}, // another kind
+		{Kind: Shed, Err: "shed"}, {Kind: Cut, Err: "context canceled"}, {Kind: OK},
+		{Kind: ClientError, Err: "request 12: 10000 input tokens exceed max_model_len 8192"},
+	} {
+		s.add(&r, time.Duration(i)*time.Millisecond)
+	}
+	got := s.snapshot(time.Now()).Run.Failures
+	want := []Failure{
+		{Kind: ClientError, Example: "request 7: 9000 input tokens exceed max_model_len 8192", Count: 3},
+		{Kind: ServerError, Example: "no endpoint is ready", Count: 1},
+		{Kind: ServerError, Example: "request 3: 9000 input tokens exceed max_model_len 8192", Count: 1},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("failures %+v, want %+v", got, want)
+	}
+}

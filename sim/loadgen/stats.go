@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"regexp"
 	"slices"
 	"sync"
 	"time"
@@ -39,6 +40,17 @@ type Summary struct {
 	WithSLO, MetSLO int
 	// PromptTokens, CachedTokens and CompletionTokens sum the OK requests' usage blocks.
 	PromptTokens, CachedTokens, CompletionTokens int
+	// Failures groups the failed requests (Errors) by why, most frequent first.
+	Failures []Failure
+}
+
+// Failure is one reason requests failed: those that ended as Kind with the same message once its
+// numbers are blanked out (so "8193 input tokens exceed 8192" and "9000 input tokens exceed 8192"
+// are one reason), Count of them; Example is the first one's message.
+type Failure struct {
+	Kind    Kind
+	Example string
+	Count   int
 }
 
 // Percentiles are the p50, p95 and p99 of N values in ms (internal/quantile's linear
@@ -91,6 +103,7 @@ type record struct {
 	hasSLO, met                bool
 	ttft, tpot, e2e            time.Duration
 	prompt, cached, completion int
+	err                        string // Result.Err of a failed request
 }
 
 func (s *stats) begin(start time.Time) {
@@ -115,6 +128,9 @@ func (s *stats) add(r *Result, end time.Duration) {
 	rec := record{end: end, kind: r.Kind, objective: r.Objective, hasSLO: r.HasSLO() && r.Kind != Cut,
 		met: r.MetSLO(), ttft: r.TTFT, tpot: r.TPOT, e2e: r.E2E,
 		prompt: r.PromptTokens, cached: r.CachedTokens, completion: r.CompletionTokens}
+	if r.Kind != OK && r.Kind != Shed && r.Kind != Cut {
+		rec.err = r.Err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.records = append(s.records, rec)
@@ -145,6 +161,7 @@ func (s *stats) snapshot(now time.Time) Snapshot {
 func summarize(recs []record, keep func(*record) bool) Summary {
 	var s Summary
 	var ttft, tpot, e2e []float64
+	var failures failureGroups
 	for i := range recs {
 		r := &recs[i]
 		if !keep(r) {
@@ -152,6 +169,9 @@ func summarize(recs []record, keep func(*record) bool) Summary {
 		}
 		s.Ended++
 		s.ByKind[r.kind]++
+		if r.kind != OK && r.kind != Shed && r.kind != Cut {
+			failures.add(r.kind, r.err)
+		}
 		if r.hasSLO {
 			s.WithSLO++
 			if r.met {
@@ -170,7 +190,40 @@ func summarize(recs []record, keep func(*record) bool) Summary {
 		s.CompletionTokens += r.completion
 	}
 	s.TTFT, s.TPOT, s.E2E = percentiles(ttft), percentiles(tpot), percentiles(e2e)
+	s.Failures = failures.sorted()
 	return s
+}
+
+// failureGroups groups failures by kind and message, numbers blanked out.
+type failureGroups struct {
+	index map[failureKey]int
+	list  []Failure
+}
+
+type failureKey struct {
+	kind Kind
+	msg  string
+}
+
+var digits = regexp.MustCompile(`[0-9]+`)
+
+func (g *failureGroups) add(k Kind, msg string) {
+	key := failureKey{k, digits.ReplaceAllString(msg, "#")}
+	if i, ok := g.index[key]; ok {
+		g.list[i].Count++
+		return
+	}
+	if g.index == nil {
+		g.index = map[failureKey]int{}
+	}
+	g.index[key] = len(g.list)
+	g.list = append(g.list, Failure{Kind: k, Example: msg, Count: 1})
+}
+
+// sorted returns the groups most frequent first, the first seen first among equals.
+func (g *failureGroups) sorted() []Failure {
+	slices.SortStableFunc(g.list, func(a, b Failure) int { return b.Count - a.Count })
+	return g.list
 }
 
 // percentiles sorts v in place and reads its p50, p95 and p99.

@@ -14,15 +14,16 @@ import (
 
 // traceDirEnv names the directory holding the public traces these tests replay: the Azure LLM
 // inference traces of 2023 (azure2023_conv.csv, azure2023_code.csv) and Mooncake's conversation
-// trace (mooncake_conversation_trace.jsonl). The traces are not part of the repository; without
-// the variable, or without a file, the test skips.
+// trace (mooncake_conversation_trace.jsonl). The traces are not part of the repository (README.md
+// says where they come from); make test finds them in a traces directory in or beside the
+// repository. Without the variable, or without a file, the test skips and says why.
 const traceDirEnv = "FORESIGHT_TRACE_DIR"
 
 func tracePath(t testing.TB, file string) string {
 	t.Helper()
 	dir := os.Getenv(traceDirEnv)
 	if dir == "" {
-		t.Skipf("$%s is not set: it names the directory holding %s", traceDirEnv, file)
+		t.Skipf("$%s is not set: it names the directory holding %s (make test finds a traces directory in or beside the repository)", traceDirEnv, file)
 	}
 	p := filepath.Join(dir, file)
 	if _, err := os.Stat(p); err != nil {

@@ -85,12 +85,13 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	// Non-terminal output: one line when the first second is up, then one every 5 s.
-	if !strings.Contains(stdout, "foresight demo: production") || !strings.Contains(stdout, "t=1s ") {
+	if !strings.Contains(stdout, "foresight demo: sharegpt") || !strings.Contains(stdout, "\ndashboard http://127.0.0.1:") ||
+		!strings.Contains(stdout, "t=1s ") {
 		t.Errorf("no header or status line:\n%s", stdout)
 	}
 	checkSummary(t, stdout, true)
-	// By default the demo is an A/B experiment of two pipelines, and its summary ends with the verdict.
-	if !strings.Contains(stdout, "verdict       predicted-latency against load-prefix-322: ") {
+	// By default the demo is an A/B experiment of two pipelines, and its summary has the verdict.
+	if !strings.Contains(stdout, "verdict       predicted-latency against ") {
 		t.Errorf("no verdict of the A/B experiment:\n%s", stdout)
 	}
 	checkNoPlugins(t)

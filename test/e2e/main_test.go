@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/foresight-router/foresight/internal/buildbin"
 )
 
 // The layout TestMain builds in a temp dir, mirroring the repository's so the example configs'
@@ -44,28 +46,16 @@ func run(m *testing.M) int {
 
 func buildAll() error {
 	hostBin = filepath.Join(root, "bin", "foresight")
-	builds := [][2]string{{hostBin, "./cmd/foresight"}, {filepath.Join(root, "bin", "protocol2"), "./test/e2e/testdata/protocol2"},
-		{filepath.Join(root, "bin", "stall"), "./test/e2e/testdata/stall"}, {filepath.Join(root, "bin", "picky"), "./test/e2e/testdata/picky"},
-		{filepath.Join(root, "bin", "oldpicker"), "./test/e2e/testdata/oldpicker"}}
-	// The Go plugins are the folders plugins/<name> holding a main.go, as the Makefile finds them.
-	mains, err := filepath.Glob(filepath.Join(repo, "plugins", "*", "main.go"))
-	if err != nil {
+	if err := buildbin.Host(repo, hostBin); err != nil {
 		return err
 	}
-	for _, m := range mains {
-		name := filepath.Base(filepath.Dir(m))
-		builds = append(builds, [2]string{pluginBin(name), "./plugins/" + name})
+	for _, name := range []string{"protocol2", "stall", "picky", "oldpicker"} {
+		if err := buildbin.Go(repo, "-o", filepath.Join(root, "bin", name), "./test/e2e/testdata/"+name); err != nil {
+			return err
+		}
 	}
-	for _, b := range builds {
-		version := "0.0.0-e2e"
-		if v, err := os.ReadFile(filepath.Join(repo, strings.TrimPrefix(b[1], "./"), "VERSION")); err == nil {
-			version = strings.TrimSpace(string(v))
-		}
-		cmd := exec.Command("go", "build", "-ldflags", "-X main.version="+version, "-o", b[0], b[1])
-		cmd.Dir = repo
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("go build %s: %v\n%s", b[1], err, out)
-		}
+	if err := buildbin.PluginsInto(repo, filepath.Join(root, "bin", "plugins")); err != nil {
+		return err
 	}
 	if err := buildTypeScript(); err != nil {
 		return err

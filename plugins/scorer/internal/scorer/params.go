@@ -66,7 +66,7 @@ func DefaultParams() Params {
 		// A median predictor off by a log-normal factor of spread s has a mean absolute
 		// percentage error of E|e^X − 1|, X ~ N(0, s²): 38 % at 0.45 and 43 % at 0.5, the
 		// producer's live TTFT and TPOT MAPE on the mooncake trace (39–42 % and 44–54 %,
-		// docs/benchmarks.md, "Overlapping rounds").
+		// docs/journal/benchmarks-2026-11.md, "Overlapping rounds").
 		TTFTSpread:                0.45,
 		TPOTSpread:                0.5,
 		TTFTShare:                 0.02,
