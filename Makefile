@@ -66,11 +66,13 @@ bin/plugins/ts-filter: system-tools $(NODE_DEPS) ## the TypeScript example filte
 # the first directory named traces in the repository, beside it, or in a folder beside it.
 TRACE_DIR := $(or $(FORESIGHT_TRACE_DIR),$(patsubst %/,%,$(dir $(firstword $(wildcard $(addsuffix /azure2023_conv.csv,traces ../traces ../*/traces))))))
 
+# helm is not built first: the tests in deploy/ build it (.tools/bin/helm, by this Makefile's rule)
+# while the other packages' tests run, and helm-lint uses it after them.
 .PHONY: test
-test: system-tools $(NODE_DEPS) $(HELM) ## run the whole test suite: Go (unit, shim, end-to-end with real plugin processes), the Python kit, the TypeScript kit, the Helm chart
+test: system-tools $(NODE_DEPS) ## run the whole test suite: Go (unit, shim, end-to-end with real plugin processes), the Python kit, the TypeScript kit, the Helm chart
 	@if [ -n "$(TRACE_DIR)" ]; then echo "trace-replay tests: the traces in $(TRACE_DIR)"; \
 	  else echo "trace-replay tests: skipped, no traces directory found (set FORESIGHT_TRACE_DIR; sim/workload/README.md says where to get them)"; fi
-	FORESIGHT_TRACE_DIR=$(abspath $(TRACE_DIR)) FORESIGHT_HELM=$(HELM) $(GO) test -race -count=1 ./...
+	FORESIGHT_TRACE_DIR=$(abspath $(TRACE_DIR)) $(GO) test -race -count=1 ./...
 	/usr/bin/python3 -m unittest discover -s plugins/sdk/python/tests -t plugins/sdk/python
 	cd plugins/sdk/typescript && npm test --silent
 	cd plugins/ts-filter && npm test --silent
@@ -96,7 +98,7 @@ profiles: build ## regenerate examples/llumnix-profiles: Llumnix profiles of bot
 	  bin/foresight profile --preset $$p --out examples/llumnix-profiles/$$p --timestamp 2026-11-25T00:00:00Z || exit 1; done
 
 .PHONY: lint
-lint: tools ## go vet, gofmt check, unreachable code, buf lint and buf breaking against main
+lint: $(TOOLS)/bin/deadcode $(BUF) ## go vet, gofmt check, unreachable code, buf lint and buf breaking against main
 	$(GO) vet ./...
 	@unformatted=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go' | grep -v '\.pb\.go$$')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
@@ -105,7 +107,7 @@ lint: tools ## go vet, gofmt check, unreachable code, buf lint and buf breaking 
 	$(MAKE) --no-print-directory breaking
 
 .PHONY: generate
-generate: tools ## regenerate the Go code beside proto/ and the Python and TypeScript code in proto/gen (committed; reproducible byte for byte)
+generate: $(TOOLS)/bin/protoc-gen-go $(TOOLS)/bin/protoc-gen-go-grpc $(BUF) system-tools ## regenerate the Go code beside proto/ and the Python and TypeScript code in proto/gen (committed; reproducible byte for byte)
 	$(BUF) generate
 
 .PHONY: generate-check
@@ -114,7 +116,7 @@ generate-check: generate ## fail when the committed generated code differs from 
 	  echo "generated code is stale: run make generate and commit"; exit 1; fi
 
 .PHONY: breaking
-breaking: tools ## check the contracts for breaking changes against main (a protocol-2 change must not land on protocol 1)
+breaking: $(BUF) ## check the contracts for breaking changes against main (a protocol-2 change must not land on protocol 1)
 	@if git rev-parse --verify -q main >/dev/null; then $(BUF) breaking --against '.git#branch=main'; \
 	  else echo "buf breaking: no local main branch to compare with; skipped"; fi
 
@@ -126,9 +128,10 @@ bench: build ## benchmark the pipeline over real plugin processes (JSON on stdou
 fuzz: ## run every fuzz target for FUZZTIME each (default 10m), one after the other; a failing input lands in testdata/fuzz
 	tools/fuzz.sh $(or $(FUZZTIME),10m)
 
+# DEMO_FLAGS are flags for the demo (docs/cli.md, foresight demo), e.g. DEMO_FLAGS="--duration 20s".
 .PHONY: run
 run: go-build ## build the router and the Go plugins (Go is all it needs) and run the demo
-	bin/foresight demo
+	bin/foresight demo $(DEMO_FLAGS)
 
 .PHONY: tools
 tools: $(TOOLS)/bin/protoc-gen-go $(TOOLS)/bin/protoc-gen-go-grpc $(TOOLS)/bin/deadcode $(BUF) $(HELM) system-tools ## install the pinned code generators and helm into .tools
@@ -153,7 +156,7 @@ $(HELM):
 	  -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$(HELM_KUBE_MINOR)" \
 	  helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 
-$(BUF) $(TS_PROTO) &: tools/package.json tools/package-lock.json
+$(BUF) $(TS_PROTO) &: tools/package.json tools/package-lock.json | system-tools
 	mkdir -p $(TOOLS)/npm && cp tools/package.json tools/package-lock.json $(TOOLS)/npm/
 	cd $(TOOLS)/npm && npm install --silent --no-audit --no-fund
 	touch $(BUF) $(TS_PROTO)

@@ -51,8 +51,8 @@ func buildImageBinaries() (string, error) {
 		return "", err
 	}
 	dir := filepath.Join(tmp, "bin")
-	// As make go-build builds them (the image's -trimpath and CGO_ENABLED=0 change how, not what,
-	// the binaries check), so that these builds share the build cache with test/e2e's.
+	// As make go-build builds them (the image's CGO_ENABLED=0 changes how, not what, the binaries
+	// check), so that these builds share the build cache with test/e2e's.
 	if err := buildbin.Host(root, filepath.Join(dir, "foresight")); err != nil {
 		return "", err
 	}

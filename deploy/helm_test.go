@@ -27,9 +27,10 @@ var (
 	helmErr  error
 )
 
-// helm returns the helm binary the tests render with: $FORESIGHT_HELM, which the Makefile sets to
-// its pinned build, else the repository's .tools/bin/helm, built by the Makefile's own rule when
-// missing, so that `go test ./deploy/` works alone. Either must be the Makefile's HELM_VERSION.
+// helm returns the helm binary the tests render with: $FORESIGHT_HELM when set (make helm-check
+// sets it), else the repository's .tools/bin/helm, built by the Makefile's own rule when missing
+// (make test leaves that to this test, so that it overlaps the other packages' tests). Either must
+// be the Makefile's HELM_VERSION.
 func helm(t *testing.T) string {
 	t.Helper()
 	helmOnce.Do(func() { helmPath, helmErr = findHelm() })

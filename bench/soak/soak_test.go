@@ -3,30 +3,28 @@ package soak
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/foresight-router/foresight/internal/buildbin"
 )
 
 // buildBinaries builds the foresight binary and the plugins named into dir/bin, as test/e2e
-// builds them (go build from the repository's root), and returns the foresight binary's path.
+// builds them (internal/buildbin), and returns the foresight binary's path.
 func buildBinaries(t *testing.T, dir string, plugins ...string) string {
 	t.Helper()
-	builds := map[string]string{filepath.Join(dir, "bin", "foresight"): "./cmd/foresight"}
-	for _, p := range plugins {
-		builds[filepath.Join(dir, "bin", "plugins", p)] = "./plugins/" + p
+	repo := filepath.Join("..", "..")
+	bin := filepath.Join(dir, "bin", "foresight")
+	if err := buildbin.Host(repo, bin); err != nil {
+		t.Fatal(err)
 	}
-	for out, pkg := range builds {
-		cmd := exec.Command("go", "build", "-o", out, pkg)
-		cmd.Dir = filepath.Join("..", "..")
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-		}
+	if err := buildbin.PluginsInto(repo, filepath.Join(dir, "bin", "plugins"), plugins...); err != nil {
+		t.Fatal(err)
 	}
-	return filepath.Join(dir, "bin", "foresight")
+	return bin
 }
 
 // Ten seconds of soak through the real binaries — foresight serve with a scorer and a picker,

@@ -1,6 +1,8 @@
 // Package buildbin builds the repository's binaries for the tests that run them, as make go-build
 // builds them: bin/foresight stamped with the repository's VERSION, and the Go plugins in one go
 // build, which compiles and links them in parallel, each embedding the VERSION beside its main.go.
+// All with -trimpath, as make does: the build cache then keys packages by content rather than by
+// directory, so a clone elsewhere (test/e2e's walk-through) reuses these builds.
 package buildbin
 
 import (
@@ -50,9 +52,10 @@ func PluginsInto(repo, dir string, names ...string) error {
 	return Go(repo, args...)
 }
 
-// Go runs go build with args in the repository at repo; its error carries the compiler's output.
+// Go runs go build -trimpath with args in the repository at repo; its error carries the
+// compiler's output.
 func Go(repo string, args ...string) error {
-	cmd := exec.Command("go", append([]string{"build"}, args...)...)
+	cmd := exec.Command("go", append([]string{"build", "-trimpath"}, args...)...)
 	cmd.Dir = repo
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build %s: %v\n%s", strings.Join(args, " "), err, out)
