@@ -60,9 +60,11 @@ func TestNewcomerWalkthrough(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait(); pw.Close() }()
-	var out strings.Builder
+	var out strings.Builder        // make's output, read once scanned is closed
 	header := make(chan string, 1) // the output up to the dashboard's line
+	scanned := make(chan struct{}) // closed when make's output has ended
 	go func() {
+		defer close(scanned)
 		sc := bufio.NewScanner(pr)
 		sent := false
 		for sc.Scan() {
@@ -82,6 +84,7 @@ func TestNewcomerWalkthrough(t *testing.T) {
 	}
 	if head == "" {
 		<-done
+		<-scanned
 		t.Fatalf("make run printed no dashboard address:\n%s", out.String())
 	}
 	dashboard := dashboardLine.FindStringSubmatch(head)[1]
@@ -104,7 +107,9 @@ func TestNewcomerWalkthrough(t *testing.T) {
 		}
 	}
 
-	if err := <-done; err != nil {
+	err = <-done
+	<-scanned
+	if err != nil {
 		t.Fatalf("make run: %v\n%s", err, out.String())
 	}
 	if !strings.Contains(out.String(), "verdict       predicted-latency against ") {
