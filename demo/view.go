@@ -132,10 +132,7 @@ func renderScreen(s loadgen.Snapshot, f fleetState, duration time.Duration) stri
 	if arms := renderArms(f.experiment); arms != "" {
 		fmt.Fprintf(&b, "\n%s", arms)
 	}
-	fmt.Fprintf(&b, "\npredictor  %s\n\n%s", predictorLine(f.predictor), clientAttainmentNote)
-	if f.experiment != nil {
-		b.WriteString(armAttainmentNote)
-	}
+	fmt.Fprintf(&b, "\npredictor  %s\n\n%s", predictorLine(f.predictor), attainmentNotes(f))
 	return b.String()
 }
 
@@ -147,6 +144,15 @@ const (
 	armAttainmentNote = "** per arm, as the router measures it (/admin/experiments): over each arm's last outcomes,\n" +
 		"   from the router's side of the connection.\n"
 )
+
+// attainmentNotes says what the view's SLO attainments count: the client's, and with an
+// experiment the router's per arm.
+func attainmentNotes(f fleetState) string {
+	if f.experiment == nil {
+		return clientAttainmentNote
+	}
+	return clientAttainmentNote + armAttainmentNote
+}
 
 // lineWidth bounds the lines of the view, so that a 120-column terminal or log viewer shows them
 // whole.
@@ -222,10 +228,7 @@ func renderSummary(in runInfo, s loadgen.Snapshot, f fleetState, wall time.Durat
 	if arms := renderArms(f.experiment); arms != "" {
 		fmt.Fprintf(&b, "\n%s%s", arms, verdict(f.experiment))
 	}
-	b.WriteString("\n" + clientAttainmentNote)
-	if f.experiment != nil {
-		b.WriteString(armAttainmentNote)
-	}
+	b.WriteString("\n" + attainmentNotes(f))
 	return b.String()
 }
 

@@ -63,9 +63,21 @@ type Percentiles struct {
 // Count returns the number of requests that ended as k.
 func (s *Summary) Count(k Kind) int { return s.ByKind[k] }
 
-// Errors counts the requests that failed: 4xx other than 429, 5xx, connection and stream errors.
+// Errors counts the requests that failed (Kind.failed).
 func (s *Summary) Errors() int {
-	return s.ByKind[ClientError] + s.ByKind[ServerError] + s.ByKind[ConnError] + s.ByKind[StreamError]
+	n := 0
+	for k, c := range s.ByKind {
+		if Kind(k).failed() {
+			n += c
+		}
+	}
+	return n
+}
+
+// failed reports whether a request that ended as k failed: a 4xx other than 429, a 5xx, a
+// connection or a stream error. OK, shed and cut requests did not.
+func (k Kind) failed() bool {
+	return k == ClientError || k == ServerError || k == ConnError || k == StreamError
 }
 
 // Attainment returns MetSLO / WithSLO; ok is false when no request had an objective.
@@ -103,7 +115,9 @@ type record struct {
 	hasSLO, met                bool
 	ttft, tpot, e2e            time.Duration
 	prompt, cached, completion int
-	err                        string // Result.Err of a failed request
+	// err is a failed request's Result.Err, and errKey the same with its numbers blanked out:
+	// the reason it is grouped under (Failure), computed once here rather than at every snapshot.
+	err, errKey string
 }
 
 func (s *stats) begin(start time.Time) {
@@ -128,8 +142,8 @@ func (s *stats) add(r *Result, end time.Duration) {
 	rec := record{end: end, kind: r.Kind, objective: r.Objective, hasSLO: r.HasSLO() && r.Kind != Cut,
 		met: r.MetSLO(), ttft: r.TTFT, tpot: r.TPOT, e2e: r.E2E,
 		prompt: r.PromptTokens, cached: r.CachedTokens, completion: r.CompletionTokens}
-	if r.Kind != OK && r.Kind != Shed && r.Kind != Cut {
-		rec.err = r.Err
+	if r.Kind.failed() {
+		rec.err, rec.errKey = r.Err, digits.ReplaceAllString(r.Err, "#")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -169,8 +183,8 @@ func summarize(recs []record, keep func(*record) bool) Summary {
 		}
 		s.Ended++
 		s.ByKind[r.kind]++
-		if r.kind != OK && r.kind != Shed && r.kind != Cut {
-			failures.add(r.kind, r.err)
+		if r.kind.failed() {
+			failures.add(r)
 		}
 		if r.hasSLO {
 			s.WithSLO++
@@ -194,7 +208,7 @@ func summarize(recs []record, keep func(*record) bool) Summary {
 	return s
 }
 
-// failureGroups groups failures by kind and message, numbers blanked out.
+// failureGroups groups failures by kind and message, numbers blanked out (record.errKey).
 type failureGroups struct {
 	index map[failureKey]int
 	list  []Failure
@@ -205,10 +219,11 @@ type failureKey struct {
 	msg  string
 }
 
+// digits are what a failure's message has blanked out to find its reason.
 var digits = regexp.MustCompile(`[0-9]+`)
 
-func (g *failureGroups) add(k Kind, msg string) {
-	key := failureKey{k, digits.ReplaceAllString(msg, "#")}
+func (g *failureGroups) add(r *record) {
+	key := failureKey{r.kind, r.errKey}
 	if i, ok := g.index[key]; ok {
 		g.list[i].Count++
 		return
@@ -217,7 +232,7 @@ func (g *failureGroups) add(k Kind, msg string) {
 		g.index = map[failureKey]int{}
 	}
 	g.index[key] = len(g.list)
-	g.list = append(g.list, Failure{Kind: k, Example: msg, Count: 1})
+	g.list = append(g.list, Failure{Kind: r.kind, Example: r.err, Count: 1})
 }
 
 // sorted returns the groups most frequent first, the first seen first among equals.
