@@ -67,8 +67,12 @@ func exerciseForeign(t *testing.T, fc foreignCase) {
 	if tr := l.Run(context.Background(), fc.cycle(99)); !fc.goServed(tr) {
 		t.Fatalf("after swapping in %s: %s", fc.goSpec.Name, traceJSON(tr))
 	}
+	// Swapped back, the plugin is started again, or kept: the pool reuses its process when the
+	// swapped-out generation has not yet drained and released it (pluginhost.Pool), which a loaded
+	// machine makes likely. Either way it is the one serving, as the next cycle checks.
 	res, err := l.SwapStage(context.Background(), fc.slot, pin(*cfg.Plugin(fc.plugin)), nil, "test")
-	if err != nil || !slices.Equal(res.Started, []string{fc.plugin}) {
+	back := slices.Equal(res.Started, []string{fc.plugin}) || (len(res.Started) == 0 && slices.Contains(res.Kept, fc.plugin))
+	if err != nil || !back {
 		t.Fatalf("swapping %s back: %+v, %v", fc.plugin, res, err)
 	}
 	if tr := l.Run(context.Background(), fc.cycle(100)); !fc.served(tr) {
