@@ -14,12 +14,6 @@ PROTOC_GEN_GO_VERSION      := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 # golang.org/x/tools for deadcode, the unreachable-code check of make lint.
 X_TOOLS_VERSION            := v0.52.0
-# helm renders and lints the chart in deploy/helm (make helm-check, the test in deploy/). It is built
-# from its module and stamped as its release binary is: its version, and the Kubernetes version of
-# the client-go it is built with (1.37 for v3.22.0), which helm template and lint assume offline.
-HELM_VERSION               := v3.22.0
-HELM_KUBE_MINOR            := 37
-HELM                       := $(TOOLS)/bin/helm
 
 # The Go plugins are the folders plugins/<name> that hold a main.go (test/e2e finds them the same way).
 GO_PLUGINS := $(patsubst plugins/%/main.go,%,$(wildcard plugins/*/main.go))
@@ -66,8 +60,7 @@ bin/plugins/ts-filter: system-tools $(NODE_DEPS) ## the TypeScript example filte
 # the first directory named traces in the repository, beside it, or in a folder beside it.
 TRACE_DIR := $(or $(FORESIGHT_TRACE_DIR),$(patsubst %/,%,$(dir $(firstword $(wildcard $(addsuffix /azure2023_conv.csv,traces ../traces ../*/traces))))))
 
-# helm is not built first: the tests in deploy/ build it (.tools/bin/helm, by this Makefile's rule)
-# while the other packages' tests run, and helm-lint uses it after them.
+# The Helm chart is linted, rendered and checked by the tests in deploy/, with Helm's Go packages.
 .PHONY: test
 test: system-tools $(NODE_DEPS) ## run the whole test suite: Go (unit, shim, end-to-end with real plugin processes), the Python kit, the TypeScript kit, the Helm chart
 	@if [ -n "$(TRACE_DIR)" ]; then echo "trace-replay tests: the traces in $(TRACE_DIR)"; \
@@ -76,21 +69,14 @@ test: system-tools $(NODE_DEPS) ## run the whole test suite: Go (unit, shim, end
 	/usr/bin/python3 -m unittest discover -s plugins/sdk/python/tests -t plugins/sdk/python
 	cd plugins/sdk/typescript && npm test --silent
 	cd plugins/ts-filter && npm test --silent
-	$(MAKE) --no-print-directory helm-lint
 
 .PHONY: helm-check
-helm-check: helm-lint ## helm lint the chart with its defaults and each value set of deploy/helm/foresight/ci; render and check it (deploy/); fail when deploy/manifests is stale
-	FORESIGHT_HELM=$(HELM) $(GO) test -race -count=1 ./deploy/
-
-.PHONY: helm-lint
-helm-lint: $(HELM) ## helm lint the chart with its defaults and each value set of deploy/helm/foresight/ci (make test runs the deploy/ tests with the rest)
-	$(HELM) lint --strict deploy/helm/foresight
-	@for f in deploy/helm/foresight/ci/*.yaml; do echo "$(HELM) lint --strict deploy/helm/foresight -f $$f"; \
-	  $(HELM) lint --strict deploy/helm/foresight -f $$f || exit 1; done
+helm-check: ## lint the chart as helm lint --strict does, with its defaults and each value set of deploy/helm/foresight/ci; render and check it; fail when deploy/manifests is stale (make test runs it too)
+	$(GO) test -race -count=1 ./deploy/
 
 .PHONY: manifests
-manifests: $(HELM) ## regenerate deploy/manifests/foresight.yaml: helm template of the chart's defaults
-	FORESIGHT_HELM=$(HELM) $(GO) test -count=1 -run TestManifestsUpToDate ./deploy/ -args -update
+manifests: ## regenerate deploy/manifests/foresight.yaml: helm template of the chart's defaults
+	$(GO) test -count=1 -run TestManifestsUpToDate ./deploy/ -args -update
 
 .PHONY: profiles
 profiles: build ## regenerate examples/llumnix-profiles: Llumnix profiles of both engine families' default presets (reproducible byte for byte)
@@ -134,7 +120,7 @@ run: go-build ## build the router and the Go plugins (Go is all it needs) and ru
 	bin/foresight demo $(DEMO_FLAGS)
 
 .PHONY: tools
-tools: $(TOOLS)/bin/protoc-gen-go $(TOOLS)/bin/protoc-gen-go-grpc $(TOOLS)/bin/deadcode $(BUF) $(HELM) system-tools ## install the pinned code generators and helm into .tools
+tools: $(TOOLS)/bin/protoc-gen-go $(TOOLS)/bin/protoc-gen-go-grpc $(TOOLS)/bin/deadcode $(BUF) system-tools ## install the pinned code generators into .tools
 
 .PHONY: system-tools
 system-tools: ## install what Debian provides and the build needs, when missing (npm, gcc, protoc, Python gRPC, chromium)
@@ -148,13 +134,6 @@ $(TOOLS)/bin/protoc-gen-go-grpc:
 
 $(TOOLS)/bin/deadcode:
 	GOBIN=$(TOOLS)/bin $(GO) install golang.org/x/tools/cmd/deadcode@$(X_TOOLS_VERSION)
-
-$(HELM):
-	GOBIN=$(TOOLS)/bin $(GO) install -ldflags "-X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
-	  -X helm.sh/helm/v3/internal/version.metadata= \
-	  -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$(HELM_KUBE_MINOR) \
-	  -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$(HELM_KUBE_MINOR)" \
-	  helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 
 $(BUF) $(TS_PROTO) &: tools/package.json tools/package-lock.json | system-tools
 	mkdir -p $(TOOLS)/npm && cp tools/package.json tools/package-lock.json $(TOOLS)/npm/

@@ -83,3 +83,12 @@ func foresightCheck(t *testing.T, config string, paths map[string]string, env []
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
+
+// repoRoot returns the repository's real path.
+func repoRoot() (string, error) {
+	abs, err := filepath.Abs("..")
+	if err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(abs)
+}

@@ -2,16 +2,22 @@ package deploy
 
 import (
 	"bytes"
-	"errors"
+	"cmp"
 	"fmt"
-	"io/fs"
 	"os"
-	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
+
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/lint"
+	"helm.sh/helm/v3/pkg/lint/support"
+	"helm.sh/helm/v3/pkg/releaseutil"
+	"helm.sh/helm/v3/pkg/strvals"
 )
 
 // The chart, and the release the tests render it as.
@@ -21,94 +27,175 @@ const (
 	namespace = "foresight"
 )
 
-var (
-	helmOnce sync.Once
-	helmPath string
-	helmErr  error
-)
+// The tests render and lint the chart with Helm's own packages (helm.sh/helm/v3 at the version
+// go.mod pins), in process, as `helm template` and `helm lint --strict` do: no helm binary to build
+// or install.
 
-// helm returns the helm binary the tests render with: $FORESIGHT_HELM when set (make helm-check
-// sets it), else the repository's .tools/bin/helm, built by the Makefile's own rule when missing
-// (make test leaves that to this test, so that it overlaps the other packages' tests). Either must
-// be the Makefile's HELM_VERSION.
-func helm(t *testing.T) string {
-	t.Helper()
-	helmOnce.Do(func() { helmPath, helmErr = findHelm() })
-	if helmErr != nil {
-		t.Fatal(helmErr)
-	}
-	return helmPath
-}
-
-func findHelm() (string, error) {
-	want, err := makefileVar("HELM_VERSION")
-	if err != nil {
-		return "", err
-	}
-	path := os.Getenv("FORESIGHT_HELM")
-	if path == "" {
-		root, err := repoRoot()
-		if err != nil {
-			return "", err
-		}
-		// The Makefile names the target by its absolute path under its CURDIR, the real path.
-		path = filepath.Join(root, ".tools", "bin", "helm")
-		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-			cmd := exec.Command("make", "--no-print-directory", path)
-			cmd.Dir = root
-			if out, err := cmd.CombinedOutput(); err != nil {
-				return "", fmt.Errorf("building helm %s with `make %s` failed (make tools builds it; it needs the Go module proxy): %v\n%s", want, path, err, out)
-			}
-		}
-	}
-	out, err := exec.Command(path, "version", "--template", "{{.Version}}").Output()
-	if err != nil {
-		return "", fmt.Errorf("%s version: %v ($FORESIGHT_HELM names the helm binary; unset, the test uses .tools/bin/helm and builds it with make)", path, err)
-	}
-	if got := strings.TrimSpace(string(out)); got != want {
-		return "", fmt.Errorf("%s is helm %s but the Makefile pins %s: remove it and run `make tools`", path, got, want)
-	}
-	return path, nil
-}
-
-// render runs helm template on the chart as the release, with args (values files, --set) added.
+// render renders the chart as `helm template foresight helm/foresight --namespace foresight ARGS`
+// prints it, failing the test when it cannot.
 func render(t *testing.T, args ...string) []byte {
 	t.Helper()
-	out, stderr, err := helmTemplate(t, args...)
+	out, err := helmTemplate(args...)
 	if err != nil {
-		t.Fatalf("helm template %s: %v\n%s", strings.Join(args, " "), err, stderr)
+		t.Fatalf("helm template %s: %v", strings.Join(args, " "), err)
 	}
 	return out
 }
 
-// helmTemplate runs helm template and returns its output, its stderr and its error.
-func helmTemplate(t *testing.T, args ...string) ([]byte, string, error) {
-	t.Helper()
-	cmd := exec.Command(helm(t), append([]string{"template", release, chartDir, "--namespace", namespace}, args...)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	return stdout.Bytes(), stderr.String(), err
+// helmTemplate renders the chart as helm template does with args, which are `--values FILE` and
+// `--set K=V,...` pairs: the values files merged in order, then the --set values, checked against
+// values.schema.json; the templates rendered for a client-only install against the Kubernetes of
+// go.mod's client-go; NOTES.txt left out, the manifests in Helm's install order, each under its
+// `# Source:` line.
+func helmTemplate(args ...string) ([]byte, error) {
+	vals, err := values(args)
+	if err != nil {
+		return nil, err
+	}
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		return nil, err
+	}
+	caps, err := capabilities()
+	if err != nil {
+		return nil, err
+	}
+	if v := ch.Metadata.KubeVersion; v != "" && !chartutil.IsCompatibleRange(v, caps.KubeVersion.String()) {
+		return nil, fmt.Errorf("chart requires kubeVersion: %s which is incompatible with Kubernetes %s", v, caps.KubeVersion)
+	}
+	top, err := chartutil.ToRenderValues(ch, vals, chartutil.ReleaseOptions{Name: release, Namespace: namespace,
+		Revision: 1, IsInstall: true}, caps)
+	if err != nil {
+		return nil, err
+	}
+	files, err := engine.Render(ch, top)
+	if err != nil {
+		return nil, err
+	}
+	for name := range files {
+		if path.Base(name) == "NOTES.txt" {
+			delete(files, name)
+		}
+	}
+	hooks, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
+	if err != nil {
+		return nil, err
+	}
+	var body bytes.Buffer
+	for _, m := range manifests {
+		fmt.Fprintf(&body, "---\n# Source: %s\n%s\n", m.Name, m.Content)
+	}
+	var out bytes.Buffer
+	fmt.Fprintln(&out, strings.TrimSpace(body.String()))
+	for _, h := range hooks {
+		fmt.Fprintf(&out, "---\n# Source: %s\n%s\n", h.Path, h.Manifest)
+	}
+	return out.Bytes(), nil
 }
 
-// repoRoot returns the repository's real path (the Makefile's CURDIR).
-func repoRoot() (string, error) {
-	abs, err := filepath.Abs("..")
-	if err != nil {
-		return "", err
+// values merges the values of args as helm does: every --values file in order (a later file's
+// keys over an earlier's, maps merged key by key), then every --set in order.
+func values(args []string) (map[string]any, error) {
+	if len(args)%2 != 0 {
+		return nil, fmt.Errorf("args %q: want --values FILE and --set K=V pairs", args)
 	}
-	return filepath.EvalSymlinks(abs)
+	vals := map[string]any{}
+	for i := 0; i < len(args); i += 2 {
+		if args[i] != "--values" {
+			continue
+		}
+		data, err := os.ReadFile(args[i+1])
+		if err != nil {
+			return nil, err
+		}
+		file, err := chartutil.ReadValues(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", args[i+1], err)
+		}
+		merge(vals, file)
+	}
+	for i := 0; i < len(args); i += 2 {
+		switch args[i] {
+		case "--values":
+		case "--set":
+			if err := strvals.ParseInto(args[i+1], vals); err != nil {
+				return nil, fmt.Errorf("--set %s: %w", args[i+1], err)
+			}
+		default:
+			return nil, fmt.Errorf("args %q: %s is neither --values nor --set", args, args[i])
+		}
+	}
+	return vals, nil
 }
 
-// makefileVar returns the value of a `NAME := value` line of the repository's Makefile.
-func makefileVar(name string) (string, error) {
-	data, err := os.ReadFile("../Makefile")
-	if err != nil {
-		return "", err
+// merge sets src's keys into dst, merging the maps both hold key by key.
+func merge(dst, src map[string]any) {
+	for k, v := range src {
+		if sub, ok := v.(map[string]any); ok {
+			if into, ok := dst[k].(map[string]any); ok {
+				merge(into, sub)
+				continue
+			}
+		}
+		dst[k] = v
 	}
-	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + `\s*:=\s*(\S+)`).FindSubmatch(data)
+}
+
+// capabilities are Helm's defaults for a client-only rendering, with the Kubernetes version of the
+// client-go the module requires (k8s.io/client-go v0.N.x is Kubernetes 1.N), the version the
+// chart's objects are decoded and checked against.
+func capabilities() (*chartutil.Capabilities, error) {
+	v, err := kubeVersion()
+	if err != nil {
+		return nil, err
+	}
+	caps := chartutil.DefaultCapabilities.Copy()
+	caps.KubeVersion = *v
+	return caps, nil
+}
+
+// kubeVersion is the Kubernetes version of the client-go the repository's go.mod requires.
+func kubeVersion() (*chartutil.KubeVersion, error) {
+	data, err := os.ReadFile("../go.mod")
+	if err != nil {
+		return nil, err
+	}
+	m := regexp.MustCompile(`(?m)^\s*k8s\.io/client-go v0\.(\d+)\.`).FindSubmatch(data)
 	if m == nil {
-		return "", fmt.Errorf("../Makefile: no %s := line", name)
+		return nil, fmt.Errorf("../go.mod requires no k8s.io/client-go v0.N.x")
 	}
-	return string(m[1]), nil
+	return chartutil.ParseKubeVersion("v1." + string(m[1]) + ".0")
+}
+
+// TestChartLints lints the chart as `helm lint --strict` does, with its defaults and with each value
+// set of helm/foresight/ci: any warning or error fails it (information, such as a missing icon,
+// does not).
+func TestChartLints(t *testing.T) {
+	sets, err := filepath.Glob(filepath.Join(chartDir, "ci", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube, err := kubeVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, set := range append([]string{""}, sets...) {
+		name := cmp.Or(filepath.Base(set), "defaults")
+		t.Run(name, func(t *testing.T) {
+			var args []string
+			if set != "" {
+				args = []string{"--values", set}
+			}
+			vals, err := values(args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			linted := lint.AllWithKubeVersion(chartDir, vals, namespace, kube)
+			for _, m := range linted.Messages {
+				if m.Severity >= support.WarningSev {
+					t.Errorf("helm lint --strict %s: %s", strings.Join(args, " "), m)
+				}
+			}
+		})
+	}
 }
