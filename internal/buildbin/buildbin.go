@@ -2,12 +2,7 @@
 // builds them: bin/foresight stamped with the repository's VERSION, and the Go plugins in one go
 // build, which compiles and links them in parallel, each embedding the VERSION beside its main.go.
 // All with -trimpath, as make does: the build cache then keys packages by content rather than by
-// directory, so a clone elsewhere (test/e2e's walk-through) reuses these builds.
-//
-// go test runs packages in parallel, and several of them build the same binaries: go build does not
-// share work between processes, so two cold builds of one package graph compile it twice. Every
-// build here holds one lock file for the user (flock), so the first compiles and the others find
-// its work in the build cache and only link.
+// directory, so a clone elsewhere (test/walkthrough's make run) reuses these builds.
 package buildbin
 
 import (
@@ -16,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 )
 
 // plugins returns the names of the Go plugins of the repository at repo: the folders
@@ -58,33 +52,13 @@ func PluginsInto(repo, dir string, names ...string) error {
 	return Go(repo, args...)
 }
 
-// Go runs go build -trimpath with args in the repository at repo, one such build at a time for
-// the user; its error carries the compiler's output.
+// Go runs go build -trimpath with args in the repository at repo; its error carries the
+// compiler's output.
 func Go(repo string, args ...string) error {
-	unlock, err := lock()
-	if err != nil {
-		return err
-	}
-	defer unlock()
 	cmd := exec.Command("go", append([]string{"build", "-trimpath"}, args...)...)
 	cmd.Dir = repo
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return nil
-}
-
-// lock takes the user's build lock, waiting for the build that holds it, and returns its release.
-// The kernel releases it too if the process dies.
-func lock() (func(), error) {
-	path := filepath.Join(os.TempDir(), fmt.Sprintf("foresight-buildbin-%d.lock", os.Getuid()))
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("build lock: %w", err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("build lock %s: %w", path, err)
-	}
-	return func() { f.Close() }, nil
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -23,11 +22,9 @@ import (
 	"github.com/foresight-router/foresight/host/admin"
 	"github.com/foresight-router/foresight/host/config"
 	"github.com/foresight-router/foresight/host/router"
+	"github.com/foresight-router/foresight/internal/chromium"
 	"github.com/foresight-router/foresight/internal/eventually"
 )
-
-// chromium is Debian's package's binary; tools/system-deps.sh installs it.
-const chromium = "/usr/bin/chromium"
 
 // dashboardToken is the admin token of the dashboard test's router.
 const dashboardToken = "dashboard-e2e-token"
@@ -37,8 +34,8 @@ const dashboardToken = "dashboard-e2e-token"
 // DOM. Set FORESIGHT_DASHBOARD_PNG to a path (docs/img/dashboard.png for the README) to keep the
 // screenshot it takes.
 func TestDashboardInChromium(t *testing.T) {
-	if _, err := os.Stat(chromium); err != nil {
-		t.Skipf("%s is missing (Debian's chromium package; tools/system-deps.sh installs it): %v", chromium, err)
+	if _, err := os.Stat(chromium.Path); err != nil {
+		t.Skipf("%s is missing (Debian's chromium package; tools/system-deps.sh installs it): %v", chromium.Path, err)
 	}
 	t.Setenv(config.AdminTokenEnv, dashboardToken)
 	var logs syncBuffer
@@ -179,20 +176,13 @@ func dashboardAdmin(t *testing.T, r *router.Router, method, path string) (int, s
 // temp dir and no background services keep it off the network and apart from other runs.
 func runChromium(t *testing.T, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	flags := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir=" + t.TempDir(), "--virtual-time-budget=5000"}, args...)
-	cmd := exec.CommandContext(ctx, chromium, flags...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
+	stdout, stderr, err := chromium.Run(t.TempDir(), args...)
+	if err != nil {
 		// The URL holds the token: keep it out of the test's output.
 		t.Fatalf("chromium %s: %v\n%s", strings.ReplaceAll(strings.Join(args, " "), dashboardToken, "TOKEN"), err,
-			strings.ReplaceAll(stderr.String(), dashboardToken, "TOKEN"))
+			strings.ReplaceAll(stderr, dashboardToken, "TOKEN"))
 	}
-	return stdout.String()
+	return stdout
 }
 
 // syncBuffer is a bytes.Buffer safe for the router's concurrent log writes.

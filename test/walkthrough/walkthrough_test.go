@@ -1,4 +1,6 @@
-package e2e
+// Package walkthrough does what README.md tells a newcomer, as one test: its own package, so that
+// go test runs it beside test/e2e rather than after it.
+package walkthrough
 
 import (
 	"bufio"
@@ -11,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/foresight-router/foresight/internal/chromium"
 )
 
 // The README's first request to a running router: its curl of /v1/completions with an SLO header
@@ -26,15 +30,20 @@ var (
 // TestNewcomerWalkthrough does what README.md tells a newcomer, on a clone of the repository's
 // last commit: `make run` (its demo shortened with DEMO_FLAGS), the dashboard at the address the
 // demo prints first, in headless Chromium, and the README's first curl against the demo's router.
-// The clone builds with the cache TestMain's builds filled (both -trimpath), so it mostly links.
+// Run with the other packages, the clone builds with the cache their builds filled (all -trimpath,
+// internal/buildbin), so it mostly links.
 func TestNewcomerWalkthrough(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a clone, a build and a 20 s demo")
 	}
-	for _, tool := range []string{"git", "make", "curl", chromium} {
+	for _, tool := range []string{"git", "make", "curl", chromium.Path} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("%s is missing (tools/system-deps.sh installs Chromium): %v", tool, err)
 		}
+	}
+	repo, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
 	}
 	readme, err := os.ReadFile(filepath.Join(repo, "README.md"))
 	if err != nil {
@@ -100,7 +109,10 @@ func TestNewcomerWalkthrough(t *testing.T) {
 		t.Errorf("the README's curl at %s: %v\n%s", api[1], err, answer)
 	}
 	// The dashboard, as a browser renders it: live, with the demo's four servers.
-	dom := runChromium(t, "--dump-dom", dashboard)
+	dom, stderr, err := chromium.Run(t.TempDir(), "--dump-dom", dashboard)
+	if err != nil {
+		t.Fatalf("chromium --dump-dom %s: %v\n%s", dashboard, err, stderr)
+	}
 	for id, want := range map[string]string{"status": "live", "endpoint-count": "4"} {
 		if m := regexp.MustCompile(`id="` + id + `"[^>]*>([^<]*)<`).FindStringSubmatch(dom); m == nil || m[1] != want {
 			t.Errorf("the dashboard at %s: #%s is %v, want %q:\n%s", dashboard, id, m, want, dom)
