@@ -119,9 +119,14 @@ func placeRound(picker *pickerSlot, ms []*member) bool {
 	rounds := len(in) > 0 && picker.plugin.Status().Info.Rounds
 	id := roundSeq.Add(1)
 	for k, m := range in {
-		m.cur.Round = sdk.Round{}
+		r := sdk.Round{}
 		if rounds {
-			m.cur.Round = sdk.Round{Position: k, Size: len(in)}
+			r = sdk.Round{Position: k, Size: len(in)}
+		}
+		if m.cur.Round != r {
+			// A copy: a stage call given up on (its deadline passed while it was queued) may be
+			// reading m.cur still.
+			m.cur = transport.WithRound(m.cur, r)
 		}
 		m.t.Round = &RoundTrace{ID: id, Position: k, Size: len(in), Prior: m.prior}
 	}

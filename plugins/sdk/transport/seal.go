@@ -40,6 +40,19 @@ func encode(c *sdk.Cycle) encoded {
 // sealed. Seal must not run concurrently with calls that send the cycle.
 func Seal(c *sdk.Cycle) { *hooks.Slot(c) = &wireCache{of: c, encoded: encode(c)} }
 
+// WithRound returns a copy of c in round r, sealed when c is: the encoding does not hold the round,
+// which every call sets beside it. Change a cycle's round this way rather than in place: a call
+// its caller gave up on may still be reading c (a stage's deadline passed while the call was
+// queued), and c must not change under it.
+func WithRound(c *sdk.Cycle, r sdk.Round) *sdk.Cycle {
+	n := *c
+	n.Round = r
+	if w, ok := (*hooks.Slot(c)).(*wireCache); ok && w.of == c {
+		*hooks.Slot(&n) = &wireCache{of: &n, encoded: w.encoded}
+	}
+	return &n
+}
+
 // encodingOf returns the cycle's sealed encoding, or encodes it now.
 func encodingOf(c *sdk.Cycle) encoded {
 	if w, ok := (*hooks.Slot(c)).(*wireCache); ok && w.of == c {
