@@ -62,6 +62,11 @@ type LiveOptions struct {
 	// Rate is the arrival rate per server in requests/s (0: the scenario's default; traces:
 	// their own pace); Speedup then divides every arrival time (0 is 1).
 	Rate, Speedup float64
+	// Load, when set, sets the rate instead: Load × the live saturation rate per server
+	// (LiveSaturation), which Saturation gives or probes of Probe's arrivals each measure
+	// (default DefaultLiveProbe).
+	Load, Saturation float64
+	Probe            time.Duration
 	// Seed seeds the workload and the engines' noise.
 	Seed uint64
 	// EngineCPU is --engine-cpu (ParseEngineCPU): the CPU the emulated servers burn per token.
@@ -113,6 +118,7 @@ func RunLive(ctx context.Context, o LiveOptions) (*LiveResult, error) {
 	o.StopGrace = cmp.Or(o.StopGrace, DefaultLiveStopGrace)
 	o.MaxInFlight = cmp.Or(o.MaxInFlight, DefaultLiveMaxInFlight)
 	o.RouterLogLevel = cmp.Or(o.RouterLogLevel, "info")
+	o.Probe = cmp.Or(o.Probe, DefaultLiveProbe)
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
@@ -123,16 +129,23 @@ func RunLive(ctx context.Context, o LiveOptions) (*LiveResult, error) {
 	if engineCPU.On && o.Binary == "" {
 		return nil, fmt.Errorf("--engine-cpu: the foresight binary to run the emulated servers is not known")
 	}
+	cost, sat, err := liveLoad(ctx, &o, engineCPU)
+	if err != nil {
+		return nil, err
+	}
 	w, classes, err := liveWorkload(o)
 	if err != nil {
 		return nil, err
 	}
-	cost := engineCPU.resolve(w)
+	if sat == nil {
+		cost = engineCPU.resolve(w)
+	}
 	specs, err := liveRuns(o, w)
 	if err != nil {
 		return nil, err
 	}
 	res := newLiveResult(o, w)
+	res.Load, res.Saturation = o.Load, sat
 	if engineCPU.On {
 		res.EngineCPU = cost.String()
 		if engineCPU.Share > 0 {
@@ -142,7 +155,7 @@ func RunLive(ctx context.Context, o LiveOptions) (*LiveResult, error) {
 	for i, s := range specs {
 		progress(o.Progress, "live: %d/%d %s: %d requests over %.1f s, %d servers\n", i+1, len(specs), s.name,
 			len(w.Requests), res.SpanSeconds, o.Servers)
-		run, err := runLive(ctx, o, s, w, classes, cost, engineCPU.On)
+		run, _, err := runLive(ctx, o, s, w, classes, cost, engineCPU.On)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", s.name, err)
 		}
@@ -171,8 +184,60 @@ func (o *LiveOptions) validate() error {
 		return fmt.Errorf("--max-duration must be > 0, got %v", o.MaxDuration)
 	case o.Drain < 0:
 		return fmt.Errorf("--drain must be >= 0, got %v", o.Drain)
+	case o.Load < 0 || o.Load > 2 || math.IsNaN(o.Load):
+		return fmt.Errorf("--load must be a fraction of the saturation rate in (0, 2], got %v", o.Load)
+	case o.Saturation < 0 || math.IsNaN(o.Saturation) || math.IsInf(o.Saturation, 0):
+		return fmt.Errorf("--saturation must be a rate per server in requests/s > 0, got %v", o.Saturation)
+	case o.Probe <= 0:
+		return fmt.Errorf("--probe must be > 0, got %v", o.Probe)
+	case o.Load == 0 && o.Saturation > 0:
+		return fmt.Errorf("--saturation sets the rate the load of --load is a fraction of: give --load too")
+	case o.Load > 0 && o.Rate > 0:
+		return fmt.Errorf("--load sets the rate (load × the live saturation rate): give --load or --rate, not both")
+	case o.Load > 0 && o.Speedup != 1:
+		return fmt.Errorf("--load sets the rate (load × the live saturation rate): leave --speedup at 1")
 	}
 	return nil
+}
+
+// liveLoad sets o.Rate from o.Load, when it is given: Load × the live saturation rate, given
+// (o.Saturation) or measured (measureLiveSaturation), which it returns. The engines' CPU cost is
+// then the same at every rate, the probes' and the runs': auto:SHARE's is worked out on the
+// workload at the simulator's saturation rate (the servers burn SHARE of the CPUs there). Without
+// o.Load it returns a nil saturation and the cost is the caller's to resolve on its workload.
+func liveLoad(ctx context.Context, o *LiveOptions, engineCPU EngineCPU) (emulator.CPUCost, *LiveSaturation, error) {
+	if o.Load == 0 {
+		return emulator.CPUCost{}, nil, nil
+	}
+	cost, sim := engineCPU.Cost, 0.0
+	if engineCPU.Share > 0 || o.Saturation == 0 {
+		progress(o.Progress, "live: the simulator's saturation rate of the fleet…\n")
+		var err error
+		if sim, err = simulatedSaturation(*o); err != nil {
+			return cost, nil, err
+		}
+		progress(o.Progress, "live: the simulator's saturation rate: %.3g req/s per server\n", sim)
+	}
+	if engineCPU.Share > 0 {
+		at := *o
+		at.Rate = sim
+		w, _, err := liveWorkload(at)
+		if err != nil {
+			return cost, nil, err
+		}
+		cost = engineCPU.resolve(w)
+	}
+	sat := &LiveSaturation{PerServerRPS: o.Saturation, SimulatedPerServerRPS: sim}
+	if o.Saturation == 0 {
+		var err error
+		if sat, err = measureLiveSaturation(ctx, *o, sim, cost, engineCPU.On); err != nil {
+			return cost, nil, err
+		}
+	}
+	sat.FleetRPS = sat.PerServerRPS * float64(o.Servers)
+	o.Rate = o.Load * sat.PerServerRPS
+	progress(o.Progress, "live: load %g × %.3g req/s per server: %.3g req/s per server\n", o.Load, sat.PerServerRPS, o.Rate)
+	return cost, sat, nil
 }
 
 // liveWorkload generates the workload every run replays, as bench routing does from the same
@@ -269,13 +334,14 @@ func progress(w io.Writer, format string, args ...any) {
 
 // runLive runs one config or baseline: fresh servers, the router process when there is one,
 // the replay with the servers' queues sampled, then the router's metrics and CPU time; it stops
-// the router and the servers before it returns, whatever happens.
+// the router and the servers before it returns, whatever happens. It returns the requests'
+// results too.
 func runLive(ctx context.Context, o LiveOptions, s liveRunSpec, w *workload.Workload, classes []workload.Class,
-	cost emulator.CPUCost, engineCPU bool) (LiveRun, error) {
+	cost emulator.CPUCost, engineCPU bool) (LiveRun, []loadgen.Result, error) {
 	run := LiveRun{Name: s.name, Config: s.config, Client: s.baseline}
 	fleet, fleetPID, err := startFleet(ctx, o, cost, engineCPU)
 	if err != nil {
-		return run, err
+		return run, nil, err
 	}
 	stopFleet := sync.OnceFunc(fleet.Close)
 	onExit(o.AtExit, stopFleet)
@@ -301,7 +367,7 @@ func runLive(ctx context.Context, o LiveOptions, s liveRunSpec, w *workload.Work
 		}
 		if proc, err = StartRouter(ctx, o.Binary, s.config, addrs, args, emulator.DefaultModel, o.ReadyTimeout); err != nil {
 			run.Unavailable = strings.Join(strings.Fields(err.Error()), " ")
-			return run, nil
+			return run, results, nil
 		}
 		stopRouter := func() { proc.Stop(o.StopGrace) }
 		onExit(o.AtExit, stopRouter)
@@ -324,7 +390,7 @@ func runLive(ctx context.Context, o LiveOptions, s liveRunSpec, w *workload.Work
 	}
 	lg, err := loadgen.New(lo)
 	if err != nil {
-		return run, err
+		return run, nil, err
 	}
 	queues := pollQueues(addrs, livePollPeriod)
 	host := newHostMeter()
@@ -351,7 +417,7 @@ func runLive(ctx context.Context, o LiveOptions, s liveRunSpec, w *workload.Work
 		fig, err = readRouter(ctx, client, proc.admin)
 		client.CloseIdleConnections()
 		if err != nil {
-			return run, err
+			return run, nil, err
 		}
 		if d, ok := routerCPU.used(); ok {
 			run.RouterCPUSeconds = ptr(d.Seconds())
@@ -376,7 +442,7 @@ func runLive(ctx context.Context, o LiveOptions, s liveRunSpec, w *workload.Work
 	}
 	run.DecisionWait, run.StageRoundTrips = fig.decisionWait, fig.stages
 	run.flow(fig)
-	return run, nil
+	return run, results, nil
 }
 
 func ptr[T any](v T) *T { return &v }

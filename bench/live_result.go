@@ -40,6 +40,9 @@ type LiveResult struct {
 	// EngineCPU is the CPU the emulated servers burnt per token (--engine-cpu, auto resolved);
 	// empty when they burnt none beyond serving HTTP.
 	EngineCPU string `json:"engine_cpu,omitempty"`
+	// Load is --load: the runs' rate is Load × Saturation's rate per server. 0 without --load.
+	Load       float64         `json:"load,omitempty"`
+	Saturation *LiveSaturation `json:"saturation,omitempty"`
 	// Runs are the configs, then the baselines, in the order asked for.
 	Runs []LiveRun `json:"runs"`
 }
@@ -293,6 +296,17 @@ func (r *LiveResult) WriteText(out io.Writer) error {
 	}
 	if r.EngineCPU != "" {
 		fmt.Fprintf(out, "engine CPU %s\n", r.EngineCPU)
+	}
+	if s := r.Saturation; s != nil {
+		how := "given"
+		if s.Measured {
+			how = fmt.Sprintf("measured: %d probes of %.0f s, the client sending round-robin; unstable at %.3g", len(s.Probes), s.ProbeSeconds, s.UnstablePerServerRPS)
+		}
+		sim := ""
+		if s.SimulatedPerServerRPS > 0 {
+			sim = fmt.Sprintf("; the simulator's %.3g", s.SimulatedPerServerRPS)
+		}
+		fmt.Fprintf(out, "load %g × the live saturation rate %.3g req/s per server (%s%s)\n", r.Load, s.PerServerRPS, how, sim)
 	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "run\tTTFT p50\tp95\tp99\tTPOT p50\tp95\tp99\tE2E p50\tp95\tp99\tSLO att.\tok\tshed\terr\tcut\tcached\t")

@@ -87,6 +87,10 @@ type unavailable struct{ reason string }
 // Error returns the reason.
 func (u unavailable) Error() string { return u.reason }
 
+// DefaultNoise is the simulated engines' relative standard deviation of step times unless
+// --noise says otherwise.
+const DefaultNoise = 0.05
+
 // RoutingOptions are what RunRouting compares: bench routing's flags.
 type RoutingOptions struct {
 	// Scenario is the workload (sim/workload), Strategies the comma-separated strategies (see
@@ -99,7 +103,7 @@ type RoutingOptions struct {
 	// scenario's default; traces: every row).
 	Servers, Requests int
 	// Rate is the arrival rate per server in requests/s (0: the scenario's default); Noise the
-	// relative standard deviation of engine step times.
+	// relative standard deviation of engine step times (bench routing's default: DefaultNoise).
 	Rate, Noise float64
 	// Seed seeds the workload, the engines' noise and the cycles.
 	Seed uint64

@@ -71,15 +71,31 @@ func MeasureSaturation(fleet cluster.Config, reqs []workload.Request) (Saturatio
 	if err != nil {
 		return Saturation{}, err
 	}
-	lo, hi := 0.0, 0.0 // highest rate kept up with, lowest not
-	for r := guess; lo == 0 || hi == 0 || hi > lo*saturationTolerance; {
-		if sat.Runs == maxSaturationRuns {
-			return Saturation{}, fmt.Errorf("measuring saturation: no bracket after %d runs (kept up at %v, not at %v req/s)", sat.Runs, lo, hi)
+	lo, hi, runs, err := searchRate(guess, 2, saturationTolerance, func(r float64) (bool, error) {
+		return keepsUp(fleet, tiled, r)
+	})
+	sat.Runs = runs
+	if err != nil {
+		return Saturation{}, fmt.Errorf("measuring saturation: %w", err)
+	}
+	sat.FleetRPS, sat.PerServerRPS, sat.Unstable = lo, lo/float64(len(fleet.Engines)), hi
+	sat.WallSeconds = time.Since(began).Seconds()
+	return sat, nil
+}
+
+// searchRate finds, from the first rate guess, the highest rate keepsUp says yes to: the rate
+// is multiplied (or divided) by step until one rate passes and one fails, then the bracket is
+// halved geometrically until its ends are within tolerance of each other. It returns the
+// bracket (lo kept up, hi not) and the number of rates tried, at most maxSaturationRuns.
+func searchRate(guess, step, tolerance float64, keepsUp func(rate float64) (bool, error)) (lo, hi float64, runs int, err error) {
+	for r := guess; lo == 0 || hi == 0 || hi > lo*tolerance; {
+		if runs == maxSaturationRuns {
+			return 0, 0, runs, fmt.Errorf("no bracket after %d runs (kept up at %v, not at %v req/s)", runs, lo, hi)
 		}
-		ok, err := keepsUp(fleet, tiled, r)
-		sat.Runs++
+		ok, err := keepsUp(r)
+		runs++
 		if err != nil {
-			return Saturation{}, err
+			return 0, 0, runs, err
 		}
 		if ok {
 			lo = r
@@ -88,16 +104,14 @@ func MeasureSaturation(fleet cluster.Config, reqs []workload.Request) (Saturatio
 		}
 		switch {
 		case hi == 0:
-			r *= 2
+			r *= step
 		case lo == 0:
-			r /= 2
+			r /= step
 		default:
 			r = math.Sqrt(lo * hi)
 		}
 	}
-	sat.FleetRPS, sat.PerServerRPS, sat.Unstable = lo, lo/float64(len(fleet.Engines)), hi
-	sat.WallSeconds = time.Since(began).Seconds()
-	return sat, nil
+	return lo, hi, runs, nil
 }
 
 // keepsUp runs reqs through fleet with round-robin, arriving evenly spaced at rate (fleet
@@ -111,7 +125,7 @@ func keepsUp(fleet cluster.Config, reqs []workload.Request, rate float64) (bool,
 	end := reqs[len(reqs)-1].Arrival
 	run, err := cluster.Run(fleet, reqs, &roundRobin{}, nil)
 	if err != nil {
-		return false, fmt.Errorf("measuring saturation at %.3g req/s: %w", rate, err)
+		return false, fmt.Errorf("at %.3g req/s: %w", rate, err)
 	}
 	arrived, done := 0, 0
 	for _, o := range run.Outcomes {

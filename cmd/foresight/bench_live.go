@@ -27,7 +27,11 @@ func newBenchLive() *cobra.Command {
 			"percentiles, SLO attainment, errors, the cached-token share, each server's share of the requests\n" +
 			"(the router's foresight_endpoint_requests_total) and largest waiting queue, the producer's MAPE\n" +
 			"and the router process's CPU time, and the share of the host's CPUs busy. --engine-cpu makes the\n" +
-			"servers burn real CPU per token, in a `foresight emulate` process whose CPU is reported too. Table on stderr; --json prints one JSON object on stdout.\n" +
+			"servers burn real CPU per token, in a `foresight emulate` process whose CPU is reported too. --load sets\n" +
+			"the rate as a fraction of what this host serves: the highest rate the client's round-robin keeps up\n" +
+			"with, measured by probes (the simulator's criterion, from the simulator's rate) unless --saturation gives\n" +
+			"it; auto:SHARE's cost is then the one that burns SHARE of the CPUs at the simulator's saturation rate.\n" +
+			"Table on stderr; --json prints one JSON object on stdout.\n" +
 			"Ctrl-C stops every router process and server.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -53,6 +57,9 @@ func newBenchLive() *cobra.Command {
 	f.IntVar(&o.Requests, "requests", 0, "requests to generate (0: the scenario's default; traces: every row), cut at --max-duration")
 	f.Float64Var(&o.Rate, "rate", 0, "arrival rate per server in requests/s (0: the scenario's default; traces: their own pace)")
 	f.Float64Var(&o.Speedup, "speedup", 1, "divide every arrival time by this factor (replay a trace X times faster)")
+	f.Float64Var(&o.Load, "load", 0, "set the rate to this fraction, in (0, 2], of the live saturation rate: the highest rate per server the client's round-robin keeps up with on this host, engines' CPU included (excludes --rate)")
+	f.Float64Var(&o.Saturation, "saturation", 0, "with --load: the live saturation rate per server in requests/s (a previous run's), instead of measuring it")
+	f.DurationVar(&o.Probe, "probe", bench.DefaultLiveProbe, "with --load: the arrivals' span of each probe measuring the live saturation rate")
 	f.StringArrayVar(&o.Classes, "class", nil, "request class NAME:WEIGHT[:ttft=MS][:tpot=MS][:priority=N][:nostream], repeatable; requests draw one each (default: no SLO, priority 0, streaming)")
 	f.IntVar(&o.Servers, "servers", 4, "emulated servers")
 	f.StringVar(&o.Preset, "preset", testbed.DefaultPreset, engine.FleetUsage())

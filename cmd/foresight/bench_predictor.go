@@ -34,7 +34,7 @@ func newBenchPredictor() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&o.Scenario, "scenario", "sharegpt", "workload the samples come from")
 	f.StringVar(&o.Preset, "preset", "llama-3.1-8b-h100-tp2", engine.FleetUsage())
-	f.Float64Var(&o.Noise, "noise", 0.05, "relative standard deviation of engine step times")
+	f.Float64Var(&o.Noise, "noise", bench.DefaultNoise, "relative standard deviation of engine step times")
 	f.Float64Var(&o.Rate, "rate", 0, "arrival rate per server in requests/s (0: the scenario's default)")
 	f.IntVar(&o.Servers, "servers", 8, "simulated servers")
 	f.IntVar(&o.Rows, "rows", 20000, "training rows")

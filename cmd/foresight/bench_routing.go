@@ -72,7 +72,7 @@ func newBenchRouting() *cobra.Command {
 	f.StringVar(&o.Strategies, "strategies", "rr,least-load,load-prefix-111,load-prefix-322,predicted-latency,oracle", "comma-separated strategies; FILE.yaml names a pipeline config of your own")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the workload, the engines' noise and the cycles")
 	f.StringVar(&o.Preset, "preset", "llama-3.1-8b-h100-tp2", engine.FleetUsage())
-	f.Float64Var(&o.Noise, "noise", 0.05, "relative standard deviation of engine step times")
+	f.Float64Var(&o.Noise, "noise", bench.DefaultNoise, "relative standard deviation of engine step times")
 	f.Float64Var(&o.Rate, "rate", 0, "arrival rate per server in requests/s (0: the scenario's default)")
 	f.StringVar(&o.Trace, "trace", "", "trace file for azure-conv, azure-code and mooncake")
 	f.StringVar(&o.Examples, "examples", "examples", "directory of the strategies' pipeline configs")
