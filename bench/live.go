@@ -430,7 +430,11 @@ func runLive(ctx context.Context, o LiveOptions, s liveRunSpec, w *workload.Work
 	}
 	stopFleet()
 	run.summarize(snap, results, w, classes)
-	run.servers(addrs, results, fig, maxWaiting, meanWaiting)
+	var access *accessLog
+	if proc != nil {
+		access = proc.access
+	}
+	run.servers(addrs, results, fig, access, maxWaiting, meanWaiting)
 	if run.RouterCPUSeconds != nil && run.Sent > 0 {
 		run.CPUMsPerRequest = ptr(*run.RouterCPUSeconds * 1000 / float64(run.Sent))
 	}

@@ -23,8 +23,14 @@ type accessLog struct {
 	lines   map[string]accessLine
 }
 
-// accessLine is what accessLog keeps of one request's access line.
-type accessLine struct{ ttftMs, heldMs float64 }
+// accessLine is what accessLog keeps of one request's access line: the TTFT and TPOT the router
+// measured from its upstream (0: none), how long it held the request, the endpoint that served it (the last one tried) and the
+// producer's prediction for it there (0: none valid).
+type accessLine struct {
+	ttftMs, tpotMs, heldMs float64
+	endpoint               string
+	predTTFTMs, predTPOTMs float64
+}
 
 func newAccessLog() *accessLog { return &accessLog{lines: map[string]accessLine{}} }
 
@@ -59,13 +65,26 @@ func (a *accessLog) line(line []byte) {
 	}
 	var l struct {
 		RequestID string  `json:"request_id"`
+		Endpoint  string  `json:"endpoint"`
 		TTFTMs    float64 `json:"ttft_ms"`
+		TPOTMs    float64 `json:"tpot_ms"`
 		TotalMs   float64 `json:"total_ms"`
 		E2EMs     float64 `json:"e2e_ms"`
+		PredTTFT  float64 `json:"predicted_ttft_ms"`
+		PredTPOT  float64 `json:"predicted_tpot_ms"`
 	}
 	if json.Unmarshal(line, &l) == nil && l.RequestID != "" && l.TTFTMs > 0 {
-		a.lines[l.RequestID] = accessLine{ttftMs: l.TTFTMs, heldMs: max(l.TotalMs-l.E2EMs, 0)}
+		a.lines[l.RequestID] = accessLine{ttftMs: l.TTFTMs, tpotMs: l.TPOTMs, heldMs: max(l.TotalMs-l.E2EMs, 0), endpoint: l.Endpoint,
+			predTTFTMs: l.PredTTFT, predTPOTMs: l.PredTPOT}
 	}
+}
+
+// lookup returns the access line of the request with that ID.
+func (a *accessLog) lookup(id string) (accessLine, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	l, ok := a.lines[id]
+	return l, ok
 }
 
 // AddedTTFT is the TTFT the router added to streamed requests: the client's TTFT minus the

@@ -143,19 +143,6 @@ type ClassAttainment struct {
 	ttft       []float64
 }
 
-// LiveServer is one emulated server's part of a run.
-type LiveServer struct {
-	Addr     string  `json:"addr"`
-	Requests int     `json:"requests"`
-	Share    float64 `json:"share"`
-	// MaxWaiting and MeanWaiting are its vllm:num_requests_waiting, sampled every 100 ms.
-	MaxWaiting  float64 `json:"max_waiting"`
-	MeanWaiting float64 `json:"mean_waiting"`
-	// Slots are the slots flow control's detector believed it had at the run's end
-	// (foresight_endpoint_slots); 0: none learned, or flow control off.
-	Slots int `json:"slots,omitempty"`
-}
-
 // newLiveResult heads the result of replaying w with o.
 func newLiveResult(o LiveOptions, w *workload.Workload) *LiveResult {
 	r := &LiveResult{Scenario: o.Scenario, Seed: o.Seed, Servers: o.Servers, Preset: o.Preset, Classes: o.Classes,
@@ -255,33 +242,6 @@ func (r *LiveRun) flow(fig routerFigures) {
 	}
 }
 
-// servers fills each server's share of the requests (the router's count when fig has one, else
-// the client's by target) and its sampled waiting queue.
-func (r *LiveRun) servers(addrs []string, results []loadgen.Result, fig routerFigures, maxWaiting, meanWaiting []float64) {
-	counts := make([]int, len(addrs))
-	if fig.dispatched != nil {
-		for i, a := range addrs {
-			counts[i] = int(fig.dispatched[a])
-		}
-	} else {
-		for i := range results {
-			counts[results[i].Target]++
-		}
-	}
-	r.Dispatches = 0
-	for _, c := range counts {
-		r.Dispatches += c
-	}
-	r.ServerStats = make([]LiveServer, len(addrs))
-	for i, a := range addrs {
-		s := LiveServer{Addr: a, Requests: counts[i], MaxWaiting: maxWaiting[i], MeanWaiting: meanWaiting[i], Slots: int(fig.slots[a])}
-		if r.Dispatches > 0 {
-			s.Share = float64(counts[i]) / float64(r.Dispatches)
-		}
-		r.ServerStats[i] = s
-	}
-}
-
 // WriteText prints the runs as two tables, outcomes and latencies (ms), then servers and cost,
 // and the SLO attainment by class when there are several classes.
 func (r *LiveResult) WriteText(out io.Writer) error {
@@ -354,6 +314,8 @@ func (r *LiveResult) WriteText(out io.Writer) error {
 			decimal(run.PluginsCPUSeconds, 2), decimal(run.EnginesCPUSeconds, 2), busy, added50, added99, run.SendLagMs.P99, run.WallSeconds)
 	}
 	_ = tw.Flush()
+	fmt.Fprintln(out)
+	writeServerTable(out, r.Runs)
 	for _, run := range r.Runs {
 		if run.AddedTTFT == nil {
 			continue

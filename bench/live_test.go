@@ -217,7 +217,7 @@ func TestLiveSummarize(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var run LiveRun
-			run.servers(addrs, results, tt.fig, []float64{4, 0}, []float64{0.5, 0})
+			run.servers(addrs, results, tt.fig, nil, []float64{4, 0}, []float64{0.5, 0})
 			for i, s := range run.ServerStats {
 				if s.Requests != tt.requests[i] || s.Share != tt.shares[i] || s.Addr != addrs[i] {
 					t.Errorf("server %d: %+v, want %d requests, share %v", i, s, tt.requests[i], tt.shares[i])
@@ -289,7 +289,7 @@ foresight_stage_duration_seconds_count{plugin="picker",profile="b",stage="picker
 		t.Errorf("no stage fallbacks read %q, want none", got)
 	}
 	var run LiveRun
-	run.servers([]string{"127.0.0.1:8000", "127.0.0.1:8001"}, nil, fig, []float64{0, 0}, []float64{0, 0})
+	run.servers([]string{"127.0.0.1:8000", "127.0.0.1:8001"}, nil, fig, nil, []float64{0, 0}, []float64{0, 0})
 	if run.ServerStats[0].Slots != 32 || run.ServerStats[1].Slots != 0 || learnedSlots(run.ServerStats) != "; learned slots 32/0" {
 		t.Errorf("servers %+v (%q), want 32 slots learned for the first", run.ServerStats, learnedSlots(run.ServerStats))
 	}
