@@ -14,9 +14,10 @@ import (
 // maxLogLine bounds a router output line accessLog holds while it waits for the line's end.
 const maxLogLine = 64 << 10
 
-// accessLog reads a router's output as it comes and keeps, per request ID, the TTFT the router
-// measured from its upstream and how long it held the request before dispatching it: the
-// ttft_ms and total_ms − e2e_ms of its access lines (serve's "request" lines at log level info).
+// accessLog reads a router's output as it comes and keeps, per request ID, what its access line
+// (serve's "request" lines at log level info) says: the endpoint, the TTFT and TPOT the router
+// measured from its upstream, the predictions, and how long it held the request before
+// dispatching it (total_ms − e2e_ms).
 type accessLog struct {
 	mu      sync.Mutex
 	partial []byte
@@ -58,9 +59,9 @@ func (a *accessLog) Write(b []byte) (int, error) {
 	return n, nil
 }
 
-// line records an access line's request ID and TTFT.
+// line records an access line (accessLine) by its request ID; other lines are ignored.
 func (a *accessLog) line(line []byte) {
-	if !bytes.Contains(line, []byte(`"ttft_ms"`)) {
+	if !bytes.Contains(line, []byte(`"message":"request"`)) {
 		return
 	}
 	var l struct {
@@ -73,7 +74,7 @@ func (a *accessLog) line(line []byte) {
 		PredTTFT  float64 `json:"predicted_ttft_ms"`
 		PredTPOT  float64 `json:"predicted_tpot_ms"`
 	}
-	if json.Unmarshal(line, &l) == nil && l.RequestID != "" && l.TTFTMs > 0 {
+	if json.Unmarshal(line, &l) == nil && l.RequestID != "" {
 		a.lines[l.RequestID] = accessLine{ttftMs: l.TTFTMs, tpotMs: l.TPOTMs, heldMs: max(l.TotalMs-l.E2EMs, 0), endpoint: l.Endpoint,
 			predTTFTMs: l.PredTTFT, predTPOTMs: l.PredTPOT}
 	}
@@ -121,7 +122,7 @@ func (a *accessLog) added(results []loadgen.Result) *AddedTTFT {
 	by := make([][]float64, len(addedTTFTBuckets))
 	for _, r := range results {
 		l, ok := a.lines[r.RequestID]
-		if r.Kind != loadgen.OK || !r.Streamed || r.TTFT <= 0 || !ok {
+		if r.Kind != loadgen.OK || !r.Streamed || r.TTFT <= 0 || !ok || l.ttftMs <= 0 {
 			continue
 		}
 		d := float64(r.TTFT)/float64(time.Millisecond) - l.ttftMs

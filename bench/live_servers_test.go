@@ -20,13 +20,15 @@ func TestServerLatencies(t *testing.T) {
 		{RequestID: "r3", Kind: loadgen.OK, SLO: slo, Streamed: true, TTFT: msd(50), TPOT: msd(10), Target: 1},
 		{RequestID: "r4", Kind: loadgen.Cut, SLO: slo, Streamed: true},                            // cut: not counted
 		{RequestID: "r5", Kind: loadgen.OK, SLO: slo, Streamed: true, TTFT: msd(9), TPOT: msd(9)}, // an endpoint not in the run
+		{RequestID: "r6", Kind: loadgen.ServerError, SLO: slo, Streamed: true, Target: 1},         // failed before a token
 	}
 	a := newAccessLog()
-	lines := `{"request_id":"r1","endpoint":"a0","ttft_ms":100,"tpot_ms":20,"predicted_ttft_ms":110,"predicted_tpot_ms":25}
-{"request_id":"r2","endpoint":"a0","ttft_ms":200,"tpot_ms":30,"predicted_ttft_ms":180,"predicted_tpot_ms":24}
-{"request_id":"r3","endpoint":"a1","ttft_ms":50,"tpot_ms":10}
-{"request_id":"r4","endpoint":"a1","ttft_ms":1}
-{"request_id":"r5","endpoint":"elsewhere","ttft_ms":8,"tpot_ms":8}
+	lines := `{"request_id":"r1","endpoint":"a0","ttft_ms":100,"tpot_ms":20,"predicted_ttft_ms":110,"predicted_tpot_ms":25,"message":"request"}
+{"request_id":"r2","endpoint":"a0","ttft_ms":200,"tpot_ms":30,"predicted_ttft_ms":180,"predicted_tpot_ms":24,"message":"request"}
+{"request_id":"r3","endpoint":"a1","ttft_ms":50,"tpot_ms":10,"message":"request"}
+{"request_id":"r4","endpoint":"a1","message":"request"}
+{"request_id":"r5","endpoint":"elsewhere","ttft_ms":8,"tpot_ms":8,"message":"request"}
+{"request_id":"r6","endpoint":"a1","message":"request"}
 `
 	if _, err := a.Write([]byte(lines)); err != nil {
 		t.Fatal(err)
@@ -46,13 +48,13 @@ func TestServerLatencies(t *testing.T) {
 	if p := s0.TPOTPredicted; p == nil || !near(p.RatioP50, 1.025) || !near(p.MAPE, 0.225) {
 		t.Errorf("a0 TPOT predicted %+v, want ratio 1.025, MAPE 0.225", p)
 	}
-	// a1: r3 (met) and the cut r4; no prediction there.
-	if *s1.TTFTP50Ms != 50 || *s1.SLOAttainment != 1 || s1.TTFTPredicted != nil || s1.TPOTPredicted != nil {
-		t.Errorf("a1: %+v; want TTFT 50, attainment 1, no prediction errors", s1)
+	// a1: r3 (met), the cut r4 and r6, which failed (a miss); no prediction there.
+	if *s1.TTFTP50Ms != 50 || *s1.SLOAttainment != 0.5 || s1.TTFTPredicted != nil || s1.TPOTPredicted != nil {
+		t.Errorf("a1: %+v; want TTFT 50, attainment 0.5, no prediction errors", s1)
 	}
 	var b strings.Builder
 	writeServerTable(&b, []LiveRun{run})
-	if !strings.Contains(b.String(), "153/50") || !strings.Contains(b.String(), "0.50/1.00") || !strings.Contains(b.String(), "1.00/-") {
+	if !strings.Contains(b.String(), "153/50") || !strings.Contains(b.String(), "0.50/0.50") || !strings.Contains(b.String(), "1.00/-") {
 		t.Errorf("table:\n%s", b.String())
 	}
 
