@@ -53,34 +53,6 @@ func TestSecondHalf(t *testing.T) {
 	}
 }
 
-func TestLiveLoadOptionsAreChecked(t *testing.T) {
-	trace := writeTrace(t, 4, 100*time.Millisecond)
-	good := LiveOptions{Scenario: "azure-conv", Trace: trace, Servers: 1, Speedup: 1, MaxDuration: time.Minute,
-		Baselines: "round-robin", Load: 0.9, Saturation: 2}
-	tests := []struct {
-		name string
-		edit func(*LiveOptions)
-		want string
-	}{
-		{"load", func(o *LiveOptions) { o.Load = 2.5 }, "--load must be a fraction"},
-		{"load and rate", func(o *LiveOptions) { o.Rate = 3 }, "give --load or --rate, not both"},
-		{"load and speedup", func(o *LiveOptions) { o.Speedup = 2 }, "leave --speedup at 1"},
-		{"saturation", func(o *LiveOptions) { o.Saturation = -1 }, "--saturation must be"},
-		{"saturation alone", func(o *LiveOptions) { o.Load = 0 }, "give --load too"},
-		{"probe", func(o *LiveOptions) { o.Probe = -time.Second }, "--probe must be"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			o := good
-			tt.edit(&o)
-			_, err := RunLive(context.Background(), o)
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("RunLive = %v, want an error about %s", err, tt.want)
-			}
-		})
-	}
-}
-
 // With --saturation and a cost given (not auto), --load sets the rate without measuring
 // anything: load × the saturation rate per server, which the result and its text carry.
 func TestLiveLoadGivenSaturation(t *testing.T) {

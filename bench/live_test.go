@@ -110,6 +110,12 @@ func TestLiveOptionsAreChecked(t *testing.T) {
 		{"engine cpu without a binary", func(o *LiveOptions) {
 			o.Configs, o.Baselines, o.Binary, o.EngineCPU = "", "round-robin", "", "auto:0.6"
 		}, "--engine-cpu: the foresight binary"},
+		{"load", func(o *LiveOptions) { o.Load = 2.5 }, "--load must be a fraction"},
+		{"load and rate", func(o *LiveOptions) { o.Load, o.Rate = 0.9, 3 }, "give --load or --rate, not both"},
+		{"load and speedup", func(o *LiveOptions) { o.Load, o.Speedup = 0.9, 2 }, "leave --speedup at 1"},
+		{"saturation", func(o *LiveOptions) { o.Load, o.Saturation = 0.9, -1 }, "--saturation must be"},
+		{"saturation alone", func(o *LiveOptions) { o.Saturation = 2 }, "give --load too"},
+		{"probe", func(o *LiveOptions) { o.Load, o.Probe = 0.9, -time.Second }, "--probe must be"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
