@@ -25,8 +25,8 @@ type accessLog struct {
 }
 
 // accessLine is what accessLog keeps of one request's access line: the TTFT and TPOT the router
-// measured from its upstream (0: none), how long it held the request, the endpoint that served it (the last one tried) and the
-// producer's prediction for it there (0: none valid).
+// measured from its upstream (0: none), how long it held the request, the endpoint that served
+// it (the last one tried) and the producer's prediction for it there (0: none valid).
 type accessLine struct {
 	ttftMs, tpotMs, heldMs float64
 	endpoint               string

@@ -242,8 +242,9 @@ func (r *LiveRun) flow(fig routerFigures) {
 	}
 }
 
-// WriteText prints the runs as two tables, outcomes and latencies (ms), then servers and cost,
-// and the SLO attainment by class when there are several classes.
+// WriteText prints the runs as three tables, outcomes and latencies (ms), then servers and cost,
+// then each server's latencies and predictions (writeServerTable), and the SLO attainment by
+// class when there are several classes.
 func (r *LiveResult) WriteText(out io.Writer) error {
 	trace := ""
 	if r.Trace != "" {
