@@ -62,6 +62,46 @@ type LiveProbe struct {
 	HostBusy     *float64 `json:"host_busy,omitempty"`
 }
 
+// liveLoad sets o.Rate from o.Load, when it is given: Load × the live saturation rate, given
+// (o.Saturation) or measured (measureLiveSaturation), which it returns. The engines' CPU cost is
+// then the same at every rate, the probes' and the runs': auto:SHARE's is worked out on the
+// workload at the simulator's saturation rate (the servers burn SHARE of the CPUs there). Without
+// o.Load it returns a nil saturation and the cost is the caller's to resolve on its workload.
+func liveLoad(ctx context.Context, o *LiveOptions, engineCPU EngineCPU) (emulator.CPUCost, *LiveSaturation, error) {
+	if o.Load == 0 {
+		return emulator.CPUCost{}, nil, nil
+	}
+	cost, sim := engineCPU.Cost, 0.0
+	if engineCPU.Share > 0 || o.Saturation == 0 {
+		progress(o.Progress, "live: the simulator's saturation rate of the fleet…\n")
+		var err error
+		if sim, err = simulatedSaturation(*o); err != nil {
+			return cost, nil, err
+		}
+		progress(o.Progress, "live: the simulator's saturation rate: %.3g req/s per server\n", sim)
+	}
+	if engineCPU.Share > 0 {
+		at := *o
+		at.Rate = sim
+		w, _, err := liveWorkload(at)
+		if err != nil {
+			return cost, nil, err
+		}
+		cost = engineCPU.resolve(w)
+	}
+	sat := &LiveSaturation{PerServerRPS: o.Saturation, SimulatedPerServerRPS: sim}
+	if o.Saturation == 0 {
+		var err error
+		if sat, err = measureLiveSaturation(ctx, *o, sim, cost, engineCPU.On); err != nil {
+			return cost, nil, err
+		}
+	}
+	sat.FleetRPS = sat.PerServerRPS * float64(o.Servers)
+	o.Rate = o.Load * sat.PerServerRPS
+	progress(o.Progress, "live: load %g × %.3g req/s per server: %.3g req/s per server\n", o.Load, sat.PerServerRPS, o.Rate)
+	return cost, sat, nil
+}
+
 // simulatedSaturation is the simulator's saturation rate per server of o's fleet (its preset,
 // servers and seed, bench routing's default noise) on the mix of o's scenario's first requests
 // (--requests, or saturationMixRequests).
