@@ -34,11 +34,12 @@ func attains(c *sdk.Cycle, p *Params) bool {
 	return false
 }
 
-// attainFrame is what attainScores computes over a cycle and ScoreAfter holds: the tier ranked
-// and the best value in it.
+// attainFrame is what attainScores computes over a cycle and ScoreAfter holds: the tier ranked,
+// the best value in it and the lowest predicted TTFT in it.
 type attainFrame struct {
-	tier int
-	best float64
+	tier    int
+	best    float64
+	fastest float64
 }
 
 // attainLook is what the objective computes of one endpoint: whether its prediction is usable,
@@ -61,17 +62,19 @@ func attainLooks(c *sdk.Cycle, p *Params) []attainLook {
 }
 
 // attainFrameOf returns the frame of endpoints looked at as looks: the better tier among those with
-// a usable prediction (attains says there is one) and the highest value in it.
-func attainFrameOf(looks []attainLook) attainFrame {
-	f := attainFrame{tier: missTTFT, best: math.Inf(-1)}
+// a usable prediction (attains says there is one), the highest value in it and the lowest
+// predicted TTFT of c's endpoints in it.
+func attainFrameOf(c *sdk.Cycle, looks []attainLook) attainFrame {
+	f := attainFrame{tier: missTTFT, best: math.Inf(-1), fastest: math.Inf(1)}
 	for _, l := range looks {
 		if l.usable {
 			f.tier = min(f.tier, l.tier)
 		}
 	}
-	for _, l := range looks {
+	for i, l := range looks {
 		if l.usable && l.tier == f.tier {
 			f.best = max(f.best, l.value)
+			f.fastest = min(f.fastest, c.Endpoints[i].Prediction.TTFTMs)
 		}
 	}
 	return f
@@ -80,7 +83,7 @@ func attainFrameOf(looks []attainLook) attainFrame {
 // attainScores scores c's endpoints in the frame's tier by attainScore, the others 0.
 func attainScores(c *sdk.Cycle, p *Params) []float64 {
 	looks := attainLooks(c, p)
-	return attainScoresIn(c, looks, attainFrameOf(looks), p)
+	return attainScoresIn(c, looks, attainFrameOf(c, looks), p)
 }
 
 // attainScoresAfter is ScoreAfter for the attainment objective: endpoint i's score with one more
@@ -88,14 +91,14 @@ func attainScores(c *sdk.Cycle, p *Params) []float64 {
 // placed endpoint's score moves: an endpoint the placement takes out of the tier scores 0.
 func attainScoresAfter(c *sdk.Cycle, p *Params) []float64 {
 	placed := heuristics.PlacedEach(c)
-	return attainScoresIn(placed, attainLooks(placed, p), attainFrameOf(attainLooks(c, p)), p)
+	return attainScoresIn(placed, attainLooks(placed, p), attainFrameOf(c, attainLooks(c, p)), p)
 }
 
 func attainScoresIn(c *sdk.Cycle, looks []attainLook, f attainFrame, p *Params) []float64 {
 	out := make([]float64, len(c.Endpoints))
 	for i, l := range looks {
 		if l.usable && l.tier == f.tier {
-			out[i] = attainScore(&c.Request, &c.Endpoints[i], l.value, f.best, p.TTFTShare)
+			out[i] = attainScore(&c.Request, &c.Endpoints[i], l.value, f, p)
 		}
 	}
 	return out
@@ -116,17 +119,29 @@ func attainTier(r *sdk.Request, e *sdk.Endpoint) int {
 // attainScore maps the value (attainValue) of an endpoint with a usable prediction onto
 // [minRankedScore, 1] by its shortfall from the best value: 1 for the best, one point less per
 // request of expected attainment less, floored at 0; that on 1 − ttftShare of the scale, and on
-// the rest the request's predicted TTFT there, the lower the higher. With a small share the scale
-// is the value's own, so a picker's temperature reads in expected requests.
-func attainScore(r *sdk.Request, e *sdk.Endpoint, value, best, ttftShare float64) float64 {
-	pr := &e.Prediction
-	v := max(1-(best-value), 0)
+// the rest the request's predicted TTFT there, the lower the higher (quickness). With a small
+// share the scale is the value's own, so a picker's temperature reads in expected requests.
+func attainScore(r *sdk.Request, e *sdk.Endpoint, value float64, f attainFrame, p *Params) float64 {
+	v := max(1-(f.best-value), 0)
+	q := quickness(r, e.Prediction.TTFTMs, f.fastest, p.TTFTReference)
+	return minRankedScore + (1-minRankedScore)*((1-p.TTFTShare)*v+p.TTFTShare*q)
+}
+
+// quickness maps a predicted TTFT onto (0, 1], the lower the higher, against the reference
+// (Params.TTFTReference): the request's TTFT objective (1 s without one), where it scores ½, or
+// the fastest endpoint's predicted TTFT (at least 1 ms), where it scores 1, ½ at twice that.
+// After a placement an endpoint may be faster than the fastest was: its quickness is capped at 1.
+func quickness(r *sdk.Request, ttft, fastest float64, reference string) float64 {
+	ttft = max(ttft, 0)
+	if reference == ReferenceFastest {
+		ref := max(fastest, 1)
+		return ref / max(ttft, ref)
+	}
 	ref := r.SLO.TTFTMs
 	if ref <= 0 {
 		ref = 1000
 	}
-	quick := 1 / (1 + max(pr.TTFTMs, 0)/ref) // 1 at no TTFT, ½ at the objective
-	return minRankedScore + (1-minRankedScore)*((1-ttftShare)*v+ttftShare*quick)
+	return 1 / (1 + ttft/ref)
 }
 
 // attainValue is the expected number of requests served within their objectives that placing r on

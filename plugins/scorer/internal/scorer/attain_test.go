@@ -102,6 +102,9 @@ func TestAttainValuePlacementCost(t *testing.T) {
 // default share of 0.02 the value decides: a scores 0.01 + 0.99 × (0.98 + 0.02 / 1.6) = 0.9926,
 // b 0.01 + 0.99 × (0.98 × 0.9458 + 0.02 / 1.25) = 0.9435. With 0.3, b's TTFT decides: a scores
 // 0.01 + 0.99 × (0.7 + 0.3 / 1.6) = 0.8886, b 0.01 + 0.99 × (0.7 × 0.9458 + 0.3 / 1.25) = 0.9031.
+// Against the fastest endpoint's TTFT (b's 250 ms) instead of the objective, a's 600 ms is 2.4
+// times it: a scores 0.01 + 0.99 × (0.7 + 0.3 × 250 / 600) = 0.8268, b 0.01 + 0.99 × (0.7 ×
+// 0.9458 + 0.3) = 0.9625.
 func TestAttainmentTTFTShare(t *testing.T) {
 	c := &sdk.Cycle{Request: sdk.Request{Streaming: true, SLO: sdk.SLO{TTFTMs: 1000, TPOTMs: 25}},
 		Endpoints: []sdk.Endpoint{ep("a", 600, 20), ep("b", 250, 24)}}
@@ -111,6 +114,7 @@ func TestAttainmentTTFTShare(t *testing.T) {
 	}{
 		{`{"objective":"attainment"}`, []float64{0.9926, 0.9435}},
 		{`{"objective":"attainment","ttftShare":0.3}`, []float64{0.8886, 0.9031}},
+		{`{"objective":"attainment","ttftShare":0.3,"ttftReference":"fastest"}`, []float64{0.8268, 0.9625}},
 	} {
 		s := New()
 		if err := s.Configure([]byte(tt.params)); err != nil {
@@ -204,16 +208,17 @@ func TestAttainmentAfterScores(t *testing.T) {
 	placed := sdk.Endpoint{State: sdk.EndpointState{InflightRequests: 2},
 		Prediction: sdk.Prediction{Valid: true, TTFTMs: 850, TPOTMs: 24}}
 	want := attainScore(&c.Request, &placed, attainValue(&c.Request, &placed, attainParams()),
-		attainFrameOf(attainLooks(c, attainParams())).best, attainParams().TTFTShare)
+		attainFrameOf(c, attainLooks(c, attainParams())), attainParams())
 	if math.Abs(aft[0]-want) > tol || math.Abs(aft[1]-want) > tol || !(aft[0] < scores[1]) {
 		t.Errorf("after-scores %v, want %.4f each, below the other endpoint's score %.4f", aft, want, scores[1])
 	}
 }
 
-// The objective, the spreads, the TTFT share and the placement cost are checked.
+// The objective, the spreads, the TTFT share and reference and the placement cost are checked.
 func TestAttainmentParams(t *testing.T) {
 	for _, bad := range []string{`{"objective":"most"}`, `{"ttftSpread":0}`, `{"tpotSpread":-1}`, `{"tpotSpread":9}`,
-		`{"ttftShare":-0.1}`, `{"ttftShare":1.5}`, `{"placementCost":-1}`, `{"placementCost":2}`} {
+		`{"ttftShare":-0.1}`, `{"ttftShare":1.5}`, `{"placementCost":-1}`, `{"placementCost":2}`,
+		`{"ttftReference":"median"}`} {
 		if err := New().Configure([]byte(bad)); err == nil {
 			t.Errorf("%s accepted", bad)
 		}

@@ -25,6 +25,18 @@ const (
 	ObjectiveAttainment = "attainment"
 )
 
+// The values of the ttftReference parameter: what a predicted TTFT is measured against in the
+// attainment objective's TTFT share.
+const (
+	// ReferenceObjective scores a TTFT t as 1 / (1 + t / objective): ½ at the request's TTFT
+	// objective (1 s without one), so TTFTs far below it barely differ.
+	ReferenceObjective = "objective"
+	// ReferenceFastest scores a TTFT t as fastest / t, fastest the lowest predicted TTFT among
+	// the endpoints ranked (at least 1 ms): twice the fastest's TTFT scores ½, whatever the
+	// objective.
+	ReferenceFastest = "fastest"
+)
+
 // Params are the latency scorer's parameters, decoded from JSON over DefaultParams.
 type Params struct {
 	// Objective is ObjectiveHeadroom or ObjectiveAttainment; it applies to requests with an
@@ -39,6 +51,9 @@ type Params struct {
 	// predicted TTFT there decides; the rest is its value's shortfall from the best endpoint's. A
 	// small share breaks ties by TTFT; a larger one trades expected attainment for a lower TTFT.
 	TTFTShare float64 `json:"ttftShare"`
+	// TTFTReference is, for ObjectiveAttainment, ReferenceObjective or ReferenceFastest: what the
+	// TTFT share measures a predicted TTFT against.
+	TTFTReference string `json:"ttftReference"`
 	// PlacementCost is, for ObjectiveAttainment, the share of the rise in TPOT that one more
 	// placement makes (the producer's after-prediction) that each request in flight on the
 	// endpoint is charged: 1 charges all of it, 0 counts no cost to the requests in flight.
@@ -70,6 +85,7 @@ func DefaultParams() Params {
 		TTFTSpread:                0.45,
 		TPOTSpread:                0.5,
 		TTFTShare:                 0.02,
+		TTFTReference:             ReferenceObjective,
 		PlacementCost:             1,
 		TTFTWeight:                0.8,
 		TPOTWeight:                0.2,
@@ -111,6 +127,9 @@ func (p *Params) Validate() error {
 		return err
 	}
 	if err := sdk.CheckRange("ttftShare", p.TTFTShare, 0, 1); err != nil {
+		return err
+	}
+	if err := sdk.CheckOneOf("ttftReference", p.TTFTReference, ReferenceObjective, ReferenceFastest); err != nil {
 		return err
 	}
 	if err := sdk.CheckRange("placementCost", p.PlacementCost, 0, 1); err != nil {
