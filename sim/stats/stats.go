@@ -65,6 +65,10 @@ type Summary struct {
 	// PredictionMAPE is the mean absolute percentage error of the dispatch-time predictions, per
 	// target, over served requests that had a valid prediction; nil where none had.
 	PredictionMAPE MAPE `json:"prediction_mape"`
+	// PredictionBias is the geometric mean of predicted / actual over the same requests, per
+	// target: 1 unbiased, below 1 the predictions run low (MAPE does not tell which way they
+	// miss); nil where none had a prediction.
+	PredictionBias Bias `json:"prediction_bias"`
 	Requests       int  `json:"requests"`
 }
 
@@ -98,6 +102,9 @@ type MAPE struct {
 	TTFT *float64 `json:"ttft"`
 	TPOT *float64 `json:"tpot"`
 }
+
+// Bias holds the geometric mean of predicted / actual per target, in MAPE's shape.
+type Bias = MAPE
 
 // Span is the time in seconds from the first arrival to the last completion (a shed request
 // ends at its arrival): what throughput and goodput are measured over; 0 without outcomes.
@@ -176,12 +183,13 @@ func Summarize(outcomes []Outcome) Summary {
 		s.SLOAttainment = &a
 	}
 	s.PredictionMAPE = MAPE{TTFT: ttftErr.mean(), TPOT: tpotErr.mean()}
+	s.PredictionBias = Bias{TTFT: ttftErr.bias(), TPOT: tpotErr.bias()}
 	return s
 }
 
 type errSum struct {
-	sum float64
-	n   int
+	sum, logRatio float64
+	n             int
 }
 
 // add scores one prediction; an unmeasured actual or an absent estimate (a TPOT of 0: a young
@@ -191,6 +199,7 @@ func (e *errSum) add(predicted, actual float64) {
 		return
 	}
 	e.sum += math.Abs(predicted-actual) / actual
+	e.logRatio += math.Log(predicted / actual)
 	e.n++
 }
 
@@ -200,6 +209,15 @@ func (e *errSum) mean() *float64 {
 	}
 	m := e.sum / float64(e.n)
 	return &m
+}
+
+// bias is the geometric mean of predicted / actual; nil when nothing was scored.
+func (e *errSum) bias() *float64 {
+	if e.n == 0 {
+		return nil
+	}
+	b := math.Exp(e.logRatio / float64(e.n))
+	return &b
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

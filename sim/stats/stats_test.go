@@ -2,6 +2,7 @@ package stats
 
 import (
 	"encoding/json"
+	"math"
 	"testing"
 	"time"
 
@@ -38,6 +39,9 @@ func TestSummarize(t *testing.T) {
 		{"slo attainment", *s.SLOAttainment, 1.0 / 3}, // three with objectives, one met
 		{"ttft mape", *s.PredictionMAPE.TTFT, 0.10},   // (0.10 + 0.10) / 2
 		{"tpot mape", *s.PredictionMAPE.TPOT, 0.10},   // (0.20 + 0) / 2
+		// Geometric means of predicted / actual: √(1.1 × 0.9) and √(0.8 × 1).
+		{"ttft bias", *s.PredictionBias.TTFT, math.Sqrt(1.1 * 0.9)},
+		{"tpot bias", *s.PredictionBias.TPOT, math.Sqrt(0.8)},
 	}
 	for _, c := range checks {
 		if diff := c.got - c.want; diff > 1e-9 || diff < -1e-9 {
