@@ -17,7 +17,7 @@ func newBenchRouting() *cobra.Command {
 		o                  = &lo.RoutingOptions
 		asJSON             bool
 		report, cpuProfile string
-		matrix             string
+		matrix, outcomes   string
 	)
 	cmd := &cobra.Command{
 		Use:   "routing --scenario NAME",
@@ -53,7 +53,7 @@ func newBenchRouting() *cobra.Command {
 				return runMatrix(cmd, matrix, lo, asJSON)
 			}
 			if len(lo.Loads) > 0 {
-				return runLadder(cmd, lo, report, asJSON)
+				return runLadder(cmd, lo, report, outcomes, asJSON)
 			}
 			if lo.Saturation != 0 {
 				return fmt.Errorf("--saturation sets the rate the loads of --load are fractions of: give --load too")
@@ -61,6 +61,11 @@ func newBenchRouting() *cobra.Command {
 			res, err := bench.RunRouting(cmd.Context(), *o)
 			if err != nil {
 				return err
+			}
+			if outcomes != "" {
+				if err := wroteOutcomes(cmd, outcomes)(res.WriteOutcomes(outcomes, "")); err != nil {
+					return err
+				}
 			}
 			return emitResult(cmd, res, noError(res.WriteTable), report, asJSON)
 		},
@@ -86,22 +91,39 @@ func newBenchRouting() *cobra.Command {
 	f.BoolVar(&o.Alone, "alone", false, "with --replicas: each replica's producer learns from its own requests only (default: they share samples through a shared directory)")
 	f.StringVar(&matrix, "matrix", "", "run a matrix of configs instead of --strategies: admission (seed 004's isolation matrix; takes --servers, --requests, --seed, --preset, --noise, --examples, --class, --saturation and one --load)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write the host's CPU profile (simulator included) to this file (go tool pprof)")
+	f.StringVar(&outcomes, "outcomes", "", "write every request's outcome into this directory: one JSON line per request, a file per strategy (and load)")
 	return cmd
 }
 
 // runLadder runs bench routing --load and prints its results.
-func runLadder(cmd *cobra.Command, o bench.LadderOptions, report string, asJSON bool) error {
+func runLadder(cmd *cobra.Command, o bench.LadderOptions, report, outcomes string, asJSON bool) error {
 	res, err := bench.RunLadder(cmd.Context(), o)
 	if err != nil {
 		return err
 	}
+	if outcomes != "" {
+		if err := wroteOutcomes(cmd, outcomes)(res.WriteOutcomes(outcomes)); err != nil {
+			return err
+		}
+	}
 	return emitResult(cmd, res, noError(res.WriteTable), report, asJSON)
+}
+
+// wroteOutcomes reports on stderr what a WriteOutcomes into dir wrote, and passes its error on.
+func wroteOutcomes(cmd *cobra.Command, dir string) func([]string, error) error {
+	return func(paths []string, err error) error {
+		if err != nil {
+			return fmt.Errorf("--outcomes: %w", err)
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "wrote %d outcome files into %s\n", len(paths), dir)
+		return nil
+	}
 }
 
 // runMatrix runs bench routing --matrix and prints its results; the flags that choose a workload
 // or strategies do not apply, since the matrix has its own.
 func runMatrix(cmd *cobra.Command, matrix string, lo bench.LadderOptions, asJSON bool) error {
-	for _, name := range []string{"scenario", "strategies", "rate", "trace", "report", "replicas", "assign", "alone"} {
+	for _, name := range []string{"scenario", "strategies", "rate", "trace", "report", "replicas", "assign", "alone", "outcomes"} {
 		if cmd.Flags().Changed(name) {
 			return fmt.Errorf("--matrix runs its own workload and configs: --%s does not apply", name)
 		}
