@@ -10,14 +10,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/foresight-router/foresight/sim/stats"
 )
 
 // OutcomeRecord is one simulated request as bench routing --outcomes writes it: a line of JSON,
-// the lines of a file in arrival order. Times are in milliseconds from the run's first arrival.
+// the lines of a file in arrival order. Times are in milliseconds (to the microsecond) from the
+// run's first arrival.
 type OutcomeRecord struct {
 	ArrivalMs float64 `json:"arrival_ms"`
 	// Server served the request; empty for a shed one (ShedReason says why).
@@ -46,7 +46,6 @@ type PredictedRecord struct {
 
 // recordOf is o as a line of --outcomes.
 func recordOf(o *stats.Outcome) OutcomeRecord {
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	r := OutcomeRecord{ArrivalMs: ms(o.Arrival), Server: o.Server, Shed: o.Shed, ShedReason: o.ShedReason,
 		Held: o.Held, QueuedMs: ms(o.Queued), SLO: o.SLO, MetSLO: o.MetSLO()}
 	if !o.Shed {
