@@ -16,8 +16,8 @@ import (
 )
 
 // OutcomeRecord is one simulated request as bench routing --outcomes writes it: a line of JSON,
-// the lines of a file in arrival order. Times are in milliseconds (to the microsecond) from the
-// run's first arrival.
+// the lines of a file in arrival order. Times are in milliseconds (to the microsecond), arrivals
+// from the run's start.
 type OutcomeRecord struct {
 	ArrivalMs float64 `json:"arrival_ms"`
 	// Server served the request; empty for a shed one (ShedReason says why).
