@@ -34,14 +34,9 @@ type OutcomeRecord struct {
 	OutputTokens int     `json:"output_tokens"`
 	SLO          sdk.SLO `json:"slo"`
 	MetSLO       bool    `json:"met_slo"`
-	// Predicted is the producer's prediction at dispatch for the server chosen; absent without one.
-	Predicted *PredictedRecord `json:"predicted,omitempty"`
-}
-
-// PredictedRecord is a dispatch-time prediction in an OutcomeRecord (TPOTMs 0: not known yet).
-type PredictedRecord struct {
-	TTFTMs float64 `json:"ttft_ms"`
-	TPOTMs float64 `json:"tpot_ms"`
+	// Predicted is the producer's prediction at dispatch for the server chosen, as the stages got
+	// it (a TPOT of 0: not known yet); absent without one.
+	Predicted *sdk.Prediction `json:"predicted,omitempty"`
 }
 
 // recordOf is o as a line of --outcomes.
@@ -52,7 +47,7 @@ func recordOf(o *stats.Outcome) OutcomeRecord {
 		r.TTFTMs, r.E2EMs, r.TPOTMs, r.OutputTokens = ms(o.TTFT), ms(o.E2E), o.TPOTMs, o.OutputTokens
 	}
 	if o.Predicted.Valid {
-		r.Predicted = &PredictedRecord{TTFTMs: o.Predicted.TTFTMs, TPOTMs: o.Predicted.TPOTMs}
+		r.Predicted = &o.Predicted
 	}
 	return r
 }

@@ -13,7 +13,7 @@ import (
 
 // --outcomes writes one file per strategy, one line per request in arrival order, whose figures
 // are the summary's: round-robin over 2 servers puts 60 requests on each, and the TTFTs written
-// (to the microsecond) have the summary's p50.
+// (to the microsecond) have the summary's p50; without a producer no line carries a prediction.
 func TestWriteOutcomes(t *testing.T) {
 	res, err := RunRouting(context.Background(), RoutingOptions{Scenario: "C", Servers: 2, Requests: 120, Seed: 1,
 		Preset: "llama-3.1-8b-h100-tp2", Strategies: "rr,least-load", Examples: "../examples", Classes: []string{"chat:1:ttft=500"}})
@@ -59,6 +59,9 @@ func TestWriteOutcomes(t *testing.T) {
 		}
 		if r.MetSLO {
 			met++
+		}
+		if r.Predicted != nil {
+			t.Fatalf("line %d: a prediction %+v under round-robin, which has no producer", i+1, *r.Predicted)
 		}
 	}
 	if perServer["sim-0"] != 60 || perServer["sim-1"] != 60 {

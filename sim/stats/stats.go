@@ -97,14 +97,17 @@ type PercentilesE struct {
 	P95 float64 `json:"p95"`
 }
 
-// MAPE holds the prediction error per target as a fraction (0.05 = 5%).
-type MAPE struct {
+// PerTarget holds one figure of the predictions per target; nil where nothing was scored.
+type PerTarget struct {
 	TTFT *float64 `json:"ttft"`
 	TPOT *float64 `json:"tpot"`
 }
 
-// Bias holds the geometric mean of predicted / actual per target, in MAPE's shape.
-type Bias = MAPE
+// MAPE holds the prediction error per target as a fraction (0.05 = 5%).
+type MAPE = PerTarget
+
+// Bias holds the geometric mean of predicted / actual per target.
+type Bias = PerTarget
 
 // Span is the time in seconds from the first arrival to the last completion (a shed request
 // ends at its arrival): what throughput and goodput are measured over; 0 without outcomes.
