@@ -48,6 +48,9 @@ type Params struct {
 	Quantile  float64 `json:"quantile"`
 	// MeanLoss is the mean objective's loss, LossGamma or LossSquared.
 	MeanLoss string `json:"meanLoss"`
+	// Monotone holds the trees to the direction each feature can move a latency in
+	// (features.TTFTMonotone, TPOTMonotone): more load never predicts a faster server.
+	Monotone bool `json:"monotone"`
 	// RetrainIntervalMs is the least time between two trainings, in cycle time (Now).
 	RetrainIntervalMs float64 `json:"retrainIntervalMs"`
 	// MinNewSamples is how many new training samples a training needs.

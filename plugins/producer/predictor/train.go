@@ -155,10 +155,10 @@ func (j *job) run() result {
 		set.Meta.Quantile = j.params.Quantile
 	}
 	var err error
-	if set.TTFT, err = j.fit(ttftData, minRows, len(features.TTFT), j.previous, func(s *model.Set) *model.Model { return s.TTFT }); err != nil {
+	if set.TTFT, err = j.fit(ttftData, minRows, features.TTFTMonotone, j.previous, func(s *model.Set) *model.Model { return s.TTFT }); err != nil {
 		return result{err: fmt.Errorf("TTFT model: %w", err)}
 	}
-	if set.TPOT, err = j.fit(tpotData, minRows, len(features.TPOT), j.previous, func(s *model.Set) *model.Model { return s.TPOT }); err != nil {
+	if set.TPOT, err = j.fit(tpotData, minRows, features.TPOTMonotone, j.previous, func(s *model.Set) *model.Model { return s.TPOT }); err != nil {
 		return result{err: fmt.Errorf("TPOT model: %w", err)}
 	}
 	if set.TTFT == nil || set.TPOT == nil {
@@ -177,15 +177,21 @@ func (j *job) run() result {
 	return r
 }
 
-// fit trains one target's model, or keeps the previous one when there are too few rows.
-func (j *job) fit(d gbdt.Dataset, minRows, nFeatures int, prev *model.Set, of func(*model.Set) *model.Model) (*model.Model, error) {
+// fit trains one target's model, or keeps the previous one when there are too few rows. monotone
+// holds its features' directions (features.TTFTMonotone, TPOTMonotone), one per feature; the
+// trees are held to them when the monotone parameter says so.
+func (j *job) fit(d gbdt.Dataset, minRows int, monotone []int8, prev *model.Set, of func(*model.Set) *model.Model) (*model.Model, error) {
 	if len(d.Label) < minRows {
 		if prev != nil {
 			return of(prev), nil
 		}
 		return nil, nil
 	}
-	trained, err := gbdt.Train(d, j.params.gbdt(j.params.Objective))
+	gp := j.params.gbdt(j.params.Objective)
+	if j.params.Monotone {
+		gp.Monotone = monotone
+	}
+	trained, err := gbdt.Train(d, gp)
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +199,7 @@ func (j *job) fit(d gbdt.Dataset, minRows, nFeatures int, prev *model.Set, of fu
 	if err := trained.WriteText(&buf); err != nil {
 		return nil, err
 	}
-	return model.Parse(buf.Bytes(), nFeatures) // served by leaves, as any loaded model
+	return model.Parse(buf.Bytes(), len(monotone)) // served by leaves, as any loaded model
 }
 
 // filler writes a target's features of a request on an endpoint into a row.

@@ -39,6 +39,17 @@ var TTFT = []string{"is_queued", "kv_cache_usage", "input_tokens", "waiting", "r
 //	                          steps the prefill work that arrives while it decodes is spread over
 var TPOT = append(slices.Clip(TTFT[:7]), "max_output_tokens")
 
+// TTFTMonotone and TPOTMonotone are the direction each feature can move the latency in, column
+// by column (+1 up as it grows, −1 down, 0 either): a load, a size or a queue can only add
+// latency, a cached prefix only take it away. The trees are held to them (the producer's
+// monotone parameter), so that a prediction never says that more load makes a server faster,
+// whatever the samples' load happened to go with under the router that chose them.
+// last_output_age_ms and max_output_tokens are free.
+var (
+	TTFTMonotone = []int8{1, 1, 1, 1, 1, 1, 1, -1, 1, -1, 0, 1}
+	TPOTMonotone = []int8{1, 1, 1, 1, 1, 1, 1, 0}
+)
+
 // FillTTFT writes the TTFT features of r on an endpoint in state s into dst, which must have
 // len(TTFT) elements.
 func FillTTFT(dst []float64, r *sdk.Request, s *sdk.EndpointState) {

@@ -31,3 +31,24 @@ func TestFill(t *testing.T) {
 		t.Errorf("no queue, full match: %v", ttft)
 	}
 }
+
+func TestMonotoneDirectionsCoverEveryFeature(t *testing.T) {
+	if len(TTFTMonotone) != len(TTFT) || len(TPOTMonotone) != len(TPOT) {
+		t.Fatalf("directions for %d TTFT and %d TPOT features, want %d and %d",
+			len(TTFTMonotone), len(TPOTMonotone), len(TTFT), len(TPOT))
+	}
+	// Every load, size and queue only adds latency (+1), the prefix match only takes it away.
+	others := map[string]int8{"prefix_match": -1, "prefix_bucket": -1, "last_output_age_ms": 0, "max_output_tokens": 0}
+	for k, names := range [][]string{TTFT, TPOT} {
+		dirs := [][]int8{TTFTMonotone, TPOTMonotone}[k]
+		for f, name := range names {
+			want, ok := others[name]
+			if !ok {
+				want = 1
+			}
+			if dirs[f] != want {
+				t.Errorf("%s: direction %d, want %d", name, dirs[f], want)
+			}
+		}
+	}
+}

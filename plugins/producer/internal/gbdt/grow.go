@@ -10,6 +10,7 @@ type leaf struct {
 	hist       histogram
 	best       split
 	splittable bool
+	bounds     bounds // the range of its output (monotone.go)
 }
 
 // grower grows one tree leaf-wise (best-first): it always splits the leaf
@@ -46,7 +47,7 @@ func (g *grower) dropHist(l *leaf) {
 func (g *grower) evaluate(l *leaf) {
 	l.splittable = false
 	if (g.p.MaxDepth == 0 || l.depth < g.p.MaxDepth) && l.tot.n >= 2*g.p.MinSamplesLeaf {
-		l.best, l.splittable = g.data.bestSplit(l.hist, l.tot, g.p)
+		l.best, l.splittable = g.data.bestSplit(l.hist, l.tot, l.bounds, g.p)
 	}
 	if !l.splittable {
 		g.dropHist(l)
@@ -61,7 +62,7 @@ func (g *grower) grow(rows []int32) *tree {
 	if len(g.scratch) < len(rows)+1 { // partition writes one past the right rows
 		g.scratch = make([]int32, len(rows)+1)
 	}
-	root := leaf{end: len(rows), parent: -1, hist: g.takeHist()}
+	root := leaf{end: len(rows), parent: -1, hist: g.takeHist(), bounds: unbounded}
 	for _, r := range rows {
 		root.tot.g += g.grad[r]
 		root.tot.h += g.hess[r]
@@ -87,7 +88,7 @@ func (g *grower) grow(rows []int32) *tree {
 	for k := range g.leaves {
 		l := &g.leaves[k]
 		g.dropHist(l)
-		t.leafValue = append(t.leafValue, leafOutput(l.tot, g.p))
+		t.leafValue = append(t.leafValue, l.bounds.clamp(leafOutput(l.tot, g.p)))
 		t.leafWeight = append(t.leafWeight, l.tot.h)
 		t.leafCount = append(t.leafCount, l.tot.n)
 	}
@@ -119,8 +120,13 @@ func (g *grower) split(t *tree, i int) {
 
 	mid := g.partition(l.begin, l.end, s.feature, s.bin)
 	right := binStat{g: l.tot.g - s.left.g, h: l.tot.h - s.left.h, n: l.tot.n - s.left.n}
-	lc := leaf{begin: l.begin, end: mid, tot: s.left, depth: l.depth + 1, parent: node, isLeft: true}
-	rc := leaf{begin: mid, end: l.end, tot: right, depth: l.depth + 1, parent: node}
+	var c int8
+	if len(g.p.Monotone) > 0 {
+		c = g.p.Monotone[s.feature]
+	}
+	lb, rb := childBounds(l.bounds, s.left, right, c, g.p)
+	lc := leaf{begin: l.begin, end: mid, tot: s.left, depth: l.depth + 1, parent: node, isLeft: true, bounds: lb}
+	rc := leaf{begin: mid, end: l.end, tot: right, depth: l.depth + 1, parent: node, bounds: rb}
 
 	if len(g.leaves)+1 < g.p.NumLeaves {
 		// Build the smaller child's histogram from its rows and derive the

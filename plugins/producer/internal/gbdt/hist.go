@@ -77,12 +77,13 @@ func score(g, h, lambda float64) float64 {
 	return g * g / (h + lambda)
 }
 
-// bestSplit scans every feature's bins of a leaf with totals tot and returns
-// the split with the largest positive gain that satisfies the min-child
-// constraints; ok is false when there is none. Ties keep the lowest feature
+// bestSplit scans every feature's bins of a leaf with totals tot and bounds
+// bd and returns the split with the largest positive gain that satisfies the
+// min-child and monotone constraints; ok is false when there is none. Ties keep the lowest feature
 // and bin, so the result does not depend on anything but the data.
-func (b *binned) bestSplit(h histogram, tot binStat, p *Params) (best split, ok bool) {
+func (b *binned) bestSplit(h histogram, tot binStat, bd bounds, p *Params) (best split, ok bool) {
 	parent := score(tot.g, tot.h, p.Lambda)
+	mono := constrained(p.Monotone)
 	for f := 0; f < b.feats; f++ {
 		fh := h[b.offsets[f]:b.offsets[f+1]]
 		var left binStat
@@ -100,7 +101,15 @@ func (b *binned) bestSplit(h histogram, tot binStat, p *Params) (best split, ok 
 			if rh < p.MinChildWeight {
 				break
 			}
-			gain := score(left.g, left.h, p.Lambda) + score(tot.g-left.g, rh, p.Lambda) - parent
+			var gain float64
+			if mono {
+				var fine bool
+				if gain, fine = monotoneGain(tot, left, bd, p.Monotone[f], p); !fine {
+					continue
+				}
+			} else {
+				gain = score(left.g, left.h, p.Lambda) + score(tot.g-left.g, rh, p.Lambda) - parent
+			}
 			if gain > best.gain {
 				best = split{feature: f, bin: bin, gain: gain, left: left}
 				ok = true

@@ -67,7 +67,8 @@ func gradients(p *Params, label, score, grad, hess []float64) {
 // renewQuantileLeaves replaces each leaf's Newton step by the Alpha-quantile
 // of the residuals y - score of its rows, times the learning rate: the exact
 // minimiser of the pinball loss over the leaf, which a gradient step of ±α
-// only approaches slowly (LightGBM's RenewTreeOutput does the same).
+// only approaches slowly (LightGBM's RenewTreeOutput does the same), held to the
+// leaf's monotone bounds.
 func renewQuantileLeaves(t *tree, g *grower, p *Params, label, score []float64, buf []float64) []float64 {
 	for k, l := range g.leaves {
 		buf = buf[:0]
@@ -78,7 +79,7 @@ func renewQuantileLeaves(t *tree, g *grower, p *Params, label, score []float64, 
 			t.leafValue[k] = 0
 			continue
 		}
-		t.leafValue[k] = quantileOf(buf, p.Alpha) * p.LearningRate
+		t.leafValue[k] = l.bounds.clamp(quantileOf(buf, p.Alpha) * p.LearningRate)
 	}
 	return buf
 }

@@ -57,6 +57,10 @@ type Params struct {
 	Loss           Loss    // objective
 	Alpha          float64 // quantile level for Quantile, in (0,1) (alpha)
 	Seed           uint64  // seeds row subsampling; same data+params+seed => same model bytes
+	// Monotone holds one constraint per feature (monotone_constraints): +1 the prediction does
+	// not fall as the feature grows, −1 it does not rise, 0 free; nil or empty: none
+	// (monotone.go).
+	Monotone []int8
 }
 
 // DefaultParams returns parameters for a small, fast model. The producer
@@ -126,6 +130,11 @@ func (p Params) Validate() error {
 	}
 	if p.MaxBins < 2 || p.MaxBins > 255 {
 		bad("MaxBins must be in [2,255], got %d", p.MaxBins)
+	}
+	for f, c := range p.Monotone {
+		if c < -1 || c > 1 {
+			bad("Monotone[%d] must be -1, 0 or 1, got %d", f, c)
+		}
 	}
 	switch p.Loss {
 	case SquaredError, Gamma:

@@ -18,7 +18,7 @@ func Train(d Dataset, p Params) (*Model, error) {
 // show what it buys.
 func train(d Dataset, p Params, renew bool) (*Model, error) {
 	names, derr := d.validate(p.Loss)
-	if err := errors.Join(p.Validate(), derr); err != nil {
+	if err := errors.Join(p.Validate(), derr, monotoneFits(p.Monotone, len(d.Cols))); err != nil {
 		return nil, err
 	}
 	data := newBinned(d.Cols, p.MaxBins)
