@@ -34,7 +34,11 @@ func TestProfilesChosenPerRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	yaml := string(data)
-	yaml = strings.Replace(yaml, "    path: ../bin/plugins/producer\n", "    path: ../bin/plugins/producer\n    parameters: {modelDir: "+models+"}\n", 1)
+	// The predictor's parameters open with monotone (as examples/pipeline.yaml); modelDir joins them.
+	if !strings.Contains(yaml, "    parameters:\n      monotone: true") {
+		t.Fatal("examples/profiles.yaml: the predictor's parameters no longer open with monotone: true; update this test")
+	}
+	yaml = strings.Replace(yaml, "    parameters:\n      monotone: true", "    parameters:\n      modelDir: "+models+"\n      monotone: true", 1)
 	yaml = strings.Replace(yaml, "  listen: 127.0.0.1:8080\n  adminListen: 127.0.0.1:9090", "  listen: 127.0.0.1:0\n  adminListen: 127.0.0.1:0", 1)
 	addrs := fleet.Addrs()
 	yaml = strings.Replace(yaml, "    - {id: vllm-0, address: 127.0.0.1:8000}\n    - {id: vllm-1, address: 127.0.0.1:8001}",
