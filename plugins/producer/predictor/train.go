@@ -199,7 +199,7 @@ func (j *job) fit(d gbdt.Dataset, minRows int, monotone []int8, prev *model.Set,
 	if err := trained.WriteText(&buf); err != nil {
 		return nil, err
 	}
-	return model.Parse(buf.Bytes(), len(monotone)) // served by leaves, as any loaded model
+	return model.Parse(buf.Bytes(), len(d.Cols)) // served by leaves, as any loaded model
 }
 
 // filler writes a target's features of a request on an endpoint into a row.

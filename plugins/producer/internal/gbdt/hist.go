@@ -84,6 +84,9 @@ func score(g, h, lambda float64) float64 {
 func (b *binned) bestSplit(h histogram, tot binStat, bd bounds, p *Params) (best split, ok bool) {
 	parent := score(tot.g, tot.h, p.Lambda)
 	mono := constrained(p.Monotone)
+	if mono { // the leaf's own value may be held by its bounds
+		parent = boundedScore(tot, bd.clamp(leafOutput(tot, p)), p)
+	}
 	for f := 0; f < b.feats; f++ {
 		fh := h[b.offsets[f]:b.offsets[f+1]]
 		var left binStat
@@ -104,7 +107,7 @@ func (b *binned) bestSplit(h histogram, tot binStat, bd bounds, p *Params) (best
 			var gain float64
 			if mono {
 				var fine bool
-				if gain, fine = monotoneGain(tot, left, bd, p.Monotone[f], p); !fine {
+				if gain, fine = monotoneGain(parent, tot, left, bd, p.Monotone[f], p); !fine {
 					continue
 				}
 			} else {

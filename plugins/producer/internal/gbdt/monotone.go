@@ -50,16 +50,15 @@ func boundedScore(s binStat, w float64, p *Params) float64 {
 	return -(2*s.g*u + (s.h+p.Lambda)*u*u)
 }
 
-// monotoneGain is the gain of splitting a leaf with totals tot and bounds b into left and the
-// rest on a feature with constraint c, its children's outputs clamped to b; ok is false when
-// their order breaks the constraint.
-func monotoneGain(tot, left binStat, b bounds, c int8, p *Params) (gain float64, ok bool) {
+// monotoneGain is the gain of splitting a leaf with totals tot, bounds b and bounded score
+// parent (computed once per leaf) into left and the rest on a feature with constraint c, its
+// children's outputs clamped to b; ok is false when their order breaks the constraint.
+func monotoneGain(parent float64, tot, left binStat, b bounds, c int8, p *Params) (gain float64, ok bool) {
 	right := binStat{g: tot.g - left.g, h: tot.h - left.h, n: tot.n - left.n}
 	wl, wr := b.clamp(leafOutput(left, p)), b.clamp(leafOutput(right, p))
 	if (c > 0 && wl > wr) || (c < 0 && wl < wr) {
 		return 0, false
 	}
-	parent := boundedScore(tot, b.clamp(leafOutput(tot, p)), p)
 	return boundedScore(left, wl, p) + boundedScore(right, wr, p) - parent, true
 }
 

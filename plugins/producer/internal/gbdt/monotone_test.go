@@ -108,10 +108,14 @@ func TestChildBoundsCutAtTheMidpoint(t *testing.T) {
 	}
 	// A split whose outputs are in the wrong order is no candidate: left 0.375 < right 0.75.
 	tot := binStat{g: -12, h: 3, n: 20}
-	if _, ok := monotoneGain(tot, left, unbounded, -1, &p); ok {
+	parent := boundedScore(tot, leafOutput(tot, &p), &p) // 144/4 = 36, score's G²/(H+λ)
+	if math.Abs(parent-36) > 1e-12 {
+		t.Fatalf("the parent's bounded score at its own Newton step is %v, want score's 36", parent)
+	}
+	if _, ok := monotoneGain(parent, tot, left, unbounded, -1, &p); ok {
 		t.Error("−1 accepted a split whose left output is below its right")
 	}
-	gain, ok := monotoneGain(tot, left, unbounded, 1, &p)
+	gain, ok := monotoneGain(parent, tot, left, unbounded, 1, &p)
 	// Unclamped it is score's gain: 9/2 + 81/3 − 144/4 = 4.5 + 27 − 36 = −4.5.
 	if !ok || math.Abs(gain-(-4.5)) > 1e-12 {
 		t.Errorf("+1: gain %v ok %v, want −4.5 (G²/(H+λ) of the children less the parent's)", gain, ok)
