@@ -38,6 +38,18 @@ const (
 	PriorOff = "off"
 )
 
+// The values of the after parameter: what the after-predictions (one more request placed on the
+// endpoint) are made of.
+const (
+	// AfterTrees predicts the placed state as any other: the prior there times the trees there.
+	AfterTrees = "trees"
+	// AfterPrior moves only the prior: the prior on the placed state times the trees' factor on
+	// the endpoint as it is. With residual trees the placement then moves a prediction by the
+	// prior's smooth slope, never by the step of a tree whose split one more request crosses,
+	// and the trees predict each endpoint once. Without the prior it is AfterTrees.
+	AfterPrior = "prior"
+)
+
 // Params are the producer's parameters, decoded from JSON over DefaultParams.
 type Params struct {
 	// Prior is PriorResidual or PriorOff; PriorFit configures the prior's online fit.
@@ -51,6 +63,8 @@ type Params struct {
 	// Monotone holds the trees to the direction each feature can move a latency in
 	// (features.TTFTMonotone, TPOTMonotone): more load never predicts a faster server.
 	Monotone bool `json:"monotone"`
+	// After is AfterTrees or AfterPrior: how the after-predictions are made.
+	After string `json:"after"`
 	// RetrainIntervalMs is the least time between two trainings, in cycle time (Now).
 	RetrainIntervalMs float64 `json:"retrainIntervalMs"`
 	// MinNewSamples is how many new training samples a training needs.
@@ -146,6 +160,7 @@ func DefaultParams() Params {
 	g.Trees, g.MaxDepth, g.NumLeaves = 16, 6, 48
 	return Params{
 		Prior:                  PriorResidual,
+		After:                  AfterTrees,
 		PriorFit:               prior.DefaultParams(),
 		YoungRows:              1000,
 		YoungMinNewSamples:     25,
@@ -177,6 +192,7 @@ func DefaultParams() Params {
 func (p *Params) Validate() error {
 	errs := []error{
 		sdk.CheckOneOf("prior", p.Prior, PriorResidual, PriorOff),
+		sdk.CheckOneOf("after", p.After, AfterTrees, AfterPrior),
 		sdk.CheckRange("youngRows", float64(p.YoungRows), 0, 1e9),
 		sdk.CheckRange("youngMinNewSamples", float64(p.YoungMinNewSamples), 1, 1e7),
 		sdk.CheckRange("youngRetrainIntervalMs", p.YoungRetrainIntervalMs, 0, 24*3600e3),

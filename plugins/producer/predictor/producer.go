@@ -65,6 +65,7 @@ type serving struct {
 	cold         *profiled.Model // the cold-start profiles; nil without
 	spreads      *spreadTable    // the predictions' spreads per endpoint; nil before the first samples
 	speedLabel   string          // Params.SpeedLabel
+	after        string          // Params.After
 }
 
 // publish makes a copy of what serves, changed by edit, the serving state; the caller holds mu.
@@ -205,7 +206,7 @@ func (p *Producer) apply(params Params) {
 		p.prior = prior.New(params.PriorFit)
 	}
 	snap := p.prior.Snapshot()
-	p.publish(func(s *serving) { s.prior, s.speedLabel = snap, params.SpeedLabel })
+	p.publish(func(s *serving) { s.prior, s.speedLabel, s.after = snap, params.SpeedLabel, params.After })
 }
 
 // putInService makes s the model set Produce uses; the caller holds mu. The quality windows
@@ -227,8 +228,9 @@ func (p *Producer) resetQuality(targets ...int) {
 // every prediction is invalid, which every stage handles; without a TPOT source TPOT is 0,
 // unknown. For a cycle in a round, or one that weighs a placement (weighsPlacement), it also
 // predicts, in the same batch, what the request would see on each endpoint after one more request
-// like it (TTFTAfterMs, TPOTAfterMs; see withPlaced). Each prediction carries the spread of the
-// recent predictions on its endpoint (spread.go).
+// like it (TTFTAfterMs, TPOTAfterMs; see withPlaced), with residual trees under AfterPrior the
+// prior there times the trees' factor on the endpoint as it is. Each prediction carries the
+// spread of the recent predictions on its endpoint (spread.go).
 func (p *Producer) Produce(_ context.Context, c *sdk.Cycle) ([]sdk.Prediction, error) {
 	if c == nil {
 		return nil, errors.New("producing: nil cycle")
@@ -285,21 +287,26 @@ func (p *Producer) Produce(_ context.Context, c *sdk.Cycle) ([]sdk.Prediction, e
 			}
 		}
 	}
+	placed := len(eps) > len(out) // eps[len(out)+i] is endpoint i with one more request
 	for k, width := range [2]int{nt, np} {
 		if src[k] != fromTrees {
 			continue
 		}
 		m := [2]*model.Model{s.set.TTFT, s.set.TPOT}[k]
 		fill := [2]filler{features.FillTTFT, features.FillTPOT}[k]
-		for i := range eps {
+		rowsN := n
+		if placed && withPrior[k] && s.after == AfterPrior {
+			rowsN = len(out) // the placed half keeps each endpoint's factor (AfterPrior)
+		}
+		for i := range rowsN {
 			fill(rows[k][i*width:(i+1)*width], &c.Request, &eps[i].State)
 		}
-		if err := m.PredictRows(rows[k], n, factor[k]); err != nil {
+		if err := m.PredictRows(rows[k][:rowsN*width], rowsN, factor[k][:rowsN]); err != nil {
 			return nil, fmt.Errorf("%s model: %w", targetName[k], err)
 		}
+		copy(factor[k][rowsN:], factor[k][:n-rowsN])
 	}
 	predicted := func(k, i int) float64 { return floor(base[k][i] * factor[k][i]) }
-	placed := len(eps) > len(out) // eps[len(out)+i] is endpoint i with one more request
 	for i := range out {
 		out[i] = sdk.Prediction{Valid: true, TTFTMs: predicted(prior.TTFT, i)}
 		spread := s.spreads.of(eps[i].ID)
