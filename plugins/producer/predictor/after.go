@@ -35,3 +35,32 @@ func withPlaced(c *sdk.Cycle) []sdk.Endpoint {
 	}
 	return all
 }
+
+// boundPrefillRise bounds the prior's TPOT after a placement (base[len(eps)/2+i] for endpoint i) by
+// what the placed request's prefill can physically do to a request running there. The prior
+// learned how the prefill in flight at dispatch went with the TPOT a request then saw, and a
+// large prefill in flight marks a burst whose later arrivals slowed that request too, so its
+// coefficient overstates what one prompt does. A prefill that takes W ms of the engine delays a
+// running request by at most W, spread over the tokens it has left (on average the decode tokens
+// in flight per request in flight). So the after-TPOT is at most the prior on the placed state
+// with the prefill in flight as it was, plus W over those tokens. W is the prior's TTFT term in
+// the request's uncached tokens (prior.Snapshot.PrefillMs). Nothing bounds an endpoint without
+// decode tokens in flight: nothing runs there that a placement could cost.
+func boundPrefillRise(r *sdk.Request, eps []sdk.Endpoint, base []float64, s *serving) {
+	n := len(eps) / 2
+	for i := range n {
+		st := &eps[i].State
+		if st.InflightRequests <= 0 || st.DecodeTokensInFlight <= 0 {
+			continue
+		}
+		kind := ""
+		if s.speedLabel != "" {
+			kind = eps[i].Labels[s.speedLabel]
+		}
+		without := eps[n+i].State
+		without.PrefillTokensInFlight = st.PrefillTokensInFlight
+		_, rest := s.prior.Predict(r, eps[i].ID, kind, &without)
+		perRequest := float64(st.DecodeTokensInFlight) / float64(st.InflightRequests)
+		base[n+i] = min(base[n+i], rest+s.prior.PrefillMs(r, eps[i].ID, kind, st)/perRequest)
+	}
+}

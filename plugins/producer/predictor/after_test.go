@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/foresight-router/foresight/plugins/producer/internal/prior"
 	"github.com/foresight-router/foresight/plugins/sdk"
@@ -14,8 +15,9 @@ import (
 // TestAfterPriorMovesOnlyThePrior: with after "prior", a residual producer's after-prediction of
 // endpoint i is the prior on i with one more request placed (sdk.PlaceOn) times the trees' factor
 // on i as it is, the factor its own prediction has: TPOTAfterMs / TPOTMs = prior after / prior now,
-// and the same for TTFT. Its predictions are those of after "trees", which differs only in the
-// after-values. Without the prior there is nothing but trees, and after "prior" is after "trees".
+// and the same for TTFT (these samples' TPOT does not grow with the prefill in flight, so the bound
+// on the prefill's rise does not bind: TestAfterPriorBoundsThePrefillsRise checks it). Its
+// predictions are those of after "trees", which differs only in the after-values. Without the prior there is nothing but trees, and after "prior" is after "trees".
 func TestAfterPriorMovesOnlyThePrior(t *testing.T) {
 	ctx := context.Background()
 	trees, _ := trainedProducer(t, nil)
@@ -108,5 +110,75 @@ func TestAfterPriorHandWorked(t *testing.T) {
 	want := got[0].TTFTMs * (now + rise) / now
 	if math.Abs(got[0].TTFTAfterMs-want) > 1e-9*want {
 		t.Fatalf("TTFTAfterMs %.6f, want %.6f × (%.4f + %.4f) / %.4f = %.6f", got[0].TTFTAfterMs, got[0].TTFTMs, now, rise, now, want)
+	}
+}
+
+// burstProducer trains a producer with after "prior" on samples whose TPOT grows by 2 µs for every
+// prefill token in flight at dispatch (a burst's mark more than one prompt's doing) and whose TTFT
+// is truth's: 0.02 ms per uncached prompt token.
+func burstProducer(t *testing.T) *Producer {
+	t.Helper()
+	p := New()
+	configure(t, p, map[string]any{"trainInline": true, "after": AfterPrior})
+	rng := rand.New(rand.NewPCG(41, 42))
+	for b := range 40 {
+		batch := samples(rng, 100, t0.Add(time.Duration(b)*time.Second), nil)
+		for i := range batch {
+			s := &batch[i]
+			s.ActualTPOTMs = (7 + 0.002*float64(s.State.PrefillTokensInFlight)) * (1 + 0.02*rng.NormFloat64())
+		}
+		if _, err := p.Observe(context.Background(), batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return p
+}
+
+// TestAfterPriorBoundsThePrefillsRise: the prior learned about 2 µs of TPOT per prefill token in
+// flight, so one more request of 1,000 uncached tokens raises its TPOT by about 2 ms. Its prefill
+// takes W = the TTFT prior's coefficient on uncached tokens (about 0.02 ms) × 1,000 ≈ 20 ms of the
+// engine. With 10 requests in flight and 500 decode tokens, a running request has 50 tokens left,
+// and the prefill can raise its TPOT by at most W / 50 ≈ 0.4 ms: the after-TPOT is the prior
+// without the prefill's rise plus that, times the trees' factor. With 1 request and 5 tokens left
+// the bound, W / 5 ≈ 4 ms, is above the prior's 2 ms rise, which stands.
+func TestAfterPriorBoundsThePrefillsRise(t *testing.T) {
+	p := burstProducer(t)
+	snap := p.serving.Load().prior
+	k, kt := snap.Coef[prior.TPOT], snap.Coef[prior.TTFT]
+	if !(k[2] > 0.0015 && kt[1] > 0.015) {
+		t.Fatalf("the prior learned %v (TPOT) and %v (TTFT): want about 0.002 per prefill token in flight and 0.02 per uncached token", k, kt)
+	}
+	r := sdk.Request{ID: "r", InputTokens: 1000, MaxOutputTokens: 100, Streaming: true}
+	for _, tc := range []struct {
+		name      string
+		n, decode int64
+		bound     bool
+	}{{"50 tokens left", 10, 500, true}, {"5 tokens left", 1, 5, false}} {
+		st := sdk.EndpointState{InflightRequests: tc.n, PrefillTokensInFlight: 2000, DecodeTokensInFlight: tc.decode}
+		c := &sdk.Cycle{Now: t0.Add(50 * time.Second), Request: r, Endpoints: []sdk.Endpoint{{ID: "e", State: st}}, Round: sdk.Round{Position: 1, Size: 2}}
+		got, err := p.Produce(context.Background(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp, spT := snap.Speed("e", "")[prior.TPOT], snap.Speed("e", "")[prior.TTFT]
+		n := float64(tc.n)
+		now := (k[0] + k[1]*n + k[2]*2000 + k[3]*1000 + k[4]*float64(tc.decode)) * sp
+		placed := now + (k[1]+k[2]*1000)*sp
+		w := kt[1] * 1000 * spT
+		bounded := now + k[1]*sp + w/(float64(tc.decode)/n)
+		after := placed
+		if tc.bound {
+			if !(bounded < placed) {
+				t.Fatalf("%s: the bound %.4f is not below the prior's %.4f: nothing to check", tc.name, bounded, placed)
+			}
+			after = bounded
+		} else if !(bounded > placed) {
+			t.Fatalf("%s: the bound %.4f is not above the prior's %.4f: nothing to check", tc.name, bounded, placed)
+		}
+		want := got[0].TPOTMs * after / now
+		if math.Abs(got[0].TPOTAfterMs-want) > 1e-9*want {
+			t.Fatalf("%s: TPOTAfterMs %.6f, want %.6f × %.4f / %.4f = %.6f (W = %.2f ms)", tc.name, got[0].TPOTAfterMs, got[0].TPOTMs, after, now, want, w)
+		}
+		t.Logf("%s: TPOT %.3f → %.3f ms (the prior alone: → %.3f)", tc.name, got[0].TPOTMs, got[0].TPOTAfterMs, got[0].TPOTMs*placed/now)
 	}
 }

@@ -46,7 +46,8 @@ const (
 	// AfterPrior moves only the prior: the prior on the placed state times the trees' factor on
 	// the endpoint as it is. With residual trees the placement then moves a prediction by the
 	// prior's smooth slope, never by the step of a tree whose split one more request crosses,
-	// and the trees predict each endpoint once. Without the prior it is AfterTrees.
+	// and the trees predict each endpoint once. The TPOT's rise is bounded by what the request's
+	// prefill can do to a running request (boundPrefillRise). Without the prior it is AfterTrees.
 	AfterPrior = "prior"
 )
 

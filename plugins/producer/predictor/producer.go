@@ -228,8 +228,9 @@ func (p *Producer) resetQuality(targets ...int) {
 // every prediction is invalid, which every stage handles; without a TPOT source TPOT is 0,
 // unknown. For a cycle in a round, or one that weighs a placement (weighsPlacement), it also
 // predicts, in the same batch, what the request would see on each endpoint after one more request
-// like it (TTFTAfterMs, TPOTAfterMs; see withPlaced), with residual trees under AfterPrior the
-// prior there times the trees' factor on the endpoint as it is. Each prediction carries the
+// like it (TTFTAfterMs, TPOTAfterMs; see withPlaced); under AfterPrior, with the prior, the
+// prior there (its TPOT bounded by boundPrefillRise) times the trees' factor on the endpoint as it
+// is. Each prediction carries the
 // spread of the recent predictions on its endpoint (spread.go).
 func (p *Producer) Produce(_ context.Context, c *sdk.Cycle) ([]sdk.Prediction, error) {
 	if c == nil {
@@ -288,6 +289,9 @@ func (p *Producer) Produce(_ context.Context, c *sdk.Cycle) ([]sdk.Prediction, e
 		}
 	}
 	placed := len(eps) > len(out) // eps[len(out)+i] is endpoint i with one more request
+	if placed && withPrior[prior.TPOT] && s.after == AfterPrior {
+		boundPrefillRise(&c.Request, eps, base[prior.TPOT], s)
+	}
 	for k, width := range [2]int{nt, np} {
 		if src[k] != fromTrees {
 			continue

@@ -252,6 +252,18 @@ func (s *Snapshot) Predict(r *sdk.Request, endpoint, kind string, st *sdk.Endpoi
 	return out[TTFT], out[TPOT]
 }
 
+// PrefillMs is the prior's time to compute r's uncached prompt on endpoint (of kind) in state st:
+// its TTFT term in the uncached tokens alone (their coefficient times them, times the endpoint's
+// TTFT speed factor), what the prompt's prefill takes of the engine; 0 before TTFT is learned.
+func (s *Snapshot) PrefillMs(r *sdk.Request, endpoint, kind string, st *sdk.EndpointState) float64 {
+	if !s.Learned(TTFT) {
+		return 0
+	}
+	var row [maxTerms]float64
+	ttftRow(row[:], r, st)
+	return s.Coef[TTFT][1] * row[1] * s.Speed(endpoint, kind)[TTFT]
+}
+
 // positive is v, or the smallest positive number when a fit extrapolates to v ≤ 0 (or NaN): a
 // ready target's prediction is never 0, which means "not ready".
 func positive(v float64) float64 {
