@@ -17,7 +17,8 @@ import (
 // on i as it is, the factor its own prediction has: TPOTAfterMs / TPOTMs = prior after / prior now,
 // and the same for TTFT (these samples' TPOT does not grow with the prefill in flight, so the bound
 // on the prefill's rise does not bind: TestAfterPriorBoundsThePrefillsRise checks it). Its
-// predictions are those of after "trees", which differs only in the after-values. Without the prior there is nothing but trees, and after "prior" is after "trees".
+// predictions are those of after "trees", which differs only in the after-values. Without the
+// prior there is nothing but trees, and after "prior" is after "trees".
 func TestAfterPriorMovesOnlyThePrior(t *testing.T) {
 	ctx := context.Background()
 	trees, _ := trainedProducer(t, nil)
