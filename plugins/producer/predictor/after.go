@@ -53,10 +53,7 @@ func boundPrefillRise(r *sdk.Request, eps []sdk.Endpoint, base []float64, s *ser
 		if st.InflightRequests <= 0 || st.DecodeTokensInFlight <= 0 {
 			continue
 		}
-		kind := ""
-		if s.speedLabel != "" {
-			kind = eps[i].Labels[s.speedLabel]
-		}
+		kind := s.kindOf(&eps[i])
 		without := eps[n+i].State
 		without.PrefillTokensInFlight = st.PrefillTokensInFlight
 		_, rest := s.prior.Predict(r, eps[i].ID, kind, &without)

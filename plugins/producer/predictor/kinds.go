@@ -14,3 +14,11 @@ func (p *Producer) recordKinds(eps []sdk.Endpoint, label string) {
 		}
 	}
 }
+
+// kindOf is e's kind for the prior: its speedLabel label's value, "" with kinds off or no label.
+func (s *serving) kindOf(e *sdk.Endpoint) string {
+	if s.speedLabel == "" {
+		return ""
+	}
+	return e.Labels[s.speedLabel]
+}

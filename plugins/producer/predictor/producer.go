@@ -230,8 +230,7 @@ func (p *Producer) resetQuality(targets ...int) {
 // predicts, in the same batch, what the request would see on each endpoint after one more request
 // like it (TTFTAfterMs, TPOTAfterMs; see withPlaced); under AfterPrior, with the prior, the
 // prior there (its TPOT bounded by boundPrefillRise) times the trees' factor on the endpoint as it
-// is. Each prediction carries the
-// spread of the recent predictions on its endpoint (spread.go).
+// is. Each prediction carries the spread of the recent predictions on its endpoint (spread.go).
 func (p *Producer) Produce(_ context.Context, c *sdk.Cycle) ([]sdk.Prediction, error) {
 	if c == nil {
 		return nil, errors.New("producing: nil cycle")
@@ -275,11 +274,7 @@ func (p *Producer) Produce(_ context.Context, c *sdk.Cycle) ([]sdk.Prediction, e
 	if withPrior[prior.TTFT] || withPrior[prior.TPOT] {
 		for i := range eps {
 			e := &eps[i]
-			kind := ""
-			if s.speedLabel != "" {
-				kind = e.Labels[s.speedLabel]
-			}
-			pt, pp := s.prior.Predict(&c.Request, e.ID, kind, &e.State)
+			pt, pp := s.prior.Predict(&c.Request, e.ID, s.kindOf(e), &e.State)
 			if withPrior[prior.TTFT] {
 				base[prior.TTFT][i] = pt
 			}
@@ -288,8 +283,9 @@ func (p *Producer) Produce(_ context.Context, c *sdk.Cycle) ([]sdk.Prediction, e
 			}
 		}
 	}
-	placed := len(eps) > len(out) // eps[len(out)+i] is endpoint i with one more request
-	if placed && withPrior[prior.TPOT] && s.after == AfterPrior {
+	placed := len(eps) > len(out)           // eps[len(out)+i] is endpoint i with one more request
+	held := placed && s.after == AfterPrior // the placed half keeps each endpoint's trees' factor
+	if held && withPrior[prior.TPOT] {
 		boundPrefillRise(&c.Request, eps, base[prior.TPOT], s)
 	}
 	for k, width := range [2]int{nt, np} {
@@ -299,8 +295,8 @@ func (p *Producer) Produce(_ context.Context, c *sdk.Cycle) ([]sdk.Prediction, e
 		m := [2]*model.Model{s.set.TTFT, s.set.TPOT}[k]
 		fill := [2]filler{features.FillTTFT, features.FillTPOT}[k]
 		rowsN := n
-		if placed && withPrior[k] && s.after == AfterPrior {
-			rowsN = len(out) // the placed half keeps each endpoint's factor (AfterPrior)
+		if held && withPrior[k] {
+			rowsN = len(out)
 		}
 		for i := range rowsN {
 			fill(rows[k][i*width:(i+1)*width], &c.Request, &eps[i].State)
