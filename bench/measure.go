@@ -7,8 +7,9 @@ import (
 	"time"
 )
 
-// measure runs n calls of fn over conc workers and returns each call's latency and the wall time.
-func measure(n, conc int, fn func(i int)) ([]time.Duration, time.Duration) {
+// measure runs n calls of fn over conc workers, each waiting pause before its next call, and
+// returns each call's latency and the wall time.
+func measure(n, conc int, pause time.Duration, fn func(i int)) ([]time.Duration, time.Duration) {
 	lat := make([]time.Duration, n)
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -21,6 +22,9 @@ func measure(n, conc int, fn func(i int)) ([]time.Duration, time.Duration) {
 				t := time.Now()
 				fn(i)
 				lat[i] = time.Since(t)
+				if pause > 0 {
+					time.Sleep(pause)
+				}
 			}
 		}()
 	}

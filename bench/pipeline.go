@@ -36,6 +36,10 @@ type PipelineOptions struct {
 	// Cohorts decides each cycle with its own Pipeline.Run, Concurrency at once, instead of in
 	// rounds: the bench before rounds, and the router for a scheduler that does not decide rounds.
 	Cohorts bool
+	// Pause is how long each client waits after its decision before it sends its next request
+	// (not negative; 0: at once): with a pause the plugin processes idle between decisions, as they
+	// do behind a router at low load, and each round trip starts cold.
+	Pause time.Duration
 	// Seed seeds the synthetic fleet.
 	Seed uint64
 	// FloorPlugin is the command serving NoopFilter, which the transport floor is measured
@@ -56,6 +60,8 @@ func (o *PipelineOptions) Validate() error {
 		return fmt.Errorf("--endpoints, --cycles and --concurrency must be positive")
 	case o.Round < 0:
 		return fmt.Errorf("--round must not be negative (0: the router's round at this fleet size), got %d", o.Round)
+	case o.Pause < 0:
+		return fmt.Errorf("--pause must not be negative, got %v", o.Pause)
 	case o.Round > 0 && o.Cohorts:
 		return fmt.Errorf("--round sizes rounds, which --cohorts does not decide: give one of them")
 	}
@@ -70,6 +76,8 @@ type PipelineResult struct {
 	Endpoints   int    `json:"endpoints"`
 	Cycles      int    `json:"cycles"`
 	Concurrency int    `json:"concurrency"`
+	// PauseMs is each client's wait between its decision and its next request (--pause).
+	PauseMs float64 `json:"pause_ms,omitempty"`
 	// Round is the most cycles a round may take (--round, or the router's size: proxy.RoundLimit);
 	// Rounds how many rounds the measured cycles took, and MeanRound their mean size (rounds mode
 	// only).
@@ -137,10 +145,10 @@ func RunPipeline(ctx context.Context, o PipelineOptions) (*PipelineResult, error
 			return nil, err
 		}
 	}
-	res := &PipelineResult{Mode: "cohorts", Endpoints: o.Endpoints, Cycles: o.Cycles, Concurrency: o.Concurrency,
+	res := &PipelineResult{Mode: "cohorts", Endpoints: o.Endpoints, Cycles: o.Cycles, Concurrency: o.Concurrency, PauseMs: ms(o.Pause),
 		Stages: processStages(p), PayloadBytes: payloadSize(pool[0]), FlowControl: cfg.FlowControl.Enabled}
 	d := &decisions{ctx: ctx, p: p, pool: pool, flow: res.FlowControl, detect: make([]time.Duration, o.Cycles)}
-	drive := driver{n: o.Cycles, conc: o.Concurrency, maxBatch: cfg.Pipeline.MaxBatch}
+	drive := driver{n: o.Cycles, conc: o.Concurrency, maxBatch: cfg.Pipeline.MaxBatch, pause: o.Pause}
 	if !o.Cohorts {
 		res.Mode, drive.round = "rounds", cmp.Or(o.Round, proxy.RoundLimit(cfg.Server.DecisionConcurrency, o.Endpoints))
 		drive.overlap = proxy.RoundsInFlight(cfg.Server.DecisionConcurrency)
@@ -229,6 +237,9 @@ func (r *PipelineResult) WriteText(out io.Writer) error {
 	} else {
 		fmt.Fprintf(out, "pipeline: %d cycles × %d endpoints, %d plugin stages, cohorts of Run calls, concurrency %d, payload %d B\n",
 			r.Cycles, r.Endpoints, r.Stages, r.Concurrency, r.PayloadBytes)
+	}
+	if r.PauseMs > 0 {
+		fmt.Fprintf(out, "  pause     %.3f ms between a client's decision and its next request (the floor's too)\n", r.PauseMs)
 	}
 	fmt.Fprintf(out, "  decision  p50 %8.0f µs  p99 %8.0f µs  %8.0f decisions/s  fallbacks %d  mean batch %.2f\n", r.P50Us, r.P99Us, r.DecisionsPerS, r.Fallbacks, r.MeanBatch)
 	if r.Accounted != nil {

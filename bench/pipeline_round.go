@@ -28,10 +28,11 @@ import (
 // its head and calls decide(first, k, prior) with the k requests first, first+1, … (the queue
 // always holds consecutive requests) and, when the round before it was still under way as it
 // began, that round's placements (pipeline.Prior; nil otherwise). decide returns the round's own
-// placements, by endpoint id. A request's latency is the time from its arrival in the queue to
-// the end of its round: its round's duration, plus the wait for a round to take it. It returns
-// the latencies by request, the wall time and the number of rounds.
-func measureRounds(n, waiting, size, overlap int, decide func(first, k int, prior pipeline.Prior) map[string]int) ([]time.Duration, time.Duration, int) {
+// placements, by endpoint id. A client answered sends its next request pause later (0: at once).
+// A request's latency is the time from its arrival in the queue to the end of its round: its
+// round's duration, plus the wait for a round to take it. It returns the latencies by request, the
+// wall time and the number of rounds.
+func measureRounds(n, waiting, size, overlap int, pause time.Duration, decide func(first, k int, prior pipeline.Prior) map[string]int) ([]time.Duration, time.Duration, int) {
 	lat := make([]time.Duration, n)
 	arrived := make([]time.Time, n)
 	began := time.Now()
@@ -60,15 +61,22 @@ func measureRounds(n, waiting, size, overlap int, decide func(first, k int, prio
 			close(r.settled)
 			done := time.Now()
 			mu.Lock()
-			defer mu.Unlock()
 			for i := first; i < first+k; i++ {
 				lat[i] = done.Sub(arrived[i])
 			}
+			running--
+			free.Broadcast()
+			mu.Unlock()
+			if pause > 0 {
+				time.Sleep(pause)
+			}
+			sent := time.Now()
+			mu.Lock()
+			defer mu.Unlock()
 			for j := 0; j < k && tail < n; j++ { // the k clients answered send their next
-				arrived[tail] = done
+				arrived[tail] = sent
 				tail++
 			}
-			running--
 			free.Broadcast()
 		})
 		mu.Lock()
@@ -107,17 +115,19 @@ func passes(first, k, maxBatch int, pass func(first, k int)) {
 }
 
 // driver drives n decisions in rounds of at most round cycles, conc requests waiting, overlap
-// rounds under way at once (measureRounds), or with round 0 in cohorts, conc at once (measure).
+// rounds under way at once (measureRounds), or with round 0 in cohorts, conc at once (measure);
+// each client waits pause after its decision before it sends its next request.
 type driver struct {
 	n, conc, round, overlap int
 	maxBatch                int // the pipeline's: a larger round is decided in passes of at most this many
+	pause                   time.Duration
 }
 
 // warm runs the driver's decisions on at most 500 cycles: connections, caches and the scheduler
 // warm up.
 func (d driver) warm(one func(i int), round func(first, k int, prior pipeline.Prior) map[string]int) {
 	w := d
-	w.n = min(d.n, 500)
+	w.n, w.pause = min(d.n, 500), 0
 	w.run(one, round)
 }
 
@@ -125,10 +135,10 @@ func (d driver) warm(one func(i int), round func(first, k int, prior pipeline.Pr
 // It returns each decision's latency, the wall time and the rounds (0 in cohorts).
 func (d driver) run(one func(i int), round func(first, k int, prior pipeline.Prior) map[string]int) ([]time.Duration, time.Duration, int) {
 	if d.round == 0 {
-		lat, wall := measure(d.n, d.conc, one)
+		lat, wall := measure(d.n, d.conc, d.pause, one)
 		return lat, wall, 0
 	}
-	return measureRounds(d.n, d.conc, d.round, d.overlap, round)
+	return measureRounds(d.n, d.conc, d.round, d.overlap, d.pause, round)
 }
 
 // decisions makes the bench's decisions on copies of the pool's cycles, cycle i from pool[i mod

@@ -53,7 +53,7 @@ func TestMeasureRoundsDecidesEachRequestOnceInRounds(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var sizes, order []int
-			lat, _, rounds := measureRounds(tt.n, tt.waiting, tt.size, 1, func(first, k int, prior pipeline.Prior) map[string]int {
+			lat, _, rounds := measureRounds(tt.n, tt.waiting, tt.size, 1, 0, func(first, k int, prior pipeline.Prior) map[string]int {
 				if prior != nil {
 					t.Errorf("round from %d: given an earlier round's placements, one round at a time", first)
 				}
@@ -89,7 +89,7 @@ func TestMeasureRoundsOverlapsTwoRounds(t *testing.T) {
 	var starts []int
 	var given map[string]int
 	decided := make([]int, 12)
-	_, _, rounds := measureRounds(12, 4, 2, 2, func(from, k int, prior pipeline.Prior) map[string]int {
+	_, _, rounds := measureRounds(12, 4, 2, 2, 0, func(from, k int, prior pipeline.Prior) map[string]int {
 		mu.Lock()
 		starts = append(starts, from)
 		mu.Unlock()

@@ -23,7 +23,8 @@ func newBenchPipeline() *cobra.Command {
 			"in the same run, it sends the same cycles to a no-op plugin, one round after the other, one\n" +
 			"sequential batch call per stage with a round's cycles: the transport floor. --cohorts\n" +
 			"decides each cycle with its own Run instead, --concurrency at once, and the floor's calls\n" +
-			"carry one cycle each.",
+			"carry one cycle each. --pause makes each client wait before its next request, so that the\n" +
+			"plugins idle between decisions (the floor's too), as behind a router at low load.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {
@@ -46,6 +47,7 @@ func newBenchPipeline() *cobra.Command {
 	f.IntVar(&o.Cycles, "cycles", 20000, "cycles to run")
 	f.IntVar(&o.Concurrency, "concurrency", 8, "requests waiting for a decision at once (with --cohorts: cycles in flight)")
 	f.IntVar(&o.Round, "round", 0, "most cycles a round takes (0: the router's under a backlog: server.decisionConcurrency, else max(2 × endpoints, 16))")
+	f.DurationVar(&o.Pause, "pause", 0, "each client's wait between its decision and its next request: with a pause the plugins idle between decisions, as behind a router at low load (0: none)")
 	f.BoolVar(&o.Cohorts, "cohorts", false, "decide each cycle with its own Run, --concurrency at once, gathered into cohorts (the bench before rounds)")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the synthetic fleet")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
