@@ -35,8 +35,10 @@ type Flight struct {
 	ep        *endpoint
 	req       Request
 	generated int64
-	decoding  bool // past its first token
-	done      bool
+	// firstAt and lastAt are when its first and its latest output tokens came, once decoding.
+	firstAt, lastAt time.Time
+	decoding        bool // past its first token
+	done            bool
 }
 
 type endpoint struct {
@@ -94,6 +96,7 @@ func (f *Flight) FirstToken(at time.Time) {
 		return
 	}
 	f.output(at)
+	f.firstAt, f.lastAt = at, at
 	e := f.ep
 	e.starts[e.next] = at
 	e.next = (e.next + 1) % startsKept
@@ -115,6 +118,7 @@ func (f *Flight) Tokens(n int64, at time.Time) {
 		return
 	}
 	f.output(at)
+	f.lastAt = at
 	f.ep.decode -= f.remaining()
 	f.generated = n
 	f.ep.decode += f.remaining()
@@ -152,8 +156,9 @@ func (f *Flight) output(at time.Time) {
 // last successful scrape (zero before one): InflightRequests, DispatchedSinceScrape (the requests
 // in flight whose DispatchedAt is not before scrapedAt; every one before a first scrape),
 // PrefillTokensInFlight, DecodeTokensInFlight, MinRunningTPOTSLOMs (0 when no request there has a
-// TPOT objective), LastOutputAgeMs (−1 with nothing in flight or no output seen yet) and
-// FirstTokenRate (0 until startsKept first tokens were seen there).
+// TPOT objective), LastOutputAgeMs (−1 with nothing in flight or no output seen yet),
+// FirstTokenRate (0 until startsKept first tokens were seen there) and RunningTPOTMs (0 until a
+// request in flight there has two tokens).
 func (t *Ledger) Fill(endpoint string, now, scrapedAt time.Time, s *sdk.EndpointState) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -161,7 +166,7 @@ func (t *Ledger) Fill(endpoint string, now, scrapedAt time.Time, s *sdk.Endpoint
 	s.LastOutputAgeMs = -1
 	if e == nil {
 		s.InflightRequests, s.DispatchedSinceScrape, s.PrefillTokensInFlight, s.DecodeTokensInFlight, s.MinRunningTPOTSLOMs = 0, 0, 0, 0, 0
-		s.FirstTokenRate = 0
+		s.FirstTokenRate, s.RunningTPOTMs = 0, 0
 		return
 	}
 	s.FirstTokenRate = e.startRate()
@@ -170,6 +175,8 @@ func (t *Ledger) Fill(endpoint string, now, scrapedAt time.Time, s *sdk.Endpoint
 	}
 	slo := math.Inf(1)
 	var unscraped int64
+	var tpot float64 // the sum of the decoding flights' TPOT so far, over streams of them
+	var streams int
 	for _, f := range e.flights {
 		if f.req.TPOTSLOMs > 0 {
 			slo = min(slo, f.req.TPOTSLOMs)
@@ -177,9 +184,17 @@ func (t *Ledger) Fill(endpoint string, now, scrapedAt time.Time, s *sdk.Endpoint
 		if !f.req.DispatchedAt.Before(scrapedAt) {
 			unscraped++
 		}
+		if f.decoding && f.generated >= 2 {
+			tpot += float64(f.lastAt.Sub(f.firstAt)) / float64(time.Millisecond) / float64(f.generated-1)
+			streams++
+		}
 	}
 	if math.IsInf(slo, 1) {
 		slo = 0
+	}
+	s.RunningTPOTMs = 0
+	if streams > 0 {
+		s.RunningTPOTMs = tpot / float64(streams)
 	}
 	s.InflightRequests, s.DispatchedSinceScrape, s.PrefillTokensInFlight, s.DecodeTokensInFlight, s.MinRunningTPOTSLOMs =
 		int64(len(e.flights)), unscraped, e.prefill, e.decode, slo

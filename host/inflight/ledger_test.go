@@ -39,12 +39,12 @@ func TestLifecycle(t *testing.T) {
 			sdk.EndpointState{InflightRequests: 2, PrefillTokensInFlight: 300, DecodeTokensInFlight: 99, MinRunningTPOTSLOMs: 50, LastOutputAgeMs: 80}},
 		{"a second first token changes nothing", func() { r1.FirstToken(at(90)) },
 			sdk.EndpointState{InflightRequests: 2, PrefillTokensInFlight: 300, DecodeTokensInFlight: 99, MinRunningTPOTSLOMs: 50, LastOutputAgeMs: 80}},
-		{"r1 at 40 tokens at 60 ms: 60 remain", func() { r1.Tokens(40, at(60)) },
-			sdk.EndpointState{InflightRequests: 2, PrefillTokensInFlight: 300, DecodeTokensInFlight: 60, MinRunningTPOTSLOMs: 50, LastOutputAgeMs: 40}},
+		{"r1 at 40 tokens at 60 ms: 60 remain, 39 tokens in 40 ms since its first", func() { r1.Tokens(40, at(60)) },
+			sdk.EndpointState{InflightRequests: 2, PrefillTokensInFlight: 300, DecodeTokensInFlight: 60, MinRunningTPOTSLOMs: 50, LastOutputAgeMs: 40, RunningTPOTMs: 40.0 / 39}},
 		{"stale token count ignored", func() { r1.Tokens(10, at(95)) },
-			sdk.EndpointState{InflightRequests: 2, PrefillTokensInFlight: 300, DecodeTokensInFlight: 60, MinRunningTPOTSLOMs: 50, LastOutputAgeMs: 40}},
+			sdk.EndpointState{InflightRequests: 2, PrefillTokensInFlight: 300, DecodeTokensInFlight: 60, MinRunningTPOTSLOMs: 50, LastOutputAgeMs: 40, RunningTPOTMs: 40.0 / 39}},
 		{"tokens before the first token are ignored", func() { r2.Tokens(5, at(95)) },
-			sdk.EndpointState{InflightRequests: 2, PrefillTokensInFlight: 300, DecodeTokensInFlight: 60, MinRunningTPOTSLOMs: 50, LastOutputAgeMs: 40}},
+			sdk.EndpointState{InflightRequests: 2, PrefillTokensInFlight: 300, DecodeTokensInFlight: 60, MinRunningTPOTSLOMs: 50, LastOutputAgeMs: 40, RunningTPOTMs: 40.0 / 39}},
 		{"r1 finishes: its SLO no longer applies", r1.Finish,
 			sdk.EndpointState{InflightRequests: 1, PrefillTokensInFlight: 300, LastOutputAgeMs: 40}},
 		{"a finished flight ignores everything", func() {
@@ -172,5 +172,47 @@ func TestFirstTokenRate(t *testing.T) {
 	var other sdk.EndpointState
 	if l.Fill("b", at, t0, &other); other.FirstTokenRate != 0 {
 		t.Errorf("an endpoint with no first tokens has rate %v", other.FirstTokenRate)
+	}
+}
+
+// RunningTPOTMs is the mean, over the requests in flight with two tokens or more, of the time from
+// their first token to their latest over the tokens since the first.
+func TestRunningTPOT(t *testing.T) {
+	l := New()
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	tpot := func() float64 {
+		var s sdk.EndpointState
+		l.Fill("a", t0.Add(time.Minute), t0, &s)
+		return s.RunningTPOTMs
+	}
+	a := l.Dispatch("a", Request{ID: "a", OutputTokens: 100, DispatchedAt: t0})
+	b := l.Dispatch("b", Request{ID: "b", OutputTokens: 100, DispatchedAt: t0}) // another endpoint
+	c := l.Dispatch("a", Request{ID: "c", OutputTokens: 100, DispatchedAt: t0})
+	a.FirstToken(t0.Add(100 * time.Millisecond))
+	if got := tpot(); got != 0 {
+		t.Errorf("one first token, no second: %v, want 0", got)
+	}
+	// a: 4 more tokens over 80 ms, one chunk of 2 then two of 1: 20 ms a token.
+	a.Tokens(3, t0.Add(140*time.Millisecond))
+	a.Tokens(4, t0.Add(160*time.Millisecond))
+	a.Tokens(5, t0.Add(180*time.Millisecond))
+	b.FirstToken(t0.Add(100 * time.Millisecond))
+	b.Tokens(2, t0.Add(200*time.Millisecond)) // 100 ms, but on b
+	if got := tpot(); math.Abs(got-20) > 1e-9 {
+		t.Errorf("a at 20 ms a token: %v, want 20", got)
+	}
+	// c: first token at 200 ms, its 10th at 560 ms: 40 ms a token. The mean of 20 and 40.
+	c.FirstToken(t0.Add(200 * time.Millisecond))
+	c.Tokens(10, t0.Add(560*time.Millisecond))
+	if got := tpot(); math.Abs(got-30) > 1e-9 {
+		t.Errorf("a at 20 and c at 40 ms a token: %v, want 30", got)
+	}
+	c.Finish()
+	if got := tpot(); math.Abs(got-20) > 1e-9 {
+		t.Errorf("c finished, a at 20: %v, want 20", got)
+	}
+	a.Finish()
+	if got := tpot(); got != 0 {
+		t.Errorf("nothing in flight: %v, want 0", got)
 	}
 }

@@ -41,6 +41,7 @@ func cycleFromProto(p *pb.Cycle) (*Cycle, error) {
 	outputAge := wire.Column(&cols, "last_output_age_ms", s.GetLastOutputAgeMs())
 	sinceScrape := wire.Column(&cols, "dispatched_since_scrape", s.GetDispatchedSinceScrape())
 	startRate := wire.Column(&cols, "first_token_rate", s.GetFirstTokenRate())
+	runningTPOT := wire.Column(&cols, "running_tpot_ms", s.GetRunningTpotMs())
 	pr := eps.GetPredictions()
 	valid := wire.Column(&cols, "predictions.valid", pr.GetValid())
 	ttft := wire.Column(&cols, "predictions.ttft_ms", pr.GetTtftMs())
@@ -70,6 +71,7 @@ func cycleFromProto(p *pb.Cycle) (*Cycle, error) {
 				LastOutputAgeMs:       outputAge(i),
 				DispatchedSinceScrape: sinceScrape(i),
 				FirstTokenRate:        startRate(i),
+				RunningTPOTMs:         runningTPOT(i),
 			},
 			Prediction: Prediction{Valid: valid(i), TTFTMs: ttft(i), TPOTMs: tpot(i), TTFTAfterMs: ttftAfter(i), TPOTAfterMs: tpotAfter(i),
 				TTFTSpread: ttftSpread(i), TPOTSpread: tpotSpread(i)},
@@ -140,6 +142,7 @@ func sampleFromProto(p *pb.Sample) Sample {
 			LastOutputAgeMs:       st.GetLastOutputAgeMs(),
 			DispatchedSinceScrape: st.GetDispatchedSinceScrape(),
 			FirstTokenRate:        st.GetFirstTokenRate(),
+			RunningTPOTMs:         st.GetRunningTpotMs(),
 		},
 		Predicted: Prediction{
 			Valid:  p.GetPredicted().GetValid(),

@@ -186,6 +186,10 @@ type EndpointState struct {
 	// until 16 have. The rate the endpoint starts requests at while busy, which turns a count
 	// waiting into a time.
 	FirstTokenRate float64 `json:"first_token_rate,omitempty"`
+	// RunningTPOTMs is the TPOT the router's streams decoding there have seen so far: the mean over
+	// those with at least two tokens of (time of the last token − time of the first) / (tokens −
+	// 1); 0 when none has. What a placement there delays, as the requests running there live it.
+	RunningTPOTMs float64 `json:"running_tpot_ms,omitempty"`
 }
 
 // Idle reports whether the router has nothing in flight on the endpoint.

@@ -31,6 +31,7 @@ func CycleToProto(c *sdk.Cycle) *pb.Cycle {
 			LastOutputAgeMs:       make([]float64, n),
 			DispatchedSinceScrape: make([]int64, n),
 			FirstTokenRate:        make([]float64, n),
+			RunningTpotMs:         make([]float64, n),
 		},
 	}
 	var labels, predictions bool
@@ -50,6 +51,7 @@ func CycleToProto(c *sdk.Cycle) *pb.Cycle {
 		s.LastOutputAgeMs[i] = st.LastOutputAgeMs
 		s.DispatchedSinceScrape[i] = st.DispatchedSinceScrape
 		s.FirstTokenRate[i] = st.FirstTokenRate
+		s.RunningTpotMs[i] = st.RunningTPOTMs
 		labels = labels || len(e.Labels) > 0
 		predictions = predictions || e.Prediction.Valid
 	}
@@ -165,6 +167,7 @@ func sampleToProto(s *sdk.Sample) *pb.Sample {
 			LastOutputAgeMs:       st.LastOutputAgeMs,
 			DispatchedSinceScrape: st.DispatchedSinceScrape,
 			FirstTokenRate:        st.FirstTokenRate,
+			RunningTpotMs:         st.RunningTPOTMs,
 		},
 		Predicted:    &pb.Prediction{Valid: s.Predicted.Valid, TtftMs: s.Predicted.TTFTMs, TpotMs: s.Predicted.TPOTMs},
 		ActualTtftMs: s.ActualTTFTMs,

@@ -10,7 +10,7 @@ function ep(i: number, labels: Record<string, string>): Endpoint {
     state: {
       kvCacheUsage: 0.5, waiting: i, running: 1, inflightRequests: 1, prefillTokensInFlight: 0, decodeTokensInFlight: 0,
       prefixMatch: 0, minRunningTpotSloMs: 0, metricsAgeMs: 0, lastOutputAgeMs: -1, dispatchedSinceScrape: 0,
-      firstTokenRate: 0,
+      firstTokenRate: 0, runningTpotMs: 0,
     },
     prediction: { valid: true, ttftMs: 100, tpotMs: 10 },
   };

@@ -652,8 +652,12 @@ type EndpointStates struct {
 	// until 16 have. The rate the endpoint has been starting requests at while busy, which turns a
 	// count waiting into a time.
 	FirstTokenRate []float64 `protobuf:"fixed64,12,rep,packed,name=first_token_rate,json=firstTokenRate,proto3" json:"first_token_rate,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The TPOT the router's streams decoding there have seen so far, in ms: the mean over those with
+	// at least two tokens of (time of the last token − time of the first) / (tokens − 1); 0 when
+	// none has. What a placement there delays, as the requests running there live it.
+	RunningTpotMs []float64 `protobuf:"fixed64,13,rep,packed,name=running_tpot_ms,json=runningTpotMs,proto3" json:"running_tpot_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *EndpointStates) Reset() {
@@ -766,6 +770,13 @@ func (x *EndpointStates) GetDispatchedSinceScrape() []int64 {
 func (x *EndpointStates) GetFirstTokenRate() []float64 {
 	if x != nil {
 		return x.FirstTokenRate
+	}
+	return nil
+}
+
+func (x *EndpointStates) GetRunningTpotMs() []float64 {
+	if x != nil {
+		return x.RunningTpotMs
 	}
 	return nil
 }
@@ -914,8 +925,10 @@ type EndpointState struct {
 	DispatchedSinceScrape int64 `protobuf:"varint,11,opt,name=dispatched_since_scrape,json=dispatchedSinceScrape,proto3" json:"dispatched_since_scrape,omitempty"`
 	// The router's requests reaching their first token there per second, over its last 16; 0 before.
 	FirstTokenRate float64 `protobuf:"fixed64,12,opt,name=first_token_rate,json=firstTokenRate,proto3" json:"first_token_rate,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The mean TPOT so far of the router's streams decoding there, in ms; 0 when none has two tokens.
+	RunningTpotMs float64 `protobuf:"fixed64,13,opt,name=running_tpot_ms,json=runningTpotMs,proto3" json:"running_tpot_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *EndpointState) Reset() {
@@ -1028,6 +1041,13 @@ func (x *EndpointState) GetDispatchedSinceScrape() int64 {
 func (x *EndpointState) GetFirstTokenRate() float64 {
 	if x != nil {
 		return x.FirstTokenRate
+	}
+	return 0
+}
+
+func (x *EndpointState) GetRunningTpotMs() float64 {
+	if x != nil {
+		return x.RunningTpotMs
 	}
 	return 0
 }
@@ -1202,7 +1222,7 @@ const file_foresight_v1_types_proto_rawDesc = "" +
 	"\x06values\x18\x01 \x03(\v2 .foresight.v1.Labels.ValuesEntryR\x06values\x1a9\n" +
 	"\vValuesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x95\x04\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbd\x04\n" +
 	"\x0eEndpointStates\x12$\n" +
 	"\x0ekv_cache_usage\x18\x01 \x03(\x01R\fkvCacheUsage\x12\x18\n" +
 	"\awaiting\x18\x02 \x03(\x03R\awaiting\x12\x18\n" +
@@ -1216,7 +1236,8 @@ const file_foresight_v1_types_proto_rawDesc = "" +
 	"\x12last_output_age_ms\x18\n" +
 	" \x03(\x01R\x0flastOutputAgeMs\x126\n" +
 	"\x17dispatched_since_scrape\x18\v \x03(\x03R\x15dispatchedSinceScrape\x12(\n" +
-	"\x10first_token_rate\x18\f \x03(\x01R\x0efirstTokenRate\"\xdf\x01\n" +
+	"\x10first_token_rate\x18\f \x03(\x01R\x0efirstTokenRate\x12&\n" +
+	"\x0frunning_tpot_ms\x18\r \x03(\x01R\rrunningTpotMs\"\xdf\x01\n" +
 	"\vPredictions\x12\x14\n" +
 	"\x05valid\x18\x01 \x03(\bR\x05valid\x12\x17\n" +
 	"\attft_ms\x18\x02 \x03(\x01R\x06ttftMs\x12\x17\n" +
@@ -1226,7 +1247,7 @@ const file_foresight_v1_types_proto_rawDesc = "" +
 	"\vttft_spread\x18\x06 \x03(\x01R\n" +
 	"ttftSpread\x12\x1f\n" +
 	"\vtpot_spread\x18\a \x03(\x01R\n" +
-	"tpotSpread\"\x94\x04\n" +
+	"tpotSpread\"\xbc\x04\n" +
 	"\rEndpointState\x12$\n" +
 	"\x0ekv_cache_usage\x18\x01 \x01(\x01R\fkvCacheUsage\x12\x18\n" +
 	"\awaiting\x18\x02 \x01(\x03R\awaiting\x12\x18\n" +
@@ -1240,7 +1261,8 @@ const file_foresight_v1_types_proto_rawDesc = "" +
 	"\x12last_output_age_ms\x18\n" +
 	" \x01(\x01R\x0flastOutputAgeMs\x126\n" +
 	"\x17dispatched_since_scrape\x18\v \x01(\x03R\x15dispatchedSinceScrape\x12(\n" +
-	"\x10first_token_rate\x18\f \x01(\x01R\x0efirstTokenRate\"T\n" +
+	"\x10first_token_rate\x18\f \x01(\x01R\x0efirstTokenRate\x12&\n" +
+	"\x0frunning_tpot_ms\x18\r \x01(\x01R\rrunningTpotMs\"T\n" +
 	"\n" +
 	"Prediction\x12\x14\n" +
 	"\x05valid\x18\x01 \x01(\bR\x05valid\x12\x17\n" +

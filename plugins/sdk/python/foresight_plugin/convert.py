@@ -26,7 +26,7 @@ STATE_COLUMNS = (
     ("kv_cache_usage", 0.0), ("waiting", 0), ("running", 0), ("inflight_requests", 0),
     ("prefill_tokens_in_flight", 0), ("decode_tokens_in_flight", 0), ("prefix_match", 0.0),
     ("min_running_tpot_slo_ms", 0.0), ("metrics_age_ms", 0.0), ("last_output_age_ms", 0.0),
-    ("dispatched_since_scrape", 0), ("first_token_rate", 0.0),
+    ("dispatched_since_scrape", 0), ("first_token_rate", 0.0), ("running_tpot_ms", 0.0),
 )
 
 

@@ -72,8 +72,8 @@ class Request:
 class EndpointState(namedtuple("EndpointState", (
         "kv_cache_usage", "waiting", "running", "inflight_requests", "prefill_tokens_in_flight",
         "decode_tokens_in_flight", "prefix_match", "min_running_tpot_slo_ms", "metrics_age_ms",
-        "last_output_age_ms", "dispatched_since_scrape", "first_token_rate"),
-        defaults=(0.0, 0, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0, 0.0))):
+        "last_output_age_ms", "dispatched_since_scrape", "first_token_rate", "running_tpot_ms"),
+        defaults=(0.0, 0, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0, 0.0, 0.0))):
     """One endpoint's state at decision time: scraped engine gauges and the router's accounting.
 
     kv_cache_usage: engine KV-cache utilisation in [0, 1]. waiting, running: the engine's queue
@@ -89,7 +89,9 @@ class EndpointState(namedtuple("EndpointState", (
     every request in flight there). first_token_rate: how many of the router's requests reach
     their first token there per second, over the last 16 that did (15 over the time from the first
     to the last of them; 0 until 16 have): the rate the endpoint starts requests at while busy,
-    which turns a count waiting into a time.
+    which turns a count waiting into a time. running_tpot_ms: the TPOT the router's streams
+    decoding there have seen so far, the mean over those with two tokens or more of (time of the
+    last token - time of the first) / (tokens - 1); 0 when none has.
     """
     __slots__ = ()
 

@@ -35,6 +35,7 @@ def wire_cycle():
     s.last_output_age_ms.extend([-1.0, 4.5, 9.0])
     s.dispatched_since_scrape.extend([0, 2, 5])
     s.first_token_rate.extend([0.0, 12.5, 40.0])
+    s.running_tpot_ms.extend([0.0, 18.5, 31.0])
     e.predictions.valid.extend([True, False, True])
     e.predictions.ttft_ms.extend([120.0, 0.0, 900.0])
     e.predictions.tpot_ms.extend([10.0, 0.0, 45.0])
@@ -70,7 +71,7 @@ class CycleFromProtoTest(unittest.TestCase):
             kv_cache_usage=0.5, waiting=3, running=2, inflight_requests=4,
             prefill_tokens_in_flight=1000, decode_tokens_in_flight=6, prefix_match=0.0,
             min_running_tpot_slo_ms=30.0, metrics_age_ms=2.0, last_output_age_ms=4.5,
-            dispatched_since_scrape=2, first_token_rate=12.5))
+            dispatched_since_scrape=2, first_token_rate=12.5, running_tpot_ms=18.5))
         self.assertFalse(b.prediction.valid)
         self.assertEqual(dict(b.labels), {})
         a, cc = c.endpoints[0], c.endpoints[2]
@@ -210,7 +211,7 @@ class ReadPathsTest(unittest.TestCase):
         cols = ["kv_cache_usage", "waiting", "running", "inflight_requests",
                 "prefill_tokens_in_flight", "decode_tokens_in_flight", "prefix_match",
                 "min_running_tpot_slo_ms", "metrics_age_ms", "last_output_age_ms",
-                "dispatched_since_scrape", "first_token_rate"]
+                "dispatched_since_scrape", "first_token_rate", "running_tpot_ms"]
         self.assertEqual(fp.read_paths(), [
             "request", "request.prefix_block_hashes", "endpoints.count", "endpoints.ids",
             "endpoints.labels", "endpoints.states"] + ["endpoints.states." + c for c in cols] + [

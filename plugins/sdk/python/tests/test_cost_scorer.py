@@ -305,7 +305,8 @@ def random_cycle(rng, predicted=0.8):
                              dispatched_since_scrape=rng.choice([0, 0, 3, 7]),
                              # From the index rather than rng, so that the draws above keep their
                              # values (as sdktest.RandomCycle): 0 (unknown) on the first endpoint.
-                             first_token_rate=float((i * 7) % 20) * 2.5),
+                             first_token_rate=float((i * 7) % 20) * 2.5,
+                             running_tpot_ms=float((i * 3) % 5) * 11),
             fp.Prediction(pred < predicted, rng.uniform(-10, 1200), rng.uniform(0, 80))))
     slo = rng.choice([fp.SLO(), fp.SLO(500, 0), fp.SLO(0, 40), fp.SLO(800, 40)])
     return fp.Cycle(request=fp.Request(id="r", slo=slo, streaming=rng.random() < 0.5,

@@ -155,6 +155,7 @@ function stateFromProto(p: PbEndpointState | undefined): EndpointState {
     lastOutputAgeMs: p?.lastOutputAgeMs ?? 0,
     dispatchedSinceScrape: toNumber(p?.dispatchedSinceScrape ?? 0n),
     firstTokenRate: p?.firstTokenRate ?? 0,
+    runningTpotMs: p?.runningTpotMs ?? 0,
   };
 }
 
@@ -224,6 +225,7 @@ export function cycleFromWire(w: WireCycle): Cycle {
   const outputAge = cols.col("last_output_age_ms", s?.lastOutputAgeMs, 0);
   const sinceScrape = cols.col("dispatched_since_scrape", s?.dispatchedSinceScrape, 0n);
   const startRate = cols.col("first_token_rate", s?.firstTokenRate, 0);
+  const runningTpot = cols.col("running_tpot_ms", s?.runningTpotMs, 0);
   const valid = cols.col("predictions.valid", pr?.valid, false);
   const ttft = cols.col("predictions.ttft_ms", pr?.ttftMs, 0);
   const tpot = cols.col("predictions.tpot_ms", pr?.tpotMs, 0);
@@ -264,6 +266,7 @@ export function cycleFromWire(w: WireCycle): Cycle {
         lastOutputAgeMs: outputAge(i),
         dispatchedSinceScrape: toNumber(sinceScrape(i)),
         firstTokenRate: startRate(i),
+        runningTpotMs: runningTpot(i),
       },
       prediction,
     };
@@ -322,6 +325,7 @@ export function endpointsToProto(eps: readonly Endpoint[]): PbEndpoints {
       lastOutputAgeMs: col((e) => e.state.lastOutputAgeMs),
       dispatchedSinceScrape: int64Col("dispatchedSinceScrape"),
       firstTokenRate: col((e) => e.state.firstTokenRate),
+      runningTpotMs: col((e) => e.state.runningTpotMs),
     },
     predictions: undefined,
     excluded: [], // the cycle's, not the endpoints': cycleToProto fills them in

@@ -19,12 +19,13 @@ const stateColumns: Record<string, keyof EndpointState> = {
   last_output_age_ms: "lastOutputAgeMs",
   dispatched_since_scrape: "dispatchedSinceScrape",
   first_token_rate: "firstTokenRate",
+  running_tpot_ms: "runningTpotMs",
 };
 
 const zeroState = (): EndpointState => ({
   kvCacheUsage: 0, waiting: 0, running: 0, inflightRequests: 0, prefillTokensInFlight: 0,
   decodeTokensInFlight: 0, prefixMatch: 0, minRunningTpotSloMs: 0, metricsAgeMs: 0, lastOutputAgeMs: 0,
-  dispatchedSinceScrape: 0, firstTokenRate: 0,
+  dispatchedSinceScrape: 0, firstTokenRate: 0, runningTpotMs: 0,
 });
 
 /**

@@ -84,6 +84,12 @@ export interface EndpointState {
    * endpoint starts requests at while busy, which turns a count waiting into a time.
    */
   firstTokenRate: number;
+  /**
+   * The TPOT the router's streams decoding there have seen so far, in ms: the mean over those with
+   * at least two tokens of (time of the last token − time of the first) / (tokens − 1); 0 when
+   * none has.
+   */
+  runningTpotMs: number;
 }
 
 /**
@@ -426,6 +432,7 @@ export const READ_PATHS: readonly string[] = [
   "endpoints.states.last_output_age_ms",
   "endpoints.states.dispatched_since_scrape",
   "endpoints.states.first_token_rate",
+  "endpoints.states.running_tpot_ms",
   "endpoints.predictions",
   "endpoints.excluded",
 ];

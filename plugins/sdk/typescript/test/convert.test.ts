@@ -52,7 +52,7 @@ test("64-bit counters are numbers in the SDK's types", () => {
   assert.deepEqual(c.endpoints[2]!.state, {
     kvCacheUsage: 0.2, waiting: 2, running: 4, inflightRequests: 6, prefillTokensInFlight: 200,
     decodeTokensInFlight: 2000, prefixMatch: 0.1, minRunningTpotSloMs: 32, metricsAgeMs: 7, lastOutputAgeMs: 14,
-    dispatchedSinceScrape: 8, firstTokenRate: 5,
+    dispatchedSinceScrape: 8, firstTokenRate: 5, runningTpotMs: 14,
   });
   const bad = cycle(2);
   bad.endpoints[1]!.state.waiting = 1.5;
@@ -190,6 +190,7 @@ test("the read paths are the Go SDK's, in its order", () => {
     "kv_cache_usage", "waiting", "running", "inflight_requests", "prefill_tokens_in_flight", "decode_tokens_in_flight",
     "prefix_match", "min_running_tpot_slo_ms", "metrics_age_ms", "last_output_age_ms", "dispatched_since_scrape",
     "first_token_rate",
+    "running_tpot_ms",
   ];
   assert.deepEqual(READ_PATHS, [
     "request", "request.prefix_block_hashes", "endpoints.count", "endpoints.ids", "endpoints.labels", "endpoints.states",
@@ -203,7 +204,7 @@ test("a column of the wrong length is an invalid cycle naming the column", () =>
   const states = {
     kvCacheUsage: [], waiting: [1n, 2n], running: [], inflightRequests: [], prefillTokensInFlight: [],
     decodeTokensInFlight: [], prefixMatch: [], minRunningTpotSloMs: [], metricsAgeMs: [], lastOutputAgeMs: [],
-    dispatchedSinceScrape: [], firstTokenRate: [],
+    dispatchedSinceScrape: [], firstTokenRate: [], runningTpotMs: [],
   };
   const w = decodeCycleBatch(encodeWith(bare({ count: 3, ids: ["a", "b", "c"], states }))).cycles[0]!;
   assert.throws(
@@ -233,7 +234,7 @@ test("observe samples decode, dispatch time and request included", () => {
         state: {
           kvCacheUsage: 0.5, waiting: 2n, running: 3n, inflightRequests: 4n, prefillTokensInFlight: 5n,
           decodeTokensInFlight: 6n, prefixMatch: 0.25, minRunningTpotSloMs: 0, metricsAgeMs: 9, lastOutputAgeMs: -1,
-          dispatchedSinceScrape: 3n, firstTokenRate: 12.5,
+          dispatchedSinceScrape: 3n, firstTokenRate: 12.5, runningTpotMs: 18.5,
         },
         predicted: { valid: true, ttftMs: 120, tpotMs: 12 },
         actualTtftMs: 130,
@@ -254,6 +255,7 @@ test("observe samples decode, dispatch time and request included", () => {
   assert.equal(s!.state.lastOutputAgeMs, -1);
   assert.equal(s!.state.dispatchedSinceScrape, 3);
   assert.equal(s!.state.firstTokenRate, 12.5);
+  assert.equal(s!.state.runningTpotMs, 18.5);
   assert.equal(s!.predicted.ttftMs, 120);
   assert.equal(s!.outputTokens, 42);
   assert.equal(s!.dispatchedAt.getTime(), 1_800_000_000_005);

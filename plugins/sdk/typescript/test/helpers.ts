@@ -18,6 +18,7 @@ export function endpoint(i: number, labels: Record<string, string> = {}, valid =
       lastOutputAgeMs: i === 0 ? -1 : 7 * i,
       dispatchedSinceScrape: 4 * i,
       firstTokenRate: 2.5 * i,
+      runningTpotMs: i === 0 ? 0 : 12 + i,
     },
     prediction: { valid, ttftMs: valid ? 100 + i : 0, tpotMs: valid ? 10 + i : 0 },
   };

@@ -25,7 +25,7 @@ import {
 const zeroState = (over: Partial<EndpointState> = {}): EndpointState => ({
   kvCacheUsage: 0, waiting: 0, running: 0, inflightRequests: 0, prefillTokensInFlight: 0,
   decodeTokensInFlight: 0, prefixMatch: 0, minRunningTpotSloMs: 0, metricsAgeMs: 0, lastOutputAgeMs: 0,
-  dispatchedSinceScrape: 0, firstTokenRate: 0, ...over,
+  dispatchedSinceScrape: 0, firstTokenRate: 0, runningTpotMs: 0, ...over,
 });
 
 const noPrediction: Prediction = { valid: false, ttftMs: 0, tpotMs: 0 };

@@ -245,6 +245,12 @@ export interface EndpointStates {
    * count waiting into a time.
    */
   firstTokenRate: number[];
+  /**
+   * The TPOT the router's streams decoding there have seen so far, in ms: the mean over those with
+   * at least two tokens of (time of the last token − time of the first) / (tokens − 1); 0 when
+   * none has. What a placement there delays, as the requests running there live it.
+   */
+  runningTpotMs: number[];
 }
 
 /** Predictions holds, per endpoint, the latency a producer predicts for the request. */
@@ -318,6 +324,8 @@ export interface EndpointState {
   dispatchedSinceScrape: bigint;
   /** The router's requests reaching their first token there per second, over its last 16; 0 before. */
   firstTokenRate: number;
+  /** The mean TPOT so far of the router's streams decoding there, in ms; 0 when none has two tokens. */
+  runningTpotMs: number;
 }
 
 /** Prediction is one endpoint's predicted latency as a single record. */
@@ -1607,6 +1615,7 @@ function createBaseEndpointStates(): EndpointStates {
     lastOutputAgeMs: [],
     dispatchedSinceScrape: [],
     firstTokenRate: [],
+    runningTpotMs: [],
   };
 }
 
@@ -1714,6 +1723,13 @@ export const EndpointStates: MessageFns<EndpointStates> = {
     if (message.firstTokenRate.length !== 0) {
       writer.uint32(98).fork();
       for (const v of message.firstTokenRate) {
+        writer.double(v);
+      }
+      writer.join();
+    }
+    if (message.runningTpotMs.length !== 0) {
+      writer.uint32(106).fork();
+      for (const v of message.runningTpotMs) {
         writer.double(v);
       }
       writer.join();
@@ -1950,6 +1966,24 @@ export const EndpointStates: MessageFns<EndpointStates> = {
 
             break;
           }
+          case 13: {
+            if (tag === 105) {
+              message.runningTpotMs.push(reader.double());
+
+              continue;
+            }
+
+            if (tag === 106) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.runningTpotMs.push(reader.double());
+              }
+
+              continue;
+            }
+
+            break;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2016,6 +2050,11 @@ export const EndpointStates: MessageFns<EndpointStates> = {
         : globalThis.Array.isArray(object?.first_token_rate)
         ? object.first_token_rate.map((e: any) => globalThis.Number(e))
         : [],
+      runningTpotMs: globalThis.Array.isArray(object?.runningTpotMs)
+        ? object.runningTpotMs.map((e: any) => globalThis.Number(e))
+        : globalThis.Array.isArray(object?.running_tpot_ms)
+        ? object.running_tpot_ms.map((e: any) => globalThis.Number(e))
+        : [],
     };
   },
 
@@ -2057,6 +2096,9 @@ export const EndpointStates: MessageFns<EndpointStates> = {
     if (message.firstTokenRate?.length) {
       obj.firstTokenRate = message.firstTokenRate.map((e) => floatToJson(e));
     }
+    if (message.runningTpotMs?.length) {
+      obj.runningTpotMs = message.runningTpotMs.map((e) => floatToJson(e));
+    }
     return obj;
   },
 
@@ -2077,6 +2119,7 @@ export const EndpointStates: MessageFns<EndpointStates> = {
     message.lastOutputAgeMs = object.lastOutputAgeMs?.map((e) => e) || [];
     message.dispatchedSinceScrape = object.dispatchedSinceScrape?.map((e) => BigInt(e)) || [];
     message.firstTokenRate = object.firstTokenRate?.map((e) => e) || [];
+    message.runningTpotMs = object.runningTpotMs?.map((e) => e) || [];
     return message;
   },
 };
@@ -2382,6 +2425,7 @@ function createBaseEndpointState(): EndpointState {
     lastOutputAgeMs: 0,
     dispatchedSinceScrape: 0n,
     firstTokenRate: 0,
+    runningTpotMs: 0,
   };
 }
 
@@ -2440,6 +2484,9 @@ export const EndpointState: MessageFns<EndpointState> = {
     }
     if (message.firstTokenRate !== 0) {
       writer.uint32(97).double(message.firstTokenRate);
+    }
+    if (message.runningTpotMs !== 0) {
+      writer.uint32(105).double(message.runningTpotMs);
     }
     return writer;
   },
@@ -2553,6 +2600,14 @@ export const EndpointState: MessageFns<EndpointState> = {
             message.firstTokenRate = reader.double();
             continue;
           }
+          case 13: {
+            if (tag !== 105) {
+              break;
+            }
+
+            message.runningTpotMs = reader.double();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2619,6 +2674,11 @@ export const EndpointState: MessageFns<EndpointState> = {
         : isSet(object.first_token_rate)
         ? globalThis.Number(object.first_token_rate)
         : 0,
+      runningTpotMs: isSet(object.runningTpotMs)
+        ? globalThis.Number(object.runningTpotMs)
+        : isSet(object.running_tpot_ms)
+        ? globalThis.Number(object.running_tpot_ms)
+        : 0,
     };
   },
 
@@ -2660,6 +2720,9 @@ export const EndpointState: MessageFns<EndpointState> = {
     if (message.firstTokenRate !== 0) {
       obj.firstTokenRate = floatToJson(message.firstTokenRate);
     }
+    if (message.runningTpotMs !== 0) {
+      obj.runningTpotMs = floatToJson(message.runningTpotMs);
+    }
     return obj;
   },
 
@@ -2690,6 +2753,7 @@ export const EndpointState: MessageFns<EndpointState> = {
         ? BigInt(object.dispatchedSinceScrape)
         : 0n;
     message.firstTokenRate = object.firstTokenRate ?? 0;
+    message.runningTpotMs = object.runningTpotMs ?? 0;
     return message;
   },
 };
