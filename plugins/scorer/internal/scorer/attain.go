@@ -148,11 +148,12 @@ func quickness(r *sdk.Request, ttft, fastest float64, reference string) float64 
 // e gives: r's probability of meeting them there, less the probability the requests in flight
 // there lose. The loss counts when the tightest TPOT objective running there is known and the
 // producer said what one more placement does to TPOT (Prediction.TPOTAfterMs): each of the
-// router's requests in flight there goes from the endpoint's TPOT now (the predicted TPOT, what
-// a request placed on the endpoint as it is sees) to that TPOT raised by placementCost of the
-// rise to its TPOT with r placed (the after-prediction), against that objective. A prediction is
-// read with the spread the producer measured on the endpoint (Prediction.TTFTSpread,
-// TPOTSpread), or the configured one.
+// router's requests in flight there goes from its TPOT now to that TPOT raised by placementCost
+// of the rise to the predicted TPOT with r placed (the after-prediction), against that objective.
+// Its TPOT now is, with runningTPOT observed, the TPOT the router's streams there have seen so
+// far (State.RunningTPOTMs), else, or before one has two tokens, the predicted TPOT (what a
+// request placed on the endpoint as it is sees). A prediction is read with the spread the
+// producer measured on the endpoint (Prediction.TTFTSpread, TPOTSpread), or the configured one.
 func attainValue(r *sdk.Request, e *sdk.Endpoint, p *Params) float64 {
 	pr := &e.Prediction
 	ttftSpread, tpotSpread := spreadOr(pr.TTFTSpread, p.TTFTSpread), spreadOr(pr.TPOTSpread, p.TPOTSpread)
@@ -164,8 +165,12 @@ func attainValue(r *sdk.Request, e *sdk.Endpoint, p *Params) float64 {
 	if slo <= 0 || n <= 0 || !(pr.TPOTMs > 0) || !(pr.TPOTAfterMs > pr.TPOTMs) {
 		return meet
 	}
-	after := pr.TPOTMs + p.PlacementCost*(pr.TPOTAfterMs-pr.TPOTMs)
-	loss := meetProb(slo, pr.TPOTMs, tpotSpread) - meetProb(slo, after, tpotSpread)
+	running := pr.TPOTMs
+	if p.RunningTPOT == RunningObserved && e.State.RunningTPOTMs > 0 {
+		running = e.State.RunningTPOTMs
+	}
+	after := running + p.PlacementCost*(pr.TPOTAfterMs-pr.TPOTMs)
+	loss := meetProb(slo, running, tpotSpread) - meetProb(slo, after, tpotSpread)
 	return meet - n*loss
 }
 

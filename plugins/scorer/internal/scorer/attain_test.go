@@ -96,6 +96,50 @@ func TestAttainValuePlacementCost(t *testing.T) {
 	}
 }
 
+// With runningTPOT observed, a placement's cost counts the TPOT the requests running there have
+// seen, not the TPOT predicted for this request. Two endpoints alike in their
+// predictions (TTFT 100 ms, TPOT 18 ms, 22 ms with the request placed, spreads 0.2 and 0.1) and
+// their 10 requests in flight under a 25 ms objective; the request is worth Φ(ln(1000/100)/0.2)
+// × Φ(ln(25/18)/0.1) = Φ(11.513) × Φ(3.2850) = 1 × 0.99949 on either. On "near" its streams have
+// run at 24 ms a token so far, and the placement's 4 ms takes each past the objective: it loses
+// Φ(ln(25/24)/0.1) − Φ(ln(25/28)/0.1) = Φ(0.4082) − Φ(−1.1333) = 0.65844 − 0.12855 = 0.52990,
+// so the endpoint is worth 0.99949 − 10 × 0.52990 = −4.2995. On "clear" they have run at 15 ms:
+// Φ(5.1083) − Φ(ln(25/19)/0.1) = Φ(2.7444) = 1.00000 − 0.99697 = 0.00303, worth 0.99949 −
+// 0.0303 = 0.9692. Read from the predictions instead (runningTPOT predicted) both run at 18 ms
+// and lose Φ(3.2850) − Φ(ln(25/22)/0.1) = Φ(1.2783) = 0.99949 − 0.89943 = 0.10006 each: worth
+// 0.99949 − 1.0006 = −0.0011 on either, a tie the observed TPOT breaks.
+func TestAttainValueObservedRunningTPOT(t *testing.T) {
+	r := sdk.Request{Streaming: true, SLO: sdk.SLO{TTFTMs: 1000, TPOTMs: 25}}
+	seen := func(id string, tpot float64) sdk.Endpoint {
+		e := spreads(after(inflight(running(ep(id, 100, 18), 25), 10), 0, 4), 0.2, 0.1)
+		e.State.RunningTPOTMs = tpot
+		return e
+	}
+	near, clear := seen("near", 24), seen("clear", 15)
+	p := attainParams()
+	for _, tt := range []struct {
+		running     string
+		near, clear float64
+	}{
+		{RunningObserved, -4.2995, 0.9692},
+		{RunningPredicted, -0.0011, -0.0011},
+	} {
+		p.RunningTPOT = tt.running
+		if got := attainValue(&r, &near, p); math.Abs(got-tt.near) > 2e-3 {
+			t.Errorf("%s: near is worth %.4f, want %.4f", tt.running, got, tt.near)
+		}
+		if got := attainValue(&r, &clear, p); math.Abs(got-tt.clear) > 2e-3 {
+			t.Errorf("%s: clear is worth %.4f, want %.4f", tt.running, got, tt.clear)
+		}
+	}
+	// Before any stream there has two tokens (0) the predicted TPOT stands in.
+	p.RunningTPOT = RunningObserved
+	unseen := seen("unseen", 0)
+	if got := attainValue(&r, &unseen, p); math.Abs(got-(-0.0011)) > 2e-3 {
+		t.Errorf("no stream seen: worth %.4f, want -0.0011", got)
+	}
+}
+
 // ttftShare trades expected attainment for TTFT. The fast server a (600 ms / 20 ms) is worth
 // 0.8719 × 0.6723 = 0.5861 (TestAttainValue), b (250 ms / 24 ms) Φ(ln(1000/250)/0.45) ×
 // Φ(ln(25/24)/0.5) = Φ(3.0807) × Φ(0.0816) = 0.9990 × 0.5325 = 0.5320, 0.0542 less. With the

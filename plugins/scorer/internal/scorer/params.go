@@ -37,6 +37,17 @@ const (
 	ReferenceFastest = "fastest"
 )
 
+// The values of the runningTPOT parameter: where the attainment objective reads the TPOT of the
+// requests running on an endpoint when it counts what a placement there costs them.
+const (
+	// RunningObserved reads the TPOT the router's streams there have seen so far (the endpoint
+	// state's RunningTPOTMs), and the predicted TPOT where none of them has two tokens yet.
+	RunningObserved = "observed"
+	// RunningPredicted reads the TPOT predicted for this request there, what a request placed on
+	// the endpoint as it is would see (the scorer before 3.7.0).
+	RunningPredicted = "predicted"
+)
+
 // Params are the latency scorer's parameters, decoded from JSON over DefaultParams.
 type Params struct {
 	// Objective is ObjectiveHeadroom or ObjectiveAttainment; it applies to requests with an
@@ -58,6 +69,9 @@ type Params struct {
 	// placement makes (the producer's after-prediction) that each request in flight on the
 	// endpoint is charged: 1 charges all of it, 0 counts no cost to the requests in flight.
 	PlacementCost float64 `json:"placementCost"`
+	// RunningTPOT is, for ObjectiveAttainment, RunningObserved or RunningPredicted: where the TPOT
+	// of the requests in flight on an endpoint comes from when a placement's cost to them counts.
+	RunningTPOT string `json:"runningTPOT"`
 	// TTFTWeight weighs the TTFT dimension when headrooms or latencies are combined.
 	TTFTWeight float64 `json:"ttftWeight"`
 	// TPOTWeight weighs the TPOT dimension when headrooms or latencies are combined.
@@ -87,6 +101,7 @@ func DefaultParams() Params {
 		TTFTShare:                 0.02,
 		TTFTReference:             ReferenceObjective,
 		PlacementCost:             1,
+		RunningTPOT:               RunningPredicted,
 		TTFTWeight:                0.8,
 		TPOTWeight:                0.2,
 		HeadroomSelectionStrategy: StrategyLeast,
@@ -133,6 +148,9 @@ func (p *Params) Validate() error {
 		return err
 	}
 	if err := sdk.CheckRange("placementCost", p.PlacementCost, 0, 1); err != nil {
+		return err
+	}
+	if err := sdk.CheckOneOf("runningTPOT", p.RunningTPOT, RunningObserved, RunningPredicted); err != nil {
 		return err
 	}
 	return p.CompositeParams.Validate()
