@@ -60,24 +60,29 @@ func measureRounds(n, waiting, size, overlap int, pause time.Duration, decide fu
 			r.placed = decide(first, k, prior)
 			close(r.settled)
 			done := time.Now()
+			send := func(at time.Time) { // the k clients answered send their next; mu held
+				for j := 0; j < k && tail < n; j++ {
+					arrived[tail] = at
+					tail++
+				}
+			}
 			mu.Lock()
 			for i := first; i < first+k; i++ {
 				lat[i] = done.Sub(arrived[i])
+			}
+			if pause == 0 {
+				send(done)
 			}
 			running--
 			free.Broadcast()
 			mu.Unlock()
 			if pause > 0 {
 				time.Sleep(pause)
+				mu.Lock()
+				send(time.Now())
+				free.Broadcast()
+				mu.Unlock()
 			}
-			sent := time.Now()
-			mu.Lock()
-			defer mu.Unlock()
-			for j := 0; j < k && tail < n; j++ { // the k clients answered send their next
-				arrived[tail] = sent
-				tail++
-			}
-			free.Broadcast()
 		})
 		mu.Lock()
 	}

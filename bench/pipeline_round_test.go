@@ -300,3 +300,22 @@ func TestPipelineOptionsValidate(t *testing.T) {
 		})
 	}
 }
+
+// With a pause each client answered sends its next request that much later: one client, four
+// requests, three pauses between them; each request is still decided once, in order.
+func TestMeasureRoundsPauses(t *testing.T) {
+	const pause = 20 * time.Millisecond
+	var order []int
+	_, wall, rounds := measureRounds(4, 1, 1, 2, pause, func(first, k int, _ pipeline.Prior) map[string]int {
+		for i := first; i < first+k; i++ {
+			order = append(order, i)
+		}
+		return nil
+	})
+	if want := seq(4); !slices.Equal(order, want) || rounds != 4 {
+		t.Errorf("decided %v in %d rounds, want %v in 4", order, rounds, want)
+	}
+	if wall < 3*pause {
+		t.Errorf("4 requests of one client took %v, less than its 3 pauses of %v", wall, pause)
+	}
+}
