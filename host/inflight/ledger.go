@@ -96,7 +96,7 @@ func (f *Flight) FirstToken(at time.Time) {
 		return
 	}
 	f.output(at)
-	f.firstAt, f.lastAt = at, at
+	f.firstAt = at
 	e := f.ep
 	e.starts[e.next] = at
 	e.next = (e.next + 1) % startsKept
@@ -118,7 +118,6 @@ func (f *Flight) Tokens(n int64, at time.Time) {
 		return
 	}
 	f.output(at)
-	f.lastAt = at
 	f.ep.decode -= f.remaining()
 	f.generated = n
 	f.ep.decode += f.remaining()
@@ -145,8 +144,10 @@ func (f *Flight) Finish() {
 
 func (f *Flight) remaining() int64 { return max(f.req.OutputTokens-f.generated, 0) }
 
-// output notes that the endpoint produced output at at; the caller holds the lock.
+// output notes that the flight, and so its endpoint, produced output at at; the caller holds the
+// lock.
 func (f *Flight) output(at time.Time) {
+	f.lastAt = at
 	if at.After(f.ep.lastOutput) {
 		f.ep.lastOutput = at
 	}
