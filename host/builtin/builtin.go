@@ -12,6 +12,7 @@ import (
 
 	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/foresight-router/foresight/plugins/sdk/flowpolicy"
+	"github.com/foresight-router/foresight/plugins/sdk/pickpolicy"
 )
 
 // factory makes a fresh, default-configured instance of one built-in type.
@@ -30,6 +31,9 @@ var factories = map[string]factory{
 	PrefixScorerType:     {sdk.StageScorer, func() sdk.Plugin { return NewPrefixScorer() }},
 	CompositeScorerType:  {sdk.StageScorer, func() sdk.Plugin { return NewCompositeScorer() }},
 	AlwaysAdmitType:      {sdk.StageAdmitter, func() sdk.Plugin { return NewAlwaysAdmit() }},
+	// The weighted-random-picker: the same logic as its plugin binary (plugins/sdk/pickpolicy),
+	// in process to spare the decision a round trip to another process.
+	pickpolicy.Type: {sdk.StagePicker, func() sdk.Plugin { return pickpolicy.New() }},
 	// Flow control's stages: the same logic as their plugin binaries (plugins/sdk/flowpolicy),
 	// in process as the fast path the router takes when the pipeline names none.
 	flowpolicy.StateDetectorType:     {sdk.StageDetector, func() sdk.Plugin { return flowpolicy.NewStateDetector() }},

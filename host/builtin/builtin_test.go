@@ -12,7 +12,7 @@ func TestTypes(t *testing.T) {
 	want := []string{
 		"always-admit", "composite-scorer", "kv-cache-utilization-scorer", "max-score-picker",
 		"predicted-saturation-detector", "prefix-cache-scorer", "queue-scorer", "round-robin-picker",
-		"saturation-detector", "slo-order",
+		"saturation-detector", "slo-order", "weighted-random-picker",
 	}
 	if got := Types(); !slices.Equal(got, want) {
 		t.Errorf("Types() = %q, want %q", got, want)
@@ -26,6 +26,7 @@ func TestNew(t *testing.T) {
 	}{
 		{"round-robin-picker", sdk.StagePicker},
 		{"max-score-picker", sdk.StagePicker},
+		{"weighted-random-picker", sdk.StagePicker},
 		{"queue-scorer", sdk.StageScorer},
 		{"kv-cache-utilization-scorer", sdk.StageScorer},
 		{"prefix-cache-scorer", sdk.StageScorer},

@@ -5,8 +5,8 @@ import (
 	_ "embed"
 	"strings"
 
-	"github.com/foresight-router/foresight/plugins/picker/internal/picker"
 	"github.com/foresight-router/foresight/plugins/sdk"
+	"github.com/foresight-router/foresight/plugins/sdk/pickpolicy"
 )
 
 // version is the VERSION file beside this one: the plugin reports it in GetInfo, where a
@@ -15,4 +15,4 @@ import (
 //go:embed VERSION
 var version string
 
-func main() { sdk.ServeInstances(sdk.StagePicker, picker.New, strings.TrimSpace(version)) }
+func main() { sdk.ServeInstances(sdk.StagePicker, pickpolicy.New, strings.TrimSpace(version)) }

@@ -1,7 +1,13 @@
-// Package picker implements the weighted-random-picker: it orders a cycle's endpoints by a random
-// draw weighted by their scores, so load spreads while better endpoints are favoured, and returns
-// the whole order so the proxy can fail over down it.
-package picker
+// Package pickpolicy holds the weighted-random-picker's logic, shared by the router's built-in of
+// that type (host/builtin) and the plugin binary that serves it (plugins/picker). It orders a
+// cycle's endpoints by a random draw weighted by their scores, so load spreads while better
+// endpoints are favoured, and returns the whole order so the proxy can fail over down it.
+//
+// The order depends on the scores, the parameters and the cycle's seed alone, so the built-in and
+// the binary give the same order for the same cycle. The built-in saves the round trip to a plugin
+// process on the decision's critical path; the binary lets the picker be swapped, A/B-tested or
+// shadowed as a process of its own (plugins/picker/README.md has the figures).
+package pickpolicy
 
 import (
 	"cmp"

@@ -1,4 +1,4 @@
-package picker
+package pickpolicy
 
 import "github.com/foresight-router/foresight/plugins/sdk"
 
