@@ -152,16 +152,16 @@ func TestKilledPluginFallsBackThenRestarts(t *testing.T) {
 // it before any call needs it.
 func TestQuietKilledPluginRestarts(t *testing.T) {
 	p := buildExample(t)
-	picker := plugin(t, p, "picker")
-	before := picker.Status()
+	admitter := plugin(t, p, "slo-admitter")
+	before := admitter.Status()
 	if !before.Up || before.PID == 0 {
-		t.Fatalf("picker not up: %+v", before)
+		t.Fatalf("slo-admitter not up: %+v", before)
 	}
 	if err := syscall.Kill(before.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	eventually.Wait(t, 20*time.Second, "the killed picker's restart", func() bool {
-		st := picker.Status()
+	eventually.Wait(t, 20*time.Second, "the killed admitter's restart", func() bool {
+		st := admitter.Status()
 		return st.Up && st.Restarts == 1 && st.PID != before.PID
 	})
 	noFallbacks(t, p.Run(context.Background(), testCycle(1)))
