@@ -46,7 +46,7 @@ func RandomCycle(rng *rand.Rand) *sdk.Cycle {
 				// From the index rather than rng, so that the draws of the fields before it keep
 				// their values: 0 (unknown) on the first endpoint, else 2.5–47.5 a second.
 				FirstTokenRate: float64((i*7)%20) * 2.5,
-				// Likewise: 0 (none decoding yet) on every fifth endpoint, else 8–44 ms.
+				// Likewise: 0 (none decoding yet) on every fifth endpoint, else 11, 22, 33 or 44 ms.
 				RunningTPOTMs: float64((i*3)%5) * 11,
 			},
 		}
