@@ -66,7 +66,7 @@ test: system-tools $(NODE_DEPS) ## run the whole test suite: Go (unit, shim, end
 	@if [ -n "$(TRACE_DIR)" ]; then echo "trace-replay tests: the traces in $(TRACE_DIR)"; \
 	  else echo "trace-replay tests: skipped, no traces directory found (set FORESIGHT_TRACE_DIR; sim/workload/README.md says where to get them)"; fi
 	FORESIGHT_TRACE_DIR=$(abspath $(TRACE_DIR)) $(GO) test -race -count=1 ./...
-	/usr/bin/python3 -m unittest discover -s plugins/sdk/python/tests -t plugins/sdk/python
+	/usr/bin/python3 plugins/sdk/python/tests/run.py
 	cd plugins/sdk/typescript && npm test --silent
 	cd plugins/ts-filter && npm test --silent
 
