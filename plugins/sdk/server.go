@@ -88,7 +88,13 @@ func (s *pluginServer) Configure(_ context.Context, req *pb.ConfigureRequest) (*
 	if err := s.reg.configure(req.GetInstance(), req.GetParameters()); err != nil {
 		return &pb.ConfigureResponse{Status: statusToProto(InvalidArgument(err))}, nil
 	}
-	return &pb.ConfigureResponse{}, nil
+	resp := &pb.ConfigureResponse{}
+	if impl, err := s.reg.get(req.GetInstance()); err == nil {
+		if a, ok := impl.(UnsheddableAdmitter); ok {
+			resp.AdmitsUnsheddable = a.AdmitsUnsheddable()
+		}
+	}
+	return resp, nil
 }
 
 func (s *pluginServer) DropInstance(_ context.Context, req *pb.DropInstanceRequest) (*pb.DropInstanceResponse, error) {

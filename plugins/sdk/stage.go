@@ -59,6 +59,16 @@ type Admitter interface {
 	Admit(ctx context.Context, c *Cycle) (AdmitVerdict, error)
 }
 
+// UnsheddableAdmitter is an Admitter that can say, for the parameters in force, that it admits
+// every request of priority 0 or above (not sheddable) without reading anything else of its cycle
+// and keeps no state from those requests. The SDK asks after each Configure and tells the host
+// (ConfigureResponse.admits_unsheddable), which then admits those requests without calling it: one
+// plugin round trip fewer per request that cannot be shed.
+type UnsheddableAdmitter interface {
+	Admitter
+	AdmitsUnsheddable() bool
+}
+
 // AdmitVerdict is an admitter's answer for one cycle.
 type AdmitVerdict struct {
 	Admitted bool   `json:"admitted"`

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -80,5 +81,37 @@ func checkDecision(t *testing.T, cycle string, want decision) {
 	}
 	if want.KeptAfterFilters != nil && !slices.Equal(lastKept, want.KeptAfterFilters) {
 		t.Errorf("kept after filters %v, want %v", lastKept, want.KeptAfterFilters)
+	}
+}
+
+// TestUnsheddableRequestsSkipTheAdmitterProcess: the slo-admitter process declares that it admits
+// every request of priority 0 or above unread (ConfigureResponse.admits_unsheddable), so the host
+// admits those itself, and still sends it the sheddable ones.
+func TestUnsheddableRequestsSkipTheAdmitterProcess(t *testing.T) {
+	type stage struct {
+		Stage  string `json:"stage"`
+		Reason string `json:"reason"`
+	}
+	for _, tc := range []struct {
+		cycle, reason string
+	}{
+		{"01-prefix-sticky.json", "priority 0 is not sheddable (admitted without a call, as the admitter declares)"},
+		{"05-sheddable-rejected.json", "rejected: no endpoint meets the SLO"}, // the process's own verdict
+	} {
+		out, stderr, code := foresight(t, "schedule", "--config", filepath.Join(root, "examples", "pipeline.yaml"),
+			"--cycle", filepath.Join(root, "examples", "cycles", tc.cycle))
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", tc.cycle, code, stderr)
+		}
+		var got struct {
+			Stages []stage `json:"stages"`
+		}
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(got.Stages, func(s stage) bool { return s.Stage == "admitter" })
+		if i < 0 || !strings.HasPrefix(got.Stages[i].Reason, tc.reason) {
+			t.Errorf("%s: stages %+v, want the admitter's reason to start %q", tc.cycle, got.Stages, tc.reason)
+		}
 	}
 }

@@ -22,6 +22,9 @@ type PluginClient struct {
 	// instance names the instance of a multi-instance plugin that this client configures and
 	// calls ("" the default instance; see Bind).
 	instance string
+	// unsheddable is the last Configure's admits_unsheddable: the admitter admits every request
+	// of priority 0 or above unread, so AdmitterClient answers those itself.
+	unsheddable atomic.Bool
 }
 
 // Info asks the plugin what it is. From then on the client sends only the cycle fields the plugin
@@ -47,7 +50,11 @@ func (c *PluginClient) Configure(ctx context.Context, params []byte) error {
 	if err != nil {
 		return err
 	}
-	return statusFromProto(resp.GetStatus())
+	if err := statusFromProto(resp.GetStatus()); err != nil {
+		return err
+	}
+	c.unsheddable.Store(resp.GetAdmitsUnsheddable())
+	return nil
 }
 
 // Drop tells a multi-instance plugin to forget the client's instance.
@@ -301,8 +308,38 @@ type AdmitterClient struct {
 	admit *streamPool[pb.AdmitRequest, pb.AdmitResponse]
 }
 
-// AdmitBatch asks for a verdict for every cycle.
+// AdmitBatch asks for a verdict for every cycle. When the admitter's last Configure said it admits
+// every request that is not sheddable unread (admits_unsheddable), those requests are admitted
+// here and only the others are sent; a batch of none is not sent at all.
 func (c *AdmitterClient) AdmitBatch(ctx context.Context, cycles []*sdk.Cycle) ([]Result[sdk.AdmitVerdict], error) {
+	if !c.unsheddable.Load() {
+		return c.admitAll(ctx, cycles)
+	}
+	out := make([]Result[sdk.AdmitVerdict], len(cycles))
+	send, at := make([]*sdk.Cycle, 0, len(cycles)), make([]int, 0, len(cycles))
+	for i, cy := range cycles {
+		if cy != nil && cy.Request.Priority >= 0 {
+			out[i].Value = sdk.AdmitVerdict{Admitted: true,
+				Reason: fmt.Sprintf("priority %d is not sheddable (admitted without a call, as the admitter declares)", cy.Request.Priority)}
+			continue
+		}
+		send, at = append(send, cy), append(at, i)
+	}
+	if len(send) == 0 {
+		return out, nil
+	}
+	res, err := c.admitAll(ctx, send)
+	if err != nil {
+		return nil, err
+	}
+	for j, i := range at {
+		out[i] = res[j]
+	}
+	return out, nil
+}
+
+// admitAll sends every cycle to the admitter.
+func (c *AdmitterClient) admitAll(ctx context.Context, cycles []*sdk.Cycle) ([]Result[sdk.AdmitVerdict], error) {
 	resp, err := c.admit.call(ctx, &pb.AdmitRequest{Cycles: c.cycles(cycles), Instance: c.instance})
 	if err != nil {
 		return nil, err

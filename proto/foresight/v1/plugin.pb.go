@@ -304,9 +304,15 @@ func (x *ConfigureRequest) GetInstance() string {
 type ConfigureResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Absent on success; INVALID_ARGUMENT with a message naming the parameter otherwise.
-	Status        *Status `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Status *Status `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
+	// An admitter instance that, as now configured, admits every request of priority 0 or above
+	// (a request that is not sheddable) without reading anything else of its cycle, and keeps no
+	// state from those requests, says so (added to protocol 1): the host then admits them itself and
+	// sends the admitter only the sheddable ones. False, as an older plugin leaves it: every request
+	// is sent. Each Configure answers for the parameters it set. Meaningless for the other stages.
+	AdmitsUnsheddable bool `protobuf:"varint,2,opt,name=admits_unsheddable,json=admitsUnsheddable,proto3" json:"admits_unsheddable,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *ConfigureResponse) Reset() {
@@ -344,6 +350,13 @@ func (x *ConfigureResponse) GetStatus() *Status {
 		return x.Status
 	}
 	return nil
+}
+
+func (x *ConfigureResponse) GetAdmitsUnsheddable() bool {
+	if x != nil {
+		return x.AdmitsUnsheddable
+	}
+	return false
 }
 
 // DropInstanceRequest names the instance to forget.
@@ -447,9 +460,10 @@ const file_foresight_v1_plugin_proto_rawDesc = "" +
 	"\n" +
 	"parameters\x18\x01 \x01(\fR\n" +
 	"parameters\x12\x1a\n" +
-	"\binstance\x18\x02 \x01(\tR\binstance\"A\n" +
+	"\binstance\x18\x02 \x01(\tR\binstance\"p\n" +
 	"\x11ConfigureResponse\x12,\n" +
-	"\x06status\x18\x01 \x01(\v2\x14.foresight.v1.StatusR\x06status\"1\n" +
+	"\x06status\x18\x01 \x01(\v2\x14.foresight.v1.StatusR\x06status\x12-\n" +
+	"\x12admits_unsheddable\x18\x02 \x01(\bR\x11admitsUnsheddable\"1\n" +
 	"\x13DropInstanceRequest\x12\x1a\n" +
 	"\binstance\x18\x01 \x01(\tR\binstance\"\x16\n" +
 	"\x14DropInstanceResponse*\xa1\x01\n" +

@@ -64,6 +64,12 @@ func (a *Admitter) Admit(_ context.Context, c *sdk.Cycle) (sdk.AdmitVerdict, err
 	return a.floor.apply(c, admit(c, p), p), nil
 }
 
+// AdmitsUnsheddable reports that the admitter admits every request of priority 0 or above
+// without reading anything else, which holds unless the prefix group floor is on: the floor
+// counts those requests in their group's window (sdk.UnsheddableAdmitter). The host then admits
+// them without a call.
+func (a *Admitter) AdmitsUnsheddable() bool { return a.Get().PrefixGroupFloor <= 0 }
+
 // Reads declares the cycle fields the admitter reads (sdk.Reader), so the host sends only those.
 func (a *Admitter) Reads() []string {
 	return []string{"request", "request.prefix_block_hashes", "endpoints.ids", "endpoints.states.kv_cache_usage",

@@ -2,6 +2,7 @@ package admitter
 
 import (
 	"context"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/foresight-router/foresight/plugins/sdk"
@@ -28,5 +29,39 @@ func TestReadsCoverWhatItReads(t *testing.T) {
 			calls++
 			return pair[calls%2].Admit(context.Background(), c)
 		})
+	}
+}
+
+// AdmitsUnsheddable lets the host admit requests of priority 0 or above without a call: in every
+// mode that declares it, random cycles of those priorities are admitted whatever else they carry,
+// and with the prefix group floor (which counts them in their group's window) it is not declared.
+func TestAdmitsUnsheddableHoldsInEveryMode(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 44))
+	for _, tc := range []struct {
+		params string
+		want   bool
+	}{
+		{`{"mode": "headroom"}`, true},
+		{`{"mode": "budget", "budgetsMs": {"-1": 1}}`, true},
+		{`{"mode": "queue-depth", "queueBounds": {"-1": 0}}`, true},
+		{`{"mode": "headroom", "prefixGroupFloor": 0.5}`, false},
+	} {
+		a := New()
+		if err := a.Configure([]byte(tc.params)); err != nil {
+			t.Fatal(err)
+		}
+		if got := a.AdmitsUnsheddable(); got != tc.want {
+			t.Errorf("%s: AdmitsUnsheddable() = %v, want %v", tc.params, got, tc.want)
+		}
+		if !tc.want {
+			continue
+		}
+		for range 2000 {
+			c := sdktest.RandomCycle(rng)
+			c.Request.Priority = int32(rng.IntN(3))
+			if v, err := a.Admit(context.Background(), c); err != nil || !v.Admitted {
+				t.Fatalf("%s: priority %d: %+v, %v; want admitted", tc.params, c.Request.Priority, v, err)
+			}
+		}
 	}
 }

@@ -80,7 +80,8 @@ class Handlers:
             self.impl.set_parameters(req.parameters)
         except Exception as e:  # noqa: BLE001 - every rejection is the host's to report
             return plugin_pb2.ConfigureResponse(status=status_to_proto(InvalidArgument(describe(e))))
-        return plugin_pb2.ConfigureResponse()
+        unread = getattr(self.impl, "admits_unsheddable", None)
+        return plugin_pb2.ConfigureResponse(admits_unsheddable=bool(unread()) if unread else False)
 
     # Stages. Each answers every cycle of the batch, in order.
 

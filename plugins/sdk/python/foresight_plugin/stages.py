@@ -130,6 +130,13 @@ class Admitter(Plugin):
         """The verdict for cycle's request (a bool, or an AdmitVerdict to add why)."""
         raise NotImplementedError
 
+    def admits_unsheddable(self) -> bool:
+        """True when, with the parameters in force, every request of priority 0 or above is
+        admitted without reading anything else of its cycle and leaves no state behind: the kit
+        tells the host after each Configure, and the host admits those requests without a call.
+        False (the default): every request is sent."""
+        return False
+
 
 class Picker(Plugin):
     """Orders the candidate endpoints by preference.

@@ -78,6 +78,25 @@ class HandlersTest(unittest.TestCase):
         self.assertFalse(resp.HasField("status"))
         self.assertEqual(self.impl.params, {"weight": 1.0, "mode": "plain"})
 
+    def test_configure_answers_admits_unsheddable(self):
+        class Gate(fp.Admitter):
+            type = "gate"
+            description = "sheds every sheddable request"
+            parameters = {"unread": False}
+
+            def admits_unsheddable(self):
+                return self.params["unread"]
+
+            def admit(self, c):
+                return c.request.priority >= 0
+
+        gate = Gate()
+        h = Handlers(gate, "1.0.0", Logger(self.log))
+        self.assertTrue(h.configure(plugin_pb2.ConfigureRequest(parameters=b'{"unread": true}')).admits_unsheddable)
+        self.assertFalse(h.configure(plugin_pb2.ConfigureRequest(parameters=b'{"unread": false}')).admits_unsheddable)
+        # Other stages, and an admitter that does not say, leave it false.
+        self.assertFalse(self.h.configure(plugin_pb2.ConfigureRequest(parameters=b"")).admits_unsheddable)
+
     def test_score_answers_each_cycle_of_a_batch(self):
         req = scorer_pb2.ScoreRequest(cycles=[cycle([0, 1, 3]), malformed(), cycle([])])
         resp = self.h.score(scorer_pb2.ScoreRequest.FromString(req.SerializeToString()))

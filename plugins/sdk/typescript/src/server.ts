@@ -326,16 +326,17 @@ export function configure(impl: Plugin, params: Uint8Array, instance = ""): Conf
   if (instance !== "") {
     // A host addresses named instances only in a plugin reporting multiInstance, which this kit does not.
     const message = `instance ${JSON.stringify(instance)}: this plugin serves a single instance`;
-    return { status: { code: Code.InvalidArgument, message } };
+    return { status: { code: Code.InvalidArgument, message }, admitsUnsheddable: false };
   }
   const text = Buffer.from(params).toString("utf8");
   try {
     if (impl.configure !== undefined) impl.configure(text);
     else decodeParams(text, {}); // no parameters: only {} (or nothing) is accepted
   } catch (err) {
-    return { status: { code: Code.InvalidArgument, message: invalidArgument(err).message } };
+    return { status: { code: Code.InvalidArgument, message: invalidArgument(err).message }, admitsUnsheddable: false };
   }
-  return { status: undefined };
+  const unread = (impl as Partial<Admitter>).admitsUnsheddable;
+  return { status: undefined, admitsUnsheddable: unread !== undefined && unread.call(impl) === true };
 }
 
 /** info answers GetInfo. */

@@ -353,6 +353,13 @@ export interface Scorer extends Plugin {
 /** Admitter decides whether a request is served at all. */
 export interface Admitter extends Plugin {
   admit(cycle: Cycle): Answer<AdmitVerdict>;
+  /**
+   * True when, with the parameters in force, every request of priority 0 or above is admitted
+   * without reading anything else of its cycle and leaves no state behind: the kit tells the host
+   * after each Configure, and the host admits those requests without a call. Absent or false:
+   * every request is sent.
+   */
+  admitsUnsheddable?(): boolean;
 }
 
 /**

@@ -162,8 +162,9 @@ test("a plugin process over AutoMTLS: health, info, configure, stdio, a filter s
       unary(client, "/foresight.v1.PluginService/Configure", Buffer.from([0x0a, json.length, ...Buffer.from(json)]), (b) => ConfigureResponse.decode(b));
     assert.deepEqual(await configure('{"keep":"sideways"}'), {
       status: { code: 2, message: 'parameter "keep" must be one of ["even" "odd"], got "sideways"' },
+      admitsUnsheddable: false,
     });
-    assert.deepEqual(await configure('{"keep":"odd"}'), { status: undefined });
+    assert.deepEqual(await configure('{"keep":"odd"}'), { status: undefined, admitsUnsheddable: false });
     assert.deepEqual(await printed, { channel: 1, data: "configured: keep odd\n" });
 
     // the filter stream: two requests on one stream, answered in order

@@ -121,27 +121,47 @@ test("Configure: rejected parameters are INVALID_ARGUMENT and the old ones stay"
       this.params.configure(p);
     },
   };
-  assert.deepEqual(configure(f, Buffer.from('{"threshold": 0.7}')), { status: undefined });
+  assert.deepEqual(configure(f, Buffer.from('{"threshold": 0.7}')), { status: undefined, admitsUnsheddable: false });
   assert.deepEqual(configure(f, Buffer.from('{"treshold": 0.7}')), {
     status: { code: Code.InvalidArgument, message: 'decoding parameters: json: unknown field "treshold"' },
+    admitsUnsheddable: false,
   });
   assert.deepEqual(configure(f, Buffer.from('{"threshold": 2}')), {
     status: { code: Code.InvalidArgument, message: 'parameter "threshold" must be in [0, 1], got 2' },
+    admitsUnsheddable: false,
   });
   assert.equal(f.params.get().threshold, 0.7);
-  assert.deepEqual(configure(f, new Uint8Array()), { status: undefined });
+  assert.deepEqual(configure(f, new Uint8Array()), { status: undefined, admitsUnsheddable: false });
   assert.equal(f.params.get().threshold, 0.5);
   // The kit serves one instance: a named one (multi-instance hosts only) is refused, nothing changes.
   assert.deepEqual(configure(f, Buffer.from('{"threshold": 0.9}'), "strict#1"), {
     status: { code: Code.InvalidArgument, message: 'instance "strict#1": this plugin serves a single instance' },
+    admitsUnsheddable: false,
   });
   assert.equal(f.params.get().threshold, 0.5);
 });
 
+test("Configure: an admitter's admitsUnsheddable is answered for the parameters it set", () => {
+  const a = {
+    type: "gate",
+    description: "",
+    unread: false,
+    configure(p: string) {
+      this.unread = (JSON.parse(p || "{}") as { unread?: boolean }).unread === true;
+    },
+    admitsUnsheddable() {
+      return this.unread;
+    },
+    admit: () => ({ admitted: true }),
+  };
+  assert.deepEqual(configure(a, Buffer.from('{"unread": true}')), { status: undefined, admitsUnsheddable: true });
+  assert.deepEqual(configure(a, Buffer.from('{"unread": false}')), { status: undefined, admitsUnsheddable: false });
+});
+
 test("a plugin without configure takes no parameters", () => {
   const f = filterOf(() => ({ kept: [] }));
-  assert.deepEqual(configure(f, Buffer.from("{}")), { status: undefined });
-  assert.deepEqual(configure(f, Buffer.from("")), { status: undefined });
+  assert.deepEqual(configure(f, Buffer.from("{}")), { status: undefined, admitsUnsheddable: false });
+  assert.deepEqual(configure(f, Buffer.from("")), { status: undefined, admitsUnsheddable: false });
   assert.equal(configure(f, Buffer.from('{"x": 1}')).status?.code, Code.InvalidArgument);
 });
 

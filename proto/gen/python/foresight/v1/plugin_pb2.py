@@ -14,7 +14,7 @@ _sym_db = _symbol_database.Default()
 from foresight.v1 import types_pb2 as foresight_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x66oresight/v1/plugin.proto\x12\x0c\x66oresight.v1\x1a\x18\x66oresight/v1/types.proto\"\x10\n\x0eGetInfoRequest\"\xe1\x01\n\x0fGetInfoResponse\x12\x12\n\x04type\x18\x01 \x01(\tR\x04type\x12)\n\x05stage\x18\x02 \x01(\x0e\x32\x13.foresight.v1.StageR\x05stage\x12\x18\n\x07version\x18\x03 \x01(\tR\x07version\x12 \n\x0b\x64\x65scription\x18\x04 \x01(\tR\x0b\x64\x65scription\x12\x14\n\x05reads\x18\x05 \x03(\tR\x05reads\x12%\n\x0emulti_instance\x18\x06 \x01(\x08R\rmultiInstance\x12\x16\n\x06rounds\x18\x07 \x01(\x08R\x06rounds\"N\n\x10\x43onfigureRequest\x12\x1e\n\nparameters\x18\x01 \x01(\x0cR\nparameters\x12\x1a\n\x08instance\x18\x02 \x01(\tR\x08instance\"A\n\x11\x43onfigureResponse\x12,\n\x06status\x18\x01 \x01(\x0b\x32\x14.foresight.v1.StatusR\x06status\"1\n\x13\x44ropInstanceRequest\x12\x1a\n\x08instance\x18\x01 \x01(\tR\x08instance\"\x16\n\x14\x44ropInstanceResponse*\xa1\x01\n\x05Stage\x12\x15\n\x11STAGE_UNSPECIFIED\x10\x00\x12\x12\n\x0eSTAGE_PRODUCER\x10\x01\x12\x10\n\x0cSTAGE_FILTER\x10\x02\x12\x10\n\x0cSTAGE_SCORER\x10\x03\x12\x12\n\x0eSTAGE_ADMITTER\x10\x04\x12\x10\n\x0cSTAGE_PICKER\x10\x05\x12\x12\n\x0eSTAGE_DETECTOR\x10\x06\x12\x0f\n\x0bSTAGE_ORDER\x10\x07\x32\xfc\x01\n\rPluginService\x12\x46\n\x07GetInfo\x12\x1c.foresight.v1.GetInfoRequest\x1a\x1d.foresight.v1.GetInfoResponse\x12L\n\tConfigure\x12\x1e.foresight.v1.ConfigureRequest\x1a\x1f.foresight.v1.ConfigureResponse\x12U\n\x0c\x44ropInstance\x12!.foresight.v1.DropInstanceRequest\x1a\".foresight.v1.DropInstanceResponseBFZDgithub.com/foresight-router/foresight/proto/foresight/v1;foresightv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x66oresight/v1/plugin.proto\x12\x0c\x66oresight.v1\x1a\x18\x66oresight/v1/types.proto\"\x10\n\x0eGetInfoRequest\"\xe1\x01\n\x0fGetInfoResponse\x12\x12\n\x04type\x18\x01 \x01(\tR\x04type\x12)\n\x05stage\x18\x02 \x01(\x0e\x32\x13.foresight.v1.StageR\x05stage\x12\x18\n\x07version\x18\x03 \x01(\tR\x07version\x12 \n\x0b\x64\x65scription\x18\x04 \x01(\tR\x0b\x64\x65scription\x12\x14\n\x05reads\x18\x05 \x03(\tR\x05reads\x12%\n\x0emulti_instance\x18\x06 \x01(\x08R\rmultiInstance\x12\x16\n\x06rounds\x18\x07 \x01(\x08R\x06rounds\"N\n\x10\x43onfigureRequest\x12\x1e\n\nparameters\x18\x01 \x01(\x0cR\nparameters\x12\x1a\n\x08instance\x18\x02 \x01(\tR\x08instance\"p\n\x11\x43onfigureResponse\x12,\n\x06status\x18\x01 \x01(\x0b\x32\x14.foresight.v1.StatusR\x06status\x12-\n\x12\x61\x64mits_unsheddable\x18\x02 \x01(\x08R\x11\x61\x64mitsUnsheddable\"1\n\x13\x44ropInstanceRequest\x12\x1a\n\x08instance\x18\x01 \x01(\tR\x08instance\"\x16\n\x14\x44ropInstanceResponse*\xa1\x01\n\x05Stage\x12\x15\n\x11STAGE_UNSPECIFIED\x10\x00\x12\x12\n\x0eSTAGE_PRODUCER\x10\x01\x12\x10\n\x0cSTAGE_FILTER\x10\x02\x12\x10\n\x0cSTAGE_SCORER\x10\x03\x12\x12\n\x0eSTAGE_ADMITTER\x10\x04\x12\x10\n\x0cSTAGE_PICKER\x10\x05\x12\x12\n\x0eSTAGE_DETECTOR\x10\x06\x12\x0f\n\x0bSTAGE_ORDER\x10\x07\x32\xfc\x01\n\rPluginService\x12\x46\n\x07GetInfo\x12\x1c.foresight.v1.GetInfoRequest\x1a\x1d.foresight.v1.GetInfoResponse\x12L\n\tConfigure\x12\x1e.foresight.v1.ConfigureRequest\x1a\x1f.foresight.v1.ConfigureResponse\x12U\n\x0c\x44ropInstance\x12!.foresight.v1.DropInstanceRequest\x1a\".foresight.v1.DropInstanceResponseBFZDgithub.com/foresight-router/foresight/proto/foresight/v1;foresightv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'foresight.v1.plugin_pb2', globals())
@@ -22,8 +22,8 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   DESCRIPTOR._serialized_options = b'ZDgithub.com/foresight-router/foresight/proto/foresight/v1;foresightv1'
-  _STAGE._serialized_start=538
-  _STAGE._serialized_end=699
+  _STAGE._serialized_start=585
+  _STAGE._serialized_end=746
   _GETINFOREQUEST._serialized_start=69
   _GETINFOREQUEST._serialized_end=85
   _GETINFORESPONSE._serialized_start=88
@@ -31,11 +31,11 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _CONFIGUREREQUEST._serialized_start=315
   _CONFIGUREREQUEST._serialized_end=393
   _CONFIGURERESPONSE._serialized_start=395
-  _CONFIGURERESPONSE._serialized_end=460
-  _DROPINSTANCEREQUEST._serialized_start=462
-  _DROPINSTANCEREQUEST._serialized_end=511
-  _DROPINSTANCERESPONSE._serialized_start=513
-  _DROPINSTANCERESPONSE._serialized_end=535
-  _PLUGINSERVICE._serialized_start=702
-  _PLUGINSERVICE._serialized_end=954
+  _CONFIGURERESPONSE._serialized_end=507
+  _DROPINSTANCEREQUEST._serialized_start=509
+  _DROPINSTANCEREQUEST._serialized_end=558
+  _DROPINSTANCERESPONSE._serialized_start=560
+  _DROPINSTANCERESPONSE._serialized_end=582
+  _PLUGINSERVICE._serialized_start=749
+  _PLUGINSERVICE._serialized_end=1001
 # @@protoc_insertion_point(module_scope)

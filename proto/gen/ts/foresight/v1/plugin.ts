@@ -157,7 +157,17 @@ export interface ConfigureRequest {
 /** ConfigureResponse says whether the parameters were accepted. */
 export interface ConfigureResponse {
   /** Absent on success; INVALID_ARGUMENT with a message naming the parameter otherwise. */
-  status: Status | undefined;
+  status:
+    | Status
+    | undefined;
+  /**
+   * An admitter instance that, as now configured, admits every request of priority 0 or above
+   * (a request that is not sheddable) without reading anything else of its cycle, and keeps no
+   * state from those requests, says so (added to protocol 1): the host then admits them itself and
+   * sends the admitter only the sheddable ones. False, as an older plugin leaves it: every request
+   * is sent. Each Configure answers for the parameters it set. Meaningless for the other stages.
+   */
+  admitsUnsheddable: boolean;
 }
 
 /** DropInstanceRequest names the instance to forget. */
@@ -477,13 +487,16 @@ export const ConfigureRequest: MessageFns<ConfigureRequest> = {
 };
 
 function createBaseConfigureResponse(): ConfigureResponse {
-  return { status: undefined };
+  return { status: undefined, admitsUnsheddable: false };
 }
 
 export const ConfigureResponse: MessageFns<ConfigureResponse> = {
   encode(message: ConfigureResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.status !== undefined) {
       Status.encode(message.status, writer.uint32(10).fork()).join();
+    }
+    if (message.admitsUnsheddable !== false) {
+      writer.uint32(16).bool(message.admitsUnsheddable);
     }
     return writer;
   },
@@ -509,6 +522,14 @@ export const ConfigureResponse: MessageFns<ConfigureResponse> = {
             message.status = Status.decode(reader, reader.uint32());
             continue;
           }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.admitsUnsheddable = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -522,13 +543,23 @@ export const ConfigureResponse: MessageFns<ConfigureResponse> = {
   },
 
   fromJSON(object: any): ConfigureResponse {
-    return { status: isSet(object.status) ? Status.fromJSON(object.status) : undefined };
+    return {
+      status: isSet(object.status) ? Status.fromJSON(object.status) : undefined,
+      admitsUnsheddable: isSet(object.admitsUnsheddable)
+        ? globalThis.Boolean(object.admitsUnsheddable)
+        : isSet(object.admits_unsheddable)
+        ? globalThis.Boolean(object.admits_unsheddable)
+        : false,
+    };
   },
 
   toJSON(message: ConfigureResponse): unknown {
     const obj: any = {};
     if (message.status !== undefined) {
       obj.status = Status.toJSON(message.status);
+    }
+    if (message.admitsUnsheddable !== false) {
+      obj.admitsUnsheddable = message.admitsUnsheddable;
     }
     return obj;
   },
@@ -541,6 +572,7 @@ export const ConfigureResponse: MessageFns<ConfigureResponse> = {
     message.status = (object.status !== undefined && object.status !== null)
       ? Status.fromPartial(object.status)
       : undefined;
+    message.admitsUnsheddable = object.admitsUnsheddable ?? false;
     return message;
   },
 };
