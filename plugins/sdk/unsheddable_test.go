@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 
@@ -106,8 +105,9 @@ func TestUnsheddableRequestsAreAdmittedWithoutACall(t *testing.T) {
 	if want := []bool{true, false, true, false}; !slices.Equal(admittedOf(got), want) {
 		t.Errorf("verdicts %+v, want admitted %v", got, want)
 	}
-	if !strings.Contains(got[0].Reason, "without a call") || got[1].Reason != "shed" || got[3].Reason != "shed" {
-		t.Errorf("reasons %q, %q, %q: the host's for priority 1, the plugin's for the sheddable ones", got[0].Reason, got[1].Reason, got[3].Reason)
+	const tail = " is not sheddable (admitted without a call, as the admitter declares)"
+	if got[0].Reason != "priority 1"+tail || got[2].Reason != "priority 0"+tail || got[1].Reason != "shed" || got[3].Reason != "shed" {
+		t.Errorf("reasons %q: the host's for priorities 1 and 0, the plugin's for the sheddable ones", []string{got[0].Reason, got[1].Reason, got[2].Reason, got[3].Reason})
 	}
 	if s := sent.take(); !slices.Equal(s, []int32{-1, -2}) {
 		t.Errorf("the plugin was sent priorities %v, want only the sheddable -1 and -2 in order", s)

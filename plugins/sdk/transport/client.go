@@ -302,53 +302,6 @@ func (c *ScorerClient) ScoreBatch(ctx context.Context, cycles []*sdk.Cycle) ([]R
 	})
 }
 
-// AdmitterClient calls an admitter plugin.
-type AdmitterClient struct {
-	*PluginClient
-	admit *streamPool[pb.AdmitRequest, pb.AdmitResponse]
-}
-
-// AdmitBatch asks for a verdict for every cycle. When the admitter's last Configure said it admits
-// every request that is not sheddable unread (admits_unsheddable), those requests are admitted
-// here and only the others are sent; a batch of none is not sent at all.
-func (c *AdmitterClient) AdmitBatch(ctx context.Context, cycles []*sdk.Cycle) ([]Result[sdk.AdmitVerdict], error) {
-	if !c.unsheddable.Load() {
-		return c.admitAll(ctx, cycles)
-	}
-	out := make([]Result[sdk.AdmitVerdict], len(cycles))
-	send, at := make([]*sdk.Cycle, 0, len(cycles)), make([]int, 0, len(cycles))
-	for i, cy := range cycles {
-		if cy != nil && cy.Request.Priority >= 0 {
-			out[i].Value = sdk.AdmitVerdict{Admitted: true,
-				Reason: fmt.Sprintf("priority %d is not sheddable (admitted without a call, as the admitter declares)", cy.Request.Priority)}
-			continue
-		}
-		send, at = append(send, cy), append(at, i)
-	}
-	if len(send) == 0 {
-		return out, nil
-	}
-	res, err := c.admitAll(ctx, send)
-	if err != nil {
-		return nil, err
-	}
-	for j, i := range at {
-		out[i] = res[j]
-	}
-	return out, nil
-}
-
-// admitAll sends every cycle to the admitter.
-func (c *AdmitterClient) admitAll(ctx context.Context, cycles []*sdk.Cycle) ([]Result[sdk.AdmitVerdict], error) {
-	resp, err := c.admit.call(ctx, &pb.AdmitRequest{Cycles: c.cycles(cycles), Instance: c.instance})
-	if err != nil {
-		return nil, err
-	}
-	return collect(cycles, resp.GetResults(), func(_ *sdk.Cycle, r *pb.AdmitResult) (sdk.AdmitVerdict, error) {
-		return sdk.AdmitVerdict{Admitted: r.GetAdmitted(), Reason: r.GetReason()}, nil
-	})
-}
-
 // PickerClient calls a picker plugin.
 type PickerClient struct {
 	*PluginClient
