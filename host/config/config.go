@@ -38,6 +38,8 @@ type Config struct {
 	Objectives []Objective `yaml:"objectives"`
 	// FlowControl holds requests in the router while the pool is saturated (flowcontrol.go).
 	FlowControl FlowControl `yaml:"flowControl"`
+	// Disaggregation, when set, serves a prefill/decode disaggregated fleet (disaggregation.go).
+	Disaggregation *Disaggregation `yaml:"disaggregation"`
 
 	file   string     // the file it was read from, for error messages
 	root   *yaml.Node // the parsed document, for line numbers
@@ -248,6 +250,7 @@ func (c *Config) applyDefaults() {
 	c.applyProfileDefaults()
 	c.applyRouterDefaults()
 	c.FlowControl.applyDefaults()
+	c.Disaggregation.applyDefaults()
 }
 
 func (pl *Pipeline) applyDefaults() {

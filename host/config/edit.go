@@ -40,6 +40,10 @@ func (c *Config) Clone() *Config {
 		n.Endpoints.Static[i].Labels = maps.Clone(n.Endpoints.Static[i].Labels)
 	}
 	n.Objectives = slices.Clone(c.Objectives)
+	if d := c.Disaggregation; d != nil {
+		dd := *d
+		n.Disaggregation = &dd
+	}
 	n.Server.PluginDirs = slices.Clone(c.Server.PluginDirs)
 	return &n
 }

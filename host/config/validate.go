@@ -57,6 +57,9 @@ func (c *Config) validate() error {
 	if err := c.validateFlowControl(); err != nil {
 		return err
 	}
+	if err := c.validateDisaggregation(); err != nil {
+		return err
+	}
 	return c.ValidateRouter()
 }
 func (c *Config) validatePlugin(i int, seen map[string]int) error {

@@ -237,6 +237,12 @@ func (x *exchange) decide(eos bool) ([]*extprocv3.ProcessingResponse, error) {
 	dest, md := destination(routed.Destinations(), x.s.o.Destination == config.DestinationList)
 	body := routed.Body()
 	mutation := setHeaders(HeaderDestination, dest, proxy.HeaderRequestID, routed.RequestID())
+	switch name, prefill := routed.PrefillHeader(); {
+	case prefill != "": // the decode endpoint's sidecar runs the prefill hop there first
+		mutation.SetHeaders = append(mutation.SetHeaders, setHeaders(name, prefill).SetHeaders...)
+	case name != "": // served whole: a client's own header must not send it elsewhere
+		mutation.RemoveHeaders = append(mutation.RemoveHeaders, name)
+	}
 	common := &extprocv3.CommonResponse{HeaderMutation: mutation, ClearRouteCache: true}
 	if x.headersOnly {
 		return []*extprocv3.ProcessingResponse{{DynamicMetadata: md,

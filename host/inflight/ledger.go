@@ -106,6 +106,21 @@ func (f *Flight) FirstToken(at time.Time) {
 	f.ep.decode += f.remaining()
 }
 
+// Prefill sets the prompt tokens the endpoint computes for the request, while it has not reached
+// its first token: a decode hop that turned out to be served whole computes its prompt after all.
+func (f *Flight) Prefill(tokens int64) {
+	if f == nil {
+		return
+	}
+	f.t.mu.Lock()
+	defer f.t.mu.Unlock()
+	if f.done || f.decoding {
+		return
+	}
+	f.ep.prefill += tokens - f.req.PrefillTokens
+	f.req.PrefillTokens = tokens
+}
+
 // Tokens records that the request had generated n output tokens at at (a count not above the
 // last one is ignored).
 func (f *Flight) Tokens(n int64, at time.Time) {

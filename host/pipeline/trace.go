@@ -71,7 +71,24 @@ type Trace struct {
 	// UnknownModel says that no endpoint in the rotation listed the request's model, so its
 	// candidates were every endpoint in the rotation (server.unknownModels: route).
 	UnknownModel bool
+
+	// Hop is the part of a disaggregated request this decision placed (sdk.HopWhole on a fleet
+	// without disaggregation).
+	Hop sdk.Hop
+	// Prefill is the prefill decision of a disaggregated request whose decode decision this is;
+	// nil when none was made. Split says how the request was served — SplitTwoHops, or
+	// SplitWhole on its decode endpoint with SplitReason saying why — "" when no prefill
+	// decision was due.
+	Prefill     *Trace
+	Split       string
+	SplitReason string
 }
+
+// How a disaggregated request was served (Trace.Split).
+const (
+	SplitTwoHops = "two-hops"
+	SplitWhole   = "whole"
+)
 
 // StageTrace is one stage call within a cycle.
 type StageTrace struct {
@@ -217,8 +234,12 @@ func (t *Trace) MarshalJSON() ([]byte, error) {
 		BeyondWhy   string             `json:"beyond_order_reason,omitempty"`
 		LoadOnly    bool               `json:"load_only,omitempty"`
 		Unknown     bool               `json:"unknown_model,omitempty"`
+		Hop         sdk.Hop            `json:"hop,omitempty"`
+		Split       string             `json:"split,omitempty"`
+		SplitReason string             `json:"split_reason,omitempty"`
+		Prefill     *Trace             `json:"prefill,omitempty"`
 	}{t.RequestID, t.Profile, t.Seed, t.Now, t.Outcome(), t.Reason, t.OrderIDs(), t.scoreMap(t.Scores), stages, t.Round, t.Candidates,
 		t.Duration.Microseconds(), float64(t.FlowWait) / float64(time.Millisecond), t.FlowVerdict, t.BeyondOrder, t.BeyondReason,
-		t.LoadOnly, t.UnknownModel})
+		t.LoadOnly, t.UnknownModel, t.Hop, t.Split, t.SplitReason, t.Prefill})
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), err
 }

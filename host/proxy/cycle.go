@@ -110,7 +110,7 @@ func (s *Server) cycle(req *openai.Request, pb openai.Blocks, m meta, now time.T
 // requestOf is what the stages see of a request, but for its prefix block hashes.
 func requestOf(req *openai.Request, m meta) sdk.Request {
 	return sdk.Request{ID: m.id, Model: req.Model, InputTokens: req.InputTokens(), MaxOutputTokens: req.MaxTokens,
-		Streaming: req.Stream, SLO: m.slo, Priority: m.priority, SessionID: m.session}
+		Streaming: req.Stream, SLO: m.slo, Priority: m.priority, SessionID: m.session, Disaggregation: m.pd}
 }
 
 // excluded returns the endpoints of states out of the rotation, with their labels and why, for

@@ -339,7 +339,7 @@ func (d *decider) record(p *pending) {
 		d.s.o.Stages.Observe(p.trace)
 	}
 	if p.trace != nil {
-		p.trace.UnknownModel = p.unknown
+		p.trace.UnknownModel, p.trace.Hop = p.unknown, p.cycle.Request.Disaggregation.Hop
 	}
 	if p.verdict.judged && p.trace != nil { // flow control's detector judged p before the pipeline ran
 		p.trace.FlowDetector = &p.verdict.stage

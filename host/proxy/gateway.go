@@ -68,6 +68,7 @@ func (s *Server) Route(ctx context.Context, kind openai.Kind, h http.Header, bod
 		}
 		return nil, ref
 	}
+	x.delegate()
 	r := &Routed{s: s, x: x, a: x.first, body: body}
 	if rewrite {
 		r.body, r.hideUsage = x.body, x.req.HiddenUsage()
@@ -122,7 +123,7 @@ func (r *Routed) Served(hostport string) {
 		r.s.endFlight(r.a)
 		r.s.o.Endpoints.ReportRequest(r.a.ep.ID, errors.New("the gateway failed over to the next endpoint"))
 		dispatched := r.a.dispatched
-		r.a = r.s.dispatch(&r.x.cycle.Request, ep)
+		r.a = r.s.dispatch(r.x.request(), ep)
 		r.a.dispatched = dispatched
 		r.fellBack = true
 		r.out.attempts++
@@ -152,6 +153,10 @@ func (r *Routed) Relay(dst io.Writer, src io.Reader) error {
 	x, a, s := r.x, r.a, r.s
 	first := func(at time.Time) {
 		a.flight.FirstToken(at)
+		if x.split != nil && x.split.delegated { // the TTFT holds the sidecar's prefill hop
+			r.prefillDone(at, at.Sub(a.dispatched))
+			return
+		}
 		if !r.fellBack {
 			s.observe(x, a, sdk.Sample{ActualTTFTMs: ms(at.Sub(a.dispatched))}, at)
 		}
@@ -238,6 +243,7 @@ func (r *Routed) Finish(cause string) {
 		}
 		r.s.o.Endpoints.ReportRequest(id, nil)
 	}
+	r.prefillDone(time.Time{}, 0)
 	r.s.endFlight(r.a)
 	r.s.finish(r.x, out)
 }

@@ -38,10 +38,17 @@ type exchange struct {
 	// modelRule is the InferenceModelRewrite rule that chose the model the request is sent as
 	// ("" when the header chose it or it was not rewritten: rewrite.go).
 	modelRule string
+	// split is the prefill side of a request sent as two hops (disagg.go); nil when it goes whole.
+	split *split
+	// whole is the request as dispatched whole, when its cycle decided a decode hop (request).
+	whole sdk.Request
 }
 
 // attempt is one endpoint tried for an exchange.
 type attempt struct {
+	// req is the request as it was dispatched: its hop says what the endpoint serves of it, and
+	// its samples carry it.
+	req        *sdk.Request
 	ep         sdk.Endpoint
 	flight     *inflight.Flight
 	sent       *prefix.Sent // the prompt in ep's prefix index, for recordAnswer
@@ -62,6 +69,10 @@ type outcome struct {
 	// beyondIDs are the endpoints it tried there.
 	beyond    string
 	beyondIDs []string
+	// prefill is the endpoint that served the prefill hop ("" when none did) and prefillFailures
+	// the prefill attempts that failed before it or instead of it.
+	prefill         string
+	prefillFailures []string
 }
 
 // proxy sends the exchange to the picked endpoints in order, at most server.maxAttempts of them
@@ -74,6 +85,12 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, x *exchange) {
 	defer cancel()
 	var failures []string
 	out := outcome{}
+	if x.split != nil {
+		s.prefillFirst(ctx, x, &out)
+		if b := x.debugTrace(); b != nil {
+			w.Header().Set(HeaderDecision, string(b))
+		}
+	}
 	eps := make([]sdk.Endpoint, 0, len(x.trace.Order))
 	for _, idx := range x.trace.Order {
 		eps = append(eps, x.trace.Candidates[idx]) // the cycle's endpoint with the producer's prediction
@@ -96,7 +113,7 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, x *exchange) {
 		out.attempts++
 		a := x.first
 		if i > 0 {
-			a = s.dispatch(&x.cycle.Request, ep)
+			a = s.dispatch(x.request(), ep)
 		}
 		if i >= picked {
 			out.beyondIDs = append(out.beyondIDs, ep.ID)
@@ -157,12 +174,19 @@ func (s *Server) markBeyond(x *exchange, out *outcome) {
 }
 
 // dispatch records the request as in flight on ep and in ep's prefix index. The ledger takes the
-// dispatch time from the endpoint set's clock, the one its scrape times are on.
+// dispatch time from the endpoint set's clock, the one its scrape times are on. What ep computes
+// follows its hop: a decode hop no prompt token, a prefill hop one output token.
 func (s *Server) dispatch(r *sdk.Request, ep sdk.Endpoint) *attempt {
 	uncached := int64(float64(r.InputTokens) * (1 - ep.State.PrefixMatch))
 	output := r.MaxOutputTokens
 	if output <= 0 {
 		output = defaultOutputTokens
+	}
+	switch r.HopOn(ep.ID) {
+	case sdk.HopDecode:
+		uncached = 0
+	case sdk.HopPrefill:
+		output = 1
 	}
 	f := s.inflight.Dispatch(ep.ID, inflight.Request{ID: r.ID, PrefillTokens: uncached, OutputTokens: output,
 		TPOTSLOMs: r.SLO.TPOTMs, DispatchedAt: s.o.Endpoints.Config().Now()})
@@ -170,7 +194,7 @@ func (s *Server) dispatch(r *sdk.Request, ep sdk.Endpoint) *attempt {
 	if s.o.EndpointMetrics != nil {
 		s.o.EndpointMetrics.Dispatched(ep.ID)
 	}
-	return &attempt{ep: ep, flight: f, sent: sent, dispatched: s.o.Now()}
+	return &attempt{req: r, ep: ep, flight: f, sent: sent, dispatched: s.o.Now()}
 }
 
 // defaultOutputTokens is the ledger's expectation of a request without max_tokens.
@@ -206,7 +230,7 @@ func (s *Server) observe(x *exchange, a *attempt, measured sdk.Sample, at time.T
 		return
 	}
 	smp := measured
-	smp.Request = x.cycle.Request
+	smp.Request = *a.req
 	smp.Request.PrefixBlockHashes = nil // the producer does not read them
 	smp.EndpointID, smp.State, smp.Predicted, smp.DispatchedAt = a.ep.ID, a.ep.State, a.ep.Prediction, a.dispatched
 	s.o.Samples.Add(context.Background(), smp, at)
@@ -217,6 +241,7 @@ func (s *Server) finish(x *exchange, out *outcome) {
 	if len(out.beyondIDs) > 0 {
 		s.markBeyond(x, out)
 	}
+	x.twoHops(out)
 	slo := x.cycle.Request.SLO
 	s.recordOutcome(x.trace, out.status, out.ttft, out.tpot, ms(out.e2e), slo)
 	if s.o.Metrics != nil {
@@ -261,6 +286,15 @@ func (s *Server) finish(x *exchange, out *outcome) {
 	}
 	if len(out.beyondIDs) > 0 {
 		ev = ev.Strs("beyond_order", out.beyondIDs)
+	}
+	if x.trace.Split != "" {
+		ev = ev.Str("split", x.trace.Split)
+	}
+	if out.prefill != "" {
+		ev = ev.Str("prefill_endpoint", out.prefill).Float64("prefill_ms", ms(x.split.took))
+	}
+	if len(out.prefillFailures) > 0 {
+		ev = ev.Strs("prefill_failures", out.prefillFailures)
 	}
 	if x.trace.LoadOnly {
 		ev = ev.Bool("load_only", true)

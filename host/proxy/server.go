@@ -101,6 +101,10 @@ type Options struct {
 	// FlowControl is the flowControl section: when it is enabled, a request for which the pool is
 	// saturated waits in the router (flow.go). Nil or disabled: requests are dispatched as decided.
 	FlowControl *config.FlowControl
+	// Disaggregation is the disaggregation section: requests of the profiles it splits go as a
+	// prefill hop and a decode hop (disagg.go). Nil: every request goes whole. SetDisaggregation
+	// replaces it.
+	Disaggregation *config.Disaggregation
 	// Metrics records every answered request, Stages every cycle's stage calls, EndpointMetrics
 	// every dispatch to an endpoint, FlowMetrics the flow control queue; nil records nothing.
 	FlowMetrics     *metrics.FlowControl
@@ -122,8 +126,9 @@ type Server struct {
 	decisions *ring
 	mux       *openai.Mux
 	decider   *decider
-	flow      *flowGate    // nil without flow control
-	active    atomic.Int64 // completion requests held (server.maxConcurrentRequests)
+	flow      *flowGate                             // nil without flow control
+	active    atomic.Int64                          // completion requests held (server.maxConcurrentRequests)
+	pd        atomic.Pointer[config.Disaggregation] // the disaggregation section (disagg.go)
 	// objectiveWarnings bounds the warnings about unknown objectives (headers.go).
 	objectiveWarnings warnings
 }
@@ -154,6 +159,7 @@ func New(o Options) (*Server, error) {
 	s := &Server{o: o, inflight: inflight.New(), prefix: prefix.New(max(o.PrefixBlocks, 1)),
 		client: &http.Client{Transport: transport}, decisions: newRing(max(o.Decisions, 1))}
 	s.decider = &decider{s: s, limit: o.DecisionConcurrency, wake: make(chan struct{}, 1)}
+	s.pd.Store(o.Disaggregation)
 	var err error
 	if s.flow, err = newFlowGate(s, o.FlowControl, o.FlowMetrics); err != nil {
 		return nil, err
@@ -264,7 +270,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, kind openai.Kind)
 	x, e := s.decideRequest(r.Context(), kind, r.Header, body, received, scope{anyModel: s.anyModel(false)})
 	if x != nil {
 		w.Header().Set(HeaderRequestID, x.meta.id)
-		if b := x.debugTrace(); b != nil {
+		if b := x.debugTrace(); b != nil && x.split == nil { // a split's, once its prefill hop ran (proxy)
 			w.Header().Set(HeaderDecision, string(b))
 		}
 	}
@@ -346,6 +352,9 @@ func (s *Server) decideRequest(ctx context.Context, kind openai.Kind, h http.Hea
 		x.meta = m
 	}
 	p := &pending{ctx: ctx, req: req, blocks: x.blocks, meta: m, received: received, scope: sc}
+	pd := s.pd.Load()
+	disaggregate(p, pd)
+	x.meta = p.meta
 	decided := false
 	if s.flow != nil {
 		p.flow, p.bytes = s.flow.flowKey(h, req, m), int64(len(body))
@@ -383,6 +392,9 @@ func (s *Server) decideRequest(ctx context.Context, kind openai.Kind, h http.Hea
 	if len(t.Order) == 0 {
 		return x, &openai.Error{Status: http.StatusServiceUnavailable, Type: "server_error",
 			Message: "no endpoint can take this request: " + t.Reason}
+	}
+	if x.meta.pd.Hop == sdk.HopDecode && x.first != nil {
+		s.decidePrefill(x, sc, pd)
 	}
 	return x, nil
 }

@@ -34,6 +34,9 @@ func (r *Router) reloadData(ctx context.Context, source string, data []byte) (ad
 		return r.reloaded(source, admin.Result{}, err)
 	}
 	res, err := r.pipes.Reload(ctx, cfg)
+	if err == nil {
+		r.srv.SetDisaggregation(cfg.Disaggregation) // it names the profiles just swapped in
+	}
 	if err == nil && !reflect.DeepEqual(queueSettings(cfg.FlowControl), queueSettings(r.flow)) {
 		// The queue holds waiting requests and their handlers: swapping it under them would
 		// lose or reorder them, so its settings are read at start only.

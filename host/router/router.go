@@ -125,7 +125,7 @@ func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger, opts ...
 	if err != nil {
 		return nil, err
 	}
-	r.srv, err = proxy.New(proxy.Options{Pipeline: r.pipes, FlowControl: &cfg.FlowControl, FlowMetrics: flowMetrics, Outcomes: r.pipes, Endpoints: set, Samples: samples,
+	r.srv, err = proxy.New(proxy.Options{Pipeline: r.pipes, FlowControl: &cfg.FlowControl, Disaggregation: cfg.Disaggregation, FlowMetrics: flowMetrics, Outcomes: r.pipes, Endpoints: set, Samples: samples,
 		Priority: priority(cfg, watcher), ModelRewrite: modelRewrite(cfg, watcher), Objectives: objectives, MaxBodyBytes: cfg.Server.MaxBodyBytes, ReadBodyTimeout: cfg.Server.ReadBodyTimeout,
 		MaxConcurrentRequests: cfg.Server.MaxConcurrentRequests, MaxInflightPerEndpoint: cfg.Server.MaxInflightPerEndpoint,
 		MaxHeaders: cfg.Server.MaxHeaders, MaxHeaderBytes: cfg.Server.MaxHeaderBytes,

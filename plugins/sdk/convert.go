@@ -120,7 +120,13 @@ func requestFromProto(p *pb.Request) Request {
 		SessionID:         p.GetSessionId(),
 		PrefixBlockHashes: p.GetPrefixBlockHashes(),
 		Labels:            p.GetLabels(),
+		Disaggregation:    disaggregationFromProto(p.GetDisaggregation()),
 	}
+}
+
+// disaggregationFromProto returns the sdk form of p (nil reads as a request served whole).
+func disaggregationFromProto(p *pb.Disaggregation) Disaggregation {
+	return Disaggregation{Hop: Hop(p.GetHop()), DecodeEndpoint: p.GetDecodeEndpoint(), DecodeTTFTMs: p.GetDecodeTtftMs(), DecodeTPOTMs: p.GetDecodeTpotMs()}
 }
 
 // sampleFromProto returns the sdk form of p.

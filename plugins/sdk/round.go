@@ -30,6 +30,9 @@ func (c *Cycle) InRound() bool { return c.Round.Size > 0 }
 // UncachedTokens is the part of the request's prompt that endpoint e is not believed to cache: the
 // prefill work the request brings there.
 func (c *Cycle) UncachedTokens(e int) int64 {
+	if c.Request.HopOn(c.Endpoints[e].ID) == HopDecode { // its prompt arrives as KV
+		return 0
+	}
 	match := min(max(c.Endpoints[e].State.PrefixMatch, 0), 1)
 	return int64(math.Round(float64(c.Request.InputTokens) * (1 - match)))
 }

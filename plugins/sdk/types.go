@@ -3,6 +3,7 @@ package sdk
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 )
 
@@ -131,6 +132,77 @@ type Request struct {
 	// PrefixBlockHashes are chained hashes of the prompt's prefix blocks, first block first.
 	PrefixBlockHashes []uint64          `json:"prefix_block_hashes,omitempty"`
 	Labels            map[string]string `json:"labels,omitempty"`
+	// Disaggregation is the request's place in prefill/decode disaggregated serving; the zero
+	// value for a request served whole.
+	Disaggregation Disaggregation `json:"disaggregation,omitzero"`
+}
+
+// Hop is which part of a disaggregated request a cycle decides.
+type Hop int32
+
+// The hops.
+const (
+	// HopWhole is the whole request on one endpoint.
+	HopWhole Hop = 0
+	// HopPrefill is the prefill hop: the prompt and one output token, its KV then pulled by the
+	// decode endpoint. The candidate Disaggregation.DecodeEndpoint would serve the request whole.
+	HopPrefill Hop = 1
+	// HopDecode is the decode hop: the prompt's KV pulled from a prefill endpoint, then every
+	// output token.
+	HopDecode Hop = 2
+)
+
+// String returns "whole", "prefill" or "decode".
+func (h Hop) String() string {
+	switch h {
+	case HopWhole:
+		return "whole"
+	case HopPrefill:
+		return "prefill"
+	case HopDecode:
+		return "decode"
+	}
+	return "Hop(" + strconv.Itoa(int(h)) + ")"
+}
+
+// MarshalText writes the hop's name, so traces and snapshots read "prefill", not 1.
+func (h Hop) MarshalText() ([]byte, error) { return []byte(h.String()), nil }
+
+// UnmarshalText reads a hop's name.
+func (h *Hop) UnmarshalText(b []byte) error {
+	for _, v := range []Hop{HopWhole, HopPrefill, HopDecode} {
+		if string(b) == v.String() {
+			*h = v
+			return nil
+		}
+	}
+	return fmt.Errorf("hop %q: want whole, prefill or decode", b)
+}
+
+// Disaggregation says how a request of a prefill/decode disaggregated fleet is being decided:
+// its decode endpoint first (HopDecode), then its prefill endpoint (HopPrefill) among the prefill
+// endpoints and, when the router may serve it whole, the decode endpoint itself.
+type Disaggregation struct {
+	// Hop is the hop the cycle decides.
+	Hop Hop `json:"hop,omitempty"`
+	// DecodeEndpoint, in a prefill cycle, is the decode endpoint already chosen: that candidate
+	// serves the request whole, every other one prefills it for that endpoint.
+	DecodeEndpoint string `json:"decode_endpoint,omitempty"`
+	// DecodeTTFTMs and DecodeTPOTMs, in a prefill cycle, are the producer's predictions for the
+	// decode hop on DecodeEndpoint: its TTFT from its request to its first token (the KV
+	// transfer and the first step) and its TPOT; zero when there were none.
+	DecodeTTFTMs float64 `json:"decode_ttft_ms,omitempty"`
+	DecodeTPOTMs float64 `json:"decode_tpot_ms,omitempty"`
+}
+
+// HopOn is the part of the request endpoint id would serve if picked: HopWhole for the decode
+// endpoint of a prefill cycle, the cycle's hop otherwise.
+func (r *Request) HopOn(id string) Hop {
+	d := &r.Disaggregation
+	if d.Hop == HopPrefill && id == d.DecodeEndpoint {
+		return HopWhole
+	}
+	return d.Hop
 }
 
 // SLO holds a request's latency objectives in milliseconds; zero means no objective.

@@ -109,7 +109,7 @@ func (s *Server) prefill(ctx context.Context, inputs [][]uint32) error {
 	var wg sync.WaitGroup
 	for i, tokens := range inputs {
 		wg.Go(func() {
-			_, err := s.generate(ctx, tokens, 0, nil, nil)
+			_, err := s.generate(ctx, job{tokens: tokens}, nil, nil)
 			if re := (*requestError)(nil); errors.As(err, &re) {
 				err = &requestError{err: fmt.Errorf("input %d: %w", i, re.err)}
 			}

@@ -60,6 +60,9 @@ func Start(n, basePort int, preset string, seed uint64, opts ...Option) (*Fleet,
 	return f, nil
 }
 
+// Servers returns the servers, in the order of Addrs.
+func (f *Fleet) Servers() []*Server { return append([]*Server(nil), f.servers...) }
+
 // Addrs returns the servers' host:port addresses, in order.
 func (f *Fleet) Addrs() []string { return append([]string(nil), f.addrs...) }
 

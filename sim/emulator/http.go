@@ -27,6 +27,7 @@ type call struct {
 	maxTokens    int
 	stream       bool
 	includeUsage bool
+	pd           pdRequest // its part in a disaggregated request
 }
 
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
@@ -45,8 +46,12 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	pd, ok := disaggregation(w, req.KVTransferParams, req.Stream)
+	if !ok {
+		return
+	}
 	s.serve(w, r, call{kind: completions, prompt: prompt, maxTokens: n, stream: req.Stream,
-		includeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage})
+		includeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage, pd: pd})
 }
 
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
@@ -65,8 +70,27 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	pd, ok := disaggregation(w, req.KVTransferParams, req.Stream)
+	if !ok {
+		return
+	}
 	s.serve(w, r, call{kind: chat, prompt: renderChat(req.Messages), maxTokens: n, stream: req.Stream,
-		includeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage})
+		includeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage, pd: pd})
+}
+
+// disaggregation reads a request's kv_transfer_params (parseKVTransfer) and refuses a streamed
+// prefill half, as llm-d-inference-sim does; on a refusal it writes the 400 and returns false.
+func disaggregation(w http.ResponseWriter, raw json.RawMessage, stream bool) (pdRequest, bool) {
+	pd, err := parseKVTransfer(raw)
+	if err != nil {
+		writeParamError(w, http.StatusBadRequest, err.Error(), kvParamsField)
+		return pdRequest{}, false
+	}
+	if pd.role == pdPrefill && stream {
+		writeParamError(w, http.StatusBadRequest, errPrefillStream, "stream")
+		return pdRequest{}, false
+	}
+	return pd, true
 }
 
 func (s *Server) handleModels(w http.ResponseWriter, _ *http.Request) {
@@ -78,7 +102,9 @@ func (s *Server) handleModels(w http.ResponseWriter, _ *http.Request) {
 	})
 }
 
-// serve runs c on the engine and writes the response, streamed or whole.
+// serve runs c on the engine and writes the response, streamed or whole. A prefill half's (never
+// streamed) answer ends by finish reason "remote_decode" and carries the kv_transfer_params the
+// decode half passes on; a decode half runs as a remote-prefill engine request.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, c call) {
 	created := time.Now().Unix()
 	ids := func(id uint64) (string, string) {
@@ -88,9 +114,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, c call) {
 		return fmt.Sprintf("cmpl-%d", id), "text_completion"
 	}
 	tokens := Tokenize(c.prompt)
+	j := job{tokens: tokens, maxTokens: c.maxTokens, remotePrefill: c.pd.role == pdDecode}
+	admitted := func(uint64) error {
+		s.countPD(c.pd)
+		return nil
+	}
 	if !c.stream {
 		var text strings.Builder
-		gen, err := s.generate(r.Context(), tokens, c.maxTokens, nil, func(id uint64, k int) error {
+		gen, err := s.generate(r.Context(), j, admitted, func(id uint64, k int) error {
 			text.WriteString(fillerToken(id, k))
 			return nil
 		})
@@ -100,11 +131,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, c call) {
 		}
 		id, object := ids(gen.id)
 		finish := "length"
+		var kv *kvTransferOut
+		if c.pd.role == pdPrefill {
+			finish, kv = finishRemoteDecode, s.prefillParams(r, id, gen.id, tokens)
+		}
 		var choices any = []completionChoice{{Text: text.String(), FinishReason: &finish}}
 		if c.kind == chat {
 			choices = []chatChoice{{Message: &chatMessageOut{Role: "assistant", Content: text.String()}, FinishReason: &finish}}
 		}
-		writeJSON(w, http.StatusOK, response{ID: id, Object: object, Created: created, Model: s.model, Choices: choices, Usage: gen.usage()})
+		writeJSON(w, http.StatusOK, response{ID: id, Object: object, Created: created, Model: s.model, Choices: choices,
+			Usage: gen.usage(), KVTransferParams: kv})
 		return
 	}
 
@@ -127,7 +163,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, c call) {
 	chunk := func(choices any, u *usage) response {
 		return response{ID: chunkID, Object: object, Created: created, Model: s.model, Choices: choices, Usage: u}
 	}
-	gen, err := s.generate(r.Context(), tokens, c.maxTokens, nil, func(id uint64, k int) error {
+	gen, err := s.generate(r.Context(), j, admitted, func(id uint64, k int) error {
 		text := fillerToken(id, k)
 		if !started {
 			started = true
@@ -208,10 +244,14 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // writeError writes an OpenAI-style error.
-func writeError(w http.ResponseWriter, status int, msg string) {
+func writeError(w http.ResponseWriter, status int, msg string) { writeParamError(w, status, msg, "") }
+
+// writeParamError writes an OpenAI-style error naming the request field at fault (none when
+// param is empty).
+func writeParamError(w http.ResponseWriter, status int, msg, param string) {
 	typ := "invalid_request_error"
 	if status >= 500 {
 		typ = "server_error"
 	}
-	writeJSON(w, status, errorBody{Error: errorDetail{Message: msg, Type: typ, Code: status}})
+	writeJSON(w, status, errorBody{Error: errorDetail{Message: msg, Type: typ, Param: param, Code: status}})
 }

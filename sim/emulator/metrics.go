@@ -29,6 +29,12 @@ func (s *Server) handleMetrics(w http.ResponseWriter, _ *http.Request) {
 	fmt.Fprintf(&b, "# HELP %s Count of successfully processed requests.\n# TYPE %s counter\n", name, name)
 	fmt.Fprintf(&b, "%s{finished_reason=\"stop\",model_name=%q} %d\n", name, s.model, stop)
 	fmt.Fprintf(&b, "%s{finished_reason=\"length\",model_name=%q} %d\n", name, s.model, length)
+	// Prefill/decode disaggregation, in the emulator's own namespace: vLLM exports no such counts.
+	pd := s.PD()
+	metric("foresight_emulator_pd_prefill_requests_total", "counter",
+		"Prefill halves of disaggregated requests (kv_transfer_params.do_remote_decode) the engine accepted.", label, pd.Prefills)
+	metric("foresight_emulator_pd_decode_requests_total", "counter",
+		"Decode halves of disaggregated requests (kv_transfer_params.do_remote_prefill) the engine accepted: it pulls their prompt KV.", label, pd.Decodes)
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	_, _ = w.Write([]byte(b.String()))
 }

@@ -18,11 +18,12 @@ type streamOptions struct {
 
 // completionRequest is the part of a /v1/completions body the emulator reads.
 type completionRequest struct {
-	Model         string          `json:"model"`
-	Prompt        json.RawMessage `json:"prompt"`
-	MaxTokens     *int            `json:"max_tokens"`
-	Stream        bool            `json:"stream"`
-	StreamOptions *streamOptions  `json:"stream_options"`
+	Model            string          `json:"model"`
+	Prompt           json.RawMessage `json:"prompt"`
+	MaxTokens        *int            `json:"max_tokens"`
+	Stream           bool            `json:"stream"`
+	StreamOptions    *streamOptions  `json:"stream_options"`
+	KVTransferParams json.RawMessage `json:"kv_transfer_params"`
 }
 
 // chatMessage is one chat message; Content is the text (parts of type "text" are joined).
@@ -64,12 +65,13 @@ func (m *chatMessage) UnmarshalJSON(b []byte) error {
 
 // chatRequest is the part of a /v1/chat/completions body the emulator reads.
 type chatRequest struct {
-	Model               string         `json:"model"`
-	Messages            []chatMessage  `json:"messages"`
-	MaxTokens           *int           `json:"max_tokens"`
-	MaxCompletionTokens *int           `json:"max_completion_tokens"`
-	Stream              bool           `json:"stream"`
-	StreamOptions       *streamOptions `json:"stream_options"`
+	Model               string          `json:"model"`
+	Messages            []chatMessage   `json:"messages"`
+	MaxTokens           *int            `json:"max_tokens"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	Stream              bool            `json:"stream"`
+	StreamOptions       *streamOptions  `json:"stream_options"`
+	KVTransferParams    json.RawMessage `json:"kv_transfer_params"`
 }
 
 // parsePrompt returns the prompt text: a string, or an array holding one string.
@@ -150,14 +152,16 @@ type chatMessageOut struct {
 	Content string `json:"content"`
 }
 
-// response is a completion, chat completion or one of their stream chunks.
+// response is a completion, chat completion or one of their stream chunks. KVTransferParams is
+// set in a prefill half's answer only.
 type response struct {
-	ID      string `json:"id"`
-	Object  string `json:"object"`
-	Created int64  `json:"created"`
-	Model   string `json:"model"`
-	Choices any    `json:"choices"`
-	Usage   *usage `json:"usage,omitempty"`
+	ID               string         `json:"id"`
+	Object           string         `json:"object"`
+	Created          int64          `json:"created"`
+	Model            string         `json:"model"`
+	Choices          any            `json:"choices"`
+	Usage            *usage         `json:"usage,omitempty"`
+	KVTransferParams *kvTransferOut `json:"kv_transfer_params,omitempty"`
 }
 
 // errorBody is OpenAI's error response.
@@ -168,5 +172,6 @@ type errorBody struct {
 type errorDetail struct {
 	Message string `json:"message"`
 	Type    string `json:"type"`
+	Param   string `json:"param,omitempty"` // the request field at fault, when one is
 	Code    int    `json:"code"`
 }

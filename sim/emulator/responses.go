@@ -30,7 +30,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var text strings.Builder
-	gen, err := s.generate(r.Context(), Tokenize(prompt), n, nil, func(id uint64, k int) error {
+	gen, err := s.generate(r.Context(), job{tokens: Tokenize(prompt), maxTokens: n}, nil, func(id uint64, k int) error {
 		text.WriteString(fillerToken(id, k))
 		return nil
 	})
@@ -60,7 +60,7 @@ func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, tokens [
 	ev.flusher, _ = w.(http.Flusher)
 	started := false
 	var text strings.Builder
-	gen, err := s.generate(r.Context(), tokens, n, func(id uint64) error {
+	gen, err := s.generate(r.Context(), job{tokens: tokens, maxTokens: n}, func(id uint64) error {
 		started = true
 		startSSE(w)
 		resp.ID, resp.Status = responseID(id), "in_progress"

@@ -32,24 +32,27 @@ var errClosed = errors.New("server closed")
 // its request, whose handler then waits until the event's Time before writing it. Server is safe
 // for concurrent use.
 type Server struct {
-	model    string
-	block    int // KV block size, for block hashes
-	start    time.Time
-	arrivals chan arrival
-	aborts   chan uint64 // requests whose client went away
-	done     chan struct{}
-	stopped  chan struct{}
-	close    sync.Once
-	nextID   atomic.Uint64
+	model     string
+	block     int // KV block size, for block hashes
+	numBlocks int // KV cache capacity in blocks, for the block ids a prefill answer names
+	start     time.Time
+	arrivals  chan arrival
+	aborts    chan uint64 // requests whose client went away
+	done      chan struct{}
+	stopped   chan struct{}
+	close     sync.Once
+	nextID    atomic.Uint64
 
 	mu       sync.Mutex
 	metrics  engine.Metrics // snapshot after the last Add or Step
 	finished int64          // requests the engine finished, as of the same snapshot
 	pooled   int64          // of those, prefill-only (embeddings) requests
+	pd       PDStats        // disaggregated requests accepted (PD)
 
-	eng   engine.Engine    // owned by run
-	sinks map[uint64]*sink // owned by run
-	cost  CPUCost          // burnt by run for each step (WithCPUCost)
+	eng   engine.Engine          // owned by run
+	sinks map[uint64]*sink       // owned by run
+	cost  CPUCost                // burnt by run for each step (WithCPUCost)
+	edits []func(*engine.Config) // applied to the engine's configuration (WithKVTransferLatency, …)
 }
 
 type arrival struct {
@@ -61,26 +64,26 @@ type arrival struct {
 // NewServer starts a server running an engine with cfg and serving the model name model
 // (DefaultModel when empty), with opts. Close stops it.
 func NewServer(cfg engine.Config, model string, opts ...Option) (*Server, error) {
-	eng, err := engine.New(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("creating engine: %w", err)
-	}
-	model = cmp.Or(model, DefaultModel)
 	s := &Server{
-		model:    model,
-		block:    cfg.BlockSize,
-		start:    time.Now(),
+		model:    cmp.Or(model, DefaultModel),
 		arrivals: make(chan arrival),
 		aborts:   make(chan uint64),
 		done:     make(chan struct{}),
 		stopped:  make(chan struct{}),
-		eng:      eng,
 		sinks:    make(map[uint64]*sink),
-		metrics:  eng.Metrics(),
 	}
 	for _, o := range opts {
 		o(s)
 	}
+	for _, edit := range s.edits {
+		edit(&cfg)
+	}
+	eng, err := engine.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating engine: %w", err)
+	}
+	s.eng, s.metrics, s.block, s.numBlocks = eng, eng.Metrics(), cfg.BlockSize, cfg.NumGPUBlocks
+	s.start = time.Now()
 	go s.run()
 	return s, nil
 }
@@ -235,24 +238,33 @@ type generation struct {
 	promptTokens, completionTokens, cachedTokens int
 }
 
-// generate submits a request of the given prompt tokens and output length, calls onAdmit (when
-// not nil) once the engine has accepted it, and calls onToken for each output token k (1-based)
-// at the time the engine says the client sees it. It returns when the request finishes, ctx
-// ends, a callback fails or the server closes. An error from Add (a request vLLM would reject)
-// is returned as a *requestError, before any callback.
+// job is one request for the engine: its prompt, its output length, and whether its prompt's KV
+// comes from a remote prefill server (the decode half of a disaggregated request).
+type job struct {
+	tokens        []uint32
+	maxTokens     int
+	remotePrefill bool
+}
+
+// generate submits j, calls onAdmit (when not nil) once the engine has accepted it, and calls
+// onToken for each output token k (1-based) at the time the engine says the client sees it. It
+// returns when the request finishes, ctx ends, a callback fails or the server closes. An error
+// from Add (a request vLLM would reject) is returned as a *requestError, before any callback.
 //
-// maxTokens 0 is a prefill-only (pooling) request. The engine cannot run a request without
+// j.maxTokens 0 is a prefill-only (pooling) request. The engine cannot run a request without
 // output, so it asks for one token, which the engine samples at the end of the step computing
 // the prompt's last token — when vLLM has a pooling request's result — and which is never passed
 // to onToken: generate returns at that token's time.
-func (s *Server) generate(ctx context.Context, tokens []uint32, maxTokens int, onAdmit func(id uint64) error, onToken func(id uint64, k int) error) (generation, error) {
+func (s *Server) generate(ctx context.Context, j job, onAdmit func(id uint64) error, onToken func(id uint64, k int) error) (generation, error) {
 	id := s.nextID.Add(1)
+	tokens, maxTokens := j.tokens, j.maxTokens
 	pooling := maxTokens == 0
 	req := engine.Request{
-		ID:           id,
-		InputTokens:  len(tokens),
-		OutputTokens: max(maxTokens, 1),
-		Blocks:       BlockHashes(tokens, s.block),
+		ID:            id,
+		InputTokens:   len(tokens),
+		OutputTokens:  max(maxTokens, 1),
+		Blocks:        BlockHashes(tokens, s.block),
+		RemotePrefill: j.remotePrefill,
 	}
 	k := newSink(pooling)
 	a := arrival{req: req, sink: k, err: make(chan error, 1)}

@@ -10,6 +10,10 @@
 //     both scaled by a load factor that grows with the occupied slots, Gaussian jitter, and an
 //     LRU prefix block cache.
 //
+// Both serve prefill/decode disaggregation: a Request with RemotePrefill is the decode half of a
+// request whose prompt another server computed; the engine pulls the prompt's KV, at the cost
+// Config.KVTransfer gives, instead of computing it.
+//
 // Time is a time.Duration since the start of the simulation, so the same Engine runs in virtual
 // time (a discrete-event cluster calls Step at NextStep) and in real time (an emulator sleeps
 // until NextStep, calls Step, and replays the events at their times). Both models are

@@ -17,6 +17,8 @@ func (e *Batch) Clone() *Batch {
 		pending:     cloneReqs(e.pending),
 		waiting:     cloneReqs(e.waiting),
 		running:     cloneReqs(e.running),
+		transfers:   cloneReqs(e.transfers),
+		stalled:     e.stalled,
 		queries:     e.queries,
 		hits:        e.hits,
 		preemptions: e.preemptions,
@@ -39,12 +41,13 @@ func (e *Batch) Speculate(f func(e Engine)) {
 	}
 	sp := &e.spec
 	sp.active = true
-	sp.noise, sp.clock = e.noise, e.clock
+	sp.noise, sp.clock, sp.stalled = e.noise, e.clock, e.stalled
 	sp.queries, sp.hits, sp.preemptions = e.queries, e.hits, e.preemptions
-	sp.pending, sp.waiting, sp.running = e.pending, e.waiting, e.running
+	sp.pending, sp.waiting, sp.running, sp.transfers = e.pending, e.waiting, e.running, e.transfers
 	sp.pBuf = append(sp.pBuf[:0], e.pending...)
 	sp.wBuf = append(sp.wBuf[:0], e.waiting...)
 	sp.rBuf = append(sp.rBuf[:0], e.running...)
+	sp.tBuf = append(sp.tBuf[:0], e.transfers...)
 	sp.events = e.events
 	e.events = sp.eventBuf[:0]
 	e.kv.begin()
@@ -52,17 +55,19 @@ func (e *Batch) Speculate(f func(e Engine)) {
 		e.kv.rollback()
 		sp.eventBuf = e.events[:0]
 		e.events = sp.events
-		e.noise, e.clock = sp.noise, sp.clock
+		e.noise, e.clock, e.stalled = sp.noise, sp.clock, sp.stalled
 		e.queries, e.hits, e.preemptions = sp.queries, sp.hits, sp.preemptions
 		// Block tables are only appended to or dropped, so the saved headers still see exactly
 		// their old blocks; the queues' backing arrays may have been rewritten in place.
 		e.pending = restoreReqs(sp.pending, sp.pBuf)
 		e.waiting = restoreReqs(sp.waiting, sp.wBuf)
 		e.running = restoreReqs(sp.running, sp.rBuf)
+		e.transfers = restoreReqs(sp.transfers, sp.tBuf)
 		clear(sp.pBuf)
 		clear(sp.wBuf)
 		clear(sp.rBuf)
-		sp.pending, sp.waiting, sp.running, sp.events = nil, nil, nil, nil
+		clear(sp.tBuf)
+		sp.pending, sp.waiting, sp.running, sp.transfers, sp.events = nil, nil, nil, nil, nil
 		sp.active = false
 	}()
 	f(e)

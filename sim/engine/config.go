@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Coefficients are the BLIS "blackbox" latency model of one model/GPU/TP combination, in
@@ -54,6 +55,35 @@ type Config struct {
 	Seed uint64
 	// Slot is the slot family's latency model. Slot family only; zero for the batch family.
 	Slot SlotConfig
+	// KVTransfer is what pulling a RemotePrefill request's prompt KV from its prefill server
+	// costs. Batch family: Latency + PerToken × the prompt tokens the local prefix cache lacks.
+	// Slot family, llm-d-inference-sim's rule: Latency when it or
+	// Slot.KVCacheTransferLatencyStdDev is non-zero, else PerToken × the prompt tokens,
+	// jittered by the matching Slot std-dev. A network cost: Speed, Noise and the slot load
+	// factor leave it alone.
+	KVTransfer KVTransfer
+}
+
+// KVTransfer is the cost of moving a request's prompt KV from the prefill server that computed it
+// to the decode server that continues it (prefill/decode disaggregation). README.md derives each
+// preset's values.
+type KVTransfer struct {
+	// Latency is the fixed part of one transfer: the connector's handshake and setup
+	// (llm-d-inference-sim's --kv-cache-transfer-latency).
+	Latency time.Duration
+	// PerToken is the time per token transferred: the model's KV bytes per token over the
+	// link's bandwidth (--kv-cache-transfer-time-per-token).
+	PerToken time.Duration
+}
+
+// validate reports negative durations through bad.
+func (k KVTransfer) validate(bad func(format string, args ...any)) {
+	if k.Latency < 0 {
+		bad("kv_transfer.latency must be at least 0, got %v", k.Latency)
+	}
+	if k.PerToken < 0 {
+		bad("kv_transfer.per_token must be at least 0, got %v", k.PerToken)
+	}
 }
 
 // Validate reports every problem with c at once, checking the fields of c's family.
@@ -107,6 +137,7 @@ func (c Config) validateBatch() error {
 	if c.Slot != (SlotConfig{}) {
 		bad("slot settings apply only to family %q; the batch family needs them zero", FamilySlot)
 	}
+	c.KVTransfer.validate(bad)
 	return errors.Join(errs...)
 }
 
@@ -131,6 +162,18 @@ const (
 	llama31KVBytesPerTok = 32 * 2 * 8 * 128 * bf16Bytes
 	gib                  = 1 << 30
 )
+
+// The KV transfer of a remote prefill (README.md, "KV transfer"): one 100 Gb/s link per server,
+// at its rated speed, and about a millisecond of RDMA handshake and setup per transfer.
+const (
+	kvLinkBitsPerSecond = 100e9
+	kvTransferLatency   = time.Millisecond
+)
+
+// kvPerToken is the time bytesPerToken of KV take over a link of bitsPerSecond, to the nanosecond.
+func kvPerToken(bytesPerToken int, bitsPerSecond float64) time.Duration {
+	return time.Duration(math.Round(float64(bytesPerToken) * 8 / bitsPerSecond * 1e9))
+}
 
 // gpuBlocks is vLLM's profiling arithmetic: per GPU, the memory vLLM may use (total ×
 // utilization) minus the weight shard, peak activations and non-torch memory is KV cache, cut
@@ -182,6 +225,8 @@ func h100Llama31(tp int, c Coefficients) Config {
 		MaxModelLen:  llama31MaxModelLen,
 		Coefficients: c,
 		Speed:        1,
+		// The whole prompt's KV, every TP rank's share of it, crosses the server's one link.
+		KVTransfer: KVTransfer{Latency: kvTransferLatency, PerToken: kvPerToken(llama31KVBytesPerTok, kvLinkBitsPerSecond)},
 	}
 }
 

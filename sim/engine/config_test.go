@@ -4,6 +4,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestPresets(t *testing.T) {
@@ -59,6 +60,10 @@ func TestPresets(t *testing.T) {
 			}
 			if c.Speed != 1 || c.Noise != 0 {
 				t.Errorf("speed %v, noise %v; want 1, 0", c.Speed, c.Noise)
+			}
+			// 1 ms of handshake; 131,072 B × 8 bit over 100 Gb/s = 10,485.76 ns per token.
+			if want := (KVTransfer{Latency: time.Millisecond, PerToken: 10486}); c.KVTransfer != want {
+				t.Errorf("KV transfer %+v, want %+v", c.KVTransfer, want)
 			}
 			if _, err := New(c); err != nil {
 				t.Error(err)

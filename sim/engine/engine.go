@@ -5,8 +5,6 @@ import (
 	"math"
 	"slices"
 	"time"
-
-	"github.com/foresight-router/foresight/internal/splitmix"
 )
 
 // reqState is a request inside the engine, in vLLM's terms: numTokens = prompt + generated
@@ -23,13 +21,16 @@ type reqState struct {
 	generated   int
 	cached      int // prefix-hit tokens at first admission; −1 before
 	preemptions int
-	blocks      []int32 // block table; append-only while held, dropped (never reused) on free
-	numCached   int     // leading blocks registered in the hash table
+	blocks      []int32       // block table; append-only while held, dropped (never reused) on free
+	numCached   int           // leading blocks registered in the hash table
+	remote      bool          // its prompt's KV comes from a prefill server (until a preemption)
+	kvReady     time.Duration // while in transfers: when its prompt's KV has arrived
 }
 
 // Batch is the batch family's engine: one simulated vLLM server with continuous batching, a
 // per-step token budget with chunked prefill, a paged KV cache with prefix caching and
-// preemption, and BLIS α/β step times. Its methods are not safe for concurrent use, except that
+// preemption, BLIS α/β step times, and remote-prefill requests whose prompt KV it pulls from a
+// prefill server (transfer.go). Its methods are not safe for concurrent use, except that
 // several goroutines may Clone the same Batch at once while nothing else uses it.
 type Batch struct {
 	cfg        Config
@@ -38,9 +39,13 @@ type Batch struct {
 	noise      noise
 	clock      time.Duration // end of the last step
 
-	pending []reqState // ordered by ready time, then arrival
-	waiting []reqState // FCFS; preempted requests go to the front
-	running []reqState // in admission order
+	pending   []reqState // ordered by ready time, then arrival
+	waiting   []reqState // FCFS; preempted requests go to the front
+	running   []reqState // in admission order
+	transfers []reqState // waiting for their remote KV, holding their blocks; in admission order
+	// stalled: the last step scheduled nothing although requests wait, because requests in
+	// transfer hold the blocks the first of them needs; only a transfer's end changes that.
+	stalled bool
 
 	queries, hits, preemptions int64
 
@@ -55,13 +60,13 @@ type Batch struct {
 // specState is what Speculate saves to restore an engine: its scalar state, the request queues'
 // slice headers and contents, and the caller's events slice.
 type specState struct {
-	active                     bool
-	noise                      noise
-	clock                      time.Duration
-	queries, hits, preemptions int64
-	pending, waiting, running  []reqState // the headers as they were
-	pBuf, wBuf, rBuf           []reqState // their contents
-	events, eventBuf           []Event
+	active, stalled                      bool
+	noise                                noise
+	clock                                time.Duration
+	queries, hits, preemptions           int64
+	pending, waiting, running, transfers []reqState // the headers as they were
+	pBuf, wBuf, rBuf, tBuf               []reqState // their contents
+	events, eventBuf                     []Event
 }
 
 // NewBatch returns an idle batch engine, or an error naming every invalid Config field. cfg's
@@ -105,6 +110,7 @@ func (e *Batch) Add(r Request, now time.Duration) error {
 		outBlocks: r.OutputBlocks,
 		numTokens: r.InputTokens,
 		cached:    -1,
+		remote:    r.RemotePrefill,
 	}
 	i := len(e.pending)
 	for i > 0 && e.pending[i-1].ready > q.ready {
@@ -138,16 +144,17 @@ func (e *Batch) check(r Request) error {
 	return nil
 }
 
-// Abort removes request id wherever it is (pending, waiting or running) and frees its blocks,
-// which stay cached for later prefix hits, as vLLM's abort_requests does when a client
+// Abort removes request id wherever it is (pending, waiting, in transfer or running) and frees
+// its blocks, which stay cached for later prefix hits, as vLLM's abort_requests does when a client
 // disconnects. It emits no event and reports whether the request was there. Call it between
 // steps.
 func (e *Batch) Abort(id uint64) bool {
-	for _, q := range []*[]reqState{&e.pending, &e.waiting, &e.running} {
+	for _, q := range []*[]reqState{&e.pending, &e.waiting, &e.transfers, &e.running} {
 		for i := range *q {
 			if r := &(*q)[i]; r.id == id {
 				e.free(r)
 				*q = slices.Delete(*q, i, i+1)
+				e.stalled = false
 				return true
 			}
 		}
@@ -155,21 +162,31 @@ func (e *Batch) Abort(id uint64) bool {
 	return false
 }
 
-// Busy reports whether the engine holds any request (pending, waiting or running).
+// Busy reports whether the engine holds any request (pending, waiting, in transfer or running).
 func (e *Batch) Busy() bool {
-	return len(e.pending)+len(e.waiting)+len(e.running) > 0
+	return len(e.pending)+len(e.waiting)+len(e.transfers)+len(e.running) > 0
 }
 
-// NextStep returns when the next step can start: the end of the last step while requests are
-// waiting or running, else when the first pending request becomes schedulable; −1 when idle.
+// NextStep returns when the next step can start: the end of the last step while requests run or
+// can be admitted, else the first time a transfer ends or a pending request becomes
+// schedulable; −1 when idle.
 func (e *Batch) NextStep() time.Duration {
-	if len(e.waiting)+len(e.running) > 0 {
+	if len(e.running) > 0 || (len(e.waiting) > 0 && (!e.stalled || len(e.transfers) == 0)) {
 		return e.clock
 	}
-	if len(e.pending) > 0 {
-		return max(e.clock, e.pending[0].ready)
+	next := time.Duration(-1)
+	at := func(t time.Duration) {
+		if t = max(t, e.clock); next < 0 || t < next {
+			next = t
+		}
 	}
-	return -1
+	for i := range e.transfers {
+		at(e.transfers[i].kvReady)
+	}
+	if len(e.pending) > 0 {
+		at(e.pending[0].ready)
+	}
+	return next
 }
 
 // Step runs one engine step starting at max(now, NextStep()). It moves requests whose queueing
@@ -202,12 +219,15 @@ func (e *Batch) Step(now time.Duration) StepResult {
 // schedule fills e.sched. Running requests go first, in order, each asking for all its
 // uncomputed tokens (1 for a decode, the next chunk for a prefill) up to the remaining budget;
 // when the KV cache cannot hold them, the most recently admitted running request is preempted
-// until they fit or the request itself was the one preempted. Waiting requests are admitted FCFS
-// only if nothing was preempted, while there is budget and fewer than MaxNumSeqs run, each with
-// its longest cached prefix; the first that does not fit stops admission.
+// until they fit or the request itself was the one preempted. Only if nothing was preempted,
+// while there is budget and fewer than MaxNumSeqs run, requests whose transfer has ended join
+// (promote), then waiting requests are admitted FCFS, each with its longest cached prefix; the
+// first that does not fit stops admission. A remote-prefill request's admission allocates its
+// prompt's blocks and starts its transfer instead of scheduling tokens (startTransfer).
 func (e *Batch) schedule(start time.Duration) {
 	budget := e.cfg.MaxNumBatchedTokens
 	e.sched = e.sched[:0]
+	e.stalled = false
 	preempted := false
 running:
 	for i := 0; i < len(e.running) && budget > 0; i++ {
@@ -230,21 +250,25 @@ running:
 	if preempted {
 		return
 	}
+	budget = e.promote(start, budget)
 	bs := e.cfg.BlockSize
 	for len(e.waiting) > 0 && budget > 0 && len(e.running) < e.cfg.MaxNumSeqs {
 		r := &e.waiting[0]
 		hits := e.findHits(r)
 		hitTokens := len(hits) * bs
+		if r.remote {
+			if !e.startTransfer(r, hits, start) {
+				break
+			}
+			continue
+		}
 		n := min(r.numTokens-hitTokens, budget)
 		r.computed = hitTokens
 		if !e.allocate(r, hits, n) {
 			r.computed = 0
 			break
 		}
-		if r.preemptions == 0 {
-			e.queries += int64(r.numTokens)
-			e.hits += int64(hitTokens)
-		}
+		e.countQuery(r, hitTokens)
 		if r.cached < 0 {
 			r.cached = hitTokens
 		}
@@ -254,55 +278,10 @@ running:
 		e.waiting[0] = reqState{}
 		e.waiting = e.waiting[1:]
 	}
-}
-
-// findHits returns the cached blocks of r's longest cached prefix. Like vLLM it never hits the
-// last token (its logits must be computed), so at most ⌊(numTokens−1)/BlockSize⌋ blocks.
-func (e *Batch) findHits(r *reqState) []int32 {
-	bs := e.cfg.BlockSize
-	e.hitBuf = e.hitBuf[:0]
-	for j := range (r.numTokens - 1) / bs {
-		b := e.kv.lookup(r.hashAt(j, bs))
-		if b == nilBlock {
-			break
-		}
-		e.hitBuf = append(e.hitBuf, b)
-	}
-	return e.hitBuf
-}
-
-// allocate gives r the blocks to hold computed+n tokens, taking the prefix-hit blocks hits
-// first (vLLM's KVCacheManager.allocate_slots). It fails, changing nothing, when the free
-// queue cannot supply the new blocks plus the hit blocks it would lose. Blocks that the
-// scheduled tokens fill are registered for prefix caching right away, as vLLM does at
-// scheduling time, so a request admitted later in the same step can already hit them.
-func (e *Batch) allocate(r *reqState, hits []int32, n int) bool {
-	bs := e.cfg.BlockSize
-	tokens := r.computed + n
-	need := ceilDiv(tokens, bs) - len(r.blocks) - len(hits)
-	evictable := 0
-	for _, b := range hits {
-		if e.kv.get(b).free {
-			evictable++
-		}
-	}
-	if int32(need+evictable) > e.kv.numFree {
-		return false
-	}
-	for _, b := range hits {
-		e.kv.touch(b)
-		r.blocks = append(r.blocks, b)
-	}
-	r.numCached += len(hits)
-	for range need {
-		r.blocks = append(r.blocks, e.kv.allocate())
-	}
-	full := min(tokens, r.numTokens) / bs
-	for j := r.numCached; j < full; j++ {
-		e.kv.register(r.blocks[j], r.hashAt(j, bs))
-	}
-	r.numCached = max(r.numCached, full)
-	return true
+	// Nothing runs and the first waiting request does not fit: the blocks it needs are held by
+	// requests in transfer (with none, an idle cache holds any request), so only the end of a
+	// transfer (or an abort) can let it in.
+	e.stalled = len(e.running) == 0 && len(e.waiting) > 0
 }
 
 // preempt frees the blocks of running[i], which must be the last running request, and puts it
@@ -311,6 +290,7 @@ func (e *Batch) preempt(i int, t time.Duration) {
 	r := &e.running[i]
 	e.free(r)
 	r.computed, r.numCached = 0, 0
+	r.remote = false // vLLM's NIXL connector pulls once; the resumed request recomputes locally
 	r.preemptions++
 	e.preemptions++
 	e.events = append(e.events, Event{Kind: Preempted, ID: r.id, Time: t, Tokens: r.generated, CachedTokens: max(r.cached, 0)})
@@ -319,24 +299,17 @@ func (e *Batch) preempt(i int, t time.Duration) {
 	e.running = e.running[:i]
 }
 
-// free releases r's blocks last to first, so that a request's tail blocks are evicted before its
-// head blocks, which other requests are likelier to share (vLLM frees in reverse order).
-func (e *Batch) free(r *reqState) {
-	for j := len(r.blocks) - 1; j >= 0; j-- {
-		e.kv.release(r.blocks[j])
-	}
-	r.blocks = nil
-}
-
 // countTokens splits the scheduled tokens into the step formula's two kinds. A decode is one
-// token of a request that has output and whose other tokens are all computed; everything else —
-// prompt chunks and the recompute of a preempted request — is prefill.
+// token of a request whose other tokens are all computed and that has output or pulled its
+// prompt's KV (whose last prompt token is computed as the first decode, as vLLM does after a
+// transfer); everything else — prompt chunks and the recompute of a preempted request — is
+// prefill.
 func (e *Batch) countTokens() (prefill, decode int) {
 	for j, n := range e.sched {
 		r := &e.running[j]
 		switch {
 		case n == 0:
-		case n == 1 && r.generated > 0 && r.computed == r.numTokens-1:
+		case n == 1 && (r.generated > 0 || r.remote) && r.computed == r.numTokens-1:
 			decode++
 		default:
 			prefill += n
@@ -384,7 +357,7 @@ func (e *Batch) complete(end time.Duration) {
 // Metrics returns the engine's vLLM metrics as of the end of the last step.
 func (e *Batch) Metrics() Metrics {
 	return Metrics{
-		Waiting:            len(e.waiting),
+		Waiting:            len(e.waiting) + len(e.transfers),
 		Running:            len(e.running),
 		Pending:            len(e.pending),
 		KVCacheUsage:       float64(e.kv.referenced()) / float64(e.kv.usable()),
@@ -394,18 +367,6 @@ func (e *Batch) Metrics() Metrics {
 		PrefixCacheHits:    e.hits,
 		Preemptions:        e.preemptions,
 	}
-}
-
-// hashAt is the hash of r's block j: the caller's prompt hash, then its output hash, else a hash
-// unique to the request.
-func (r *reqState) hashAt(j, bs int) uint64 {
-	if j < len(r.prompt) {
-		return r.prompt[j]
-	}
-	if k := j - r.input/bs; k >= 0 && k < len(r.outBlocks) {
-		return r.outBlocks[k]
-	}
-	return splitmix.Mix(splitmix.Mix(r.id^0x5eed) + uint64(j))
 }
 
 func micros(us float64) time.Duration { return time.Duration(math.Round(us * 1e3)) }

@@ -13,14 +13,14 @@ func checkKV(t *testing.T, e *Batch) {
 	t.Helper()
 	k := &e.kv
 	uses := make([]int32, k.numBlocks)
-	for _, r := range e.running {
+	for _, r := range slices.Concat(e.running, e.transfers) { // requests in transfer hold blocks too
 		for _, b := range r.blocks {
 			uses[b]++
 		}
 	}
 	for _, q := range slices.Concat(e.waiting, e.pending) {
 		if len(q.blocks) != 0 {
-			t.Fatalf("request %d holds blocks outside the running list", q.id)
+			t.Fatalf("request %d holds blocks outside the running and transfer lists", q.id)
 		}
 	}
 	var n int32

@@ -23,6 +23,11 @@ type Request struct {
 	// output complete beyond the prompt's full blocks (so a follow-up turn whose prompt contains
 	// this answer hits them). Without it, generated blocks are unique to the request.
 	OutputBlocks []uint64
+	// RemotePrefill marks the decode half of a disaggregated request: a prefill server has
+	// computed the prompt, and this engine pulls its KV (Config.KVTransfer) instead of computing
+	// any prompt token, then decodes (vLLM's kv_transfer_params.do_remote_prefill). The prefill
+	// half needs no flag: it is an ordinary request with OutputTokens 1.
+	RemotePrefill bool
 }
 
 // EventKind says what happened to a request.
@@ -87,7 +92,7 @@ type StepResult struct {
 // (vLLM updates them once per engine step too).
 type Metrics struct {
 	// Waiting is vllm:num_requests_waiting: requests in the scheduler's waiting queue,
-	// including preempted ones.
+	// including preempted ones and remote-prefill requests waiting for their KV.
 	Waiting int
 	// Running is vllm:num_requests_running.
 	Running int

@@ -13,8 +13,9 @@ import (
 // slots fed by a FIFO queue. A request that takes a slot gets its first token after
 // (PrefillOverhead + uncached prompt tokens × PrefillTimePerToken) × f(running) and each later
 // token InterTokenLatency × f(running) after the previous one, with Gaussian jitter; f grows
-// linearly from 1 (one request running) to TimeFactorUnderLoad (every slot occupied). Its prompt
-// blocks go through an LRU prefix block cache. Each Step processes one instant: every event due
+// linearly from 1 (one request running) to TimeFactorUnderLoad (every slot occupied); a
+// remote-prefill request's first token comes after its KV transfer instead (transferTime). Its
+// prompt blocks go through an LRU prefix block cache. Each Step processes one instant: every event due
 // then. README.md gives the formulas, when the load is read and what is simplified. Its methods
 // are not safe for concurrent use.
 type Slot struct {
@@ -47,6 +48,7 @@ type slotReq struct {
 	generated     int           // output tokens so far
 	next          time.Duration // when its next token is due; −1 while a duration is to be drawn
 	blocks        []int32       // cache entries it references, as acquired; never modified
+	remote        bool          // its prompt's KV is transferred from a prefill server
 }
 
 // slotSpec is what Speculate saves.
@@ -101,7 +103,7 @@ func (e *Slot) Add(r Request, now time.Duration) error {
 		return fmt.Errorf("adding request %d: %w", r.ID, err)
 	}
 	e.queue = append(e.queue, slotReq{id: r.ID, arrival: max(now, e.clock), input: r.InputTokens,
-		output: r.OutputTokens, prompt: r.Blocks, next: -1})
+		output: r.OutputTokens, prompt: r.Blocks, next: -1, remote: r.RemotePrefill})
 	return nil
 }
 
@@ -146,9 +148,10 @@ func (e *Slot) NextStep() time.Duration {
 // first the tokens due at T (a request's last token finishes it and frees its slot), then queued
 // requests take free slots in FIFO order, then every duration started at T is drawn with the
 // load f(running) of the slots occupied after those changes: each admitted request's time to
-// first token and each continuing request's time to its next token. The result has
-// Start = End = T; PrefillTokens counts the uncached prompt tokens of the prefills started at T
-// and DecodeTokens the tokens emitted at T.
+// first token (its transfer time for a remote-prefill request) and each continuing request's
+// time to its next token. The result has Start = End = T; PrefillTokens counts the uncached
+// prompt tokens of the prefills started at T (none for a remote-prefill request, whose prompt is
+// not computed here) and DecodeTokens the tokens emitted at T.
 func (e *Slot) Step(now time.Duration) StepResult {
 	e.events = e.events[:0]
 	if e.abortFreed {
@@ -184,15 +187,20 @@ func (e *Slot) Step(now time.Duration) StepResult {
 		e.queue[0] = slotReq{}
 		e.queue = e.queue[1:]
 		e.admit(&r)
-		res.PrefillTokens += r.input - r.cached
+		if !r.remote {
+			res.PrefillTokens += r.input - r.cached
+		}
 		e.running = append(e.running, r)
 	}
 	n := len(e.running)
 	for j := range e.running {
 		if r := &e.running[j]; r.next < 0 {
-			if r.generated == 0 {
+			switch {
+			case r.generated == 0 && r.remote:
+				r.next = t + e.transferTime(r.input)
+			case r.generated == 0:
 				r.next = t + e.prefillTime(r.input-r.cached, n)
-			} else {
+			default:
 				r.next = t + e.interTokenTime(n)
 			}
 		}
@@ -289,6 +297,18 @@ func (e *Slot) prefillTime(uncached, n int) time.Duration {
 	s, f := e.cfg.Slot, e.loadFactor(n)*e.cfg.Speed
 	mean := scale(s.PrefillOverhead, f) + time.Duration(uncached)*scale(s.PrefillTimePerToken, f)
 	return e.sample(mean, scale(s.PrefillTimeStdDev, e.cfg.Speed))
+}
+
+// transferTime is llm-d-inference-sim's time to first token of a remote-prefill request of
+// prompt tokens: the KV transfer latency when it or its std-dev is set, else the per-token
+// transfer time × every prompt token (cached or not: the whole KV crosses the wire), each with
+// its jitter. Neither the load factor nor Speed scale it: it is a network cost.
+func (e *Slot) transferTime(prompt int) time.Duration {
+	k, s := e.cfg.KVTransfer, e.cfg.Slot
+	if k.Latency != 0 || s.KVCacheTransferLatencyStdDev != 0 {
+		return e.sample(k.Latency, s.KVCacheTransferLatencyStdDev)
+	}
+	return e.sample(time.Duration(prompt)*k.PerToken, s.KVCacheTransferTimeStdDev)
 }
 
 // interTokenTime is the time to the next token of a request, drawn with n slots occupied.

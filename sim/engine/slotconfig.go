@@ -30,6 +30,13 @@ type SlotConfig struct {
 	// Resolution truncates every mean, std-dev and sampled duration to a multiple of it:
 	// llm-d-inference-sim works in whole milliseconds (time.Millisecond); 0 keeps nanoseconds.
 	Resolution time.Duration
+	// KVCacheTransferLatencyStdDev is the Gaussian jitter of Config.KVTransfer.Latency
+	// (--kv-cache-transfer-latency-std-dev), at most 30 % of it. Either of the two being
+	// non-zero makes a remote prefill's transfer take the latency rather than the per-token time.
+	KVCacheTransferLatencyStdDev time.Duration
+	// KVCacheTransferTimeStdDev is the Gaussian jitter of the per-token transfer time, applied
+	// to its total (--kv-cache-transfer-time-std-dev).
+	KVCacheTransferTimeStdDev time.Duration
 }
 
 // slotBlockSizes are the block sizes llm-d-inference-sim accepts (--block-size).
@@ -76,6 +83,8 @@ func (c Config) validateSlot() error {
 		{"slot.prefill_time_per_token", s.PrefillTimePerToken},
 		{"slot.prefill_time_std_dev", s.PrefillTimeStdDev},
 		{"slot.resolution", s.Resolution},
+		{"slot.kv_cache_transfer_latency_std_dev", s.KVCacheTransferLatencyStdDev},
+		{"slot.kv_cache_transfer_time_std_dev", s.KVCacheTransferTimeStdDev},
 	} {
 		if d.v < 0 {
 			bad("%s must be at least 0, got %v", d.name, d.v)
@@ -85,9 +94,14 @@ func (c Config) validateSlot() error {
 		bad("slot.inter_token_latency_std_dev must be at most 30 %% of slot.inter_token_latency (%v), got %v",
 			s.InterTokenLatency, s.InterTokenLatencyStdDev)
 	}
+	if float64(s.KVCacheTransferLatencyStdDev) > maxSlotStdDevShare*float64(c.KVTransfer.Latency) {
+		bad("slot.kv_cache_transfer_latency_std_dev must be at most 30 %% of kv_transfer.latency (%v), got %v",
+			c.KVTransfer.Latency, s.KVCacheTransferLatencyStdDev)
+	}
 	if !(s.TimeFactorUnderLoad >= 1) || math.IsInf(s.TimeFactorUnderLoad, 0) {
 		bad("slot.time_factor_under_load must be a finite factor ≥ 1, got %v", s.TimeFactorUnderLoad)
 	}
+	c.KVTransfer.validate(bad)
 	return errors.Join(errs...)
 }
 
@@ -102,33 +116,36 @@ const (
 	llama31ContextTokens = 131072 // Llama 3.1 8B and 70B max_position_embeddings
 )
 
-// slotPresets are the slot family's documented configurations.
+// slotPresets are the slot family's documented configurations. Their KV transfer is the
+// profiles' per-token one (kv-cache-transfer-time-per-token and its std-dev; no fixed latency).
 var slotPresets = map[string]func() Config{
 	// Profile 1: 8B-class model on H100, balanced load (per-token calculator).
 	"sim-8b-h100-32slots": func() Config {
 		return llmdSlots(SlotConfig{
-			InterTokenLatency:       12 * time.Millisecond,
-			InterTokenLatencyStdDev: 2 * time.Millisecond,
-			PrefillOverhead:         30 * time.Millisecond,
-			PrefillTimePerToken:     250 * time.Microsecond,
-			PrefillTimeStdDev:       5 * time.Millisecond,
-			TimeFactorUnderLoad:     2.0,
-		})
+			InterTokenLatency:         12 * time.Millisecond,
+			InterTokenLatencyStdDev:   2 * time.Millisecond,
+			PrefillOverhead:           30 * time.Millisecond,
+			PrefillTimePerToken:       250 * time.Microsecond,
+			PrefillTimeStdDev:         5 * time.Millisecond,
+			TimeFactorUnderLoad:       2.0,
+			KVCacheTransferTimeStdDev: 200 * time.Microsecond,
+		}, KVTransfer{PerToken: 3 * time.Microsecond})
 	},
 	// Profile 2: 70B model on 8×H100 (TP=8), throughput-optimized (per-token calculator).
 	"sim-70b-h100-tp8-32slots": func() Config {
 		return llmdSlots(SlotConfig{
-			InterTokenLatency:       25 * time.Millisecond,
-			InterTokenLatencyStdDev: 4 * time.Millisecond,
-			PrefillOverhead:         80 * time.Millisecond,
-			PrefillTimePerToken:     500 * time.Microsecond,
-			PrefillTimeStdDev:       15 * time.Millisecond,
-			TimeFactorUnderLoad:     3.0,
-		})
+			InterTokenLatency:         25 * time.Millisecond,
+			InterTokenLatencyStdDev:   4 * time.Millisecond,
+			PrefillOverhead:           80 * time.Millisecond,
+			PrefillTimePerToken:       500 * time.Microsecond,
+			PrefillTimeStdDev:         15 * time.Millisecond,
+			TimeFactorUnderLoad:       3.0,
+			KVCacheTransferTimeStdDev: 500 * time.Microsecond,
+		}, KVTransfer{PerToken: 8 * time.Microsecond})
 	},
 }
 
-func llmdSlots(s SlotConfig) Config {
+func llmdSlots(s SlotConfig, kv KVTransfer) Config {
 	s.Resolution = llmdResolution
 	return Config{
 		Family:       FamilySlot,
@@ -138,5 +155,6 @@ func llmdSlots(s SlotConfig) Config {
 		MaxModelLen:  llama31ContextTokens,
 		Speed:        1,
 		Slot:         s,
+		KVTransfer:   kv,
 	}
 }

@@ -164,6 +164,12 @@ func TestSlotConfigValidate(t *testing.T) {
 		{"negative", func(c *Config) { c.Slot.PrefillOverhead = -ms }, "slot.prefill_overhead must be at least 0, got -1ms"},
 		{"itl std-dev", func(c *Config) { c.Slot.InterTokenLatencyStdDev = 4 * ms }, "slot.inter_token_latency_std_dev must be at most 30 % of slot.inter_token_latency (10ms), got 4ms"},
 		{"factor", func(c *Config) { c.Slot.TimeFactorUnderLoad = 0.5 }, "slot.time_factor_under_load must be a finite factor ≥ 1, got 0.5"},
+		{"transfer latency", func(c *Config) { c.KVTransfer.Latency = -ms }, "kv_transfer.latency must be at least 0, got -1ms"},
+		{"transfer per token", func(c *Config) { c.KVTransfer.PerToken = -1 }, "kv_transfer.per_token must be at least 0, got -1ns"},
+		{"transfer time std-dev", func(c *Config) { c.Slot.KVCacheTransferTimeStdDev = -ms }, "slot.kv_cache_transfer_time_std_dev must be at least 0, got -1ms"},
+		{"transfer latency std-dev", func(c *Config) { c.KVTransfer.Latency, c.Slot.KVCacheTransferLatencyStdDev = 10*ms, 4*ms },
+			"slot.kv_cache_transfer_latency_std_dev must be at most 30 % of kv_transfer.latency (10ms), got 4ms"},
+		{"transfer std-dev uncapped", func(c *Config) { c.KVTransfer.PerToken, c.Slot.KVCacheTransferTimeStdDev = ms, time.Second }, ""},
 		{"batch with slot settings", func(c *Config) { *c = testConfig(); c.Slot.TimeFactorUnderLoad = 2 }, `slot settings apply only to family "slot"`},
 		{"family", func(c *Config) { c.Family = "vllm" }, `family must be "batch" or "slot", got "vllm"`},
 	}
@@ -186,16 +192,22 @@ func TestSlotPresets(t *testing.T) {
 	tests := []struct {
 		name string
 		want SlotConfig
+		kv   KVTransfer
 	}{{
 		// llm-d-inference-sim docs/latency-profiles.md, Profile 1, per-token calculator.
 		name: "sim-8b-h100-32slots",
 		want: SlotConfig{InterTokenLatency: 12 * ms, InterTokenLatencyStdDev: 2 * ms, PrefillOverhead: 30 * ms,
-			PrefillTimePerToken: 250 * time.Microsecond, PrefillTimeStdDev: 5 * ms, TimeFactorUnderLoad: 2, Resolution: ms},
+			PrefillTimePerToken: 250 * time.Microsecond, PrefillTimeStdDev: 5 * ms, TimeFactorUnderLoad: 2, Resolution: ms,
+			KVCacheTransferTimeStdDev: 200 * time.Microsecond},
+		// kv-cache-transfer-time-per-token: 3us, no fixed latency.
+		kv: KVTransfer{PerToken: 3 * time.Microsecond},
 	}, {
 		// Profile 2, per-token calculator.
 		name: "sim-70b-h100-tp8-32slots",
 		want: SlotConfig{InterTokenLatency: 25 * ms, InterTokenLatencyStdDev: 4 * ms, PrefillOverhead: 80 * ms,
-			PrefillTimePerToken: 500 * time.Microsecond, PrefillTimeStdDev: 15 * ms, TimeFactorUnderLoad: 3, Resolution: ms},
+			PrefillTimePerToken: 500 * time.Microsecond, PrefillTimeStdDev: 15 * ms, TimeFactorUnderLoad: 3, Resolution: ms,
+			KVCacheTransferTimeStdDev: 500 * time.Microsecond},
+		kv: KVTransfer{PerToken: 8 * time.Microsecond},
 	}}
 	if got := len(slotPresets); got != len(tests) {
 		t.Errorf("%d slot presets, %d tested", got, len(tests))
@@ -211,6 +223,9 @@ func TestSlotPresets(t *testing.T) {
 			}
 			if c.Slot != tt.want {
 				t.Errorf("slot settings %+v, want %+v", c.Slot, tt.want)
+			}
+			if c.KVTransfer != tt.kv {
+				t.Errorf("KV transfer %+v, want %+v", c.KVTransfer, tt.kv)
 			}
 			// 32 slots (the outside evaluation's), llm-d-inference-sim's default cache and block
 			// size, Llama 3.1's context.

@@ -10,19 +10,20 @@ import (
 
 // logicalState is everything about an engine that can influence what it does next.
 type logicalState struct {
-	Clock                      time.Duration
-	Noise                      noise
-	Queries, Hits, Preemptions int64
-	Pending, Waiting, Running  []reqState
-	Blocks                     []block
-	Table                      []slot
-	Head, Tail, NumFree        int32
+	Clock                                time.Duration
+	Noise                                noise
+	Stalled                              bool
+	Queries, Hits, Preemptions           int64
+	Pending, Waiting, Running, Transfers []reqState
+	Blocks                               []block
+	Table                                []slot
+	Head, Tail, NumFree                  int32
 }
 
 func stateOf(e *Batch) logicalState {
 	s := logicalState{
-		Clock: e.clock, Noise: e.noise, Queries: e.queries, Hits: e.hits, Preemptions: e.preemptions,
-		Pending: cloneReqs(e.pending), Waiting: cloneReqs(e.waiting), Running: cloneReqs(e.running),
+		Clock: e.clock, Noise: e.noise, Stalled: e.stalled, Queries: e.queries, Hits: e.hits, Preemptions: e.preemptions,
+		Pending: cloneReqs(e.pending), Waiting: cloneReqs(e.waiting), Running: cloneReqs(e.running), Transfers: cloneReqs(e.transfers),
 		Head: e.kv.head, Tail: e.kv.tail, NumFree: e.kv.numFree,
 	}
 	for b := range e.kv.numBlocks {

@@ -103,7 +103,9 @@ type trip struct {
 	metadata    string                       // the envoy.lb metadata's value
 	fallback    string                       // the envoy.lb metadata's fallback endpoint
 	requestID   string
-	upstream    []byte // the body the endpoint got
+	prefiller   string   // the x-prefiller-host-port header (disaggregation)
+	removed     []string // the headers the pick removes
+	upstream    []byte   // the body the endpoint got
 	status      int
 	answer      []byte // the body the client got
 }
@@ -235,8 +237,11 @@ func (tr *trip) readPick(r *extprocv3.ProcessingResponse, common *extprocv3.Comm
 			tr.destination = string(h.GetHeader().GetRawValue())
 		case "x-request-id":
 			tr.requestID = string(h.GetHeader().GetRawValue())
+		case "x-prefiller-host-port":
+			tr.prefiller = string(h.GetHeader().GetRawValue())
 		}
 	}
+	tr.removed = common.GetHeaderMutation().GetRemoveHeaders()
 	lb := r.GetDynamicMetadata().GetFields()["envoy.lb"].GetStructValue().GetFields()
 	tr.metadata = lb["x-gateway-destination-endpoint"].GetStringValue()
 	tr.fallback = lb["x-gateway-destination-endpoint-fallback"].GetStringValue()

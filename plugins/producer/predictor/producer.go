@@ -299,7 +299,7 @@ func (p *Producer) Produce(_ context.Context, c *sdk.Cycle) ([]sdk.Prediction, e
 			rowsN = len(out)
 		}
 		for i := range rowsN {
-			fill(rows[k][i*width:(i+1)*width], &c.Request, &eps[i].State)
+			fill(rows[k][i*width:(i+1)*width], &c.Request, eps[i].ID, &eps[i].State)
 		}
 		if err := m.PredictRows(rows[k][:rowsN*width], rowsN, factor[k][:rowsN]); err != nil {
 			return nil, fmt.Errorf("%s model: %w", targetName[k], err)
@@ -323,6 +323,7 @@ func (p *Producer) Produce(_ context.Context, c *sdk.Cycle) ([]sdk.Prediction, e
 			out[i].TPOTAfterMs = predicted(prior.TPOT, len(out)+i)
 		}
 	}
+	asClientSees(c, out)
 	return out, nil
 }
 
@@ -347,13 +348,15 @@ func (p *Producer) seen(t time.Time) {
 // Observe takes finished-request samples: it scores the predictions they carry, files the
 // samples for training and, when the retrain interval has passed and enough new samples arrived,
 // trains new models (in the background unless TrainInline). A sample is accepted when it has a
-// target to learn: a TTFT from a streamed response, or a TPOT over at least two output tokens.
+// target to learn: a TTFT from a streamed response or a prefill hop, or a TPOT over at least two
+// output tokens. A prefill hop's prediction is first made the endpoint's own (ownShare).
 func (p *Producer) Observe(_ context.Context, samples []sdk.Sample) (sdk.ObserveResult, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	accepted := 0
 	for i := range samples {
 		s := &samples[i]
+		ownShare(s)
 		p.seen(s.DispatchedAt)
 		hasTTFT, hasTPOT := ttftTarget(s) > 0, tpotTarget(s) > 0
 		if !hasTTFT && !hasTPOT {
@@ -391,17 +394,19 @@ func (p *Producer) Observe(_ context.Context, samples []sdk.Sample) (sdk.Observe
 }
 
 // ttftTarget is the sample's TTFT to learn, 0 if it has none: a non-streamed response arrives
-// whole, so its first token's time is not observed.
+// whole, so its first token's time is not observed, but for a prefill hop's, which is its first
+// token.
 func ttftTarget(s *sdk.Sample) float64 {
-	if !s.Request.Streaming || !(s.ActualTTFTMs > 0) || math.IsInf(s.ActualTTFTMs, 0) {
+	if !s.Request.Streaming && !prefillHop(s) || !(s.ActualTTFTMs > 0) || math.IsInf(s.ActualTTFTMs, 0) {
 		return 0
 	}
 	return s.ActualTTFTMs
 }
 
-// tpotTarget is the sample's TPOT to learn, 0 if it has none (fewer than two output tokens).
+// tpotTarget is the sample's TPOT to learn, 0 if it has none (fewer than two output tokens, a
+// prefill hop's one).
 func tpotTarget(s *sdk.Sample) float64 {
-	if !s.Request.Streaming || s.OutputTokens < 2 || !(s.ActualTPOTMs > 0) || math.IsInf(s.ActualTPOTMs, 0) {
+	if !s.Request.Streaming || prefillHop(s) || s.OutputTokens < 2 || !(s.ActualTPOTMs > 0) || math.IsInf(s.ActualTPOTMs, 0) {
 		return 0
 	}
 	return s.ActualTPOTMs

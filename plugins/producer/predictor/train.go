@@ -203,7 +203,7 @@ func (j *job) fit(d gbdt.Dataset, minRows int, monotone []int8, prev *model.Set,
 }
 
 // filler writes a target's features of a request on an endpoint into a row.
-type filler func([]float64, *sdk.Request, *sdk.EndpointState)
+type filler func([]float64, *sdk.Request, string, *sdk.EndpointState)
 
 // eachRow calls f with every sample that has the target, its features and the target; row is
 // reused between calls.
@@ -212,7 +212,7 @@ func eachRow(samples []sdk.Sample, nFeatures int, target func(*sdk.Sample) float
 	for i := range samples {
 		s := &samples[i]
 		if y := target(s); y > 0 {
-			fill(row, &s.Request, &s.State)
+			fill(row, &s.Request, s.EndpointID, &s.State)
 			f(s, row, y)
 		}
 	}

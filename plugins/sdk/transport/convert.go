@@ -145,7 +145,17 @@ func requestToProto(r *sdk.Request) *pb.Request {
 		SessionId:         r.SessionID,
 		PrefixBlockHashes: r.PrefixBlockHashes,
 		Labels:            r.Labels,
+		Disaggregation:    disaggregationToProto(&r.Disaggregation),
 	}
+}
+
+// disaggregationToProto returns the wire form of d: nil for a request served whole, so that a
+// fleet without disaggregation sends nothing more.
+func disaggregationToProto(d *sdk.Disaggregation) *pb.Disaggregation {
+	if *d == (sdk.Disaggregation{}) {
+		return nil
+	}
+	return &pb.Disaggregation{Hop: pb.Hop(d.Hop), DecodeEndpoint: d.DecodeEndpoint, DecodeTtftMs: d.DecodeTTFTMs, DecodeTpotMs: d.DecodeTPOTMs}
 }
 
 // sampleToProto returns the wire form of s.

@@ -13,6 +13,7 @@ func testCycle(id string) *sdk.Cycle {
 			ID: id, Model: "llama", InputTokens: 900, MaxOutputTokens: 128, Streaming: true,
 			SLO: sdk.SLO{TTFTMs: 500, TPOTMs: 50}, Priority: -1, SessionID: "s1",
 			PrefixBlockHashes: []uint64{1, 2, 3}, Labels: map[string]string{"tenant": "a"},
+			Disaggregation: sdk.Disaggregation{Hop: sdk.HopPrefill, DecodeEndpoint: "b:2", DecodeTTFTMs: 31.5, DecodeTPOTMs: 9.25},
 		},
 		Endpoints: []sdk.Endpoint{
 			{ID: "a:1", State: sdk.EndpointState{KVCacheUsage: 0.25, Waiting: 3, Running: 4, InflightRequests: 5,

@@ -159,7 +159,9 @@ func checkDecoded(t *testing.T, p *pb.Cycle, n int, c *sdk.Cycle) {
 	r := p.GetRequest()
 	want := sdk.Request{ID: r.GetId(), Model: r.GetModel(), InputTokens: r.GetInputTokens(), MaxOutputTokens: r.GetMaxOutputTokens(),
 		Streaming: r.GetStreaming(), SLO: sdk.SLO{TTFTMs: r.GetSlo().GetTtftMs(), TPOTMs: r.GetSlo().GetTpotMs()},
-		Priority: r.GetPriority(), SessionID: r.GetSessionId(), PrefixBlockHashes: r.GetPrefixBlockHashes(), Labels: r.GetLabels()}
+		Priority: r.GetPriority(), SessionID: r.GetSessionId(), PrefixBlockHashes: r.GetPrefixBlockHashes(), Labels: r.GetLabels(),
+		Disaggregation: sdk.Disaggregation{Hop: sdk.Hop(r.GetDisaggregation().GetHop()), DecodeEndpoint: r.GetDisaggregation().GetDecodeEndpoint(),
+			DecodeTTFTMs: r.GetDisaggregation().GetDecodeTtftMs(), DecodeTPOTMs: r.GetDisaggregation().GetDecodeTpotMs()}}
 	if diff := cmp.Diff(want, c.Request, cmpopts.EquateEmpty(), cmpopts.EquateNaNs()); diff != "" {
 		t.Fatalf("cycle %v: request (-wire +decoded):\n%s", p, diff)
 	}

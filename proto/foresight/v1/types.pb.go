@@ -22,6 +22,61 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// Hop is which part of a disaggregated request a cycle decides.
+type Hop int32
+
+const (
+	// The whole request on one endpoint.
+	Hop_HOP_UNSPECIFIED Hop = 0
+	// The prefill hop: the prompt computed with one output token, its KV then pulled by the
+	// decode endpoint. A candidate whose id is Disaggregation.decode_endpoint would instead serve
+	// the request whole.
+	Hop_HOP_PREFILL Hop = 1
+	// The decode hop: the prompt's KV pulled from a prefill endpoint, then every output token.
+	Hop_HOP_DECODE Hop = 2
+)
+
+// Enum value maps for Hop.
+var (
+	Hop_name = map[int32]string{
+		0: "HOP_UNSPECIFIED",
+		1: "HOP_PREFILL",
+		2: "HOP_DECODE",
+	}
+	Hop_value = map[string]int32{
+		"HOP_UNSPECIFIED": 0,
+		"HOP_PREFILL":     1,
+		"HOP_DECODE":      2,
+	}
+)
+
+func (x Hop) Enum() *Hop {
+	p := new(Hop)
+	*p = x
+	return p
+}
+
+func (x Hop) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Hop) Descriptor() protoreflect.EnumDescriptor {
+	return file_foresight_v1_types_proto_enumTypes[0].Descriptor()
+}
+
+func (Hop) Type() protoreflect.EnumType {
+	return &file_foresight_v1_types_proto_enumTypes[0]
+}
+
+func (x Hop) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Hop.Descriptor instead.
+func (Hop) EnumDescriptor() ([]byte, []int) {
+	return file_foresight_v1_types_proto_rawDescGZIP(), []int{0}
+}
+
 // StatusCode classifies a stage's answer for one cycle.
 type StatusCode int32
 
@@ -63,11 +118,11 @@ func (x StatusCode) String() string {
 }
 
 func (StatusCode) Descriptor() protoreflect.EnumDescriptor {
-	return file_foresight_v1_types_proto_enumTypes[0].Descriptor()
+	return file_foresight_v1_types_proto_enumTypes[1].Descriptor()
 }
 
 func (StatusCode) Type() protoreflect.EnumType {
-	return &file_foresight_v1_types_proto_enumTypes[0]
+	return &file_foresight_v1_types_proto_enumTypes[1]
 }
 
 func (x StatusCode) Number() protoreflect.EnumNumber {
@@ -76,7 +131,7 @@ func (x StatusCode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use StatusCode.Descriptor instead.
 func (StatusCode) EnumDescriptor() ([]byte, []int) {
-	return file_foresight_v1_types_proto_rawDescGZIP(), []int{0}
+	return file_foresight_v1_types_proto_rawDescGZIP(), []int{1}
 }
 
 // Cycle is the input of one scheduling decision: the request, every candidate endpoint, the decision
@@ -249,9 +304,12 @@ type Request struct {
 	// Chained hashes of the prompt's prefix blocks, first block first.
 	PrefixBlockHashes []uint64 `protobuf:"varint,9,rep,packed,name=prefix_block_hashes,json=prefixBlockHashes,proto3" json:"prefix_block_hashes,omitempty"`
 	// Free-form request labels (tenant, class, ...).
-	Labels        map[string]string `protobuf:"bytes,10,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Labels map[string]string `protobuf:"bytes,10,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The request's place in prefill/decode disaggregated serving; absent for a request served
+	// whole by one endpoint, as on every fleet without disaggregation.
+	Disaggregation *Disaggregation `protobuf:"bytes,11,opt,name=disaggregation,proto3" json:"disaggregation,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Request) Reset() {
@@ -354,6 +412,91 @@ func (x *Request) GetLabels() map[string]string {
 	return nil
 }
 
+func (x *Request) GetDisaggregation() *Disaggregation {
+	if x != nil {
+		return x.Disaggregation
+	}
+	return nil
+}
+
+// Disaggregation says how a request of a prefill/decode disaggregated fleet is being decided: its
+// decode endpoint first (hop HOP_DECODE), then its prefill endpoint (hop HOP_PREFILL) among the
+// prefill endpoints and, when the router may serve it whole, its decode endpoint itself.
+type Disaggregation struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The hop this cycle decides.
+	Hop Hop `protobuf:"varint,1,opt,name=hop,proto3,enum=foresight.v1.Hop" json:"hop,omitempty"`
+	// In a prefill cycle: the decode endpoint already chosen. That candidate serves the request
+	// whole; every other candidate prefills it for that endpoint.
+	DecodeEndpoint string `protobuf:"bytes,2,opt,name=decode_endpoint,json=decodeEndpoint,proto3" json:"decode_endpoint,omitempty"`
+	// In a prefill cycle: the producer's predictions for the decode hop on decode_endpoint, its
+	// TTFT (from its request to its first token: the KV transfer and the first step) and TPOT;
+	// zero when there were none. A producer adds decode_ttft_ms to a prefill candidate's own TTFT
+	// so that every candidate's prediction is the client's latency.
+	DecodeTtftMs  float64 `protobuf:"fixed64,3,opt,name=decode_ttft_ms,json=decodeTtftMs,proto3" json:"decode_ttft_ms,omitempty"`
+	DecodeTpotMs  float64 `protobuf:"fixed64,4,opt,name=decode_tpot_ms,json=decodeTpotMs,proto3" json:"decode_tpot_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Disaggregation) Reset() {
+	*x = Disaggregation{}
+	mi := &file_foresight_v1_types_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Disaggregation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Disaggregation) ProtoMessage() {}
+
+func (x *Disaggregation) ProtoReflect() protoreflect.Message {
+	mi := &file_foresight_v1_types_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Disaggregation.ProtoReflect.Descriptor instead.
+func (*Disaggregation) Descriptor() ([]byte, []int) {
+	return file_foresight_v1_types_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Disaggregation) GetHop() Hop {
+	if x != nil {
+		return x.Hop
+	}
+	return Hop_HOP_UNSPECIFIED
+}
+
+func (x *Disaggregation) GetDecodeEndpoint() string {
+	if x != nil {
+		return x.DecodeEndpoint
+	}
+	return ""
+}
+
+func (x *Disaggregation) GetDecodeTtftMs() float64 {
+	if x != nil {
+		return x.DecodeTtftMs
+	}
+	return 0
+}
+
+func (x *Disaggregation) GetDecodeTpotMs() float64 {
+	if x != nil {
+		return x.DecodeTpotMs
+	}
+	return 0
+}
+
 // Slo holds a request's latency objectives in milliseconds; zero means no objective.
 type Slo struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -367,7 +510,7 @@ type Slo struct {
 
 func (x *Slo) Reset() {
 	*x = Slo{}
-	mi := &file_foresight_v1_types_proto_msgTypes[3]
+	mi := &file_foresight_v1_types_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -379,7 +522,7 @@ func (x *Slo) String() string {
 func (*Slo) ProtoMessage() {}
 
 func (x *Slo) ProtoReflect() protoreflect.Message {
-	mi := &file_foresight_v1_types_proto_msgTypes[3]
+	mi := &file_foresight_v1_types_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -392,7 +535,7 @@ func (x *Slo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Slo.ProtoReflect.Descriptor instead.
 func (*Slo) Descriptor() ([]byte, []int) {
-	return file_foresight_v1_types_proto_rawDescGZIP(), []int{3}
+	return file_foresight_v1_types_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Slo) GetTtftMs() float64 {
@@ -437,7 +580,7 @@ type Endpoints struct {
 
 func (x *Endpoints) Reset() {
 	*x = Endpoints{}
-	mi := &file_foresight_v1_types_proto_msgTypes[4]
+	mi := &file_foresight_v1_types_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -449,7 +592,7 @@ func (x *Endpoints) String() string {
 func (*Endpoints) ProtoMessage() {}
 
 func (x *Endpoints) ProtoReflect() protoreflect.Message {
-	mi := &file_foresight_v1_types_proto_msgTypes[4]
+	mi := &file_foresight_v1_types_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -462,7 +605,7 @@ func (x *Endpoints) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Endpoints.ProtoReflect.Descriptor instead.
 func (*Endpoints) Descriptor() ([]byte, []int) {
-	return file_foresight_v1_types_proto_rawDescGZIP(), []int{4}
+	return file_foresight_v1_types_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Endpoints) GetIds() []string {
@@ -523,7 +666,7 @@ type ExcludedEndpoint struct {
 
 func (x *ExcludedEndpoint) Reset() {
 	*x = ExcludedEndpoint{}
-	mi := &file_foresight_v1_types_proto_msgTypes[5]
+	mi := &file_foresight_v1_types_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -535,7 +678,7 @@ func (x *ExcludedEndpoint) String() string {
 func (*ExcludedEndpoint) ProtoMessage() {}
 
 func (x *ExcludedEndpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_foresight_v1_types_proto_msgTypes[5]
+	mi := &file_foresight_v1_types_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -548,7 +691,7 @@ func (x *ExcludedEndpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExcludedEndpoint.ProtoReflect.Descriptor instead.
 func (*ExcludedEndpoint) Descriptor() ([]byte, []int) {
-	return file_foresight_v1_types_proto_rawDescGZIP(), []int{5}
+	return file_foresight_v1_types_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ExcludedEndpoint) GetId() string {
@@ -583,7 +726,7 @@ type Labels struct {
 
 func (x *Labels) Reset() {
 	*x = Labels{}
-	mi := &file_foresight_v1_types_proto_msgTypes[6]
+	mi := &file_foresight_v1_types_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -595,7 +738,7 @@ func (x *Labels) String() string {
 func (*Labels) ProtoMessage() {}
 
 func (x *Labels) ProtoReflect() protoreflect.Message {
-	mi := &file_foresight_v1_types_proto_msgTypes[6]
+	mi := &file_foresight_v1_types_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -608,7 +751,7 @@ func (x *Labels) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Labels.ProtoReflect.Descriptor instead.
 func (*Labels) Descriptor() ([]byte, []int) {
-	return file_foresight_v1_types_proto_rawDescGZIP(), []int{6}
+	return file_foresight_v1_types_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Labels) GetValues() map[string]string {
@@ -662,7 +805,7 @@ type EndpointStates struct {
 
 func (x *EndpointStates) Reset() {
 	*x = EndpointStates{}
-	mi := &file_foresight_v1_types_proto_msgTypes[7]
+	mi := &file_foresight_v1_types_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -674,7 +817,7 @@ func (x *EndpointStates) String() string {
 func (*EndpointStates) ProtoMessage() {}
 
 func (x *EndpointStates) ProtoReflect() protoreflect.Message {
-	mi := &file_foresight_v1_types_proto_msgTypes[7]
+	mi := &file_foresight_v1_types_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -687,7 +830,7 @@ func (x *EndpointStates) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointStates.ProtoReflect.Descriptor instead.
 func (*EndpointStates) Descriptor() ([]byte, []int) {
-	return file_foresight_v1_types_proto_rawDescGZIP(), []int{7}
+	return file_foresight_v1_types_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *EndpointStates) GetKvCacheUsage() []float64 {
@@ -821,7 +964,7 @@ type Predictions struct {
 
 func (x *Predictions) Reset() {
 	*x = Predictions{}
-	mi := &file_foresight_v1_types_proto_msgTypes[8]
+	mi := &file_foresight_v1_types_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -833,7 +976,7 @@ func (x *Predictions) String() string {
 func (*Predictions) ProtoMessage() {}
 
 func (x *Predictions) ProtoReflect() protoreflect.Message {
-	mi := &file_foresight_v1_types_proto_msgTypes[8]
+	mi := &file_foresight_v1_types_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -846,7 +989,7 @@ func (x *Predictions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Predictions.ProtoReflect.Descriptor instead.
 func (*Predictions) Descriptor() ([]byte, []int) {
-	return file_foresight_v1_types_proto_rawDescGZIP(), []int{8}
+	return file_foresight_v1_types_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Predictions) GetValid() []bool {
@@ -933,7 +1076,7 @@ type EndpointState struct {
 
 func (x *EndpointState) Reset() {
 	*x = EndpointState{}
-	mi := &file_foresight_v1_types_proto_msgTypes[9]
+	mi := &file_foresight_v1_types_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -945,7 +1088,7 @@ func (x *EndpointState) String() string {
 func (*EndpointState) ProtoMessage() {}
 
 func (x *EndpointState) ProtoReflect() protoreflect.Message {
-	mi := &file_foresight_v1_types_proto_msgTypes[9]
+	mi := &file_foresight_v1_types_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -958,7 +1101,7 @@ func (x *EndpointState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointState.ProtoReflect.Descriptor instead.
 func (*EndpointState) Descriptor() ([]byte, []int) {
-	return file_foresight_v1_types_proto_rawDescGZIP(), []int{9}
+	return file_foresight_v1_types_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *EndpointState) GetKvCacheUsage() float64 {
@@ -1067,7 +1210,7 @@ type Prediction struct {
 
 func (x *Prediction) Reset() {
 	*x = Prediction{}
-	mi := &file_foresight_v1_types_proto_msgTypes[10]
+	mi := &file_foresight_v1_types_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1079,7 +1222,7 @@ func (x *Prediction) String() string {
 func (*Prediction) ProtoMessage() {}
 
 func (x *Prediction) ProtoReflect() protoreflect.Message {
-	mi := &file_foresight_v1_types_proto_msgTypes[10]
+	mi := &file_foresight_v1_types_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1092,7 +1235,7 @@ func (x *Prediction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Prediction.ProtoReflect.Descriptor instead.
 func (*Prediction) Descriptor() ([]byte, []int) {
-	return file_foresight_v1_types_proto_rawDescGZIP(), []int{10}
+	return file_foresight_v1_types_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Prediction) GetValid() bool {
@@ -1129,7 +1272,7 @@ type Status struct {
 
 func (x *Status) Reset() {
 	*x = Status{}
-	mi := &file_foresight_v1_types_proto_msgTypes[11]
+	mi := &file_foresight_v1_types_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1141,7 +1284,7 @@ func (x *Status) String() string {
 func (*Status) ProtoMessage() {}
 
 func (x *Status) ProtoReflect() protoreflect.Message {
-	mi := &file_foresight_v1_types_proto_msgTypes[11]
+	mi := &file_foresight_v1_types_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1154,7 +1297,7 @@ func (x *Status) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Status.ProtoReflect.Descriptor instead.
 func (*Status) Descriptor() ([]byte, []int) {
-	return file_foresight_v1_types_proto_rawDescGZIP(), []int{11}
+	return file_foresight_v1_types_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Status) GetCode() StatusCode {
@@ -1184,7 +1327,7 @@ const file_foresight_v1_types_proto_rawDesc = "" +
 	"\x05round\x18\x05 \x01(\v2\x13.foresight.v1.RoundR\x05round\"7\n" +
 	"\x05Round\x12\x1a\n" +
 	"\bposition\x18\x01 \x01(\rR\bposition\x12\x12\n" +
-	"\x04size\x18\x02 \x01(\rR\x04size\"\xa2\x03\n" +
+	"\x04size\x18\x02 \x01(\rR\x04size\"\xe8\x03\n" +
 	"\aRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12!\n" +
@@ -1197,10 +1340,16 @@ const file_foresight_v1_types_proto_rawDesc = "" +
 	"session_id\x18\b \x01(\tR\tsessionId\x12.\n" +
 	"\x13prefix_block_hashes\x18\t \x03(\x04R\x11prefixBlockHashes\x129\n" +
 	"\x06labels\x18\n" +
-	" \x03(\v2!.foresight.v1.Request.LabelsEntryR\x06labels\x1a9\n" +
+	" \x03(\v2!.foresight.v1.Request.LabelsEntryR\x06labels\x12D\n" +
+	"\x0edisaggregation\x18\v \x01(\v2\x1c.foresight.v1.DisaggregationR\x0edisaggregation\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"7\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xaa\x01\n" +
+	"\x0eDisaggregation\x12#\n" +
+	"\x03hop\x18\x01 \x01(\x0e2\x11.foresight.v1.HopR\x03hop\x12'\n" +
+	"\x0fdecode_endpoint\x18\x02 \x01(\tR\x0edecodeEndpoint\x12$\n" +
+	"\x0edecode_ttft_ms\x18\x03 \x01(\x01R\fdecodeTtftMs\x12$\n" +
+	"\x0edecode_tpot_ms\x18\x04 \x01(\x01R\fdecodeTpotMs\"7\n" +
 	"\x03Slo\x12\x17\n" +
 	"\attft_ms\x18\x01 \x01(\x01R\x06ttftMs\x12\x17\n" +
 	"\atpot_ms\x18\x02 \x01(\x01R\x06tpotMs\"\x90\x02\n" +
@@ -1270,7 +1419,12 @@ const file_foresight_v1_types_proto_rawDesc = "" +
 	"\atpot_ms\x18\x03 \x01(\x01R\x06tpotMs\"P\n" +
 	"\x06Status\x12,\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x18.foresight.v1.StatusCodeR\x04code\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage*\x7f\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage*;\n" +
+	"\x03Hop\x12\x13\n" +
+	"\x0fHOP_UNSPECIFIED\x10\x00\x12\x0f\n" +
+	"\vHOP_PREFILL\x10\x01\x12\x0e\n" +
+	"\n" +
+	"HOP_DECODE\x10\x02*\x7f\n" +
 	"\n" +
 	"StatusCode\x12\x1b\n" +
 	"\x17STATUS_CODE_UNSPECIFIED\x10\x00\x12\x15\n" +
@@ -1290,46 +1444,50 @@ func file_foresight_v1_types_proto_rawDescGZIP() []byte {
 	return file_foresight_v1_types_proto_rawDescData
 }
 
-var file_foresight_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_foresight_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_foresight_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_foresight_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_foresight_v1_types_proto_goTypes = []any{
-	(StatusCode)(0),               // 0: foresight.v1.StatusCode
-	(*Cycle)(nil),                 // 1: foresight.v1.Cycle
-	(*Round)(nil),                 // 2: foresight.v1.Round
-	(*Request)(nil),               // 3: foresight.v1.Request
-	(*Slo)(nil),                   // 4: foresight.v1.Slo
-	(*Endpoints)(nil),             // 5: foresight.v1.Endpoints
-	(*ExcludedEndpoint)(nil),      // 6: foresight.v1.ExcludedEndpoint
-	(*Labels)(nil),                // 7: foresight.v1.Labels
-	(*EndpointStates)(nil),        // 8: foresight.v1.EndpointStates
-	(*Predictions)(nil),           // 9: foresight.v1.Predictions
-	(*EndpointState)(nil),         // 10: foresight.v1.EndpointState
-	(*Prediction)(nil),            // 11: foresight.v1.Prediction
-	(*Status)(nil),                // 12: foresight.v1.Status
-	nil,                           // 13: foresight.v1.Request.LabelsEntry
-	nil,                           // 14: foresight.v1.ExcludedEndpoint.LabelsEntry
-	nil,                           // 15: foresight.v1.Labels.ValuesEntry
-	(*timestamppb.Timestamp)(nil), // 16: google.protobuf.Timestamp
+	(Hop)(0),                      // 0: foresight.v1.Hop
+	(StatusCode)(0),               // 1: foresight.v1.StatusCode
+	(*Cycle)(nil),                 // 2: foresight.v1.Cycle
+	(*Round)(nil),                 // 3: foresight.v1.Round
+	(*Request)(nil),               // 4: foresight.v1.Request
+	(*Disaggregation)(nil),        // 5: foresight.v1.Disaggregation
+	(*Slo)(nil),                   // 6: foresight.v1.Slo
+	(*Endpoints)(nil),             // 7: foresight.v1.Endpoints
+	(*ExcludedEndpoint)(nil),      // 8: foresight.v1.ExcludedEndpoint
+	(*Labels)(nil),                // 9: foresight.v1.Labels
+	(*EndpointStates)(nil),        // 10: foresight.v1.EndpointStates
+	(*Predictions)(nil),           // 11: foresight.v1.Predictions
+	(*EndpointState)(nil),         // 12: foresight.v1.EndpointState
+	(*Prediction)(nil),            // 13: foresight.v1.Prediction
+	(*Status)(nil),                // 14: foresight.v1.Status
+	nil,                           // 15: foresight.v1.Request.LabelsEntry
+	nil,                           // 16: foresight.v1.ExcludedEndpoint.LabelsEntry
+	nil,                           // 17: foresight.v1.Labels.ValuesEntry
+	(*timestamppb.Timestamp)(nil), // 18: google.protobuf.Timestamp
 }
 var file_foresight_v1_types_proto_depIdxs = []int32{
-	3,  // 0: foresight.v1.Cycle.request:type_name -> foresight.v1.Request
-	5,  // 1: foresight.v1.Cycle.endpoints:type_name -> foresight.v1.Endpoints
-	16, // 2: foresight.v1.Cycle.now:type_name -> google.protobuf.Timestamp
-	2,  // 3: foresight.v1.Cycle.round:type_name -> foresight.v1.Round
-	4,  // 4: foresight.v1.Request.slo:type_name -> foresight.v1.Slo
-	13, // 5: foresight.v1.Request.labels:type_name -> foresight.v1.Request.LabelsEntry
-	7,  // 6: foresight.v1.Endpoints.labels:type_name -> foresight.v1.Labels
-	8,  // 7: foresight.v1.Endpoints.states:type_name -> foresight.v1.EndpointStates
-	9,  // 8: foresight.v1.Endpoints.predictions:type_name -> foresight.v1.Predictions
-	6,  // 9: foresight.v1.Endpoints.excluded:type_name -> foresight.v1.ExcludedEndpoint
-	14, // 10: foresight.v1.ExcludedEndpoint.labels:type_name -> foresight.v1.ExcludedEndpoint.LabelsEntry
-	15, // 11: foresight.v1.Labels.values:type_name -> foresight.v1.Labels.ValuesEntry
-	0,  // 12: foresight.v1.Status.code:type_name -> foresight.v1.StatusCode
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	4,  // 0: foresight.v1.Cycle.request:type_name -> foresight.v1.Request
+	7,  // 1: foresight.v1.Cycle.endpoints:type_name -> foresight.v1.Endpoints
+	18, // 2: foresight.v1.Cycle.now:type_name -> google.protobuf.Timestamp
+	3,  // 3: foresight.v1.Cycle.round:type_name -> foresight.v1.Round
+	6,  // 4: foresight.v1.Request.slo:type_name -> foresight.v1.Slo
+	15, // 5: foresight.v1.Request.labels:type_name -> foresight.v1.Request.LabelsEntry
+	5,  // 6: foresight.v1.Request.disaggregation:type_name -> foresight.v1.Disaggregation
+	0,  // 7: foresight.v1.Disaggregation.hop:type_name -> foresight.v1.Hop
+	9,  // 8: foresight.v1.Endpoints.labels:type_name -> foresight.v1.Labels
+	10, // 9: foresight.v1.Endpoints.states:type_name -> foresight.v1.EndpointStates
+	11, // 10: foresight.v1.Endpoints.predictions:type_name -> foresight.v1.Predictions
+	8,  // 11: foresight.v1.Endpoints.excluded:type_name -> foresight.v1.ExcludedEndpoint
+	16, // 12: foresight.v1.ExcludedEndpoint.labels:type_name -> foresight.v1.ExcludedEndpoint.LabelsEntry
+	17, // 13: foresight.v1.Labels.values:type_name -> foresight.v1.Labels.ValuesEntry
+	1,  // 14: foresight.v1.Status.code:type_name -> foresight.v1.StatusCode
+	15, // [15:15] is the sub-list for method output_type
+	15, // [15:15] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_foresight_v1_types_proto_init() }
@@ -1342,8 +1500,8 @@ func file_foresight_v1_types_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_foresight_v1_types_proto_rawDesc), len(file_foresight_v1_types_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   15,
+			NumEnums:      2,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -28,9 +28,13 @@ import (
 //	prefill_tokens_ahead      prefill_tokens_in_flight + effective_input_tokens: every prompt token
 //	                          the engine computes before this request's first token (a sum that
 //	                          shallow trees would otherwise approximate split by split)
+//	kv_transfer_tokens        the prompt tokens the endpoint pulls as KV from a prefill endpoint
+//	                          instead of computing them: (1 − prefix_match)·input_tokens for the
+//	                          decode hop of a disaggregated request, whose effective_input_tokens
+//	                          is then 0; 0 for every other request
 var TTFT = []string{"is_queued", "kv_cache_usage", "input_tokens", "waiting", "running",
 	"prefill_tokens_in_flight", "decode_tokens_in_flight", "prefix_match", "effective_input_tokens", "prefix_bucket",
-	"last_output_age_ms", "prefill_tokens_ahead"}
+	"last_output_age_ms", "prefill_tokens_ahead", "kv_transfer_tokens"}
 
 // TPOT are the TPOT model's features, in column order: the load an output token is generated
 // under (the first seven TTFT features), and
@@ -46,24 +50,30 @@ var TPOT = append(slices.Clip(TTFT[:7]), "max_output_tokens")
 // whatever the samples' load happened to go with under the router that chose them.
 // last_output_age_ms and max_output_tokens are free.
 var (
-	TTFTMonotone = []int8{1, 1, 1, 1, 1, 1, 1, -1, 1, -1, 0, 1}
+	TTFTMonotone = []int8{1, 1, 1, 1, 1, 1, 1, -1, 1, -1, 0, 1, 1}
 	TPOTMonotone = []int8{1, 1, 1, 1, 1, 1, 1, 0}
 )
 
-// FillTTFT writes the TTFT features of r on an endpoint in state s into dst, which must have
-// len(TTFT) elements.
-func FillTTFT(dst []float64, r *sdk.Request, s *sdk.EndpointState) {
+// FillTTFT writes the TTFT features of r on endpoint id in state s into dst, which must have
+// len(TTFT) elements. What the endpoint would serve of r (sdk.Request.HopOn) decides whether it
+// computes the uncached prompt or pulls it as KV.
+func FillTTFT(dst []float64, r *sdk.Request, id string, s *sdk.EndpointState) {
 	fillLoad(dst, r, s)
 	p := min(max(s.PrefixMatch, 0), 1)
+	uncached := (1 - p) * float64(r.InputTokens)
 	dst[7] = p
-	dst[8] = (1 - p) * float64(r.InputTokens)
+	dst[8], dst[12] = uncached, 0
+	if r.HopOn(id) == sdk.HopDecode {
+		dst[8], dst[12] = 0, uncached
+	}
 	dst[9] = math.Floor(4 * p)
 	dst[10] = s.LastOutputAgeMs
 	dst[11] = dst[5] + dst[8] // prefill_tokens_in_flight + effective_input_tokens
 }
 
-// FillTPOT writes the TPOT features into dst, which must have len(TPOT) elements.
-func FillTPOT(dst []float64, r *sdk.Request, s *sdk.EndpointState) {
+// FillTPOT writes the TPOT features of r on endpoint id into dst, which must have len(TPOT)
+// elements. A decode hop's tokens are generated as a whole request's are: TPOT reads no hop.
+func FillTPOT(dst []float64, r *sdk.Request, _ string, s *sdk.EndpointState) {
 	fillLoad(dst, r, s)
 	dst[7] = float64(max(r.MaxOutputTokens, 0))
 }

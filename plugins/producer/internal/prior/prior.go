@@ -69,12 +69,12 @@ const (
 	TPOT
 )
 
-// fillRow writes target k's terms of r on an endpoint in state st into dst. A direct call, not
+// fillRow writes target k's terms of r on endpoint id in state st into dst. A direct call, not
 // one through a table of functions: through one, dst would escape and every Predict would
 // allocate its row.
-func fillRow(k int, dst []float64, r *sdk.Request, st *sdk.EndpointState) {
+func fillRow(k int, dst []float64, r *sdk.Request, id string, st *sdk.EndpointState) {
 	if k == TTFT {
-		ttftRow(dst, r, st)
+		ttftRow(dst, r, id, st)
 	} else {
 		tpotRow(dst, r, st)
 	}
@@ -122,7 +122,7 @@ func (p *Prior) Add(s *sdk.Sample, ttft, tpot float64) {
 		}
 		f := p.fits[k]
 		x := p.row[:f.k]
-		fillRow(k, x, &s.Request, &s.State)
+		fillRow(k, x, &s.Request, s.EndpointID, &s.State)
 		if p.snap.Learned(k) {
 			if g := predict(p.snap.Coef[k], x, p.snap.limit[k]); g > 0 {
 				sp.N[k] = min(sp.N[k]+1, float64(p.params.EndpointWindow))
@@ -245,7 +245,7 @@ func (s *Snapshot) Predict(r *sdk.Request, endpoint, kind string, st *sdk.Endpoi
 	speed := s.Speed(endpoint, kind)
 	for k := range out {
 		if s.Learned(k) {
-			fillRow(k, row[:], r, st)
+			fillRow(k, row[:], r, endpoint, st)
 			out[k] = positive(predict(s.Coef[k], row[:], s.limit[k]) * speed[k])
 		}
 	}
@@ -260,7 +260,7 @@ func (s *Snapshot) PrefillMs(r *sdk.Request, endpoint, kind string, st *sdk.Endp
 		return 0
 	}
 	var row [maxTerms]float64
-	ttftRow(row[:], r, st)
+	ttftRow(row[:], r, endpoint, st)
 	return s.Coef[TTFT][1] * row[1] * s.Speed(endpoint, kind)[TTFT]
 }
 

@@ -21,9 +21,10 @@ python3-protobuf and python3-cryptography only. See README.md beside this packag
 
 from . import _gen  # noqa: F401  (puts the generated code on sys.path)
 from .cycle import (
-    EXCLUDED_EJECTED, EXCLUDED_UNHEALTHY, NO_LABELS, NO_ROUND, SLO, STAGE_ADMITTER, STAGE_DETECTOR,
+    EXCLUDED_EJECTED, EXCLUDED_UNHEALTHY, HOP_DECODE, HOP_PREFILL, HOP_WHOLE, NO_LABELS, NO_ROUND,
+    SLO, STAGE_ADMITTER, STAGE_DETECTOR,
     STAGE_FILTER, STAGE_NAMES, STAGE_ORDER, STAGE_PICKER, STAGE_PRODUCER, STAGE_SCORER,
-    AdmitVerdict, Cycle, Endpoint, EndpointState, ExcludedEndpoint, FilterVerdict, ObserveResult,
+    AdmitVerdict, Cycle, Disaggregation, Endpoint, EndpointState, ExcludedEndpoint, FilterVerdict, ObserveResult,
     OrderKey, Prediction, PredictorStats, Request, Round, Sample, SaturationVerdict, TargetStats,
 )
 from .convert import cycle_from_proto, cycle_to_proto
@@ -50,7 +51,7 @@ __all__ = [
     "Plugin", "Producer", "Filter", "Scorer", "Admitter", "Picker", "Detector", "Orderer", "serve",
     "read_paths",
     # the cycle and the answers
-    "Cycle", "Request", "SLO", "Endpoint", "EndpointState", "Prediction", "ExcludedEndpoint",
+    "Cycle", "Request", "SLO", "Disaggregation", "HOP_WHOLE", "HOP_PREFILL", "HOP_DECODE", "Endpoint", "EndpointState", "Prediction", "ExcludedEndpoint",
     "EXCLUDED_UNHEALTHY", "EXCLUDED_EJECTED", "Sample",
     "FilterVerdict", "AdmitVerdict", "SaturationVerdict", "OrderKey", "ObserveResult",
     "PredictorStats", "TargetStats", "NO_LABELS", "Round", "NO_ROUND",

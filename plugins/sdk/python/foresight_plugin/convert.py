@@ -10,11 +10,13 @@ from __future__ import annotations
 import datetime as _dt
 import operator
 from itertools import repeat
+from typing import Optional
 
 from ._gen import types_pb2
 from .status import InvalidArgument, StatusError
 from .cycle import (
-    NO_LABELS, NO_ROUND, SLO, AdmitVerdict, Cycle, Endpoint, EndpointState, ExcludedEndpoint, FilterVerdict,
+    NO_LABELS, NO_ROUND, SLO, AdmitVerdict, Cycle, Disaggregation, Endpoint, EndpointState, ExcludedEndpoint,
+    FilterVerdict,
     ObserveResult, OrderKey, Prediction, PredictorStats, Request, Round, Sample, SaturationVerdict,
     TargetStats,
 )
@@ -85,9 +87,11 @@ def cycle_from_proto(pc: types_pb2.Cycle) -> Cycle:
 def request_from_proto(p: types_pb2.Request) -> Request:
     """The Python form of a wire request (an absent request reads as the zero request)."""
     slo = p.slo
+    d = p.disaggregation
     return Request(p.id, p.model, p.input_tokens, p.max_output_tokens, p.streaming,
                    SLO(slo.ttft_ms, slo.tpot_ms), p.priority, p.session_id,
-                   list(p.prefix_block_hashes), dict(p.labels))
+                   list(p.prefix_block_hashes), dict(p.labels),
+                   Disaggregation(d.hop, d.decode_endpoint, d.decode_ttft_ms, d.decode_tpot_ms))
 
 
 def request_to_proto(r: Request) -> types_pb2.Request:
@@ -96,7 +100,15 @@ def request_to_proto(r: Request) -> types_pb2.Request:
         id=r.id, model=r.model, input_tokens=r.input_tokens, max_output_tokens=r.max_output_tokens,
         streaming=r.streaming, slo=types_pb2.Slo(ttft_ms=r.slo.ttft_ms, tpot_ms=r.slo.tpot_ms),
         priority=r.priority, session_id=r.session_id, prefix_block_hashes=r.prefix_block_hashes,
-        labels=r.labels)
+        labels=r.labels, disaggregation=_disaggregation_to_proto(r.disaggregation))
+
+
+def _disaggregation_to_proto(d: Disaggregation) -> Optional[types_pb2.Disaggregation]:
+    """The wire form of d: None for a request served whole, as the host sends it."""
+    if d == Disaggregation():
+        return None
+    return types_pb2.Disaggregation(hop=d.hop, decode_endpoint=d.decode_endpoint,
+                                    decode_ttft_ms=d.decode_ttft_ms, decode_tpot_ms=d.decode_tpot_ms)
 
 
 def cycle_to_proto(c: Cycle) -> types_pb2.Cycle:

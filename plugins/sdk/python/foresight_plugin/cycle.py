@@ -31,6 +31,12 @@ STAGE_NAMES = {STAGE_PRODUCER: "producer", STAGE_FILTER: "filter", STAGE_SCORER:
                STAGE_ADMITTER: "admitter", STAGE_PICKER: "picker", STAGE_DETECTOR: "detector",
                STAGE_ORDER: "order"}
 
+# Hop numbers, as in the Hop enum of proto/foresight/v1/types.proto: which part of a
+# disaggregated request a cycle decides (sdk.Hop).
+HOP_WHOLE = 0
+HOP_PREFILL = 1
+HOP_DECODE = 2
+
 #: The label set of an endpoint that has none (read-only, shared).
 NO_LABELS: Mapping[str, str] = MappingProxyType({})
 
@@ -44,6 +50,20 @@ class SLO:
     def any(self) -> bool:
         """Whether the request has a TTFT or a TPOT objective."""
         return self.ttft_ms > 0 or self.tpot_ms > 0
+
+
+@dataclass(slots=True)
+class Disaggregation:
+    """A request's place in prefill/decode disaggregated serving (sdk.Disaggregation); the zero
+    value for a request served whole."""
+    #: The hop the cycle decides: HOP_WHOLE, HOP_PREFILL or HOP_DECODE.
+    hop: int = HOP_WHOLE
+    #: In a prefill cycle, the decode endpoint already chosen: that candidate would serve the
+    #: request whole, every other one prefills it for that endpoint.
+    decode_endpoint: str = ""
+    #: In a prefill cycle, the producer's predictions for the decode hop on decode_endpoint.
+    decode_ttft_ms: float = 0.0
+    decode_tpot_ms: float = 0.0
 
 
 @dataclass(slots=True)
@@ -63,6 +83,15 @@ class Request:
     #: Chained hashes of the prompt's prefix blocks, first block first.
     prefix_block_hashes: list = field(default_factory=list)
     labels: dict = field(default_factory=dict)
+    disaggregation: Disaggregation = field(default_factory=Disaggregation)
+
+    def hop_on(self, endpoint_id: str) -> int:
+        """The part of the request endpoint_id would serve if picked (sdk.Request.HopOn):
+        HOP_WHOLE for the decode endpoint of a prefill cycle, the cycle's hop otherwise."""
+        d = self.disaggregation
+        if d.hop == HOP_PREFILL and endpoint_id == d.decode_endpoint:
+            return HOP_WHOLE
+        return d.hop
 
 
 # Endpoint, EndpointState and Prediction are named tuples: the kit builds one of each per endpoint
@@ -191,7 +220,10 @@ class Cycle:
 
     def uncached_tokens(self, e: int) -> int:
         """The part of the request's prompt that endpoint e is not believed to cache: the prefill
-        work the request brings there (sdk.Cycle.UncachedTokens: rounded half away from zero)."""
+        work the request brings there (sdk.Cycle.UncachedTokens: rounded half away from zero). A
+        decode hop brings none: its prompt arrives as KV."""
+        if self.request.hop_on(self.endpoints[e].id) == HOP_DECODE:
+            return 0
         match = self.endpoints[e].state.prefix_match
         match = 0.0 if match != match else min(max(match, 0.0), 1.0)  # NaN: nothing cached
         return round_half_away(float(self.request.input_tokens) * (1 - match))

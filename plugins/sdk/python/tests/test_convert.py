@@ -19,6 +19,8 @@ def wire_cycle():
     r.slo.ttft_ms, r.slo.tpot_ms, r.priority, r.session_id = 500.0, 40.0, -1, "sess"
     r.prefix_block_hashes.extend([11, 12, 2**64 - 1])
     r.labels["tenant"] = "acme"
+    r.disaggregation.hop, r.disaggregation.decode_endpoint = types_pb2.HOP_PREFILL, "b:8000"
+    r.disaggregation.decode_ttft_ms, r.disaggregation.decode_tpot_ms = 31.5, 9.25
     e = c.endpoints
     e.count = 3
     e.ids.extend(["a:8000", "b:8000", "c:8000"])
@@ -99,6 +101,16 @@ class CycleFromProtoTest(unittest.TestCase):
                              (y.id, dict(y.labels), y.state, y.prediction))
         self.assertEqual(again.excluded, c.excluded)
         self.assertEqual(len(again.excluded), 2)
+
+    def test_disaggregation(self):
+        c = convert.cycle_from_proto(wire_cycle())
+        self.assertEqual(c.request.disaggregation, fp.Disaggregation(fp.HOP_PREFILL, "b:8000", 31.5, 9.25))
+        # The decode endpoint of a prefill cycle would serve the request whole.
+        self.assertEqual([c.request.hop_on(e.id) for e in c.endpoints], [fp.HOP_PREFILL, fp.HOP_WHOLE, fp.HOP_PREFILL])
+        c.request.disaggregation = fp.Disaggregation(hop=fp.HOP_DECODE)
+        self.assertEqual([c.uncached_tokens(i) for i in range(3)], [0, 0, 0])  # a decode hop's prompt arrives as KV
+        # A request served whole goes on the wire without the message, as the host sends it.
+        self.assertFalse(convert.request_to_proto(fp.Request()).HasField("disaggregation"))
 
     def test_columns_left_out_read_as_zero(self):
         # What a stage that declared only endpoints.states.waiting receives.

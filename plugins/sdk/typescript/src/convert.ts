@@ -27,8 +27,10 @@ import type {
   Request as PbRequest,
 } from "./gen/foresight/v1/types";
 import { Code, StatusError } from "./status";
+import { Hop } from "./types";
 import type {
   Cycle,
+  Disaggregation,
   Endpoint,
   EndpointState,
   Prediction,
@@ -77,6 +79,7 @@ export function emptyRequest(): Request {
     sessionId: "",
     prefixBlockHashes: [],
     labels: {},
+    disaggregation: { hop: Hop.Whole, decodeEndpoint: "", decodeTtftMs: 0, decodeTpotMs: 0 },
   };
 }
 
@@ -94,6 +97,12 @@ export function requestFromProto(q: PbRequest | undefined): Request {
     sessionId: q.sessionId,
     prefixBlockHashes: q.prefixBlockHashes,
     labels: q.labels,
+    disaggregation: {
+      hop: (q.disaggregation?.hop ?? 0) as number as Hop,
+      decodeEndpoint: q.disaggregation?.decodeEndpoint ?? "",
+      decodeTtftMs: q.disaggregation?.decodeTtftMs ?? 0,
+      decodeTpotMs: q.disaggregation?.decodeTpotMs ?? 0,
+    },
   };
 }
 
@@ -110,7 +119,17 @@ export function requestToProto(q: Request): PbRequest {
     sessionId: q.sessionId,
     prefixBlockHashes: [...q.prefixBlockHashes],
     labels: { ...q.labels },
+    // Absent for a request served whole, as the host sends it.
+    disaggregation: disaggregationToProto(q.disaggregation),
   };
+}
+
+/** disaggregationToProto is the wire form of d: absent for a request served whole, as the host sends it. */
+function disaggregationToProto(d: Disaggregation | undefined): PbRequest["disaggregation"] {
+  if (d === undefined || (d.hop === Hop.Whole && d.decodeEndpoint === "" && d.decodeTtftMs === 0 && d.decodeTpotMs === 0)) {
+    return undefined;
+  }
+  return { hop: d.hop as number, decodeEndpoint: d.decodeEndpoint, decodeTtftMs: d.decodeTtftMs, decodeTpotMs: d.decodeTpotMs };
 }
 
 /**

@@ -3,7 +3,7 @@
 // picker's batch placed in order (pickRound). The stage services (server.ts) call both; a stage
 // calls placeOn itself when it works out its own after-scores (Scorer.scoreAfter).
 
-import type { Answer, Cycle, Scorer } from "./types";
+import { type Answer, type Cycle, Hop, hopOn, type Scorer } from "./types";
 
 /**
  * inRound reports whether the cycle is in a round (a Round of size 1 or more): the host wants its
@@ -26,9 +26,10 @@ export function roundHalfAway(x: number): number {
 /**
  * uncachedTokens returns the part of the request's prompt that endpoint e is not believed to
  * cache: the prefill work the request brings there (Go: Cycle.UncachedTokens). A NaN prefix
- * match counts as nothing cached.
+ * match counts as nothing cached; a decode hop brings none, its prompt arriving as KV.
  */
 export function uncachedTokens(c: Cycle, e: number): number {
+  if (hopOn(c.request, c.endpoints[e]!.id) === Hop.Decode) return 0; // its prompt arrives as KV
   const m = c.endpoints[e]!.state.prefixMatch;
   const match = Number.isNaN(m) ? 0 : Math.min(Math.max(m, 0), 1);
   return roundHalfAway(c.request.inputTokens * (1 - match));

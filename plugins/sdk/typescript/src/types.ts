@@ -28,6 +28,39 @@ export interface SLO {
   tpotMs: number;
 }
 
+/** Hop is which part of a disaggregated request a cycle decides (the wire's foresight.v1.Hop). */
+export enum Hop {
+  /** The whole request on one endpoint. */
+  Whole = 0,
+  /** The prefill hop: the prompt and one output token, its KV then pulled by the decode endpoint. */
+  Prefill = 1,
+  /** The decode hop: the prompt's KV pulled from a prefill endpoint, then every output token. */
+  Decode = 2,
+}
+
+/**
+ * Disaggregation is a request's place in prefill/decode disaggregated serving (Go:
+ * sdk.Disaggregation); every field zero for a request served whole.
+ */
+export interface Disaggregation {
+  hop: Hop;
+  /** In a prefill cycle, the decode endpoint already chosen: that candidate would serve the request whole. */
+  decodeEndpoint: string;
+  /** In a prefill cycle, the producer's predictions for the decode hop on decodeEndpoint. */
+  decodeTtftMs: number;
+  decodeTpotMs: number;
+}
+
+/**
+ * hopOn returns the part of r endpoint id would serve if picked (Go: sdk.Request.HopOn): Whole for
+ * the decode endpoint of a prefill cycle, the cycle's hop otherwise.
+ */
+export function hopOn(r: Request, id: string): Hop {
+  const d = r.disaggregation;
+  if (d === undefined) return Hop.Whole;
+  return d.hop === Hop.Prefill && id === d.decodeEndpoint ? Hop.Whole : d.hop;
+}
+
 /** Request is what the router knows about the request being scheduled. */
 export interface Request {
   id: string;
@@ -45,6 +78,11 @@ export interface Request {
   prefixBlockHashes: bigint[];
   /** Free-form request labels (tenant, class, ...); {} when none. */
   labels: Record<string, string>;
+  /**
+   * The request's place in disaggregated serving. The kit always sets it (hop Whole for a request
+   * served whole); a request built by hand may leave it out, which reads as whole.
+   */
+  disaggregation?: Disaggregation;
 }
 
 /**

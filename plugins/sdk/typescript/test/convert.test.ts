@@ -15,7 +15,7 @@ import { ObserveRequest, ObserveResponse, PredictorStats } from "../src/gen/fore
 import { Endpoints } from "../src/gen/foresight/v1/types";
 import { observe } from "../src/server";
 import { Code, StatusError } from "../src/status";
-import { EXCLUDED_EJECTED, EXCLUDED_UNHEALTHY, READ_PATHS, checkReads, type ExcludedEndpoint } from "../src/types";
+import { EXCLUDED_EJECTED, EXCLUDED_UNHEALTHY, Hop, READ_PATHS, checkReads, hopOn, type ExcludedEndpoint } from "../src/types";
 import { cycle } from "./helpers";
 
 test("a cycle survives the wire, 64-bit seed and hashes included", () => {
@@ -229,6 +229,7 @@ test("observe samples decode, dispatch time and request included", () => {
         request: {
           id: "r", model: "m", inputTokens: 10n, maxOutputTokens: 5n, streaming: false, slo: { ttftMs: 1, tpotMs: 2 },
           priority: 3, sessionId: "", prefixBlockHashes: [7n, 2n ** 64n - 2n], labels: { a: "b" },
+          disaggregation: { hop: 1, decodeEndpoint: "d", decodeTtftMs: 30, decodeTpotMs: 9 },
         },
         endpointId: "e1",
         state: {
@@ -252,6 +253,10 @@ test("observe samples decode, dispatch time and request included", () => {
   assert.equal(s!.state.waiting, 2);
   assert.equal(s!.state.decodeTokensInFlight, 6);
   assert.deepEqual(s!.request.labels, { a: "b" });
+  assert.deepEqual(s!.request.disaggregation, { hop: Hop.Prefill, decodeEndpoint: "d", decodeTtftMs: 30, decodeTpotMs: 9 });
+  // The decode endpoint of a prefill cycle would serve the request whole.
+  assert.equal(hopOn(s!.request, "d"), Hop.Whole);
+  assert.equal(hopOn(s!.request, "e1"), Hop.Prefill);
   assert.equal(s!.state.lastOutputAgeMs, -1);
   assert.equal(s!.state.dispatchedSinceScrape, 3);
   assert.equal(s!.state.firstTokenRate, 12.5);

@@ -1,4 +1,4 @@
-import type { Cycle, Endpoint } from "../src/index";
+import { Hop, type Cycle, type Endpoint } from "../src/index";
 
 /** endpoint returns an endpoint with distinct values in every field. */
 export function endpoint(i: number, labels: Record<string, string> = {}, valid = false): Endpoint {
@@ -38,6 +38,7 @@ export function cycle(n: number, over: Partial<Cycle> = {}): Cycle {
       sessionId: "s-1",
       prefixBlockHashes: [0xffff_ffff_ffff_fff1n, 11n, 2n ** 63n + 5n],
       labels: { tenant: "acme" },
+      disaggregation: { hop: Hop.Whole, decodeEndpoint: "", decodeTtftMs: 0, decodeTpotMs: 0 },
     },
     endpoints: Array.from({ length: n }, (_, i) => endpoint(i, i % 2 ? { pool: "interactive" } : {}, i !== 1)),
     now: new Date("2026-11-22T10:11:12.345Z"),

@@ -7,6 +7,7 @@ import { cycleFromWire, cycleToProto, decodeCycleBatch, encodeCycleBatch } from 
 import { info, pickHandler, scoreHandler } from "../src/server";
 import {
   Code,
+  Hop,
   Stage,
   StatusError,
   afterScores,
@@ -35,6 +36,7 @@ function cycleOf(endpoints: Endpoint[], inputTokens = 0, round?: Cycle["round"],
     request: {
       id, model: "", inputTokens, maxOutputTokens: 0, streaming: false, slo: { ttftMs: 0, tpotMs: 0 },
       priority: 0, sessionId: "", prefixBlockHashes: [], labels: {},
+      disaggregation: { hop: Hop.Whole, decodeEndpoint: "", decodeTtftMs: 0, decodeTpotMs: 0 },
     },
     endpoints,
     now: new Date(0),
@@ -90,6 +92,14 @@ test("placeOn moves an endpoint as the Go SDK's PlaceOn does", () => {
       [before.state.waiting, before.state.running, before.state.kvCacheUsage, before.state.prefixMatch, before.prediction.valid,
         before.prediction.ttftSpread, before.prediction.tpotSpread, before.id], name);
   }
+});
+
+test("a decode hop places no prefill: its prompt arrives as KV", () => {
+  const c = one(100, 0);
+  c.request.disaggregation = { hop: Hop.Decode, decodeEndpoint: "", decodeTtftMs: 0, decodeTpotMs: 0 };
+  assert.equal(uncachedTokens(c, 0), 0);
+  placeOn(c, 0, 2);
+  assert.deepEqual([c.endpoints[0]!.state.inflightRequests, c.endpoints[0]!.state.prefillTokensInFlight], [2, 0]);
 });
 
 test("placeOn on a copy keeps the original", () => {

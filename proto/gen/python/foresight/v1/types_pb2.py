@@ -14,7 +14,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x66oresight/v1/types.proto\x12\x0c\x66oresight.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xdc\x01\n\x05\x43ycle\x12/\n\x07request\x18\x01 \x01(\x0b\x32\x15.foresight.v1.RequestR\x07request\x12\x35\n\tendpoints\x18\x02 \x01(\x0b\x32\x17.foresight.v1.EndpointsR\tendpoints\x12,\n\x03now\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x03now\x12\x12\n\x04seed\x18\x04 \x01(\x04R\x04seed\x12)\n\x05round\x18\x05 \x01(\x0b\x32\x13.foresight.v1.RoundR\x05round\"7\n\x05Round\x12\x1a\n\x08position\x18\x01 \x01(\rR\x08position\x12\x12\n\x04size\x18\x02 \x01(\rR\x04size\"\xa2\x03\n\x07Request\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n\x05model\x18\x02 \x01(\tR\x05model\x12!\n\x0cinput_tokens\x18\x03 \x01(\x03R\x0binputTokens\x12*\n\x11max_output_tokens\x18\x04 \x01(\x03R\x0fmaxOutputTokens\x12\x1c\n\tstreaming\x18\x05 \x01(\x08R\tstreaming\x12#\n\x03slo\x18\x06 \x01(\x0b\x32\x11.foresight.v1.SloR\x03slo\x12\x1a\n\x08priority\x18\x07 \x01(\x05R\x08priority\x12\x1d\n\nsession_id\x18\x08 \x01(\tR\tsessionId\x12.\n\x13prefix_block_hashes\x18\t \x03(\x04R\x11prefixBlockHashes\x12\x39\n\x06labels\x18\n \x03(\x0b\x32!.foresight.v1.Request.LabelsEntryR\x06labels\x1a\x39\n\x0bLabelsEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"7\n\x03Slo\x12\x17\n\x07ttft_ms\x18\x01 \x01(\x01R\x06ttftMs\x12\x17\n\x07tpot_ms\x18\x02 \x01(\x01R\x06tpotMs\"\x90\x02\n\tEndpoints\x12\x10\n\x03ids\x18\x01 \x03(\tR\x03ids\x12,\n\x06labels\x18\x02 \x03(\x0b\x32\x14.foresight.v1.LabelsR\x06labels\x12\x34\n\x06states\x18\x03 \x01(\x0b\x32\x1c.foresight.v1.EndpointStatesR\x06states\x12;\n\x0bpredictions\x18\x04 \x01(\x0b\x32\x19.foresight.v1.PredictionsR\x0bpredictions\x12\x14\n\x05\x63ount\x18\x05 \x01(\rR\x05\x63ount\x12:\n\x08\x65xcluded\x18\x06 \x03(\x0b\x32\x1e.foresight.v1.ExcludedEndpointR\x08\x65xcluded\"\xb9\x01\n\x10\x45xcludedEndpoint\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12\x42\n\x06labels\x18\x02 \x03(\x0b\x32*.foresight.v1.ExcludedEndpoint.LabelsEntryR\x06labels\x12\x16\n\x06reason\x18\x03 \x01(\tR\x06reason\x1a\x39\n\x0bLabelsEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"}\n\x06Labels\x12\x38\n\x06values\x18\x01 \x03(\x0b\x32 .foresight.v1.Labels.ValuesEntryR\x06values\x1a\x39\n\x0bValuesEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"\xbd\x04\n\x0e\x45ndpointStates\x12$\n\x0ekv_cache_usage\x18\x01 \x03(\x01R\x0ckvCacheUsage\x12\x18\n\x07waiting\x18\x02 \x03(\x03R\x07waiting\x12\x18\n\x07running\x18\x03 \x03(\x03R\x07running\x12+\n\x11inflight_requests\x18\x04 \x03(\x03R\x10inflightRequests\x12\x37\n\x18prefill_tokens_in_flight\x18\x05 \x03(\x03R\x15prefillTokensInFlight\x12\x35\n\x17\x64\x65\x63ode_tokens_in_flight\x18\x06 \x03(\x03R\x14\x64\x65\x63odeTokensInFlight\x12!\n\x0cprefix_match\x18\x07 \x03(\x01R\x0bprefixMatch\x12\x34\n\x17min_running_tpot_slo_ms\x18\x08 \x03(\x01R\x13minRunningTpotSloMs\x12$\n\x0emetrics_age_ms\x18\t \x03(\x01R\x0cmetricsAgeMs\x12+\n\x12last_output_age_ms\x18\n \x03(\x01R\x0flastOutputAgeMs\x12\x36\n\x17\x64ispatched_since_scrape\x18\x0b \x03(\x03R\x15\x64ispatchedSinceScrape\x12(\n\x10\x66irst_token_rate\x18\x0c \x03(\x01R\x0e\x66irstTokenRate\x12&\n\x0frunning_tpot_ms\x18\r \x03(\x01R\rrunningTpotMs\"\xdf\x01\n\x0bPredictions\x12\x14\n\x05valid\x18\x01 \x03(\x08R\x05valid\x12\x17\n\x07ttft_ms\x18\x02 \x03(\x01R\x06ttftMs\x12\x17\n\x07tpot_ms\x18\x03 \x03(\x01R\x06tpotMs\x12\"\n\rttft_after_ms\x18\x04 \x03(\x01R\x0bttftAfterMs\x12\"\n\rtpot_after_ms\x18\x05 \x03(\x01R\x0btpotAfterMs\x12\x1f\n\x0bttft_spread\x18\x06 \x03(\x01R\nttftSpread\x12\x1f\n\x0btpot_spread\x18\x07 \x03(\x01R\ntpotSpread\"\xbc\x04\n\rEndpointState\x12$\n\x0ekv_cache_usage\x18\x01 \x01(\x01R\x0ckvCacheUsage\x12\x18\n\x07waiting\x18\x02 \x01(\x03R\x07waiting\x12\x18\n\x07running\x18\x03 \x01(\x03R\x07running\x12+\n\x11inflight_requests\x18\x04 \x01(\x03R\x10inflightRequests\x12\x37\n\x18prefill_tokens_in_flight\x18\x05 \x01(\x03R\x15prefillTokensInFlight\x12\x35\n\x17\x64\x65\x63ode_tokens_in_flight\x18\x06 \x01(\x03R\x14\x64\x65\x63odeTokensInFlight\x12!\n\x0cprefix_match\x18\x07 \x01(\x01R\x0bprefixMatch\x12\x34\n\x17min_running_tpot_slo_ms\x18\x08 \x01(\x01R\x13minRunningTpotSloMs\x12$\n\x0emetrics_age_ms\x18\t \x01(\x01R\x0cmetricsAgeMs\x12+\n\x12last_output_age_ms\x18\n \x01(\x01R\x0flastOutputAgeMs\x12\x36\n\x17\x64ispatched_since_scrape\x18\x0b \x01(\x03R\x15\x64ispatchedSinceScrape\x12(\n\x10\x66irst_token_rate\x18\x0c \x01(\x01R\x0e\x66irstTokenRate\x12&\n\x0frunning_tpot_ms\x18\r \x01(\x01R\rrunningTpotMs\"T\n\nPrediction\x12\x14\n\x05valid\x18\x01 \x01(\x08R\x05valid\x12\x17\n\x07ttft_ms\x18\x02 \x01(\x01R\x06ttftMs\x12\x17\n\x07tpot_ms\x18\x03 \x01(\x01R\x06tpotMs\"P\n\x06Status\x12,\n\x04\x63ode\x18\x01 \x01(\x0e\x32\x18.foresight.v1.StatusCodeR\x04\x63ode\x12\x18\n\x07message\x18\x02 \x01(\tR\x07message*\x7f\n\nStatusCode\x12\x1b\n\x17STATUS_CODE_UNSPECIFIED\x10\x00\x12\x15\n\x11STATUS_CODE_ERROR\x10\x01\x12 \n\x1cSTATUS_CODE_INVALID_ARGUMENT\x10\x02\x12\x1b\n\x17STATUS_CODE_UNAVAILABLE\x10\x03\x42\x46ZDgithub.com/foresight-router/foresight/proto/foresight/v1;foresightv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x66oresight/v1/types.proto\x12\x0c\x66oresight.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xdc\x01\n\x05\x43ycle\x12/\n\x07request\x18\x01 \x01(\x0b\x32\x15.foresight.v1.RequestR\x07request\x12\x35\n\tendpoints\x18\x02 \x01(\x0b\x32\x17.foresight.v1.EndpointsR\tendpoints\x12,\n\x03now\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x03now\x12\x12\n\x04seed\x18\x04 \x01(\x04R\x04seed\x12)\n\x05round\x18\x05 \x01(\x0b\x32\x13.foresight.v1.RoundR\x05round\"7\n\x05Round\x12\x1a\n\x08position\x18\x01 \x01(\rR\x08position\x12\x12\n\x04size\x18\x02 \x01(\rR\x04size\"\xe8\x03\n\x07Request\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n\x05model\x18\x02 \x01(\tR\x05model\x12!\n\x0cinput_tokens\x18\x03 \x01(\x03R\x0binputTokens\x12*\n\x11max_output_tokens\x18\x04 \x01(\x03R\x0fmaxOutputTokens\x12\x1c\n\tstreaming\x18\x05 \x01(\x08R\tstreaming\x12#\n\x03slo\x18\x06 \x01(\x0b\x32\x11.foresight.v1.SloR\x03slo\x12\x1a\n\x08priority\x18\x07 \x01(\x05R\x08priority\x12\x1d\n\nsession_id\x18\x08 \x01(\tR\tsessionId\x12.\n\x13prefix_block_hashes\x18\t \x03(\x04R\x11prefixBlockHashes\x12\x39\n\x06labels\x18\n \x03(\x0b\x32!.foresight.v1.Request.LabelsEntryR\x06labels\x12\x44\n\x0e\x64isaggregation\x18\x0b \x01(\x0b\x32\x1c.foresight.v1.DisaggregationR\x0e\x64isaggregation\x1a\x39\n\x0bLabelsEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"\xaa\x01\n\x0e\x44isaggregation\x12#\n\x03hop\x18\x01 \x01(\x0e\x32\x11.foresight.v1.HopR\x03hop\x12\'\n\x0f\x64\x65\x63ode_endpoint\x18\x02 \x01(\tR\x0e\x64\x65\x63odeEndpoint\x12$\n\x0e\x64\x65\x63ode_ttft_ms\x18\x03 \x01(\x01R\x0c\x64\x65\x63odeTtftMs\x12$\n\x0e\x64\x65\x63ode_tpot_ms\x18\x04 \x01(\x01R\x0c\x64\x65\x63odeTpotMs\"7\n\x03Slo\x12\x17\n\x07ttft_ms\x18\x01 \x01(\x01R\x06ttftMs\x12\x17\n\x07tpot_ms\x18\x02 \x01(\x01R\x06tpotMs\"\x90\x02\n\tEndpoints\x12\x10\n\x03ids\x18\x01 \x03(\tR\x03ids\x12,\n\x06labels\x18\x02 \x03(\x0b\x32\x14.foresight.v1.LabelsR\x06labels\x12\x34\n\x06states\x18\x03 \x01(\x0b\x32\x1c.foresight.v1.EndpointStatesR\x06states\x12;\n\x0bpredictions\x18\x04 \x01(\x0b\x32\x19.foresight.v1.PredictionsR\x0bpredictions\x12\x14\n\x05\x63ount\x18\x05 \x01(\rR\x05\x63ount\x12:\n\x08\x65xcluded\x18\x06 \x03(\x0b\x32\x1e.foresight.v1.ExcludedEndpointR\x08\x65xcluded\"\xb9\x01\n\x10\x45xcludedEndpoint\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12\x42\n\x06labels\x18\x02 \x03(\x0b\x32*.foresight.v1.ExcludedEndpoint.LabelsEntryR\x06labels\x12\x16\n\x06reason\x18\x03 \x01(\tR\x06reason\x1a\x39\n\x0bLabelsEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"}\n\x06Labels\x12\x38\n\x06values\x18\x01 \x03(\x0b\x32 .foresight.v1.Labels.ValuesEntryR\x06values\x1a\x39\n\x0bValuesEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"\xbd\x04\n\x0e\x45ndpointStates\x12$\n\x0ekv_cache_usage\x18\x01 \x03(\x01R\x0ckvCacheUsage\x12\x18\n\x07waiting\x18\x02 \x03(\x03R\x07waiting\x12\x18\n\x07running\x18\x03 \x03(\x03R\x07running\x12+\n\x11inflight_requests\x18\x04 \x03(\x03R\x10inflightRequests\x12\x37\n\x18prefill_tokens_in_flight\x18\x05 \x03(\x03R\x15prefillTokensInFlight\x12\x35\n\x17\x64\x65\x63ode_tokens_in_flight\x18\x06 \x03(\x03R\x14\x64\x65\x63odeTokensInFlight\x12!\n\x0cprefix_match\x18\x07 \x03(\x01R\x0bprefixMatch\x12\x34\n\x17min_running_tpot_slo_ms\x18\x08 \x03(\x01R\x13minRunningTpotSloMs\x12$\n\x0emetrics_age_ms\x18\t \x03(\x01R\x0cmetricsAgeMs\x12+\n\x12last_output_age_ms\x18\n \x03(\x01R\x0flastOutputAgeMs\x12\x36\n\x17\x64ispatched_since_scrape\x18\x0b \x03(\x03R\x15\x64ispatchedSinceScrape\x12(\n\x10\x66irst_token_rate\x18\x0c \x03(\x01R\x0e\x66irstTokenRate\x12&\n\x0frunning_tpot_ms\x18\r \x03(\x01R\rrunningTpotMs\"\xdf\x01\n\x0bPredictions\x12\x14\n\x05valid\x18\x01 \x03(\x08R\x05valid\x12\x17\n\x07ttft_ms\x18\x02 \x03(\x01R\x06ttftMs\x12\x17\n\x07tpot_ms\x18\x03 \x03(\x01R\x06tpotMs\x12\"\n\rttft_after_ms\x18\x04 \x03(\x01R\x0bttftAfterMs\x12\"\n\rtpot_after_ms\x18\x05 \x03(\x01R\x0btpotAfterMs\x12\x1f\n\x0bttft_spread\x18\x06 \x03(\x01R\nttftSpread\x12\x1f\n\x0btpot_spread\x18\x07 \x03(\x01R\ntpotSpread\"\xbc\x04\n\rEndpointState\x12$\n\x0ekv_cache_usage\x18\x01 \x01(\x01R\x0ckvCacheUsage\x12\x18\n\x07waiting\x18\x02 \x01(\x03R\x07waiting\x12\x18\n\x07running\x18\x03 \x01(\x03R\x07running\x12+\n\x11inflight_requests\x18\x04 \x01(\x03R\x10inflightRequests\x12\x37\n\x18prefill_tokens_in_flight\x18\x05 \x01(\x03R\x15prefillTokensInFlight\x12\x35\n\x17\x64\x65\x63ode_tokens_in_flight\x18\x06 \x01(\x03R\x14\x64\x65\x63odeTokensInFlight\x12!\n\x0cprefix_match\x18\x07 \x01(\x01R\x0bprefixMatch\x12\x34\n\x17min_running_tpot_slo_ms\x18\x08 \x01(\x01R\x13minRunningTpotSloMs\x12$\n\x0emetrics_age_ms\x18\t \x01(\x01R\x0cmetricsAgeMs\x12+\n\x12last_output_age_ms\x18\n \x01(\x01R\x0flastOutputAgeMs\x12\x36\n\x17\x64ispatched_since_scrape\x18\x0b \x01(\x03R\x15\x64ispatchedSinceScrape\x12(\n\x10\x66irst_token_rate\x18\x0c \x01(\x01R\x0e\x66irstTokenRate\x12&\n\x0frunning_tpot_ms\x18\r \x01(\x01R\rrunningTpotMs\"T\n\nPrediction\x12\x14\n\x05valid\x18\x01 \x01(\x08R\x05valid\x12\x17\n\x07ttft_ms\x18\x02 \x01(\x01R\x06ttftMs\x12\x17\n\x07tpot_ms\x18\x03 \x01(\x01R\x06tpotMs\"P\n\x06Status\x12,\n\x04\x63ode\x18\x01 \x01(\x0e\x32\x18.foresight.v1.StatusCodeR\x04\x63ode\x12\x18\n\x07message\x18\x02 \x01(\tR\x07message*;\n\x03Hop\x12\x13\n\x0fHOP_UNSPECIFIED\x10\x00\x12\x0f\n\x0bHOP_PREFILL\x10\x01\x12\x0e\n\nHOP_DECODE\x10\x02*\x7f\n\nStatusCode\x12\x1b\n\x17STATUS_CODE_UNSPECIFIED\x10\x00\x12\x15\n\x11STATUS_CODE_ERROR\x10\x01\x12 \n\x1cSTATUS_CODE_INVALID_ARGUMENT\x10\x02\x12\x1b\n\x17STATUS_CODE_UNAVAILABLE\x10\x03\x42\x46ZDgithub.com/foresight-router/foresight/proto/foresight/v1;foresightv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'foresight.v1.types_pb2', globals())
@@ -28,36 +28,40 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _EXCLUDEDENDPOINT_LABELSENTRY._serialized_options = b'8\001'
   _LABELS_VALUESENTRY._options = None
   _LABELS_VALUESENTRY._serialized_options = b'8\001'
-  _STATUSCODE._serialized_start=2968
-  _STATUSCODE._serialized_end=3095
+  _HOP._serialized_start=3211
+  _HOP._serialized_end=3270
+  _STATUSCODE._serialized_start=3272
+  _STATUSCODE._serialized_end=3399
   _CYCLE._serialized_start=76
   _CYCLE._serialized_end=296
   _ROUND._serialized_start=298
   _ROUND._serialized_end=353
   _REQUEST._serialized_start=356
-  _REQUEST._serialized_end=774
-  _REQUEST_LABELSENTRY._serialized_start=717
-  _REQUEST_LABELSENTRY._serialized_end=774
-  _SLO._serialized_start=776
-  _SLO._serialized_end=831
-  _ENDPOINTS._serialized_start=834
-  _ENDPOINTS._serialized_end=1106
-  _EXCLUDEDENDPOINT._serialized_start=1109
-  _EXCLUDEDENDPOINT._serialized_end=1294
-  _EXCLUDEDENDPOINT_LABELSENTRY._serialized_start=717
-  _EXCLUDEDENDPOINT_LABELSENTRY._serialized_end=774
-  _LABELS._serialized_start=1296
-  _LABELS._serialized_end=1421
-  _LABELS_VALUESENTRY._serialized_start=1364
-  _LABELS_VALUESENTRY._serialized_end=1421
-  _ENDPOINTSTATES._serialized_start=1424
-  _ENDPOINTSTATES._serialized_end=1997
-  _PREDICTIONS._serialized_start=2000
-  _PREDICTIONS._serialized_end=2223
-  _ENDPOINTSTATE._serialized_start=2226
-  _ENDPOINTSTATE._serialized_end=2798
-  _PREDICTION._serialized_start=2800
-  _PREDICTION._serialized_end=2884
-  _STATUS._serialized_start=2886
-  _STATUS._serialized_end=2966
+  _REQUEST._serialized_end=844
+  _REQUEST_LABELSENTRY._serialized_start=787
+  _REQUEST_LABELSENTRY._serialized_end=844
+  _DISAGGREGATION._serialized_start=847
+  _DISAGGREGATION._serialized_end=1017
+  _SLO._serialized_start=1019
+  _SLO._serialized_end=1074
+  _ENDPOINTS._serialized_start=1077
+  _ENDPOINTS._serialized_end=1349
+  _EXCLUDEDENDPOINT._serialized_start=1352
+  _EXCLUDEDENDPOINT._serialized_end=1537
+  _EXCLUDEDENDPOINT_LABELSENTRY._serialized_start=787
+  _EXCLUDEDENDPOINT_LABELSENTRY._serialized_end=844
+  _LABELS._serialized_start=1539
+  _LABELS._serialized_end=1664
+  _LABELS_VALUESENTRY._serialized_start=1607
+  _LABELS_VALUESENTRY._serialized_end=1664
+  _ENDPOINTSTATES._serialized_start=1667
+  _ENDPOINTSTATES._serialized_end=2240
+  _PREDICTIONS._serialized_start=2243
+  _PREDICTIONS._serialized_end=2466
+  _ENDPOINTSTATE._serialized_start=2469
+  _ENDPOINTSTATE._serialized_end=3041
+  _PREDICTION._serialized_start=3043
+  _PREDICTION._serialized_end=3127
+  _STATUS._serialized_start=3129
+  _STATUS._serialized_end=3209
 # @@protoc_insertion_point(module_scope)

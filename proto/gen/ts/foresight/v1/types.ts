@@ -12,6 +12,53 @@ export const protobufPackage = "foresight.v1";
 
 export const protobufFileName = "foresight/v1/types.proto";
 
+/** Hop is which part of a disaggregated request a cycle decides. */
+export enum Hop {
+  /** HOP_UNSPECIFIED - The whole request on one endpoint. */
+  HOP_UNSPECIFIED = 0,
+  /**
+   * HOP_PREFILL - The prefill hop: the prompt computed with one output token, its KV then pulled by the
+   * decode endpoint. A candidate whose id is Disaggregation.decode_endpoint would instead serve
+   * the request whole.
+   */
+  HOP_PREFILL = 1,
+  /** HOP_DECODE - The decode hop: the prompt's KV pulled from a prefill endpoint, then every output token. */
+  HOP_DECODE = 2,
+  UNRECOGNIZED = -1,
+}
+
+export function hopFromJSON(object: any): Hop {
+  switch (object) {
+    case 0:
+    case "HOP_UNSPECIFIED":
+      return Hop.HOP_UNSPECIFIED;
+    case 1:
+    case "HOP_PREFILL":
+      return Hop.HOP_PREFILL;
+    case 2:
+    case "HOP_DECODE":
+      return Hop.HOP_DECODE;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return Hop.UNRECOGNIZED;
+  }
+}
+
+export function hopToJSON(object: Hop): string {
+  switch (object) {
+    case Hop.HOP_UNSPECIFIED:
+      return "HOP_UNSPECIFIED";
+    case Hop.HOP_PREFILL:
+      return "HOP_PREFILL";
+    case Hop.HOP_DECODE:
+      return "HOP_DECODE";
+    case Hop.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
 /** StatusCode classifies a stage's answer for one cycle. */
 export enum StatusCode {
   /** STATUS_CODE_UNSPECIFIED - No code set: success (an absent Status also means success). */
@@ -131,11 +178,39 @@ export interface Request {
   prefixBlockHashes: bigint[];
   /** Free-form request labels (tenant, class, ...). */
   labels: { [key: string]: string };
+  /**
+   * The request's place in prefill/decode disaggregated serving; absent for a request served
+   * whole by one endpoint, as on every fleet without disaggregation.
+   */
+  disaggregation: Disaggregation | undefined;
 }
 
 export interface Request_LabelsEntry {
   key: string;
   value: string;
+}
+
+/**
+ * Disaggregation says how a request of a prefill/decode disaggregated fleet is being decided: its
+ * decode endpoint first (hop HOP_DECODE), then its prefill endpoint (hop HOP_PREFILL) among the
+ * prefill endpoints and, when the router may serve it whole, its decode endpoint itself.
+ */
+export interface Disaggregation {
+  /** The hop this cycle decides. */
+  hop: Hop;
+  /**
+   * In a prefill cycle: the decode endpoint already chosen. That candidate serves the request
+   * whole; every other candidate prefills it for that endpoint.
+   */
+  decodeEndpoint: string;
+  /**
+   * In a prefill cycle: the producer's predictions for the decode hop on decode_endpoint, its
+   * TTFT (from its request to its first token: the KV transfer and the first step) and TPOT;
+   * zero when there were none. A producer adds decode_ttft_ms to a prefill candidate's own TTFT
+   * so that every candidate's prediction is the client's latency.
+   */
+  decodeTtftMs: number;
+  decodeTpotMs: number;
 }
 
 /** Slo holds a request's latency objectives in milliseconds; zero means no objective. */
@@ -583,6 +658,7 @@ function createBaseRequest(): Request {
     sessionId: "",
     prefixBlockHashes: [],
     labels: {},
+    disaggregation: undefined,
   };
 }
 
@@ -631,6 +707,9 @@ export const Request: MessageFns<Request> = {
     globalThis.Object.entries(message.labels).forEach(([key, value]: [string, string]) => {
       Request_LabelsEntry.encode({ key: key as any, value }, writer.uint32(82).fork()).join();
     });
+    if (message.disaggregation !== undefined) {
+      Disaggregation.encode(message.disaggregation, writer.uint32(90).fork()).join();
+    }
     return writer;
   },
 
@@ -740,6 +819,14 @@ export const Request: MessageFns<Request> = {
             }
             continue;
           }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.disaggregation = Disaggregation.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -793,6 +880,7 @@ export const Request: MessageFns<Request> = {
           {},
         )
         : {},
+      disaggregation: isSet(object.disaggregation) ? Disaggregation.fromJSON(object.disaggregation) : undefined,
     };
   },
 
@@ -834,6 +922,9 @@ export const Request: MessageFns<Request> = {
         });
       }
     }
+    if (message.disaggregation !== undefined) {
+      obj.disaggregation = Disaggregation.toJSON(message.disaggregation);
+    }
     return obj;
   },
 
@@ -864,6 +955,9 @@ export const Request: MessageFns<Request> = {
       },
       {},
     );
+    message.disaggregation = (object.disaggregation !== undefined && object.disaggregation !== null)
+      ? Disaggregation.fromPartial(object.disaggregation)
+      : undefined;
     return message;
   },
 };
@@ -949,6 +1043,135 @@ export const Request_LabelsEntry: MessageFns<Request_LabelsEntry> = {
     const message = createBaseRequest_LabelsEntry();
     message.key = object.key ?? "";
     message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseDisaggregation(): Disaggregation {
+  return { hop: 0, decodeEndpoint: "", decodeTtftMs: 0, decodeTpotMs: 0 };
+}
+
+export const Disaggregation: MessageFns<Disaggregation> = {
+  encode(message: Disaggregation, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.hop !== 0) {
+      writer.uint32(8).int32(message.hop);
+    }
+    if (message.decodeEndpoint !== "") {
+      writer.uint32(18).string(message.decodeEndpoint);
+    }
+    if (message.decodeTtftMs !== 0) {
+      writer.uint32(25).double(message.decodeTtftMs);
+    }
+    if (message.decodeTpotMs !== 0) {
+      writer.uint32(33).double(message.decodeTpotMs);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Disaggregation {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDisaggregation();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.hop = reader.int32() as any;
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.decodeEndpoint = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 25) {
+              break;
+            }
+
+            message.decodeTtftMs = reader.double();
+            continue;
+          }
+          case 4: {
+            if (tag !== 33) {
+              break;
+            }
+
+            message.decodeTpotMs = reader.double();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Disaggregation {
+    return {
+      hop: isSet(object.hop) ? hopFromJSON(object.hop) : 0,
+      decodeEndpoint: isSet(object.decodeEndpoint)
+        ? globalThis.String(object.decodeEndpoint)
+        : isSet(object.decode_endpoint)
+        ? globalThis.String(object.decode_endpoint)
+        : "",
+      decodeTtftMs: isSet(object.decodeTtftMs)
+        ? globalThis.Number(object.decodeTtftMs)
+        : isSet(object.decode_ttft_ms)
+        ? globalThis.Number(object.decode_ttft_ms)
+        : 0,
+      decodeTpotMs: isSet(object.decodeTpotMs)
+        ? globalThis.Number(object.decodeTpotMs)
+        : isSet(object.decode_tpot_ms)
+        ? globalThis.Number(object.decode_tpot_ms)
+        : 0,
+    };
+  },
+
+  toJSON(message: Disaggregation): unknown {
+    const obj: any = {};
+    if (message.hop !== 0) {
+      obj.hop = hopToJSON(message.hop);
+    }
+    if (message.decodeEndpoint !== "") {
+      obj.decodeEndpoint = message.decodeEndpoint;
+    }
+    if (message.decodeTtftMs !== 0) {
+      obj.decodeTtftMs = floatToJson(message.decodeTtftMs);
+    }
+    if (message.decodeTpotMs !== 0) {
+      obj.decodeTpotMs = floatToJson(message.decodeTpotMs);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Disaggregation>, I>>(base?: I): Disaggregation {
+    return Disaggregation.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Disaggregation>, I>>(object: I): Disaggregation {
+    const message = createBaseDisaggregation();
+    message.hop = object.hop ?? 0;
+    message.decodeEndpoint = object.decodeEndpoint ?? "";
+    message.decodeTtftMs = object.decodeTtftMs ?? 0;
+    message.decodeTpotMs = object.decodeTpotMs ?? 0;
     return message;
   },
 };
