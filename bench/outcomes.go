@@ -21,7 +21,10 @@ import (
 type OutcomeRecord struct {
 	ArrivalMs float64 `json:"arrival_ms"`
 	// Server served the request; empty for a shed one (ShedReason says why).
-	Server     string `json:"server,omitempty"`
+	Server string `json:"server,omitempty"`
+	// Prefill served the prefill hop of a request split on a disaggregated fleet (Server
+	// decoded it); empty when served whole.
+	Prefill    string `json:"prefill,omitempty"`
 	Shed       bool   `json:"shed,omitempty"`
 	ShedReason string `json:"shed_reason,omitempty"`
 	// QueuedMs is how long the request waited in the router's flow-control queue (Held).
@@ -41,7 +44,7 @@ type OutcomeRecord struct {
 
 // recordOf is o as a line of --outcomes.
 func recordOf(o *stats.Outcome) OutcomeRecord {
-	r := OutcomeRecord{ArrivalMs: ms(o.Arrival), Server: o.Server, Shed: o.Shed, ShedReason: o.ShedReason,
+	r := OutcomeRecord{ArrivalMs: ms(o.Arrival), Server: o.Server, Prefill: o.Prefill, Shed: o.Shed, ShedReason: o.ShedReason,
 		Held: o.Held, QueuedMs: ms(o.Queued), SLO: o.SLO, MetSLO: o.MetSLO()}
 	if !o.Shed {
 		r.TTFTMs, r.E2EMs, r.TPOTMs, r.OutputTokens = ms(o.TTFT), ms(o.E2E), o.TPOTMs, o.OutputTokens

@@ -107,6 +107,11 @@ type RoutingOptions struct {
 	Rate, Noise float64
 	// Seed seeds the workload, the engines' noise and the cycles.
 	Seed uint64
+	// Prefill and Decode, when either is set, make the fleet prefill/decode disaggregated: Prefill
+	// servers of role prefill, then Decode of role decode (Servers is their sum), and Split the
+	// split mode (config.SplitAdaptive when ""). The oracle and flow control do not model it.
+	Prefill, Decode int
+	Split           string
 	// Replicas is the number of routers the arrivals are spread over (0 or 1: one), each with its
 	// own pipeline, in-flight view and prefix index; Assign how a gateway spreads them: "random"
 	// (the default) or "session" (affinity: a session's requests to one replica).
@@ -153,9 +158,14 @@ func routingWorkload(o RoutingOptions) (*workload.Workload, error) {
 }
 
 // routingFleet is o's simulated fleet: o.Servers engines of o.Preset (a preset or a mixed fleet,
-// engine.Fleet), each with its own seed.
+// engine.Fleet), each with its own seed, disaggregated when o says so (disaggregated).
 func routingFleet(o RoutingOptions) (cluster.Config, error) {
-	return simulatedFleet(o.Preset, o.Servers, o.Noise, o.Seed)
+	fleet, err := simulatedFleet(o.Preset, o.Servers, o.Noise, o.Seed)
+	if err != nil {
+		return fleet, err
+	}
+	fleet.Disaggregation, err = disaggregated(o)
+	return fleet, err
 }
 
 // simulatedFleet is n engines of the fleet spec with the given noise, server i seeded seed·1000+i.
@@ -184,6 +194,10 @@ func runStrategies(ctx context.Context, o RoutingOptions, fleet cluster.Config, 
 		base, fc, err := strategyFlow(name)
 		if err != nil {
 			return nil, fmt.Errorf("strategy %q: %w", name, err)
+		}
+		if fc != nil && fleet.Disaggregation != nil {
+			res.Strategies[name] = StrategyStats{Unavailable: "the simulated flow control holds whole requests, not a prefill and a decode hop"}
+			continue
 		}
 		fleet.FlowControl = fc
 		sts, err := newReplicas(ctx, base, o)
@@ -272,6 +286,9 @@ type strategy struct {
 // SLO: the simulator's requests carry no headers), every producer learning from every sample.
 func newStrategy(ctx context.Context, name string, o RoutingOptions, producer map[string]any) (_ *strategy, err error) {
 	if name == "oracle" {
+		if o.Prefill > 0 {
+			return nil, unavailable{"the oracle simulates whole requests, not a prefill and a decode hop"}
+		}
 		return &strategy{router: cluster.Oracle{}, close: func() {}}, nil
 	}
 	path := name // a config file of the operator's own

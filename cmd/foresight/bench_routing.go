@@ -49,6 +49,9 @@ func newBenchRouting() *cobra.Command {
 				o.Progress = cmd.ErrOrStderr()
 			}
 			o.Log, o.AtExit = logger(), atExit
+			if (o.Prefill > 0 || o.Decode > 0) && !cmd.Flags().Changed("servers") {
+				o.Servers = o.Prefill + o.Decode
+			}
 			if matrix != "" {
 				return runMatrix(cmd, matrix, lo, asJSON)
 			}
@@ -86,6 +89,9 @@ func newBenchRouting() *cobra.Command {
 	f.StringArrayVar(&o.Classes, "class", nil, "request class NAME:WEIGHT[:ttft=MS][:tpot=MS][:priority=N][:nostream], repeatable; requests draw one each (default: no SLO, priority 0, streaming)")
 	f.Float64SliceVar(&lo.Loads, "load", nil, "run the load ladder at these fractions of the measured saturation rate, each in (0, 2], e.g. 0.5,0.7,0.85,0.95 (excludes --rate)")
 	f.Float64Var(&lo.Saturation, "saturation", 0, "with --load: the fleet's saturation rate in requests/s, instead of measuring it")
+	f.IntVar(&o.Prefill, "prefill", 0, "a prefill/decode disaggregated fleet: this many prefill servers, then --decode decode servers (--servers defaults to their sum)")
+	f.IntVar(&o.Decode, "decode", 0, "with --prefill: the decode servers")
+	f.StringVar(&o.Split, "split", "", "with --prefill and --decode: when a request is split, adaptive (the default), always or never (docs/configuration.md, disaggregation.split)")
 	f.IntVar(&o.Replicas, "replicas", 1, "router replicas the arrivals are spread over, each with its own pipeline, in-flight view and prefix index (as behind a gateway)")
 	f.StringVar(&o.Assign, "assign", "random", "how the gateway spreads arrivals over the replicas: random, or session (a session's requests to one replica)")
 	f.BoolVar(&o.Alone, "alone", false, "with --replicas: each replica's producer learns from its own requests only (default: they share samples through a shared directory)")

@@ -22,9 +22,12 @@ var (
 
 // RoundRobinPicker ignores scores and rotates: each Pick starts one endpoint further along and
 // wraps around. Its order depends on how many Picks came before, not on the cycle alone, so it is
-// a baseline, not a replayable stage. It has no parameters and is safe for concurrent use.
+// a baseline, not a replayable stage. The decisions of each hop of a disaggregated request
+// (sdk.Hop) rotate on their own, so that a request's decode and prefill decisions, taken one after
+// the other, do not land on the same turn of one rotation. It has no parameters and is safe for
+// concurrent use.
 type RoundRobinPicker struct {
-	next atomic.Uint64
+	next [3]atomic.Uint64 // by hop
 }
 
 // NewRoundRobinPicker returns a round-robin picker whose first Pick starts at index 0.
@@ -41,13 +44,14 @@ func (p *RoundRobinPicker) Description() string {
 // Configure accepts only empty parameters.
 func (p *RoundRobinPicker) Configure(params []byte) error { return configureNone(params) }
 
-// Pick returns every index of c.Endpoints, starting at k mod n for the k-th Pick (counting from 0)
-// and wrapping around: k=1, n=3 gives [1 2 0].
+// Pick returns every index of c.Endpoints, starting at k mod n for the k-th Pick of the cycle's
+// hop (counting from 0) and wrapping around: k=1, n=3 gives [1 2 0].
 func (p *RoundRobinPicker) Pick(_ context.Context, c *sdk.Cycle, scores []float64) ([]int, error) {
 	if err := checkScores(c, scores); err != nil {
 		return nil, err
 	}
-	k := p.next.Add(1) - 1
+	hop := min(max(int(c.Request.Disaggregation.Hop), 0), len(p.next)-1)
+	k := p.next[hop].Add(1) - 1
 	n := len(c.Endpoints)
 	order := make([]int, n)
 	if n == 0 {

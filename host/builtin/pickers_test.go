@@ -38,6 +38,27 @@ func TestRoundRobinPicker(t *testing.T) {
 	}
 }
 
+func TestRoundRobinPickerRotatesEachHopOnItsOwn(t *testing.T) {
+	p := NewRoundRobinPicker()
+	// A disaggregated request's decode decision, then its prefill decision, twice over: each hop
+	// starts at 0 and moves on by one, as if the other's picks were not there.
+	var starts []int
+	for range 2 {
+		for _, hop := range []sdk.Hop{sdk.HopDecode, sdk.HopPrefill} {
+			c := cycle(2, 1)
+			c.Request.Disaggregation.Hop = hop
+			got, err := p.Pick(t.Context(), c, make([]float64, 2))
+			if err != nil {
+				t.Fatal(err)
+			}
+			starts = append(starts, got[0])
+		}
+	}
+	if !slices.Equal(starts, []int{0, 0, 1, 1}) {
+		t.Errorf("starts %v, want each hop's 0 then 1", starts)
+	}
+}
+
 func TestRoundRobinPickerConcurrent(t *testing.T) {
 	// 300 concurrent Picks over 3 endpoints: the counter advances once per Pick, so every start
 	// index is used exactly 300/3 = 100 times.

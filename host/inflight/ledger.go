@@ -216,6 +216,33 @@ func (t *Ledger) Fill(endpoint string, now, scrapedAt time.Time, s *sdk.Endpoint
 		int64(len(e.flights)), unscraped, e.prefill, e.decode, slo
 }
 
+// Discount takes request id's flight on endpoint, if any, out of s as Fill filled it with
+// scrapedAt: the state the endpoint would have without it (in flight, dispatched since the scrape,
+// its prompt or its remaining output tokens). The tightest TPOT objective and the rates stay.
+// A disaggregated request's prefill decision judges its decode endpoint, already dispatched to,
+// as the request would find it served whole.
+func (t *Ledger) Discount(endpoint, id string, scrapedAt time.Time, s *sdk.EndpointState) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.eps[endpoint]
+	if e == nil {
+		return
+	}
+	f := e.flights[id]
+	if f == nil {
+		return
+	}
+	s.InflightRequests--
+	if !f.req.DispatchedAt.Before(scrapedAt) {
+		s.DispatchedSinceScrape--
+	}
+	if f.decoding {
+		s.DecodeTokensInFlight -= f.remaining()
+	} else {
+		s.PrefillTokensInFlight -= f.req.PrefillTokens
+	}
+}
+
 // Requests is how many requests are in flight on endpoint.
 func (t *Ledger) Requests(endpoint string) int {
 	t.mu.Lock()

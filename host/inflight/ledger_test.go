@@ -216,3 +216,34 @@ func TestRunningTPOT(t *testing.T) {
 		t.Errorf("nothing in flight: %v, want 0", got)
 	}
 }
+
+func TestDiscountAndPrefill(t *testing.T) {
+	tr := New()
+	tr.Dispatch("a", Request{ID: "other", PrefillTokens: 500, OutputTokens: 10})
+	d := tr.Dispatch("a", Request{ID: "me", OutputTokens: 40, DispatchedAt: at(50)}) // a decode hop: no prompt to compute
+	s := state(tr, "a")
+	tr.Discount("a", "me", t0, &s)
+	if s.InflightRequests != 1 || s.DispatchedSinceScrape != 0 || s.PrefillTokensInFlight != 500 {
+		t.Errorf("without its own flight: %+v, want the other request alone", s)
+	}
+	tr.Discount("a", "nobody", t0, &s) // not in flight there: nothing to take out
+	tr.Discount("b", "me", t0, &s)
+	if s.InflightRequests != 1 {
+		t.Errorf("discounting what is not in flight changed %+v", s)
+	}
+	// Served whole after all: its prompt is computed there.
+	d.Prefill(300)
+	if s := state(tr, "a"); s.PrefillTokensInFlight != 800 {
+		t.Errorf("prefill in flight %d after Prefill(300), want 800", s.PrefillTokensInFlight)
+	}
+	d.FirstToken(at(60))
+	d.Prefill(999) // past its first token: nothing changes
+	if s := state(tr, "a"); s.PrefillTokensInFlight != 500 || s.DecodeTokensInFlight != 39 {
+		t.Errorf("after its first token: %+v", s)
+	}
+	s = state(tr, "a")
+	tr.Discount("a", "me", t0, &s)
+	if s.DecodeTokensInFlight != 0 || s.InflightRequests != 1 {
+		t.Errorf("a decoding flight discounted: %+v", s)
+	}
+}

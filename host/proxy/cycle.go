@@ -94,6 +94,9 @@ func (s *Server) cycle(req *openai.Request, pb openai.Blocks, m meta, now time.T
 		es := sdk.EndpointState{KVCacheUsage: st.KVCacheUsage, Waiting: st.Waiting, Running: st.Running,
 			MetricsAgeMs: float64(st.MetricsAge) / float64(time.Millisecond)}
 		s.inflight.Fill(st.ID, now, st.ScrapedAt, &es)
+		if m.pd.Hop == sdk.HopPrefill && st.ID == m.pd.DecodeEndpoint { // judged as if served whole, without its decode hop
+			s.inflight.Discount(st.ID, m.id, st.ScrapedAt, &es)
+		}
 		if s.o.MaxInflightPerEndpoint > 0 && es.InflightRequests >= int64(s.o.MaxInflightPerEndpoint) {
 			full++
 			continue

@@ -28,6 +28,9 @@ func (s *sim) arrive(n int) error {
 		v = s.views[i]
 	}
 	s.outcomes[n] = stats.Outcome{Arrival: r.Arrival, SLO: sdk.SLO{TTFTMs: r.SLO.TTFTMs, TPOTMs: r.SLO.TPOTMs}}
+	if s.cfg.Disaggregation != nil {
+		return s.arriveSplit(v, n)
+	}
 	if v.flow != nil && v.flow.queue.Ahead(int(r.Priority)) > 0 {
 		v.flow.hold(s, n)
 		return nil
@@ -75,6 +78,16 @@ func (s *sim) engineRequest(n int) engine.Request {
 
 // dispatch sends request n to the decision's endpoint at now, in v's ledger and prefix index.
 func (s *sim) dispatch(v *view, n int, c *sdk.Cycle, d Decision, now time.Duration) error {
+	id := c.Endpoints[d.Endpoint].ID
+	if err := s.engines[s.index[id]].Add(s.engineRequest(n), now); err != nil {
+		return fmt.Errorf("dispatching request %d: %w", s.reqs[n].ID, err)
+	}
+	return s.record(v, n, c, d, now)
+}
+
+// record notes request n as dispatched to the decision's endpoint at now, in v's ledger and
+// prefix index, and as that endpoint's in its outcome. A decode hop brings no prompt to compute.
+func (s *sim) record(v *view, n int, c *sdk.Cycle, d Decision, now time.Duration) error {
 	r := &s.reqs[n]
 	o := &s.outcomes[n]
 	o.Predicted = d.Predicted
@@ -83,10 +96,10 @@ func (s *sim) dispatch(v *view, n int, c *sdk.Cycle, d Decision, now time.Durati
 	}
 	id, state := c.Endpoints[d.Endpoint].ID, c.Endpoints[d.Endpoint].State
 	o.Server = id
-	if err := s.engines[s.index[id]].Add(s.engineRequest(n), now); err != nil {
-		return fmt.Errorf("dispatching request %d: %w", r.ID, err)
-	}
 	uncached := int64(float64(r.InputTokens) * (1 - state.PrefixMatch))
+	if c.Request.HopOn(id) == sdk.HopDecode {
+		uncached = 0
+	}
 	tracked := v.inflight.Dispatch(id, inflight.Request{ID: c.Request.ID, PrefillTokens: uncached,
 		OutputTokens: int64(r.OutputTokens), TPOTSLOMs: r.SLO.TPOTMs, DispatchedAt: c.Now})
 	sent := v.prefix.Send(id, r.Blocks)

@@ -38,6 +38,8 @@ type Config struct {
 	Progress func()
 	// FlowControl, when set, holds requests in each router while the pool is saturated (flow.go).
 	FlowControl *FlowControl
+	// Disaggregation, when set, makes the fleet prefill/decode disaggregated (disagg.go).
+	Disaggregation *Disaggregation
 }
 
 // Decision is a router's answer for one request.
@@ -146,6 +148,7 @@ type sim struct {
 	scraped     []engine.Metrics
 	scrapeAt    time.Duration
 	flights     []*flight // by index in reqs; nil when not in flight
+	hops        []*hop    // split requests' prefill hops, by index in reqs; nil when none under way
 	outcomes    []stats.Outcome
 }
 
@@ -159,8 +162,16 @@ func newSim(cfg Config, reqs []workload.Request, replicas []Replica, assign Assi
 	if cfg.ScrapeInterval <= 0 {
 		cfg.ScrapeInterval = DefaultScrapeInterval
 	}
+	if d := cfg.Disaggregation; d != nil {
+		if err := d.check(len(cfg.Engines)); err != nil {
+			return nil, err
+		}
+		if cfg.FlowControl != nil {
+			return nil, fmt.Errorf("disaggregation: the simulated flow control holds whole requests only")
+		}
+	}
 	s := &sim{cfg: cfg, reqs: reqs, assign: assign, index: map[string]int{},
-		flights: make([]*flight, len(reqs)), outcomes: make([]stats.Outcome, len(reqs))}
+		flights: make([]*flight, len(reqs)), hops: make([]*hop, len(reqs)), outcomes: make([]stats.Outcome, len(reqs))}
 	blocks := 0
 	for i, ec := range cfg.Engines {
 		e, err := engine.New(ec)
@@ -242,7 +253,8 @@ func (s *sim) loop() error {
 		var err error
 		switch {
 		case ended >= 0 && endAt <= stepAt && endAt <= arriveAt && endAt <= nextScrape && endAt <= expireAt:
-			if s.deliver(ended) {
+			var room bool
+			if room, err = s.deliver(ended); room && err == nil {
 				err = s.pumpAll(endAt)
 			}
 		case who >= 0 && stepAt <= arriveAt && stepAt <= nextScrape && stepAt <= expireAt:
@@ -275,13 +287,19 @@ func (s *sim) step(i int, at time.Duration) {
 }
 
 // deliver hands engine i's last step's events to the router: first tokens, token counts and
-// finished requests. It reports whether a first token or a finish was among them: what may have
-// made room for a queued request.
-func (s *sim) deliver(i int) (room bool) {
+// finished requests, and the answers of prefill hops. It reports whether a first token or a
+// finish was among them: what may have made room for a queued request.
+func (s *sim) deliver(i int) (room bool, err error) {
 	u := &s.undelivered[i]
 	events := u.events
 	u.events = u.events[:0]
 	for _, ev := range events {
+		if ev.ID >= prefillBase {
+			if err := s.prefilled(ev); err != nil {
+				return room, err
+			}
+			continue
+		}
 		f := s.flights[ev.ID]
 		if f == nil {
 			continue
@@ -302,7 +320,7 @@ func (s *sim) deliver(i int) (room bool) {
 			s.flights[ev.ID] = nil
 		}
 	}
-	return room
+	return room, nil
 }
 
 // recordAnswer notes in the prefix index that the finished request's prompt and answer are now

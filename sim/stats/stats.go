@@ -30,8 +30,10 @@ type Outcome struct {
 	SLO          sdk.SLO
 	// Predicted is the prediction made at dispatch for the chosen endpoint.
 	Predicted sdk.Prediction
-	// Server is the id of the endpoint that served the request; "" for one shed.
-	Server string
+	// Server is the id of the endpoint that served the request; "" for one shed. Prefill is the
+	// id of the endpoint that served its prefill hop when it was split (Server decoded it); "" when
+	// served whole.
+	Server, Prefill string
 }
 
 // MetSLO reports whether a served request met every objective it had (true without objectives).
