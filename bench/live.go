@@ -69,6 +69,14 @@ type LiveOptions struct {
 	Probe            time.Duration
 	// Seed seeds the workload and the engines' noise.
 	Seed uint64
+	// Prefill and Decode, when set, make the emulated fleet prefill/decode disaggregated: the
+	// first Prefill servers of role prefill, the next Decode of role decode (Servers is their
+	// sum), and the routers serve it with Split (disaggregation.split; "": the config's, else
+	// adaptive). Client baselines send whole requests to every server. KillPrefill, when set,
+	// stops the first prefill server this long into each run (live_disagg.go).
+	Prefill, Decode int
+	Split           string
+	KillPrefill     time.Duration
 	// EngineCPU is --engine-cpu (ParseEngineCPU): the CPU the emulated servers burn per token.
 	// When set, each run's servers run in a `foresight emulate` process of their own (from
 	// Binary), whose CPU time LiveRun.EnginesCPUSeconds reports.
@@ -197,7 +205,7 @@ func (o *LiveOptions) validate() error {
 	case o.Load > 0 && o.Speedup != 1:
 		return fmt.Errorf("--load sets the rate (load × the live saturation rate): leave --speedup at 1")
 	}
-	return nil
+	return o.validateDisaggregation()
 }
 
 // liveWorkload generates the workload every run replays, as bench routing does from the same
@@ -325,6 +333,7 @@ func runLive(ctx context.Context, o LiveOptions, s liveRunSpec, w *workload.Work
 		if o.RouterCPUProfiles != "" {
 			args = append(args, "--cpuprofile", filepath.Join(o.RouterCPUProfiles, strings.TrimSuffix(s.name, ".yaml")+".pprof"))
 		}
+		args = append(args, o.disaggregationArgs()...)
 		if proc, err = StartRouter(ctx, o.Binary, s.config, addrs, args, emulator.DefaultModel, o.ReadyTimeout); err != nil {
 			run.Unavailable = strings.Join(strings.Fields(err.Error()), " ")
 			return run, results, nil
@@ -358,8 +367,10 @@ func runLive(ctx context.Context, o LiveOptions, s liveRunSpec, w *workload.Work
 	if fleetPID != 0 {
 		engines = newCPUMeter(fleetPID)
 	}
+	stopKill := o.killPrefill(fleet, &run)
 	began := time.Now()
 	snap := lg.Run(ctx, w.Requests)
+	stopKill()
 	run.WallSeconds = time.Since(began).Seconds()
 	maxWaiting, meanWaiting := queues.stop()
 	if b, ok := host.share(); ok {

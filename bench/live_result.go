@@ -23,11 +23,14 @@ import (
 type LiveResult struct {
 	Scenario string `json:"scenario"`
 	// Trace is the trace file's name (trace scenarios).
-	Trace   string   `json:"trace,omitempty"`
-	Seed    uint64   `json:"seed"`
-	Servers int      `json:"servers"`
-	Preset  string   `json:"preset"`
-	Classes []string `json:"classes,omitempty"`
+	Trace   string `json:"trace,omitempty"`
+	Seed    uint64 `json:"seed"`
+	Servers int    `json:"servers"`
+	Preset  string `json:"preset"`
+	// Disaggregation describes a prefill/decode fleet ("2 prefill + 2 decode, split adaptive");
+	// "" for an aggregated one.
+	Disaggregation string   `json:"disaggregation,omitempty"`
+	Classes        []string `json:"classes,omitempty"`
 	// Requests is the number of arrivals every run replays; RateRPS the workload's mean rate over
 	// the fleet after Speedup; SpanSeconds the time of the last one, and WindowRPS the rate those
 	// arrivals have (Requests / SpanSeconds): a trace cut at --max-duration may be denser or
@@ -57,6 +60,8 @@ type LiveRun struct {
 	// Unavailable says why the run could not happen (its router did not start); nothing else
 	// is set then.
 	Unavailable string `json:"unavailable,omitempty"`
+	// Killed names the server stopped mid-run and when (LiveOptions.KillPrefill); "" when none.
+	Killed string `json:"killed,omitempty"`
 	// Sent counts the requests sent, Skipped the arrivals not sent because MaxInFlight were in
 	// flight; the sent ended OK, Shed (429), as Errors (other failures) or Cut by the drain.
 	Sent    int `json:"sent"`
@@ -153,6 +158,9 @@ func newLiveResult(o LiveOptions, w *workload.Workload) *LiveResult {
 	}
 	if o.Trace != "" {
 		r.Trace = filepath.Base(o.Trace)
+	}
+	if o.Prefill > 0 {
+		r.Disaggregation = fmt.Sprintf("%d prefill + %d decode, split %s", o.Prefill, o.Decode, cmp.Or(o.Split, "as configured"))
 	}
 	return r
 }
@@ -257,6 +265,14 @@ func (r *LiveResult) WriteText(out io.Writer) error {
 	}
 	if r.EngineCPU != "" {
 		fmt.Fprintf(out, "engine CPU %s\n", r.EngineCPU)
+	}
+	if r.Disaggregation != "" {
+		fmt.Fprintf(out, "disaggregated: %s (client baselines send whole requests to every server)\n", r.Disaggregation)
+	}
+	for _, run := range r.Runs {
+		if run.Killed != "" {
+			fmt.Fprintf(out, "%s: stopped %s\n", run.Name, run.Killed)
+		}
 	}
 	if s := r.Saturation; s != nil {
 		how := "given"

@@ -116,6 +116,11 @@ func TestLiveOptionsAreChecked(t *testing.T) {
 		{"saturation", func(o *LiveOptions) { o.Load, o.Saturation = 0.9, -1 }, "--saturation must be"},
 		{"saturation alone", func(o *LiveOptions) { o.Saturation = 2 }, "give --load too"},
 		{"probe", func(o *LiveOptions) { o.Load, o.Probe = 0.9, -time.Second }, "--probe must be"},
+		{"prefill without decode", func(o *LiveOptions) { o.Prefill = 1 }, "at least one prefill and one decode server, 1 in all (--servers), got 1 and 0"},
+		{"split without a P/D fleet", func(o *LiveOptions) { o.Split = "always" }, "--split and --kill-prefill need a disaggregated fleet"},
+		{"kill with engine cpu", func(o *LiveOptions) {
+			o.Servers, o.Prefill, o.Decode, o.KillPrefill, o.EngineCPU = 2, 1, 1, time.Second, "auto:0.5"
+		}, "--kill-prefill stops one server of the bench's own"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

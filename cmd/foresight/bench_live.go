@@ -40,6 +40,9 @@ func newBenchLive() *cobra.Command {
 				return err
 			}
 			o.Binary, o.AtExit, o.Progress = bin, atExit, cmd.ErrOrStderr()
+			if (o.Prefill > 0 || o.Decode > 0) && !cmd.Flags().Changed("servers") {
+				o.Servers = o.Prefill + o.Decode
+			}
 			res, err := bench.RunLive(cmd.Context(), o)
 			if err != nil {
 				return err
@@ -62,6 +65,10 @@ func newBenchLive() *cobra.Command {
 	f.DurationVar(&o.Probe, "probe", bench.DefaultLiveProbe, "with --load: the arrivals' span of each probe measuring the live saturation rate")
 	f.StringArrayVar(&o.Classes, "class", nil, "request class NAME:WEIGHT[:ttft=MS][:tpot=MS][:priority=N][:nostream], repeatable; requests draw one each (default: no SLO, priority 0, streaming)")
 	f.IntVar(&o.Servers, "servers", 4, "emulated servers")
+	f.IntVar(&o.Prefill, "prefill", 0, "a prefill/decode disaggregated fleet: this many prefill servers, then --decode decode servers (--servers defaults to their sum); the routers get the roles (serve --roles), client baselines send whole requests to every server")
+	f.IntVar(&o.Decode, "decode", 0, "with --prefill: the decode servers")
+	f.StringVar(&o.Split, "split", "", "with --prefill and --decode: the routers' disaggregation.split (serve --split; default: the config's, else adaptive)")
+	f.DurationVar(&o.KillPrefill, "kill-prefill", 0, "with --prefill: stop the first prefill server this long into each run, as an engine that dies (servers in the bench's process: not with --engine-cpu)")
 	f.StringVar(&o.Preset, "preset", testbed.DefaultPreset, engine.FleetUsage())
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the workload and of the engines' noise")
 	f.StringVar(&o.EngineCPU, "engine-cpu", "", "CPU the emulated servers burn, as real engines' front ends do: "+bench.EngineCPUForm)

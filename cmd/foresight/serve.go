@@ -15,6 +15,7 @@ import (
 // serveOverrides are serve's flags that replace parts of the config.
 type serveOverrides struct {
 	endpoints, listen, admin, extProc string
+	roles, split                      string
 }
 
 func newServe() *cobra.Command {
@@ -75,10 +76,39 @@ func newServe() *cobra.Command {
 	f.StringVar(&o.endpoints, "endpoints", "", "comma-separated endpoints (http://host:port or host:port) replacing the config's")
 	f.StringVar(&o.listen, "listen", "", "the OpenAI API's address, replacing server.listen")
 	f.StringVar(&o.admin, "admin", "", "the admin listener's address, replacing server.adminListen")
+	f.StringVar(&o.roles, "roles", "", "with --endpoints: each endpoint's prefill/decode role in order (prefill, decode or both), set as its disaggregation.roleLabel label; adds a disaggregation section when the config has none")
+	f.StringVar(&o.split, "split", "", "disaggregation.split: adaptive, always or never; adds a disaggregation section when the config has none")
 	f.StringVar(&o.extProc, "ext-proc", "", "serve the gateway endpoint picker (Envoy ext_proc, gRPC) on this address, replacing server.extProcListen")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write the router process's CPU profile to this file when it stops (go tool pprof)")
 	_ = cmd.MarkFlagRequired("config")
 	return cmd
+}
+
+// disaggregate applies --roles and --split.
+func (o serveOverrides) disaggregate(cfg *config.Config) error {
+	if o.roles == "" && o.split == "" {
+		return nil
+	}
+	d := cfg.Disaggregate()
+	if o.split != "" {
+		d.Split = o.split
+	}
+	if o.roles != "" {
+		if o.endpoints == "" {
+			return fmt.Errorf("--roles gives the roles of --endpoints: give --endpoints too")
+		}
+		roles := strings.Split(o.roles, ",")
+		if len(roles) != len(cfg.Endpoints.Static) {
+			return fmt.Errorf("--roles gives %d roles for the %d endpoints of --endpoints", len(roles), len(cfg.Endpoints.Static))
+		}
+		for i, r := range roles {
+			cfg.Endpoints.Static[i].Labels = map[string]string{d.RoleLabel: strings.TrimSpace(r)}
+		}
+	}
+	if err := cfg.ValidateDisaggregation(); err != nil {
+		return fmt.Errorf("the flags: %w", err)
+	}
+	return nil
 }
 
 // apply writes the overrides into cfg and validates the result as the config file would be.
@@ -95,6 +125,9 @@ func (o serveOverrides) apply(cfg *config.Config) error {
 		}
 		// The list only: the rest of the section (outlierDetection) holds.
 		cfg.Endpoints.Static, cfg.Endpoints.File, cfg.Endpoints.Kubernetes = eps, "", nil
+	}
+	if err := o.disaggregate(cfg); err != nil {
+		return err
 	}
 	if o.listen != "" {
 		cfg.Server.Listen = o.listen

@@ -49,9 +49,31 @@ endpoints:
 		{serveOverrides{endpoints: "not an address"}, `"not an address" is neither host:port nor an http(s) URL`},
 		{serveOverrides{listen: "8080"}, `server.listen: "8080" is not host:port`},
 		{serveOverrides{admin: "localhost"}, `server.adminListen: "localhost" is not host:port`},
+		{serveOverrides{endpoints: "127.0.0.1:1,127.0.0.1:2", roles: "prefill"}, "--roles gives 1 roles for the 2 endpoints"},
+		{serveOverrides{roles: "prefill"}, "give --endpoints too"},
+		{serveOverrides{endpoints: "127.0.0.1:1", roles: "prefil"}, `"prefil" names no role`},
+		{serveOverrides{split: "sometimes"}, `disaggregation.split: "sometimes" is not a split mode`},
 	} {
 		if err := tt.o.apply(load()); err == nil || !strings.Contains(err.Error(), tt.says) {
 			t.Errorf("%+v: %v, want an error saying %q", tt.o, err, tt.says)
 		}
+	}
+}
+
+func TestServeRolesAndSplitMakeAFleetDisaggregated(t *testing.T) {
+	cfg, err := config.Parse("router.yaml", []byte("plugins:\n  - {name: rr, type: round-robin-picker}\npipeline:\n  picker: {pluginRef: rr}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := serveOverrides{endpoints: "127.0.0.1:1,127.0.0.1:2", roles: "prefill,decode", split: config.SplitAlways}
+	if err := o.apply(cfg); err != nil {
+		t.Fatal(err)
+	}
+	d := cfg.Disaggregation
+	if d == nil || d.Split != config.SplitAlways || d.PrefillHeader != config.DefaultPrefillHeader {
+		t.Fatalf("disaggregation %+v, want split always with the other defaults", d)
+	}
+	if got := cfg.Endpoints.Static[0].Labels[d.RoleLabel] + "," + cfg.Endpoints.Static[1].Labels[d.RoleLabel]; got != "prefill,decode" {
+		t.Errorf("roles %q", got)
 	}
 }

@@ -44,6 +44,20 @@ const (
 // (llm-d-inference-scheduler, pkg/common/routing: PrefillEndpointHeader).
 const DefaultPrefillHeader = "x-prefiller-host-port"
 
+// Disaggregate gives c a disaggregation section, with its defaults, when it has none, and
+// returns it: what serve's --roles and --split edit.
+func (c *Config) Disaggregate() *Disaggregation {
+	if c.Disaggregation == nil {
+		c.Disaggregation = &Disaggregation{}
+		c.Disaggregation.applyDefaults()
+	}
+	return c.Disaggregation
+}
+
+// ValidateDisaggregation checks the section's fields and the static endpoints' roles, as the file's
+// are: an error names the field.
+func (c *Config) ValidateDisaggregation() error { return c.validateDisaggregation() }
+
 func (d *Disaggregation) applyDefaults() {
 	if d == nil {
 		return

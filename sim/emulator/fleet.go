@@ -88,6 +88,13 @@ func ReadAddrs(out string) []string {
 	return addrs
 }
 
+// Stop stops server i, dropping its open connections, as an engine that dies does; the others
+// serve on. Close stops it again harmlessly.
+func (f *Fleet) Stop(i int) {
+	_ = f.https[i].Close()
+	f.servers[i].Close()
+}
+
 // Close stops every server, dropping open connections.
 func (f *Fleet) Close() {
 	for _, hs := range f.https {

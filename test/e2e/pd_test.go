@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/foresight-router/foresight/bench"
 	"github.com/foresight-router/foresight/sim/emulator"
 )
 
@@ -122,5 +123,32 @@ endpoints:
 	}
 	if dec.PD().Decodes != before {
 		t.Errorf("d0 served %d decode hops with no prefill server up", dec.PD().Decodes-before)
+	}
+}
+
+// TestBenchLiveDisaggregatedKill: bench live through `foresight serve` on a prefill/decode fleet,
+// one of its two prefill servers stopped a second into the run: no request is lost, the router
+// sending its prefill hops to the other prefill server, or the request whole to its decode server.
+func TestBenchLiveDisaggregatedKill(t *testing.T) {
+	trace := writeAzureTrace(t, 80) // twice as fast: 80 arrivals over 2 s
+	stdout, stderr, code := foresight(t, "bench", "live", "--configs", "examples/least-load.yaml", "--baselines", "none",
+		"--scenario", "azure-conv", "--trace", trace, "--prefill", "2", "--decode", "2", "--split", "always",
+		"--kill-prefill", "1s", "--speedup", "2", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var res bench.LiveResult
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("%v: %s", err, stdout)
+	}
+	if len(res.Runs) != 1 || res.Disaggregation != "2 prefill + 2 decode, split always" {
+		t.Fatalf("%d runs on %q:\n%s", len(res.Runs), res.Disaggregation, stderr)
+	}
+	run := res.Runs[0]
+	if run.Unavailable != "" || run.Killed == "" {
+		t.Fatalf("run %+v: unavailable %q, killed %q", run.Name, run.Unavailable, run.Killed)
+	}
+	if run.Sent != 80 || run.OK != 80 {
+		t.Errorf("%d ok of %d sent (%d shed, %d errors, %d cut) with a prefill server stopped; want all 80", run.OK, run.Sent, run.Shed, run.Errors, run.Cut)
 	}
 }
