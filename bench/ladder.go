@@ -119,8 +119,8 @@ func (o LadderOptions) validate() error {
 }
 
 // RunLadder measures the fleet's saturation rate on the scenario's workload (MeasureSaturation;
-// unless o.Saturation gives it; a disaggregated fleet's servers are measured serving whole
-// requests, round robin), then runs the routing bench at each load: steady Poisson
+// unless o.Saturation gives it; a disaggregated fleet's is measured as it serves, its decode
+// and prefill decisions each round robin), then runs the routing bench at each load: steady Poisson
 // scenarios are generated at load × saturation (what --rate would give, same requests at every
 // load); the trace replays and the production ladder keep their requests and are time-scaled
 // (workload.AtRate) so that their mean rate — production: its high stages' rate — is load ×
@@ -145,11 +145,7 @@ func RunLadder(ctx context.Context, o LadderOptions) (*LadderResult, error) {
 	res := &LadderResult{Saturation: Saturation{FleetRPS: o.Saturation}}
 	if o.Saturation == 0 {
 		say("measuring the saturation rate (round-robin, bisection)…")
-		// A disaggregated fleet's loads are fractions of what its servers serve whole: the
-		// aggregated fleet of the same servers, whose rates a P/D fleet is compared at.
-		whole := fleet
-		whole.Disaggregation = nil
-		if res.Saturation, err = MeasureSaturation(whole, base.Requests); err != nil {
+		if res.Saturation, err = MeasureSaturation(fleet, base.Requests); err != nil {
 			return nil, err
 		}
 	}

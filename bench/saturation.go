@@ -217,12 +217,15 @@ func concurrency(ec engine.Config, reqs []workload.Request) int {
 	return max(1, min(ec.MaxNumSeqs, (ec.NumGPUBlocks-1)*ec.BlockSize/mean))
 }
 
-// roundRobin sends request i to server i mod the fleet's size.
-type roundRobin struct{ next int }
+// roundRobin sends request i to candidate i mod the candidates (on a fleet without
+// disaggregation every server, in order); on a disaggregated fleet the decode and the prefill
+// decisions each rotate on their own.
+type roundRobin struct{ next [3]int }
 
-// Route picks the next server in turn.
-func (r *roundRobin) Route(_ *sdk.Cycle, f *cluster.Fleet) (cluster.Decision, error) {
-	d := cluster.Decision{Endpoint: r.next % len(f.Engines)}
-	r.next++
+// Route picks the cycle's next candidate in turn.
+func (r *roundRobin) Route(c *sdk.Cycle, _ *cluster.Fleet) (cluster.Decision, error) {
+	hop := min(max(int(c.Request.Disaggregation.Hop), 0), len(r.next)-1)
+	d := cluster.Decision{Endpoint: r.next[hop] % len(c.Endpoints)}
+	r.next[hop]++
 	return d, nil
 }
