@@ -340,6 +340,9 @@ func newStrategy(ctx context.Context, name string, o RoutingOptions, producer ma
 	} else {
 		st.router = cluster.ProfilesRouter{Pipelines: pipes, Choose: func(r *sdk.Request) string {
 			profile, _, _ := cfg.ChooseProfile(nil, "", r.SLO.Any()) // without headers it cannot fail
+			if d := cfg.Disaggregation; d != nil && r.Disaggregation.Hop == sdk.HopPrefill {
+				return d.PrefillProfileFor(profile) // a prefill decision, as the live router takes it
+			}
 			return profile
 		}}
 	}
