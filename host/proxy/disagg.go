@@ -45,14 +45,17 @@ type split struct {
 func (s *Server) SetDisaggregation(d *config.Disaggregation) { s.pd.Store(d) }
 
 // roleScope narrows sc to the endpoints whose role (label's value) accepts, and to also, when not
-// "".
-func roleScope(sc scope, label string, accept func(endpoints.Role) bool, also string) scope {
+// "". An endpoint whose label names no role serves neither hop; the log says so once a minute.
+func (s *Server) roleScope(sc scope, label string, accept func(endpoints.Role) bool, also string) scope {
 	only := sc.only
 	sc.only = func(e endpoints.Endpoint) bool {
 		if only != nil && !only(e) {
 			return false
 		}
-		role, _ := endpoints.RoleOf(e.Labels, label) // a value naming no role serves neither hop
+		role, err := endpoints.RoleOf(e.Labels, label)
+		if err != nil && s.roleWarnings.first(e.ID, s.o.Now()) {
+			s.o.Log.Warn().Str("endpoint", e.ID).Err(err).Msg("the endpoint serves neither prefill nor decode hops")
+		}
 		return accept(role) || e.ID == also
 	}
 	return sc
@@ -61,11 +64,11 @@ func roleScope(sc scope, label string, accept func(endpoints.Role) bool, also st
 // disaggregate prepares a request's decode decision on a fleet with disaggregation, d (nil:
 // none): its candidates are the endpoints that decode, and when its profile splits and its API
 // can be split, its cycle's hop is the decode hop.
-func disaggregate(p *pending, d *config.Disaggregation) {
+func (s *Server) disaggregate(p *pending, d *config.Disaggregation) {
 	if d == nil {
 		return
 	}
-	p.scope = roleScope(p.scope, d.RoleLabel, endpoints.Role.Decodes, "")
+	p.scope = s.roleScope(p.scope, d.RoleLabel, endpoints.Role.Decodes, "")
 	if d.Splits(p.meta.profile) && p.req.Disaggregable() {
 		p.meta.pd = sdk.Disaggregation{Hop: sdk.HopDecode}
 	}
@@ -89,7 +92,7 @@ func (s *Server) decidePrefill(x *exchange, sc scope, d *config.Disaggregation) 
 		m.pd.DecodeEndpoint, also = dec.ID, dec.ID
 	}
 	p := &pending{ctx: x.client, req: x.req, blocks: x.blocks, meta: m, received: x.received,
-		scope: roleScope(sc, d.RoleLabel, endpoints.Role.Prefills, also)}
+		scope: s.roleScope(sc, d.RoleLabel, endpoints.Role.Prefills, also)}
 	decided := s.decider.decide(p)
 	t := x.trace
 	t.Prefill = p.trace

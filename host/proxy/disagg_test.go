@@ -181,3 +181,19 @@ func TestPrefillOnlyServersNeverServeWholeRequests(t *testing.T) {
 		t.Errorf("the prefill server saw %d prefill hops for embeddings", pd.Prefills)
 	}
 }
+
+func TestARoleLabelNamingNoRoleServesNeitherHopAndIsLogged(t *testing.T) {
+	f, srvs := pdFixture(t, 10*time.Millisecond, config.SplitAlways, []string{"prefil", "decode"}, 0)
+	for range 2 {
+		if code, _, out := f.post(t, "/v1/chat/completions", chatBody(true, "")); code != http.StatusOK {
+			t.Fatalf("status %d: %s", code, out)
+		}
+	}
+	if pd := srvs[0].PD(); pd.Prefills != 0 {
+		t.Errorf("the mislabelled server took %d prefill hops", pd.Prefills)
+	}
+	logs := f.log.String()
+	if strings.Count(logs, "serves neither prefill nor decode hops") != 1 || !strings.Contains(logs, `names no role`) {
+		t.Errorf("want one warning naming the label:\n%s", logs)
+	}
+}

@@ -129,8 +129,9 @@ type Server struct {
 	flow      *flowGate                             // nil without flow control
 	active    atomic.Int64                          // completion requests held (server.maxConcurrentRequests)
 	pd        atomic.Pointer[config.Disaggregation] // the disaggregation section (disagg.go)
-	// objectiveWarnings bounds the warnings about unknown objectives (headers.go).
-	objectiveWarnings warnings
+	// objectiveWarnings bounds the warnings about unknown objectives (headers.go), roleWarnings
+	// those about role labels naming no role (disagg.go).
+	objectiveWarnings, roleWarnings warnings
 }
 
 // New returns a server over o.
@@ -353,7 +354,7 @@ func (s *Server) decideRequest(ctx context.Context, kind openai.Kind, h http.Hea
 	}
 	p := &pending{ctx: ctx, req: req, blocks: x.blocks, meta: m, received: received, scope: sc}
 	pd := s.pd.Load()
-	disaggregate(p, pd)
+	s.disaggregate(p, pd)
 	x.meta = p.meta
 	decided := false
 	if s.flow != nil {
