@@ -32,9 +32,10 @@ type split struct {
 	// params are the prefill answer's kv_transfer_params once a prefill hop succeeded, endpoint
 	// the endpoint that answered, and took how long the hop took (which the client's TTFT
 	// includes).
-	params   json.RawMessage
-	endpoint string
-	took     time.Duration
+	params    json.RawMessage
+	endpoint  string
+	took      time.Duration
+	predicted sdk.Prediction // the prefill decision's for endpoint: the client's latency, both hops
 	// delegated: a gateway's sidecar runs the prefill hop (gateway_disagg.go); done once its
 	// flight ended.
 	delegated, done bool
@@ -130,6 +131,8 @@ func (s *Server) serveWhole(x *exchange, p *pending, why string) {
 	if p.first != nil && p.first.flight != nil { // a prefill dispatch on another endpoint than the decode one
 		s.endFlight(p.first)
 	}
+	// When the decode endpoint was picked, its dispatch recorded nothing (dispatch): the decode
+	// hop's flight serves for the whole request.
 	x.whole = x.cycle.Request
 	x.whole.Disaggregation = sdk.Disaggregation{}
 	x.first.req = &x.whole
@@ -186,7 +189,7 @@ func (s *Server) prefillHop(ctx context.Context, x *exchange) (failures []string
 		params, err := s.prefillOn(ctx, x, a, body)
 		s.endFlight(a)
 		if err == nil {
-			sp.params, sp.endpoint, sp.took = params, ep.ID, s.o.Now().Sub(start)
+			sp.params, sp.endpoint, sp.took, sp.predicted = params, ep.ID, s.o.Now().Sub(start), ep.Prediction
 			return failures
 		}
 		failures = append(failures, "prefill on "+ep.ID+": "+err.Error())
@@ -266,14 +269,22 @@ func (s *Server) prefillFirst(ctx context.Context, x *exchange, out *outcome) {
 	out.prefill = sp.endpoint
 }
 
-// twoHops adds the prefill hop's time to what the client saw of a request sent as two hops: its
-// TTFT and end-to-end time run from the prefill request.
+// twoHops makes what the metrics and the log say of a request sent as two hops the client's: its
+// TTFT and end-to-end time run from the prefill request (a gateway's answer times them so
+// already), and its prediction is the prefill decision's, which predicted both hops.
 func (x *exchange) twoHops(out *outcome) {
-	if x.split == nil || x.split.params == nil {
+	switch {
+	case x.split == nil:
+		return
+	case x.split.delegated: // the gateway's answer timed both hops already
+		out.predicted = x.split.predicted
+		return
+	case x.split.params == nil:
 		return
 	}
 	if out.ttft > 0 {
 		out.ttft += ms(x.split.took)
 	}
 	out.e2e += x.split.took
+	out.predicted = x.split.predicted
 }

@@ -32,7 +32,8 @@ func (r *Routed) PrefillHeader() (name, value string) {
 // dispatched as decode hops without the router seeing the prefill answer.
 func (x *exchange) delegate() {
 	if sp := x.split; sp != nil {
-		sp.delegated, sp.endpoint = true, sp.trace.Candidates[sp.trace.Order[0]].ID
+		pick := sp.trace.Candidates[sp.trace.Order[0]]
+		sp.delegated, sp.endpoint, sp.predicted = true, pick.ID, pick.Prediction
 	}
 }
 

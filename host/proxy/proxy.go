@@ -175,8 +175,13 @@ func (s *Server) markBeyond(x *exchange, out *outcome) {
 
 // dispatch records the request as in flight on ep and in ep's prefix index. The ledger takes the
 // dispatch time from the endpoint set's clock, the one its scrape times are on. What ep computes
-// follows its hop: a decode hop no prompt token, a prefill hop one output token.
+// follows its hop: a decode hop no prompt token, a prefill hop one output token. The decode
+// endpoint a prefill decision picks to serve the request whole has it already: nothing more is
+// recorded (decidePrefill counts its prompt there).
 func (s *Server) dispatch(r *sdk.Request, ep sdk.Endpoint) *attempt {
+	if d := &r.Disaggregation; d.Hop == sdk.HopPrefill && ep.ID == d.DecodeEndpoint {
+		return &attempt{req: r, ep: ep, dispatched: s.o.Now()}
+	}
 	uncached := int64(float64(r.InputTokens) * (1 - ep.State.PrefixMatch))
 	output := r.MaxOutputTokens
 	if output <= 0 {
