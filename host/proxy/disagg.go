@@ -97,6 +97,9 @@ func (s *Server) decidePrefill(x *exchange, sc scope, d *config.Disaggregation) 
 	decided := s.decider.decide(p)
 	t := x.trace
 	t.Prefill = p.trace
+	if p.trace != nil && s.o.Metrics != nil {
+		s.o.Metrics.Decided(p.trace.Profile, p.trace.Outcome())
+	}
 	switch pick, ok := p.pick(); {
 	case !decided || !ok:
 		s.serveWhole(x, p, "the prefill decision has no pick: "+prefillMiss(decided, p))

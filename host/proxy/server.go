@@ -382,6 +382,9 @@ func (s *Server) decideRequest(ctx context.Context, kind openai.Kind, h http.Hea
 	if t == nil {
 		return x, s.noEndpoint(req.Model, p.states, p.full, sc.only != nil)
 	}
+	if t.Admitted && len(t.Order) > 0 && x.meta.pd.Hop == sdk.HopDecode && x.first != nil {
+		s.decidePrefill(x, sc, pd) // before the trace is kept: it records the prefill decision
+	}
 	s.decisions.add(t)
 	if s.o.Metrics != nil {
 		s.o.Metrics.Decided(t.Profile, t.Outcome())
@@ -393,9 +396,6 @@ func (s *Server) decideRequest(ctx context.Context, kind openai.Kind, h http.Hea
 	if len(t.Order) == 0 {
 		return x, &openai.Error{Status: http.StatusServiceUnavailable, Type: "server_error",
 			Message: "no endpoint can take this request: " + t.Reason}
-	}
-	if x.meta.pd.Hop == sdk.HopDecode && x.first != nil {
-		s.decidePrefill(x, sc, pd)
 	}
 	return x, nil
 }
