@@ -46,11 +46,11 @@ func (r *Routed) prefillDone(at time.Time, ttft time.Duration) {
 		return
 	}
 	sp.done = true
+	r.out.prefill = sp.endpoint
 	r.s.endFlight(sp.first)
 	if at.IsZero() || r.fellBack {
 		return
 	}
-	sp.took = ttft // the sidecar's prefill hop and the decode hop's wait, as the client saw them
 	if share := ms(ttft) - sp.cycle.Request.Disaggregation.DecodeTTFTMs; share > 0 && sp.cycle.Request.Disaggregation.DecodeTTFTMs > 0 {
 		r.s.observe(r.x, sp.first, sdk.Sample{ActualTTFTMs: share}, at)
 	}

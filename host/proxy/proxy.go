@@ -296,7 +296,10 @@ func (s *Server) finish(x *exchange, out *outcome) {
 		ev = ev.Str("split", x.trace.Split)
 	}
 	if out.prefill != "" {
-		ev = ev.Str("prefill_endpoint", out.prefill).Float64("prefill_ms", ms(x.split.took))
+		ev = ev.Str("prefill_endpoint", out.prefill)
+		if !x.split.delegated { // a gateway's sidecar ran it: the router did not time it
+			ev = ev.Float64("prefill_ms", ms(x.split.took))
+		}
 	}
 	if len(out.prefillFailures) > 0 {
 		ev = ev.Strs("prefill_failures", out.prefillFailures)
