@@ -82,6 +82,11 @@ func (s *Server) disaggregate(p *pending, d *config.Disaggregation) {
 // admitted and can compute the prompt itself.
 func (s *Server) decidePrefill(x *exchange, sc scope, d *config.Disaggregation) {
 	dec := x.first.ep
+	prefills := s.roleScope(sc, d.RoleLabel, endpoints.Role.Prefills, "")
+	if !s.anyRoutable(prefills) { // nothing to decide: a decision over the decode endpoint alone would pick it
+		s.serveWhole(x, nil, "the prefill decision has no pick: "+noPrefills)
+		return
+	}
 	m := x.meta
 	m.profile = d.PrefillProfileFor(x.meta.profile)
 	m.pd = sdk.Disaggregation{Hop: sdk.HopPrefill}
@@ -114,13 +119,27 @@ func (s *Server) decidePrefill(x *exchange, sc scope, d *config.Disaggregation) 
 	}
 }
 
+// noPrefills says why a request is served whole on a fleet none of whose endpoints in the
+// rotation prefills.
+const noPrefills = "no endpoint that prefills is in the rotation"
+
+// anyRoutable reports whether an endpoint in the rotation is in sc.
+func (s *Server) anyRoutable(sc scope) bool {
+	for _, st := range s.o.Endpoints.Snapshot() {
+		if st.Routable() && sc.only(st.Endpoint) {
+			return true
+		}
+	}
+	return false
+}
+
 // prefillMiss says why a prefill decision picked nothing.
 func prefillMiss(decided bool, p *pending) string {
 	switch {
 	case !decided:
 		return "the client went away"
 	case p.trace == nil:
-		return "no endpoint that prefills is in the rotation"
+		return noPrefills
 	case !p.trace.Admitted:
 		return "its admitter refused (" + p.trace.Reason + ")"
 	}
@@ -128,10 +147,11 @@ func prefillMiss(decided bool, p *pending) string {
 }
 
 // serveWhole sends x whole to its decode endpoint: the decode flight counts the prompt, and the
-// attempts to come are dispatched as whole requests.
+// attempts to come are dispatched as whole requests. p is the prefill decision's request, nil
+// when none was made.
 func (s *Server) serveWhole(x *exchange, p *pending, why string) {
 	x.trace.Split, x.trace.SplitReason = pipeline.SplitWhole, why
-	if p.first != nil && p.first.flight != nil { // a prefill dispatch on another endpoint than the decode one
+	if p != nil && p.first != nil && p.first.flight != nil { // a prefill dispatch on another endpoint than the decode one
 		s.endFlight(p.first)
 	}
 	// When the decode endpoint was picked, its dispatch recorded nothing (dispatch): the decode

@@ -92,6 +92,9 @@ func (s *sim) arriveSplit(v *view, n int) error {
 		pc.Request.Disaggregation.DecodeEndpoint, also = de.ID, de.ID
 	}
 	s.restrict(pc, endpoints.Role.Prefills, also)
+	if len(pc.Endpoints) == 1 && pc.Endpoints[0].ID == de.ID {
+		pc.Endpoints = pc.Endpoints[:0] // no server prefills: nothing to decide, as the live router
+	}
 	var pre Decision
 	if len(pc.Endpoints) > 0 {
 		if pre, err = v.Router.Route(pc, &Fleet{Engines: s.engines, Arrival: s.engineRequest(n), Now: r.Arrival}); err != nil {
