@@ -94,7 +94,8 @@ func (s *Server) cycle(req *openai.Request, pb openai.Blocks, m meta, now time.T
 		es := sdk.EndpointState{KVCacheUsage: st.KVCacheUsage, Waiting: st.Waiting, Running: st.Running,
 			MetricsAgeMs: float64(st.MetricsAge) / float64(time.Millisecond)}
 		s.inflight.Fill(st.ID, now, st.ScrapedAt, &es)
-		if m.pd.Hop == sdk.HopPrefill && st.ID == m.pd.DecodeEndpoint { // judged as if served whole, without its decode hop
+		decode := m.pd.Hop == sdk.HopPrefill && st.ID == m.pd.DecodeEndpoint // judged as if served whole, without its decode hop
+		if decode {
 			s.inflight.Discount(st.ID, m.id, st.ScrapedAt, &es)
 		}
 		if s.o.MaxInflightPerEndpoint > 0 && es.InflightRequests >= int64(s.o.MaxInflightPerEndpoint) {
@@ -105,6 +106,9 @@ func (s *Server) cycle(req *openai.Request, pb openai.Blocks, m meta, now time.T
 			s.prefix.SetCapacity(st.ID, st.NumGPUBlocks)
 		}
 		es.PrefixMatch = s.prefix.Fraction(st.ID, blocks)
+		if decode { // its decode hop's dispatch put the prompt in the index: the match it had before
+			es.PrefixMatch = m.decodeMatch
+		}
 		c.Endpoints = append(c.Endpoints, sdk.Endpoint{ID: st.ID, Labels: st.Labels, State: es})
 	}
 	return c, states, full, unknown

@@ -89,7 +89,7 @@ func (s *Server) decidePrefill(x *exchange, sc scope, d *config.Disaggregation) 
 	}
 	m := x.meta
 	m.profile = d.PrefillProfileFor(x.meta.profile)
-	m.pd = sdk.Disaggregation{Hop: sdk.HopPrefill}
+	m.pd, m.decodeMatch = sdk.Disaggregation{Hop: sdk.HopPrefill}, dec.State.PrefixMatch
 	if dec.Prediction.Valid {
 		m.pd.DecodeTTFTMs, m.pd.DecodeTPOTMs = dec.Prediction.TTFTMs, dec.Prediction.TPOTMs
 	}

@@ -197,3 +197,39 @@ func TestARoleLabelNamingNoRoleServesNeitherHopAndIsLogged(t *testing.T) {
 		t.Errorf("want one warning naming the label:\n%s", logs)
 	}
 }
+
+func TestThePrefillDecisionSeesTheDecodeEndpointsMatchBeforeItsDecodeHop(t *testing.T) {
+	// The decode hop's dispatch records the prompt in the decode endpoint's prefix index; the
+	// prefill decision must judge that endpoint serving the request whole as it was before, not
+	// as if it held the whole prompt already.
+	f, _ := pdFixture(t, 10*time.Millisecond, config.SplitAdaptive, []string{"prefill", "decode"}, 0)
+	code, h, out := f.post(t, "/v1/completions", `{"model":"`+emulator.DefaultModel+`","prompt":"`+strings.Repeat("A fresh prompt no server has seen. ", 40)+`","max_tokens":4}`, HeaderDebug, "1")
+	if code != http.StatusOK {
+		t.Fatalf("status %d: %s", code, out)
+	}
+	var tr struct {
+		Prefill struct {
+			Candidates []struct {
+				ID    string `json:"id"`
+				State struct {
+					PrefixMatch float64 `json:"prefix_match"`
+				} `json:"state"`
+			} `json:"candidates"`
+		} `json:"prefill"`
+	}
+	if err := json.Unmarshal([]byte(h.Get(HeaderDecision)), &tr); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, c := range tr.Prefill.Candidates {
+		if c.ID == "vllm-1" {
+			found = true
+			if c.State.PrefixMatch != 0 {
+				t.Errorf("the decode endpoint's prefix match in the prefill decision is %v, want 0 for a fresh prompt", c.State.PrefixMatch)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("the decode endpoint is not a candidate of the prefill decision: %s", h.Get(HeaderDecision))
+	}
+}

@@ -64,8 +64,11 @@ type meta struct {
 	// profile is the scheduling profile chosen for the request and profileRule the handler's rule
 	// that chose it; "" when the pipeline has no profiles (Profiles).
 	profile, profileRule string
-	// pd is the request's place in disaggregated serving as its cycle is to carry it (disagg.go).
-	pd sdk.Disaggregation
+	// pd is the request's place in disaggregated serving as its cycle is to carry it (disagg.go);
+	// decodeMatch, in a prefill decision, is the prefix match its decode endpoint had in the
+	// decode decision, before the decode hop's dispatch recorded the prompt there.
+	pd          sdk.Disaggregation
+	decodeMatch float64
 }
 
 // readMeta parses the headers; a bad value is a 400 naming the header and what it accepts. Two
