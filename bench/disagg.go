@@ -6,6 +6,7 @@ import (
 
 	"github.com/foresight-router/foresight/host/config"
 	"github.com/foresight-router/foresight/host/endpoints"
+	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/foresight-router/foresight/sim/cluster"
 )
 
@@ -26,4 +27,17 @@ func disaggregated(o RoutingOptions) (*cluster.Disaggregation, error) {
 		d.Roles = append(d.Roles, map[bool]endpoints.Role{true: endpoints.RolePrefill, false: endpoints.RoleDecode}[i < o.Prefill])
 	}
 	return d, nil
+}
+
+// chooseProfile is how a config of profiles chooses a simulated request's profile: its handler's
+// rules (the request carries no headers: by its SLO alone), and a disaggregated request's prefill
+// decision on the config's prefill profile, as the live router takes it.
+func chooseProfile(cfg *config.Config) func(*sdk.Request) string {
+	return func(r *sdk.Request) string {
+		profile, _, _ := cfg.ChooseProfile(nil, "", r.SLO.Any()) // without headers it cannot fail
+		if d := cfg.Disaggregation; d != nil && r.Disaggregation.Hop == sdk.HopPrefill {
+			return d.PrefillProfileFor(profile)
+		}
+		return profile
+	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/foresight-router/foresight/host/config"
 	"github.com/foresight-router/foresight/host/endpoints"
+	"github.com/foresight-router/foresight/plugins/sdk"
 )
 
 func TestDisaggregatedFleet(t *testing.T) {
@@ -28,6 +29,27 @@ func TestDisaggregatedFleet(t *testing.T) {
 	} {
 		if _, err := disaggregated(o); err == nil || !strings.Contains(err.Error(), "--") {
 			t.Errorf("%+v: error %v, want one naming the flags", o, err)
+		}
+	}
+}
+
+func TestAConfigOfProfilesTakesThePrefillDecisionOnItsPrefillProfile(t *testing.T) {
+	cfg, err := config.Parse("pd.yaml", []byte(`plugins:
+  - {name: rr, type: round-robin-picker}
+profiles:
+- name: decode
+  pipeline: {picker: {pluginRef: rr}}
+- name: prefill
+  pipeline: {picker: {pluginRef: rr}}
+disaggregation: {decodeProfile: decode, prefillProfile: prefill}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	choose := chooseProfile(cfg)
+	for hop, want := range map[sdk.Hop]string{sdk.HopWhole: "decode", sdk.HopDecode: "decode", sdk.HopPrefill: "prefill"} {
+		if got := choose(&sdk.Request{Disaggregation: sdk.Disaggregation{Hop: hop}}); got != want {
+			t.Errorf("hop %v: profile %q, want %q", hop, got, want)
 		}
 	}
 }

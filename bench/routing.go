@@ -338,13 +338,7 @@ func newStrategy(ctx context.Context, name string, o RoutingOptions, producer ma
 	if p, one := pipes[""]; one {
 		st.router = cluster.PipelineRouter{Pipeline: p}
 	} else {
-		st.router = cluster.ProfilesRouter{Pipelines: pipes, Choose: func(r *sdk.Request) string {
-			profile, _, _ := cfg.ChooseProfile(nil, "", r.SLO.Any()) // without headers it cannot fail
-			if d := cfg.Disaggregation; d != nil && r.Disaggregation.Hop == sdk.HopPrefill {
-				return d.PrefillProfileFor(profile) // a prefill decision, as the live router takes it
-			}
-			return profile
-		}}
+		st.router = cluster.ProfilesRouter{Pipelines: pipes, Choose: chooseProfile(cfg)}
 	}
 	var learners []*pipeline.Pipeline
 	for _, n := range slices.Sorted(maps.Keys(pipes)) {
