@@ -100,6 +100,9 @@ func (s *sim) arriveSplit(v *view, n int) error {
 		if pre, err = v.Router.Route(pc, &Fleet{Engines: s.engines, Arrival: s.engineRequest(n), Now: r.Arrival}); err != nil {
 			return fmt.Errorf("routing request %d's prefill: %w", r.ID, err)
 		}
+		if !pre.Shed && (pre.Endpoint < 0 || pre.Endpoint >= len(pc.Endpoints)) {
+			return fmt.Errorf("routing request %d's prefill: endpoint %d out of range", r.ID, pre.Endpoint)
+		}
 	}
 	if len(pc.Endpoints) == 0 || pre.Shed || pc.Endpoints[pre.Endpoint].ID == de.ID {
 		// Whole on the decode server: its cycle says so, as the live router's dispatch does.
