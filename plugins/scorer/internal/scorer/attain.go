@@ -63,7 +63,11 @@ func attainLooks(c *sdk.Cycle, p *Params) []attainLook {
 
 // attainFrameOf returns the frame of endpoints looked at as looks: the better tier among those with
 // a usable prediction (attains says there is one), the highest value in it and the lowest
-// predicted TTFT of c's endpoints in it.
+// predicted TTFT of c's endpoints in it. In a disaggregated request's prefill decision the
+// fastest is the prefill endpoints' (when one is in the tier): the decode endpoint would serve the
+// request whole, always the faster first token, bought with its decode steps, which its value
+// weighs; its quickness is capped at the fastest prefill endpoint's, so the TTFT share ranks the
+// prefill endpoints among themselves without pushing every request whole.
 func attainFrameOf(c *sdk.Cycle, looks []attainLook) attainFrame {
 	f := attainFrame{tier: missTTFT, best: math.Inf(-1), fastest: math.Inf(1)}
 	for _, l := range looks {
@@ -71,11 +75,20 @@ func attainFrameOf(c *sdk.Cycle, looks []attainLook) attainFrame {
 			f.tier = min(f.tier, l.tier)
 		}
 	}
+	whole := math.Inf(1) // the decode endpoint's, in a prefill decision
 	for i, l := range looks {
 		if l.usable && l.tier == f.tier {
 			f.best = max(f.best, l.value)
-			f.fastest = min(f.fastest, c.Endpoints[i].Prediction.TTFTMs)
+			e := &c.Endpoints[i]
+			if c.Request.Disaggregation.Hop == sdk.HopPrefill && c.Request.HopOn(e.ID) == sdk.HopWhole {
+				whole = min(whole, e.Prediction.TTFTMs)
+				continue
+			}
+			f.fastest = min(f.fastest, e.Prediction.TTFTMs)
 		}
+	}
+	if math.IsInf(f.fastest, 1) { // the decode endpoint alone in the tier
+		f.fastest = whole
 	}
 	return f
 }

@@ -268,3 +268,43 @@ func TestAttainmentParams(t *testing.T) {
 		}
 	}
 }
+
+// In a disaggregated request's prefill decision the decode endpoint, which would serve the request
+// whole, is always the faster first token: the TTFT share is measured against the fastest prefill
+// endpoint, and the decode endpoint's quickness goes no higher than that one's. So the share ranks
+// the prefill endpoints among themselves, and the whole request wins only on its value.
+func TestAttainmentTTFTShareInAPrefillDecision(t *testing.T) {
+	scorer := func(share string) *Scorer {
+		s := New()
+		if err := s.Configure([]byte(`{"objective":"attainment","ttftShare":` + share + `,"ttftReference":"fastest"}`)); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	s, flat := scorer("0.3"), scorer("0")
+	r := sdk.Request{Streaming: true, SLO: sdk.SLO{TTFTMs: 1000, TPOTMs: 25},
+		Disaggregation: sdk.Disaggregation{Hop: sdk.HopPrefill, DecodeEndpoint: "d"}}
+	// Every way meets the objectives nearly alike; the decode endpoint d answers first.
+	c := &sdk.Cycle{Request: r, Endpoints: []sdk.Endpoint{ep("p1", 300, 10), ep("p2", 600, 10), ep("d", 80, 10)}}
+	scores, err := s.Score(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	values, _ := flat.Score(context.Background(), c)
+	// p1 is quicker than p2; d is no quicker than p1: its lead over p1 is its value's alone,
+	// (1 − share) of what it is without the share.
+	if scores[0] <= scores[1] || math.Abs((scores[2]-scores[0])-0.7*(values[2]-values[0])) > 1e-9 {
+		t.Errorf("scores %.4f (without the share %.4f): want p1 above p2, and d's lead over p1 its value's alone", scores, values)
+	}
+	// Outside a prefill decision the same endpoints are measured against the fastest of all.
+	c.Request.Disaggregation = sdk.Disaggregation{}
+	if scores, _ = s.Score(context.Background(), c); scores[2] <= scores[0] {
+		t.Errorf("a whole request's scores %.4f: want d, the fastest, above p1", scores)
+	}
+	// The decode endpoint alone in the tier is measured against itself.
+	c.Request.Disaggregation = r.Disaggregation
+	c.Endpoints = []sdk.Endpoint{ep("p1", 3000, 10), ep("d", 80, 10)}
+	if scores, _ = s.Score(context.Background(), c); scores[1] != 1 || scores[0] != 0 {
+		t.Errorf("only d within the TTFT objective: scores %.4f, want 0 and 1", scores)
+	}
+}

@@ -54,5 +54,5 @@ func (s *Scorer) Score(_ context.Context, c *sdk.Cycle) ([]float64, error) {
 
 // Reads declares the cycle fields the scorer reads (sdk.Reader), so the host sends only those.
 func (s *Scorer) Reads() []string {
-	return []string{"request", "endpoints.states.kv_cache_usage", "endpoints.states.waiting", "endpoints.states.dispatched_since_scrape", "endpoints.states.prefix_match", "endpoints.states.inflight_requests", "endpoints.states.min_running_tpot_slo_ms", "endpoints.states.running_tpot_ms", "endpoints.predictions"}
+	return []string{"request", "endpoints.ids", "endpoints.states.kv_cache_usage", "endpoints.states.waiting", "endpoints.states.dispatched_since_scrape", "endpoints.states.prefix_match", "endpoints.states.inflight_requests", "endpoints.states.min_running_tpot_slo_ms", "endpoints.states.running_tpot_ms", "endpoints.predictions"}
 }
