@@ -27,22 +27,15 @@ func (r *Request) PrefillBody() ([]byte, error) {
 	if !r.Disaggregable() {
 		return nil, fmt.Errorf("a %v request has no prefill hop", r.Kind)
 	}
-	fields := make(map[string]json.RawMessage, len(r.raw)+3)
-	for k, v := range r.raw {
-		fields[k] = v
+	fields, err := r.fields()
+	if err != nil {
+		return nil, err
 	}
 	delete(fields, "stream_options")
 	one := json.RawMessage("1")
 	fields["stream"], fields["max_tokens"], fields["kv_transfer_params"] = json.RawMessage("false"), one, prefillParams
 	if _, ok := fields["max_completion_tokens"]; ok {
 		fields["max_completion_tokens"] = one
-	}
-	if r.Model != r.ClientModel {
-		m, err := encode(r.Model)
-		if err != nil {
-			return nil, fmt.Errorf("encoding model %q: %w", Clip(r.Model), err)
-		}
-		fields["model"] = m
 	}
 	out, err := encode(fields)
 	if err != nil {
@@ -55,13 +48,10 @@ func (r *Request) PrefillBody() ([]byte, error) {
 // the prefill answer's (PrefillAnswer). The client's own kv_transfer_params, if it sent any, are
 // replaced: the router decides where the prompt is computed.
 func (r *Request) DecodeBody(upstream []byte, params json.RawMessage) ([]byte, error) {
-	if _, sent := r.raw["kv_transfer_params"]; !sent {
-		// Common case, no re-encoding: insert the parameters as the first member.
-		i := bytes.IndexByte(upstream, '{') + 1
-		out := make([]byte, 0, len(upstream)+len(params)+24)
-		out = append(append(out, upstream[:i]...), `"kv_transfer_params":`...)
-		out = append(append(append(out, params...), ','), upstream[i:]...)
-		return out, nil
+	if _, sent := r.raw["kv_transfer_params"]; !sent { // the common case, no re-encoding
+		member := make([]byte, 0, len(params)+len(`"kv_transfer_params":,`))
+		member = append(append(append(member, `"kv_transfer_params":`...), params...), ',')
+		return insertFirst(upstream, member), nil
 	}
 	fields := map[string]json.RawMessage{}
 	if err := json.Unmarshal(upstream, &fields); err != nil {

@@ -196,12 +196,7 @@ func (r *Request) UpstreamBody() ([]byte, error) {
 	}
 	opts, ok := r.raw["stream_options"]
 	if !ok {
-		// Common case, no re-encoding: insert the option as the first member. The object has at
-		// least "model" after it, so the comma is right.
-		i := bytes.IndexByte(body, '{') + 1
-		out := make([]byte, 0, len(body)+len(usageOption))
-		out = append(append(append(out, body[:i]...), usageOption...), body[i:]...)
-		return out, nil
+		return insertFirst(body, usageOption), nil // the common case, no re-encoding
 	}
 	so := map[string]json.RawMessage{}
 	if !isNull(opts) {
@@ -214,21 +209,42 @@ func (r *Request) UpstreamBody() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("re-encoding stream_options: %w", err)
 	}
-	fields := make(map[string]json.RawMessage, len(r.raw))
-	for k, v := range r.raw {
-		fields[k] = v
+	fields, err := r.fields()
+	if err != nil {
+		return nil, err
 	}
 	fields["stream_options"] = b
-	if renamed {
-		if fields["model"], err = encode(r.Model); err != nil {
-			return nil, fmt.Errorf("encoding model %q: %w", Clip(r.Model), err)
-		}
-	}
 	out, err := encode(fields)
 	if err != nil {
 		return nil, fmt.Errorf("re-encoding request body: %w", err)
 	}
 	return out, nil
+}
+
+// fields returns a copy of the body's members, "model" holding Model: what a re-encoded upstream
+// body starts from.
+func (r *Request) fields() (map[string]json.RawMessage, error) {
+	fields := make(map[string]json.RawMessage, len(r.raw)+3)
+	for k, v := range r.raw {
+		fields[k] = v
+	}
+	if r.Model != r.ClientModel {
+		m, err := encode(r.Model)
+		if err != nil {
+			return nil, fmt.Errorf("encoding model %q: %w", Clip(r.Model), err)
+		}
+		fields["model"] = m
+	}
+	return fields, nil
+}
+
+// insertFirst returns a copy of the JSON object body with member (`"name":value,`) inserted as its
+// first member, without re-encoding it. body has at least one member after it ("model"), so the
+// comma is right.
+func insertFirst(body, member []byte) []byte {
+	i := bytes.IndexByte(body, '{') + 1
+	out := make([]byte, 0, len(body)+len(member))
+	return append(append(append(out, body[:i]...), member...), body[i:]...)
 }
 
 // encode marshals v without escaping HTML characters, so string values keep their bytes.

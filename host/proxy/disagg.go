@@ -80,10 +80,12 @@ func (s *Server) disaggregate(p *pending, d *config.Disaggregation) {
 // request then served whole (x.split nil). A prefill decision with no pick — no endpoint prefills,
 // its admitter refused, its client left — serves the request whole too: the decode endpoint was
 // admitted and can compute the prompt itself.
+// Without an endpoint in the rotation that prefills there is nothing to decide: a decision over
+// the decode endpoint alone would pick it. (The decode decision's states hold the endpoints that
+// decode only.)
 func (s *Server) decidePrefill(x *exchange, sc scope, d *config.Disaggregation) {
 	dec := x.first.ep
-	prefills := s.roleScope(sc, d.RoleLabel, endpoints.Role.Prefills, "")
-	if !s.anyRoutable(prefills) { // nothing to decide: a decision over the decode endpoint alone would pick it
+	if !anyRoutable(s.o.Endpoints.Snapshot(), s.roleScope(sc, d.RoleLabel, endpoints.Role.Prefills, "")) {
 		s.serveWhole(x, nil, "the prefill decision has no pick: "+noPrefills)
 		return
 	}
@@ -110,9 +112,7 @@ func (s *Server) decidePrefill(x *exchange, sc scope, d *config.Disaggregation) 
 		s.serveWhole(x, p, "the prefill decision has no pick: "+prefillMiss(decided, p))
 	case pick.ID == dec.ID:
 		s.serveWhole(x, p, "the prefill decision picked the decode endpoint")
-		if i := indexOf(p.trace.Candidates, dec.ID); i >= 0 {
-			x.first.ep.Prediction = p.trace.Candidates[i].Prediction // its prediction for the request whole
-		}
+		x.first.ep.Prediction = pick.Prediction // its prediction for the request whole
 	default:
 		t.Split = pipeline.SplitTwoHops
 		x.split = &split{trace: p.trace, cycle: p.cycle, first: p.first}
@@ -123,9 +123,9 @@ func (s *Server) decidePrefill(x *exchange, sc scope, d *config.Disaggregation) 
 // rotation prefills.
 const noPrefills = "no endpoint that prefills is in the rotation"
 
-// anyRoutable reports whether an endpoint in the rotation is in sc.
-func (s *Server) anyRoutable(sc scope) bool {
-	for _, st := range s.o.Endpoints.Snapshot() {
+// anyRoutable reports whether one of states is in the rotation and in sc.
+func anyRoutable(states []endpoints.State, sc scope) bool {
+	for _, st := range states {
 		if st.Routable() && sc.only(st.Endpoint) {
 			return true
 		}
@@ -156,10 +156,14 @@ func (s *Server) serveWhole(x *exchange, p *pending, why string) {
 	}
 	// When the decode endpoint was picked, its dispatch recorded nothing (dispatch): the decode
 	// hop's flight serves for the whole request.
-	x.whole = x.cycle.Request
-	x.whole.Disaggregation = sdk.Disaggregation{}
-	x.first.req = &x.whole
-	x.first.flight.Prefill(int64(float64(x.whole.InputTokens) * (1 - x.first.ep.State.PrefixMatch)))
+	x.goWhole()
+}
+
+// goWhole makes x's decode attempts whole requests (request), the first one's flight counting the
+// prompt it now computes.
+func (x *exchange) goWhole() {
+	x.first.req = x.request()
+	x.first.flight.Prefill(uncachedOn(x.first.req, &x.first.ep))
 }
 
 // request is the request x's decode attempts are dispatched as: the cycle's, or the whole
@@ -173,16 +177,6 @@ func (x *exchange) request() *sdk.Request {
 		return &x.whole
 	}
 	return &x.cycle.Request
-}
-
-// indexOf is the index of endpoint id among eps; −1 when absent.
-func indexOf(eps []sdk.Endpoint, id string) int {
-	for i := range eps {
-		if eps[i].ID == id {
-			return i
-		}
-	}
-	return -1
 }
 
 // prefillHop runs x's prefill hop on the prefill decision's order, at most server.maxAttempts
@@ -231,8 +225,7 @@ func (s *Server) serveWholeAfter(x *exchange, why string) {
 	t.Split, t.SplitReason = pipeline.SplitWhole, why
 	s.decisions.replace(x.trace, &t)
 	x.trace = &t
-	x.first.req = x.request()
-	x.first.flight.Prefill(int64(float64(x.first.req.InputTokens) * (1 - x.first.ep.State.PrefixMatch)))
+	x.goWhole()
 }
 
 // prefillOn sends the prefill hop to a's endpoint and returns its kv_transfer_params. It reports

@@ -23,7 +23,7 @@ func (r *Routed) PrefillHeader() (name, value string) {
 		return "", ""
 	}
 	if sp := r.x.split; sp != nil {
-		return d.PrefillHeader, r.hostPort(sp.trace.Candidates[sp.trace.Order[0]].ID)
+		return d.PrefillHeader, r.hostPort(sp.endpoint) // delegate named it
 	}
 	return d.PrefillHeader, ""
 }

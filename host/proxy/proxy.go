@@ -182,7 +182,7 @@ func (s *Server) dispatch(r *sdk.Request, ep sdk.Endpoint) *attempt {
 	if d := &r.Disaggregation; d.Hop == sdk.HopPrefill && ep.ID == d.DecodeEndpoint {
 		return &attempt{req: r, ep: ep, dispatched: s.o.Now()}
 	}
-	uncached := int64(float64(r.InputTokens) * (1 - ep.State.PrefixMatch))
+	uncached := uncachedOn(r, &ep)
 	output := r.MaxOutputTokens
 	if output <= 0 {
 		output = defaultOutputTokens
@@ -200,6 +200,12 @@ func (s *Server) dispatch(r *sdk.Request, ep sdk.Endpoint) *attempt {
 		s.o.EndpointMetrics.Dispatched(ep.ID)
 	}
 	return &attempt{req: r, ep: ep, flight: f, sent: sent, dispatched: s.o.Now()}
+}
+
+// uncachedOn is the part of r's prompt ep is not believed to cache: what it computes of a whole
+// request or a prefill hop.
+func uncachedOn(r *sdk.Request, ep *sdk.Endpoint) int64 {
+	return int64(float64(r.InputTokens) * (1 - ep.State.PrefixMatch))
 }
 
 // defaultOutputTokens is the ledger's expectation of a request without max_tokens.

@@ -51,24 +51,31 @@ func (s *sim) arrive(n int) error {
 // keeps only the endpoints with room; without any, route returns a nil cycle: the pool is
 // saturated for the request.
 func (s *sim) route(v *view, n int, now time.Duration) (*sdk.Cycle, Decision, error) {
-	r := &s.reqs[n]
-	c := s.cycle(v, r, now)
+	c := s.cycle(v, &s.reqs[n], now)
 	if v.flow != nil && !v.flow.restrict(c) {
 		return nil, Decision{}, nil
 	}
-	d, err := v.Router.Route(c, &Fleet{Engines: s.engines, Arrival: s.engineRequest(n), Now: now})
+	d, err := s.decide(v, n, c, now)
 	if err != nil {
-		return nil, d, fmt.Errorf("routing request %d: %w", r.ID, err)
-	}
-	if d.Shed {
-		o := &s.outcomes[n]
-		o.Shed, o.ShedReason = true, "admitter"
-		return c, d, nil
-	}
-	if d.Endpoint < 0 || d.Endpoint >= len(c.Endpoints) {
-		return nil, d, fmt.Errorf("routing request %d: endpoint %d out of range", r.ID, d.Endpoint)
+		return nil, d, err
 	}
 	return c, d, nil
+}
+
+// decide asks v's router for c's decision at now; a shed request's outcome is recorded.
+func (s *sim) decide(v *view, n int, c *sdk.Cycle, now time.Duration) (Decision, error) {
+	r := &s.reqs[n]
+	d, err := v.Router.Route(c, &Fleet{Engines: s.engines, Arrival: s.engineRequest(n), Now: now})
+	switch {
+	case err != nil:
+		return d, fmt.Errorf("routing request %d: %w", r.ID, err)
+	case d.Shed:
+		o := &s.outcomes[n]
+		o.Shed, o.ShedReason = true, "admitter"
+	case d.Endpoint < 0 || d.Endpoint >= len(c.Endpoints):
+		return d, fmt.Errorf("routing request %d: endpoint %d out of range", r.ID, d.Endpoint)
+	}
+	return d, nil
 }
 
 func (s *sim) engineRequest(n int) engine.Request {

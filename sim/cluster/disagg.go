@@ -74,7 +74,7 @@ func (s *sim) arriveSplit(v *view, n int) error {
 	if d.Split != config.SplitNever {
 		c.Request.Disaggregation = sdk.Disaggregation{Hop: sdk.HopDecode}
 	}
-	dec, err := s.decide(v, n, c)
+	dec, err := s.decide(v, n, c, r.Arrival)
 	if err != nil || dec.Shed || d.Split == config.SplitNever {
 		if err == nil && !dec.Shed {
 			err = s.dispatch(v, n, c, dec, r.Arrival)
@@ -113,22 +113,6 @@ func (s *sim) arriveSplit(v *view, n int) error {
 		return s.dispatch(v, n, c, dec, r.Arrival)
 	}
 	return s.dispatchSplit(v, n, c, dec, pc, pre)
-}
-
-// decide asks v's router for c's decision; a shed request's outcome is recorded.
-func (s *sim) decide(v *view, n int, c *sdk.Cycle) (Decision, error) {
-	r := &s.reqs[n]
-	d, err := v.Router.Route(c, &Fleet{Engines: s.engines, Arrival: s.engineRequest(n), Now: r.Arrival})
-	switch {
-	case err != nil:
-		return d, fmt.Errorf("routing request %d: %w", r.ID, err)
-	case d.Shed:
-		o := &s.outcomes[n]
-		o.Shed, o.ShedReason = true, "admitter"
-	case d.Endpoint < 0 || d.Endpoint >= len(c.Endpoints):
-		return d, fmt.Errorf("routing request %d: endpoint %d out of range", r.ID, d.Endpoint)
-	}
-	return d, nil
 }
 
 // dispatchSplit sends request n's prefill hop to the prefill decision's server now, and records
