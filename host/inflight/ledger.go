@@ -157,6 +157,21 @@ func (f *Flight) Finish() {
 	delete(f.ep.flights, f.req.ID)
 }
 
+// Progress returns what the flight's endpoint computes of its prompt, whether it is past its first
+// token, and the output tokens counted so far (the state plane's snapshot of it); zeros on a nil
+// or finished flight.
+func (f *Flight) Progress() (prefill int64, decoding bool, generated int64) {
+	if f == nil {
+		return 0, false, 0
+	}
+	f.t.mu.Lock()
+	defer f.t.mu.Unlock()
+	if f.done {
+		return 0, false, 0
+	}
+	return f.req.PrefillTokens, f.decoding, f.generated
+}
+
 func (f *Flight) remaining() int64 { return max(f.req.OutputTokens-f.generated, 0) }
 
 // output notes that the flight, and so its endpoint, produced output at at; the caller holds the
