@@ -40,6 +40,9 @@ type Config struct {
 	FlowControl FlowControl `yaml:"flowControl"`
 	// Disaggregation, when set, serves a prefill/decode disaggregated fleet (disaggregation.go).
 	Disaggregation *Disaggregation `yaml:"disaggregation"`
+	// State, when set, shares requests in flight, prefix records and samples with the other
+	// replicas over NATS (state.go).
+	State *State `yaml:"state"`
 
 	file   string     // the file it was read from, for error messages
 	root   *yaml.Node // the parsed document, for line numbers
@@ -251,6 +254,7 @@ func (c *Config) applyDefaults() {
 	c.applyRouterDefaults()
 	c.FlowControl.applyDefaults()
 	c.Disaggregation.applyDefaults()
+	c.State.applyDefaults()
 }
 
 func (pl *Pipeline) applyDefaults() {

@@ -277,7 +277,7 @@ func TestParseErrors(t *testing.T) {
 		{"syntax error", y("plugins:", "  - name: q", "    type: a: b"),
 			"test.yaml:3: mapping values are not allowed in this context", false},
 		{"unknown top-level field", withPipeline(plugins(), "servers: {}"),
-			`test.yaml:6: unknown field "servers" in the top level (known: plugins, pipeline, profiles, profileHandler, server, endpoints, scrape, objectives, flowControl, disaggregation)`, false},
+			`test.yaml:6: unknown field "servers" in the top level (known: plugins, pipeline, profiles, profileHandler, server, endpoints, scrape, objectives, flowControl, disaggregation, state)`, false},
 		{"unknown field in server", withPipeline(plugins(), "server: {port: 80}"),
 			`test.yaml:6: unknown field "port" in server (known: listen, adminListen, extProcListen, extProcDestination, unknownModels, adminToken, readToken, pluginDirs, allowUnpinnedSwaps, maxBodyBytes, upstreamTimeout, connectTimeout, firstByteTimeout, maxAttempts, maxConcurrentRequests, maxInflightPerEndpoint, maxHeaderBytes, maxHeaders, readHeaderTimeout, readBodyTimeout, idleTimeout, shutdownGrace, decisions, prefixIndexBlocks, decisionConcurrency, streamFlushInterval)`, false},
 		{"unknown field in an endpoint", withPipeline(plugins(), "endpoints:", "  static:", "    - {addr: 127.0.0.1:8000}"),

@@ -14,7 +14,7 @@ import (
 	"github.com/foresight-router/foresight/host/metrics"
 	"github.com/foresight-router/foresight/host/openai"
 	"github.com/foresight-router/foresight/host/pipeline"
-	"github.com/foresight-router/foresight/host/prefix"
+	"github.com/foresight-router/foresight/host/stateplane"
 	"github.com/foresight-router/foresight/plugins/sdk"
 )
 
@@ -50,8 +50,7 @@ type attempt struct {
 	// its samples carry it.
 	req        *sdk.Request
 	ep         sdk.Endpoint
-	flight     *inflight.Flight
-	sent       *prefix.Sent // the prompt in ep's prefix index, for recordAnswer
+	flight     *stateplane.Flight // in the ledger and the prefix index, and shared with the peers
 	dispatched time.Time
 }
 
@@ -193,13 +192,12 @@ func (s *Server) dispatch(r *sdk.Request, ep sdk.Endpoint) *attempt {
 	case sdk.HopPrefill:
 		output = 1
 	}
-	f := s.inflight.Dispatch(ep.ID, inflight.Request{ID: r.ID, PrefillTokens: uncached, OutputTokens: output,
-		TPOTSLOMs: r.SLO.TPOTMs, DispatchedAt: s.o.Endpoints.Config().Now()})
-	sent := s.prefix.Send(ep.ID, r.PrefixBlockHashes)
+	f := s.acct.Dispatch(ep.ID, inflight.Request{ID: r.ID, PrefillTokens: uncached, OutputTokens: output,
+		TPOTSLOMs: r.SLO.TPOTMs, DispatchedAt: s.o.Endpoints.Config().Now()}, r.PrefixBlockHashes)
 	if s.o.EndpointMetrics != nil {
 		s.o.EndpointMetrics.Dispatched(ep.ID)
 	}
-	return &attempt{req: r, ep: ep, flight: f, sent: sent, dispatched: s.o.Now()}
+	return &attempt{req: r, ep: ep, flight: f, dispatched: s.o.Now()}
 }
 
 // uncachedOn is the part of r's prompt ep is not believed to cache: what it computes of a whole
@@ -229,7 +227,7 @@ func (s *Server) recordAnswer(a *attempt, x *exchange, answer string) {
 	if answer == "" {
 		return
 	}
-	a.sent.Finish(x.blocks.Extend(nil, x.req.AnswerText(answer)))
+	a.flight.Answer(x.blocks.Extend(nil, x.req.AnswerText(answer)))
 }
 
 // observe sends the producer one measure of a streamed request, taken at at: its TTFT at the

@@ -25,6 +25,7 @@ import (
 	"github.com/foresight-router/foresight/host/openai"
 	"github.com/foresight-router/foresight/host/pipeline"
 	"github.com/foresight-router/foresight/host/prefix"
+	"github.com/foresight-router/foresight/host/stateplane"
 	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/rs/zerolog"
 )
@@ -111,7 +112,10 @@ type Options struct {
 	Metrics         *metrics.Requests
 	Stages          *metrics.Stages
 	EndpointMetrics *metrics.Endpoints
-	Log             zerolog.Logger
+	// State is the state plane this replica shares its requests in flight with (stateplane);
+	// nil: the router is alone. New attaches it to the server's ledger and prefix index.
+	State *stateplane.Plane
+	Log   zerolog.Logger
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 }
@@ -122,6 +126,7 @@ type Server struct {
 	o         Options
 	inflight  *inflight.Ledger
 	prefix    *prefix.Index
+	acct      *stateplane.Account // records dispatches in inflight and prefix, and shares them
 	client    *http.Client
 	decisions *ring
 	mux       *openai.Mux
@@ -159,6 +164,7 @@ func New(o Options) (*Server, error) {
 	}
 	s := &Server{o: o, inflight: inflight.New(), prefix: prefix.New(max(o.PrefixBlocks, 1)),
 		client: &http.Client{Transport: transport}, decisions: newRing(max(o.Decisions, 1))}
+	s.acct = stateplane.NewAccount(s.inflight, s.prefix, o.State)
 	s.decider = &decider{s: s, limit: o.DecisionConcurrency, wake: make(chan struct{}, 1)}
 	s.pd.Store(o.Disaggregation)
 	var err error

@@ -33,6 +33,7 @@ func (r *Router) reloadData(ctx context.Context, source string, data []byte) (ad
 	if err != nil {
 		return r.reloaded(source, admin.Result{}, err)
 	}
+	r.state.pluginEnv(cfg)
 	res, err := r.pipes.Reload(ctx, cfg)
 	if err == nil {
 		r.srv.SetDisaggregation(cfg.Disaggregation) // it names the profiles just swapped in
@@ -41,6 +42,9 @@ func (r *Router) reloadData(ctx context.Context, source string, data []byte) (ad
 		// The queue holds waiting requests and their handlers: swapping it under them would
 		// lose or reorder them, so its settings are read at start only.
 		r.log.Warn().Str("source", source).Msg("flowControl's queue settings changed (enabled, flowKey, flowHeader, default, bands, noEndpointsTTL, candidates); they are read at start only: restart the router to apply them (the running queue keeps its settings; policy and detector, the pipeline's, were applied)")
+	}
+	if err == nil && !r.state.same(cfg.State) {
+		r.log.Warn().Str("source", source).Msg("the state section changed; it is read at start only: restart the router to apply it")
 	}
 	return r.reloaded(source, res, err)
 }
@@ -52,6 +56,7 @@ func (r *Router) SwapStage(ctx context.Context, profile, slot string, spec confi
 	if profile != "" {
 		source += "?profile=" + profile
 	}
+	r.state.specEnv(&spec)
 	res, err := r.pipes.SwapProfileStage(ctx, profile, slot, spec, weight, source)
 	return r.reloaded(source, res, err)
 }

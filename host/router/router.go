@@ -20,6 +20,7 @@ import (
 
 	"github.com/foresight-router/foresight/host/metrics"
 	"github.com/foresight-router/foresight/host/proxy"
+	"github.com/foresight-router/foresight/host/stateplane"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/rs/zerolog"
@@ -36,6 +37,7 @@ type Router struct {
 	flow               config.FlowControl // the flowControl section as started: a reload does not change it
 	reloads            *metrics.Reloads
 	events             *admin.Events // the dashboard's timeline of starts, reloads, swaps and restarts
+	state              *state        // the state plane; nil without a state section
 	log                zerolog.Logger
 	cancel             context.CancelFunc
 	wg                 sync.WaitGroup
@@ -77,6 +79,10 @@ func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger, opts ...
 			r.Close()
 		}
 	}()
+	if r.state, err = startState(cfg); err != nil {
+		return nil, err
+	}
+	r.state.pluginEnv(cfg)
 	r.pipes, err = StartPipelines(ctx, cfg, log)
 	if err != nil {
 		return nil, err
@@ -125,6 +131,17 @@ func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger, opts ...
 	if err != nil {
 		return nil, err
 	}
+	var plane *stateplane.Plane
+	if r.state != nil {
+		stateMetrics, err := metrics.NewState(reg, r.state.stats)
+		if err != nil {
+			return nil, err
+		}
+		if err := r.state.connect(set.Config().Now, stateMetrics.Observe, log); err != nil {
+			return nil, err
+		}
+		plane = r.state.plane
+	}
 	r.srv, err = proxy.New(proxy.Options{Pipeline: r.pipes, FlowControl: &cfg.FlowControl, Disaggregation: cfg.Disaggregation, FlowMetrics: flowMetrics, Outcomes: r.pipes, Endpoints: set, Samples: samples,
 		Priority: priority(cfg, watcher), ModelRewrite: modelRewrite(cfg, watcher), Objectives: objectives, MaxBodyBytes: cfg.Server.MaxBodyBytes, ReadBodyTimeout: cfg.Server.ReadBodyTimeout,
 		MaxConcurrentRequests: cfg.Server.MaxConcurrentRequests, MaxInflightPerEndpoint: cfg.Server.MaxInflightPerEndpoint,
@@ -132,7 +149,7 @@ func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger, opts ...
 		ConnectTimeout: cfg.Server.ConnectTimeout, UpstreamTimeout: cfg.Server.UpstreamTimeout,
 		FirstByteTimeout: cfg.Server.FirstByteTimeout, MaxAttempts: cfg.Server.MaxAttempts, UnknownModels: cfg.Server.UnknownModels,
 		Decisions: cfg.Server.Decisions, PrefixBlocks: cfg.Server.PrefixIndexBlocks, DecisionConcurrency: cfg.Server.DecisionConcurrency,
-		StreamFlushInterval: cfg.Server.StreamFlushInterval, Metrics: reqs, Stages: stages, EndpointMetrics: perEndpoint, Log: log})
+		StreamFlushInterval: cfg.Server.StreamFlushInterval, Metrics: reqs, Stages: stages, EndpointMetrics: perEndpoint, State: plane, Log: log})
 	if err != nil {
 		return nil, err
 	}
@@ -196,9 +213,11 @@ func (r *Router) Close() {
 		if r.srv != nil {
 			r.srv.Close()
 		}
+		r.state.closePlane()
 		if r.pipes != nil {
 			r.pipes.Close()
 		}
+		r.state.closeServer() // after the plugins, which may share samples through it
 	})
 }
 

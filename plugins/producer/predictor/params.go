@@ -38,6 +38,10 @@ const (
 	PriorOff = "off"
 )
 
+// ShareNATSHost is the value of shareNATS that shares through the router's state plane: the
+// NATS servers in $FORESIGHT_NATS_URL, and nowhere when the router runs none.
+const ShareNATSHost = "host"
+
 // The values of the after parameter: what the after-predictions (one more request placed on the
 // endpoint) are made of.
 const (
@@ -109,27 +113,38 @@ type Params struct {
 	Model ModelParams `json:"model"`
 	// ShareDir, when set, makes the producer one of several router replicas that learn from each
 	// other's samples through this directory on a shared volume (internal/share; README.md,
-	// "Replicas"); "" keeps it to its own samples, as before. Relative to the config file's
-	// directory, as ModelDir. It must exist: a missing one is an unmounted volume.
+	// "Replicas"); "" leaves sharing to ShareNATS. Relative to the config file's directory, as
+	// ModelDir. It must exist: a missing one is an unmounted volume.
 	ShareDir string `json:"shareDir"`
-	// ReplicaID names this replica's files in ShareDir and must be unique among the producers
-	// sharing it; "" takes $POD_NAME, then $HOSTNAME.
+	// ShareNATS, when ShareDir is not set, makes the producer share its samples and models
+	// through NATS JetStream instead (internal/share's NATSExchanger): NATS server URLs
+	// (nats://host:port, comma-separated), or ShareNATSHost, the router's own state plane, whose
+	// URLs the router gives its plugins in $FORESIGHT_NATS_URL (and the subject prefix in
+	// $FORESIGHT_NATS_PREFIX, "foresight" by default). "host" without the variable, and "", share
+	// nothing. Setting both ShareDir and ShareNATS is an error.
+	ShareNATS string `json:"shareNATS"`
+	// ReplicaID names this replica's files in ShareDir (or its subject and model object in
+	// NATS) and must be unique among the producers sharing them; "" takes
+	// $FORESIGHT_REPLICA_ID (the router's), then $POD_NAME, then $HOSTNAME.
 	ReplicaID string `json:"replicaID"`
 	// SharePeriodMs is the cycle time between two exchanges: publishing the samples observed
-	// since the last one and merging the other replicas' new ones.
+	// since the last one and merging the other replicas' new ones. Through NATS, the stream
+	// keeps ShareKeep × SharePeriodMs of samples (at least a minute).
 	SharePeriodMs float64 `json:"sharePeriodMs"`
-	// ShareKeep is how many of its newest sample files a replica keeps in ShareDir: how far a
-	// reader may fall behind, and how much history a replica that starts finds there.
+	// ShareKeep is how many of its newest sample files a replica keeps in ShareDir (through NATS,
+	// how many periods of samples the stream keeps): how far a reader may fall behind, and how
+	// much history a replica that starts finds there.
 	ShareKeep int `json:"shareKeep"`
-	// SharePeerTimeoutMs is how long, by this replica's clock, another replica's sequence may
-	// stand still before it is taken as gone and its files are removed.
+	// SharePeerTimeoutMs is how long, by this replica's clock, another replica may publish
+	// nothing before it is taken as gone and its files (through NATS, its samples and model) are
+	// removed.
 	SharePeerTimeoutMs float64 `json:"sharePeerTimeoutMs"`
 	// SpeedLabel names the endpoint label that tells its kind of hardware (e.g. accelerator:
 	// h100): an endpoint's speed factor is pulled toward its kind's, and an endpoint not seen yet
 	// starts from its kind's instead of the fleet's. "" turns kinds off.
 	SpeedLabel string `json:"speedLabel"`
 	// ShareMaxRows bounds the samples waiting to be published (the newest are kept while the
-	// directory is unavailable) and so the rows of one file.
+	// directory or the NATS servers are unavailable) and so the rows of one file.
 	ShareMaxRows int `json:"shareMaxRows"`
 }
 
@@ -152,7 +167,8 @@ type ModelParams struct {
 // (every 1 s and 25 samples while the model has trained on fewer than 1,000 rows), the mean
 // objective with the gamma loss (p90 for quantile), and trees sized for the hot path: 16 trees of
 // depth 6 (48 leaves), the trainer's other defaults (gbdt.DefaultParams). README.md has the
-// measurements. Sharing is off (no shareDir); when on, replicas exchange every 5 s (half the
+// measurements. Sharing goes through the router's state plane when it runs one (shareNATS
+// "host"), and is off otherwise (no shareDir); when on, replicas exchange every 5 s (half the
 // retrain interval, so a training sees the others' samples of the last 5–10 s), keep 60 files (5
 // minutes of history for a replica that starts), take a replica that stood still for 10 minutes
 // as gone, and hold at most 50,000 unpublished samples (about 17 MB).
@@ -178,6 +194,7 @@ func DefaultParams() Params {
 		DriftMAPE:              0.25,
 		DriftFactor:            2,
 		DriftMinSamples:        100,
+		ShareNATS:              ShareNATSHost,
 		SharePeriodMs:          5000,
 		ShareKeep:              60,
 		SharePeerTimeoutMs:     600_000,
@@ -217,6 +234,13 @@ func (p *Params) Validate() error {
 	if p.SharePeerTimeoutMs < 3*p.SharePeriodMs || p.SharePeerTimeoutMs > 7*24*3600e3 || math.IsNaN(p.SharePeerTimeoutMs) {
 		errs = append(errs, fmt.Errorf("parameter \"sharePeerTimeoutMs\" must be in [3 × sharePeriodMs, 7 days] = [%g, %g], got %g (a live replica publishes every sharePeriodMs)",
 			3*p.SharePeriodMs, 7*24*3600e3, p.SharePeerTimeoutMs))
+	}
+	if p.ShareNATS != "" && p.ShareNATS != ShareNATSHost {
+		if err := share.CheckNATSURL(p.ShareNATS); err != nil {
+			errs = append(errs, fmt.Errorf("parameter \"shareNATS\" must be \"\", %q or NATS server URLs: %w", ShareNATSHost, err))
+		} else if p.ShareDir != "" {
+			errs = append(errs, errors.New(`parameters "shareDir" and "shareNATS" are both set: share through a directory or through NATS, not both`))
+		}
 	}
 	if p.ReplicaID != "" {
 		if err := share.CheckID(p.ReplicaID); err != nil {

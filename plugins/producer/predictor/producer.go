@@ -46,7 +46,7 @@ type Producer struct {
 	training   bool
 	lastTrain  time.Time
 	last       Training
-	share      *sharing  // nil without shareDir
+	share      *sharing  // nil when not sharing (no shareDir, no shareNATS)
 	exchanging bool      // an exchange with the other replicas runs
 	trained    sync.Cond // signalled when a background training or exchange ends (for Close and tests)
 	spread     *spreads  // the predictions' spreads, learned from every sample
@@ -131,7 +131,11 @@ func (p *Producer) Configure(raw []byte) error {
 		return err
 	}
 	params.ModelDir = sdk.ResolvePath(params.ModelDir)
-	if err := resolveShare(&params); err != nil {
+	if err := checkShareExplicit(raw, params); err != nil {
+		return err
+	}
+	target, err := resolveShare(&params)
+	if err != nil {
 		return err
 	}
 	cold, err := loadColdStart(params.ColdStart)
@@ -152,7 +156,7 @@ func (p *Producer) Configure(raw []byte) error {
 		}
 	}
 	logLoaded(found)
-	p.configureShare(params)
+	p.configureShare(params, target)
 	return nil
 }
 

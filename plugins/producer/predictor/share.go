@@ -1,6 +1,7 @@
 package predictor
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -12,11 +13,24 @@ import (
 	"github.com/foresight-router/foresight/plugins/sdk"
 )
 
+// exchanger is what the producer needs of an exchange with the other replicas: through a share
+// directory (share.Exchanger) or through NATS JetStream (share.NATSExchanger).
+type exchanger interface {
+	Exchange(now time.Time, out share.Outgoing, merge func(replica string, rows []sdk.Sample)) (share.Report, error)
+	BestModel(ttft, tpot []string, usable func(*model.Meta) bool) (*model.Set, string)
+	SetLimits(share.Limits)
+	Failures() int
+	Close() error
+}
+
 // sharing is the producer's side of the exchange with the other replicas (internal/share):
 // what waits to be published, and when the last exchange was. The producer's lock guards it,
 // except the exchanger itself, which only the one exchange running uses.
 type sharing struct {
-	ex      *share.Exchanger
+	ex     exchanger
+	target shareTarget
+	// busy says an exchange of this exchanger runs; one replaced meanwhile is closed when it ends.
+	busy    bool
 	period  time.Duration
 	maxRows int
 	// keep and peerTimeout are the exchanger's limits, handed to it when no exchange runs.
@@ -37,46 +51,125 @@ type sharing struct {
 	trained   bool
 }
 
-// replicaIDEnv are the variables a replica ID defaults to, in order: Kubernetes' downward API
-// by convention, then the host name every container gets.
-var replicaIDEnv = []string{"POD_NAME", "HOSTNAME"}
+// The environment the router gives every plugin process when it runs a state plane on NATS.
+const (
+	// NATSURLEnv holds the state plane's server URLs, which shareNATS "host" uses.
+	NATSURLEnv = "FORESIGHT_NATS_URL"
+	// NATSPrefixEnv holds the state plane's subject prefix (share.DefaultNATSPrefix when unset).
+	NATSPrefixEnv = "FORESIGHT_NATS_PREFIX"
+	// ReplicaIDEnv holds the router's replica ID, the first default of replicaID.
+	ReplicaIDEnv = "FORESIGHT_REPLICA_ID"
+)
 
-// resolveShare completes the sharing parameters: the directory resolved like modelDir, and
-// the replica ID from the environment when not given.
-func resolveShare(params *Params) error {
-	params.ShareDir = sdk.ResolvePath(params.ShareDir)
-	if params.ShareDir == "" || params.ReplicaID != "" {
-		return nil
-	}
-	for _, v := range replicaIDEnv {
-		if id := os.Getenv(v); id != "" {
-			if err := share.CheckID(id); err != nil {
-				return fmt.Errorf("parameter \"replicaID\": from $%s: %w", v, err)
-			}
-			params.ReplicaID = id
-			return nil
-		}
-	}
-	return errors.New(`parameter "replicaID": empty, and neither $POD_NAME nor $HOSTNAME is set; give each replica sharing shareDir its own ID`)
+// replicaIDEnv are the variables a replica ID defaults to, in order: the router's own, then
+// Kubernetes' downward API by convention, then the host name every container gets.
+var replicaIDEnv = []string{ReplicaIDEnv, "POD_NAME", "HOSTNAME"}
+
+// shareTarget is where the producer shares: a directory, NATS servers, or nowhere (both empty).
+type shareTarget struct {
+	dir                 string
+	natsURL, natsPrefix string
+	replicaID           string
 }
 
-// configureShare starts, changes or stops sharing to follow params, then starts an exchange
-// at once (a replica that starts finds the others' samples and models); the caller holds mu. A
-// new directory or replica ID starts afresh; an exchange still running for the old one has its
-// rows discarded.
-func (p *Producer) configureShare(params Params) {
-	if params.ShareDir == "" {
+func (t shareTarget) on() bool { return t.dir != "" || t.natsURL != "" }
+
+// newExchanger returns an exchanger for t (which does no I/O before its first exchange).
+func (t shareTarget) newExchanger() exchanger {
+	if t.dir != "" {
+		return share.New(share.Config{Dir: t.dir, ReplicaID: t.replicaID})
+	}
+	return share.NewNATS(share.NATSConfig{URL: t.natsURL, Prefix: t.natsPrefix, ReplicaID: t.replicaID})
+}
+
+// resolveShare completes the sharing parameters and returns where to share: the directory
+// resolved like modelDir; shareNATS "host" resolved to the router's state plane ($NATSURLEnv,
+// nowhere without it) unless shareDir is set; the prefix from $NATSPrefixEnv; and the replica ID
+// from the environment when not given.
+func resolveShare(params *Params) (shareTarget, error) {
+	params.ShareDir = sdk.ResolvePath(params.ShareDir)
+	var t shareTarget
+	switch {
+	case params.ShareDir != "":
+		t.dir = params.ShareDir
+	case params.ShareNATS == ShareNATSHost:
+		if t.natsURL = os.Getenv(NATSURLEnv); t.natsURL != "" {
+			if err := share.CheckNATSURL(t.natsURL); err != nil {
+				return t, fmt.Errorf("parameter \"shareNATS\": %q: $%s: %w", ShareNATSHost, NATSURLEnv, err)
+			}
+		}
+	default:
+		t.natsURL = params.ShareNATS
+	}
+	if t.natsURL != "" {
+		t.natsPrefix = share.DefaultNATSPrefix
+		if v := os.Getenv(NATSPrefixEnv); v != "" {
+			if err := share.CheckPrefix(v); err != nil {
+				return t, fmt.Errorf("parameter \"shareNATS\": $%s: %w", NATSPrefixEnv, err)
+			}
+			t.natsPrefix = v
+		}
+	}
+	if !t.on() {
+		return t, nil
+	}
+	if params.ReplicaID == "" {
+		for _, v := range replicaIDEnv {
+			if id := os.Getenv(v); id != "" {
+				if err := share.CheckID(id); err != nil {
+					return t, fmt.Errorf("parameter \"replicaID\": from $%s: %w", v, err)
+				}
+				params.ReplicaID = id
+				break
+			}
+		}
+	}
+	if params.ReplicaID == "" {
+		return t, fmt.Errorf(`parameter "replicaID": empty, and none of $%s, $POD_NAME and $HOSTNAME is set; give each replica sharing samples its own ID`, ReplicaIDEnv)
+	}
+	t.replicaID = params.ReplicaID
+	return t, nil
+}
+
+// checkShareExplicit returns an error when raw sets both shareDir and shareNATS, even to its
+// default "host" (which shareDir otherwise overrides).
+func checkShareExplicit(raw []byte, params Params) error {
+	var set struct {
+		ShareNATS *string `json:"shareNATS"`
+	}
+	if json.Unmarshal(raw, &set) == nil && set.ShareNATS != nil && *set.ShareNATS != "" && params.ShareDir != "" {
+		return errors.New(`parameters "shareDir" and "shareNATS" are both set: share through a directory or through NATS, not both`)
+	}
+	return nil
+}
+
+// configureShare starts, changes or stops sharing to follow t and params, then starts an
+// exchange at once (a replica that starts finds the others' samples and models); the caller
+// holds mu. A new target (directory or servers and prefix) or replica ID starts afresh, and the
+// previous exchanger is closed (when its exchange ends, if one runs: its rows are discarded).
+func (p *Producer) configureShare(params Params, t shareTarget) {
+	old := p.share
+	if !t.on() {
 		p.share = nil
+		p.retire(old)
 		return
 	}
-	sh := p.share
-	if sh == nil || sh.ex.Config().Dir != params.ShareDir || sh.ex.Config().ReplicaID != params.ReplicaID {
-		sh = &sharing{ex: share.New(share.Config{Dir: params.ShareDir, ReplicaID: params.ReplicaID})}
+	sh := old
+	if sh == nil || sh.target != t {
+		sh = &sharing{ex: t.newExchanger(), target: t}
 		p.share = sh
+		p.retire(old)
 	}
 	sh.keep, sh.peerTimeout = params.ShareKeep, ms(params.SharePeerTimeoutMs)
 	sh.period, sh.maxRows = ms(params.SharePeriodMs), params.ShareMaxRows
 	p.maybeExchange(true)
+}
+
+// retire closes a replaced exchanger, unless its exchange runs (endExchange closes it then).
+func (p *Producer) retire(sh *sharing) {
+	if sh != nil && sh != p.share && !sh.busy {
+		_ = sh.ex.Close()
+	}
 }
 
 func ms(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
@@ -136,8 +229,9 @@ func (p *Producer) maybeExchange(force bool) {
 	}
 	sh.pending = nil
 	sh.last, sh.exchanged = now, true
-	sh.ex.SetLimits(sh.keep, sh.peerTimeout) // no exchange runs: the exchanger is not in use
-	p.exchanging = true
+	// No exchange runs: the exchanger is not in use.
+	sh.ex.SetLimits(share.Limits{Keep: sh.keep, Period: sh.period, PeerTimeout: sh.peerTimeout})
+	p.exchanging, sh.busy = true, true
 	if p.params.TrainInline {
 		p.endExchange(x.run(p.mergeShared))
 		return
@@ -182,11 +276,13 @@ func (x *exchange) run(merge func([]sdk.Sample)) exchanged {
 func (p *Producer) endExchange(r exchanged) {
 	p.exchanging = false
 	sh := r.x.sh
+	sh.busy = false
 	if p.share != sh {
+		p.retire(sh)
 		return
 	}
-	if len(r.x.out.Rows) > 0 && r.report.Published == 0 {
-		sh.requeue(r.x.out.Rows)
+	if n := r.report.Published; n < len(r.x.out.Rows) {
+		sh.requeue(r.x.out.Rows[n:])
 	}
 	if r.report.ModelPublished {
 		sh.published = r.x.out.Model.Meta.Version

@@ -282,10 +282,10 @@ func TestReplicasThatStart(t *testing.T) {
 		t.Errorf("the new replica's TTFT MAPE %.3f, want <= 0.10", m)
 	}
 
-	next := a.share.ex.NextSeq()
+	next := a.share.ex.(*share.Exchanger).NextSeq()
 	restarted := New()
 	configure(t, restarted, sharingParams(dir, "a", map[string]any{"minNewSamples": 1_000_000, "youngRows": 0}))
-	if got := restarted.share.ex.NextSeq(); got != next {
+	if got := restarted.share.ex.(*share.Exchanger).NextSeq(); got != next {
 		t.Errorf("the restarted replica writes file %d next, want %d", got, next)
 	}
 	if restarted.store.Len() != a.store.Len() {

@@ -19,7 +19,7 @@ var stump = func() string {
 
 var names = []string{"a", "b"}
 
-func set(t *testing.T, rows uint64, holdout float64, objective string) *model.Set {
+func set(t testing.TB, rows uint64, holdout float64, objective string) *model.Set {
 	t.Helper()
 	m, err := model.Parse([]byte(stump), 2)
 	if err != nil {

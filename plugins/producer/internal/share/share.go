@@ -19,6 +19,9 @@
 // (the producer's cycle time), so clock skew between machines reorders or expires nothing. A gone
 // replica's files are removed by whichever replica notices first; the rows already merged stay in
 // each store until its own policy ages them out.
+//
+// NATSExchanger gives the same semantics through NATS JetStream instead of a directory, for
+// clusters without a shared volume (nats.go describes its stream and object store).
 package share
 
 import (
@@ -120,10 +123,25 @@ func New(cfg Config) *Exchanger {
 // Config returns the exchanger's configuration.
 func (e *Exchanger) Config() Config { return e.cfg }
 
-// SetLimits changes Keep and PeerTimeout (a reconfiguration that keeps the directory and ID).
-func (e *Exchanger) SetLimits(keep int, peerTimeout time.Duration) {
-	e.cfg.Keep, e.cfg.PeerTimeout = keep, peerTimeout
+// Limits are what a reconfiguration may change of an exchanger between two exchanges.
+type Limits struct {
+	// Keep is how many of its newest files a replica keeps (the file exchange), or how many
+	// periods of samples the stream keeps (the NATS exchange: Keep × Period).
+	Keep int
+	// Period is the producer's time between two exchanges; only the NATS exchange uses it.
+	Period time.Duration
+	// PeerTimeout is how long a replica may publish nothing, by this replica's clock, before it
+	// is taken as gone.
+	PeerTimeout time.Duration
 }
+
+// SetLimits changes Keep and PeerTimeout (a reconfiguration that keeps the directory and ID).
+func (e *Exchanger) SetLimits(l Limits) {
+	e.cfg.Keep, e.cfg.PeerTimeout = l.Keep, l.PeerTimeout
+}
+
+// Close releases nothing: the file exchange holds no resource between exchanges.
+func (e *Exchanger) Close() error { return nil }
 
 // Failures is the number of exchanges that failed in a row (0 when the last one succeeded).
 func (e *Exchanger) Failures() int { return e.failures }
