@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/foresight-router/foresight/host/config"
@@ -19,11 +18,9 @@ import (
 	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/foresight-router/foresight/sim/cluster"
 	"github.com/foresight-router/foresight/sim/engine"
-	"github.com/foresight-router/foresight/sim/report"
 	"github.com/foresight-router/foresight/sim/stats"
 	"github.com/foresight-router/foresight/sim/workload"
 	"github.com/rs/zerolog"
-	"github.com/schollz/progressbar/v3"
 )
 
 // simStageTimeout is the stage deadline of the strategies' pipelines. Their plugin processes
@@ -48,16 +45,19 @@ var strategyConfigs = map[string]string{
 
 // RoutingResult is what RunRouting measured; its JSON is bench routing's.
 type RoutingResult struct {
-	Scenario   string                   `json:"scenario"`
-	Seed       uint64                   `json:"seed"`
-	Servers    int                      `json:"servers"`
-	Requests   int                      `json:"requests"`
-	Preset     string                   `json:"preset"`
-	Replicas   int                      `json:"replicas"`
-	Assign     string                   `json:"assign,omitempty"`
-	Alone      bool                     `json:"alone,omitempty"`
-	Strategies map[string]StrategyStats `json:"strategies"`
-	order      []string                 // strategies in the order they were asked for
+	Scenario string `json:"scenario"`
+	Seed     uint64 `json:"seed"`
+	Servers  int    `json:"servers"`
+	Requests int    `json:"requests"`
+	Preset   string `json:"preset"`
+	Replicas int    `json:"replicas"`
+	Assign   string `json:"assign,omitempty"`
+	Alone    bool   `json:"alone,omitempty"`
+	// State and PublishDelayMs are the replicas' state mode and the plane's delay (StateNATS).
+	State          string                   `json:"state,omitempty"`
+	PublishDelayMs float64                  `json:"publish_delay_ms,omitempty"`
+	Strategies     map[string]StrategyStats `json:"strategies"`
+	order          []string                 // strategies in the order they were asked for
 }
 
 // StrategyStats are one strategy's figures: the sim/stats summary of its run and more.
@@ -118,9 +118,13 @@ type RoutingOptions struct {
 	Replicas int
 	Assign   string
 	// Alone keeps each replica's producer to the samples of its own requests; by default they
-	// share them through a shared directory (the producer's shareDir), as replicas on a shared
-	// volume do.
+	// share them (replicas.go).
 	Alone bool
+	// State is how several replicas share their requests in flight: StateNATS (the default) or
+	// StateNone (replicas.go); PublishDelay the state plane's delay (negative:
+	// DefaultPublishDelay).
+	State        string
+	PublishDelay time.Duration
 	// Progress, when set, gets a progress bar per strategy: give it a terminal only.
 	Progress io.Writer
 	// Log is the logger of the strategies' pipelines and plugins; the zero value logs nothing.
@@ -188,6 +192,14 @@ func runStrategies(ctx context.Context, o RoutingOptions, fleet cluster.Config, 
 	if err != nil {
 		return nil, err
 	}
+	plane, err := newReplicaPlane(o)
+	if err != nil {
+		return nil, err
+	}
+	defer plane.close()
+	if plane != nil {
+		res.State, res.PublishDelayMs = StateNATS, float64(plane.delay)/float64(time.Millisecond)
+	}
 	for _, name := range strings.Split(o.Strategies, ",") {
 		name = strings.TrimSpace(name)
 		res.order = append(res.order, name)
@@ -199,8 +211,8 @@ func runStrategies(ctx context.Context, o RoutingOptions, fleet cluster.Config, 
 			res.Strategies[name] = StrategyStats{Unavailable: "the simulated flow control holds whole requests, not a prefill and a decode hop"}
 			continue
 		}
-		fleet.FlowControl = fc
-		sts, err := newReplicas(ctx, base, o)
+		fleet.FlowControl, fleet.State = fc, plane.next()
+		sts, err := newReplicas(ctx, base, o, fleet.State)
 		var u unavailable
 		if errors.As(err, &u) {
 			res.Strategies[name] = StrategyStats{Unavailable: u.reason}
@@ -240,32 +252,6 @@ func runStrategies(ctx context.Context, o RoutingOptions, fleet cluster.Config, 
 			Classes: classSummaries(w.Requests, run.Outcomes), Servers: serverSummaries(run.Outcomes)}
 	}
 	return res, nil
-}
-
-// WriteReport writes the self-contained HTML report of the run, with its charts (sim/report),
-// to file.
-func (r *RoutingResult) WriteReport(file string) error {
-	in := report.Input{Title: fmt.Sprintf("Routing bench: scenario %s, %d servers (%s), %d requests, seed %d",
-		r.Scenario, r.Servers, r.Preset, r.Requests, r.Seed)}
-	for _, name := range r.order {
-		s := r.Strategies[name]
-		st := report.Strategy{Name: name, Outcomes: s.outcomes, Unavailable: s.Unavailable}
-		if s.Summary != nil {
-			st.Summary = *s.Summary
-		}
-		in.Strategies = append(in.Strategies, st)
-	}
-	return report.WriteFile(file, in)
-}
-
-// newProgress returns a progress bar on w, or a silent one when w is nil (logs and pipes get the
-// table only).
-func newProgress(w io.Writer, total int, name string) *progressbar.ProgressBar {
-	if w == nil {
-		return progressbar.DefaultSilent(int64(total))
-	}
-	return progressbar.NewOptions(total, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(fmt.Sprintf("%-18s", name)),
-		progressbar.OptionShowCount(), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
 }
 
 // strategy is one way of routing the bench runs: a router, the observer that feeds its producer
@@ -398,46 +384,4 @@ func prepare(name, file string, cfg *config.Config, o RoutingOptions, producer m
 		}
 	}
 	return func() {}, nil
-}
-
-// WriteTable prints the strategies' figures as bench routing's table (latencies in ms), then the
-// strategies that could not run.
-func (r *RoutingResult) WriteTable(out io.Writer) { r.writeTable(out, "") }
-
-// writeTable is WriteTable with a heading line before the usual one when heading is not "".
-func (r *RoutingResult) writeTable(out io.Writer, heading string) {
-	fmt.Fprintln(out)
-	if heading != "" {
-		fmt.Fprintln(out, heading)
-	}
-	fmt.Fprintf(out, "scenario %s, %d servers (%s), %d requests, seed %d%s\n", r.Scenario, r.Servers, r.Preset, r.Requests, r.Seed, r.replicasText())
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "strategy\tTTFT p50\tp95\tp99\tTPOT p50\tp99\tE2E p50\tp95\ttok/s\tSLO att.\tgoodput\tshed\thit rate\twall s\t")
-	var missing []string
-	for _, name := range slices.Sorted(maps.Keys(r.Strategies)) {
-		s := r.Strategies[name]
-		if s.Unavailable != "" {
-			missing = append(missing, fmt.Sprintf("%s: unavailable: %s", name, s.Unavailable))
-			continue
-		}
-		att := "-"
-		if s.SLOAttainment != nil {
-			att = fmt.Sprintf("%.3f", *s.SLOAttainment)
-		}
-		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.2f\t%.2f\t%.0f\t%.0f\t%.0f\t%s\t%.2f\t%.3f\t%.3f\t%.1f\t\n", name,
-			s.TTFTMs.P50, s.TTFTMs.P95, s.TTFTMs.P99, s.TPOTMs.P50, s.TPOTMs.P99, s.E2EMs.P50, s.E2EMs.P95,
-			s.ThroughputTokS, att, s.GoodputRPS, s.ShedRate, s.PrefixHitRate, s.WallSeconds)
-	}
-	_ = tw.Flush()
-	fmt.Fprintln(out, "(latencies in ms)")
-	r.writeClasses(out)
-	r.writeServers(out)
-	for _, name := range slices.Sorted(maps.Keys(r.Strategies)) {
-		if a := r.Strategies[name].Online; a != nil && name != "oracle" {
-			fmt.Fprintf(out, "%s predictions: %s\n", name, a)
-		}
-	}
-	for _, m := range missing {
-		fmt.Fprintln(out, m)
-	}
 }

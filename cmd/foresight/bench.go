@@ -13,7 +13,7 @@ import (
 func newBench() *cobra.Command {
 	cmd := &cobra.Command{Use: "bench", Short: "Benchmarks (pipeline, routing, predictor, proxy, faults, soak, live)"}
 	cmd.AddCommand(newBenchPipeline(), newBenchRouting(), newBenchPredictor(), newBenchProxy())
-	cmd.AddCommand(newBenchFaults(), newBenchSoak(), newBenchLive())
+	cmd.AddCommand(newBenchFaults(), newBenchSoak(), newBenchLive(), newBenchState())
 	return cmd
 }
 

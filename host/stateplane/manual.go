@@ -1,8 +1,10 @@
 package stateplane
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -21,8 +23,10 @@ type inbox struct {
 }
 
 type received struct {
-	data   []byte
-	sentAt time.Time
+	data    []byte
+	sentAt  time.Time
+	replica string
+	seq     uint64
 }
 
 // StartManual subscribes a manual plane (the simulator's) on nc, a connection the caller owns:
@@ -41,7 +45,7 @@ func (p *Plane) StartManual(nc *nats.Conn) error {
 			return
 		}
 		in.mu.Lock()
-		in.msgs = append(in.msgs, received{data: m.Data, sentAt: time.Unix(0, h.sentAt)})
+		in.msgs = append(in.msgs, received{data: m.Data, sentAt: time.Unix(0, h.sentAt), replica: h.replica, seq: h.seq})
 		in.seen[h.replica] = max(in.seen[h.replica], h.seq)
 		in.mu.Unlock()
 		in.cond.Broadcast()
@@ -88,8 +92,9 @@ func (p *Plane) WaitFor(replica string, seq uint64, timeout time.Duration) error
 	return nil
 }
 
-// Deliver applies, in the order they arrived, the received messages sent at or before
-// now − delay.
+// Deliver applies the received messages sent at or before now − delay: by time sent, then by
+// replica and sequence number, whatever order they arrived in (which may differ from run to run
+// between replicas), so that runs repeat.
 func (p *Plane) Deliver(now time.Time, delay time.Duration) {
 	in := p.manual
 	if in == nil {
@@ -107,6 +112,9 @@ func (p *Plane) Deliver(now time.Time, delay time.Duration) {
 	}
 	in.msgs = keep
 	in.mu.Unlock()
+	slices.SortStableFunc(due, func(a, b received) int {
+		return cmp.Or(a.sentAt.Compare(b.sentAt), cmp.Compare(a.replica, b.replica), cmp.Compare(a.seq, b.seq))
+	})
 	for _, m := range due {
 		if err := p.peers.apply(m.data, m.sentAt.Add(delay)); err != nil {
 			p.cfg.Log.Debug().Err(err).Msg("state plane: a message not applied")

@@ -107,10 +107,9 @@ func (s *sim) record(v *view, n int, c *sdk.Cycle, d Decision, now time.Duration
 	if c.Request.HopOn(id) == sdk.HopDecode {
 		uncached = 0
 	}
-	tracked := v.inflight.Dispatch(id, inflight.Request{ID: c.Request.ID, PrefillTokens: uncached,
-		OutputTokens: int64(r.OutputTokens), TPOTSLOMs: r.SLO.TPOTMs, DispatchedAt: c.Now})
-	sent := v.prefix.Send(id, r.Blocks)
-	s.flights[n] = &flight{idx: n, replica: v, tracked: tracked, sent: sent, sample: sdk.Sample{
+	tracked := v.acct.Dispatch(id, inflight.Request{ID: c.Request.ID, PrefillTokens: uncached,
+		OutputTokens: int64(r.OutputTokens), TPOTSLOMs: r.SLO.TPOTMs, DispatchedAt: c.Now}, r.Blocks)
+	s.flights[n] = &flight{idx: n, replica: v, tracked: tracked, sample: sdk.Sample{
 		Request: c.Request, EndpointID: id, State: state, Predicted: d.Predicted, DispatchedAt: c.Now}}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/foresight-router/foresight/host/inflight"
 	"github.com/foresight-router/foresight/host/prefix"
+	"github.com/foresight-router/foresight/host/stateplane"
 	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/foresight-router/foresight/sim/engine"
 	"github.com/foresight-router/foresight/sim/stats"
@@ -40,6 +41,9 @@ type Config struct {
 	FlowControl *FlowControl
 	// Disaggregation, when set, makes the fleet prefill/decode disaggregated (disagg.go).
 	Disaggregation *Disaggregation
+	// State, when set, makes several replicas share their dispatches through a state plane
+	// (state.go); without it each counts only its own.
+	State *State
 }
 
 // Decision is a router's answer for one request.
@@ -111,6 +115,7 @@ func RunReplicas(cfg Config, reqs []workload.Request, replicas []Replica, assign
 	if err != nil {
 		return nil, err
 	}
+	defer s.sharing.close()
 	if err := s.loop(); err != nil {
 		return nil, err
 	}
@@ -125,8 +130,7 @@ func RunReplicas(cfg Config, reqs []workload.Request, replicas []Replica, assign
 type flight struct {
 	idx     int // into reqs/outcomes
 	replica *view
-	tracked *inflight.Flight
-	sent    *prefix.Sent // its prompt in the replica's prefix index
+	tracked *stateplane.Flight // in the replica's ledger and prefix index, and shared with its peers
 	sample  sdk.Sample
 	first   time.Duration
 }
@@ -141,6 +145,7 @@ type sim struct {
 	undelivered []stepEvents
 	reqs        []workload.Request
 	views       []*view
+	sharing     *sharing // nil without a state plane
 	assign      Assign
 	engines     []engine.Engine
 	ids         []string
@@ -187,6 +192,7 @@ func newSim(cfg Config, reqs []workload.Request, replicas []Replica, assign Assi
 	s.undelivered = make([]stepEvents, len(s.engines))
 	for _, r := range replicas {
 		v := &view{Replica: r, inflight: inflight.New(), prefix: prefix.New(blocks)}
+		v.acct = stateplane.NewAccount(v.inflight, v.prefix, nil)
 		if cfg.FlowControl != nil {
 			var err error
 			if v.flow, err = newFlowState(cfg.FlowControl); err != nil {
@@ -197,6 +203,12 @@ func newSim(cfg Config, reqs []workload.Request, replicas []Replica, assign Assi
 			v.prefix.SetCapacity(s.ids[i], ec.NumGPUBlocks)
 		}
 		s.views = append(s.views, v)
+	}
+	if cfg.State != nil && len(s.views) > 1 {
+		var err error
+		if s.sharing, err = newSharing(*cfg.State, s.views); err != nil {
+			return nil, err
+		}
 	}
 	s.scrape(0)
 	return s, nil
@@ -251,26 +263,39 @@ func (s *sim) loop() error {
 			return nil
 		}
 		var err error
+		var at time.Duration // the router's event's time; steps are the engines' alone
 		switch {
 		case ended >= 0 && endAt <= stepAt && endAt <= arriveAt && endAt <= nextScrape && endAt <= expireAt:
+			at = endAt
+			s.sharing.deliver(at)
 			var room bool
 			if room, err = s.deliver(ended); room && err == nil {
 				err = s.pumpAll(endAt)
 			}
 		case who >= 0 && stepAt <= arriveAt && stepAt <= nextScrape && stepAt <= expireAt:
 			s.step(who, stepAt)
+			continue
 		case nextScrape <= arriveAt && nextScrape <= expireAt:
+			at = nextScrape
+			s.sharing.deliver(at)
 			s.scrape(nextScrape)
 			err = s.pumpAll(nextScrape)
 			nextScrape += s.cfg.ScrapeInterval
 		case expiring && expireAt <= arriveAt:
+			at = expireAt
+			s.sharing.deliver(at)
 			err = s.pumpAll(expireAt)
 		default:
+			at = arriveAt
+			s.sharing.deliver(at)
 			err = s.arrive(next)
 			next++
 			if s.cfg.Progress != nil {
 				s.cfg.Progress()
 			}
+		}
+		if err == nil {
+			err = s.sharing.publish(at)
 		}
 		if err != nil {
 			return err
@@ -328,7 +353,7 @@ func (s *sim) deliver(i int) (room bool, err error) {
 // every full block of both (a follow-up turn, whose prompt contains this answer, hits them), and
 // it frees them at the end, which makes them its most recently used.
 func (s *sim) recordAnswer(f *flight) {
-	f.sent.Finish(s.reqs[f.idx].OutputBlocks)
+	f.tracked.Answer(s.reqs[f.idx].OutputBlocks)
 }
 
 // firstToken sends the request's TTFT sample, as the live router does when the first token

@@ -7,6 +7,7 @@ import (
 	"github.com/foresight-router/foresight/host/config"
 	"github.com/foresight-router/foresight/host/endpoints"
 	"github.com/foresight-router/foresight/host/inflight"
+	"github.com/foresight-router/foresight/host/stateplane"
 	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/foresight-router/foresight/sim/engine"
 )
@@ -35,7 +36,7 @@ const prefillBase = uint64(1) << 62
 type hop struct {
 	idx     int // into reqs
 	replica *view
-	tracked *inflight.Flight
+	tracked *stateplane.Flight
 	sample  sdk.Sample
 	decode  int // the decode server's engine index
 }
@@ -127,9 +128,9 @@ func (s *sim) dispatchSplit(v *view, n int, c *sdk.Cycle, dec Decision, pc *sdk.
 		return fmt.Errorf("dispatching request %d's prefill: %w", r.ID, err)
 	}
 	uncached := int64(float64(r.InputTokens) * (1 - p.State.PrefixMatch))
-	tracked := v.inflight.Dispatch(p.ID, inflight.Request{ID: pc.Request.ID, PrefillTokens: uncached, OutputTokens: 1,
-		TPOTSLOMs: r.SLO.TPOTMs, DispatchedAt: pc.Now})
-	v.prefix.Send(p.ID, r.Blocks) // the prefill server computes the prompt and caches it
+	// The prefill server computes the prompt and caches it.
+	tracked := v.acct.Dispatch(p.ID, inflight.Request{ID: pc.Request.ID, PrefillTokens: uncached, OutputTokens: 1,
+		TPOTSLOMs: r.SLO.TPOTMs, DispatchedAt: pc.Now}, r.Blocks)
 	s.hops[n] = &hop{idx: n, replica: v, tracked: tracked, decode: s.index[c.Endpoints[dec.Endpoint].ID], sample: sdk.Sample{
 		Request: pc.Request, EndpointID: p.ID, State: p.State, Predicted: pre.Predicted, DispatchedAt: pc.Now}}
 	if err := s.record(v, n, c, dec, now); err != nil {

@@ -3,6 +3,7 @@ package cluster
 import (
 	"github.com/foresight-router/foresight/host/inflight"
 	"github.com/foresight-router/foresight/host/prefix"
+	"github.com/foresight-router/foresight/host/stateplane"
 	"github.com/foresight-router/foresight/internal/splitmix"
 	"github.com/foresight-router/foresight/sim/workload"
 )
@@ -22,7 +23,9 @@ type view struct {
 	Replica
 	inflight *inflight.Ledger
 	prefix   *prefix.Index
-	flow     *flowState // nil without flow control
+	acct     *stateplane.Account // records in inflight and prefix, and shares through plane
+	plane    *stateplane.Plane   // nil without a state plane
+	flow     *flowState          // nil without flow control
 }
 
 // AssignRandom spreads requests over n replicas independently of each other, as a gateway's

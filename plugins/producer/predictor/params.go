@@ -123,6 +123,9 @@ type Params struct {
 	// $FORESIGHT_NATS_PREFIX, "foresight" by default). "host" without the variable, and "", share
 	// nothing. Setting both ShareDir and ShareNATS is an error.
 	ShareNATS string `json:"shareNATS"`
+	// ShareNATSPrefix is the subject prefix of the NATS exchange: "" takes the router's
+	// ($FORESIGHT_NATS_PREFIX), then "foresight". Producers that share samples share it.
+	ShareNATSPrefix string `json:"shareNATSPrefix"`
 	// ReplicaID names this replica's files in ShareDir (or its subject and model object in
 	// NATS) and must be unique among the producers sharing them; "" takes
 	// $FORESIGHT_REPLICA_ID (the router's), then $POD_NAME, then $HOSTNAME.

@@ -84,7 +84,8 @@ func (t shareTarget) newExchanger() exchanger {
 
 // resolveShare completes the sharing parameters and returns where to share: the directory
 // resolved like modelDir; shareNATS "host" resolved to the router's state plane ($NATSURLEnv,
-// nowhere without it) unless shareDir is set; the prefix from $NATSPrefixEnv; and the replica ID
+// nowhere without it) unless shareDir is set; the prefix from shareNATSPrefix, else
+// $NATSPrefixEnv; and the replica ID
 // from the environment when not given.
 func resolveShare(params *Params) (shareTarget, error) {
 	params.ShareDir = sdk.ResolvePath(params.ShareDir)
@@ -103,7 +104,12 @@ func resolveShare(params *Params) (shareTarget, error) {
 	}
 	if t.natsURL != "" {
 		t.natsPrefix = share.DefaultNATSPrefix
-		if v := os.Getenv(NATSPrefixEnv); v != "" {
+		if v := params.ShareNATSPrefix; v != "" {
+			if err := share.CheckPrefix(v); err != nil {
+				return t, fmt.Errorf(`parameter "shareNATSPrefix": %w`, err)
+			}
+			t.natsPrefix = v
+		} else if v := os.Getenv(NATSPrefixEnv); v != "" {
 			if err := share.CheckPrefix(v); err != nil {
 				return t, fmt.Errorf("parameter \"shareNATS\": $%s: %w", NATSPrefixEnv, err)
 			}

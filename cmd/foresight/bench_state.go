@@ -1,0 +1,47 @@
+package main
+
+import (
+	"time"
+
+	"github.com/foresight-router/foresight/bench"
+	"github.com/foresight-router/foresight/host/stateplane"
+	"github.com/spf13/cobra"
+)
+
+func newBenchState() *cobra.Command {
+	var (
+		o          bench.StateOptions
+		asJSON     bool
+		cpuProfile string
+	)
+	cmd := &cobra.Command{
+		Use:   "state",
+		Short: "Measure the state plane's CPU per request and its propagation between replicas",
+		Long: "bench state runs --replicas router accounts (each a router's in-flight ledger and prefix index) in\n" +
+			"this process, dispatching their share of --rate requests/s for --duration: each request's prompt\n" +
+			"of --prompt-blocks prefix blocks to one of --endpoints endpoints, its first token --first-token\n" +
+			"later, its end (with --answer-blocks blocks) --finish later. It runs the load twice, the\n" +
+			"replicas alone and then sharing a state plane over NATS (embedded in this process unless --nats),\n" +
+			"and reports the process's CPU per request both times, their difference (the plane's cost over\n" +
+			"every replica and the server), and how old the peers' messages were when they arrived.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runBench(cmd.OutOrStdout(), cpuProfile, asJSON,
+				func() (*bench.StateResult, error) { return bench.RunState(o) }, (*bench.StateResult).WriteText)
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&o.Replicas, "replicas", 4, "router replicas sharing the plane")
+	f.Float64Var(&o.Rate, "rate", 1000, "requests/s over the fleet, spread evenly over the replicas")
+	f.DurationVar(&o.Duration, "duration", 10*time.Second, "how long requests are dispatched")
+	f.IntVar(&o.Endpoints, "endpoints", 8, "endpoints the requests go to (at random)")
+	f.IntVar(&o.PromptBlocks, "prompt-blocks", 64, "prefix blocks of a request's prompt (16 tokens a block)")
+	f.IntVar(&o.AnswerBlocks, "answer-blocks", 8, "prefix blocks of a request's answer")
+	f.DurationVar(&o.FirstToken, "first-token", 100*time.Millisecond, "a request's first token, after its dispatch")
+	f.DurationVar(&o.Finish, "finish", 2*time.Second, "a request's end, after its dispatch")
+	f.DurationVar(&o.PublishInterval, "publish-interval", stateplane.DefaultPublishInterval, "the planes' state.publishInterval")
+	f.StringVar(&o.URL, "nats", "", "an external NATS server's URL (default: one embedded in this process)")
+	f.BoolVar(&asJSON, "json", false, "print one JSON object")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write this process's CPU profile to this file")
+	return cmd
+}
