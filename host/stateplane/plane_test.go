@@ -43,11 +43,7 @@ func start(t *testing.T, url, id string, snapshot time.Duration) *replica {
 }
 
 // inflightOn is what r's ledger counts on endpoint.
-func (r *replica) inflightOn(endpoint string) sdk.EndpointState {
-	var s sdk.EndpointState
-	r.acct.Ledger.Fill(endpoint, time.Now(), time.Time{}, &s)
-	return s
-}
+func (r *replica) inflightOn(endpoint string) sdk.EndpointState { return fill(r.acct, endpoint, time.Now()) }
 
 // eventually polls cond until it holds or 5 s pass.
 func eventually(t *testing.T, what string, cond func() bool) {
@@ -170,4 +166,11 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// fill is what a's ledger counts on endpoint at now.
+func fill(a *Account, endpoint string, now time.Time) sdk.EndpointState {
+	var s sdk.EndpointState
+	a.Ledger.Fill(endpoint, now, time.Time{}, &s)
+	return s
 }
