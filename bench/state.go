@@ -7,9 +7,11 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/foresight-router/foresight/host/config"
 	"github.com/foresight-router/foresight/host/inflight"
 	"github.com/foresight-router/foresight/host/prefix"
 	"github.com/foresight-router/foresight/host/stateplane"
@@ -31,11 +33,15 @@ type StateOptions struct {
 	// FirstToken and Finish are when a request's first token comes and when it ends, after its
 	// dispatch: with Rate, how many are in flight (snapshots carry them all).
 	FirstToken, Finish time.Duration
-	// PublishInterval is the planes' state.publishInterval.
-	PublishInterval time.Duration
+	// PublishInterval and SnapshotInterval are the planes' state.publishInterval and
+	// state.snapshotInterval.
+	PublishInterval, SnapshotInterval time.Duration
 	// URL is an external NATS server's; "" runs one embedded in this process, whose CPU then
 	// counts as the replicas' (as when a router embeds it).
 	URL string
+	// Partition, when set, measures a NATS server stopped for this long instead
+	// (RunStatePartition).
+	Partition time.Duration
 }
 
 // StateResult is what RunState measured.
@@ -49,7 +55,8 @@ type StateResult struct {
 	CPUPerRequestUsAlone float64 `json:"cpu_per_request_us_alone"`
 	CPUPerRequestUs      float64 `json:"cpu_per_request_us"`
 	StateCPUPerRequestUs float64 `json:"state_cpu_per_request_us"`
-	// PropagationMs is a message's age at each peer's arrival (p50, p95, p99), and its maximum.
+	// PropagationMs is a message's age at each peer's arrival, from its first event (p50, p95,
+	// p99), and its maximum.
 	PropagationMs    stats.Percentiles3 `json:"propagation_ms"`
 	PropagationMaxMs float64            `json:"propagation_max_ms"`
 	// Messages and Events published, over all replicas; Applied events, over all peers.
@@ -113,36 +120,19 @@ func stateRun(o StateOptions, share bool, propagation func(time.Duration)) (stat
 		defer srv.Shutdown()
 		url = srv.URL()
 	}
-	accts := make([]*stateplane.Account, o.Replicas)
-	planes := make([]*stateplane.Plane, o.Replicas)
-	for i := range accts {
-		var p *stateplane.Plane
-		if share {
-			var err error
-			if p, err = stateplane.New(stateplane.Config{Replica: "r" + strconv.Itoa(i), Prefix: "benchstate",
-				PublishInterval: o.PublishInterval, Propagation: propagation, Log: zerolog.Nop()}); err != nil {
-				return r, 0, err
-			}
-			defer p.Close()
-			planes[i] = p
-		}
-		accts[i] = stateplane.NewAccount(inflight.New(), prefix.New(prefix.MaxCapacity), p)
-		if share {
-			if err := p.Start(url, nats.Name("foresight bench state")); err != nil {
-				return r, 0, err
-			}
-		}
+	accts, planes, err := stateAccounts(o, share, url, propagation)
+	defer closePlanes(planes)
+	if err != nil {
+		return r, 0, err
 	}
 	start := cpuSelf()
-	n := stateLoad(o, accts)
-	settle := stateplane.DefaultSnapshotInterval + 100*time.Millisecond
+	n := stateLoad(o, accts, nil)
+	settle := max(o.SnapshotInterval, stateplane.DefaultSnapshotInterval) + 100*time.Millisecond
 	time.Sleep(settle) // the last events and a snapshot reach every peer
 	r.cpu = cpuSelf() - start
 	for i, a := range accts {
-		for j := range accts {
-			if i != j {
-				r.lagging += a.Ledger.Requests("ep-" + strconv.Itoa(j%o.Endpoints))
-			}
+		for e := range o.Endpoints { // every request ended: what a ledger still holds is a peer's, stale
+			r.lagging += a.Ledger.Requests("ep-" + strconv.Itoa(e))
 		}
 		if share {
 			st := planes[i].Stats()
@@ -152,9 +142,42 @@ func stateRun(o StateOptions, share bool, propagation func(time.Duration)) (stat
 	return r, n, nil
 }
 
+// stateAccounts returns o.Replicas accounts, each a router's ledger and prefix index, and with
+// share their planes, started on url. The planes are returned for closePlanes even on error.
+func stateAccounts(o StateOptions, share bool, url string, propagation func(time.Duration)) ([]*stateplane.Account, []*stateplane.Plane, error) {
+	accts := make([]*stateplane.Account, o.Replicas)
+	var planes []*stateplane.Plane
+	for i := range accts {
+		var p *stateplane.Plane
+		if share {
+			var err error
+			if p, err = stateplane.New(stateplane.Config{Replica: "r" + strconv.Itoa(i), Prefix: "benchstate",
+				PublishInterval: o.PublishInterval, SnapshotInterval: o.SnapshotInterval, Propagation: propagation,
+				Log: zerolog.Nop()}); err != nil {
+				return nil, planes, err
+			}
+			planes = append(planes, p)
+		}
+		accts[i] = stateplane.NewAccount(inflight.New(), prefix.New(config.DefaultPrefixBlocks), p)
+		if share {
+			if err := p.Start(url, nats.Name("foresight bench state")); err != nil {
+				return nil, planes, err
+			}
+		}
+	}
+	return accts, planes, nil
+}
+
+func closePlanes(planes []*stateplane.Plane) {
+	for _, p := range planes {
+		p.Close()
+	}
+}
+
 // stateLoad issues each replica's share of the requests, paced, and returns once every request
-// has finished: how many there were.
-func stateLoad(o StateOptions, accts []*stateplane.Account) int {
+// has finished: how many there were. truth, when not nil, counts each endpoint's requests in
+// flight as they are (by endpoint index).
+func stateLoad(o StateOptions, accts []*stateplane.Account, truth []atomic.Int64) int {
 	per := time.Duration(float64(time.Second) * float64(len(accts)) / o.Rate)
 	total := int(o.Duration / per)
 	var wg sync.WaitGroup
@@ -173,7 +196,11 @@ func stateLoad(o StateOptions, accts []*stateplane.Account) int {
 				for b := range answer {
 					answer[b] = rng.Uint64()
 				}
-				ep := "ep-" + strconv.Itoa(rng.IntN(o.Endpoints))
+				e := rng.IntN(o.Endpoints)
+				ep := "ep-" + strconv.Itoa(e)
+				if truth != nil {
+					truth[e].Add(1)
+				}
 				f := a.Dispatch(ep, inflight.Request{ID: strconv.Itoa(i) + "-" + strconv.Itoa(k), PrefillTokens: int64(16 * o.PromptBlocks),
 					OutputTokens: 200, TPOTSLOMs: 50, DispatchedAt: time.Now()}, blocks)
 				inner.Add(1)
@@ -181,6 +208,9 @@ func stateLoad(o StateOptions, accts []*stateplane.Account) int {
 				time.AfterFunc(o.Finish, func() {
 					f.Answer(answer)
 					f.Finish()
+					if truth != nil {
+						truth[e].Add(-1)
+					}
 					inner.Done()
 				})
 			}
@@ -205,10 +235,10 @@ func (r *StateResult) WriteText(w io.Writer) error {
 	if o.URL != "" {
 		where = o.URL
 	}
-	_, err := fmt.Fprintf(w, "state plane: %d replicas, %.0f requests/s for %s (%d requests), %d endpoints, %d+%d blocks a request, publish interval %s, %s\n"+
+	_, err := fmt.Fprintf(w, "state plane: %d replicas, %.0f requests/s for %s (%d requests), %d endpoints, %d+%d blocks a request, publish interval %s, snapshots every %s, %s\n"+
 		"CPU per request: %.1f µs alone, %.1f µs sharing: the plane costs %.1f µs a request (all replicas and the server)\n"+
 		"propagation: p50 %.2f ms, p95 %.2f ms, p99 %.2f ms, max %.2f ms; %d messages carrying %d events, %d applied by peers; %d requests lagging at the end\n",
-		o.Replicas, o.Rate, o.Duration, r.Requests, o.Endpoints, o.PromptBlocks, o.AnswerBlocks, o.PublishInterval, where,
+		o.Replicas, o.Rate, o.Duration, r.Requests, o.Endpoints, o.PromptBlocks, o.AnswerBlocks, o.PublishInterval, o.SnapshotInterval, where,
 		r.CPUPerRequestUsAlone, r.CPUPerRequestUs, r.StateCPUPerRequestUs,
 		r.PropagationMs.P50, r.PropagationMs.P95, r.PropagationMs.P99, r.PropagationMaxMs, r.Messages, r.Events, r.Applied, r.Lagging)
 	return err

@@ -23,9 +23,16 @@ func newBenchState() *cobra.Command {
 			"later, its end (with --answer-blocks blocks) --finish later. It runs the load twice, the\n" +
 			"replicas alone and then sharing a state plane over NATS (embedded in this process unless --nats),\n" +
 			"and reports the process's CPU per request both times, their difference (the plane's cost over\n" +
-			"every replica and the server), and how old the peers' messages were when they arrived.",
+			"every replica and the server), and how old the peers' messages were when they arrived.\n\n" +
+			"With --partition D it instead stops the embedded server 2 s into the load for D and starts it\n" +
+			"again on the same address, and reports how soon every replica counted only its own requests\n" +
+			"and how soon, once the server was back, every replica's counts were the fleet's again.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Partition > 0 {
+				return runBench(cmd.OutOrStdout(), cpuProfile, asJSON,
+					func() (*bench.PartitionResult, error) { return bench.RunStatePartition(o) }, (*bench.PartitionResult).WriteText)
+			}
 			return runBench(cmd.OutOrStdout(), cpuProfile, asJSON,
 				func() (*bench.StateResult, error) { return bench.RunState(o) }, (*bench.StateResult).WriteText)
 		},
@@ -40,6 +47,8 @@ func newBenchState() *cobra.Command {
 	f.DurationVar(&o.FirstToken, "first-token", 100*time.Millisecond, "a request's first token, after its dispatch")
 	f.DurationVar(&o.Finish, "finish", 2*time.Second, "a request's end, after its dispatch")
 	f.DurationVar(&o.PublishInterval, "publish-interval", stateplane.DefaultPublishInterval, "the planes' state.publishInterval")
+	f.DurationVar(&o.SnapshotInterval, "snapshot-interval", stateplane.DefaultSnapshotInterval, "the planes' state.snapshotInterval")
+	f.DurationVar(&o.Partition, "partition", 0, "instead: stop the embedded NATS server 2 s in for this long, and measure how soon the replicas forget their peers and converge after it returns (the run lasts at least this + 6 s)")
 	f.StringVar(&o.URL, "nats", "", "an external NATS server's URL (default: one embedded in this process)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write this process's CPU profile to this file")

@@ -101,6 +101,7 @@ type Plane struct {
 	mu      sync.Mutex // guards the publishing side
 	pending []byte     // events not yet published
 	events  int        // in pending
+	firstAt time.Time  // when pending's first event came, live
 	seq     uint64     // of the last message published
 	epoch   uint64     // of the last snapshot
 	key     uint64     // of the last dispatch

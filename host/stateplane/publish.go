@@ -62,6 +62,9 @@ func (p *Plane) added() {
 	if p.cfg.Manual || p.link == nil {
 		return
 	}
+	if p.events == 1 {
+		p.firstAt = p.cfg.Now()
+	}
 	switch {
 	case len(p.pending) >= maxMessage || p.cfg.PublishInterval == 0:
 		p.flushLocked(p.cfg.Now())
@@ -77,7 +80,8 @@ func (p *Plane) added() {
 func (p *Plane) flushTimer() { p.Flush(p.cfg.Now()) }
 
 // Flush publishes the pending events as one message sent at now (the simulator's virtual time;
-// live, the timer's). Nothing pending publishes nothing.
+// live, the time of the message's first event, so that a peer measures an event's whole
+// propagation, its wait for the batch included). Nothing pending publishes nothing.
 func (p *Plane) Flush(now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -88,9 +92,12 @@ func (p *Plane) flushLocked(now time.Time) {
 	if p.events == 0 || p.link == nil {
 		return
 	}
+	if !p.firstAt.IsZero() {
+		now = p.firstAt
+	}
 	msg := p.message(now, p.pending)
 	p.send(msg, uint64(p.events))
-	p.pending, p.events = p.pending[:0], 0
+	p.pending, p.events, p.firstAt = p.pending[:0], 0, time.Time{}
 }
 
 // message returns a message of the next sequence number, sent at now, carrying body.
