@@ -107,7 +107,6 @@ func RunStatePartition(o StateOptions) (*PartitionResult, error) {
 	return res, nil
 }
 
-
 // WriteText writes the result as a few lines.
 func (r *PartitionResult) WriteText(w io.Writer) error {
 	o := r.Options
