@@ -9,9 +9,12 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/foresight-router/foresight/host/stateplane"
 	"github.com/foresight-router/foresight/sim/emulator"
 )
 
@@ -103,7 +106,14 @@ func freeAddr(t *testing.T) string {
 // waitPeers waits until the replica whose admin listener is at admin has heard from n peers.
 func waitPeers(t *testing.T, admin string, n int) {
 	t.Helper()
-	want := regexp.MustCompile(fmt.Sprintf(`(?m)^foresight_state_peers %d$`, n))
+	waitMetric(t, admin, fmt.Sprintf(`(?m)^foresight_state_peers %d$`, n))
+}
+
+// waitMetric waits until the /metrics of the replica whose admin listener is at admin match
+// pattern (10 s at most).
+func waitMetric(t *testing.T, admin, pattern string) {
+	t.Helper()
+	want := regexp.MustCompile(pattern)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if resp, err := http.Get("http://" + admin + "/metrics"); err == nil {
@@ -114,8 +124,90 @@ func waitPeers(t *testing.T, admin string, n int) {
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("replica at %s: not %d peers within 10 s", admin, n)
+			t.Fatalf("replica at %s: /metrics do not match %s within 10 s", admin, pattern)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// TestReplicasThroughANATSPartition: two `foresight serve` replicas sharing an external NATS
+// server (here one in the test process), under a steady load through both; the server stops for
+// 10 s and comes back on the same address. No client request fails: each replica routes on its
+// own view meanwhile, counts the partition, and hears its peer again once the server is back.
+func TestReplicasThroughANATSPartition(t *testing.T) {
+	fleet, err := emulator.Start(2, 0, "llama-3.1-8b-h100-tp2", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fleet.Close)
+	addr, dir := freeAddr(t), t.TempDir()
+	srv, err := stateplane.Embed(stateplane.EmbedConfig{Listen: addr, StoreDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { srv.Shutdown() }()
+	var replicas []serveProcess
+	for _, id := range []string{"a", "b"} {
+		replicas = append(replicas, startServe(t, writeConfig(t, "replica-"+id+".yaml", fmt.Sprintf(`plugins:
+  - {name: least-inflight, type: queue-scorer, parameters: {source: inflight}}
+  - {name: max-score, type: max-score-picker}
+pipeline:
+  scorers: [{pluginRef: least-inflight}]
+  picker: {pluginRef: max-score}
+server: {listen: "127.0.0.1:0", adminListen: "127.0.0.1:0"}
+state: {replica: %s, nats: {url: "nats://%s"}}
+endpoints:
+  static:
+    - {id: s0, address: %s}
+    - {id: s1, address: %s}
+`, id, addr, fleet.Addrs()[0], fleet.Addrs()[1])), "--ext-proc", "127.0.0.1:0"))
+	}
+	for _, r := range replicas {
+		waitPeers(t, r.admin, 1)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var served, failed atomic.Int64
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := 0; ctx.Err() == nil; i++ {
+				url := "http://" + replicas[(w+i)%2].api
+				req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, url+"/v1/chat/completions", strings.NewReader(chat(16)))
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					failed.Add(1)
+					continue
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "data: [DONE]") {
+					failed.Add(1)
+					t.Logf("status %d: %.200s", resp.StatusCode, body)
+					continue
+				}
+				served.Add(1)
+			}
+		})
+	}
+	time.Sleep(2 * time.Second)
+	srv.Shutdown()
+	for _, r := range replicas {
+		waitMetric(t, r.admin, `(?m)^foresight_state_partitions_total 1$`)
+		waitMetric(t, r.admin, `(?m)^foresight_state_peers 0$`)
+	}
+	time.Sleep(10 * time.Second)
+	if srv, err = stateplane.Embed(stateplane.EmbedConfig{Listen: addr, StoreDir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range replicas {
+		waitPeers(t, r.admin, 1)
+	}
+	time.Sleep(time.Second)
+	cancel()
+	wg.Wait()
+	if failed.Load() != 0 || served.Load() < 40 {
+		t.Errorf("%d requests served, %d failed; want every one served, and some", served.Load(), failed.Load())
+	}
+	t.Logf("%d requests served through the partition", served.Load())
 }
