@@ -62,13 +62,21 @@ TRACE_DIR := $(or $(FORESIGHT_TRACE_DIR),$(patsubst %/,%,$(dir $(firstword $(wil
 
 # The Helm chart is linted, rendered and checked by the tests in deploy/, with Helm's Go packages.
 .PHONY: test
-test: system-tools $(NODE_DEPS) ## run the whole test suite: Go (unit, shim, end-to-end with real plugin processes), the Python kit, the TypeScript kit, the Helm chart
+test: system-tools $(NODE_DEPS) kube-apiserver ## run the whole test suite: Go (unit, shim, end-to-end with real plugin processes), the Python kit, the TypeScript kit, the Helm chart
 	@if [ -n "$(TRACE_DIR)" ]; then echo "trace-replay tests: the traces in $(TRACE_DIR)"; \
 	  else echo "trace-replay tests: skipped, no traces directory found (set FORESIGHT_TRACE_DIR; sim/workload/README.md says where to get them)"; fi
 	FORESIGHT_TRACE_DIR=$(abspath $(TRACE_DIR)) $(GO) test -race -count=1 ./...
 	/usr/bin/python3 plugins/sdk/python/tests/run.py
 	cd plugins/sdk/typescript && npm test --silent
 	cd plugins/ts-filter && npm test --silent
+
+# kube-apiserver and etcd for the tests against a real API server (internal/kubeapi, which runs
+# this same build when a test starts one), from the module tools/kubeapi: k8s.io/kubernetes and
+# etcd at the versions its go.mod pins. A first build compiles Kubernetes (minutes); after that go
+# build finds them up to date in under a second.
+.PHONY: kube-apiserver
+kube-apiserver: ## build .tools/bin/kube-apiserver and .tools/bin/etcd (tools/kubeapi) for the tests against a real API server
+	cd tools/kubeapi && CGO_ENABLED=0 GOFLAGS=-buildvcs=false GOWORK=off $(GO) build -trimpath -o $(TOOLS)/bin/ k8s.io/kubernetes/cmd/kube-apiserver ./etcd
 
 .PHONY: helm-check
 helm-check: ## lint the chart as helm lint --strict does, with its defaults and each value set of deploy/helm/foresight/ci; render and check it; fail when deploy/manifests is stale (make test runs it too)

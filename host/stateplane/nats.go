@@ -35,6 +35,9 @@ func (p *Plane) options() []nats.Option {
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { p.disconnected(err) }),
 		nats.ReconnectHandler(func(nc *nats.Conn) { p.reconnected(nc) }),
 		nats.ConnectHandler(func(nc *nats.Conn) { p.reconnected(nc) }),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			p.cfg.Log.Debug().Err(err).Msg("state plane: NATS connection error")
+		}),
 	}
 }
 
@@ -149,6 +152,7 @@ func (p *Plane) disconnected(err error) {
 // reconnected: the replica publishes its snapshot and asks the others for theirs, so that every
 // view converges within a round trip.
 func (p *Plane) reconnected(nc *nats.Conn) {
+	p.peers.rejoin()
 	p.cfg.Log.Info().Str("server", nc.ConnectedUrlRedacted()).Msg("state plane: connected to NATS")
 	p.requestSync()
 	p.Snapshot(p.cfg.Now())

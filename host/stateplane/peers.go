@@ -20,6 +20,10 @@ type peers struct {
 	index  *prefix.Index
 	byID   map[string]*peer
 	counts Stats // the receiving side's counters
+	// cut is set while the plane is disconnected: messages still queued from before are
+	// dropped, or they would bring back the peers just forgotten (the snapshots that follow the
+	// reconnection bring them back right).
+	cut bool
 }
 
 // peer is one other replica, as of its last message.
@@ -80,7 +84,7 @@ func (ps *peers) apply(data []byte, now time.Time) error {
 		ps.counts.Invalid++
 		return err
 	}
-	if h.replica == ps.p.cfg.Replica && h.incarnation == ps.p.incarnation || ps.ledger == nil {
+	if h.replica == ps.p.cfg.Replica && h.incarnation == ps.p.incarnation || ps.ledger == nil || ps.cut {
 		return nil
 	}
 	pe := ps.byID[h.replica]
@@ -231,6 +235,13 @@ func (ps *peers) forget(pe *peer) {
 	delete(ps.byID, pe.id)
 }
 
+// rejoin ends a partition: messages apply again.
+func (ps *peers) rejoin() {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	ps.cut = false
+}
+
 // expire forgets the peers not heard from since now − PeerTimeout, and returns their IDs.
 func (ps *peers) expire(now time.Time) []string {
 	ps.mu.Lock()
@@ -251,6 +262,7 @@ func (ps *peers) expire(now time.Time) []string {
 func (ps *peers) partition() int {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
+	ps.cut = true
 	n := 0
 	for _, pe := range ps.byID {
 		n += len(pe.flights)

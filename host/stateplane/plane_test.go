@@ -43,7 +43,9 @@ func start(t *testing.T, url, id string, snapshot time.Duration) *replica {
 }
 
 // inflightOn is what r's ledger counts on endpoint.
-func (r *replica) inflightOn(endpoint string) sdk.EndpointState { return fill(r.acct, endpoint, time.Now()) }
+func (r *replica) inflightOn(endpoint string) sdk.EndpointState {
+	return fill(r.acct, endpoint, time.Now())
+}
 
 // eventually polls cond until it holds or 5 s pass.
 func eventually(t *testing.T, what string, cond func() bool) {

@@ -9,6 +9,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/foresight-router/foresight/internal/wire"
 	"github.com/foresight-router/foresight/plugins/sdk"
 )
 
@@ -72,7 +73,7 @@ func Encode(f *File) ([]byte, error) {
 	b = binary.LittleEndian.AppendUint64(b, f.Nonce)
 	b = binary.LittleEndian.AppendUint64(b, f.Seq)
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(f.Samples)))
-	b = appendString(b, f.ReplicaID)
+	b = wire.AppendString(b, f.ReplicaID)
 	for i := range f.Samples {
 		b = appendRow(b, &f.Samples[i])
 	}
@@ -103,29 +104,29 @@ func Decode(data []byte) (*File, error) {
 	if sum := sha256.Sum256(payload); !bytes.Equal(sum[:], foot[8:8+sha256.Size]) {
 		return nil, fmt.Errorf("%w: corrupt (checksum mismatch)", ErrInvalid)
 	}
-	r := reader{b: payload[len(headMagic):]}
-	if v := r.u16(); v != FormatVersion {
+	r := wire.NewReader(payload[len(headMagic):], maxString)
+	if v := r.U16(); v != FormatVersion {
 		return nil, fmt.Errorf("%w: format version %d; this producer reads version %d (another producer version: upgrade them all)", ErrInvalid, v, FormatVersion)
 	}
-	f := &File{Nonce: r.u64(), Seq: r.u64()}
-	rows := r.u32()
-	f.ReplicaID = r.str()
-	if r.err == nil && rows > MaxRows {
+	f := &File{Nonce: r.U64(), Seq: r.U64()}
+	rows := r.U32()
+	f.ReplicaID = r.String()
+	if r.Err() == nil && rows > MaxRows {
 		return nil, fmt.Errorf("%w: %d rows, at most %d", ErrInvalid, rows, MaxRows)
 	}
-	if r.err == nil {
-		f.Samples = make([]sdk.Sample, 0, min(int(rows), len(r.b)/20+1))
+	if r.Err() == nil {
+		f.Samples = make([]sdk.Sample, 0, min(int(rows), r.Len()/20+1))
 	}
-	for i := 0; r.err == nil && i < int(rows); i++ {
+	for i := 0; r.Err() == nil && i < int(rows); i++ {
 		var s sdk.Sample
-		r.row(&s)
+		readRow(r, &s)
 		f.Samples = append(f.Samples, s)
 	}
 	switch {
-	case r.err != nil:
-		return nil, fmt.Errorf("%w: malformed: %w", ErrInvalid, r.err)
-	case len(r.b) != 0:
-		return nil, fmt.Errorf("%w: malformed: %d bytes after the last row", ErrInvalid, len(r.b))
+	case r.Err() != nil:
+		return nil, fmt.Errorf("%w: malformed: %w", ErrInvalid, r.Err())
+	case r.Len() != 0:
+		return nil, fmt.Errorf("%w: malformed: %d bytes after the last row", ErrInvalid, r.Len())
 	}
 	return f, nil
 }
@@ -133,8 +134,8 @@ func Decode(data []byte) (*File, error) {
 // Row layout: the request's and the endpoint's IDs (length-prefixed), a flags byte (bit 0:
 // streaming), the integers as zig-zag varints and the floats as IEEE 754 bits, in the order below.
 func appendRow(b []byte, s *sdk.Sample) []byte {
-	b = appendString(b, s.Request.ID)
-	b = appendString(b, s.EndpointID)
+	b = wire.AppendString(b, s.Request.ID)
+	b = wire.AppendString(b, s.EndpointID)
 	var flags byte
 	if s.Request.Streaming {
 		flags |= 1
@@ -148,33 +149,33 @@ func appendRow(b []byte, s *sdk.Sample) []byte {
 	}
 	for _, v := range [...]float64{st.KVCacheUsage, st.PrefixMatch, st.MinRunningTPOTSLOMs, st.MetricsAgeMs,
 		st.LastOutputAgeMs, s.ActualTTFTMs, s.ActualTPOTMs} {
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+		b = wire.AppendF64(b, v)
 	}
 	return b
 }
 
-func (r *reader) row(s *sdk.Sample) {
-	s.Request.ID = r.str()
-	s.EndpointID = r.str()
-	flags := r.byte()
-	if flags&^1 != 0 && r.err == nil {
-		r.err = fmt.Errorf("unknown row flags %#x", flags)
+func readRow(r *wire.Reader, s *sdk.Sample) {
+	s.Request.ID = r.String()
+	s.EndpointID = r.String()
+	flags := r.Byte()
+	if flags&^1 != 0 && r.Err() == nil {
+		r.Fail(fmt.Errorf("unknown row flags %#x", flags))
 	}
 	s.Request.Streaming = flags&1 != 0
 	st := &s.State
 	for _, p := range [...]*int64{&s.Request.InputTokens, &s.Request.MaxOutputTokens, &st.Waiting, &st.Running,
 		&st.InflightRequests, &st.PrefillTokensInFlight, &st.DecodeTokensInFlight, &st.DispatchedSinceScrape,
 		&s.OutputTokens} {
-		*p = r.varint()
+		*p = r.Varint()
 	}
-	if ns := r.varint(); ns != 0 {
+	if ns := r.Varint(); ns != 0 {
 		s.DispatchedAt = time.Unix(0, ns).UTC()
 	}
 	for _, p := range [...]*float64{&st.KVCacheUsage, &st.PrefixMatch, &st.MinRunningTPOTSLOMs, &st.MetricsAgeMs,
 		&st.LastOutputAgeMs, &s.ActualTTFTMs, &s.ActualTPOTMs} {
-		*p = r.f64()
-		if r.err == nil && (math.IsNaN(*p) || math.IsInf(*p, 0)) {
-			r.err = errors.New("a row holds a non-finite number")
+		*p = r.F64()
+		if r.Err() == nil && (math.IsNaN(*p) || math.IsInf(*p, 0)) {
+			r.Fail(errors.New("a row holds a non-finite number"))
 		}
 	}
 }
@@ -185,84 +186,4 @@ func unixNano(t time.Time) int64 {
 		return 0
 	}
 	return t.UnixNano()
-}
-
-func appendString(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
-
-// reader consumes a payload; the first error sticks and every later read returns zero.
-type reader struct {
-	b   []byte
-	err error
-}
-
-func (r *reader) take(n int) []byte {
-	if r.err != nil {
-		return nil
-	}
-	if n > len(r.b) {
-		r.err = errors.New("a row runs past the end of the file")
-		return nil
-	}
-	v := r.b[:n]
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) byte() byte {
-	if v := r.take(1); v != nil {
-		return v[0]
-	}
-	return 0
-}
-
-func (r *reader) u16() uint16 {
-	if v := r.take(2); v != nil {
-		return binary.LittleEndian.Uint16(v)
-	}
-	return 0
-}
-
-func (r *reader) u32() uint32 {
-	if v := r.take(4); v != nil {
-		return binary.LittleEndian.Uint32(v)
-	}
-	return 0
-}
-
-func (r *reader) u64() uint64 {
-	if v := r.take(8); v != nil {
-		return binary.LittleEndian.Uint64(v)
-	}
-	return 0
-}
-
-func (r *reader) f64() float64 { return math.Float64frombits(r.u64()) }
-
-func (r *reader) varint() int64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.err = errors.New("a malformed number")
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) str() string {
-	if r.err != nil {
-		return ""
-	}
-	n, k := binary.Uvarint(r.b)
-	if k <= 0 || n > maxString {
-		r.err = errors.New("a malformed or overlong string")
-		return ""
-	}
-	r.b = r.b[k:]
-	return string(r.take(int(n)))
 }
