@@ -40,6 +40,10 @@ type valueSet struct {
 	probe string
 	// modelLabels are the model servers' labels, which discovery or the created pool selects.
 	modelLabels map[string]string
+	// nats is the state plane's NATS URL in the config ("": no state section), prefix its subject
+	// prefix; natsDeployed says the chart runs that NATS.
+	nats, prefix string
+	natsDeployed bool
 }
 
 // valueSets are the defaults and every file of helm/foresight/ci, which make helm-check lints.
@@ -53,6 +57,9 @@ var valueSets = []valueSet{
 		secret: "foresight-admin-token", secretKey: "token", generated: true, probe: "grpc"},
 	{name: "pvc", file: "ci/pvc-values.yaml", share: "foresight-share", secret: "router-admin", secretKey: "bearer", probe: "http",
 		readSecret: "router-metrics", readSecretKey: "bearer", modelLabels: map[string]string{"app": "vllm-llama3-8b-instruct"}},
+	{name: "nats", file: "ci/nats-values.yaml", secret: "foresight-admin-token", secretKey: "token", generated: true, probe: "grpc",
+		modelLabels: map[string]string{"app": "vllm-llama3-8b-instruct"}, nats: "nats://foresight-nats.foresight.svc:4222",
+		prefix: "pool-a", natsDeployed: true},
 }
 
 // TestValueSetsCoverCI fails when a values file under ci/ is not among the tests' value sets.
@@ -87,6 +94,7 @@ func TestChart(t *testing.T) {
 			}
 			r := decodeRendering(t, render(t, args...))
 			checkObjects(t, r, vs)
+			checkNATS(t, r, vs)
 			cfg := checkConfig(t, r, vs, img)
 			paths := map[string]string{img.binDir: imageBinaries(t)}
 			c := r.deployment.Spec.Template.Spec.Containers[0]
@@ -155,6 +163,11 @@ func TestChartRefusals(t *testing.T) {
 		"a port out of range (values.schema.json)": {[]string{"--set", "ports.extProc=70000"}, "/ports/extProc"},
 		"one models claim for several replicas": {[]string{"--set", "replicaCount=2,models.existingClaim=m"},
 			"models.existingClaim: one claim for 2 replicas would have them all write one modelDir"},
+		"a NATS given and run": {[]string{"--set", "nats.enabled=true,state.natsURL=nats://n:4222"},
+			"state.natsURL and nats.enabled: give the address of your NATS or let the chart run one, not both"},
+		"a share volume beside NATS": {[]string{"--set", "state.natsURL=nats://n:4222,share.existingClaim=s"},
+			"share.existingClaim: the replicas share their samples through the state plane's NATS"},
+		"a NATS URL that is not one (values.schema.json)": {[]string{"--set", "state.natsURL=http://n:4222"}, "/state/natsURL"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := helmTemplate(c.args...)
@@ -422,6 +435,12 @@ type routerConfig struct {
 			TargetPort    any               `yaml:"targetPort"`
 		} `yaml:"kubernetes"`
 	} `yaml:"endpoints"`
+	State *struct {
+		NATS struct {
+			URL string `yaml:"url"`
+		} `yaml:"nats"`
+		Prefix string `yaml:"prefix"`
+	} `yaml:"state"`
 }
 
 // checkConfig checks the ConfigMap's config against the objects and the image, and returns it.
@@ -457,6 +476,12 @@ func checkConfig(t *testing.T, r *rendered, vs valueSet, img image) string {
 		t.Errorf("endpoints.kubernetes.selector %v: want the model servers' labels %v", k.Selector, vs.modelLabels)
 	case vs.pool != "" && (k.Selector != nil || k.TargetPort != nil):
 		t.Errorf("endpoints.kubernetes %+v: want the pool alone (it names selector and ports)", *k)
+	}
+	switch {
+	case vs.nats == "" && cfg.State != nil:
+		t.Errorf("a state section %+v without a NATS", *cfg.State)
+	case vs.nats != "" && (cfg.State == nil || cfg.State.NATS.URL != vs.nats || cfg.State.Prefix != vs.prefix):
+		t.Errorf("state section %+v: want the NATS %s and the prefix %q", cfg.State, vs.nats, vs.prefix)
 	}
 	var models, share string
 	for _, m := range c.VolumeMounts {

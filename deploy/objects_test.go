@@ -36,6 +36,9 @@ type rendered struct {
 	secret         *corev1.Secret
 	pool           *inferencePool
 	route          *httpRoute
+	// nats and natsService are the NATS server the chart runs for the state plane (nats.enabled).
+	nats        *appsv1.StatefulSet
+	natsService *corev1.Service
 	// objects lists every object as "Kind name" with its namespace.
 	objects map[string]string
 }
@@ -110,7 +113,13 @@ func (r *rendered) add(gvk schema.GroupVersionKind, js []byte) error {
 		case *appsv1.Deployment:
 			meta, err = o, assign(&r.deployment, o)
 		case *corev1.Service:
-			meta, err = o, assign(&r.service, o)
+			if o.Labels["app.kubernetes.io/component"] == "nats" {
+				meta, err = o, assign(&r.natsService, o)
+			} else {
+				meta, err = o, assign(&r.service, o)
+			}
+		case *appsv1.StatefulSet:
+			meta, err = o, assign(&r.nats, o)
 		case *corev1.ServiceAccount:
 			meta, err = o, assign(&r.serviceAccount, o)
 		case *rbacv1.Role:

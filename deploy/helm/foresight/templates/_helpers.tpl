@@ -109,6 +109,16 @@ endpoints.kubernetes from .Values.modelServers and .Values.inferencePool.
 {{- if and .Values.models.existingClaim (gt (int .Values.replicaCount) 1) }}
 {{- fail (printf "models.existingClaim: one claim for %d replicas would have them all write one modelDir; keep the models on the emptyDir and share what the replicas learn with share.existingClaim" (int .Values.replicaCount)) }}
 {{- end }}
+{{- $natsURL := include "foresight.natsURL" . }}
+{{- if $natsURL }}
+{{- if .Values.share.existingClaim }}
+{{- fail "share.existingClaim: the replicas share their samples through the state plane's NATS (state.natsURL or nats.enabled); a share volume too would make each producer choose the directory" }}
+{{- end }}
+{{- if hasKey $cfg "state" }}
+{{- fail "config.state: the chart sets it from state.natsURL or nats.enabled" }}
+{{- end }}
+{{- $_ := set $cfg "state" (dict "nats" (dict "url" $natsURL) "prefix" (default (include "foresight.fullname" .) .Values.state.prefix)) }}
+{{- end }}
 {{- if .Values.share.existingClaim }}
 {{- range $p := (get $cfg "plugins" | default list) }}
 {{- if eq (get $p "type") "predicted-latency-producer" }}
@@ -119,7 +129,7 @@ endpoints.kubernetes from .Values.modelServers and .Values.inferencePool.
 {{- end }}
 {{- end }}
 {{- /* The sections in the order docs/configuration.md gives them; toYaml would sort them. */}}
-{{- $order := list "plugins" "pipeline" "server" "endpoints" "scrape" "objectives" }}
+{{- $order := list "plugins" "pipeline" "server" "endpoints" "scrape" "objectives" "state" }}
 {{- range $k := $order }}
 {{- if hasKey $cfg $k }}
 {{ dict $k (get $cfg $k) | toYaml }}
@@ -130,4 +140,23 @@ endpoints.kubernetes from .Values.modelServers and .Values.inferencePool.
 {{ dict $k $v | toYaml }}
 {{- end }}
 {{- end }}
+{{- end }}
+
+{{/* The state plane's NATS: the chart's own (nats.enabled), or state.natsURL; "" without one. */}}
+{{- define "foresight.natsURL" -}}
+{{- if and .Values.nats.enabled .Values.state.natsURL }}
+{{- fail "state.natsURL and nats.enabled: give the address of your NATS or let the chart run one, not both" }}
+{{- end }}
+{{- if .Values.nats.enabled }}
+{{- printf "nats://%s-nats.%s.svc:4222" (include "foresight.fullname" .) .Release.Namespace }}
+{{- else }}
+{{- .Values.state.natsURL }}
+{{- end }}
+{{- end }}
+
+{{/* The labels that select the chart's NATS pod: not the router's. */}}
+{{- define "foresight.natsSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "foresight.name" . }}-nats
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: nats
 {{- end }}
