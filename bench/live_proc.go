@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/foresight-router/foresight/internal/freeport"
 )
 
 // RouterProc is a `foresight serve` process a bench started (bench live, proxy and soak): the
@@ -50,7 +51,7 @@ func StartRouter(ctx context.Context, bin, config string, endpoints, args []stri
 
 // spawnRouter starts `bin serve` on free loopback ports with the extra args, without waiting for it.
 func spawnRouter(bin, config string, endpoints, args []string) (*RouterProc, error) {
-	ports, err := freePorts(2)
+	ports, err := freeport.Addrs(2)
 	if err != nil {
 		return nil, err
 	}
@@ -81,26 +82,6 @@ func spawn(bin string, args ...string) (*RouterProc, error) {
 		close(p.exited)
 	}()
 	return p, nil
-}
-
-// freePorts returns n distinct free 127.0.0.1 ports, as host:port.
-func freePorts(n int) ([]string, error) {
-	var addrs []string
-	var lns []net.Listener
-	defer func() {
-		for _, ln := range lns {
-			ln.Close()
-		}
-	}()
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("choosing a free port: %w", err)
-		}
-		lns = append(lns, ln)
-		addrs = append(addrs, ln.Addr().String())
-	}
-	return addrs, nil
 }
 
 // PID is the router process's id (its process group's too).

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/foresight-router/foresight/internal/procstat"
+
+	"github.com/foresight-router/foresight/internal/freeport"
 )
 
 // ReferenceNginx is the value of ProxyOptions.Reference that puts nginx beside the router.
@@ -90,7 +92,7 @@ func startNginx(ctx context.Context, bin string, upstreams []string, model strin
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("starting nginx: %w", err)
 	}
-	ports, err := freePorts(1)
+	ports, err := freeport.Addrs(1)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err

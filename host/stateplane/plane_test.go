@@ -1,13 +1,14 @@
 package stateplane
 
 import (
-	"net"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/foresight-router/foresight/host/inflight"
 	"github.com/foresight-router/foresight/host/prefix"
+	"github.com/foresight-router/foresight/internal/eventually"
+	"github.com/foresight-router/foresight/internal/freeport"
 	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/rs/zerolog"
 )
@@ -47,25 +48,13 @@ func (r *replica) inflightOn(endpoint string) sdk.EndpointState {
 	return fill(r.acct, endpoint, time.Now())
 }
 
-// eventually polls cond until it holds or 5 s pass.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within 5 s: %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 func TestAPeersDispatchesCountInTheLedgerAndTheIndex(t *testing.T) {
 	e := embed(t, "127.0.0.1:0")
 	a, b := start(t, e.URL(), "a", time.Hour), start(t, e.URL(), "b", time.Hour)
 	blocks := []uint64{11, 12, 13}
 	f := a.acct.Dispatch("ep1", inflight.Request{ID: "r1", PrefillTokens: 48, OutputTokens: 100, TPOTSLOMs: 30,
 		DispatchedAt: time.Now()}, blocks)
-	eventually(t, "b counts a's dispatch", func() bool { return b.inflightOn("ep1").InflightRequests == 1 })
+	eventually.Wait(t, 5*time.Second, "b counts a's dispatch", func() bool { return b.inflightOn("ep1").InflightRequests == 1 })
 	s := b.inflightOn("ep1")
 	if s.PrefillTokensInFlight != 48 || s.MinRunningTPOTSLOMs != 30 {
 		t.Errorf("b's view: prefill %d, TPOT objective %v; want 48, 30", s.PrefillTokensInFlight, s.MinRunningTPOTSLOMs)
@@ -74,10 +63,10 @@ func TestAPeersDispatchesCountInTheLedgerAndTheIndex(t *testing.T) {
 		t.Errorf("b's prefix match on ep1: %d blocks, want 3", got)
 	}
 	f.FirstToken(time.Now())
-	eventually(t, "b sees the first token", func() bool { return b.inflightOn("ep1").DecodeTokensInFlight == 99 })
+	eventually.Wait(t, 5*time.Second, "b sees the first token", func() bool { return b.inflightOn("ep1").DecodeTokensInFlight == 99 })
 	f.Answer([]uint64{14})
 	f.Finish()
-	eventually(t, "b sees the end", func() bool { return b.inflightOn("ep1").InflightRequests == 0 })
+	eventually.Wait(t, 5*time.Second, "b sees the end", func() bool { return b.inflightOn("ep1").InflightRequests == 0 })
 	if got := b.acct.Prefix.Match("ep1", []uint64{11, 12, 13, 14}); got != 4 {
 		t.Errorf("b's prefix match of prompt and answer: %d blocks, want 4", got)
 	}
@@ -97,11 +86,11 @@ func TestTwoHopsOfOneRequestAreTwoFlights(t *testing.T) {
 	r := inflight.Request{ID: "same", PrefillTokens: 10, OutputTokens: 5, DispatchedAt: time.Now()}
 	pre := a.acct.Dispatch("prefill", r, nil)
 	dec := a.acct.Dispatch("decode", r, nil)
-	eventually(t, "b counts both hops", func() bool {
+	eventually.Wait(t, 5*time.Second, "b counts both hops", func() bool {
 		return b.inflightOn("prefill").InflightRequests == 1 && b.inflightOn("decode").InflightRequests == 1
 	})
 	pre.Finish()
-	eventually(t, "b ends the prefill hop only", func() bool { return b.inflightOn("prefill").InflightRequests == 0 })
+	eventually.Wait(t, 5*time.Second, "b ends the prefill hop only", func() bool { return b.inflightOn("prefill").InflightRequests == 0 })
 	if got := b.inflightOn("decode").InflightRequests; got != 1 {
 		t.Errorf("decode hop on b: %d, want 1", got)
 	}
@@ -109,8 +98,7 @@ func TestTwoHopsOfOneRequestAreTwoFlights(t *testing.T) {
 }
 
 func TestSnapshotsRepairAndAPartitionDegradesToTheOwnView(t *testing.T) {
-	port := freePort(t)
-	listen := "127.0.0.1:" + strconv.Itoa(port)
+	listen := freeport.Addr(t)
 	dir := t.TempDir()
 	srv, err := Embed(EmbedConfig{Listen: listen, StoreDir: dir})
 	if err != nil {
@@ -123,10 +111,10 @@ func TestSnapshotsRepairAndAPartitionDegradesToTheOwnView(t *testing.T) {
 		flights = append(flights, a.acct.Dispatch("ep", inflight.Request{ID: strconv.Itoa(i), PrefillTokens: 1, OutputTokens: 1,
 			DispatchedAt: time.Now()}, nil))
 	}
-	eventually(t, "b counts 5", func() bool { return b.inflightOn("ep").InflightRequests == 5 })
+	eventually.Wait(t, 5*time.Second, "b counts 5", func() bool { return b.inflightOn("ep").InflightRequests == 5 })
 
 	srv.Shutdown()
-	eventually(t, "b forgets a's requests when cut off", func() bool { return b.inflightOn("ep").InflightRequests == 0 })
+	eventually.Wait(t, 5*time.Second, "b forgets a's requests when cut off", func() bool { return b.inflightOn("ep").InflightRequests == 0 })
 	if got := a.inflightOn("ep").InflightRequests; got != 5 {
 		t.Errorf("a's own view during the partition: %d, want 5", got)
 	}
@@ -144,7 +132,7 @@ func TestSnapshotsRepairAndAPartitionDegradesToTheOwnView(t *testing.T) {
 	}
 	defer srv2.Shutdown()
 	back := time.Now()
-	eventually(t, "b converges to a's 4", func() bool { return b.inflightOn("ep").InflightRequests == 4 })
+	eventually.Wait(t, 5*time.Second, "b converges to a's 4", func() bool { return b.inflightOn("ep").InflightRequests == 4 })
 	t.Logf("converged %s after the server returned", time.Since(back).Round(time.Millisecond))
 }
 
@@ -152,22 +140,12 @@ func TestASilentPeerIsForgotten(t *testing.T) {
 	e := embed(t, "127.0.0.1:0")
 	a, b := start(t, e.URL(), "a", 20*time.Millisecond), start(t, e.URL(), "b", 20*time.Millisecond)
 	a.acct.Dispatch("ep", inflight.Request{ID: "x", OutputTokens: 1, DispatchedAt: time.Now()}, nil)
-	eventually(t, "b counts a's request", func() bool { return b.inflightOn("ep").InflightRequests == 1 })
+	eventually.Wait(t, 5*time.Second, "b counts a's request", func() bool { return b.inflightOn("ep").InflightRequests == 1 })
 	a.plane.Close() // a stops publishing, its request still "in flight"
-	eventually(t, "b forgets a after its timeout", func() bool { return b.inflightOn("ep").InflightRequests == 0 })
+	eventually.Wait(t, 5*time.Second, "b forgets a after its timeout", func() bool { return b.inflightOn("ep").InflightRequests == 0 })
 	if st := b.plane.Stats(); st.Expired != 1 || st.Peers != 0 {
 		t.Errorf("b's stats: %+v; want 1 expired, 0 peers", st)
 	}
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // fill is what a's ledger counts on endpoint at now.

@@ -29,7 +29,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -41,6 +40,8 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/foresight-router/foresight/internal/freeport"
 )
 
 // StartTimeout bounds the start of etcd and of kube-apiserver, each: a few seconds on an idle
@@ -108,7 +109,7 @@ func (s *Server) start(t testing.TB, b binaries, f pkiFiles, try int) (err error
 			}
 		}
 	}()
-	ports, err := freePorts(3)
+	ports, err := freeport.Ports(3)
 	if err != nil {
 		return err
 	}
@@ -285,20 +286,6 @@ func (p *process) await(url string, hc *http.Client, ok func(code int, body []by
 		case <-tick.C:
 		}
 	}
-}
-
-// freePorts returns n distinct ports of 127.0.0.1 that were free a moment ago.
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close() // held until all are chosen, so that they differ
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 // tail returns the last n lines of the file at path.

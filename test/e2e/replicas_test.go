@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"regexp"
 	"slices"
@@ -15,6 +14,8 @@ import (
 	"time"
 
 	"github.com/foresight-router/foresight/host/stateplane"
+	"github.com/foresight-router/foresight/internal/eventually"
+	"github.com/foresight-router/foresight/internal/freeport"
 	"github.com/foresight-router/foresight/sim/emulator"
 )
 
@@ -31,27 +32,9 @@ func TestReplicasShareTheirRequestsInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(fleet.Close)
-	natsAddr := freeAddr(t)
-	config := func(name, state string) string {
-		var static strings.Builder
-		for i, a := range fleet.Addrs() {
-			fmt.Fprintf(&static, "    - {id: s%d, address: %s}\n", i, a)
-		}
-		return writeConfig(t, name, fmt.Sprintf(`plugins:
-  - {name: least-inflight, type: queue-scorer, parameters: {source: inflight}}
-  - {name: max-score, type: max-score-picker}
-pipeline:
-  scorers: [{pluginRef: least-inflight}]
-  picker: {pluginRef: max-score}
-server: {listen: "127.0.0.1:0", adminListen: "127.0.0.1:0"}
-scrape: {interval: 1h}
-state: %s
-endpoints:
-  static:
-%s`, state, static.String()))
-	}
-	a := startServe(t, config("replica-a.yaml", fmt.Sprintf("{replica: a, nats: {embedded: {listen: %q}}}", natsAddr)), "--ext-proc", "127.0.0.1:0")
-	b := startServe(t, config("replica-b.yaml", fmt.Sprintf("{replica: b, nats: {url: %q}}", "nats://"+natsAddr)), "--ext-proc", "127.0.0.1:0")
+	natsAddr := freeport.Addr(t)
+	a := startReplica(t, fleet, fmt.Sprintf("{replica: a, nats: {embedded: {listen: %q}}}", natsAddr))
+	b := startReplica(t, fleet, fmt.Sprintf("{replica: b, nats: {url: %q}}", "nats://"+natsAddr))
 	waitPeers(t, a.admin, 1)
 	waitPeers(t, b.admin, 1)
 
@@ -92,16 +75,30 @@ func total(n []int) int {
 	return s
 }
 
-// freeAddr returns a loopback address free a moment ago.
-func freeAddr(t *testing.T) string {
+// startReplica starts `foresight serve` over fleet with the state section state, sending each
+// request to the endpoint with the fewest requests in flight by its ledger.
+func startReplica(t *testing.T, fleet *emulator.Fleet, state string) serveProcess {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	var static strings.Builder
+	for i, a := range fleet.Addrs() {
+		fmt.Fprintf(&static, "    - {id: s%d, address: %s}\n", i, a)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return startServe(t, writeConfig(t, fmt.Sprintf("replica-%d.yaml", replicaConfigs.Add(1)), fmt.Sprintf(`plugins:
+  - {name: least-inflight, type: queue-scorer, parameters: {source: inflight}}
+  - {name: max-score, type: max-score-picker}
+pipeline:
+  scorers: [{pluginRef: least-inflight}]
+  picker: {pluginRef: max-score}
+server: {listen: "127.0.0.1:0", adminListen: "127.0.0.1:0"}
+scrape: {interval: 1h}
+state: %s
+endpoints:
+  static:
+%s`, state, static.String())), "--ext-proc", "127.0.0.1:0")
 }
+
+// replicaConfigs numbers the replicas' config files.
+var replicaConfigs atomic.Int64
 
 // waitPeers waits until the replica whose admin listener is at admin has heard from n peers.
 func waitPeers(t *testing.T, admin string, n int) {
@@ -114,20 +111,15 @@ func waitPeers(t *testing.T, admin string, n int) {
 func waitMetric(t *testing.T, admin, pattern string) {
 	t.Helper()
 	want := regexp.MustCompile(pattern)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if resp, err := http.Get("http://" + admin + "/metrics"); err == nil {
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if want.Match(body) {
-				return
-			}
+	eventually.Wait(t, 10*time.Second, "/metrics of "+admin+" matching "+pattern, func() bool {
+		resp, err := http.Get("http://" + admin + "/metrics")
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("replica at %s: /metrics do not match %s within 10 s", admin, pattern)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return want.Match(body)
+	})
 }
 
 // TestReplicasThroughANATSPartition: two `foresight serve` replicas sharing an external NATS
@@ -140,7 +132,7 @@ func TestReplicasThroughANATSPartition(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(fleet.Close)
-	addr, dir := freeAddr(t), t.TempDir()
+	addr, dir := freeport.Addr(t), t.TempDir()
 	srv, err := stateplane.Embed(stateplane.EmbedConfig{Listen: addr, StoreDir: dir})
 	if err != nil {
 		t.Fatal(err)
@@ -148,19 +140,7 @@ func TestReplicasThroughANATSPartition(t *testing.T) {
 	defer func() { srv.Shutdown() }()
 	var replicas []serveProcess
 	for _, id := range []string{"a", "b"} {
-		replicas = append(replicas, startServe(t, writeConfig(t, "replica-"+id+".yaml", fmt.Sprintf(`plugins:
-  - {name: least-inflight, type: queue-scorer, parameters: {source: inflight}}
-  - {name: max-score, type: max-score-picker}
-pipeline:
-  scorers: [{pluginRef: least-inflight}]
-  picker: {pluginRef: max-score}
-server: {listen: "127.0.0.1:0", adminListen: "127.0.0.1:0"}
-state: {replica: %s, nats: {url: "nats://%s"}}
-endpoints:
-  static:
-    - {id: s0, address: %s}
-    - {id: s1, address: %s}
-`, id, addr, fleet.Addrs()[0], fleet.Addrs()[1])), "--ext-proc", "127.0.0.1:0"))
+		replicas = append(replicas, startReplica(t, fleet, fmt.Sprintf(`{replica: %s, nats: {url: "nats://%s"}}`, id, addr)))
 	}
 	for _, r := range replicas {
 		waitPeers(t, r.admin, 1)
