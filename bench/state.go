@@ -231,15 +231,15 @@ func cpuSelf() time.Duration {
 // WriteText writes the result as a few lines.
 func (r *StateResult) WriteText(w io.Writer) error {
 	o := r.Options
-	where := "embedded NATS"
+	where, serverShare := "embedded NATS", " and the server"
 	if o.URL != "" {
-		where = o.URL
+		where, serverShare = o.URL, ", not the server"
 	}
 	_, err := fmt.Fprintf(w, "state plane: %d replicas, %.0f requests/s for %s (%d requests), %d endpoints, %d+%d blocks a request, publish interval %s, snapshots every %s, %s\n"+
-		"CPU per request: %.1f µs alone, %.1f µs sharing: the plane costs %.1f µs a request (all replicas and the server)\n"+
+		"CPU per request: %.1f µs alone, %.1f µs sharing: the plane costs %.1f µs a request (all replicas%s)\n"+
 		"propagation: p50 %.2f ms, p95 %.2f ms, p99 %.2f ms, max %.2f ms; %d messages carrying %d events, %d applied by peers; %d requests lagging at the end\n",
 		o.Replicas, o.Rate, o.Duration, r.Requests, o.Endpoints, o.PromptBlocks, o.AnswerBlocks, o.PublishInterval, o.SnapshotInterval, where,
-		r.CPUPerRequestUsAlone, r.CPUPerRequestUs, r.StateCPUPerRequestUs,
+		r.CPUPerRequestUsAlone, r.CPUPerRequestUs, r.StateCPUPerRequestUs, serverShare,
 		r.PropagationMs.P50, r.PropagationMs.P95, r.PropagationMs.P99, r.PropagationMaxMs, r.Messages, r.Events, r.Applied, r.Lagging)
 	return err
 }
