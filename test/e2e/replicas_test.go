@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -190,4 +191,74 @@ func TestReplicasThroughANATSPartition(t *testing.T) {
 		t.Errorf("%d requests served, %d failed; want every one served, and some", served.Load(), failed.Load())
 	}
 	t.Logf("%d requests served through the partition", served.Load())
+}
+
+// TestReplicasProducersLearnTogether: two `foresight serve` replicas with the real producer,
+// sharing the embedded NATS of the first. Only replica a routes requests at first; the producers
+// learn from each other through the router's state plane (FORESIGHT_NATS_URL, which serve hands
+// its plugin processes; shareNATS "host" by default), so replica b's producer, given a few
+// requests of its own at the end, reports a model trained on far more rows than b ever saw.
+func TestReplicasProducersLearnTogether(t *testing.T) {
+	fleet, err := emulator.Start(2, 0, "llama-3.1-8b-h100-tp2", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fleet.Close)
+	addr := freeport.Addr(t)
+	config := func(state string) string {
+		return writeConfig(t, fmt.Sprintf("replica-%d.yaml", replicaConfigs.Add(1)), fmt.Sprintf(`plugins:
+  - name: predictor
+    type: predicted-latency-producer
+    path: ../bin/plugins/producer
+    parameters: {sharePeriodMs: 200, youngMinNewSamples: 20, youngRetrainIntervalMs: 200}
+  - {name: rr, type: round-robin-picker}
+pipeline:
+  producer: {pluginRef: predictor}
+  picker: {pluginRef: rr}
+  stageTimeout: 5s
+server: {listen: "127.0.0.1:0", adminListen: "127.0.0.1:0"}
+state: %s
+endpoints:
+  static:
+    - {id: s0, address: %s}
+    - {id: s1, address: %s}
+`, state, fleet.Addrs()[0], fleet.Addrs()[1]))
+	}
+	a := startServe(t, config(fmt.Sprintf("{replica: a, nats: {embedded: {listen: %q}}}", addr)), "--ext-proc", "127.0.0.1:0")
+	b := startServe(t, config(fmt.Sprintf(`{replica: b, nats: {url: "nats://%s"}}`, addr)), "--ext-proc", "127.0.0.1:0")
+	serve := func(p serveProcess, n int) {
+		for range n {
+			resp := post(t, context.Background(), "http://"+p.api, chat(8))
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("status %d", resp.StatusCode)
+			}
+		}
+	}
+	serve(a, 80)
+	rows := regexp.MustCompile(`(?m)^foresight_predictor_training_rows (\d+)$`)
+	trained := func(p serveProcess) int {
+		resp, err := http.Get("http://" + p.admin + "/metrics")
+		if err != nil {
+			return 0
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		m := rows.FindSubmatch(body)
+		if m == nil {
+			return 0
+		}
+		n, _ := strconv.Atoi(string(m[1]))
+		return n
+	}
+	eventually.Wait(t, 20*time.Second, "replica a's producer trained", func() bool { return trained(a) > 0 })
+	served := 0
+	eventually.Wait(t, 20*time.Second, "replica b's producer trained on a's samples", func() bool {
+		serve(b, 1) // b's producer reports its model with the answer to b's samples
+		served++
+		time.Sleep(100 * time.Millisecond)
+		return trained(b) > 2*served
+	})
+	t.Logf("replica b's model: %d training rows after %d requests of its own", trained(b), served)
 }
