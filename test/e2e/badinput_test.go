@@ -124,6 +124,7 @@ pipeline:
 	"a short admin token":          check(validPlugins + "server: {adminToken: x}\n"),
 	"a whitespace-only read token": check(validPlugins + "server: {readToken: \"                \"}\n"),
 	"a plugin outside pluginDirs":  check(validPlugins + "server: {pluginDirs: [../plugins]}\n"),
+	"a state plane on no NATS":     check(validPlugins + "state: {replica: r1}\n"),
 
 	// The admin API.
 	"no admin token": func(t *testing.T, b *badBench) (string, string) {
