@@ -10,5 +10,7 @@
 // Service selects the Deployment's pods, the probes and the InferencePool name ports that exist,
 // the RoleBinding grants the Role to the service account the pods run as, and the ConfigMap holds a
 // config that `foresight check` accepts with the plugin binaries where the image puts them. They
-// fail when deploy/manifests is stale.
+// fail when deploy/manifests is stale. apiserver_test.go then gives every value set's objects to a
+// real kube-apiserver with etcd (internal/kubeapi): a server-side dry run with strict field
+// validation, and for one set a real install whose service account the router's watcher runs as.
 package deploy
