@@ -197,6 +197,9 @@ func Run(ctx context.Context, out io.Writer, o Options) error {
 		return err
 	}
 	added := addObjectives(cfg)
+	if cfg.State == nil { // another `foresight serve` can join the demo's router as a replica
+		cfg.State = config.EmbeddedState("demo")
+	}
 	w, err := generate(o, classes)
 	if err != nil {
 		return err
@@ -218,7 +221,7 @@ func Run(ctx context.Context, out io.Writer, o Options) error {
 	}
 
 	info := runInfo{scenario: w.Name, servers: o.Servers, preset: o.Preset, rate: w.Rate, duration: o.Duration,
-		api: r.Addr(), admin: r.AdminAddr(), config: o.Config, classes: classes, addedObjectives: added}
+		api: r.Addr(), admin: r.AdminAddr(), config: o.Config, classes: classes, addedObjectives: added, nats: r.StateURL()}
 	mon := &monitor{endpoints: tb.Endpoints, admin: "http://" + r.AdminAddr(), decisions: r.Server().Decisions,
 		experiments: r.Experiments, client: &http.Client{Timeout: 500 * time.Millisecond}}
 	v := newView(out, o.TTY, info)

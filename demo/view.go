@@ -20,6 +20,7 @@ type runInfo struct {
 	duration                             time.Duration
 	classes                              []workload.Class
 	addedObjectives                      []string // declared by the demo, missing from the config
+	nats                                 string   // the router's state plane's NATS ("": none)
 }
 
 // compactEvery is how often the view prints a line when it cannot redraw (the first comes at
@@ -73,6 +74,9 @@ func header(in runInfo) string {
 		in.scenario, in.rate, in.duration, in.servers, in.preset)
 	fmt.Fprintf(&b, "router %s: OpenAI API http://%s, admin http://%s\n", in.config, in.api, in.admin)
 	fmt.Fprintf(&b, "dashboard http://%s/dashboard\n", in.admin)
+	if in.nats != "" {
+		fmt.Fprintf(&b, "state plane: NATS at %s (a `foresight serve` whose config has state: {nats: {url: %s}} joins as a replica)\n", in.nats, in.nats)
+	}
 	cs := make([]string, len(in.classes))
 	for i, c := range in.classes {
 		cs[i] = classString(c)

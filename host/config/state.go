@@ -51,6 +51,15 @@ type StateEmbedded struct {
 // DefaultStateListen is the embedded server's default address: NATS's port, on loopback only.
 const DefaultStateListen = "127.0.0.1:4222"
 
+// EmbeddedState returns a state section with its defaults that runs a NATS server in the router on
+// a free loopback port, for replica: what the demo gives its router, so that another replica can
+// join it (Router.StateURL names the server).
+func EmbeddedState(replica string) *State {
+	s := &State{NATS: StateNATS{Embedded: &StateEmbedded{Listen: "127.0.0.1:0"}}, Replica: replica}
+	s.applyDefaults()
+	return s
+}
+
 // replicaEnv are the variables a replica ID defaults to, in order: Kubernetes' downward API by
 // convention, then the host name every container gets.
 var replicaEnv = []string{"POD_NAME", "HOSTNAME"}

@@ -103,6 +103,15 @@ func (s *state) same(section *config.State) bool {
 	return reflect.DeepEqual(s.section, *section)
 }
 
+// StateURL is the address of the router's state plane's NATS (its embedded server's, or the
+// section's URL); "" without a state section.
+func (r *Router) StateURL() string {
+	if r.state == nil {
+		return ""
+	}
+	return r.state.url
+}
+
 // stats is the plane's counters (zero before it connects).
 func (s *state) stats() stateplane.Stats {
 	if s.plane == nil {
