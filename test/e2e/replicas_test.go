@@ -49,15 +49,15 @@ func TestReplicasShareTheirRequestsInFlight(t *testing.T) {
 		}
 		return n
 	}
+	replicas := []serveProcess{a, b}
 	for i := range 12 {
-		url := "http://" + []string{a.api, b.api}[i%2]
-		resp := post(t, ctx, url, chat(4000))
+		to, other := replicas[i%2], replicas[(i+1)%2]
+		resp := post(t, ctx, "http://"+to.api, chat(4000))
 		go func() { _, _ = io.Copy(io.Discard, resp.Body); resp.Body.Close() }()
-		deadline := time.Now().Add(5 * time.Second)
-		for total(inflight()) < i+1 && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
-		}
-		time.Sleep(50 * time.Millisecond) // the dispatch reaches the other replica (a few ms on loopback)
+		eventually.Wait(t, 5*time.Second, "the request at its server", func() bool { return total(inflight()) >= i+1 })
+		// The dispatch reaches the other replica (a few ms on loopback): it counts every request
+		// its peer sent.
+		waitMetric(t, other.admin, fmt.Sprintf(`(?m)^foresight_state_peer_requests %d$`, (i+2)/2))
 		n := inflight()
 		if slices.Max(n)-slices.Min(n) > 1 {
 			t.Fatalf("after request %d (to replica %s): servers hold %v, more than one apart", i+1, []string{"a", "b"}[i%2], n)
