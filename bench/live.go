@@ -81,6 +81,11 @@ type LiveOptions struct {
 	// When set, each run's servers run in a `foresight emulate` process of their own (from
 	// Binary), whose CPU time LiveRun.EnginesCPUSeconds reports.
 	EngineCPU string
+	// Replicas, above 1, runs each config as that many `foresight serve` processes, the client
+	// spreading the requests over them round robin as a gateway does; State (StateNATS, the
+	// default, or StateNone) says whether they share a state plane (live_replicas.go).
+	Replicas int
+	State    string
 	// MaxDuration cuts the workload: arrivals at or after it are not generated for any run
 	// (default DefaultLiveMaxDuration). Drain is how long requests in flight after the last
 	// arrival may finish before they are cut (default DefaultLiveDrain).
@@ -205,6 +210,9 @@ func (o *LiveOptions) validate() error {
 	case o.Load > 0 && o.Speedup != 1:
 		return fmt.Errorf("--load sets the rate (load × the live saturation rate): leave --speedup at 1")
 	}
+	if err := o.validateReplicas(); err != nil {
+		return err
+	}
 	return o.validateDisaggregation()
 }
 
@@ -325,7 +333,7 @@ func runLive(ctx context.Context, o LiveOptions, s liveRunSpec, w *workload.Work
 			results = append(results, r)
 		}}
 	var (
-		proc             *RouterProc
+		routers          *liveRouters
 		routerCPU, plugs *cpuMeter
 	)
 	if s.config != "" {
@@ -334,18 +342,26 @@ func runLive(ctx context.Context, o LiveOptions, s liveRunSpec, w *workload.Work
 			args = append(args, "--cpuprofile", filepath.Join(o.RouterCPUProfiles, strings.TrimSuffix(s.name, ".yaml")+".pprof"))
 		}
 		args = append(args, o.disaggregationArgs()...)
-		if proc, err = StartRouter(ctx, o.Binary, s.config, addrs, args, emulator.DefaultModel, o.ReadyTimeout); err != nil {
+		if routers, err = o.startRouters(ctx, s.config, addrs, args); err != nil {
 			run.Unavailable = strings.Join(strings.Fields(err.Error()), " ")
 			return run, results, nil
 		}
-		stopRouter := func() { proc.Stop(o.StopGrace) }
-		onExit(o.AtExit, stopRouter)
-		defer stopRouter()
-		run.RouterPID = proc.pid
-		lo.BaseURL, lo.OmitObjective, lo.ClassObjectives = "http://"+proc.api, !s.objectives, s.classObjectives
+		stopRouters := func() { routers.stop(o.StopGrace) }
+		onExit(o.AtExit, stopRouters)
+		defer stopRouters()
+		run.RouterPID = routers.procs[0].pid
+		if targets := routers.targets(); len(targets) == 1 {
+			lo.BaseURL = targets[0]
+		} else { // replicas behind a gateway that spreads requests round robin
+			lo.Targets, lo.Chooser = targets, loadgen.NewRoundRobin(len(targets))
+		}
+		lo.OmitObjective, lo.ClassObjectives = !s.objectives, s.classObjectives
 		run.ObjectiveHeader = s.objectives
-		kids := procstat.Children(procstat.Root, proc.pid) // the plugin processes, all started before the router is ready
-		routerCPU, plugs = newCPUMeter(proc.pid), newCPUMeter(kids...)
+		var kids []int // the plugin processes, all started before the routers are ready
+		for _, pid := range routers.pids() {
+			kids = append(kids, procstat.Children(procstat.Root, pid)...)
+		}
+		routerCPU, plugs = newCPUMeter(routers.pids()...), newCPUMeter(kids...)
 		run.PluginProcesses = len(kids)
 	} else {
 		for _, a := range addrs {
@@ -383,9 +399,9 @@ func runLive(ctx context.Context, o LiveOptions, s liveRunSpec, w *workload.Work
 	}
 
 	var fig routerFigures
-	if proc != nil {
+	if routers != nil {
 		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: nil}}
-		fig, err = readRouter(ctx, client, proc.admin)
+		fig, err = readRouter(ctx, client, routers.procs[0].admin) // replicas: the first one's
 		client.CloseIdleConnections()
 		if err != nil {
 			return run, nil, err
@@ -396,14 +412,14 @@ func runLive(ctx context.Context, o LiveOptions, s liveRunSpec, w *workload.Work
 		if d, ok := plugs.used(); ok && len(plugs.pids) > 0 {
 			run.PluginsCPUSeconds = ptr(d.Seconds())
 		}
-		proc.Stop(o.StopGrace) // its output is all read once it has stopped
-		run.AddedTTFT = proc.access.added(results)
+		routers.stop(o.StopGrace) // their output is all read once they have stopped
+		run.AddedTTFT = routers.access().added(results)
 	}
 	stopFleet()
 	run.summarize(snap, results, w, classes)
 	var access *accessLog
-	if proc != nil {
-		access = proc.access
+	if routers != nil {
+		access = routers.access()
 	}
 	run.servers(addrs, results, fig, access, maxWaiting, meanWaiting)
 	if run.RouterCPUSeconds != nil && run.Sent > 0 {

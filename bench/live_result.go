@@ -31,6 +31,9 @@ type LiveResult struct {
 	// "" for an aggregated one.
 	Disaggregation string   `json:"disaggregation,omitempty"`
 	Classes        []string `json:"classes,omitempty"`
+	// Replicas describes a config's routers when there are several ("4 replicas sharing a state
+	// plane"); "" for one. Their CPU and requests are summed, their figures the first one's.
+	Replicas string `json:"replicas,omitempty"`
 	// Requests is the number of arrivals every run replays; RateRPS the workload's mean rate over
 	// the fleet after Speedup; SpanSeconds the time of the last one, and WindowRPS the rate those
 	// arrivals have (Requests / SpanSeconds): a trace cut at --max-duration may be denser or
@@ -156,6 +159,7 @@ func newLiveResult(o LiveOptions, w *workload.Workload) *LiveResult {
 	if r.SpanSeconds > 0 {
 		r.WindowRPS = float64(r.Requests) / r.SpanSeconds
 	}
+	r.Replicas = o.replicasText()
 	if o.Trace != "" {
 		r.Trace = filepath.Base(o.Trace)
 	}
@@ -268,6 +272,9 @@ func (r *LiveResult) WriteText(out io.Writer) error {
 	}
 	if r.Disaggregation != "" {
 		fmt.Fprintf(out, "disaggregated: %s (client baselines send whole requests to every server)\n", r.Disaggregation)
+	}
+	if r.Replicas != "" {
+		fmt.Fprintf(out, "routers: %s, the client spreading requests over them round robin (router CPU: all of them; predictor and stage figures: the first)\n", r.Replicas)
 	}
 	for _, run := range r.Runs {
 		if run.Killed != "" {

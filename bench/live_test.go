@@ -104,6 +104,8 @@ func TestLiveOptionsAreChecked(t *testing.T) {
 		{"class", func(o *LiveOptions) { o.Classes = []string{"chat"} }, "--class"},
 		{"baseline", func(o *LiveOptions) { o.Baselines = "random" }, `--baselines "random": want round-robin, least-outstanding or none`},
 		{"nothing", func(o *LiveOptions) { o.Configs, o.Baselines = "", "none" }, "nothing to run"},
+		{"replicas", func(o *LiveOptions) { o.Replicas = -1 }, "--replicas must be at least 1"},
+		{"state", func(o *LiveOptions) { o.Replicas, o.State = 2, "redis" }, `--state "redis": accepted: nats, none`},
 		{"no binary", func(o *LiveOptions) { o.Binary = "" }, "binary"},
 		{"no config", func(o *LiveOptions) { o.Configs = "missing.yaml" }, "missing.yaml"},
 		{"engine cpu", func(o *LiveOptions) { o.EngineCPU = "decode=40" }, `--engine-cpu: cpu cost "decode=40"`},

@@ -68,6 +68,8 @@ func newBenchLive() *cobra.Command {
 	f.IntVar(&o.Prefill, "prefill", 0, "a prefill/decode disaggregated fleet: this many prefill servers, then --decode decode servers (--servers defaults to their sum); the routers get the roles (serve --roles), client baselines send whole requests to every server")
 	f.IntVar(&o.Decode, "decode", 0, "with --prefill: the decode servers")
 	f.StringVar(&o.Split, "split", "", "with --prefill and --decode: the routers' disaggregation.split (serve --split; default: the config's, else adaptive)")
+	f.IntVar(&o.Replicas, "replicas", 1, "run each config as this many foresight serve replicas, the client spreading requests over them round robin as a gateway does")
+	f.StringVar(&o.State, "state", bench.StateNATS, "with --replicas: nats (the replicas share a state plane whose NATS the first embeds) or none (each counts only its own requests)")
 	f.DurationVar(&o.KillPrefill, "kill-prefill", 0, "with --prefill: stop the first prefill server this long into each run, as an engine that dies (servers in the bench's process: not with --engine-cpu)")
 	f.StringVar(&o.Preset, "preset", testbed.DefaultPreset, engine.FleetUsage())
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the workload and of the engines' noise")

@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -14,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/foresight-router/foresight/bench"
 	"github.com/foresight-router/foresight/host/stateplane"
 	"github.com/foresight-router/foresight/internal/eventually"
 	"github.com/foresight-router/foresight/internal/freeport"
@@ -261,4 +264,33 @@ endpoints:
 		return trained(b) > 2*served
 	})
 	t.Logf("replica b's model: %d training rows after %d requests of its own", trained(b), served)
+}
+
+// TestBenchLiveReplicas: bench live runs a config as two `foresight serve` replicas sharing a
+// state plane, the client spreading the requests over them: every request served, the CPU of
+// both routers counted, and both routers' access lines read.
+func TestBenchLiveReplicas(t *testing.T) {
+	trace := writeAzureTrace(t, 60)
+	stdout, stderr, code := foresight(t, "bench", "live", "--configs", "examples/least-load.yaml", "--baselines", "none",
+		"--scenario", "azure-conv", "--trace", trace, "--replicas", "2", "--speedup", "2", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var res bench.LiveResult
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("%v: %s", err, stdout)
+	}
+	if len(res.Runs) != 1 || !strings.Contains(res.Replicas, "2 replicas sharing a state plane") {
+		t.Fatalf("%d runs, replicas %q:\n%s", len(res.Runs), res.Replicas, stderr)
+	}
+	run := res.Runs[0]
+	if run.Unavailable != "" || run.Sent != 60 || run.OK != 60 {
+		t.Fatalf("run %s: unavailable %q, %d ok of %d sent", run.Name, run.Unavailable, run.OK, run.Sent)
+	}
+	if run.RouterCPUSeconds == nil || run.AddedTTFT == nil || run.AddedTTFT.Requests < 50 {
+		t.Errorf("router CPU %v, added TTFT %+v: want both routers' figures", run.RouterCPUSeconds, run.AddedTTFT)
+	}
+	if files, _ := filepath.Glob(filepath.Join(root, "examples", ".bench-live-replica-*")); len(files) != 0 {
+		t.Errorf("the replicas' configs were left behind: %v", files)
+	}
 }
