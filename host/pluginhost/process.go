@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/foresight-router/foresight/host/builtin"
+	"github.com/foresight-router/foresight/internal/deathsig"
 	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/foresight-router/foresight/plugins/sdk/transport"
 	"github.com/hashicorp/go-hclog"
@@ -223,7 +224,9 @@ func (pr *process) newClient(log hclog.Logger) (*plugin.Client, *exec.Cmd, error
 	// Run the binary directly, never through a shell, or its exit would go unseen.
 	cmd := exec.Command(pr.spec.Path, pr.spec.Args...)
 	cmd.Env = append(append(os.Environ(), routerEnv+"="+routerID()), pr.spec.Env...)
-	dieWithHost(cmd)
+	// SIGKILL when the host dies, however it dies. A plugin that still outlives its host (a host
+	// that locked the starting goroutine, another OS) is killed by the next host's reapOrphans.
+	deathsig.Arm(cmd)
 	cfg := &plugin.ClientConfig{
 		HandshakeConfig:  sdk.Handshake,
 		VersionedPlugins: transport.HostPlugins(),

@@ -41,6 +41,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/foresight-router/foresight/internal/deathsig"
 	"github.com/foresight-router/foresight/internal/freeport"
 )
 
@@ -217,7 +218,7 @@ func run(t testing.TB, bin, log string, args ...string) (*process, error) {
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = out, out
-	dieWithTest(cmd)
+	deathsig.Arm(cmd) // no server outlives a test process killed before its cleanup
 	if err := cmd.Start(); err != nil {
 		out.Close()
 		return nil, fmt.Errorf("starting %s: %w", bin, err)
