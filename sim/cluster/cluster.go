@@ -107,9 +107,10 @@ func Run(cfg Config, reqs []workload.Request, router Router, observe Observer) (
 
 // RunReplicas simulates reqs through the fleet behind several routers, as a gateway spreads
 // requests over router replicas: assign gives each request's replica (nil: all to the first).
-// Each replica decides with its own view — its in-flight ledger counts only the requests it
-// dispatched, its prefix index only what they cached — and its observer gets the samples of the
-// requests it routed. The engines' scraped gauges are the same for all.
+// Each replica decides with its own view — its in-flight ledger counts the requests it
+// dispatched, its prefix index what they cached, and with cfg.State its peers' too, Delay after
+// they happened — and its observer gets the samples of the requests it routed. The engines'
+// scraped gauges are the same for all.
 func RunReplicas(cfg Config, reqs []workload.Request, replicas []Replica, assign Assign) (*Result, error) {
 	s, err := newSim(cfg, reqs, replicas, assign)
 	if err != nil {
