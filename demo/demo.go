@@ -222,6 +222,9 @@ func Run(ctx context.Context, out io.Writer, o Options) error {
 
 	info := runInfo{scenario: w.Name, servers: o.Servers, preset: o.Preset, rate: w.Rate, duration: o.Duration,
 		api: r.Addr(), admin: r.AdminAddr(), config: o.Config, classes: classes, addedObjectives: added, nats: r.StateURL()}
+	for _, e := range tb.Endpoints {
+		info.endpoints = append(info.endpoints, fmt.Sprintf("{id: %s, address: %s}", e.ID, e.Addr))
+	}
 	mon := &monitor{endpoints: tb.Endpoints, admin: "http://" + r.AdminAddr(), decisions: r.Server().Decisions,
 		experiments: r.Experiments, client: &http.Client{Timeout: 500 * time.Millisecond}}
 	v := newView(out, o.TTY, info)

@@ -21,6 +21,7 @@ type runInfo struct {
 	classes                              []workload.Class
 	addedObjectives                      []string // declared by the demo, missing from the config
 	nats                                 string   // the router's state plane's NATS ("": none)
+	endpoints                            []string // the router's static endpoints, as a config gives them
 }
 
 // compactEvery is how often the view prints a line when it cannot redraw (the first comes at
@@ -75,7 +76,9 @@ func header(in runInfo) string {
 	fmt.Fprintf(&b, "router %s: OpenAI API http://%s, admin http://%s\n", in.config, in.api, in.admin)
 	fmt.Fprintf(&b, "dashboard http://%s/dashboard\n", in.admin)
 	if in.nats != "" {
-		fmt.Fprintf(&b, "state plane: NATS at %s (a `foresight serve` whose config has state: {nats: {url: %s}} joins as a replica)\n", in.nats, in.nats)
+		// A replica names the endpoints as this router does: a peer's events name them by id.
+		fmt.Fprintf(&b, "state plane: NATS at %s; a `foresight serve` joins as a replica with this in its config:\n", in.nats)
+		fmt.Fprintf(&b, "  state: {nats: {url: %s}}\n  endpoints: {static: [%s]}\n", in.nats, strings.Join(in.endpoints, ", "))
 	}
 	cs := make([]string, len(in.classes))
 	for i, c := range in.classes {
