@@ -120,7 +120,8 @@ func (s *state) stats() stateplane.Stats {
 	return s.plane.Stats()
 }
 
-// close stops the plane, then the embedded server (after the plugins, which may use it).
+// closePlane stops the plane; closeServer then the embedded server, after the plugins, which may
+// share their samples through it.
 func (s *state) closePlane() {
 	if s != nil && s.plane != nil {
 		s.plane.Close()
