@@ -275,7 +275,7 @@ func chatPrompt(raw map[string]json.RawMessage) (string, *Error) {
 		}
 		b.WriteString(Turn(role, content))
 	}
-	b.WriteString(generationPrompt)
+	b.WriteString(GenerationPrompt)
 	return b.String(), nil
 }
 

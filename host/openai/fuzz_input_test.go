@@ -76,7 +76,7 @@ func FuzzParseInput(f *testing.F) {
 		}
 		if kind == Embeddings {
 			checkEmbeddingsInput(t, body, m["input"], r)
-		} else if !strings.HasSuffix(r.Prompt, generationPrompt) {
+		} else if !strings.HasSuffix(r.Prompt, GenerationPrompt) {
 			t.Fatalf("Parse(%v, %q): Prompt %q does not end with the generation prompt", kind, body, r.Prompt)
 		}
 		if up, err := r.UpstreamBody(); err != nil || len(up) != len(body) || &up[0] != &body[0] {

@@ -184,7 +184,7 @@ func checkParsed(t *testing.T, kind Kind, body []byte, r *Request) {
 	if want, ok := renderPrompt(kind, m); ok && r.Prompt != want {
 		t.Fatalf("Parse(%v, %q): Prompt %q, want %q", kind, body, r.Prompt, want)
 	}
-	if kind == Chat && !strings.HasSuffix(r.Prompt, generationPrompt) {
+	if kind == Chat && !strings.HasSuffix(r.Prompt, GenerationPrompt) {
 		t.Fatalf("Parse(%v, %q): chat Prompt %q does not end with the generation prompt", kind, body, r.Prompt)
 	}
 	if !utf8.ValidString(r.Prompt) {
@@ -240,7 +240,7 @@ func renderPrompt(kind Kind, m map[string]json.RawMessage) (string, bool) {
 		}
 		b.WriteString(Turn(role, content))
 	}
-	return b.String() + generationPrompt, true
+	return b.String() + GenerationPrompt, true
 }
 
 // checkUpstreamMembers checks that up has body's members with the same values (compacted), and

@@ -5,9 +5,9 @@ import (
 	"unicode/utf8"
 )
 
-// generationPrompt is Turn's prefix for "assistant": what a chat template appends to ask for
+// GenerationPrompt is Turn's prefix for "assistant": what a chat template appends to ask for
 // the reply.
-const generationPrompt = "<|assistant|>\n"
+const GenerationPrompt = "<|assistant|>\n"
 
 // Turn renders one chat message as it counts for prefix matching: "<|" + role + "|>\n" + content
 // + "\n". It is not any model's chat template, only a deterministic stand-in with the property
@@ -27,7 +27,7 @@ func (r *Request) AnswerText(answer string) string {
 	if !r.Kind.conversational() {
 		return answer
 	}
-	return strings.TrimPrefix(Turn("assistant", answer), generationPrompt)
+	return strings.TrimPrefix(Turn("assistant", answer), GenerationPrompt)
 }
 
 // charsPerToken is the heuristic's characters per token: BPE tokenizers (Llama 3, GPT-4's

@@ -43,7 +43,7 @@ func responsesPrompt(raw map[string]json.RawMessage) (string, *Error) {
 	}
 	if s, ok := decodeString(v); ok {
 		b.WriteString(Turn("user", s))
-		b.WriteString(generationPrompt)
+		b.WriteString(GenerationPrompt)
 		return b.String(), nil
 	}
 	items, ok := arrayElements(v)
@@ -58,7 +58,7 @@ func responsesPrompt(raw map[string]json.RawMessage) (string, *Error) {
 			return "", err
 		}
 	}
-	b.WriteString(generationPrompt)
+	b.WriteString(GenerationPrompt)
 	return b.String(), nil
 }
 

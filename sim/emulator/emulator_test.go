@@ -170,10 +170,10 @@ func TestChatNonStreaming(t *testing.T) {
 	if err := json.NewDecoder(resp.Body).Decode(&c); err != nil {
 		t.Fatal(err)
 	}
-	// "system: be brief\nuser: hi there\nassistant:" → BOS syst em : be brie f user : hi ther e assi stan t : = 16
-	wantPrompt := len(Tokenize("system: be brief\nuser: hi there\nassistant:"))
-	if wantPrompt != 16 {
-		t.Fatalf("prompt tokens = %d, want 16", wantPrompt)
+	// The router's rendering: BOS < | syst em | > be brie f < | user | > hi ther e < | assi stan t | > = 25
+	wantPrompt := len(Tokenize("<|system|>\nbe brief\n<|user|>\nhi there\n<|assistant|>\n"))
+	if wantPrompt != 25 {
+		t.Fatalf("prompt tokens = %d, want 25", wantPrompt)
 	}
 	if c.Object != "chat.completion" || len(c.Choices) != 1 || c.Choices[0].Message == nil || c.Choices[0].Message.Role != "assistant" {
 		t.Fatalf("response = %+v", c)

@@ -62,18 +62,18 @@ func TestResponses(t *testing.T) {
 		prompt     string // the rendered prompt whose tokens are the input tokens
 		n          int
 	}{
-		{"string input", `{"model":"m","input":"hi there","max_output_tokens":3}`, "user: hi there\nassistant:", 3},
-		{"default output length", `{"input":"hi"}`, "user: hi\nassistant:", defaultMaxTokens},
+		{"string input", `{"model":"m","input":"hi there","max_output_tokens":3}`, "<|user|>\nhi there\n<|assistant|>\n", 3},
+		{"default output length", `{"input":"hi"}`, "<|user|>\nhi\n<|assistant|>\n", defaultMaxTokens},
 		{"instructions and message items",
 			`{"instructions":"be brief","max_output_tokens":2,"input":[{"role":"user","content":"hi"},` +
 				`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"hello"}]},` +
 				`{"role":"user","content":[{"type":"input_text","text":"more "},{"type":"input_text","text":"please"}]}]}`,
-			"system: be brief\nuser: hi\nassistant: hello\nuser: more please\nassistant:", 2},
+			"<|system|>\nbe brief\n<|user|>\nhi\n<|assistant|>\nhello\n<|user|>\nmore please\n<|assistant|>\n", 2},
 		// Items other than messages, and parts other than text, count as their compact JSON.
 		{"other items as JSON", `{"max_output_tokens":1,"input":[{"type": "function_call_output", "call_id":"c1","output":"42"}]}`,
-			`function_call_output: {"type":"function_call_output","call_id":"c1","output":"42"}` + "\nassistant:", 1},
+			"<|function_call_output|>\n" + `{"type":"function_call_output","call_id":"c1","output":"42"}` + "\n<|assistant|>\n", 1},
 		{"other parts as JSON", `{"max_output_tokens":1,"input":[{"role":"user","content":[{"type":"input_image","image_url":"http://h/i.png"}]}]}`,
-			`user: {"type":"input_image","image_url":"http://h/i.png"}` + "\nassistant:", 1},
+			"<|user|>\n" + `{"type":"input_image","image_url":"http://h/i.png"}` + "\n<|assistant|>\n", 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -147,9 +147,9 @@ func TestStreamingResponse(t *testing.T) {
 		n                  int
 		long               bool // the request runs long enough to be unfinished when response.created is read
 	}{
-		{"one token", `{"input":"hi","max_output_tokens":1,"stream":true}`, "user: hi\nassistant:", 1, false},
+		{"one token", `{"input":"hi","max_output_tokens":1,"stream":true}`, "<|user|>\nhi\n<|assistant|>\n", 1, false},
 		{"many tokens", `{"instructions":"be brief","input":[{"role":"user","content":"hi"}],"max_output_tokens":64,"stream":true}`,
-			"system: be brief\nuser: hi\nassistant:", 64, true},
+			"<|system|>\nbe brief\n<|user|>\nhi\n<|assistant|>\n", 64, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
