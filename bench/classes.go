@@ -16,7 +16,7 @@ import (
 func classSummaries(reqs []workload.Request, outcomes []stats.Outcome) map[string]stats.Summary {
 	by := map[string][]stats.Outcome{}
 	for i := range reqs {
-		if c := reqs[i].Class; c != "" {
+		if c := reqs[i].Class; c != "" && !outcomes[i].Direct { // a shared fleet's direct requests are not the router's
 			by[c] = append(by[c], outcomes[i])
 		}
 	}

@@ -86,6 +86,11 @@ type LiveOptions struct {
 	// default, or StateNone) says whether they share a state plane (live_replicas.go).
 	Replicas int
 	State    string
+	// KVEvents makes the emulated servers publish their KV-cache events and the routers read
+	// them (serve --kv-events); Shared sends that fraction of the requests straight to the
+	// servers from another client, which no router sees (live_shared.go).
+	KVEvents bool
+	Shared   float64
 	// MaxDuration cuts the workload: arrivals at or after it are not generated for any run
 	// (default DefaultLiveMaxDuration). Drain is how long requests in flight after the last
 	// arrival may finish before they are cut (default DefaultLiveDrain).
@@ -342,6 +347,7 @@ func runLive(ctx context.Context, o LiveOptions, s liveRunSpec, w *workload.Work
 			args = append(args, "--cpuprofile", filepath.Join(o.RouterCPUProfiles, strings.TrimSuffix(s.name, ".yaml")+".pprof"))
 		}
 		args = append(args, o.disaggregationArgs()...)
+		args = append(args, kvEventsArgs(fleet)...)
 		if routers, err = o.startRouters(ctx, s.config, addrs, args); err != nil {
 			run.Unavailable = strings.Join(strings.Fields(err.Error()), " ")
 			return run, results, nil
@@ -383,9 +389,18 @@ func runLive(ctx context.Context, o LiveOptions, s liveRunSpec, w *workload.Work
 	if fleetPID != 0 {
 		engines = newCPUMeter(fleetPID)
 	}
+	own, direct, err := splitShared(w, o.Shared, len(addrs), o.Seed)
+	if err != nil {
+		return run, nil, err
+	}
+	other, err := startOtherClient(ctx, o, addrs, direct)
+	if err != nil {
+		return run, nil, err
+	}
 	stopKill := o.killPrefill(fleet, &run)
 	began := time.Now()
-	snap := lg.Run(ctx, w.Requests)
+	snap := lg.Run(ctx, own)
+	run.Direct = other.wait()
 	stopKill()
 	run.WallSeconds = time.Since(began).Seconds()
 	maxWaiting, meanWaiting := queues.stop()

@@ -77,6 +77,8 @@ func (e EngineCPU) resolve(w *workload.Workload) emulator.CPUCost {
 // `foresight emulate` process of their own, whose CPU time is then the engines'.
 type liveFleet interface {
 	Addrs() []string
+	// KVEventsAddrs are the servers' KV-cache event publishers, in order ("" without).
+	KVEventsAddrs() []string
 	Close()
 }
 
@@ -84,8 +86,12 @@ type liveFleet interface {
 type fleetProc struct {
 	proc  *RouterProc // the process plumbing is the router's: own group, output tail, stop
 	addrs []string
+	kv    []string // KVEventsAddrs
 	grace time.Duration
 }
+
+// KVEventsAddrs returns the servers' KV-cache event publishers, in order ("" without).
+func (f *fleetProc) KVEventsAddrs() []string { return append([]string(nil), f.kv...) }
 
 // Addrs returns the servers' host:port addresses, in order.
 func (f *fleetProc) Addrs() []string { return append([]string(nil), f.addrs...) }
@@ -99,17 +105,26 @@ func (f *fleetProc) Close() { f.proc.Stop(f.grace) }
 // the process's pid then (0 in process).
 func startFleet(ctx context.Context, o LiveOptions, cost emulator.CPUCost, engineCPU bool) (liveFleet, int, error) {
 	if !engineCPU {
-		f, err := emulator.Start(o.Servers, 0, o.Preset, o.Seed)
+		var opts []emulator.Option
+		if o.KVEvents {
+			opts = append(opts, emulator.WithKVEvents(0))
+		}
+		f, err := emulator.Start(o.Servers, 0, o.Preset, o.Seed, opts...)
 		return f, 0, err
 	}
-	p, err := spawn(o.Binary, "emulate", "--servers", strconv.Itoa(o.Servers), "--base-port", "0", "--preset", o.Preset,
-		"--seed", strconv.FormatUint(o.Seed, 10), "--engine-cpu", cost.String())
+	args := []string{"emulate", "--servers", strconv.Itoa(o.Servers), "--base-port", "0", "--preset", o.Preset,
+		"--seed", strconv.FormatUint(o.Seed, 10), "--engine-cpu", cost.String()}
+	if o.KVEvents {
+		args = append(args, "--kv-events-port", "0")
+	}
+	p, err := spawn(o.Binary, args...)
 	if err != nil {
 		return nil, 0, err
 	}
 	f := &fleetProc{proc: p, grace: o.StopGrace}
 	err = pollReady(ctx, o.ReadyTimeout, p.exited, func(ctx context.Context, client *http.Client) bool {
 		f.addrs = emulator.ReadAddrs(p.out.String())
+		f.kv, _ = emulator.ReadKVEventsAddrs(p.out.String())
 		if len(f.addrs) < o.Servers {
 			return false
 		}

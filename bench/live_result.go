@@ -92,6 +92,9 @@ type LiveRun struct {
 	GoodputRPS float64 `json:"goodput_rps"`
 	// CachedShare is the usage blocks' cached prompt tokens over their prompt tokens.
 	CachedShare *float64 `json:"cached_share"`
+	// Direct are the figures of a shared fleet's other client (LiveOptions.Shared); the run's
+	// own are the rest.
+	Direct *DirectFigures `json:"direct,omitempty"`
 	// Dispatches counts the requests the servers were sent: the router's
 	// foresight_endpoint_requests_total over its endpoints (a failover counts each endpoint
 	// tried), or the client's own count. ServerStats splits it, with each server's queue.
@@ -307,6 +310,12 @@ func (r *LiveResult) WriteText(out io.Writer) error {
 	}
 	_ = tw.Flush()
 	fmt.Fprintln(out, "(latencies in ms, as the client measured them)")
+	for _, run := range r.Runs {
+		if d := run.Direct; d != nil {
+			fmt.Fprintf(out, "%s: the shared fleet's other client sent %d straight to the servers: %d ok, TTFT p50 %.1f p99 %.1f, cached %s\n",
+				run.Name, d.Sent, d.OK, d.TTFTMs.P50, d.TTFTMs.P99, fraction(d.CachedShare))
+		}
+	}
 	fmt.Fprintln(out)
 	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "run\trequests by server\tmax waiting\tMAPE ttft\ttpot\trouter CPU s\tms/req\tplugins CPU s\tengines CPU s\thost busy\tadded TTFT p50\tp99\tsend lag p99 ms\twall s\t")

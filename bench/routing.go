@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -54,10 +55,17 @@ type RoutingResult struct {
 	Assign   string `json:"assign,omitempty"`
 	Alone    bool   `json:"alone,omitempty"`
 	// State and PublishDelayMs are the replicas' state mode and the plane's delay (StateNATS).
-	State          string                   `json:"state,omitempty"`
-	PublishDelayMs float64                  `json:"publish_delay_ms,omitempty"`
-	Strategies     map[string]StrategyStats `json:"strategies"`
-	order          []string                 // strategies in the order they were asked for
+	State          string  `json:"state,omitempty"`
+	PublishDelayMs float64 `json:"publish_delay_ms,omitempty"`
+	// Prefix is where the routers' prefix matches came from (--prefix), Shared the fraction of
+	// the requests another client sent straight to the servers (--shared), and
+	// IdealCachedRatio the cached fraction of the routed requests' prompt tokens with one
+	// unbounded cache (idealCachedRatio).
+	Prefix           string                   `json:"prefix"`
+	Shared           float64                  `json:"shared,omitempty"`
+	IdealCachedRatio float64                  `json:"ideal_cached_ratio"`
+	Strategies       map[string]StrategyStats `json:"strategies"`
+	order            []string                 // strategies in the order they were asked for
 }
 
 // StrategyStats are one strategy's figures: the sim/stats summary of its run and more.
@@ -66,7 +74,13 @@ type StrategyStats struct {
 	// outcomes are kept for the report, not printed.
 	outcomes      []stats.Outcome
 	PrefixHitRate float64 `json:"prefix_hit_rate"`
-	WallSeconds   float64 `json:"wall_s"`
+	// CachedRatio is the fraction of the routed requests' prompt tokens served from the servers'
+	// prefix caches (PrefixHitRate counts every request, a shared fleet's direct ones too).
+	CachedRatio float64 `json:"cached_ratio"`
+	// Direct summarizes a shared fleet's direct requests (--shared); the Summary is the routed
+	// ones'.
+	Direct      *stats.Summary `json:"direct,omitempty"`
+	WallSeconds float64        `json:"wall_s"`
 	// Predictor is the producer's own report at the end of the run (pipelines with a producer;
 	// with replicas, the first replica's).
 	Predictor *sdk.PredictorStats `json:"predictor,omitempty"`
@@ -125,6 +139,11 @@ type RoutingOptions struct {
 	// DefaultPublishDelay).
 	State        string
 	PublishDelay time.Duration
+	// Prefix is the routers' prefix source: PrefixRouter (the default), PrefixEvents or
+	// PrefixBoth; Shared the fraction of the requests another client sends straight to the
+	// servers (prefixsource.go).
+	Prefix string
+	Shared float64
 	// Progress, when set, gets a progress bar per strategy: give it a terminal only.
 	Progress io.Writer
 	// Log is the logger of the strategies' pipelines and plugins; the zero value logs nothing.
@@ -200,58 +219,85 @@ func runStrategies(ctx context.Context, o RoutingOptions, fleet cluster.Config, 
 	if plane != nil {
 		res.State, res.PublishDelayMs = StateNATS, float64(plane.delay)/float64(time.Millisecond)
 	}
+	sources, err := prefixSources(o)
+	if err != nil {
+		return nil, err
+	}
+	direct, err := sharedFleet(o.Shared, len(fleet.Engines), o.Seed)
+	if err != nil {
+		return nil, err
+	}
+	res.Prefix, res.Shared, res.IdealCachedRatio = cmp.Or(o.Prefix, PrefixRouter), o.Shared, idealCachedRatio(w.Requests, direct)
 	for _, name := range strings.Split(o.Strategies, ",") {
 		name = strings.TrimSpace(name)
-		res.order = append(res.order, name)
-		base, fc, err := strategyFlow(name)
-		if err != nil {
-			return nil, fmt.Errorf("strategy %q: %w", name, err)
-		}
-		if fc != nil && fleet.Disaggregation != nil {
-			res.Strategies[name] = StrategyStats{Unavailable: "the simulated flow control holds whole requests, not a prefill and a decode hop"}
-			continue
-		}
-		fleet.FlowControl, fleet.State = fc, plane.next()
-		sts, err := newReplicas(ctx, base, o, fleet.State)
-		var u unavailable
-		if errors.As(err, &u) {
-			res.Strategies[name] = StrategyStats{Unavailable: u.reason}
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if len(sts) > 0 {
-			withPipelineStages(fc, sts[0].router)
-		}
-		began := time.Now()
-		bar := newProgress(o.Progress, len(w.Requests), name)
-		fleet.Progress = func() { _ = bar.Add(1) }
-		replicas := make([]cluster.Replica, len(sts))
-		for i, st := range sts {
-			replicas[i] = cluster.Replica{Router: st.router, Observe: st.observe}
-		}
-		run, err := cluster.RunReplicas(fleet, w.Requests, replicas, assign)
-		_ = bar.Finish()
-		var predictor *sdk.PredictorStats
-		for i, st := range sts {
-			if st.samples != nil {
-				st.samples.Flush(ctx)
-				if i == 0 {
-					predictor = st.samples.Counts().Stats
-				}
+		for _, events := range sources {
+			run := runName(name, events, o)
+			res.order = append(res.order, run)
+			st, err := runStrategy(ctx, o, withPrefixSource(fleet, events, direct), w, name, run, assign, plane)
+			if err != nil {
+				return nil, err
 			}
-			st.close()
+			res.Strategies[run] = st
 		}
-		if err != nil {
-			return nil, fmt.Errorf("strategy %q: %w", name, err)
-		}
-		sum := stats.Summarize(run.Outcomes)
-		res.Strategies[name] = StrategyStats{Summary: &sum, outcomes: run.Outcomes, PrefixHitRate: run.PrefixHitRate(),
-			WallSeconds: time.Since(began).Seconds(), Predictor: predictor, Online: stats.Online(run.Outcomes),
-			Classes: classSummaries(w.Requests, run.Outcomes), Servers: serverSummaries(run.Outcomes)}
 	}
 	return res, nil
+}
+
+// runStrategy runs w through fleet with strategy name, reported as run.
+func runStrategy(ctx context.Context, o RoutingOptions, fleet cluster.Config, w *workload.Workload, name, run string,
+	assign cluster.Assign, plane *replicaPlane) (StrategyStats, error) {
+	base, fc, err := strategyFlow(name)
+	if err != nil {
+		return StrategyStats{}, fmt.Errorf("strategy %q: %w", name, err)
+	}
+	if fc != nil && fleet.Disaggregation != nil {
+		return StrategyStats{Unavailable: "the simulated flow control holds whole requests, not a prefill and a decode hop"}, nil
+	}
+	fleet.FlowControl, fleet.State = fc, plane.next()
+	sts, err := newReplicas(ctx, base, o, fleet.State)
+	var u unavailable
+	if errors.As(err, &u) {
+		return StrategyStats{Unavailable: u.reason}, nil
+	}
+	if err != nil {
+		return StrategyStats{}, err
+	}
+	if len(sts) > 0 {
+		withPipelineStages(fc, sts[0].router)
+	}
+	began := time.Now()
+	bar := newProgress(o.Progress, len(w.Requests), run)
+	fleet.Progress = func() { _ = bar.Add(1) }
+	replicas := make([]cluster.Replica, len(sts))
+	for i, st := range sts {
+		replicas[i] = cluster.Replica{Router: st.router, Observe: st.observe}
+	}
+	out, err := cluster.RunReplicas(fleet, w.Requests, replicas, assign)
+	_ = bar.Finish()
+	var predictor *sdk.PredictorStats
+	for i, st := range sts {
+		if st.samples != nil {
+			st.samples.Flush(ctx)
+			if i == 0 {
+				predictor = st.samples.Counts().Stats
+			}
+		}
+		st.close()
+	}
+	if err != nil {
+		return StrategyStats{}, fmt.Errorf("strategy %q: %w", run, err)
+	}
+	mine := routed(out.Outcomes)
+	sum := stats.Summarize(mine)
+	st := StrategyStats{Summary: &sum, outcomes: mine, PrefixHitRate: out.PrefixHitRate(),
+		CachedRatio: cachedRatio(w.Requests, out.Outcomes), WallSeconds: time.Since(began).Seconds(),
+		Predictor: predictor, Online: stats.Online(mine), Classes: classSummaries(w.Requests, out.Outcomes),
+		Servers: serverSummaries(mine)}
+	if fleet.Direct != nil {
+		d := stats.Summarize(directOnly(out.Outcomes))
+		st.Direct = &d
+	}
+	return st, nil
 }
 
 // strategy is one way of routing the bench runs: a router, the observer that feeds its producer

@@ -50,7 +50,7 @@ func (r *RoutingResult) writeTable(out io.Writer, heading string) {
 	}
 	fmt.Fprintf(out, "scenario %s, %d servers (%s), %d requests, seed %d%s\n", r.Scenario, r.Servers, r.Preset, r.Requests, r.Seed, r.replicasText())
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "strategy\tTTFT p50\tp95\tp99\tTPOT p50\tp99\tE2E p50\tp95\ttok/s\tSLO att.\tgoodput\tshed\thit rate\twall s\t")
+	fmt.Fprintln(tw, "strategy\tTTFT p50\tp95\tp99\tTPOT p50\tp99\tE2E p50\tp95\ttok/s\tSLO att.\tgoodput\tshed\thit rate\tcached\twall s\t")
 	var missing []string
 	for _, name := range slices.Sorted(maps.Keys(r.Strategies)) {
 		s := r.Strategies[name]
@@ -62,12 +62,18 @@ func (r *RoutingResult) writeTable(out io.Writer, heading string) {
 		if s.SLOAttainment != nil {
 			att = fmt.Sprintf("%.3f", *s.SLOAttainment)
 		}
-		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.2f\t%.2f\t%.0f\t%.0f\t%.0f\t%s\t%.2f\t%.3f\t%.3f\t%.1f\t\n", name,
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.2f\t%.2f\t%.0f\t%.0f\t%.0f\t%s\t%.2f\t%.3f\t%.3f\t%.3f\t%.1f\t\n", name,
 			s.TTFTMs.P50, s.TTFTMs.P95, s.TTFTMs.P99, s.TPOTMs.P50, s.TPOTMs.P99, s.E2EMs.P50, s.E2EMs.P95,
-			s.ThroughputTokS, att, s.GoodputRPS, s.ShedRate, s.PrefixHitRate, s.WallSeconds)
+			s.ThroughputTokS, att, s.GoodputRPS, s.ShedRate, s.PrefixHitRate, s.CachedRatio, s.WallSeconds)
 	}
 	_ = tw.Flush()
-	fmt.Fprintln(out, "(latencies in ms)")
+	fmt.Fprintf(out, "(latencies in ms; hit rate: the fleet's prefix-cache hits, cached: of the routed requests' prompt tokens; ideal cached %.3f, one unbounded cache)\n", r.IdealCachedRatio)
+	if r.Shared > 0 {
+		fmt.Fprintf(out, "shared fleet: %.0f%% of the requests went straight to a random server, seen by no router; the figures are the routed requests'\n", 100*r.Shared)
+	}
+	if r.Prefix != PrefixRouter {
+		fmt.Fprintf(out, "prefix source: %s (events: the engines' KV-cache events)\n", r.Prefix)
+	}
 	r.writeClasses(out)
 	r.writeServers(out)
 	for _, name := range slices.Sorted(maps.Keys(r.Strategies)) {

@@ -70,6 +70,8 @@ func newBenchLive() *cobra.Command {
 	f.StringVar(&o.Split, "split", "", "with --prefill and --decode: the routers' disaggregation.split (serve --split; default: the config's, else adaptive)")
 	f.IntVar(&o.Replicas, "replicas", 1, "run each config as this many foresight serve replicas, the client spreading requests over them round robin as a gateway does")
 	f.StringVar(&o.State, "state", bench.StateNATS, "with --replicas: nats (the replicas share a state plane whose NATS the first embeds) or none (each counts only its own requests)")
+	f.BoolVar(&o.KVEvents, "kv-events", false, "the emulated servers publish their KV-cache events and the routers read them (serve --kv-events): prefix matches from what the servers hold, not from what each router sent")
+	f.Float64Var(&o.Shared, "shared", 0, "a fleet shared with another client: this fraction of the requests goes straight to the servers, round robin, seen by no router (the run's figures are the rest's; the JSON has the other client's as \"direct\")")
 	f.DurationVar(&o.KillPrefill, "kill-prefill", 0, "with --prefill: stop the first prefill server this long into each run, as an engine that dies (servers in the bench's process: not with --engine-cpu)")
 	f.StringVar(&o.Preset, "preset", testbed.DefaultPreset, engine.FleetUsage())
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the workload and of the engines' noise")

@@ -97,6 +97,8 @@ func newBenchRouting() *cobra.Command {
 	f.BoolVar(&o.Alone, "alone", false, "with --replicas: each replica's producer learns from its own requests only (default: they share samples, through NATS with --state nats, else through a temporary directory)")
 	f.StringVar(&o.State, "state", bench.StateNATS, "with --replicas: nats (the replicas share their requests in flight and prefix records through a state plane on an embedded NATS server) or none (each counts only its own)")
 	f.DurationVar(&o.PublishDelay, "publish-delay", bench.DefaultPublishDelay, "with --state nats: a replica's event reaches its peers this long after it happened (the live plane's batching and propagation)")
+	f.StringVar(&o.Prefix, "prefix", bench.PrefixRouter, "where the routers' prefix matches come from: router (each router's own record of what it sent where), events (the engines' KV-cache events) or both (each strategy twice, the events' run named NAME@events)")
+	f.Float64Var(&o.Shared, "shared", 0, "a fleet shared with another client: this fraction of the requests goes straight to a random server, seen by no router (the table's figures are the routed requests'; the JSON has the direct ones' as \"direct\")")
 	f.StringVar(&matrix, "matrix", "", "run a matrix of configs instead of --strategies: admission (seed 004's isolation matrix; takes --servers, --requests, --seed, --preset, --noise, --examples, --class, --saturation and one --load)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write the host's CPU profile (simulator included) to this file (go tool pprof)")
 	f.StringVar(&outcomes, "outcomes", "", "write every request's outcome into this directory: one JSON line per request, a file per strategy (and load)")

@@ -15,6 +15,7 @@ func newEmulate() *cobra.Command {
 		preset, engineCPU     string
 		seed                  uint64
 		kvLatency, kvPerToken time.Duration
+		kvEventsPort, blocks  int
 	)
 	cmd := &cobra.Command{
 		Use:   "emulate --servers N --base-port P",
@@ -57,6 +58,18 @@ func newEmulate() *cobra.Command {
 				}
 				opts = append(opts, d.option(d.v))
 			}
+			if cmd.Flags().Changed("kv-cache-blocks") {
+				if blocks < 2 {
+					return fmt.Errorf("--kv-cache-blocks must be at least 2, got %d", blocks)
+				}
+				opts = append(opts, emulator.WithKVCacheBlocks(blocks))
+			}
+			if cmd.Flags().Changed("kv-events-port") {
+				if kvEventsPort < 0 || kvEventsPort > 0 && kvEventsPort+2*servers-1 > 65535 {
+					return fmt.Errorf("--kv-events-port must be 0 (free ports) or leave room for %d ports below 65536, got %d", 2*servers, kvEventsPort)
+				}
+				opts = append(opts, emulator.WithKVEvents(kvEventsPort))
+			}
 			f, err := emulator.Start(servers, basePort, preset, seed, opts...)
 			if err != nil {
 				return err
@@ -74,6 +87,8 @@ func newEmulate() *cobra.Command {
 	f.IntVar(&basePort, "base-port", 8000, "port of the first server (0: free ports)")
 	f.StringVar(&preset, "preset", "llama-3.1-8b-h100-tp2", engine.FleetUsage())
 	f.Uint64Var(&seed, "seed", 1, "seed of the engines' step-time noise")
+	f.IntVar(&kvEventsPort, "kv-events-port", 0, "publish each server's KV-cache events as vLLM does (ZeroMQ, msgpack): server i on tcp://127.0.0.1:P+2i, its replay socket on P+2i+1 (0: free ports; printed after each server's address); unset: none")
+	f.IntVar(&blocks, "kv-cache-blocks", 0, "each server's KV cache in blocks of 16 tokens, in place of the preset's (a small cache evicts soon)")
 	f.StringVar(&engineCPU, "engine-cpu", "", "CPU each server burns per token, as a real engine front end does: "+emulator.CPUCostForm)
 	f.DurationVar(&kvLatency, "kv-cache-transfer-latency", 0,
 		"fixed part of a decode request's KV transfer from its prefill server, e.g. 1ms (default: the preset's; batch presets 1ms, slot presets 0)")

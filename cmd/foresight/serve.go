@@ -15,7 +15,7 @@ import (
 // serveOverrides are serve's flags that replace parts of the config.
 type serveOverrides struct {
 	endpoints, listen, admin, extProc string
-	roles, split                      string
+	roles, split, kvEvents            string
 }
 
 func newServe() *cobra.Command {
@@ -77,6 +77,7 @@ func newServe() *cobra.Command {
 	f.StringVar(&o.listen, "listen", "", "the OpenAI API's address, replacing server.listen")
 	f.StringVar(&o.admin, "admin", "", "the admin listener's address, replacing server.adminListen")
 	f.StringVar(&o.roles, "roles", "", "with --endpoints: each endpoint's prefill/decode role in order (prefill, decode or both), set as its disaggregation.roleLabel label; adds a disaggregation section when the config has none")
+	f.StringVar(&o.kvEvents, "kv-events", "", "with --endpoints: each endpoint's KV-cache event publisher in order (tcp://host:port, or \"\" for none); adds a kvEvents section with the emulator's tokenizer when the config has none")
 	f.StringVar(&o.split, "split", "", "disaggregation.split: adaptive, always or never; adds a disaggregation section when the config has none")
 	f.StringVar(&o.extProc, "ext-proc", "", "serve the gateway endpoint picker (Envoy ext_proc, gRPC) on this address, replacing server.extProcListen")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write the router process's CPU profile to this file when it stops (go tool pprof)")
@@ -111,6 +112,31 @@ func (o serveOverrides) disaggregate(cfg *config.Config) error {
 	return nil
 }
 
+// readKVEvents applies --kv-events: the endpoints' publishers, and a kvEvents section with the
+// emulator's tokenizer when the config has none (the emulated fleets the benches run).
+func (o serveOverrides) readKVEvents(cfg *config.Config) error {
+	if o.kvEvents == "" {
+		return nil
+	}
+	if o.endpoints == "" {
+		return fmt.Errorf("--kv-events gives the publishers of --endpoints: give --endpoints too")
+	}
+	pubs := strings.Split(o.kvEvents, ",")
+	if len(pubs) != len(cfg.Endpoints.Static) {
+		return fmt.Errorf("--kv-events gives %d publishers for the %d endpoints of --endpoints", len(pubs), len(cfg.Endpoints.Static))
+	}
+	for i, p := range pubs {
+		cfg.Endpoints.Static[i].KVEvents = strings.TrimSpace(p)
+	}
+	if cfg.KVEvents == nil {
+		cfg.KVEvents = &config.KVEvents{Tokenizer: config.TokenizerEmulator}
+	}
+	if err := cfg.ValidateKVEvents(); err != nil {
+		return fmt.Errorf("the flags: %w", err)
+	}
+	return nil
+}
+
 // apply writes the overrides into cfg and validates the result as the config file would be.
 func (o serveOverrides) apply(cfg *config.Config) error {
 	if o.endpoints != "" {
@@ -127,6 +153,9 @@ func (o serveOverrides) apply(cfg *config.Config) error {
 		cfg.Endpoints.Static, cfg.Endpoints.File, cfg.Endpoints.Kubernetes = eps, "", nil
 	}
 	if err := o.disaggregate(cfg); err != nil {
+		return err
+	}
+	if err := o.readKVEvents(cfg); err != nil {
 		return err
 	}
 	if o.listen != "" {

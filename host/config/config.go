@@ -43,6 +43,9 @@ type Config struct {
 	// State, when set, shares requests in flight, prefix records and samples with the other
 	// replicas over NATS (state.go).
 	State *State `yaml:"state"`
+	// KVEvents, when set, reads the engines' KV-cache events for their prefix matches
+	// (kvevents.go).
+	KVEvents *KVEvents `yaml:"kvEvents"`
 
 	file   string     // the file it was read from, for error messages
 	root   *yaml.Node // the parsed document, for line numbers

@@ -149,6 +149,11 @@ type Kubernetes struct {
 	// Kubeconfig, when set, is a kubeconfig file (relative to the config file's directory unless
 	// absolute) whose current context is used instead of the pod's service account.
 	Kubeconfig string `yaml:"kubeconfig"`
+	// KVEventsPort, when set, is the port (a number or a container port's name) on which every
+	// discovered pod's engine publishes its KV-cache events: tcp://podIP:port. A pod's
+	// foresight.io/kv-events annotation (a port, or a whole address) overrides it, and names
+	// the publisher of a pod when this is not set. Needs the kvEvents section.
+	KVEventsPort PortRef `yaml:"kvEventsPort"`
 }
 
 // PortRef is a port by number (YAML 8000) or by the name of a container port (YAML http),
@@ -191,6 +196,10 @@ type EndpointSpec struct {
 	// Address is host:port, or a base URL (http://host:port, https://…).
 	Address string            `yaml:"address"`
 	Labels  map[string]string `yaml:"labels"`
+	// KVEvents is the engine's KV-cache event publisher, tcp://host:port or ipc://path (needs
+	// the kvEvents section); KVEventsReplay its replay socket. Both optional.
+	KVEvents       string `yaml:"kvEvents"`
+	KVEventsReplay string `yaml:"kvEventsReplay"`
 }
 
 // Scrape configures reading the engines' Prometheus metrics.

@@ -63,6 +63,9 @@ func (c *Config) validate() error {
 	if err := c.validateState(); err != nil {
 		return err
 	}
+	if err := c.ValidateKVEvents(); err != nil {
+		return err
+	}
 	return c.ValidateRouter()
 }
 func (c *Config) validatePlugin(i int, seen map[string]int) error {

@@ -25,6 +25,10 @@ type Endpoint struct {
 	Address string
 	// Labels describe the endpoint to the pipeline, e.g. accelerator or role (may be nil).
 	Labels map[string]string
+	// KVEvents is the address of the engine's KV-cache event publisher (vLLM's
+	// --kv-events-config endpoint, bound there): "tcp://host:port" or "ipc://path"; "" when it
+	// publishes none. KVEventsReplay is its replay socket's ("" for none).
+	KVEvents, KVEventsReplay string
 }
 
 // BaseURL returns the endpoint's base URL without a trailing slash ("http://" + Address when
@@ -116,4 +120,29 @@ func validate(eps []Endpoint) ([]Endpoint, error) {
 		out[i] = e
 	}
 	return out, nil
+}
+
+// ValidateKVEvents checks a KV-cache event publisher's address: "tcp://host:port" (the host a
+// name or an IP, the port a number) or "ipc://path", the addresses a ZeroMQ socket connects to.
+func ValidateKVEvents(a string) error {
+	switch {
+	case strings.HasPrefix(a, "tcp://"):
+		host, port, err := net.SplitHostPort(strings.TrimPrefix(a, "tcp://"))
+		if err != nil {
+			return fmt.Errorf("KV events address %q: %v (want tcp://host:port)", a, err)
+		}
+		if host == "" || host == "*" {
+			return fmt.Errorf("KV events address %q has no host to connect to (want tcp://host:port)", a)
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("KV events address %q: port %q is not a number in 1-65535", a, port)
+		}
+		return nil
+	case strings.HasPrefix(a, "ipc://"):
+		if len(a) == len("ipc://") {
+			return fmt.Errorf("KV events address %q has no path", a)
+		}
+		return nil
+	}
+	return fmt.Errorf("KV events address %q: accepted forms are tcp://host:port and ipc://path", a)
 }

@@ -19,9 +19,11 @@ type fileList struct {
 }
 
 type fileEndpoint struct {
-	ID      string            `yaml:"id"`
-	Address string            `yaml:"address"`
-	Labels  map[string]string `yaml:"labels"`
+	ID             string            `yaml:"id"`
+	Address        string            `yaml:"address"`
+	Labels         map[string]string `yaml:"labels"`
+	KVEvents       string            `yaml:"kvEvents"`
+	KVEventsReplay string            `yaml:"kvEventsReplay"`
 }
 
 // LoadFile reads an endpoint list file, YAML of the form
@@ -30,6 +32,7 @@ type fileEndpoint struct {
 //	  - id: vllm-0
 //	    address: 127.0.0.1:8000
 //	    labels: {accelerator: h100}
+//	    kvEvents: tcp://127.0.0.1:5557   # optional: the engine's KV-cache event publisher
 //
 // decoded strictly (an unknown field is an error). An entry without an id takes its address.
 // A file listing no endpoint is an error, so that a file caught half-written never empties the
@@ -76,7 +79,17 @@ func parseFile(file string, data []byte) ([]Endpoint, error) {
 			return nil, at(i, "id", "%q is also the id of endpoint %d (line %d)", id, j, lineOf(&root, j, "id"))
 		}
 		seen[id] = i
-		eps[i] = Endpoint{ID: id, Address: fe.Address, Labels: fe.Labels}
+		for _, f := range []struct{ name, addr string }{{"kvEvents", fe.KVEvents}, {"kvEventsReplay", fe.KVEventsReplay}} {
+			if f.addr != "" {
+				if err := ValidateKVEvents(f.addr); err != nil {
+					return nil, at(i, f.name, "%v", err)
+				}
+			}
+		}
+		if fe.KVEventsReplay != "" && fe.KVEvents == "" {
+			return nil, at(i, "kvEventsReplay", "a replay address needs the publisher's, kvEvents")
+		}
+		eps[i] = Endpoint{ID: id, Address: fe.Address, Labels: fe.Labels, KVEvents: fe.KVEvents, KVEventsReplay: fe.KVEventsReplay}
 	}
 	return eps, nil
 }
@@ -124,7 +137,7 @@ var (
 	unknownFieldRE = regexp.MustCompile(`^field (\S+) not found in type (\S+)$`)
 	knownFields    = map[string]string{
 		"endpoints.fileList":     "the top level (known: endpoints)",
-		"endpoints.fileEndpoint": "an endpoint entry (known: id, address, labels)",
+		"endpoints.fileEndpoint": "an endpoint entry (known: id, address, labels, kvEvents, kvEventsReplay)",
 	}
 )
 

@@ -49,7 +49,7 @@ func TestLoadFileErrors(t *testing.T) {
     address: 127.0.0.1:8000
     weight: 2
 `,
-		want: `4: unknown field "weight" in an endpoint entry (known: id, address, labels)`,
+		want: `4: unknown field "weight" in an endpoint entry (known: id, address, labels, kvEvents, kvEventsReplay)`,
 	}, {
 		name:    "unknown top-level field",
 		content: "endpoint:\n  - address: 127.0.0.1:8000\n",

@@ -229,7 +229,7 @@ func (s *Set) Update(eps []Endpoint) error {
 	for _, e := range eps {
 		m := s.byID[e.ID]
 		if m != nil && m.st.Address == e.Address {
-			m.st.Labels = e.Labels
+			m.st.Labels, m.st.KVEvents, m.st.KVEventsReplay = e.Labels, e.KVEvents, e.KVEventsReplay
 		} else {
 			m = newMember(e)
 			s.start(m)

@@ -52,6 +52,10 @@ type Config struct {
 	// TargetPort is the pods' port with a Selector: a number, or the name of a container port
 	// (spec.containers[].ports[].name) resolved per pod, as a Service's targetPort is.
 	TargetPort intstr.IntOrString
+	// KVEventsPort, when set, is the port on which every pod's engine publishes its KV-cache
+	// events (a number, or a container port's name): the endpoint's KVEvents is
+	// tcp://podIP:port. A pod's KVEventsAnnotation overrides it (kvEventsOf).
+	KVEventsPort intstr.IntOrString
 	// SyncTimeout bounds WaitSynced (default DefaultSyncTimeout).
 	SyncTimeout time.Duration
 }

@@ -18,6 +18,39 @@ type target struct {
 	matchLabels map[string]string
 	// ports are numbers (a pool's targetPorts, or a selector's numeric targetPort) or one name.
 	ports []intstr.IntOrString
+	// kvPort is Config.KVEventsPort (zero: none).
+	kvPort intstr.IntOrString
+}
+
+// The annotations that name a pod's KV-cache event publisher and its replay socket: a port
+// (tcp://podIP:port) or a whole address (tcp://host:port, ipc://path).
+const (
+	KVEventsAnnotation       = "foresight.io/kv-events"
+	KVEventsReplayAnnotation = "foresight.io/kv-events-replay"
+)
+
+// kvEventsOf returns the KV-cache event publisher and replay addresses of pod p: its annotations
+// when it has them, else port kvPort on its IP (none when kvPort is zero or p has no container
+// port of that name). An annotation that is not a port is taken as an address as it is: one
+// that is not valid reaches the router, which logs that it cannot read the endpoint's events.
+func kvEventsOf(p *corev1.Pod, kvPort intstr.IntOrString) (pub, replay string) {
+	addr := func(v string) string {
+		if n, err := strconv.Atoi(v); err == nil && n > 0 && n < 65536 {
+			return "tcp://" + net.JoinHostPort(p.Status.PodIP, v)
+		}
+		return v
+	}
+	if v, ok := p.Annotations[KVEventsAnnotation]; ok {
+		pub = addr(v)
+	} else if kvPort != (intstr.IntOrString{}) {
+		if port, ok := resolvePort(p, kvPort); ok {
+			pub = "tcp://" + net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(port)))
+		}
+	}
+	if v, ok := p.Annotations[KVEventsReplayAnnotation]; ok && pub != "" {
+		replay = addr(v)
+	}
+	return pub, replay
 }
 
 // endpointsOf returns the endpoints of the pods t picks that are ready, sorted by ID, and the
@@ -40,8 +73,10 @@ func endpointsOf(pods []*corev1.Pod, t target) (eps []endpoints.Endpoint, noPort
 			if len(t.ports) > 1 {
 				id += ":" + strconv.Itoa(int(port))
 			}
-			eps = append(eps, endpoints.Endpoint{ID: id, Address: net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(port))),
-				Labels: maps.Clone(p.Labels)})
+			e := endpoints.Endpoint{ID: id, Address: net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(port))),
+				Labels: maps.Clone(p.Labels)}
+			e.KVEvents, e.KVEventsReplay = kvEventsOf(p, t.kvPort)
+			eps = append(eps, e)
 		}
 	}
 	slices.SortFunc(eps, func(a, b endpoints.Endpoint) int { return cmp.Compare(a.ID, b.ID) })
@@ -82,6 +117,7 @@ func resolvePort(p *corev1.Pod, tp intstr.IntOrString) (int32, bool) {
 // sameList reports whether a and b list the same endpoints in the same order.
 func sameList(a, b []endpoints.Endpoint) bool {
 	return slices.EqualFunc(a, b, func(x, y endpoints.Endpoint) bool {
-		return x.ID == y.ID && x.Address == y.Address && maps.Equal(x.Labels, y.Labels)
+		return x.ID == y.ID && x.Address == y.Address && maps.Equal(x.Labels, y.Labels) &&
+			x.KVEvents == y.KVEvents && x.KVEventsReplay == y.KVEventsReplay
 	})
 }

@@ -272,7 +272,7 @@ func (w *Watcher) compute() []endpoints.Endpoint {
 // the pool's state is logged once.
 func (w *Watcher) target() (target, bool) {
 	if w.pool == nil {
-		return target{matchLabels: w.cfg.Selector, ports: []intstr.IntOrString{w.cfg.TargetPort}}, true
+		return target{matchLabels: w.cfg.Selector, ports: []intstr.IntOrString{w.cfg.TargetPort}, kvPort: w.cfg.KVEventsPort}, true
 	}
 	obj, exists, err := w.pool.GetStore().GetByKey(w.cfg.Namespace + "/" + w.cfg.InferencePool)
 	if err != nil || !exists {
@@ -293,7 +293,7 @@ func (w *Watcher) target() (target, bool) {
 	w.notePool(p.String(), zerolog.InfoLevel, func(e *zerolog.Event) *zerolog.Event {
 		return e.Str("selector", selectorString(p.matchLabels)).Ints32("targetPorts", p.ports)
 	}, "kubernetes discovery: following the InferencePool")
-	t := target{matchLabels: p.matchLabels}
+	t := target{matchLabels: p.matchLabels, kvPort: w.cfg.KVEventsPort}
 	for _, n := range p.ports {
 		t.ports = append(t.ports, intstr.FromInt32(n))
 	}

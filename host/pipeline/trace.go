@@ -71,6 +71,9 @@ type Trace struct {
 	// UnknownModel says that no endpoint in the rotation listed the request's model, so its
 	// candidates were every endpoint in the rotation (server.unknownModels: route).
 	UnknownModel bool
+	// PrefixFromEvents names the candidates whose prefix match came from their engines' KV-cache
+	// events (host/kvindex); the others' came from the router's own record of what it sent them.
+	PrefixFromEvents []string
 
 	// Hop is the part of a disaggregated request this decision placed (sdk.HopWhole on a fleet
 	// without disaggregation).
@@ -234,12 +237,13 @@ func (t *Trace) MarshalJSON() ([]byte, error) {
 		BeyondWhy   string             `json:"beyond_order_reason,omitempty"`
 		LoadOnly    bool               `json:"load_only,omitempty"`
 		Unknown     bool               `json:"unknown_model,omitempty"`
+		FromEvents  []string           `json:"prefix_from_events,omitempty"`
 		Hop         sdk.Hop            `json:"hop,omitempty"`
 		Split       string             `json:"split,omitempty"`
 		SplitReason string             `json:"split_reason,omitempty"`
 		Prefill     *Trace             `json:"prefill,omitempty"`
 	}{t.RequestID, t.Profile, t.Seed, t.Now, t.Outcome(), t.Reason, t.OrderIDs(), t.scoreMap(t.Scores), stages, t.Round, t.Candidates,
 		t.Duration.Microseconds(), float64(t.FlowWait) / float64(time.Millisecond), t.FlowVerdict, t.BeyondOrder, t.BeyondReason,
-		t.LoadOnly, t.UnknownModel, t.Hop, t.Split, t.SplitReason, t.Prefill})
+		t.LoadOnly, t.UnknownModel, t.PrefixFromEvents, t.Hop, t.Split, t.SplitReason, t.Prefill})
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), err
 }

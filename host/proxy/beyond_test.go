@@ -61,7 +61,7 @@ func TestFailoverGoesBeyondTheOrderWhenItFailed(t *testing.T) {
 				o.Pipeline, o.MaxAttempts = keepFirst{}, tt.maxAttempts
 			})
 			if tt.busy != "" {
-				f.srv.dispatch(&sdk.Request{ID: "held"}, sdk.Endpoint{ID: tt.busy})
+				f.srv.dispatch(&sdk.Request{ID: "held"}, sdk.Endpoint{ID: tt.busy}, nil)
 			}
 			code, out := postTo(t, f.url, chatBody(true, ""))
 			if code != tt.status {

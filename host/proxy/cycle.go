@@ -74,12 +74,15 @@ func (s *Server) anyModel(gateway bool) bool {
 // its prefix match; with sc.only, among the endpoints it accepts. When none in the rotation lists
 // the model and sc.anyModel, every one in the rotation serves it, and unknown says so. The fleet's
 // endpoints out of the rotation go in the cycle's Excluded (see excluded). It also returns the
-// endpoints it saw and how many it left out as full. blocks are the request's prompt's, hashed
-// once (a request may be decided again, or go beyond its decision).
-func (s *Server) cycle(req *openai.Request, pb openai.Blocks, m meta, now time.Time, sc scope) (c *sdk.Cycle, states []endpoints.State, full int, unknown bool) {
-	blocks := pb.Hashes
+// endpoints it saw and how many it left out as full. pk is the request's prompt's, hashed once
+// (a request may be decided again, or go beyond its decision); nil for a request the router does
+// not read; the endpoints whose KV-cache events gave their match are left in pk.fromEvents.
+func (s *Server) cycle(req *openai.Request, pk *promptKeys, m meta, now time.Time, sc scope) (c *sdk.Cycle, states []endpoints.State, full int, unknown bool) {
 	c = &sdk.Cycle{Request: requestOf(req, m), Now: now, Seed: rand.Uint64()}
-	c.Request.PrefixBlockHashes = blocks
+	if pk != nil {
+		c.Request.PrefixBlockHashes = pk.text.Hashes
+		pk.fromEvents = pk.fromEvents[:0]
+	}
 	states = s.o.Endpoints.Snapshot()
 	c.Excluded = excluded(states)
 	if sc.only != nil {
@@ -105,7 +108,10 @@ func (s *Server) cycle(req *openai.Request, pb openai.Blocks, m meta, now time.T
 		if st.NumGPUBlocks > 0 { // the engine's cache bounds what the router believes it holds
 			s.prefix.SetCapacity(st.ID, st.NumGPUBlocks)
 		}
-		es.PrefixMatch = s.prefix.Fraction(st.ID, blocks)
+		var fromEvents bool
+		if es.PrefixMatch, fromEvents = s.prefixMatch(st.ID, pk); fromEvents {
+			pk.fromEvents = append(pk.fromEvents, st.ID)
+		}
 		if decode { // its decode hop's dispatch put the prompt in the index: the match it had before
 			es.PrefixMatch = m.decodeMatch
 		}

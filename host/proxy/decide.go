@@ -55,7 +55,7 @@ import (
 type pending struct {
 	ctx      context.Context // the client's: a request whose client left is not decided
 	req      *openai.Request
-	blocks   openai.Blocks // the prompt's prefix blocks
+	prompt   *promptKeys // the prompt's prefix blocks
 	meta     meta
 	received time.Time
 	scope    scope // the endpoints the request may go to
@@ -205,7 +205,7 @@ func (d *decider) round(r *roundRun, round []*pending) (redo []*pending, dispatc
 		if p.retry {
 			at = began
 		}
-		p.cycle, p.states, p.full, p.unknown = d.s.cycle(p.req, p.blocks, p.meta, at, p.scope)
+		p.cycle, p.states, p.full, p.unknown = d.s.cycle(p.req, p.prompt, p.meta, at, p.scope)
 		p.trace, p.verdict = nil, verdict{}
 	}
 	r.fold = r.prev != nil && !closed(r.prev.settled)
@@ -270,7 +270,7 @@ func (d *decider) settle(p *pending, taken []placement, broken map[uint64]bool, 
 	if d.s.flow != nil && d.s.flow.saturated(p) {
 		return false, false // not dispatched: it waits in the flow control queue
 	}
-	p.first = d.s.dispatch(&p.cycle.Request, ep)
+	p.first = d.s.dispatch(&p.cycle.Request, ep, p.prompt)
 	return true, false
 }
 
@@ -340,6 +340,9 @@ func (d *decider) record(p *pending) {
 	}
 	if p.trace != nil {
 		p.trace.UnknownModel, p.trace.Hop = p.unknown, p.cycle.Request.Disaggregation.Hop
+		if p.prompt != nil && len(p.prompt.fromEvents) > 0 {
+			p.trace.PrefixFromEvents = slices.Clone(p.prompt.fromEvents)
+		}
 	}
 	if p.verdict.judged && p.trace != nil { // flow control's detector judged p before the pipeline ran
 		p.trace.FlowDetector = &p.verdict.stage
@@ -385,8 +388,7 @@ func (d *decider) stands(p *pending, taken []placement, broken map[uint64]bool) 
 	}) {
 		return false
 	}
-	blocks := p.cycle.Request.PrefixBlockHashes
-	if len(blocks) == 0 {
+	if len(p.cycle.Request.PrefixBlockHashes) == 0 {
 		return true
 	}
 	pick, _ := p.pick()
@@ -394,7 +396,7 @@ func (d *decider) stands(p *pending, taken []placement, broken map[uint64]bool) 
 		if e.ID == pick.ID {
 			continue // a higher match makes its own pick only better
 		}
-		if slices.ContainsFunc(taken, func(t placement) bool { return t.id == e.ID }) && d.s.prefix.Fraction(e.ID, blocks) > e.State.PrefixMatch {
+		if slices.ContainsFunc(taken, func(t placement) bool { return t.id == e.ID }) && d.s.prefixMatchNow(e.ID, p.prompt) > e.State.PrefixMatch {
 			return false
 		}
 	}

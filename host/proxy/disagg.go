@@ -99,7 +99,7 @@ func (s *Server) decidePrefill(x *exchange, sc scope, d *config.Disaggregation) 
 	if d.Split == config.SplitAdaptive {
 		m.pd.DecodeEndpoint, also = dec.ID, dec.ID
 	}
-	p := &pending{ctx: x.client, req: x.req, blocks: x.blocks, meta: m, received: x.received,
+	p := &pending{ctx: x.client, req: x.req, prompt: x.prompt, meta: m, received: x.received,
 		scope: s.roleScope(sc, d.RoleLabel, endpoints.Role.Prefills, also)}
 	decided := s.decider.decide(p)
 	t := x.trace
@@ -201,7 +201,7 @@ func (s *Server) prefillHop(ctx context.Context, x *exchange) (failures []string
 		}
 		a := sp.first
 		if i > 0 {
-			a = s.dispatch(&sp.cycle.Request, ep)
+			a = s.dispatch(&sp.cycle.Request, ep, x.prompt)
 		}
 		params, err := s.prefillOn(ctx, x, a, body)
 		s.endFlight(a)

@@ -123,7 +123,7 @@ func (r *Routed) Served(hostport string) {
 		r.s.endFlight(r.a)
 		r.s.o.Endpoints.ReportRequest(r.a.ep.ID, errors.New("the gateway failed over to the next endpoint"))
 		dispatched := r.a.dispatched
-		r.a = r.s.dispatch(r.x.request(), ep)
+		r.a = r.s.dispatch(r.x.request(), ep, r.x.prompt)
 		r.a.dispatched = dispatched
 		r.fellBack = true
 		r.out.attempts++

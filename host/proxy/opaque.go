@@ -32,7 +32,7 @@ func (s *Server) RouteOpaque(ctx context.Context, h http.Header, model string, b
 	}
 	x := &exchange{client: ctx, req: &openai.Request{Model: model}, meta: m, received: received}
 	now := s.o.Now()
-	c, states, full, unknown := s.cycle(x.req, openai.Blocks{}, m, now, scope{only: only, anyModel: model == "" || s.anyModel(true)})
+	c, states, full, unknown := s.cycle(x.req, nil, m, now, scope{only: only, anyModel: model == "" || s.anyModel(true)})
 	x.cycle = c
 	if len(c.Endpoints) == 0 {
 		e := s.noEndpoint(model, states, full, only != nil)
@@ -47,7 +47,7 @@ func (s *Server) RouteOpaque(ctx context.Context, h http.Header, model string, b
 	x.trace = &pipeline.Trace{RequestID: m.id, Now: now, Candidates: eps, Admitted: true, Order: order,
 		LoadOnly: true, UnknownModel: unknown && model != ""}
 	s.decisions.add(x.trace)
-	x.first = s.dispatch(&c.Request, eps[0])
+	x.first = s.dispatch(&c.Request, eps[0], nil)
 	r := &Routed{s: s, x: x, a: x.first, body: body, opaque: true}
 	r.out.attempts = 1
 	return r, nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/foresight-router/foresight/host/experiment"
 	"github.com/foresight-router/foresight/host/inflight"
+	"github.com/foresight-router/foresight/host/kvindex"
 	"github.com/foresight-router/foresight/host/metrics"
 	"github.com/foresight-router/foresight/host/openai"
 	"github.com/foresight-router/foresight/host/pipeline"
@@ -26,7 +27,7 @@ const statusClientClosed = 499
 type exchange struct {
 	client   context.Context // the client's request: done when it goes away
 	req      *openai.Request
-	blocks   openai.Blocks // the prompt's prefix blocks, hashed once for its cycles and its answer
+	prompt   *promptKeys // the prompt's prefix blocks, hashed once for its cycles and its answer
 	meta     meta
 	cycle    *sdk.Cycle
 	trace    *pipeline.Trace
@@ -51,6 +52,7 @@ type attempt struct {
 	req        *sdk.Request
 	ep         sdk.Endpoint
 	flight     *stateplane.Flight // in the ledger and the prefix index, and shared with the peers
+	held       *kvindex.Hold      // its prompt, counted cached on ep until it ends (nil: none)
 	dispatched time.Time
 }
 
@@ -112,7 +114,7 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, x *exchange) {
 		out.attempts++
 		a := x.first
 		if i > 0 {
-			a = s.dispatch(x.request(), ep)
+			a = s.dispatch(x.request(), ep, x.prompt)
 		}
 		if i >= picked {
 			out.beyondIDs = append(out.beyondIDs, ep.ID)
@@ -150,7 +152,7 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, x *exchange) {
 // the fewest requests in flight first, then in the endpoint set's order (leastLoaded). One the
 // decision's cycle had keeps the producer's prediction.
 func (s *Server) beyond(x *exchange, tried []sdk.Endpoint) []sdk.Endpoint {
-	c, _, _, _ := s.cycle(x.req, x.blocks, x.meta, s.o.Now(), scope{anyModel: x.trace.UnknownModel})
+	c, _, _, _ := s.cycle(x.req, x.prompt, x.meta, s.o.Now(), scope{anyModel: x.trace.UnknownModel})
 	out := slices.DeleteFunc(c.Endpoints, func(e sdk.Endpoint) bool {
 		return slices.ContainsFunc(tried, func(t sdk.Endpoint) bool { return t.ID == e.ID })
 	})
@@ -176,8 +178,9 @@ func (s *Server) markBeyond(x *exchange, out *outcome) {
 // dispatch time from the endpoint set's clock, the one its scrape times are on. What ep computes
 // follows its hop: a decode hop no prompt token, a prefill hop one output token. The decode
 // endpoint a prefill decision picks to serve the request whole has it already: nothing more is
-// recorded (decidePrefill counts its prompt there).
-func (s *Server) dispatch(r *sdk.Request, ep sdk.Endpoint) *attempt {
+// recorded (decidePrefill counts its prompt there). With KV events, the prompt pk is held in
+// ep's record of them until the attempt ends (kvindex.Hold); pk is nil for an opaque request.
+func (s *Server) dispatch(r *sdk.Request, ep sdk.Endpoint, pk *promptKeys) *attempt {
 	if d := &r.Disaggregation; d.Hop == sdk.HopPrefill && ep.ID == d.DecodeEndpoint {
 		return &attempt{req: r, ep: ep, dispatched: s.o.Now()}
 	}
@@ -197,7 +200,7 @@ func (s *Server) dispatch(r *sdk.Request, ep sdk.Endpoint) *attempt {
 	if s.o.EndpointMetrics != nil {
 		s.o.EndpointMetrics.Dispatched(ep.ID)
 	}
-	return &attempt{req: r, ep: ep, flight: f, dispatched: s.o.Now()}
+	return &attempt{req: r, ep: ep, flight: f, held: s.hold(ep.ID, pk), dispatched: s.o.Now()}
 }
 
 // uncachedOn is the part of r's prompt ep is not believed to cache: what it computes of a whole
@@ -227,7 +230,7 @@ func (s *Server) recordAnswer(a *attempt, x *exchange, answer string) {
 	if answer == "" {
 		return
 	}
-	a.flight.Answer(x.blocks.Extend(nil, x.req.AnswerText(answer)))
+	a.flight.Answer(x.prompt.text.Extend(nil, x.req.AnswerText(answer)))
 }
 
 // observe sends the producer one measure of a streamed request, taken at at: its TTFT at the

@@ -21,6 +21,7 @@ import (
 	"github.com/foresight-router/foresight/host/experiment"
 	"github.com/foresight-router/foresight/host/feedback"
 	"github.com/foresight-router/foresight/host/inflight"
+	"github.com/foresight-router/foresight/host/kvindex"
 	"github.com/foresight-router/foresight/host/metrics"
 	"github.com/foresight-router/foresight/host/openai"
 	"github.com/foresight-router/foresight/host/pipeline"
@@ -88,6 +89,12 @@ type Options struct {
 	Decisions int
 	// PrefixBlocks bounds each endpoint's prefix index until its engine reports num_gpu_blocks.
 	PrefixBlocks int
+	// KVEvents is the record the endpoints' KV-cache events keep (host/kvindex), which gives the
+	// prefix match of an endpoint whose events are live instead of the router's own record, and
+	// Tokenize turns a prompt into the engines' tokens to match it there (host/tokenize). Both
+	// or neither; nil: every match is the router's own record's.
+	KVEvents *kvindex.Index
+	Tokenize func(dst []uint32, text string) []uint32
 	// DecisionConcurrency is the most requests a decision round takes (decide.go); 0: twice the
 	// endpoints. At 1 requests are decided one after the other.
 	DecisionConcurrency int
@@ -234,6 +241,7 @@ func (s *Server) Close() {
 // endFlight ends an attempt's flight; a server may have room, so flow control's pump looks.
 func (s *Server) endFlight(a *attempt) {
 	a.flight.Finish()
+	a.held.Release()
 	if s.flow != nil {
 		s.flow.kick()
 	}
@@ -343,7 +351,7 @@ func (s *Server) decideRequest(ctx context.Context, kind openai.Kind, h http.Hea
 	if oerr != nil {
 		return nil, oerr
 	}
-	x = &exchange{client: ctx, req: req, blocks: openai.HashBlocks(req.Prompt), meta: m, received: received}
+	x = &exchange{client: ctx, req: req, prompt: s.promptKeysOf(req), meta: m, received: received}
 	x.modelRule = s.rewriteModel(req, m)
 	if x.body, err = req.UpstreamBody(); err != nil {
 		return x, &openai.Error{Status: http.StatusInternalServerError, Type: "server_error", Message: "encoding the upstream request: " + err.Error()}
@@ -358,7 +366,7 @@ func (s *Server) decideRequest(ctx context.Context, kind openai.Kind, h http.Hea
 		}
 		x.meta = m
 	}
-	p := &pending{ctx: ctx, req: req, blocks: x.blocks, meta: m, received: received, scope: sc}
+	p := &pending{ctx: ctx, req: req, prompt: x.prompt, meta: m, received: received, scope: sc}
 	pd := s.pd.Load()
 	s.disaggregate(p, pd)
 	x.meta = p.meta

@@ -539,7 +539,7 @@ func TestCycleCarriesTheEndpointsOutOfTheRotation(t *testing.T) {
 		{"the whole fleet", nil, []string{"a", "d"}},
 		{"a gateway's subset", func(e endpoints.Endpoint) bool { return e.ID == "a" }, []string{"a"}},
 	} {
-		c, _, _, _ := srv.cycle(&openai.Request{Model: "m"}, openai.Blocks{}, meta{id: "r"}, time.Now(), scope{only: tt.only})
+		c, _, _, _ := srv.cycle(&openai.Request{Model: "m"}, nil, meta{id: "r"}, time.Now(), scope{only: tt.only})
 		var got []string
 		for _, e := range c.Endpoints {
 			got = append(got, e.ID)

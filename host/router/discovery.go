@@ -120,12 +120,17 @@ func (r *Router) applyDiscovered(set *endpoints.Set, static, eps []endpoints.End
 
 // kubeConfig is endpoints.kubernetes as host/kube takes it.
 func kubeConfig(k *config.Kubernetes) kube.Config {
-	c := kube.Config{Namespace: k.Namespace, InferencePool: k.InferencePool, Selector: k.Selector}
+	return kube.Config{Namespace: k.Namespace, InferencePool: k.InferencePool, Selector: k.Selector,
+		TargetPort: intstrOf(k.TargetPort), KVEventsPort: intstrOf(k.KVEventsPort)}
+}
+
+// intstrOf is a port reference as host/kube takes it (zero when none is given).
+func intstrOf(p config.PortRef) intstr.IntOrString {
 	switch {
-	case k.TargetPort.Name != "":
-		c.TargetPort = intstr.FromString(k.TargetPort.Name)
-	case k.TargetPort.Number != 0:
-		c.TargetPort = intstr.FromInt32(int32(k.TargetPort.Number))
+	case p.Name != "":
+		return intstr.FromString(p.Name)
+	case p.Number != 0:
+		return intstr.FromInt32(int32(p.Number))
 	}
-	return c
+	return intstr.IntOrString{}
 }

@@ -46,6 +46,9 @@ func (r *Router) reloadData(ctx context.Context, source string, data []byte) (ad
 	if err == nil && !r.state.same(cfg.State) {
 		r.log.Warn().Str("source", source).Msg("the state section changed; it is read at start only: restart the router to apply it")
 	}
+	if err == nil && !reflect.DeepEqual(cfg.KVEvents, r.kv.section) {
+		r.log.Warn().Str("source", source).Msg("the kvEvents section changed; it is read at start only: restart the router to apply it")
+	}
 	return r.reloaded(source, res, err)
 }
 

@@ -31,7 +31,8 @@ type Router struct {
 	api, admin         *http.Server
 	apiAddr, adminAddr string
 	srv                *proxy.Server
-	ext                *extProc // nil when server.extProcListen is off
+	kv                 *kvEvents // the endpoints' KV-cache event subscribers (kvevents.go)
+	ext                *extProc  // nil when server.extProcListen is off
 	pipes              *Pipelines
 	file               string             // the config file reloads read
 	flow               config.FlowControl // the flowControl section as started: a reload does not change it
@@ -131,6 +132,12 @@ func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger, opts ...
 	if err != nil {
 		return nil, err
 	}
+	r.kv = newKVEvents(cfg.KVEvents, cfg.Server.PrefixIndexBlocks, log)
+	if r.kv.index != nil {
+		if err := metrics.NewKVEvents(reg, r.kv.stats); err != nil {
+			return nil, err
+		}
+	}
 	var plane *stateplane.Plane
 	if r.state != nil {
 		stateMetrics, err := metrics.NewState(reg, r.state.stats)
@@ -149,11 +156,13 @@ func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger, opts ...
 		ConnectTimeout: cfg.Server.ConnectTimeout, UpstreamTimeout: cfg.Server.UpstreamTimeout,
 		FirstByteTimeout: cfg.Server.FirstByteTimeout, MaxAttempts: cfg.Server.MaxAttempts, UnknownModels: cfg.Server.UnknownModels,
 		Decisions: cfg.Server.Decisions, PrefixBlocks: cfg.Server.PrefixIndexBlocks, DecisionConcurrency: cfg.Server.DecisionConcurrency,
-		StreamFlushInterval: cfg.Server.StreamFlushInterval, Metrics: reqs, Stages: stages, EndpointMetrics: perEndpoint, State: plane, Log: log})
+		StreamFlushInterval: cfg.Server.StreamFlushInterval, Metrics: reqs, Stages: stages, EndpointMetrics: perEndpoint, State: plane,
+		KVEvents: r.kv.index, Tokenize: r.kv.tokenize, Log: log})
 	if err != nil {
 		return nil, err
 	}
 	r.goRun(func() { set.Run(ctx) })
+	r.goRun(func() { r.kv.run(ctx, set) })
 	if err := r.discover(ctx, cfg, watcher, set); err != nil {
 		return nil, err
 	}
@@ -262,7 +271,7 @@ func endpointList(cfg *config.Config) ([]endpoints.Endpoint, error) {
 func staticEndpoints(cfg *config.Config) []endpoints.Endpoint {
 	out := make([]endpoints.Endpoint, 0, len(cfg.Endpoints.Static))
 	for _, e := range cfg.Endpoints.Static {
-		out = append(out, endpoints.Endpoint{ID: e.ID, Address: e.Address, Labels: e.Labels})
+		out = append(out, endpoints.Endpoint{ID: e.ID, Address: e.Address, Labels: e.Labels, KVEvents: e.KVEvents, KVEventsReplay: e.KVEventsReplay})
 	}
 	return out
 }

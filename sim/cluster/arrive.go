@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/foresight-router/foresight/host/inflight"
+	"github.com/foresight-router/foresight/host/kvindex"
 	"github.com/foresight-router/foresight/internal/splitmix"
 	"github.com/foresight-router/foresight/plugins/sdk"
 	"github.com/foresight-router/foresight/sim/engine"
@@ -28,6 +29,14 @@ func (s *sim) arrive(n int) error {
 		v = s.views[i]
 	}
 	s.outcomes[n] = stats.Outcome{Arrival: r.Arrival, SLO: sdk.SLO{TTFTMs: r.SLO.TTFTMs, TPOTMs: r.SLO.TPOTMs}}
+	if s.cfg.Direct != nil {
+		if i, ok := s.cfg.Direct(r); ok {
+			if i < 0 || i >= len(s.engines) {
+				return fmt.Errorf("request %d sent directly to server %d, out of range", r.ID, i)
+			}
+			return s.direct(n, i)
+		}
+	}
 	if s.cfg.Disaggregation != nil {
 		return s.arriveSplit(v, n)
 	}
@@ -109,7 +118,11 @@ func (s *sim) record(v *view, n int, c *sdk.Cycle, d Decision, now time.Duration
 	}
 	tracked := v.acct.Dispatch(id, inflight.Request{ID: c.Request.ID, PrefillTokens: uncached,
 		OutputTokens: int64(r.OutputTokens), TPOTSLOMs: r.SLO.TPOTMs, DispatchedAt: c.Now}, r.Blocks)
-	s.flights[n] = &flight{idx: n, replica: v, tracked: tracked, sample: sdk.Sample{
+	var held *kvindex.Hold
+	if v.kv != nil && c.Request.HopOn(id) != sdk.HopDecode {
+		held = v.kv.Hold(id, r.Blocks)
+	}
+	s.flights[n] = &flight{idx: n, replica: v, tracked: tracked, held: held, sample: sdk.Sample{
 		Request: c.Request, EndpointID: id, State: state, Predicted: d.Predicted, DispatchedAt: c.Now}}
 	return nil
 }
@@ -136,7 +149,7 @@ func (s *sim) cycle(v *view, r *workload.Request, now time.Duration) *sdk.Cycle 
 	age := float64(now-s.scrapeAt) / float64(time.Millisecond)
 	for i, m := range s.scraped {
 		st := sdk.EndpointState{KVCacheUsage: m.KVCacheUsage, Waiting: int64(m.Waiting), Running: int64(m.Running),
-			PrefixMatch: v.prefix.Fraction(s.ids[i], r.Blocks), MetricsAgeMs: age}
+			PrefixMatch: s.prefixMatch(v, i, r), MetricsAgeMs: age}
 		v.inflight.Fill(s.ids[i], c.Now, Epoch.Add(s.scrapeAt), &st)
 		c.Endpoints[i] = sdk.Endpoint{ID: s.ids[i], State: st}
 	}

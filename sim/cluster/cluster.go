@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/foresight-router/foresight/host/inflight"
+	"github.com/foresight-router/foresight/host/kvindex"
 	"github.com/foresight-router/foresight/host/prefix"
 	"github.com/foresight-router/foresight/host/stateplane"
 	"github.com/foresight-router/foresight/plugins/sdk"
@@ -44,6 +45,14 @@ type Config struct {
 	// State, when set, makes several replicas share their dispatches through a state plane
 	// (state.go); without it each counts only its own.
 	State *State
+	// KVEvents makes the routers read the engines' KV-cache events: their prefix matches are
+	// what the engines report cached (kvevents.go), instead of their own records of what they
+	// sent where.
+	KVEvents bool
+	// Direct, when set, shares the fleet with another client: a request for which it returns
+	// ok goes straight to that server at its arrival, seen by no router (kvevents.go); its
+	// outcome is marked Direct.
+	Direct func(r *workload.Request) (server int, ok bool)
 }
 
 // Decision is a router's answer for one request.
@@ -132,6 +141,7 @@ type flight struct {
 	idx     int // into reqs/outcomes
 	replica *view
 	tracked *stateplane.Flight // in the replica's ledger and prefix index, and shared with its peers
+	held    *kvindex.Hold      // its prompt in the replica's precise index until it ends (Config.KVEvents)
 	sample  sdk.Sample
 	first   time.Duration
 }
@@ -144,6 +154,7 @@ type sim struct {
 	// start, when its batch is decided.
 	before      []engine.Metrics
 	undelivered []stepEvents
+	hashes      []uint64 // applyCacheEvents' buffer
 	reqs        []workload.Request
 	views       []*view
 	sharing     *sharing // nil without a state plane
@@ -211,14 +222,18 @@ func newSim(cfg Config, reqs []workload.Request, replicas []Replica, assign Assi
 			return nil, err
 		}
 	}
+	if cfg.KVEvents {
+		s.recordCacheEvents()
+	}
 	s.scrape(0)
 	return s, nil
 }
 
 // stepEvents are a step's events waiting for the step's end.
 type stepEvents struct {
-	at     time.Duration // the step's end; meaningful while events is not empty
+	at     time.Duration // the step's end; meaningful while events or cache is not empty
 	events []engine.Event
+	cache  []engine.CacheEvent // the step's cache events (Config.KVEvents)
 }
 
 func (s *sim) scrape(t time.Duration) {
@@ -245,7 +260,7 @@ func (s *sim) loop() error {
 		endAt, ended := time.Duration(math.MaxInt64), -1
 		stepAt, who := time.Duration(math.MaxInt64), -1
 		for i, e := range s.engines {
-			if u := &s.undelivered[i]; len(u.events) > 0 && u.at < endAt {
+			if u := &s.undelivered[i]; (len(u.events) > 0 || len(u.cache) > 0) && u.at < endAt {
 				endAt, ended = u.at, i
 			}
 			if t := e.NextStep(); t >= 0 && t < stepAt {
@@ -310,6 +325,9 @@ func (s *sim) step(i int, at time.Duration) {
 	res := s.engines[i].Step(at)
 	u := &s.undelivered[i]
 	u.at, u.events = res.End, append(u.events[:0], res.Events...)
+	if s.cfg.KVEvents {
+		u.cache = s.engines[i].TakeCacheEvents(u.cache[:0])
+	}
 }
 
 // deliver hands engine i's last step's events to the router: first tokens, token counts and
@@ -319,6 +337,8 @@ func (s *sim) deliver(i int) (room bool, err error) {
 	u := &s.undelivered[i]
 	events := u.events
 	u.events = u.events[:0]
+	s.applyCacheEvents(i, u.cache)
+	u.cache = u.cache[:0]
 	for _, ev := range events {
 		if ev.ID >= prefillBase {
 			if err := s.prefilled(ev); err != nil {
@@ -334,6 +354,7 @@ func (s *sim) deliver(i int) (room bool, err error) {
 		case engine.FirstToken:
 			room = true
 			f.first = ev.Time
+			s.outcomes[f.idx].CachedTokens = ev.CachedTokens
 			f.tracked.FirstToken(Epoch.Add(u.at))
 			s.firstToken(f, Epoch.Add(ev.Time))
 		case engine.Token:
@@ -343,6 +364,7 @@ func (s *sim) deliver(i int) (room bool, err error) {
 			s.recordAnswer(f)
 			s.finish(f, ev)
 			f.tracked.Finish()
+			f.held.Release()
 			s.flights[ev.ID] = nil
 		}
 	}

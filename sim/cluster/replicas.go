@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"github.com/foresight-router/foresight/host/inflight"
+	"github.com/foresight-router/foresight/host/kvindex"
 	"github.com/foresight-router/foresight/host/prefix"
 	"github.com/foresight-router/foresight/host/stateplane"
 	"github.com/foresight-router/foresight/internal/splitmix"
@@ -23,6 +24,7 @@ type view struct {
 	Replica
 	inflight *inflight.Ledger
 	prefix   *prefix.Index
+	kv       *kvindex.Index      // the engines' KV-cache events (Config.KVEvents); nil without them
 	acct     *stateplane.Account // records in inflight and prefix, and shares through plane
 	plane    *stateplane.Plane   // nil without a state plane
 	flow     *flowState          // nil without flow control

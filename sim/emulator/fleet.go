@@ -67,10 +67,15 @@ func (f *Fleet) Servers() []*Server { return append([]*Server(nil), f.servers...
 func (f *Fleet) Addrs() []string { return append([]string(nil), f.addrs...) }
 
 // WriteAddrs writes the servers' addresses as `foresight emulate` prints them, one
-// "  http://HOST:PORT" line each, in order; ReadAddrs reads them back.
+// "  http://HOST:PORT" line each, in order, followed on the line by "kv-events ADDR replay ADDR"
+// when the server publishes KV-cache events; ReadAddrs and ReadKVEventsAddrs read them back.
 func (f *Fleet) WriteAddrs(w io.Writer) error {
-	for _, a := range f.addrs {
-		if _, err := fmt.Fprintf(w, "  http://%s\n", a); err != nil {
+	for i, a := range f.addrs {
+		line := "  http://" + a
+		if s := f.servers[i]; s.KVEventsAddr() != "" {
+			line += "  kv-events " + s.KVEventsAddr() + " replay " + s.KVEventsReplayAddr()
+		}
+		if _, err := fmt.Fprintln(w, line); err != nil {
 			return err
 		}
 	}
@@ -80,12 +85,43 @@ func (f *Fleet) WriteAddrs(w io.Writer) error {
 // ReadAddrs returns the server addresses in out, a fleet's WriteAddrs among other lines, in order.
 func ReadAddrs(out string) []string {
 	var addrs []string
-	for _, line := range strings.Split(out, "\n") {
-		if a, ok := strings.CutPrefix(strings.TrimSpace(line), "http://"); ok {
-			addrs = append(addrs, a)
-		}
+	for _, f := range addrLines(out) {
+		addrs = append(addrs, strings.TrimPrefix(f[0], "http://"))
 	}
 	return addrs
+}
+
+// ReadKVEventsAddrs returns the KV-cache event publisher and replay addresses of the servers in
+// out, as ReadAddrs does their addresses ("" for a server without).
+func ReadKVEventsAddrs(out string) (pubs, replays []string) {
+	for _, f := range addrLines(out) {
+		pub, replay := "", ""
+		if len(f) >= 5 && f[1] == "kv-events" && f[3] == "replay" {
+			pub, replay = f[2], f[4]
+		}
+		pubs, replays = append(pubs, pub), append(replays, replay)
+	}
+	return pubs, replays
+}
+
+// addrLines returns the fields of out's lines that WriteAddrs wrote.
+func addrLines(out string) [][]string {
+	var lines [][]string
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) > 0 && strings.HasPrefix(f[0], "http://") {
+			lines = append(lines, f)
+		}
+	}
+	return lines
+}
+
+// KVEventsAddrs returns the servers' KV-cache event publisher addresses, in order ("" without).
+func (f *Fleet) KVEventsAddrs() []string {
+	out := make([]string, len(f.servers))
+	for i, s := range f.servers {
+		out[i] = s.KVEventsAddr()
+	}
+	return out
 }
 
 // Stop stops server i, dropping its open connections, as an engine that dies does; the others

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/foresight-router/foresight/host/kvevents"
 	"github.com/foresight-router/foresight/sim/engine"
 )
 
@@ -49,10 +50,18 @@ type Server struct {
 	pooled   int64          // of those, prefill-only (embeddings) requests
 	pd       PDStats        // disaggregated requests accepted (PD)
 
-	eng   engine.Engine          // owned by run
-	sinks map[uint64]*sink       // owned by run
-	cost  CPUCost                // burnt by run for each step (WithCPUCost)
-	edits []func(*engine.Config) // applied to the engine's configuration (WithKVTransferLatency, …)
+	eng   engine.Engine    // owned by run
+	sinks map[uint64]*sink // owned by run
+
+	// KV-cache events (kvevents.go): WithKVEvents' ports, the publisher, and run's buffers.
+	kvEvents bool
+	kvPorts  [2]int
+	kvPub    *kvevents.Publisher
+	kvLog    []engine.CacheEvent
+	kvBatch  kvevents.Batch
+	kvErrors atomic.Int64           // batches the publisher failed to send
+	cost     CPUCost                // burnt by run for each step (WithCPUCost)
+	edits    []func(*engine.Config) // applied to the engine's configuration (WithKVTransferLatency, …)
 }
 
 type arrival struct {
@@ -83,6 +92,9 @@ func NewServer(cfg engine.Config, model string, opts ...Option) (*Server, error)
 		return nil, fmt.Errorf("creating engine: %w", err)
 	}
 	s.eng, s.metrics, s.block, s.numBlocks = eng, eng.Metrics(), cfg.BlockSize, cfg.NumGPUBlocks
+	if err := s.startKVEvents(); err != nil {
+		return nil, err
+	}
 	s.start = time.Now()
 	go s.run()
 	return s, nil
@@ -130,6 +142,9 @@ func (s *Server) elapsed() time.Duration { return time.Since(s.start) }
 // run is the engine's owner loop.
 func (s *Server) run() {
 	defer close(s.stopped)
+	if s.kvPub != nil {
+		defer s.kvPub.Close() // the loop is its only publisher
+	}
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	notBefore := time.Duration(0) // set after an empty step to avoid spinning
@@ -158,6 +173,7 @@ func (s *Server) run() {
 			a.err <- err
 		case <-wake:
 			res := s.eng.Step(s.elapsed())
+			s.publishCacheEvents()
 			work = s.cost.of(res.PrefillTokens, outputTokens(res.Events))
 			for _, ev := range res.Events {
 				k := s.sinks[ev.ID]
@@ -206,6 +222,7 @@ func outputTokens(events []engine.Event) int {
 
 // sink is one request's unbounded event queue: the engine loop never blocks on a slow client.
 type sink struct {
+	tokens  []uint32 // the prompt's, for the KV-cache events of its blocks; set before the engine loop sees the sink
 	mu      sync.Mutex
 	events  []engine.Event
 	ready   chan struct{} // capacity 1: "events may be waiting"
@@ -267,6 +284,7 @@ func (s *Server) generate(ctx context.Context, j job, onAdmit func(id uint64) er
 		RemotePrefill: j.remotePrefill,
 	}
 	k := newSink(pooling)
+	k.tokens = tokens
 	a := arrival{req: req, sink: k, err: make(chan error, 1)}
 	select {
 	case s.arrivals <- a:

@@ -53,8 +53,16 @@ type Engine interface {
 	// jitter: an oracle calls it inside Speculate so as not to foresee randomness no router can.
 	ExpectStepTimes()
 	// Speculate calls f with the engine itself and afterwards restores it exactly, as if f had
-	// never run (same later events, metrics and random draws). Not nestable.
+	// never run (same later events, metrics and random draws). Not nestable. Nothing f does
+	// is logged as a cache event, and the cache-event log is as before the call.
 	Speculate(f func(Engine))
+	// RecordCacheEvents turns the cache-event log on (it is off by default): every block hash
+	// that becomes findable as a prefix hit logs a CacheStored event, every hash that stops
+	// being findable a CacheRemoved. Inside Speculate it does nothing.
+	RecordCacheEvents()
+	// TakeCacheEvents appends the cache events logged since the last call to dst, in order, and
+	// returns it. Inside Speculate it appends nothing.
+	TakeCacheEvents(dst []CacheEvent) []CacheEvent
 }
 
 // Family names an engine model.

@@ -59,12 +59,16 @@ func (e *Batch) allocateBlocks(r *reqState, hits []int32, tokens int) bool {
 	return true
 }
 
-// cacheBlocks registers r's full blocks within its first tokens tokens for prefix caching.
+// cacheBlocks registers r's full blocks within its first tokens tokens for prefix caching,
+// logging the hashes that become findable when the cache-event log is on.
 func (e *Batch) cacheBlocks(r *reqState, tokens int) {
 	bs := e.cfg.BlockSize
 	full := tokens / bs
 	for j := r.numCached; j < full; j++ {
-		e.kv.register(r.blocks[j], r.hashAt(j, bs))
+		h := r.hashAt(j, bs)
+		if e.kv.register(r.blocks[j], h) && e.kv.rec {
+			e.logStored(r, j, h)
+		}
 	}
 	r.numCached = max(r.numCached, full)
 }

@@ -79,3 +79,24 @@ func BenchmarkCloneStep(b *testing.B) {
 		c.Step(c.NextStep())
 	}
 }
+
+// BenchmarkStepCacheEvents is BenchmarkStep with the cache-event log on, taken after every step
+// as a publisher would.
+func BenchmarkStepCacheEvents(b *testing.B) {
+	e, next := loaded(b, 256)
+	e.RecordCacheEvents()
+	var evs []CacheEvent
+	b.ReportAllocs()
+	b.ResetTimer()
+	var simulated time.Duration
+	events := 0
+	for b.Loop() {
+		next = topUp(b, e, 256, next)
+		s := e.Step(e.NextStep())
+		simulated += s.End - s.Start
+		evs = e.TakeCacheEvents(evs[:0])
+		events += len(evs)
+	}
+	b.ReportMetric(float64(simulated.Microseconds())/float64(b.N), "sim-µs/op")
+	b.ReportMetric(float64(events)/float64(b.N), "events/op")
+}

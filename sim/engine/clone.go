@@ -5,6 +5,8 @@ import "slices"
 // Clone returns an independent copy of e: feeding both the same calls gives the same results
 // (including the noise), and nothing done to one affects the other. The KV cache is shared
 // page by page until either side writes, so a clone costs O(requests + pages), not O(blocks).
+// The cache-event log is not copied: the clone's starts empty and off (a what-if copy's cache
+// changes are no router's business); RecordCacheEvents on the clone continues from its cache.
 func (e *Batch) Clone() *Batch {
 	if len(e.kv.deferred) > 0 { // inside Speculate: the clone must see every registration
 		e.kv.flush()
@@ -35,6 +37,8 @@ func (e *Batch) Clone() *Batch {
 // every write to the KV cache is journalled and undone at the end. Events returned by e.Step
 // before the call stay valid. f must not call Speculate on e; e must not be used concurrently,
 // not even by Clone, while f runs. Clones taken inside f are independent of e, as always.
+// The cache-event log is suspended while f runs: nothing f does is logged (neither the deferred
+// registrations nor their rollback), and afterwards the log is as before the call.
 func (e *Batch) Speculate(f func(e Engine)) {
 	if e.spec.active {
 		panic("engine: nested Speculate")

@@ -205,6 +205,7 @@ func (e *Batch) Step(now time.Duration) StepResult {
 		e.pending[0] = reqState{}
 		e.pending = e.pending[1:]
 	}
+	mark := len(e.kv.log)
 	e.schedule(start)
 	prefill, decode := e.countTokens()
 	end := start
@@ -213,6 +214,9 @@ func (e *Batch) Step(now time.Duration) StepResult {
 	}
 	e.clock = end
 	e.complete(end)
+	if e.kv.rec { // the step's cache events are published at its end, as vLLM does
+		stampCacheEvents(e.kv.log[mark:], end)
+	}
 	return StepResult{Start: start, End: end, PrefillTokens: prefill, DecodeTokens: decode, Events: e.events}
 }
 

@@ -51,7 +51,10 @@ type kvCache struct {
 	journal  bool
 	blockLog []blockUndo
 	slotLog  []slotUndo
-	saved    struct{ head, tail, numFree int32 }
+	saved    struct {
+		head, tail, numFree int32
+		rec                 bool
+	}
 	// During Speculate, registrations are deferred until something could observe them: a
 	// lookup, or the allocation (eviction) of a block whose registration is pending. flush then
 	// applies them in order. Between a deferral and its flush only free-queue operations and
@@ -60,6 +63,12 @@ type kvCache struct {
 	// map as with eager registration. Registrations after the speculation's last lookup are
 	// never applied, which is the point.
 	deferred []pendingReg
+
+	// The cache-event log (cacheevents.go), on when rec: a hash entering the table logs Stored
+	// (Batch.cacheBlocks, which knows the request), its entry leaving it logs Removed. rec is off
+	// during Speculate, so neither deferred registrations nor anything rollback undoes is logged.
+	rec bool
+	log []CacheEvent
 }
 
 type pendingReg struct {
@@ -82,6 +91,7 @@ func (k *kvCache) begin() {
 	k.journal = true
 	k.blockLog, k.slotLog, k.deferred = k.blockLog[:0], k.slotLog[:0], k.deferred[:0]
 	k.saved.head, k.saved.tail, k.saved.numFree = k.head, k.tail, k.numFree
+	k.saved.rec, k.rec = k.rec, false
 }
 
 // rollback undoes every write since begin and stops journaling. It writes through mut, so a
@@ -100,6 +110,7 @@ func (k *kvCache) rollback() {
 	}
 	k.blockLog, k.slotLog = k.blockLog[:0], k.slotLog[:0]
 	k.head, k.tail, k.numFree = k.saved.head, k.saved.tail, k.saved.numFree
+	k.rec = k.saved.rec
 }
 
 func (k *kvCache) init(numBlocks int) {
@@ -236,13 +247,15 @@ func (k *kvCache) lookup(h uint64) int32 {
 
 // register makes full block b findable under hash h. A block already registered under h stays
 // first in line (vLLM's get_cached_block returns the oldest); b is appended to its duplicates.
-func (k *kvCache) register(b int32, h uint64) {
+// It reports whether h became findable (no block had it), which a deferred registration never
+// does.
+func (k *kvCache) register(b int32, h uint64) bool {
 	if k.journal {
 		k.mut(b).pend = true
 		k.deferred = append(k.deferred, pendingReg{b, h})
-		return
+		return false
 	}
-	k.apply(b, h)
+	return k.apply(b, h)
 }
 
 // flush applies the deferred registrations in order.
@@ -254,8 +267,8 @@ func (k *kvCache) flush() {
 	k.deferred = k.deferred[:0]
 }
 
-// apply registers b under h.
-func (k *kvCache) apply(b int32, h uint64) {
+// apply registers b under h and reports whether h is new to the table.
+func (k *kvCache) apply(b int32, h uint64) bool {
 	x := k.mut(b)
 	x.hash, x.hashed, x.dup = h, true, nilBlock
 	owner := k.owner.Load()
@@ -264,7 +277,7 @@ func (k *kvCache) apply(b int32, h uint64) {
 		s := k.table.get(i)
 		if s.val == nilBlock {
 			*k.mutSlot(i, owner) = slot{key: h, val: b}
-			return
+			return true
 		}
 		if s.key == h {
 			last := s.val
@@ -272,12 +285,13 @@ func (k *kvCache) apply(b int32, h uint64) {
 				last = d
 			}
 			k.mut(last).dup = b
-			return
+			return false
 		}
 	}
 }
 
-// unregister evicts b's hash: the next duplicate, if any, takes its place.
+// unregister evicts b's hash: the next duplicate, if any, takes its place; with none, the hash
+// stops being findable, which the cache-event log records.
 func (k *kvCache) unregister(b int32) {
 	x := k.get(b)
 	owner := k.owner.Load()
@@ -296,6 +310,9 @@ func (k *kvCache) unregister(b int32) {
 		k.mutSlot(i, owner).val = x.dup
 	} else {
 		k.deleteSlot(i)
+		if k.rec {
+			k.log = append(k.log, CacheEvent{Kind: CacheRemoved, Hash: x.hash})
+		}
 	}
 	y := k.mut(b)
 	y.hashed, y.dup, y.hash = false, nilBlock, 0

@@ -162,6 +162,7 @@ func (e *Slot) Step(now time.Duration) StepResult {
 		return StepResult{Start: now, End: now}
 	}
 	res := StepResult{Start: t, End: t}
+	mark := len(e.cache.log)
 	w := 0
 	for j := range e.running {
 		r := &e.running[j]
@@ -206,6 +207,9 @@ func (e *Slot) Step(now time.Duration) StepResult {
 		}
 	}
 	e.clock = t
+	if e.cache.rec {
+		stampCacheEvents(e.cache.log[mark:], t)
+	}
 	res.Events = e.events
 	return res
 }
@@ -240,6 +244,8 @@ func (e *Slot) admit(r *slotReq) {
 			e.cache.acquire(i)
 		} else if i = e.cache.store(h); i < 0 {
 			break
+		} else if e.cache.rec {
+			e.logStored(r, j, h)
 		}
 		r.blocks = append(r.blocks, i)
 	}

@@ -19,6 +19,11 @@ type slotCache struct {
 	journaling bool
 	journal    []cacheOp
 	saved      cacheScalars
+
+	// The cache-event log (cacheevents.go), on when rec: store logs the hash it evicts as
+	// Removed, Slot.admit the hash it stores as Stored. rec is off while journalling.
+	rec bool
+	log []CacheEvent
 }
 
 // cacheBlock is one cached block; prev and next link unused blocks (−1 at the ends).
@@ -40,6 +45,7 @@ type cacheOp struct {
 type cacheScalars struct {
 	entries          int
 	used, head, tail int32
+	rec              bool
 }
 
 func newSlotCache(capacity int) slotCache {
@@ -130,6 +136,9 @@ func (c *slotCache) store(h uint64) int32 {
 		i = c.head
 		c.unlink(i)
 		c.setIndex(c.entries[i].hash, 0, true)
+		if c.rec {
+			c.log = append(c.log, CacheEvent{Kind: CacheRemoved, Hash: c.entries[i].hash})
+		}
 	default:
 		return -1
 	}
@@ -144,7 +153,8 @@ func (c *slotCache) store(h uint64) int32 {
 func (c *slotCache) begin() {
 	c.journaling = true
 	c.journal = c.journal[:0]
-	c.saved = cacheScalars{entries: len(c.entries), used: c.used, head: c.head, tail: c.tail}
+	c.saved = cacheScalars{entries: len(c.entries), used: c.used, head: c.head, tail: c.tail, rec: c.rec}
+	c.rec = false
 }
 
 func (c *slotCache) rollback() {
@@ -161,12 +171,12 @@ func (c *slotCache) rollback() {
 	}
 	clear(c.entries[c.saved.entries:])
 	c.entries = c.entries[:c.saved.entries]
-	c.used, c.head, c.tail = c.saved.used, c.saved.head, c.saved.tail
+	c.used, c.head, c.tail, c.rec = c.saved.used, c.saved.head, c.saved.tail, c.saved.rec
 	c.journal = c.journal[:0]
 	c.journaling = false
 }
 
-// clone returns an independent copy (not journalling).
+// clone returns an independent copy, not journalling and without a cache-event log.
 func (c *slotCache) clone() slotCache {
 	return slotCache{capacity: c.capacity, entries: slices.Clone(c.entries), index: maps.Clone(c.index),
 		used: c.used, head: c.head, tail: c.tail}

@@ -3,7 +3,8 @@ package engine
 import "slices"
 
 // Clone returns an independent copy of e: feeding both the same calls gives the same results
-// (jitter included), and nothing done to one affects the other.
+// (jitter included), and nothing done to one affects the other. The cache-event log is not
+// copied: the clone's starts empty and off.
 func (e *Slot) Clone() *Slot {
 	return &Slot{
 		cfg: e.cfg, rng: e.rng, jitter: e.jitter, clock: e.clock,
@@ -16,7 +17,9 @@ func (e *Slot) Clone() *Slot {
 // as it likes (an oracle simulating a candidate arrival forward), and afterwards e behaves as if
 // f had never run — the same events, metrics and jitter stream. It gives the same results as
 // running f on e.Clone() without copying the cache: every cache write is journalled and undone.
-// Events returned by e.Step before the call stay valid. f must not call Speculate on e.
+// Events returned by e.Step before the call stay valid. f must not call Speculate on e. The
+// cache-event log is suspended while f runs: nothing f does is logged, and afterwards the log is
+// as before the call.
 func (e *Slot) Speculate(f func(e Engine)) {
 	if e.spec.active {
 		panic("engine: nested Speculate")

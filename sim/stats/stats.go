@@ -34,6 +34,11 @@ type Outcome struct {
 	// id of the endpoint that served its prefill hop when it was split (Server decoded it); "" when
 	// served whole.
 	Server, Prefill string
+	// CachedTokens are the prompt tokens the server's prefix cache served.
+	CachedTokens int
+	// Direct marks a request another client sent straight to a server, which no router saw (a
+	// shared fleet).
+	Direct bool
 }
 
 // MetSLO reports whether a served request met every objective it had (true without objectives).

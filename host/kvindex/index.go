@@ -1,0 +1,181 @@
+// Package kvindex is the router's precise prefix index: per endpoint, the prompt blocks its
+// engine reports cached, kept from the engine's KV-cache events (host/kvevents), so that a
+// cycle's prefix match is what the engine holds rather than what the router sent it.
+//
+// The engine names a block by its own hash, which depends on its hash function and seed
+// (vLLM's sha256 over CBOR, seeded by PYTHONHASHSEED) that the router cannot be assumed to
+// share. So the index keys blocks by a hash of its own, tokenize.BlockKeys of the block's token
+// ids chained from its parent's key: a BlockStored event carries the token ids of its blocks and
+// the engine hash of the block before them, whose key the index knows from an earlier event. A
+// request's keys come from tokenizing its prompt with the engine's tokenizer (host/tokenize),
+// and the two meet without the engine's hash being reproduced. The index keeps a map from the
+// engine's hashes to its keys, to apply BlockRemoved, which names blocks by engine hash only.
+//
+// Each endpoint's record is bounded (SetCapacity): events lost in transit can leave blocks the
+// engine has evicted, so beyond the engine's capacity the least recently stored go first.
+package kvindex
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// MaxCapacity bounds an endpoint's record whatever its engine reports: 2^20 blocks (16M tokens
+// at 16 per block), as the router's own record (prefix.MaxCapacity).
+const MaxCapacity = 1 << 20
+
+// Index maps endpoints to the blocks their engines report cached. It is safe for concurrent
+// use: events of one endpoint are applied by one goroutine while cycles read every endpoint.
+type Index struct {
+	defaultCapacity int
+	blockSize       atomic.Int64 // FleetBlockSize
+
+	mu  sync.RWMutex
+	eps map[string]*cache
+}
+
+// New returns an index whose endpoints hold at most capacity blocks each until SetCapacity says
+// otherwise.
+func New(capacity int) *Index {
+	return &Index{defaultCapacity: min(max(capacity, 1), MaxCapacity), eps: map[string]*cache{}}
+}
+
+// SetCapacity bounds endpoint's record to blocks entries (at most MaxCapacity), dropping the
+// least recently stored beyond it; the engine's own capacity (num_gpu_blocks) is the natural
+// bound. Setting the capacity it has does nothing.
+func (x *Index) SetCapacity(endpoint string, blocks int) {
+	c := x.endpoint(endpoint)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if blocks = min(max(blocks, 1), MaxCapacity); blocks != c.capacity {
+		c.capacity = blocks
+		c.evict()
+	}
+}
+
+// Live reports whether endpoint's record is the engine's: its events are arriving (SetLive) and
+// at least one batch has been applied since. A cycle uses the record only then, and the router's
+// own record otherwise.
+func (x *Index) Live(endpoint string) bool {
+	c := x.existing(endpoint)
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.live && c.applied
+}
+
+// SetLive says whether endpoint's events are arriving: its subscriber is connected. Going
+// live again after a disconnection needs a new batch applied (events may have been lost).
+func (x *Index) SetLive(endpoint string, live bool) {
+	c := x.endpoint(endpoint)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if live != c.live {
+		c.live, c.applied = live, false
+	}
+}
+
+// BlockSize returns the tokens per block of endpoint's engine, from its events; 0 before any.
+func (x *Index) BlockSize(endpoint string) int {
+	c := x.existing(endpoint)
+	if c == nil {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.blockSize
+}
+
+// FleetBlockSize returns the block size an endpoint's events last reported, whichever endpoint;
+// 0 before any. A fleet serving one model has one, which a request's keys are computed at when it
+// arrives.
+func (x *Index) FleetBlockSize() int { return int(x.blockSize.Load()) }
+
+// Match returns how many leading blocks of a prompt with these keys (BlockKeys of its tokens at
+// the endpoint's BlockSize, first block first) endpoint's engine holds, or will hold once the
+// requests the router sent it compute their prompts (Hold).
+//
+// Keys are chained, so a key sits at one position of any prompt and every prompt holding block
+// j+1 holds block j; an engine that frees a request's blocks tail first (vLLM does) evicts block
+// j+1 before block j, so what it holds of a prompt is a prefix of it. Match therefore binary
+// searches for the prefix's end, in O(log n) lookups; on the rare cache where a block outlives
+// its parent, it may count the parent's descendants, as the engine's own lookup, which stops at
+// the first miss, would not.
+func (x *Index) Match(endpoint string, keys []uint64) int {
+	c := x.existing(endpoint)
+	if c == nil {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	lo, hi := 0, len(keys) // keys[:lo] are held, keys[hi:] are not
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if k := keys[mid]; c.keys[k] > 0 || c.held[k] > 0 {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// Len returns how many blocks endpoint's record holds.
+func (x *Index) Len(endpoint string) int {
+	c := x.existing(endpoint)
+	if c == nil {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.engine)
+}
+
+// Stats returns endpoint's counters (the zero Stats for an endpoint never seen).
+func (x *Index) Stats(endpoint string) Stats {
+	c := x.existing(endpoint)
+	if c == nil {
+		return Stats{}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.stats
+	s.Blocks = len(c.engine)
+	return s
+}
+
+// Retain forgets every endpoint but those named in keep (the fleet's list changed).
+func (x *Index) Retain(keep []string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for name := range x.eps {
+		if !slices.Contains(keep, name) {
+			delete(x.eps, name)
+		}
+	}
+}
+
+// existing returns endpoint's record, or nil.
+func (x *Index) existing(name string) *cache {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.eps[name]
+}
+
+// endpoint returns endpoint's record, creating it.
+func (x *Index) endpoint(name string) *cache {
+	if c := x.existing(name); c != nil {
+		return c
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	c := x.eps[name]
+	if c == nil {
+		c = newCache(x.defaultCapacity, &x.blockSize)
+		x.eps[name] = c
+	}
+	return c
+}
