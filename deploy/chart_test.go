@@ -44,6 +44,8 @@ type valueSet struct {
 	// prefix; natsDeployed says the chart runs that NATS.
 	nats, prefix string
 	natsDeployed bool
+	// kvEventsPort is endpoints.kubernetes.kvEventsPort in the config (nil: none).
+	kvEventsPort any
 }
 
 // valueSets are the defaults and every file of helm/foresight/ci, which make helm-check lints.
@@ -54,7 +56,7 @@ var valueSets = []valueSet{
 		secret: "foresight-admin-token", secretKey: "token", generated: true, probe: "grpc",
 		modelLabels: map[string]string{"app": "vllm-llama3-8b-instruct", "tier": "gpu"}},
 	{name: "httproute", file: "ci/httproute-values.yaml", pool: "vllm-llama3-8b-instruct", route: true,
-		secret: "foresight-admin-token", secretKey: "token", generated: true, probe: "grpc"},
+		secret: "foresight-admin-token", secretKey: "token", generated: true, probe: "grpc", kvEventsPort: 5557},
 	{name: "pvc", file: "ci/pvc-values.yaml", share: "foresight-share", secret: "router-admin", secretKey: "bearer", probe: "http",
 		readSecret: "router-metrics", readSecretKey: "bearer", modelLabels: map[string]string{"app": "vllm-llama3-8b-instruct"}},
 	{name: "nats", file: "ci/nats-values.yaml", secret: "foresight-admin-token", secretKey: "token", generated: true, probe: "grpc",
@@ -433,6 +435,7 @@ type routerConfig struct {
 			InferencePool string            `yaml:"inferencePool"`
 			Selector      map[string]string `yaml:"selector"`
 			TargetPort    any               `yaml:"targetPort"`
+			KVEventsPort  any               `yaml:"kvEventsPort"`
 		} `yaml:"kubernetes"`
 	} `yaml:"endpoints"`
 	State *struct {
@@ -476,6 +479,9 @@ func checkConfig(t *testing.T, r *rendered, vs valueSet, img image) string {
 		t.Errorf("endpoints.kubernetes.selector %v: want the model servers' labels %v", k.Selector, vs.modelLabels)
 	case vs.pool != "" && (k.Selector != nil || k.TargetPort != nil):
 		t.Errorf("endpoints.kubernetes %+v: want the pool alone (it names selector and ports)", *k)
+	}
+	if k != nil && k.KVEventsPort != vs.kvEventsPort {
+		t.Errorf("endpoints.kubernetes.kvEventsPort %v: want %v (modelServers.kvEventsPort)", k.KVEventsPort, vs.kvEventsPort)
 	}
 	switch {
 	case vs.nats == "" && cfg.State != nil:

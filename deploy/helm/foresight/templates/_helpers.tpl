@@ -104,6 +104,13 @@ endpoints.kubernetes from .Values.modelServers and .Values.inferencePool.
 {{- $_ := set $kube "targetPort" (int $port) }}
 {{- end }}
 {{- end }}
+{{- with .Values.modelServers.kvEventsPort }}
+{{- if kindIs "string" . }}
+{{- $_ := set $kube "kvEventsPort" . }}
+{{- else }}
+{{- $_ := set $kube "kvEventsPort" (int .) }}
+{{- end }}
+{{- end }}
 {{- $_ := set $endpoints "kubernetes" $kube }}
 {{- $_ := set $cfg "endpoints" $endpoints }}
 {{- if and .Values.models.existingClaim (gt (int .Values.replicaCount) 1) }}
