@@ -6,6 +6,7 @@ import (
 
 	"github.com/foresight-router/foresight/host/kvevents"
 	"github.com/foresight-router/foresight/host/tokenize"
+	"github.com/foresight-router/foresight/internal/lrulist"
 )
 
 // Stats counts what an endpoint's record applied and set aside.
@@ -32,38 +33,35 @@ type Stats struct {
 	Evicted uint64
 }
 
-// cache is one endpoint's record: nodes for the engine's blocks in a doubly linked list by
-// recency of storing, most recent at the head, threaded through a slice by index; engine maps
-// the engine's hash to its node, keys counts the nodes of each key (two engine hashes share a
-// key when the engine hashes more than the tokens: a LoRA adapter, a cache salt).
+// cache is one endpoint's record: the engine's blocks by position, ordered by recency of storing
+// (lrulist); engine maps the engine's hash to its position, keys counts the blocks of each key
+// (two engine hashes share a key when the engine hashes more than the tokens: a LoRA adapter, a
+// cache salt).
 type cache struct {
-	mu         sync.Mutex
-	capacity   int
-	blockSize  int
-	live       bool // the subscriber is connected
-	applied    bool // a batch was applied since live was set
-	engine     map[uint64]int32
-	keys       map[uint64]int32
-	held       map[uint64]int32 // keys of prompts the router sent, until their requests end (Hold)
-	nodes      []node
-	spare      []int32
-	head, tail int32
-	scratch    []uint64      // keys of one event
-	fleet      *atomic.Int64 // the index's FleetBlockSize
-	stats      Stats
+	mu        sync.Mutex
+	capacity  int
+	blockSize int
+	live      bool // the subscriber is connected
+	applied   bool // a batch was applied since live was set
+	engine    map[uint64]int32
+	keys      map[uint64]int32
+	held      map[uint64]int32 // keys of prompts the router sent, until their requests end (Hold)
+	blocks    []block          // by position
+	order     lrulist.List
+	scratch   []uint64      // keys of one event
+	fleet     *atomic.Int64 // the index's FleetBlockSize
+	stats     Stats
 }
 
-type node struct {
-	hash, key  uint64
-	refs       int32 // stores minus removals: vLLM stores a hash again for a duplicate block
-	prev, next int32
+// block is one cached block.
+type block struct {
+	hash, key uint64
+	refs      int32 // stores minus removals: vLLM stores a hash again for a duplicate block
 }
-
-const none = -1
 
 func newCache(capacity int, fleet *atomic.Int64) *cache {
 	return &cache{capacity: capacity, fleet: fleet, engine: map[uint64]int32{}, keys: map[uint64]int32{}, held: map[uint64]int32{},
-		head: none, tail: none}
+		order: lrulist.New()}
 }
 
 // Apply applies one message of endpoint's subscriber: a restart drops the record first, a gap
@@ -145,7 +143,7 @@ func (c *cache) event(ev *kvevents.Event) {
 			c.stats.Orphans += uint64(len(ev.Hashes))
 			return
 		}
-		parent = c.nodes[i].key
+		parent = c.blocks[i].key
 	}
 	c.scratch = tokenize.BlockKeys(c.scratch[:0], parent, ev.Tokens, bs)
 	c.store(ev.Hashes, c.scratch)
@@ -156,21 +154,19 @@ func (c *cache) store(hashes, keys []uint64) {
 	for i, h := range hashes {
 		c.stats.Stored++
 		if j, ok := c.engine[h]; ok {
-			c.nodes[j].refs++
-			c.front(j)
+			c.blocks[j].refs++
+			c.order.Front(j)
 			continue
 		}
-		var j int32
-		if n := len(c.spare); n > 0 {
-			j, c.spare = c.spare[n-1], c.spare[:n-1]
+		j := c.order.Add()
+		b := block{hash: h, key: keys[i], refs: 1}
+		if int(j) == len(c.blocks) {
+			c.blocks = append(c.blocks, b)
 		} else {
-			j = int32(len(c.nodes))
-			c.nodes = append(c.nodes, node{})
+			c.blocks[j] = b
 		}
-		c.nodes[j] = node{hash: h, key: keys[i], refs: 1, prev: none, next: none}
 		c.engine[h] = j
 		c.keys[keys[i]]++
-		c.link(j)
 	}
 	c.evict()
 }
@@ -184,7 +180,7 @@ func (c *cache) remove(hashes []uint64) {
 			continue
 		}
 		c.stats.Removed++
-		if c.nodes[j].refs--; c.nodes[j].refs <= 0 {
+		if c.blocks[j].refs--; c.blocks[j].refs <= 0 {
 			c.drop(j)
 		}
 	}
@@ -195,62 +191,26 @@ func (c *cache) clear() {
 	c.stats.Cleared++
 	clear(c.engine)
 	clear(c.keys)
-	c.nodes, c.spare, c.head, c.tail = c.nodes[:0], c.spare[:0], none, none
+	c.blocks = c.blocks[:0]
+	c.order.Reset()
 }
 
 // evict drops the least recently stored blocks beyond capacity.
 func (c *cache) evict() {
 	for len(c.engine) > c.capacity {
 		c.stats.Evicted++
-		c.drop(c.tail)
+		c.drop(c.order.Tail())
 	}
 }
 
-// drop removes node j.
+// drop removes the block at position j.
 func (c *cache) drop(j int32) {
-	n := &c.nodes[j]
-	c.unlink(j)
-	delete(c.engine, n.hash)
-	if c.keys[n.key]--; c.keys[n.key] <= 0 {
-		delete(c.keys, n.key)
+	b := &c.blocks[j]
+	c.order.Remove(j)
+	delete(c.engine, b.hash)
+	if c.keys[b.key]--; c.keys[b.key] <= 0 {
+		delete(c.keys, b.key)
 	}
-	c.spare = append(c.spare, j)
-}
-
-// front makes node j the most recently stored.
-func (c *cache) front(j int32) {
-	if j != c.head {
-		c.unlink(j)
-		c.link(j)
-	}
-}
-
-// link puts the unlinked node j at the head.
-func (c *cache) link(j int32) {
-	n := &c.nodes[j]
-	n.prev, n.next = none, c.head
-	if c.head != none {
-		c.nodes[c.head].prev = j
-	}
-	c.head = j
-	if c.tail == none {
-		c.tail = j
-	}
-}
-
-func (c *cache) unlink(j int32) {
-	n := &c.nodes[j]
-	if n.prev != none {
-		c.nodes[n.prev].next = n.next
-	} else {
-		c.head = n.next
-	}
-	if n.next != none {
-		c.nodes[n.next].prev = n.prev
-	} else {
-		c.tail = n.prev
-	}
-	n.prev, n.next = none, none
 }
 
 // Clear applies an AllBlocksCleared of endpoint.

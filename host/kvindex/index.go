@@ -16,9 +16,9 @@
 package kvindex
 
 import (
-	"slices"
-	"sync"
 	"sync/atomic"
+
+	"github.com/foresight-router/foresight/internal/byendpoint"
 )
 
 // MaxCapacity bounds an endpoint's record whatever its engine reports: 2^20 blocks (16M tokens
@@ -28,17 +28,17 @@ const MaxCapacity = 1 << 20
 // Index maps endpoints to the blocks their engines report cached. It is safe for concurrent
 // use: events of one endpoint are applied by one goroutine while cycles read every endpoint.
 type Index struct {
-	defaultCapacity int
-	blockSize       atomic.Int64 // FleetBlockSize
-
-	mu  sync.RWMutex
-	eps map[string]*cache
+	blockSize atomic.Int64 // FleetBlockSize
+	eps       *byendpoint.Map[cache]
 }
 
 // New returns an index whose endpoints hold at most capacity blocks each until SetCapacity says
 // otherwise.
 func New(capacity int) *Index {
-	return &Index{defaultCapacity: min(max(capacity, 1), MaxCapacity), eps: map[string]*cache{}}
+	x := &Index{}
+	capacity = min(max(capacity, 1), MaxCapacity)
+	x.eps = byendpoint.New(func() *cache { return newCache(capacity, &x.blockSize) })
+	return x
 }
 
 // SetCapacity bounds endpoint's record to blocks entries (at most MaxCapacity), dropping the
@@ -148,34 +148,10 @@ func (x *Index) Stats(endpoint string) Stats {
 }
 
 // Retain forgets every endpoint but those named in keep (the fleet's list changed).
-func (x *Index) Retain(keep []string) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	for name := range x.eps {
-		if !slices.Contains(keep, name) {
-			delete(x.eps, name)
-		}
-	}
-}
+func (x *Index) Retain(keep []string) { x.eps.Retain(keep) }
 
 // existing returns endpoint's record, or nil.
-func (x *Index) existing(name string) *cache {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	return x.eps[name]
-}
+func (x *Index) existing(name string) *cache { return x.eps.Get(name) }
 
 // endpoint returns endpoint's record, creating it.
-func (x *Index) endpoint(name string) *cache {
-	if c := x.existing(name); c != nil {
-		return c
-	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	c := x.eps[name]
-	if c == nil {
-		c = newCache(x.defaultCapacity, &x.blockSize)
-		x.eps[name] = c
-	}
-	return c
-}
+func (x *Index) endpoint(name string) *cache { return x.eps.Make(name) }

@@ -13,23 +13,18 @@
 // block up once: Send remembers where the prompt's blocks sit, and Finish moves them from there.
 package prefix
 
-import (
-	"slices"
-	"sync"
-)
+import "github.com/foresight-router/foresight/internal/byendpoint"
 
 // Index maps endpoints to the prefix blocks recently sent to them. It is safe for concurrent use.
 type Index struct {
-	defaultCapacity int
-
-	mu  sync.RWMutex
-	eps map[string]*lru
+	eps *byendpoint.Map[lru]
 }
 
 // New returns an index whose endpoints hold at most capacity blocks each until SetCapacity says
 // otherwise (e.g. from the engine's cache_config_info num_gpu_blocks).
 func New(capacity int) *Index {
-	return &Index{defaultCapacity: max(capacity, 1), eps: map[string]*lru{}}
+	capacity = max(capacity, 1)
+	return &Index{eps: byendpoint.New(func() *lru { return newLRU(capacity) })}
 }
 
 // MaxCapacity bounds an endpoint's record whatever its engine reports: 2^20 blocks (16M tokens
@@ -103,15 +98,7 @@ func (x *Index) Fraction(endpoint string, blocks []uint64) float64 {
 }
 
 // Retain forgets every endpoint but those named in keep (the fleet's list changed).
-func (x *Index) Retain(keep []string) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	for name := range x.eps {
-		if !slices.Contains(keep, name) {
-			delete(x.eps, name)
-		}
-	}
-}
+func (x *Index) Retain(keep []string) { x.eps.Retain(keep) }
 
 // Len returns how many blocks are recorded for endpoint.
 func (x *Index) Len(endpoint string) int {
@@ -125,23 +112,7 @@ func (x *Index) Len(endpoint string) int {
 }
 
 // existing returns endpoint's record, or nil.
-func (x *Index) existing(name string) *lru {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	return x.eps[name]
-}
+func (x *Index) existing(name string) *lru { return x.eps.Get(name) }
 
 // endpoint returns endpoint's record, creating it.
-func (x *Index) endpoint(name string) *lru {
-	if l := x.existing(name); l != nil {
-		return l
-	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	l := x.eps[name]
-	if l == nil {
-		l = newLRU(x.defaultCapacity)
-		x.eps[name] = l
-	}
-	return l
-}
+func (x *Index) endpoint(name string) *lru { return x.eps.Make(name) }

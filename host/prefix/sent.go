@@ -7,7 +7,7 @@ type Sent struct {
 	endpoint string
 	l        *lru     // the record Send wrote to; nil for a prompt without blocks
 	blocks   []uint64 // the prompt's hashes, first block first
-	at       []int32  // at[i]: where blocks[i] sat in l.nodes when Send returned
+	at       []int32  // at[i]: where blocks[i] sat in l when Send returned
 }
 
 // Send records that endpoint received a prompt with these chained block hashes, exactly as Record

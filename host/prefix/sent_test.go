@@ -14,8 +14,8 @@ func order(x *Index, endpoint string) []uint64 {
 		return nil
 	}
 	var out []uint64
-	for i := l.head; i != none; i = l.nodes[i].next {
-		out = append(out, l.nodes[i].hash)
+	for _, i := range l.order.Order(nil) {
+		out = append(out, l.hashes[i])
 	}
 	return out
 }

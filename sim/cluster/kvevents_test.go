@@ -33,8 +33,8 @@ func TestKVEventsSeeTheSharedFleet(t *testing.T) {
 		return out
 	}
 	reqs := []workload.Request{
-		{ID: 0, Arrival: 0, InputTokens: 640, OutputTokens: 4, Blocks: blocks(1, 40)},                       // the other client's, to server 1
-		{ID: 1, Arrival: 10 * time.Millisecond, InputTokens: 640, OutputTokens: 4, Blocks: blocks(2, 40)},    // the router's, to server 0
+		{ID: 0, Arrival: 0, InputTokens: 640, OutputTokens: 4, Blocks: blocks(1, 40)},                           // the other client's, to server 1
+		{ID: 1, Arrival: 10 * time.Millisecond, InputTokens: 640, OutputTokens: 4, Blocks: blocks(2, 40)},       // the router's, to server 0
 		{ID: 2, Arrival: 2 * time.Second, InputTokens: 656, OutputTokens: 4, Blocks: append(blocks(1, 40), 99)}, // the router's: shares request 0's prompt
 		{ID: 3, Arrival: 2100 * time.Millisecond, InputTokens: 656, OutputTokens: 4, Blocks: append(blocks(2, 40), 98)},
 	}

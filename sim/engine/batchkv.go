@@ -67,7 +67,7 @@ func (e *Batch) cacheBlocks(r *reqState, tokens int) {
 	for j := r.numCached; j < full; j++ {
 		h := r.hashAt(j, bs)
 		if e.kv.register(r.blocks[j], h) && e.kv.rec {
-			e.logStored(r, j, h)
+			e.kv.stored(r.id, j, h, r.hashAt(max(j-1, 0), bs))
 		}
 	}
 	r.numCached = max(r.numCached, full)

@@ -60,10 +60,53 @@ type CacheEvent struct {
 	Time time.Duration
 }
 
-// stampCacheEvents sets the time of the events a step logged.
-func stampCacheEvents(evs []CacheEvent, t time.Duration) {
-	for i := range evs {
-		evs[i].Time = t
+// cacheLog is an engine cache's event log; both families' caches embed it. It is on when rec:
+// the caches log Removed themselves, and the engines Stored (they know the request). rec is off
+// while a cache journals for Speculate, so nothing a speculation does is logged.
+type cacheLog struct {
+	rec bool
+	log []CacheEvent
+}
+
+// turnOn turns the log on, unless suspended (inside Speculate).
+func (l *cacheLog) turnOn(suspended bool) {
+	if !suspended {
+		l.rec = true
+	}
+}
+
+// take appends the events logged since the last call to dst and returns it; nothing while
+// suspended.
+func (l *cacheLog) take(dst []CacheEvent, suspended bool) []CacheEvent {
+	if suspended || len(l.log) == 0 {
+		return dst
+	}
+	dst = append(dst, l.log...)
+	l.log = l.log[:0]
+	return dst
+}
+
+// stored logs that block j of request req, hash h, became findable; parent is block j−1's
+// hash (ignored for j = 0).
+func (l *cacheLog) stored(req uint64, j int, h, parent uint64) {
+	ev := CacheEvent{Kind: CacheStored, Hash: h, Request: req, Block: j}
+	if j > 0 {
+		ev.Parent, ev.HasParent = parent, true
+	}
+	l.log = append(l.log, ev)
+}
+
+// removed logs that hash h stopped being findable, when the log is on.
+func (l *cacheLog) removed(h uint64) {
+	if l.rec {
+		l.log = append(l.log, CacheEvent{Kind: CacheRemoved, Hash: h})
+	}
+}
+
+// stamp sets the time of the events logged from mark on (a step's) to t.
+func (l *cacheLog) stamp(mark int, t time.Duration) {
+	for i := mark; i < len(l.log); i++ {
+		l.log[i].Time = t
 	}
 }
 
@@ -71,59 +114,21 @@ func stampCacheEvents(evs []CacheEvent, t time.Duration) {
 // hash that becomes findable in the prefix cache logs a CacheStored event, and every hash that
 // stops being findable a CacheRemoved. Hashes already cached are not reported, so call it before
 // the first Step. Inside Speculate it does nothing.
-func (e *Batch) RecordCacheEvents() {
-	if !e.kv.journal {
-		e.kv.rec = true
-	}
-}
+func (e *Batch) RecordCacheEvents() { e.kv.turnOn(e.kv.journal) }
 
 // TakeCacheEvents appends the cache events logged since the last call to dst, in order, and
 // returns it. Inside Speculate it appends nothing (the log is suspended there, and what f does
 // is never logged).
-func (e *Batch) TakeCacheEvents(dst []CacheEvent) []CacheEvent {
-	if e.kv.journal || len(e.kv.log) == 0 {
-		return dst
-	}
-	dst = append(dst, e.kv.log...)
-	e.kv.log = e.kv.log[:0]
-	return dst
-}
-
-// logStored logs that r's block j, hash h, became findable.
-func (e *Batch) logStored(r *reqState, j int, h uint64) {
-	ev := CacheEvent{Kind: CacheStored, Hash: h, Request: r.id, Block: j}
-	if j > 0 {
-		ev.Parent, ev.HasParent = r.hashAt(j-1, e.cfg.BlockSize), true
-	}
-	e.kv.log = append(e.kv.log, ev)
-}
+func (e *Batch) TakeCacheEvents(dst []CacheEvent) []CacheEvent { return e.kv.take(dst, e.kv.journal) }
 
 // RecordCacheEvents turns the cache-event log on (it is off by default): from now on, every
 // hash the prefix cache stores logs a CacheStored event and every hash it evicts a
 // CacheRemoved. Hashes already cached are not reported, so call it before the first Step. Inside
 // Speculate it does nothing.
-func (e *Slot) RecordCacheEvents() {
-	if !e.cache.journaling {
-		e.cache.rec = true
-	}
-}
+func (e *Slot) RecordCacheEvents() { e.cache.turnOn(e.cache.journaling) }
 
 // TakeCacheEvents appends the cache events logged since the last call to dst, in order, and
 // returns it. Inside Speculate it appends nothing.
 func (e *Slot) TakeCacheEvents(dst []CacheEvent) []CacheEvent {
-	if e.cache.journaling || len(e.cache.log) == 0 {
-		return dst
-	}
-	dst = append(dst, e.cache.log...)
-	e.cache.log = e.cache.log[:0]
-	return dst
-}
-
-// logStored logs that r's prompt block j, hash h, was stored.
-func (e *Slot) logStored(r *slotReq, j int, h uint64) {
-	ev := CacheEvent{Kind: CacheStored, Hash: h, Request: r.id, Block: j}
-	if j > 0 {
-		ev.Parent, ev.HasParent = r.hashAt(j-1, e.cfg.BlockSize), true
-	}
-	e.cache.log = append(e.cache.log, ev)
+	return e.cache.take(dst, e.cache.journaling)
 }

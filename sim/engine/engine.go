@@ -215,7 +215,7 @@ func (e *Batch) Step(now time.Duration) StepResult {
 	e.clock = end
 	e.complete(end)
 	if e.kv.rec { // the step's cache events are published at its end, as vLLM does
-		stampCacheEvents(e.kv.log[mark:], end)
+		e.kv.stamp(mark, end)
 	}
 	return StepResult{Start: start, End: end, PrefillTokens: prefill, DecodeTokens: decode, Events: e.events}
 }

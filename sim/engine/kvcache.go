@@ -64,11 +64,10 @@ type kvCache struct {
 	// never applied, which is the point.
 	deferred []pendingReg
 
-	// The cache-event log (cacheevents.go), on when rec: a hash entering the table logs Stored
-	// (Batch.cacheBlocks, which knows the request), its entry leaving it logs Removed. rec is off
+	// The cache-event log (cacheevents.go): a hash entering the table logs Stored
+	// (Batch.cacheBlocks, which knows the request), its entry leaving it logs Removed. It is off
 	// during Speculate, so neither deferred registrations nor anything rollback undoes is logged.
-	rec bool
-	log []CacheEvent
+	cacheLog
 }
 
 type pendingReg struct {
@@ -310,9 +309,7 @@ func (k *kvCache) unregister(b int32) {
 		k.mutSlot(i, owner).val = x.dup
 	} else {
 		k.deleteSlot(i)
-		if k.rec {
-			k.log = append(k.log, CacheEvent{Kind: CacheRemoved, Hash: x.hash})
-		}
+		k.removed(x.hash)
 	}
 	y := k.mut(b)
 	y.hashed, y.dup, y.hash = false, nilBlock, 0

@@ -208,7 +208,7 @@ func (e *Slot) Step(now time.Duration) StepResult {
 	}
 	e.clock = t
 	if e.cache.rec {
-		stampCacheEvents(e.cache.log[mark:], t)
+		e.cache.stamp(mark, t)
 	}
 	res.Events = e.events
 	return res
@@ -245,7 +245,7 @@ func (e *Slot) admit(r *slotReq) {
 		} else if i = e.cache.store(h); i < 0 {
 			break
 		} else if e.cache.rec {
-			e.logStored(r, j, h)
+			e.cache.stored(r.id, j, h, r.hashAt(max(j-1, 0), e.cfg.BlockSize))
 		}
 		r.blocks = append(r.blocks, i)
 	}

@@ -20,10 +20,9 @@ type slotCache struct {
 	journal    []cacheOp
 	saved      cacheScalars
 
-	// The cache-event log (cacheevents.go), on when rec: store logs the hash it evicts as
-	// Removed, Slot.admit the hash it stores as Stored. rec is off while journalling.
-	rec bool
-	log []CacheEvent
+	// The cache-event log (cacheevents.go): store logs the hash it evicts as Removed,
+	// Slot.admit the hash it stores as Stored. It is off while journalling.
+	cacheLog
 }
 
 // cacheBlock is one cached block; prev and next link unused blocks (−1 at the ends).
@@ -136,9 +135,7 @@ func (c *slotCache) store(h uint64) int32 {
 		i = c.head
 		c.unlink(i)
 		c.setIndex(c.entries[i].hash, 0, true)
-		if c.rec {
-			c.log = append(c.log, CacheEvent{Kind: CacheRemoved, Hash: c.entries[i].hash})
-		}
+		c.removed(c.entries[i].hash)
 	default:
 		return -1
 	}
