@@ -42,7 +42,7 @@ type cache struct {
 	capacity  int
 	blockSize int
 	live      bool // the subscriber is connected
-	applied   bool // a batch was applied since live was set
+	applied   bool // a batch was applied since the last disconnection
 	engine    map[uint64]int32
 	keys      map[uint64]int32
 	held      map[uint64]int32 // keys of prompts the router sent, until their requests end (Hold)

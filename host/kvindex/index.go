@@ -67,14 +67,16 @@ func (x *Index) Live(endpoint string) bool {
 	return c.live && c.applied
 }
 
-// SetLive says whether endpoint's events are arriving: its subscriber is connected. Going
-// live again after a disconnection needs a new batch applied (events may have been lost).
+// SetLive says whether endpoint's events are arriving: its subscriber is connected. A
+// disconnection forgets the batches applied: going live again needs a new one (events may have
+// been lost meanwhile), which may have come before the connection was reported.
 func (x *Index) SetLive(endpoint string, live bool) {
 	c := x.endpoint(endpoint)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if live != c.live {
-		c.live, c.applied = live, false
+	c.live = live
+	if !live {
+		c.applied = false
 	}
 }
 

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"slices"
 	"sync"
 
 	"github.com/foresight-router/foresight/host/kvindex"
@@ -22,7 +21,7 @@ type promptKeys struct {
 
 	mu   sync.Mutex
 	bs   int      // the block size keys are for
-	keys []uint64 // BlockKeys of tokens at bs
+	keys []uint64 // BlockKeys of tokens at bs; never modified, so holds keep it
 
 	// fromEvents are the endpoints of the request's last cycle whose match came from their
 	// KV-cache events, for its trace. The cycles of one request are built one at a time.
@@ -49,7 +48,7 @@ func (pk *promptKeys) keysAt(bs int) []uint64 {
 	pk.mu.Lock()
 	defer pk.mu.Unlock()
 	if bs != pk.bs {
-		pk.bs, pk.keys = bs, tokenize.BlockKeys(pk.keys[:0], 0, pk.tokens, bs)
+		pk.bs, pk.keys = bs, tokenize.BlockKeys(nil, 0, pk.tokens, bs)
 	}
 	return pk.keys
 }
@@ -68,7 +67,7 @@ func (s *Server) hold(id string, pk *promptKeys) *kvindex.Hold {
 	if bs <= 0 {
 		return nil // no endpoint has said what its blocks are
 	}
-	return kv.Hold(id, slices.Clone(pk.keysAt(bs)))
+	return kv.Hold(id, pk.keysAt(bs))
 }
 
 // prefixMatchNow is prefixMatch's fraction alone.
