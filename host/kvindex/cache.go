@@ -83,7 +83,7 @@ func (x *Index) Apply(endpoint string, m *kvevents.Message) {
 		c.event(&m.Batch.Events[i])
 	}
 	c.stats.Batches++
-	c.applied = true
+	c.live, c.applied = true, true // a message came: the subscriber is connected
 }
 
 // Store records blocks of endpoint whose keys the caller knows: the simulator's engines hash

@@ -54,9 +54,9 @@ func (x *Index) SetCapacity(endpoint string, blocks int) {
 	}
 }
 
-// Live reports whether endpoint's record is the engine's: its events are arriving (SetLive) and
-// at least one batch has been applied since. A cycle uses the record only then, and the router's
-// own record otherwise.
+// Live reports whether endpoint's record is the engine's: a batch has been applied since its
+// subscriber last lost its connection (SetLive). A cycle uses the record only then, and the
+// router's own record otherwise.
 func (x *Index) Live(endpoint string) bool {
 	c := x.existing(endpoint)
 	if c == nil {
@@ -69,7 +69,7 @@ func (x *Index) Live(endpoint string) bool {
 
 // SetLive says whether endpoint's events are arriving: its subscriber is connected. A
 // disconnection forgets the batches applied: going live again needs a new one (events may have
-// been lost meanwhile), which may have come before the connection was reported.
+// been lost meanwhile); a batch applied makes the record live at once.
 func (x *Index) SetLive(endpoint string, live bool) {
 	c := x.endpoint(endpoint)
 	c.mu.Lock()

@@ -82,6 +82,9 @@ func (s *Server) cycle(req *openai.Request, pk *promptKeys, m meta, now time.Tim
 	if pk != nil {
 		c.Request.PrefixBlockHashes = pk.text.Hashes
 		pk.fromEvents = pk.fromEvents[:0]
+		if pk.tokens != nil { // the engines' own count, not an estimate: the stages' uncached tokens are exact
+			c.Request.InputTokens = int64(len(pk.tokens))
+		}
 	}
 	states = s.o.Endpoints.Snapshot()
 	c.Excluded = excluded(states)

@@ -30,6 +30,8 @@ type promptKeys struct {
 
 // promptKeysOf returns req's promptKeys: the text blocks always; with KV events, the engine
 // tokens and their keys at the block size the engines last reported (the fleet's, in practice).
+// The tokens' count then replaces the estimate of the prompt's length in the request the stages
+// see (cycle), so that the producer's uncached tokens are the engine's.
 func (s *Server) promptKeysOf(req *openai.Request) *promptKeys {
 	pk := &promptKeys{text: openai.HashBlocks(req.Prompt)}
 	if s.o.KVEvents == nil || s.o.Tokenize == nil || req.Kind == openai.Embeddings {
