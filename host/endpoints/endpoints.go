@@ -14,6 +14,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/foresight-router/foresight/host/kvevents"
 )
 
 // Endpoint is one model server.
@@ -122,27 +124,6 @@ func validate(eps []Endpoint) ([]Endpoint, error) {
 	return out, nil
 }
 
-// ValidateKVEvents checks a KV-cache event publisher's address: "tcp://host:port" (the host a
-// name or an IP, the port a number) or "ipc://path", the addresses a ZeroMQ socket connects to.
-func ValidateKVEvents(a string) error {
-	switch {
-	case strings.HasPrefix(a, "tcp://"):
-		host, port, err := net.SplitHostPort(strings.TrimPrefix(a, "tcp://"))
-		if err != nil {
-			return fmt.Errorf("KV events address %q: %v (want tcp://host:port)", a, err)
-		}
-		if host == "" || host == "*" {
-			return fmt.Errorf("KV events address %q has no host to connect to (want tcp://host:port)", a)
-		}
-		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-			return fmt.Errorf("KV events address %q: port %q is not a number in 1-65535", a, port)
-		}
-		return nil
-	case strings.HasPrefix(a, "ipc://"):
-		if len(a) == len("ipc://") {
-			return fmt.Errorf("KV events address %q has no path", a)
-		}
-		return nil
-	}
-	return fmt.Errorf("KV events address %q: accepted forms are tcp://host:port and ipc://path", a)
-}
+// ValidateKVEvents checks a KV-cache event publisher's address: "tcp://host:port" or "ipc://path",
+// the addresses the router's subscriber connects to (kvevents.ValidateAddress).
+func ValidateKVEvents(a string) error { return kvevents.ValidateAddress(a) }

@@ -71,6 +71,13 @@ type endpoint struct {
 	network, addr string
 }
 
+// ValidateAddress checks the address of a publisher to connect to: tcp://host:port (a host and a
+// port in 1–65535) or ipc://path, the transports this package speaks.
+func ValidateAddress(s string) error {
+	_, err := parseEndpoint(s, false)
+	return err
+}
+
 // parseEndpoint parses a ZeroMQ address. Only tcp:// and ipc:// are supported. When bind, a host
 // "*" (ZeroMQ's every interface) is allowed and port 0 picks a free port; otherwise host and port
 // must be given.
