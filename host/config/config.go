@@ -258,6 +258,7 @@ func (c *Config) applyDefaults() {
 	c.FlowControl.applyDefaults()
 	c.Disaggregation.applyDefaults()
 	c.State.applyDefaults()
+	c.KVEvents.applyDefaults()
 }
 
 func (pl *Pipeline) applyDefaults() {

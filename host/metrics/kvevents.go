@@ -19,6 +19,7 @@ type KVEndpoint struct {
 // KVEvents exposes the KV-cache event subscriptions, per endpoint that names a publisher, read at
 // scrape time:
 //
+//	foresight_kv_events_tokenized_total{result}        prompts tokenized (ok) or not (failed: matched by the router's record)
 //	foresight_kv_events_live{endpoint}                 1 while its prefix match comes from its events, 0 while from the router's record
 //	foresight_kv_events_connected{endpoint}            1 while the subscriber is connected to its publisher
 //	foresight_kv_events_connects_total{endpoint}       connections made to it (a reconnection after the first)
@@ -32,17 +33,21 @@ type KVEndpoint struct {
 //	foresight_kv_events_restarts_total{endpoint}       publisher restarts (its record dropped)
 //	foresight_kv_events_invalid_total{endpoint,reason} messages that did not decode (decode), events whose tokens do not fill their blocks (malformed)
 type KVEvents struct {
-	stats func() []KVEndpoint
+	stats     func() []KVEndpoint
+	tokenized func() (ok, failed uint64)
 
-	live, connected, connects, blocks, messages, blockEvents, gaps, missed, replayed, restarts, invalid *prometheus.Desc
+	tokenize, live, connected, connects, blocks, messages, blockEvents, gaps, missed, replayed, restarts, invalid *prometheus.Desc
 }
 
-// NewKVEvents registers the subscriptions' metrics with reg; stats is called at every scrape.
-func NewKVEvents(reg prometheus.Registerer, stats func() []KVEndpoint) error {
+// NewKVEvents registers the subscriptions' metrics with reg; stats and tokenized (the prompts the
+// tokenizer turned into tokens, and failed to) are called at every scrape.
+func NewKVEvents(reg prometheus.Registerer, stats func() []KVEndpoint, tokenized func() (ok, failed uint64)) error {
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc("foresight_kv_events_"+name, help, append([]string{"endpoint"}, labels...), nil)
 	}
-	k := &KVEvents{stats: stats,
+	k := &KVEvents{stats: stats, tokenized: tokenized,
+		tokenize: prometheus.NewDesc("foresight_kv_events_tokenized_total",
+			"Prompts turned into the engines' tokens (ok), and those the tokenizer failed on (failed: matched by the router's own record).", []string{"result"}, nil),
 		live:        d("live", "1 while the endpoint's prefix match comes from its KV-cache events, 0 while from the router's own record."),
 		connected:   d("connected", "1 while the subscriber is connected to the endpoint's KV-cache event publisher."),
 		connects:    d("connects_total", "Connections made to the endpoint's KV-cache event publisher: more than one are reconnections."),
@@ -60,13 +65,16 @@ func NewKVEvents(reg prometheus.Registerer, stats func() []KVEndpoint) error {
 
 // Describe implements prometheus.Collector.
 func (k *KVEvents) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{k.live, k.connected, k.connects, k.blocks, k.messages, k.blockEvents, k.gaps, k.missed, k.replayed, k.restarts, k.invalid} {
+	for _, d := range []*prometheus.Desc{k.tokenize, k.live, k.connected, k.connects, k.blocks, k.messages, k.blockEvents, k.gaps, k.missed, k.replayed, k.restarts, k.invalid} {
 		ch <- d
 	}
 }
 
 // Collect implements prometheus.Collector.
 func (k *KVEvents) Collect(ch chan<- prometheus.Metric) {
+	ok, failed := k.tokenized()
+	ch <- prometheus.MustNewConstMetric(k.tokenize, prometheus.CounterValue, float64(ok), "ok")
+	ch <- prometheus.MustNewConstMetric(k.tokenize, prometheus.CounterValue, float64(failed), "failed")
 	for _, e := range k.stats() {
 		gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append([]string{e.ID}, labels...)...)

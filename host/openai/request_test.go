@@ -254,3 +254,26 @@ func TestKind(t *testing.T) {
 		t.Errorf("names %q %q %q", Completions, Chat, Kind(7))
 	}
 }
+
+func TestTokenizeBody(t *testing.T) {
+	for _, tt := range []struct {
+		kind Kind
+		body string
+		want string // "" when /tokenize does not take the API
+	}{
+		{Completions, `{"model":"m","prompt":"hi there","max_tokens":3}`, `{"model":"m","prompt":"hi there"}`},
+		{Completions, `{"model":"m","prompt":["hi there"]}`, `{"model":"m","prompt":"hi there"}`},
+		{Chat, `{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true}`, `{"messages":[{"role":"user","content":"hi"}],"model":"m"}`},
+		{Responses, `{"model":"m","input":"hi"}`, ""},
+		{Embeddings, `{"model":"m","input":"hi"}`, ""},
+	} {
+		r, err := Parse(tt.kind, []byte(tt.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, ok, err := r.TokenizeBody()
+		if err != nil || ok != (tt.want != "") || string(b) != tt.want {
+			t.Errorf("%v %s: TokenizeBody = %s, %v, %v; want %s", tt.kind, tt.body, b, ok, err, tt.want)
+		}
+	}
+}

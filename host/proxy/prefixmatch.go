@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"sync"
 
 	"github.com/foresight-router/foresight/host/kvindex"
@@ -32,12 +33,16 @@ type promptKeys struct {
 // tokens and their keys at the block size the engines last reported (the fleet's, in practice).
 // The tokens' count then replaces the estimate of the prompt's length in the request the stages
 // see (cycle), so that the producer's uncached tokens are the engine's.
-func (s *Server) promptKeysOf(req *openai.Request) *promptKeys {
+func (s *Server) promptKeysOf(ctx context.Context, req *openai.Request) *promptKeys {
 	pk := &promptKeys{text: openai.HashBlocks(req.Prompt)}
 	if s.o.KVEvents == nil || s.o.Tokenize == nil || req.Kind == openai.Embeddings {
 		return pk
 	}
-	pk.tokens = s.o.Tokenize(nil, req.Prompt)
+	tokens, err := s.o.Tokenize(ctx, req)
+	if err != nil || len(tokens) == 0 {
+		return pk // the tokenizer counts and logs its failures
+	}
+	pk.tokens = tokens
 	if bs := s.o.KVEvents.FleetBlockSize(); bs > 0 {
 		pk.bs, pk.keys = bs, tokenize.BlockKeys(nil, 0, pk.tokens, bs)
 	}

@@ -227,7 +227,7 @@ func (s *Server) recordOutcome(t *pipeline.Trace, status int, ttft, tpot, e2e fl
 // blocks where a's dispatch recorded them, and the answer's hashed on from where the prompt's
 // hashing stopped, neither the prompt copied nor hashed again.
 func (s *Server) recordAnswer(a *attempt, x *exchange, answer string) {
-	if answer == "" {
+	if answer == "" || x.prompt == nil { // nil: a request the router does not read
 		return
 	}
 	a.flight.Answer(x.prompt.text.Extend(nil, x.req.AnswerText(answer)))

@@ -91,10 +91,12 @@ type Options struct {
 	PrefixBlocks int
 	// KVEvents is the record the endpoints' KV-cache events keep (host/kvindex), which gives the
 	// prefix match of an endpoint whose events are live instead of the router's own record, and
-	// Tokenize turns a prompt into the engines' tokens to match it there (host/tokenize). Both
-	// or neither; nil: every match is the router's own record's.
+	// Tokenize turns a request's prompt into the engines' tokens to match it there
+	// (host/tokenize): nil tokens without an error for a request it does not tokenize; an error
+	// leaves that request to the router's own record. Both or neither; nil: every match is the
+	// router's own record's.
 	KVEvents *kvindex.Index
-	Tokenize func(dst []uint32, text string) []uint32
+	Tokenize func(ctx context.Context, req *openai.Request) ([]uint32, error)
 	// DecisionConcurrency is the most requests a decision round takes (decide.go); 0: twice the
 	// endpoints. At 1 requests are decided one after the other.
 	DecisionConcurrency int
@@ -351,8 +353,9 @@ func (s *Server) decideRequest(ctx context.Context, kind openai.Kind, h http.Hea
 	if oerr != nil {
 		return nil, oerr
 	}
-	x = &exchange{client: ctx, req: req, prompt: s.promptKeysOf(req), meta: m, received: received}
+	x = &exchange{client: ctx, req: req, meta: m, received: received}
 	x.modelRule = s.rewriteModel(req, m)
+	x.prompt = s.promptKeysOf(ctx, req) // after the rewrite: a remote tokenizer is asked for the served model
 	if x.body, err = req.UpstreamBody(); err != nil {
 		return x, &openai.Error{Status: http.StatusInternalServerError, Type: "server_error", Message: "encoding the upstream request: " + err.Error()}
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/foresight-router/foresight/host/kvevents"
 	"github.com/foresight-router/foresight/host/kvindex"
 	"github.com/foresight-router/foresight/host/metrics"
-	"github.com/foresight-router/foresight/host/tokenize"
+	"github.com/foresight-router/foresight/host/openai"
 )
 
 // kvSyncInterval is how often the KV-event subscribers follow the endpoint list, and the
@@ -27,7 +27,7 @@ const kvSyncInterval = 250 * time.Millisecond
 type kvEvents struct {
 	section  *config.KVEvents
 	index    *kvindex.Index // nil without the section
-	tokenize func(dst []uint32, text string) []uint32
+	tokenize *tokenizer     // nil without the section
 	log      zerolog.Logger
 
 	mu   sync.Mutex
@@ -43,18 +43,22 @@ type kvSub struct {
 	done         chan struct{}
 }
 
-// newKVEvents returns the subscribers' manager for section (nil: none read).
-func newKVEvents(section *config.KVEvents, prefixBlocks int, log zerolog.Logger) *kvEvents {
+// newKVEvents returns the subscribers' manager for section (nil: none read) over set's endpoints.
+func newKVEvents(section *config.KVEvents, set *endpoints.Set, prefixBlocks int, log zerolog.Logger) *kvEvents {
 	k := &kvEvents{section: section, log: log, subs: map[string]*kvSub{}, bad: map[string]string{}}
 	if section == nil {
 		return k
 	}
-	k.index = kvindex.New(prefixBlocks)
-	switch section.Tokenizer {
-	case config.TokenizerEmulator:
-		k.tokenize = tokenize.Emulator
-	}
+	k.index, k.tokenize = kvindex.New(prefixBlocks), newTokenizer(section, set, log)
 	return k
+}
+
+// tokens is the proxy's Options.Tokenize: nil without the section.
+func (k *kvEvents) tokens() func(context.Context, *openai.Request) ([]uint32, error) {
+	if k.tokenize == nil {
+		return nil
+	}
+	return k.tokenize.tokens
 }
 
 // run follows set's endpoints until ctx ends, then stops every subscriber.
@@ -158,4 +162,9 @@ func (k *kvEvents) stats() []metrics.KVEndpoint {
 		out = append(out, metrics.KVEndpoint{ID: id, Live: k.index.Live(id), Index: k.index.Stats(id), Subscriber: s.sub.Stats()})
 	}
 	return out
+}
+
+// tokenized returns the prompts tokenized and the tokenizations failed, for /metrics.
+func (k *kvEvents) tokenized() (ok, failed uint64) {
+	return k.tokenize.ok.Load(), k.tokenize.failed.Load()
 }

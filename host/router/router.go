@@ -132,9 +132,9 @@ func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger, opts ...
 	if err != nil {
 		return nil, err
 	}
-	r.kv = newKVEvents(cfg.KVEvents, cfg.Server.PrefixIndexBlocks, log)
+	r.kv = newKVEvents(cfg.KVEvents, set, cfg.Server.PrefixIndexBlocks, log)
 	if r.kv.index != nil {
-		if err := metrics.NewKVEvents(reg, r.kv.stats); err != nil {
+		if err := metrics.NewKVEvents(reg, r.kv.stats, r.kv.tokenized); err != nil {
 			return nil, err
 		}
 	}
@@ -157,7 +157,7 @@ func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger, opts ...
 		FirstByteTimeout: cfg.Server.FirstByteTimeout, MaxAttempts: cfg.Server.MaxAttempts, UnknownModels: cfg.Server.UnknownModels,
 		Decisions: cfg.Server.Decisions, PrefixBlocks: cfg.Server.PrefixIndexBlocks, DecisionConcurrency: cfg.Server.DecisionConcurrency,
 		StreamFlushInterval: cfg.Server.StreamFlushInterval, Metrics: reqs, Stages: stages, EndpointMetrics: perEndpoint, State: plane,
-		KVEvents: r.kv.index, Tokenize: r.kv.tokenize, Log: log})
+		KVEvents: r.kv.index, Tokenize: r.kv.tokens(), Log: log})
 	if err != nil {
 		return nil, err
 	}

@@ -33,16 +33,17 @@ var errClosed = errors.New("server closed")
 // its request, whose handler then waits until the event's Time before writing it. Server is safe
 // for concurrent use.
 type Server struct {
-	model     string
-	block     int // KV block size, for block hashes
-	numBlocks int // KV cache capacity in blocks, for the block ids a prefill answer names
-	start     time.Time
-	arrivals  chan arrival
-	aborts    chan uint64 // requests whose client went away
-	done      chan struct{}
-	stopped   chan struct{}
-	close     sync.Once
-	nextID    atomic.Uint64
+	model       string
+	block       int // KV block size, for block hashes
+	numBlocks   int // KV cache capacity in blocks, for the block ids a prefill answer names
+	maxModelLen int // the engine's, which /tokenize reports
+	start       time.Time
+	arrivals    chan arrival
+	aborts      chan uint64 // requests whose client went away
+	done        chan struct{}
+	stopped     chan struct{}
+	close       sync.Once
+	nextID      atomic.Uint64
 
 	mu       sync.Mutex
 	metrics  engine.Metrics // snapshot after the last Add or Step
@@ -91,7 +92,7 @@ func NewServer(cfg engine.Config, model string, opts ...Option) (*Server, error)
 	if err != nil {
 		return nil, fmt.Errorf("creating engine: %w", err)
 	}
-	s.eng, s.metrics, s.block, s.numBlocks = eng, eng.Metrics(), cfg.BlockSize, cfg.NumGPUBlocks
+	s.eng, s.metrics, s.block, s.numBlocks, s.maxModelLen = eng, eng.Metrics(), cfg.BlockSize, cfg.NumGPUBlocks, cfg.MaxModelLen
 	if err := s.startKVEvents(); err != nil {
 		return nil, err
 	}
@@ -132,6 +133,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/embeddings", s.handleEmbeddings)
 	mux.HandleFunc("POST /v1/responses", s.handleResponses)
 	mux.HandleFunc("GET /v1/models", s.handleModels)
+	mux.HandleFunc("POST /tokenize", s.handleTokenize)
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	mux.HandleFunc("GET /metrics", s.handleMetrics)
 	return mux

@@ -115,8 +115,15 @@ func lastDecision(t *testing.T, admin string) (match map[string]float64, fromEve
 // server from the server's own events; once the server has evicted it (other prompts sent to it
 // directly, past the router, fill its small cache), it matches there no more, though the
 // router's own record of what it sent still says it does; and when the server's engine restarts,
-// its record of events is dropped.
+// its record of events is dropped. Once with the emulator's tokenizer in the router, once with
+// the engines' POST /tokenize (kvEvents.tokenizer vllm).
 func TestServeKVEvents(t *testing.T) {
+	for _, tokenizer := range []string{"emulator", "vllm"} {
+		t.Run(tokenizer, func(t *testing.T) { testServeKVEvents(t, tokenizer) })
+	}
+}
+
+func testServeKVEvents(t *testing.T, tokenizer string) {
 	addrs := []string{freeport.Addr(t), freeport.Addr(t)}
 	ports, err := freeport.Ports(4)
 	if err != nil {
@@ -141,12 +148,12 @@ pipeline:
   scorers: [{pluginRef: prefix}]
   picker: {pluginRef: max-score}
 server: {listen: "127.0.0.1:0", adminListen: "127.0.0.1:0"}
-kvEvents: {tokenizer: emulator}
+kvEvents: {tokenizer: %s}
 endpoints:
   static:
     - {id: a, address: %s, kvEvents: "tcp://127.0.0.1:%d", kvEventsReplay: "tcp://127.0.0.1:%d"}
     - {id: b, address: %s, kvEvents: "tcp://127.0.0.1:%d"}
-`, addrs[0], kvPorts[0], kvPorts[0]+1, addrs[1], kvPorts[1])), "--ext-proc", "127.0.0.1:0")
+`, tokenizer, addrs[0], kvPorts[0], kvPorts[0]+1, addrs[1], kvPorts[1])), "--ext-proc", "127.0.0.1:0")
 	waitMetric(t, r.admin, `(?m)^foresight_kv_events_connected\{endpoint="a"\} 1$`)
 	waitMetric(t, r.admin, `(?m)^foresight_kv_events_connected\{endpoint="b"\} 1$`)
 
@@ -197,4 +204,6 @@ endpoints:
 		match, fromEvents := lastDecision(t, r.admin)
 		return slices.Contains(fromEvents, at) && match[at] < 0.1
 	})
+	waitMetric(t, r.admin, `(?m)^foresight_kv_events_tokenized_total\{result="ok"\} [1-9]`)
+	waitMetric(t, r.admin, `(?m)^foresight_kv_events_tokenized_total\{result="failed"\} 0$`)
 }
