@@ -95,15 +95,12 @@ func (o serveOverrides) disaggregate(cfg *config.Config) error {
 		d.Split = o.split
 	}
 	if o.roles != "" {
-		if o.endpoints == "" {
-			return fmt.Errorf("--roles gives the roles of --endpoints: give --endpoints too")
-		}
-		roles := strings.Split(o.roles, ",")
-		if len(roles) != len(cfg.Endpoints.Static) {
-			return fmt.Errorf("--roles gives %d roles for the %d endpoints of --endpoints", len(roles), len(cfg.Endpoints.Static))
+		roles, err := o.perEndpoint(cfg, "roles", "roles", o.roles)
+		if err != nil {
+			return err
 		}
 		for i, r := range roles {
-			cfg.Endpoints.Static[i].Labels = map[string]string{d.RoleLabel: strings.TrimSpace(r)}
+			cfg.Endpoints.Static[i].Labels = map[string]string{d.RoleLabel: r}
 		}
 	}
 	if err := cfg.ValidateDisaggregation(); err != nil {
@@ -112,21 +109,33 @@ func (o serveOverrides) disaggregate(cfg *config.Config) error {
 	return nil
 }
 
+// perEndpoint splits the value of --flag, one item (what) per endpoint of --endpoints, in order.
+func (o serveOverrides) perEndpoint(cfg *config.Config, flag, what, value string) ([]string, error) {
+	if o.endpoints == "" {
+		return nil, fmt.Errorf("--%s gives the %s of --endpoints: give --endpoints too", flag, what)
+	}
+	items := strings.Split(value, ",")
+	if len(items) != len(cfg.Endpoints.Static) {
+		return nil, fmt.Errorf("--%s gives %d %s for the %d endpoints of --endpoints", flag, len(items), what, len(cfg.Endpoints.Static))
+	}
+	for i := range items {
+		items[i] = strings.TrimSpace(items[i])
+	}
+	return items, nil
+}
+
 // readKVEvents applies --kv-events: the endpoints' publishers, and a kvEvents section with the
 // emulator's tokenizer when the config has none (the emulated fleets the benches run).
 func (o serveOverrides) readKVEvents(cfg *config.Config) error {
 	if o.kvEvents == "" {
 		return nil
 	}
-	if o.endpoints == "" {
-		return fmt.Errorf("--kv-events gives the publishers of --endpoints: give --endpoints too")
-	}
-	pubs := strings.Split(o.kvEvents, ",")
-	if len(pubs) != len(cfg.Endpoints.Static) {
-		return fmt.Errorf("--kv-events gives %d publishers for the %d endpoints of --endpoints", len(pubs), len(cfg.Endpoints.Static))
+	pubs, err := o.perEndpoint(cfg, "kv-events", "publishers", o.kvEvents)
+	if err != nil {
+		return err
 	}
 	for i, p := range pubs {
-		cfg.Endpoints.Static[i].KVEvents = strings.TrimSpace(p)
+		cfg.Endpoints.Static[i].KVEvents = p
 	}
 	if cfg.KVEvents == nil {
 		cfg.KVEvents = &config.KVEvents{Tokenizer: config.TokenizerEmulator}
