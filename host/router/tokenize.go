@@ -3,6 +3,7 @@ package router
 import (
 	"cmp"
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"sync/atomic"
@@ -54,7 +55,12 @@ func (t *tokenizer) tokens(ctx context.Context, req *openai.Request) ([]uint32, 
 	if !ok || err != nil {
 		return nil, err
 	}
-	tokens, err := t.remote.Tokens(ctx, t.endpoint(req.Model), body)
+	var tokens []uint32
+	if base, ok := t.endpoint(req.Model); ok {
+		tokens, err = t.remote.Tokens(ctx, base, body)
+	} else {
+		err = errNoEndpoint
+	}
 	if err != nil {
 		t.failed.Add(1)
 		if now := time.Now().UnixNano(); now-t.logged.Load() >= int64(failureLogEvery) {
@@ -67,9 +73,13 @@ func (t *tokenizer) tokens(ctx context.Context, req *openai.Request) ([]uint32, 
 	return tokens, nil
 }
 
+// errNoEndpoint is a remote tokenizer's failure when no endpoint is in the rotation.
+var errNoEndpoint = errors.New("no endpoint in the rotation to ask for the tokens")
+
 // endpoint returns the base URL of the endpoint to ask for req's tokens: the endpoints in the
-// rotation serving model (any in the rotation when none lists it), in turn.
-func (t *tokenizer) endpoint(model string) string {
+// rotation serving model (any in the rotation when none lists it), in turn; false when the
+// rotation is empty.
+func (t *tokenizer) endpoint(model string) (string, bool) {
 	states := t.set.Snapshot()
 	var serving, routable []endpoints.State
 	for _, st := range states {
@@ -85,7 +95,7 @@ func (t *tokenizer) endpoint(model string) string {
 		serving = routable
 	}
 	if len(serving) == 0 {
-		return "http://0.0.0.0:0" // no endpoint: the call fails, as the request's dispatch will
+		return "", false
 	}
-	return serving[t.next.Add(1)%uint64(len(serving))].BaseURL()
+	return serving[t.next.Add(1)%uint64(len(serving))].BaseURL(), true
 }
