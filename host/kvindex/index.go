@@ -67,6 +67,16 @@ func (x *Index) Live(endpoint string) bool {
 	return c.live && c.applied
 }
 
+// AnyLive reports whether some endpoint's record is live: whether a request's tokens are of any
+// use now.
+func (x *Index) AnyLive() bool {
+	return x.eps.Any(func(c *cache) bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.live && c.applied
+	})
+}
+
 // SetLive says whether endpoint's events are arriving: its subscriber is connected. A
 // disconnection forgets the batches applied: going live again needs a new one (events may have
 // been lost meanwhile); a batch applied makes the record live at once.

@@ -229,3 +229,23 @@ func TestHoldCountsUntilReleased(t *testing.T) {
 		t.Fatal("holding no keys returned a hold")
 	}
 }
+
+func TestAnyLive(t *testing.T) {
+	x := New(10)
+	if x.AnyLive() {
+		t.Fatal("an empty index is live")
+	}
+	x.SetLive("a", true)
+	x.SetLive("b", false)
+	if x.AnyLive() {
+		t.Fatal("live before any batch")
+	}
+	apply(x, "b")
+	if !x.AnyLive() {
+		t.Fatal("not live after b's batch")
+	}
+	x.SetLive("b", false)
+	if x.AnyLive() {
+		t.Fatal("live after b's disconnection")
+	}
+}

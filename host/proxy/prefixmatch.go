@@ -29,14 +29,15 @@ type promptKeys struct {
 	fromEvents []string
 }
 
-// promptKeysOf returns req's promptKeys: the text blocks always; with KV events, the engine
-// tokens and their keys at the block size the engines last reported (the fleet's, in practice).
+// promptKeysOf returns req's promptKeys: the text blocks always; with KV events live on some
+// endpoint, the engine tokens and their keys at the block size the engines last reported (the
+// fleet's, in practice).
 // The tokens' count then replaces the estimate of the prompt's length in the request the stages
 // see (cycle), so that the producer's uncached tokens are the engine's.
 func (s *Server) promptKeysOf(ctx context.Context, req *openai.Request) *promptKeys {
 	pk := &promptKeys{text: openai.HashBlocks(req.Prompt)}
-	if s.o.KVEvents == nil || s.o.Tokenize == nil || req.Kind == openai.Embeddings {
-		return pk
+	if s.o.KVEvents == nil || s.o.Tokenize == nil || req.Kind == openai.Embeddings || !s.o.KVEvents.AnyLive() {
+		return pk // no endpoint's events would use the tokens: a remote tokenizer is not asked
 	}
 	tokens, err := s.o.Tokenize(ctx, req)
 	if err != nil || len(tokens) == 0 {

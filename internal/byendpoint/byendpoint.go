@@ -42,6 +42,18 @@ func (m *Map[T]) Make(endpoint string) *T {
 	return r
 }
 
+// Any reports whether f is true of some endpoint's record (in no set order).
+func (m *Map[T]) Any(f func(*T) bool) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for _, r := range m.m {
+		if f(r) {
+			return true
+		}
+	}
+	return false
+}
+
 // Retain forgets every endpoint but those named in keep.
 func (m *Map[T]) Retain(keep []string) {
 	m.mu.Lock()
