@@ -64,6 +64,20 @@ func newCache(capacity int, fleet *atomic.Int64) *cache {
 		order: lrulist.New()}
 }
 
+// match returns how many leading keys the record holds, or holds for the router (Match).
+func (c *cache) match(keys []uint64) int {
+	lo, hi := 0, len(keys) // keys[:lo] are held, keys[hi:] are not
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if k := keys[mid]; c.keys[k] > 0 || c.held[k] > 0 {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
 // Apply applies one message of endpoint's subscriber: a restart drops the record first, a gap
 // is counted (what was lost cannot be known; the capacity bound ages out what it left behind),
 // and the batch's events follow in order.

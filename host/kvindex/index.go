@@ -123,16 +123,27 @@ func (x *Index) Match(endpoint string, keys []uint64) int {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	lo, hi := 0, len(keys) // keys[:lo] are held, keys[hi:] are not
-	for lo < hi {
-		mid := int(uint(lo+hi) >> 1)
-		if k := keys[mid]; c.keys[k] > 0 || c.held[k] > 0 {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
+	return c.match(keys)
+}
+
+// LiveMatch is Live, BlockSize and Match under one lock, as a cycle asks them of each endpoint:
+// when endpoint's record is live, it returns how many leading blocks of a prompt it holds and
+// its block size, keysAt giving the prompt's keys at that size (not called before the engine
+// has said what its blocks are: blocks and bs are then 0).
+func (x *Index) LiveMatch(endpoint string, keysAt func(bs int) []uint64) (blocks, bs int, live bool) {
+	c := x.existing(endpoint)
+	if c == nil {
+		return 0, 0, false
 	}
-	return lo
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.live || !c.applied {
+		return 0, 0, false
+	}
+	if c.blockSize <= 0 {
+		return 0, 0, true
+	}
+	return c.match(keysAt(c.blockSize)), c.blockSize, true
 }
 
 // Len returns how many blocks endpoint's record holds.

@@ -249,3 +249,25 @@ func TestAnyLive(t *testing.T) {
 		t.Fatal("live after b's disconnection")
 	}
 }
+
+func TestLiveMatch(t *testing.T) {
+	x := New(100)
+	a := prompt(1, 0, 3)
+	keysAt := func(bs int) []uint64 { return tokenize.BlockKeys(nil, 0, a, bs) }
+	if _, _, live := x.LiveMatch("e", keysAt); live {
+		t.Fatal("an unknown endpoint is live")
+	}
+	x.SetLive("e", true)
+	apply(x, "e") // live, nothing stored: no block size yet
+	if n, bs, live := x.LiveMatch("e", func(int) []uint64 { t.Fatal("keys asked without a block size"); return nil }); !live || n != 0 || bs != 0 {
+		t.Fatalf("LiveMatch = %d, %d, %v; want 0, 0, live", n, bs, live)
+	}
+	apply(x, "e", stored(a, 0, 2))
+	if n, bs, live := x.LiveMatch("e", keysAt); !live || n != 2 || bs != 4 {
+		t.Fatalf("LiveMatch = %d, %d, %v; want 2 blocks of 4, live", n, bs, live)
+	}
+	x.SetLive("e", false)
+	if _, _, live := x.LiveMatch("e", keysAt); live {
+		t.Fatal("live after a disconnection")
+	}
+}

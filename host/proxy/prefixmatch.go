@@ -92,13 +92,10 @@ func (s *Server) prefixMatch(id string, pk *promptKeys) (match float64, fromEven
 	if pk == nil {
 		return 0, false
 	}
-	if kv := s.o.KVEvents; kv != nil && pk.tokens != nil && kv.Live(id) {
-		bs := kv.BlockSize(id)
-		if bs <= 0 {
-			return 0, true // live, and nothing stored yet
+	if kv := s.o.KVEvents; kv != nil && pk.tokens != nil {
+		if n, bs, live := kv.LiveMatch(id, pk.keysAt); live {
+			return min(float64(n*bs)/float64(len(pk.tokens)), 1), true // 0 before the engine stored anything
 		}
-		n := kv.Match(id, pk.keysAt(bs))
-		return min(float64(n*bs)/float64(len(pk.tokens)), 1), true
 	}
 	return s.prefix.Fraction(id, pk.text.Hashes), false
 }
